@@ -1,0 +1,37 @@
+# Junction. `make help` lists the targets. Tools are built by hack/tools.sh into ./bin (git-ignored).
+
+BIN := $(CURDIR)/bin
+CONTROLLER_GEN := $(BIN)/controller-gen
+KUSTOMIZE := $(BIN)/kustomize
+GOTESTSUM := $(BIN)/gotestsum
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(CONTROLLER_GEN) $(KUSTOMIZE) $(GOTESTSUM):
+	hack/tools.sh $(notdir $@)
+
+.PHONY: tools
+tools: ## Build every tool and the envtest control plane into ./bin.
+	hack/tools.sh
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from the kubebuilder markers.
+	$(CONTROLLER_GEN) crd rbac:roleName=manager-role paths=./api/... paths=./controllers/... \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: verify-generated
+verify-generated: generate manifests ## Fail when committed generated files are stale.
+	@git diff --exit-code -- api config/crd config/rbac || \
+		{ echo "generated files are stale: run 'make generate manifests' and commit the result" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config/crd config/rbac)" || \
+		{ git status --porcelain -- api config/crd config/rbac; echo "untracked generated files: commit them" >&2; exit 1; }
+
+.PHONY: test
+test: ## Run every test (what CI runs): generated files, unit, envtest, data plane.
+	hack/test.sh

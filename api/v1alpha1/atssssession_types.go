@@ -1,0 +1,238 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// UE identifies the user equipment of a session and where its agent runs.
+type UE struct {
+	// supi is the UE's Subscription Permanent Identifier: imsi-<5 to 15 digits> or nai-<NAI>.
+	// All sessions of one SUPI share one user index, so one set of path state (the paper's
+	// unified traffic steering structure).
+	// +kubebuilder:validation:Pattern=`^(imsi-[0-9]{5,15}|nai-[^\s]{1,240})$`
+	// +kubebuilder:validation:MaxLength=256
+	// +required
+	SUPI string `json:"supi"`
+
+	// nodeName is the Kubernetes node whose Junction UE agent (DaemonSet pod) serves this UE.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+}
+
+// ThreeGPPLeg is the session's 5G leg: a GTP-U tunnel between the gNB and the UPF.
+type ThreeGPPLeg struct {
+	// ueAddress is the UE's address on its 3GPP PDU session (inside GTP-U).
+	// +required
+	UEAddress IPv4Address `json:"ueAddress"`
+
+	// gnbAddress is the gNB's N3 address, the outer destination of downlink GTP-U.
+	// +required
+	GNBAddress IPv4Address `json:"gnbAddress"`
+
+	// uplinkTEID is the TEID the gNB puts on uplink GTP-U toward the UPF, 1 to 4294967295.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	// +required
+	UplinkTEID int64 `json:"uplinkTEID"`
+
+	// downlinkTEID is the TEID the UPF puts on downlink GTP-U toward the gNB, 1 to 4294967295.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	// +required
+	DownlinkTEID int64 `json:"downlinkTEID"`
+}
+
+// NonThreeGPPType is the kind of non-3GPP access.
+// +kubebuilder:validation:Enum=WiFi;Wireline
+type NonThreeGPPType string
+
+const (
+	// NonThreeGPPWiFi is untrusted or trusted WLAN access.
+	NonThreeGPPWiFi NonThreeGPPType = "WiFi"
+	// NonThreeGPPWireline is fixed access (5G-RG/FN-RG through a W-AGF, paper 001).
+	NonThreeGPPWireline NonThreeGPPType = "Wireline"
+)
+
+// NonThreeGPPLeg is the session's WiFi or wireline leg: Junction over plain IP.
+type NonThreeGPPLeg struct {
+	// type is WiFi or Wireline.
+	// +required
+	Type NonThreeGPPType `json:"type"`
+
+	// ueAddress is the UE's address on that access, where the UPF sends downlink Junction packets.
+	// +required
+	UEAddress IPv4Address `json:"ueAddress"`
+
+	// gatewayAddress is the access gateway (N3IWF, TNGF, W-AGF or router) in front of the UE,
+	// for documentation and reachability checks; the UPF routes by its routes table.
+	// +optional
+	GatewayAddress IPv4Address `json:"gatewayAddress,omitempty"`
+}
+
+// AccessLegs are the two legs of an MA PDU session; at least one must be given.
+// +kubebuilder:validation:XValidation:rule="has(self.threeGPP) || has(self.nonThreeGPP)",message="at least one access leg (threeGPP or nonThreeGPP) is required"
+type AccessLegs struct {
+	// threeGPP is the 5G leg.
+	// +optional
+	ThreeGPP *ThreeGPPLeg `json:"threeGPP,omitempty"`
+
+	// nonThreeGPP is the WiFi or wireline leg.
+	// +optional
+	NonThreeGPP *NonThreeGPPLeg `json:"nonThreeGPP,omitempty"`
+}
+
+// ATSSSSessionSpec is one MA PDU session: one UE, one session address, its access legs and the
+// policies that steer its traffic.
+// +kubebuilder:validation:XValidation:rule="!has(self.modeOverride) || !(self.modeOverride.mode in ['LoadBalance', 'PriorityBased', 'Redundant']) || (has(self.accessLegs.threeGPP) && has(self.accessLegs.nonThreeGPP))",message="modeOverride LoadBalance, PriorityBased and Redundant need both access legs"
+type ATSSSSessionSpec struct {
+	// ue is the user equipment.
+	// +required
+	UE UE `json:"ue"`
+
+	// sessionAddress is the session's virtual tunnel address, the session ID in the UPF. Immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="sessionAddress is immutable"
+	SessionAddress IPv4Address `json:"sessionAddress"`
+
+	// upfRef is the UserPlaneFunction the session lives on. Immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="upfRef is immutable"
+	UPFRef LocalObjectReference `json:"upfRef"`
+
+	// tunnelEndpoint is the name of the UPF tunnel endpoint the UE uses; unset means the first.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	TunnelEndpoint string `json:"tunnelEndpoint,omitempty"`
+
+	// accessLegs are the 3GPP and non-3GPP legs.
+	// +required
+	AccessLegs AccessLegs `json:"accessLegs"`
+
+	// policyRefs name SteeringPolicies that apply to this session.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	PolicyRefs []LocalObjectReference `json:"policyRefs,omitempty"`
+
+	// policySelector selects further SteeringPolicies by label.
+	// +optional
+	PolicySelector *metav1.LabelSelector `json:"policySelector,omitempty"`
+
+	// modeOverride replaces the policies' steering mode for this session only; such a session is
+	// an exception entry in the UPF (session_overrides) rather than summarized.
+	// +optional
+	ModeOverride *SteeringMode `json:"modeOverride,omitempty"`
+}
+
+// LookupKind says how the UPF finds a session's steering: through shared entries or its own.
+// +kubebuilder:validation:Enum=Summarized;Exception
+type LookupKind string
+
+const (
+	// LookupSummarized sessions use only their sessions entry and the shared applications entries.
+	LookupSummarized LookupKind = "Summarized"
+	// LookupException sessions also have session_overrides entries (their own sequence counter).
+	LookupException LookupKind = "Exception"
+)
+
+// PathStatus is what the UPF last measured on one access.
+type PathStatus struct {
+	// available is false when the access is down or was never measured.
+	Available bool `json:"available"`
+
+	// rtt is the last RTT measured by the UPF's probe exchange.
+	// +optional
+	RTT Duration `json:"rtt,omitempty"`
+}
+
+// SessionPaths is the per-access state of the session's user (shared by all its sessions).
+type SessionPaths struct {
+	// threeGPP is the 3GPP access.
+	// +optional
+	ThreeGPP *PathStatus `json:"threeGPP,omitempty"`
+
+	// nonThreeGPP is the non-3GPP access.
+	// +optional
+	NonThreeGPP *PathStatus `json:"nonThreeGPP,omitempty"`
+}
+
+// ATSSSSessionStatus is what the operator and the UPF report about the session. Path fields are
+// refreshed at a bounded rate, never once per probe.
+type ATSSSSessionStatus struct {
+	// observedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// userIndex is the UPF user index of the session's SUPI, shared by all its sessions.
+	// +optional
+	UserIndex *int32 `json:"userIndex,omitempty"`
+
+	// lookup says whether the session is summarized or an exception entry.
+	// +optional
+	Lookup LookupKind `json:"lookup,omitempty"`
+
+	// steering lists the steering modes in effect, e.g. "SmallestDelay" or "LoadBalance,ActiveStandby".
+	// +optional
+	Steering string `json:"steering,omitempty"`
+
+	// paths are the per-access availability and RTT.
+	// +optional
+	Paths SessionPaths `json:"paths,omitempty"`
+
+	// activeAccess is the access that carries most of the downlink now.
+	// +optional
+	ActiveAccess Access `json:"activeAccess,omitempty"`
+
+	// lastPathSwitch is when activeAccess last changed.
+	// +optional
+	LastPathSwitch *metav1.Time `json:"lastPathSwitch,omitempty"`
+
+	// pathUpdatesSuspended is true while the operator has suspended in-data-plane path updates
+	// for this user because its paths flip-flop.
+	// +optional
+	PathUpdatesSuspended bool `json:"pathUpdatesSuspended,omitempty"`
+
+	// conditions: Programmed (entries written to the UPF), Ready, Degraded (fewer accesses work
+	// than the session has legs).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ATSSSSession is one multi-access (MA) PDU session of one UE, programmed into its UPF.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mas;atsss,categories=junction
+// +kubebuilder:printcolumn:name="SUPI",type=string,JSONPath=`.spec.ue.supi`,priority=1
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.sessionAddress`
+// +kubebuilder:printcolumn:name="UPF",type=string,JSONPath=`.spec.upfRef.name`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.steering`
+// +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.status.activeAccess`
+// +kubebuilder:printcolumn:name="RTT-3GPP",type=string,JSONPath=`.status.paths.threeGPP.rtt`
+// +kubebuilder:printcolumn:name="RTT-Non3GPP",type=string,JSONPath=`.status.paths.nonThreeGPP.rtt`
+// +kubebuilder:printcolumn:name="Lookup",type=string,JSONPath=`.status.lookup`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ATSSSSession struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ATSSSSessionSpec   `json:"spec"`
+	Status ATSSSSessionStatus `json:"status,omitempty"`
+}
+
+// ATSSSSessionList is a list of ATSSSSession.
+// +kubebuilder:object:root=true
+type ATSSSSessionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ATSSSSession `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ATSSSSession{}, &ATSSSSessionList{})
+}

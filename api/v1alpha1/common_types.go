@@ -1,0 +1,55 @@
+package v1alpha1
+
+// Access is one of the two access networks an MA PDU session bonds.
+// +kubebuilder:validation:Enum="3GPP";"Non3GPP"
+type Access string
+
+const (
+	// Access3GPP is 5G NR (or LTE) radio access, reached through GTP-U via a gNB.
+	Access3GPP Access = "3GPP"
+	// AccessNon3GPP is WiFi or wireline access, reached directly over IP.
+	AccessNon3GPP Access = "Non3GPP"
+)
+
+// Condition types used across the Junction kinds.
+const (
+	// ConditionReady summarises whether the object does what it asks for.
+	ConditionReady = "Ready"
+	// ConditionConnected says the operator holds a P4Runtime stream to the UPF as primary.
+	ConditionConnected = "Connected"
+	// ConditionPipelineReady says the UPF runs the pipeline of the referenced ConfigMap.
+	ConditionPipelineReady = "PipelineReady"
+	// ConditionProgrammed says the session's table entries are written to its UPF.
+	ConditionProgrammed = "Programmed"
+	// ConditionDegraded says the session works on fewer accesses than it has legs.
+	ConditionDegraded = "Degraded"
+)
+
+// LocalObjectReference names an object in the same namespace.
+type LocalObjectReference struct {
+	// name of the referenced object.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// IPv4Address is a dotted-quad IPv4 address such as 192.0.2.10.
+// +kubebuilder:validation:Format=ipv4
+// +kubebuilder:validation:MaxLength=15
+type IPv4Address string
+
+// IPv4Prefix is an IPv4 prefix in CIDR notation such as 198.51.100.0/24.
+// +kubebuilder:validation:Format=cidr
+// +kubebuilder:validation:MaxLength=18
+// +kubebuilder:validation:XValidation:rule="self.contains('.') && !self.contains(':')",message="must be an IPv4 prefix"
+type IPv4Prefix string
+
+// MACAddress is an Ethernet address such as 02:00:00:00:00:01.
+// +kubebuilder:validation:Pattern=`^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$`
+type MACAddress string
+
+// Duration is a Go-style duration such as 20ms or 1.5s.
+// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+// +kubebuilder:validation:MaxLength=32
+type Duration string

@@ -1,0 +1,283 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TLSMode is how the operator secures its P4Runtime connection.
+// +kubebuilder:validation:Enum=TLS;MutualTLS
+type TLSMode string
+
+const (
+	// TLSServerOnly verifies the switch's certificate against ca.crt.
+	TLSServerOnly TLSMode = "TLS"
+	// TLSMutual also presents tls.crt and tls.key to the switch.
+	TLSMutual TLSMode = "MutualTLS"
+)
+
+// P4RuntimeTLS points at a Secret with the connection's certificates.
+type P4RuntimeTLS struct {
+	// mode is TLS (verify the switch) or MutualTLS (also authenticate the operator).
+	// +kubebuilder:default=TLS
+	// +optional
+	Mode TLSMode `json:"mode,omitempty"`
+
+	// secretRef names a Secret in the UPF's namespace with ca.crt, and tls.crt and tls.key for MutualTLS.
+	// +required
+	SecretRef LocalObjectReference `json:"secretRef"`
+
+	// serverName overrides the name checked in the switch's certificate; default: the host of address.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ServerName string `json:"serverName,omitempty"`
+}
+
+// P4RuntimeEndpoint is how to reach one P4Runtime target (a Tofino switch, BMv2, or the
+// software UPF).
+type P4RuntimeEndpoint struct {
+	// address is host:port of the P4Runtime gRPC server, e.g. tofino-1.lab:9559.
+	// +kubebuilder:validation:Pattern=`^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):[0-9]{1,5}$`
+	// +kubebuilder:validation:MaxLength=261
+	// +required
+	Address string `json:"address"`
+
+	// deviceID is the P4Runtime device ID of the target.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=1
+	// +optional
+	DeviceID int64 `json:"deviceID"`
+
+	// tls secures the connection; unset means plaintext (labs and the software UPF).
+	// +optional
+	TLS *P4RuntimeTLS `json:"tls,omitempty"`
+
+	// role is the P4Runtime role name; empty is the default (full-access) role.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Role string `json:"role,omitempty"`
+
+	// electionIDHigh is the high 64 bits of every election ID the operator sends; raise it to let
+	// this operator outrank another controller of the same role. The low 64 bits come from the
+	// operator's leader-election lease, so a newly elected leader always wins.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ElectionIDHigh int64 `json:"electionIDHigh,omitempty"`
+}
+
+// PushPolicy says when the operator pushes the pipeline to the target.
+// +kubebuilder:validation:Enum=IfCookieDiffers;Never
+type PushPolicy string
+
+const (
+	// PushIfCookieDiffers pushes when the device's pipeline cookie differs from the ConfigMap's.
+	PushIfCookieDiffers PushPolicy = "IfCookieDiffers"
+	// PushNever only checks that the device runs a pipeline with the same P4Info; someone else pushes it.
+	PushNever PushPolicy = "Never"
+)
+
+// Pipeline is the JUNCTION-UPF build the target runs, kept in a ConfigMap.
+type Pipeline struct {
+	// configMapRef names the ConfigMap holding the P4Info and the device config.
+	// +required
+	ConfigMapRef LocalObjectReference `json:"configMapRef"`
+
+	// p4InfoKey is the ConfigMap key with the P4Info in protobuf text format.
+	// +kubebuilder:default=p4info.txtpb
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	P4InfoKey string `json:"p4InfoKey,omitempty"`
+
+	// deviceConfigKey is the ConfigMap key (data or binaryData) with the target-specific device
+	// config: BMv2 JSON, a Tofino pipeline tarball, or empty for the software UPF.
+	// +kubebuilder:default=device_config
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	DeviceConfigKey string `json:"deviceConfigKey,omitempty"`
+
+	// pushPolicy is when to push the pipeline.
+	// +kubebuilder:default=IfCookieDiffers
+	// +optional
+	PushPolicy PushPolicy `json:"pushPolicy,omitempty"`
+}
+
+// TunnelEndpoint is one pair of the UPF's own addresses that UEs and gNBs send to.
+type TunnelEndpoint struct {
+	// name identifies the endpoint for sessions' tunnelEndpoint.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Name string `json:"name"`
+
+	// n3Address is the GTP-U (N3) address gNBs send uplink GTP-U to.
+	// +required
+	N3Address IPv4Address `json:"n3Address"`
+
+	// junctionAddress is the Junction tunnel address UE agents send to on both legs.
+	// +required
+	JunctionAddress IPv4Address `json:"junctionAddress"`
+}
+
+// PortRole says what a switch port faces.
+// +kubebuilder:validation:Enum=N3;Non3GPP;N6;Other
+type PortRole string
+
+const (
+	// PortN3 faces gNBs (the 3GPP access network).
+	PortN3 PortRole = "N3"
+	// PortNon3GPP faces WiFi or wireline access gateways.
+	PortNon3GPP PortRole = "Non3GPP"
+	// PortN6 faces the data network.
+	PortN6 PortRole = "N6"
+	// PortOther is any other port.
+	PortOther PortRole = "Other"
+)
+
+// Port is one front-panel (or software UPF) port.
+type Port struct {
+	// name is how routes refer to the port.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Name string `json:"name"`
+
+	// number is the P4Runtime port number (the pipeline's 9-bit port), 0 to 511.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=511
+	// +required
+	Number int32 `json:"number"`
+
+	// role is what the port faces.
+	// +kubebuilder:default=Other
+	// +optional
+	Role PortRole `json:"role,omitempty"`
+
+	// mac is the source MAC address of frames the UPF sends from this port.
+	// +required
+	MAC MACAddress `json:"mac"`
+}
+
+// Route sends packets for a destination prefix out of a port to a next hop.
+type Route struct {
+	// destination is the IPv4 prefix the route covers (0.0.0.0/0 for a default route).
+	// +required
+	Destination IPv4Prefix `json:"destination"`
+
+	// port is the name of the port to send on.
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Port string `json:"port"`
+
+	// nextHopMAC is the next hop's MAC address (gNB, access gateway, or data-network router).
+	// +required
+	NextHopMAC MACAddress `json:"nextHopMAC"`
+}
+
+// UserPlaneFunctionSpec says how to reach a P4Runtime switch, which pipeline it runs, and the
+// addresses, ports and routes the operator programs into it.
+// +kubebuilder:validation:XValidation:rule="!has(self.routes) || self.routes.all(r, has(self.ports) && self.ports.exists(p, p.name == r.port))",message="every route's port must name an entry of ports"
+type UserPlaneFunctionSpec struct {
+	// p4runtime is how to reach the target.
+	// +required
+	P4Runtime P4RuntimeEndpoint `json:"p4runtime"`
+
+	// pipeline is the P4 program build the target runs.
+	// +required
+	Pipeline Pipeline `json:"pipeline"`
+
+	// tunnelEndpoints are the UPF's own GTP-U and Junction addresses, 1 to 16.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +required
+	TunnelEndpoints []TunnelEndpoint `json:"tunnelEndpoints"`
+
+	// ports are the switch ports the routes use.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Ports []Port `json:"ports,omitempty"`
+
+	// routes are the next hops toward gNBs, access gateways and the data network.
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	// +optional
+	Routes []Route `json:"routes,omitempty"`
+}
+
+// TableUsage is how full one table of the UPF is.
+type TableUsage struct {
+	// name is the P4Info table name.
+	Name string `json:"name"`
+	// used is the number of entries the operator has written.
+	Used int64 `json:"used"`
+	// size is the table's capacity from the P4Info.
+	Size int64 `json:"size"`
+}
+
+// UserPlaneFunctionStatus is the state of the connection and the pipeline.
+type UserPlaneFunctionStatus struct {
+	// observedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// pipelineCookie is the cookie of the pipeline the device runs, in hex.
+	// +optional
+	PipelineCookie string `json:"pipelineCookie,omitempty"`
+
+	// electionID is the election ID the operator holds the stream with, high:low.
+	// +optional
+	ElectionID string `json:"electionID,omitempty"`
+
+	// lastReplay is when the operator last replayed the whole desired state into the device
+	// (after it connected or the device restarted).
+	// +optional
+	LastReplay *metav1.Time `json:"lastReplay,omitempty"`
+
+	// sessions is how many ATSSSSessions are programmed on this UPF.
+	// +optional
+	Sessions int32 `json:"sessions,omitempty"`
+
+	// tables is how full each table is.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Tables []TableUsage `json:"tables,omitempty"`
+
+	// conditions: Connected, PipelineReady and Ready.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// UserPlaneFunction is one P4Runtime switch running the JUNCTION-UPF pipeline.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=upf,categories=junction
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.p4runtime.address`
+// +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].status`
+// +kubebuilder:printcolumn:name="Pipeline",type=string,JSONPath=`.status.conditions[?(@.type=="PipelineReady")].status`
+// +kubebuilder:printcolumn:name="Sessions",type=integer,JSONPath=`.status.sessions`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type UserPlaneFunction struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   UserPlaneFunctionSpec   `json:"spec"`
+	Status UserPlaneFunctionStatus `json:"status,omitempty"`
+}
+
+// UserPlaneFunctionList is a list of UserPlaneFunction.
+// +kubebuilder:object:root=true
+type UserPlaneFunctionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []UserPlaneFunction `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&UserPlaneFunction{}, &UserPlaneFunctionList{})
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test run, what CI runs (.ci/run) and what the README tells a newcomer to run:
+#   1. build the pinned tools and the envtest control plane into ./bin (cached);
+#   2. fail if generated code or manifests (deepcopy, CRDs, RBAC) are stale;
+#   3. check that the kustomize overlays build;
+#   4. go vet and every Go test (envtest suites, P4Info check, software UPF, packet vectors in
+#      network namespaces when run as root), ending with gotestsum's summary line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+hack/tools.sh controller-gen kustomize gotestsum envtest
+KUBEBUILDER_ASSETS=$(hack/tools.sh envtest-path)
+export KUBEBUILDER_ASSETS
+
+echo "== generated files are current"
+make --no-print-directory verify-generated
+
+echo "== kustomize overlays build"
+for overlay in config/default config/samples; do
+  bin/kustomize build "$overlay" >/dev/null
+done
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test"
+# -p 1: packages share 2 cores and some start their own API server or software UPF.
+exec bin/gotestsum --format testname -- -p 1 -count=1 -timeout 30m ./... "$@"

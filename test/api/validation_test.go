@@ -1,0 +1,300 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// edit is one change to a sample; a nil value removes the field.
+type edit struct {
+	path  string
+	value any
+}
+
+// invalidCase breaks exactly one rule of the API. want are substrings the API server's error must
+// contain: the field's path, and the rule's message where the rule has one.
+type invalidCase struct {
+	name       string
+	kind, base string
+	edits      []edit
+	want       []string
+}
+
+const (
+	upf     = "UserPlaneFunction"
+	policy  = "SteeringPolicy"
+	session = "ATSSSSession"
+)
+
+var invalidCases = []invalidCase{
+	// UserPlaneFunction
+	{"a P4Runtime address without a port is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.p4runtime.address", "tofino-1.lab"}}, []string{"spec.p4runtime.address"}},
+	{"a negative device ID is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.p4runtime.deviceID", int64(-1)}}, []string{"spec.p4runtime.deviceID"}},
+	{"a TLS mode other than TLS or MutualTLS is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.p4runtime.tls", map[string]any{"mode": "Insecure", "secretRef": map[string]any{"name": "certs"}}}},
+		[]string{"spec.p4runtime.tls.mode", "Unsupported value"}},
+	{"a TLS block without its Secret is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.p4runtime.tls", map[string]any{"mode": "MutualTLS"}}},
+		[]string{"spec.p4runtime.tls.secretRef", "Required value"}},
+	{"a pipeline without its ConfigMap is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.pipeline.configMapRef", nil}}, []string{"spec.pipeline.configMapRef", "Required value"}},
+	{"an unknown push policy is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.pipeline.pushPolicy", "Sometimes"}}, []string{"spec.pipeline.pushPolicy", "Unsupported value"}},
+	{"a UPF without tunnel endpoints is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.tunnelEndpoints", []any{}}}, []string{"spec.tunnelEndpoints"}},
+	{"a tunnel endpoint address that is not IPv4 is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.tunnelEndpoints[0].n3Address", "192.0.2.300"}}, []string{"spec.tunnelEndpoints[0].n3Address"}},
+	{"a port number beyond 9 bits is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.ports[0].number", int64(512)}}, []string{"spec.ports[0].number"}},
+	{"a malformed port MAC address is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.ports[0].mac", "02:00:00:00:01"}}, []string{"spec.ports[0].mac"}},
+	{"an unknown port role is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.ports[0].role", "N9"}}, []string{"spec.ports[0].role", "Unsupported value"}},
+	{"two ports with one name are rejected", upf, "edge-upf-1",
+		[]edit{{"spec.ports[1].name", "n3"}}, []string{"spec.ports[1]", "Duplicate value"}},
+	{"a route through an undeclared port is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.routes[0].port", "n9"}}, []string{"spec", "every route's port must name an entry of ports"}},
+	{"a route prefix longer than 32 bits is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.routes[0].destination", "198.51.100.0/33"}}, []string{"spec.routes[0].destination"}},
+	{"an IPv6 route prefix is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.routes[0].destination", "2001:db8::/32"}}, []string{"spec.routes[0].destination", "must be an IPv4 prefix"}},
+
+	// SteeringPolicy
+	{"a precedence above 65534 is rejected", policy, "video-streaming",
+		[]edit{{"spec.precedence", int64(70000)}}, []string{"spec.precedence"}},
+	{"an unknown steering mode is rejected", policy, "cloud-gaming",
+		[]edit{{"spec.steering.mode", "Fastest"}}, []string{"spec.steering.mode", "Unsupported value"}},
+	{"LoadBalance without its parameters is rejected", policy, "video-streaming",
+		[]edit{{"spec.steering.loadBalance", nil}}, []string{"spec.steering", "loadBalance must be set exactly when mode is LoadBalance"}},
+	{"parameters of another mode are rejected", policy, "cloud-gaming",
+		[]edit{{"spec.steering.activeStandby", map[string]any{"active": "3GPP"}}},
+		[]string{"spec.steering", "activeStandby must be set exactly when mode is ActiveStandby"}},
+	{"redundant parameters under another mode are rejected", policy, "cloud-gaming",
+		[]edit{{"spec.steering.redundant", map[string]any{}}}, []string{"spec.steering", "redundant may only be set when mode is Redundant"}},
+	{"PriorityBased without its parameters is rejected", policy, "voice",
+		[]edit{{"spec.steering.priorityBased", nil}}, []string{"spec.steering", "priorityBased must be set exactly when mode is PriorityBased"}},
+	{"a load balance with both a percentage and autonomous is rejected", policy, "video-streaming",
+		[]edit{{"spec.steering.loadBalance.autonomous", true}},
+		[]string{"spec.steering.loadBalance", "set exactly one of threeGPPPercent or autonomous"}},
+	{"a 3GPP share above 100 percent is rejected", policy, "video-streaming",
+		[]edit{{"spec.steering.loadBalance.threeGPPPercent", int64(101)}}, []string{"spec.steering.loadBalance.threeGPPPercent"}},
+	{"a standby equal to the active access is rejected", policy, "default-internet",
+		[]edit{{"spec.steering.activeStandby.standby", "Non3GPP"}},
+		[]string{"spec.steering.activeStandby", "standby must differ from active"}},
+	{"an access that is neither 3GPP nor Non3GPP is rejected", policy, "default-internet",
+		[]edit{{"spec.steering.activeStandby.active", "WiFi"}}, []string{"spec.steering.activeStandby.active", "Unsupported value"}},
+	{"a priority threshold below 1ms is rejected", policy, "voice",
+		[]edit{{"spec.steering.priorityBased.rttThreshold", "500us"}},
+		[]string{"spec.steering.priorityBased.rttThreshold", "rttThreshold must be between 1ms and 10s"}},
+	{"a priority threshold that is not a duration is rejected", policy, "voice",
+		[]edit{{"spec.steering.priorityBased.rttThreshold", "fast"}}, []string{"spec.steering.priorityBased.rttThreshold"}},
+	{"a priority-based mode without a priority access is rejected", policy, "voice",
+		[]edit{{"spec.steering.priorityBased.priorityAccess", nil}},
+		[]string{"spec.steering.priorityBased.priorityAccess", "Required value"}},
+	{"a DSCP above 63 is rejected", policy, "voice",
+		[]edit{{"spec.trafficDescriptor.dscp", int64(64)}}, []string{"spec.trafficDescriptor.dscp"}},
+	{"a port range that ends before it starts is rejected", policy, "cloud-gaming",
+		[]edit{{"spec.trafficDescriptor.destinationPorts[0].to", int64(3000)}},
+		[]string{"spec.trafficDescriptor.destinationPorts[0]", "to must not be less than from"}},
+	{"a port above 65535 is rejected", policy, "video-streaming",
+		[]edit{{"spec.trafficDescriptor.destinationPorts[0].from", int64(70000)}},
+		[]string{"spec.trafficDescriptor.destinationPorts[0].from"}},
+	{"ports with a protocol that has none are rejected", policy, "video-streaming",
+		[]edit{{"spec.trafficDescriptor.protocol", "ICMP"}},
+		[]string{"spec", "trafficDescriptor ports need protocol TCP, UDP or SCTP"}},
+	{"an unknown protocol is rejected", policy, "video-streaming",
+		[]edit{{"spec.trafficDescriptor.protocol", "QUIC"}}, []string{"spec.trafficDescriptor.protocol", "Unsupported value"}},
+	{"a destination prefix that is not CIDR is rejected", policy, "video-streaming",
+		[]edit{{"spec.trafficDescriptor.destinationPrefixes[0]", "198.18.10.0"}},
+		[]string{"spec.trafficDescriptor.destinationPrefixes[0]"}},
+	{"a loss threshold above 100 percent is rejected", policy, "voice",
+		[]edit{{"spec.thresholds.packetLossPercent", int64(150)}}, []string{"spec.thresholds.packetLossPercent"}},
+	{"an RTT threshold above 10s is rejected", policy, "bulk-download",
+		[]edit{{"spec.thresholds.rtt", "20s"}}, []string{"spec.thresholds.rtt", "rtt must be between 1ms and 10s"}},
+	{"empty thresholds are rejected", policy, "bulk-download",
+		[]edit{{"spec.thresholds", map[string]any{}}}, []string{"spec.thresholds", "set rtt, packetLossPercent or both"}},
+
+	// ATSSSSession
+	{"a SUPI that is neither IMSI nor NAI is rejected", session, "bob-internet",
+		[]edit{{"spec.ue.supi", "001010000000002"}}, []string{"spec.ue.supi"}},
+	{"a node name that is not a DNS name is rejected", session, "bob-internet",
+		[]edit{{"spec.ue.nodeName", "UE_Node"}}, []string{"spec.ue.nodeName"}},
+	{"a session address that is not IPv4 is rejected", session, "bob-internet",
+		[]edit{{"spec.sessionAddress", "10.60.0"}}, []string{"spec.sessionAddress"}},
+	{"a session without access legs is rejected", session, "bob-internet",
+		[]edit{{"spec.accessLegs", map[string]any{}}}, []string{"spec.accessLegs", "at least one access leg"}},
+	{"an uplink TEID of 0 is rejected", session, "bob-internet",
+		[]edit{{"spec.accessLegs.threeGPP.uplinkTEID", int64(0)}}, []string{"spec.accessLegs.threeGPP.uplinkTEID"}},
+	{"a downlink TEID beyond 32 bits is rejected", session, "bob-internet",
+		[]edit{{"spec.accessLegs.threeGPP.downlinkTEID", int64(1) << 32}}, []string{"spec.accessLegs.threeGPP.downlinkTEID"}},
+	{"a 3GPP leg without its gNB is rejected", session, "bob-internet",
+		[]edit{{"spec.accessLegs.threeGPP.gnbAddress", nil}}, []string{"spec.accessLegs.threeGPP.gnbAddress", "Required value"}},
+	{"an unknown non-3GPP access type is rejected", session, "bob-internet",
+		[]edit{{"spec.accessLegs.nonThreeGPP.type", "Satellite"}}, []string{"spec.accessLegs.nonThreeGPP.type", "Unsupported value"}},
+	{"a load-balance override on a single-leg session is rejected", session, "dave-5g-only",
+		[]edit{{"spec.modeOverride", map[string]any{"mode": "LoadBalance", "loadBalance": map[string]any{"threeGPPPercent": int64(50)}}}},
+		[]string{"spec", "modeOverride LoadBalance, PriorityBased and Redundant need both access legs"}},
+	{"a mode override with the wrong parameters is rejected", session, "carol-branch",
+		[]edit{{"spec.modeOverride.mode", "SmallestDelay"}},
+		[]string{"spec.modeOverride", "loadBalance must be set exactly when mode is LoadBalance"}},
+	{"a policy referenced twice is rejected", session, "bob-internet",
+		[]edit{{"spec.policyRefs[1].name", "cloud-gaming"}}, []string{"spec.policyRefs[1]", "Duplicate value"}},
+	{"a session without a UPF is rejected", session, "bob-internet",
+		[]edit{{"spec.upfRef", nil}}, []string{"spec.upfRef", "Required value"}},
+}
+
+func TestInvalidManifestsAreRejectedNamingTheField(t *testing.T) {
+	if len(invalidCases) < 30 {
+		t.Fatalf("only %d invalid cases; the API has more rules than that", len(invalidCases))
+	}
+	createNamespace(t, "invalid")
+	for i, tc := range invalidCases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := sample(t, tc.kind, tc.base)
+			obj.SetNamespace("invalid")
+			obj.SetName(fmt.Sprintf("invalid-%d", i))
+			// The sample itself is valid (TestSamplesAreAccepted); only the edits break it.
+			for _, e := range tc.edits {
+				setPath(t, obj.Object, e.path, e.value)
+			}
+			err := k8s.Create(context.Background(), obj)
+			assertInvalid(t, err, tc.want)
+		})
+	}
+}
+
+func TestImmutableFieldsCannotChange(t *testing.T) {
+	createNamespace(t, "immutable")
+	for _, tc := range []struct {
+		name  string
+		edit  edit
+		field string
+		want  string
+	}{
+		{"the session address cannot change", edit{"spec.sessionAddress", "10.60.9.9"}, "spec.sessionAddress", "sessionAddress is immutable"},
+		{"the UPF of a session cannot change", edit{"spec.upfRef.name", "edge-upf-2"}, "spec.upfRef", "upfRef is immutable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			obj := sample(t, session, "bob-internet")
+			obj.SetNamespace("immutable")
+			obj.SetName(strings.ToLower(strings.ReplaceAll(tc.name, " ", "-")))
+			if err := k8s.Create(ctx, obj); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			setPath(t, obj.Object, tc.edit.path, tc.edit.value)
+			assertInvalid(t, k8s.Update(ctx, obj), []string{tc.field, tc.want})
+
+			// Fields that are not immutable still change.
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				t.Fatal(err)
+			}
+			setPath(t, obj.Object, "spec.accessLegs.nonThreeGPP.ueAddress", "203.0.113.99")
+			if err := k8s.Update(ctx, obj); err != nil {
+				t.Fatalf("a mutable field was refused: %v", err)
+			}
+		})
+	}
+}
+
+func assertInvalid(t *testing.T, err error, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("the API server accepted it; want an error containing %q", want)
+	}
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("want an Invalid error, got %v", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not contain %q:\n%v", w, err)
+		}
+	}
+}
+
+func TestSamplesAreAccepted(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "samples")
+	objs := samples(t)
+	kinds := map[string]int{}
+	for _, obj := range objs {
+		obj.SetNamespace("samples")
+		if err := k8s.Create(ctx, obj); err != nil {
+			t.Errorf("sample %s/%s rejected: %v", obj.GetKind(), obj.GetName(), err)
+		}
+		kinds[obj.GetKind()]++
+	}
+	if kinds[upf] < 1 || kinds[policy] < 5 || kinds[session] < 3 {
+		t.Errorf("samples should hold a UPF, a policy per mode and sessions of several UEs; have %v", kinds)
+	}
+
+	// Every steering mode appears in the samples.
+	modes := map[string]bool{}
+	for _, obj := range objs {
+		if obj.GetKind() == policy {
+			m, _, _ := unstructured.NestedString(obj.Object, "spec", "steering", "mode")
+			modes[m] = true
+		}
+	}
+	for _, m := range []string{"ActiveStandby", "SmallestDelay", "LoadBalance", "PriorityBased", "Redundant"} {
+		if !modes[m] {
+			t.Errorf("no sample policy uses mode %s", m)
+		}
+	}
+
+	// Defaults are filled in by the API server.
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(sample(t, upf, "edge-upf-1").GroupVersionKind())
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "samples", Name: "edge-upf-1"}, got); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"spec.pipeline.p4InfoKey":       "p4info.txtpb",
+		"spec.pipeline.deviceConfigKey": "device_config",
+		"spec.pipeline.pushPolicy":      "IfCookieDiffers",
+	} {
+		v, _, _ := unstructured.NestedString(got.Object, strings.Split(path, ".")...)
+		if v != want {
+			t.Errorf("%s defaulted to %q, want %q", path, v, want)
+		}
+	}
+}
+
+func TestPrinterColumnsShowWhatOperatorsLookFor(t *testing.T) {
+	ctx := context.Background()
+	for crd, want := range map[string][]string{
+		"atssssessions.atsss.junction.dev":      {"UPF", "Mode", "Active", "RTT-3GPP", "RTT-Non3GPP", "Ready", "Age"},
+		"steeringpolicies.atsss.junction.dev":   {"Precedence", "Mode", "App-ID", "Sessions", "Ready", "Age"},
+		"userplanefunctions.atsss.junction.dev": {"Address", "Connected", "Pipeline", "Sessions", "Ready", "Age"},
+	} {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("apiextensions.k8s.io/v1")
+		obj.SetKind("CustomResourceDefinition")
+		if err := k8s.Get(ctx, client.ObjectKey{Name: crd}, obj); err != nil {
+			t.Fatalf("%s: %v", crd, err)
+		}
+		versions, _, _ := unstructured.NestedSlice(obj.Object, "spec", "versions")
+		cols, _, _ := unstructured.NestedSlice(versions[0].(map[string]any), "additionalPrinterColumns")
+		have := map[string]bool{}
+		for _, c := range cols {
+			have[c.(map[string]any)["name"].(string)] = true
+		}
+		for _, w := range want {
+			if !have[w] {
+				t.Errorf("%s has no printer column %q", crd, w)
+			}
+		}
+		cats, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "names", "categories")
+		if len(cats) != 1 || cats[0] != "junction" {
+			t.Errorf("%s categories = %v, want [junction]", crd, cats)
+		}
+	}
+}
