@@ -1,0 +1,265 @@
+package desired
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func policy(name string, id uint16, prec int32, td junctionv1.TrafficDescriptor, m junctionv1.SteeringMode) Policy {
+	return Policy{Name: name, AppID: id, Spec: junctionv1.SteeringPolicySpec{Precedence: prec, TrafficDescriptor: td, Steering: m}}
+}
+
+var (
+	smallestDelay = junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay}
+	loadBalance30 = junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance, LoadBalance: &junctionv1.LoadBalance{ThreeGPPPercent: ptr[int32](30)}}
+	activeWiFi    = junctionv1.SteeringMode{Mode: junctionv1.ModeActiveStandby, ActiveStandby: &junctionv1.ActiveStandby{Active: junctionv1.AccessNon3GPP}}
+)
+
+func TestEncodeSteering(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode junctionv1.SteeringMode
+		th   *junctionv1.Thresholds
+		want Steering
+	}{
+		{"active-standby carries the active access", activeWiFi, nil, Steering{Mode: 1, Access: 2}},
+		{"smallest-delay has no parameters", smallestDelay, nil, Steering{Mode: 2}},
+		{"a 30 percent split becomes 38 of 128", loadBalance30, nil, Steering{Mode: 3, Ratio3GPP: 38}},
+		{"a 100 percent split sends everything on 3GPP", junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance, LoadBalance: &junctionv1.LoadBalance{ThreeGPPPercent: ptr[int32](100)}}, nil, Steering{Mode: 3, Ratio3GPP: 128}},
+		{"autonomous load-balance is its own mode", junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance, LoadBalance: &junctionv1.LoadBalance{Autonomous: true}}, nil, Steering{Mode: 6}},
+		{"priority-based carries the access and its threshold in microseconds", junctionv1.SteeringMode{Mode: junctionv1.ModePriorityBased, PriorityBased: &junctionv1.PriorityBased{PriorityAccess: junctionv1.Access3GPP, RTTThreshold: "40ms"}}, nil, Steering{Mode: 4, Access: 1, RTTThresholdUS: 40000}},
+		{"redundant has no parameters", junctionv1.SteeringMode{Mode: junctionv1.ModeRedundant}, nil, Steering{Mode: 5}},
+		{"a Rel-17 RTT threshold applies to other modes", smallestDelay, &junctionv1.Thresholds{RTT: "150ms"}, Steering{Mode: 2, RTTThresholdUS: 150000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := EncodeSteering(tc.mode, tc.th)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	if _, err := EncodeSteering(junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance}, nil); err == nil || !strings.Contains(err.Error(), "steering.loadBalance") {
+		t.Errorf("a load-balance without parameters should name steering.loadBalance, got %v", err)
+	}
+}
+
+func TestApplicationEntries(t *testing.T) {
+	t.Run("one prefix and one port give one entry with every field encoded", func(t *testing.T) {
+		p := policy("video", 7, 10, junctionv1.TrafficDescriptor{
+			DestinationPrefixes: []junctionv1.IPv4Prefix{"198.18.10.0/24"},
+			DestinationPorts:    []junctionv1.PortRange{{From: 443}},
+			Protocol:            junctionv1.ProtocolTCP,
+		}, loadBalance30)
+		es, err := ApplicationEntries(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != 1 {
+			t.Fatalf("got %d entries", len(es))
+		}
+		e := es[0]
+		if e.Table != "applications" || e.Action != "set_application" || e.Priority != 65525 {
+			t.Errorf("entry %+v", e)
+		}
+		want := []Match{
+			{Field: "remote_addr", Kind: Ternary, Value: []byte{198, 18, 10, 0}, Mask: []byte{255, 255, 255, 0}},
+			{Field: "proto", Kind: Ternary, Value: []byte{6}, Mask: []byte{0xff}},
+			{Field: "remote_port", Kind: Range, Low: []byte{1, 0xbb}, High: []byte{1, 0xbb}},
+		}
+		if len(e.Match) != len(want) {
+			t.Fatalf("matches %+v", e.Match)
+		}
+		for i := range want {
+			if e.Match[i].Key() != want[i].Key() {
+				t.Errorf("match %d = %+v, want %+v", i, e.Match[i], want[i])
+			}
+		}
+		wantParams := []Param{{"app_id", []byte{0, 7}}, {"mode", []byte{3}}, {"access", []byte{0}}, {"ratio_3gpp", []byte{38}}, {"rtt_threshold_us", []byte{0, 0, 0, 0}}}
+		if !e.SameAction(Entry{Action: "set_application", Params: wantParams}) {
+			t.Errorf("params %+v", e.Params)
+		}
+	})
+	t.Run("prefixes and port ranges multiply", func(t *testing.T) {
+		p := policy("games", 8, 20, junctionv1.TrafficDescriptor{
+			DestinationPrefixes: []junctionv1.IPv4Prefix{"198.18.20.0/24", "198.18.21.0/24"},
+			DestinationPorts:    []junctionv1.PortRange{{From: 3074, To: ptr[int32](3079)}, {From: 9000}},
+			Protocol:            junctionv1.ProtocolUDP,
+		}, smallestDelay)
+		es, err := ApplicationEntries(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != 4 {
+			t.Errorf("got %d entries, want 4", len(es))
+		}
+	})
+	t.Run("an empty descriptor is one match-all entry", func(t *testing.T) {
+		es, err := ApplicationEntries(policy("default", 9, 65000, junctionv1.TrafficDescriptor{}, activeWiFi))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != 1 || len(es[0].Match) != 0 || es[0].Priority != 535 {
+			t.Errorf("got %+v", es)
+		}
+	})
+	t.Run("a default route prefix is a don't-care", func(t *testing.T) {
+		es, _ := ApplicationEntries(policy("any", 9, 1, junctionv1.TrafficDescriptor{DestinationPrefixes: []junctionv1.IPv4Prefix{"0.0.0.0/0"}}, activeWiFi))
+		if len(es) != 1 || len(es[0].Match) != 0 {
+			t.Errorf("got %+v", es)
+		}
+	})
+}
+
+func sampleUPF() junctionv1.UserPlaneFunctionSpec {
+	return junctionv1.UserPlaneFunctionSpec{
+		TunnelEndpoints: []junctionv1.TunnelEndpoint{{Name: "core", N3Address: "192.0.2.1", JunctionAddress: "192.0.2.2"}},
+		Ports:           []junctionv1.Port{{Name: "n6", Number: 3, MAC: "02:00:00:00:01:03"}},
+		Routes:          []junctionv1.Route{{Destination: "0.0.0.0/0", Port: "n6", NextHopMAC: "02:00:00:00:02:03"}},
+	}
+}
+
+func TestUPFEntries(t *testing.T) {
+	t.Run("endpoints, local addresses and routes are derived from the spec", func(t *testing.T) {
+		es, err := UPFEntries(sampleUPF())
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := map[string]int{}
+		for _, e := range es {
+			count[e.Table]++
+		}
+		if count["tunnel_endpoints"] != 1 || count["local_addresses"] != 2 || count["routes"] != 1 {
+			t.Fatalf("tables %v", count)
+		}
+		r := es[len(es)-1]
+		if r.Match[0].PrefixLen != 0 || !bytes.Equal(r.Params[0].Value, []byte{0, 3}) || !bytes.Equal(r.Params[2].Value, []byte{2, 0, 0, 0, 2, 3}) {
+			t.Errorf("route %+v", r)
+		}
+	})
+	t.Run("one address used for GTP-U and Junction is one local address", func(t *testing.T) {
+		spec := sampleUPF()
+		spec.TunnelEndpoints[0].JunctionAddress = "192.0.2.1"
+		es, _ := UPFEntries(spec)
+		n := 0
+		for _, e := range es {
+			if e.Table == "local_addresses" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d local addresses", n)
+		}
+	})
+	t.Run("a route through an unknown port is an error naming the route", func(t *testing.T) {
+		spec := sampleUPF()
+		spec.Routes[0].Port = "n9"
+		if _, err := UPFEntries(spec); err == nil || !strings.Contains(err.Error(), "routes[0].port") {
+			t.Errorf("got %v", err)
+		}
+	})
+}
+
+func session(override *junctionv1.SteeringMode, policies ...Policy) Session {
+	return Session{
+		Name: "alice",
+		Spec: junctionv1.ATSSSSessionSpec{
+			SessionAddress: "10.60.0.1",
+			AccessLegs: junctionv1.AccessLegs{
+				ThreeGPP:    &junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.1", GNBAddress: "198.51.100.10", UplinkTEID: 4097, DownlinkTEID: 8193},
+				NonThreeGPP: &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.11"},
+			},
+			ModeOverride: override,
+		},
+		UserIndex: 5, PeerIndex: 2, Policies: policies,
+	}
+}
+
+func tables(es []Entry) map[string]int {
+	m := map[string]int{}
+	for _, e := range es {
+		m[e.Table]++
+	}
+	return m
+}
+
+func TestSessionEntries(t *testing.T) {
+	games := policy("games", 8, 20, junctionv1.TrafficDescriptor{}, smallestDelay)
+	video := policy("video", 7, 10, junctionv1.TrafficDescriptor{}, loadBalance30)
+
+	t.Run("a smallest-delay session is summarized: a sessions entry and its uplink TEID", func(t *testing.T) {
+		s := session(nil, games)
+		if k, _ := Lookup(s.Spec, s.Policies); k != junctionv1.LookupSummarized {
+			t.Fatalf("lookup %s", k)
+		}
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(es); got["sessions"] != 1 || got["uplink_tunnels"] != 1 || got["session_overrides"] != 0 {
+			t.Errorf("tables %v", got)
+		}
+		se := es[1]
+		want := [][]byte{{0, 0, 0, 5}, {0}, {0, 2}, {0, 0, 0x20, 0x01}, {10, 45, 0, 1}, {203, 0, 113, 11}}
+		for i, w := range want {
+			if !bytes.Equal(se.Params[i].Value, w) {
+				t.Errorf("param %s = %v, want %v", se.Params[i].Name, se.Params[i].Value, w)
+			}
+		}
+	})
+	t.Run("a load-balance session is an exception with an override for that policy only", func(t *testing.T) {
+		s := session(nil, games, video)
+		s.SequenceIndex = ptr[uint32](11)
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(es); got["session_overrides"] != 1 {
+			t.Fatalf("tables %v", got)
+		}
+		o := es[len(es)-1]
+		if !bytes.Equal(o.Match[1].Value, []byte{0, 7}) || !bytes.Equal(o.Params[4].Value, []byte{0, 0, 0, 11}) {
+			t.Errorf("override %+v", o)
+		}
+	})
+	t.Run("a mode override covers every policy and unmatched traffic", func(t *testing.T) {
+		s := session(&activeWiFi, games, video)
+		s.SequenceIndex = ptr[uint32](3)
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(es); got["session_overrides"] != 3 {
+			t.Fatalf("tables %v", got)
+		}
+		for _, e := range es {
+			if e.Table == "session_overrides" && !bytes.Equal(e.Params[0].Value, []byte{1}) {
+				t.Errorf("override mode %v, want active-standby", e.Params[0].Value)
+			}
+		}
+	})
+	t.Run("an exception session without a sequence index is an error", func(t *testing.T) {
+		if _, err := SessionEntries(session(nil, video)); err == nil {
+			t.Error("no error")
+		}
+	})
+	t.Run("a WiFi-only session has no uplink TEID and no 3GPP address", func(t *testing.T) {
+		s := session(nil, games)
+		s.Spec.AccessLegs.ThreeGPP = nil
+		s.PeerIndex = 0
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(es); got["uplink_tunnels"] != 0 || !bytes.Equal(es[0].Params[4].Value, []byte{0, 0, 0, 0}) {
+			t.Errorf("entries %+v", es)
+		}
+	})
+}

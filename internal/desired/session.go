@@ -1,0 +1,144 @@
+package desired
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
+
+// Session is an ATSSSSession with what the operator allocated for it.
+type Session struct {
+	Name string
+	Spec junctionv1.ATSSSSessionSpec
+	// UserIndex is the SUPI's index into the path-state registers.
+	UserIndex uint32
+	// EndpointIndex is the position of the session's tunnel endpoint in the UPF spec.
+	EndpointIndex uint8
+	// PeerIndex is the gNB's tunnel_peers index; 0 when the session has no 3GPP leg.
+	PeerIndex uint16
+	// SequenceIndex is the session's sequence counter, set for exception sessions only.
+	SequenceIndex *uint32
+	// Policies are the SteeringPolicies the session selects that exist.
+	Policies []Policy
+}
+
+// Lookup decides whether a session can be summarized (the shared applications entries give its
+// steering) or is an exception: a mode override, or a selected policy whose mode splits one
+// session's packets across both accesses and so needs a per-session sequence counter.
+func Lookup(spec junctionv1.ATSSSSessionSpec, policies []Policy) (junctionv1.LookupKind, error) {
+	if spec.ModeOverride != nil {
+		return junctionv1.LookupException, nil
+	}
+	for _, p := range policies {
+		s, err := p.Steering()
+		if err != nil {
+			return "", err
+		}
+		if s.NeedsSequence() {
+			return junctionv1.LookupException, nil
+		}
+	}
+	return junctionv1.LookupSummarized, nil
+}
+
+// SessionEntries are the entries one session owns: its `sessions` entry, its uplink TEID, and
+// for exception sessions one `session_overrides` entry per selected policy (and one for traffic
+// no policy matches, when the mode is overridden). Tunnel peers are shared and counted apart.
+func SessionEntries(s Session) ([]Entry, error) {
+	spec := s.Spec
+	sa, err := parseAddr("sessionAddress", string(spec.SessionAddress))
+	if err != nil {
+		return nil, err
+	}
+	var ue3, ueN netip.Addr = netip.IPv4Unspecified(), netip.IPv4Unspecified()
+	var teidDown uint32
+	var out []Entry
+	if leg := spec.AccessLegs.ThreeGPP; leg != nil {
+		if ue3, err = parseAddr("accessLegs.threeGPP.ueAddress", string(leg.UEAddress)); err != nil {
+			return nil, err
+		}
+		if s.PeerIndex == 0 {
+			return nil, fmt.Errorf("session %s has a 3GPP leg but no tunnel peer index", s.Name)
+		}
+		teidDown = uint32(leg.DownlinkTEID)
+		out = append(out, Entry{
+			Table:  "uplink_tunnels",
+			Match:  []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(leg.UplinkTEID))}},
+			Action: "decap_gtpu",
+		})
+	}
+	if leg := spec.AccessLegs.NonThreeGPP; leg != nil {
+		if ueN, err = parseAddr("accessLegs.nonThreeGPP.ueAddress", string(leg.UEAddress)); err != nil {
+			return nil, err
+		}
+	}
+	out = append(out, Entry{
+		Table:  "sessions",
+		Match:  []Match{{Field: "session_addr", Kind: Exact, Value: addr(sa)}},
+		Action: "set_session",
+		Params: []Param{
+			{"user_idx", u32(s.UserIndex)},
+			{"endpoint_idx", u8(s.EndpointIndex)},
+			{"peer_idx", u16(s.PeerIndex)},
+			{"teid", u32(teidDown)},
+			{"ue_addr_3gpp", addr(ue3)},
+			{"ue_addr_non3gpp", addr(ueN)},
+		},
+	})
+
+	kind, err := Lookup(spec, s.Policies)
+	if err != nil {
+		return nil, err
+	}
+	if kind == junctionv1.LookupSummarized {
+		return out, nil
+	}
+	if s.SequenceIndex == nil {
+		return nil, fmt.Errorf("session %s is an exception entry but has no sequence index", s.Name)
+	}
+	var override *Steering
+	if spec.ModeOverride != nil {
+		o, err := EncodeSteering(*spec.ModeOverride, nil)
+		if err != nil {
+			return nil, fmt.Errorf("modeOverride: %w", err)
+		}
+		override = &o
+	}
+	// Overrides per application: the policy's own mode (for its sequence counter) or the
+	// session's override; with an override, traffic no policy matches is overridden too.
+	steerings := map[uint16]Steering{}
+	for _, p := range s.Policies {
+		st, err := p.Steering()
+		if err != nil {
+			return nil, err
+		}
+		if override != nil {
+			st = *override
+		}
+		if override != nil || st.NeedsSequence() {
+			steerings[p.AppID] = st
+		}
+	}
+	if override != nil {
+		steerings[defaultApplicationID] = *override
+	}
+	apps := make([]uint16, 0, len(steerings))
+	for id := range steerings {
+		apps = append(apps, id)
+	}
+	sort.Slice(apps, func(i, j int) bool { return apps[i] < apps[j] })
+	for _, id := range apps {
+		out = append(out, Entry{
+			Table: "session_overrides",
+			Match: []Match{
+				{Field: "session_addr", Kind: Exact, Value: addr(sa)},
+				{Field: "app_id", Kind: Exact, Value: u16(id)},
+			},
+			Action: "override_steering",
+			Params: append(steerings[id].params(), Param{"seq_index", u32(*s.SequenceIndex)}),
+		})
+	}
+	return out, nil
+}

@@ -1,0 +1,127 @@
+package desired
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
+
+// Encodings of docs/pipeline.md ("Encodings shared by every part").
+const (
+	access3GPP    = 1
+	accessNon3GPP = 2
+
+	modeActiveStandby    = 1
+	modeSmallestDelay    = 2
+	modeLoadBalance      = 3
+	modePriorityBased    = 4
+	modeRedundant        = 5
+	modeAutonomousLB     = 6
+	ratioScale           = 128 // load-balance ratios are in 1/128 units
+	maxPriority          = 65535
+	defaultApplicationID = 0 // traffic no policy matches
+)
+
+// Steering is a steering mode as the pipeline's action parameters encode it.
+type Steering struct {
+	Mode           uint8
+	Access         uint8
+	Ratio3GPP      uint8
+	RTTThresholdUS uint32
+}
+
+// NeedsSequence reports whether the mode sends one session's packets on both accesses, so the
+// session needs its own sequence counter (a session_overrides entry) for the UE to reorder or
+// remove duplicates (paper V-C3, "design limitation").
+func (s Steering) NeedsSequence() bool {
+	switch s.Mode {
+	case modeLoadBalance, modeAutonomousLB, modePriorityBased, modeRedundant:
+		return true
+	}
+	return false
+}
+
+func accessCode(a junctionv1.Access) uint8 {
+	if a == junctionv1.AccessNon3GPP {
+		return accessNon3GPP
+	}
+	return access3GPP
+}
+
+// micros converts an API duration to microseconds; empty is 0 (no threshold).
+func micros(field string, d junctionv1.Duration) (uint32, error) {
+	if d == "" {
+		return 0, nil
+	}
+	v, err := time.ParseDuration(string(d))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", field, err)
+	}
+	us := v.Microseconds()
+	if us < 1 || us > math.MaxUint32 {
+		return 0, fmt.Errorf("%s: %s is out of range", field, d)
+	}
+	return uint32(us), nil
+}
+
+// EncodeSteering turns an API steering mode and optional Rel-17 thresholds into pipeline
+// parameters. Priority-based carries its own threshold; for the other modes the RTT threshold
+// marks an access as not meeting the thresholds. The packet-loss threshold is enforced by the
+// operator from measured loss, not in the data plane.
+func EncodeSteering(m junctionv1.SteeringMode, th *junctionv1.Thresholds) (Steering, error) {
+	var s Steering
+	var err error
+	if th != nil {
+		if s.RTTThresholdUS, err = micros("thresholds.rtt", th.RTT); err != nil {
+			return s, err
+		}
+	}
+	switch m.Mode {
+	case junctionv1.ModeActiveStandby:
+		if m.ActiveStandby == nil {
+			return s, fmt.Errorf("steering.activeStandby: required for mode ActiveStandby")
+		}
+		s.Mode, s.Access = modeActiveStandby, accessCode(m.ActiveStandby.Active)
+	case junctionv1.ModeSmallestDelay:
+		s.Mode = modeSmallestDelay
+	case junctionv1.ModeLoadBalance:
+		lb := m.LoadBalance
+		switch {
+		case lb == nil:
+			return s, fmt.Errorf("steering.loadBalance: required for mode LoadBalance")
+		case lb.Autonomous:
+			s.Mode = modeAutonomousLB
+		case lb.ThreeGPPPercent != nil:
+			s.Mode = modeLoadBalance
+			s.Ratio3GPP = uint8(math.Round(float64(*lb.ThreeGPPPercent) * ratioScale / 100))
+		default:
+			return s, fmt.Errorf("steering.loadBalance: set threeGPPPercent or autonomous")
+		}
+	case junctionv1.ModePriorityBased:
+		pb := m.PriorityBased
+		if pb == nil {
+			return s, fmt.Errorf("steering.priorityBased: required for mode PriorityBased")
+		}
+		s.Mode, s.Access = modePriorityBased, accessCode(pb.PriorityAccess)
+		if s.RTTThresholdUS, err = micros("steering.priorityBased.rttThreshold", pb.RTTThreshold); err != nil {
+			return s, err
+		}
+	case junctionv1.ModeRedundant:
+		s.Mode = modeRedundant
+	default:
+		return s, fmt.Errorf("steering.mode: unknown mode %q", m.Mode)
+	}
+	return s, nil
+}
+
+// params are the steering parameters in the order both actions declare them.
+func (s Steering) params() []Param {
+	return []Param{
+		{"mode", u8(s.Mode)},
+		{"access", u8(s.Access)},
+		{"ratio_3gpp", u8(s.Ratio3GPP)},
+		{"rtt_threshold_us", u32(s.RTTThresholdUS)},
+	}
+}
