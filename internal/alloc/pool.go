@@ -1,0 +1,126 @@
+// Package alloc hands out the small integer indexes the pipeline needs (user indexes per SUPI,
+// sequence counters per exception session, application IDs per policy, tunnel peer indexes per
+// gNB). A Pool lives in memory for speed, but it is always rebuilt from what the API server
+// records (object status) before use, so an operator restart neither leaks nor duplicates.
+package alloc
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// ErrExhausted is returned when every index of a pool is taken.
+var ErrExhausted = errors.New("no free index")
+
+// Pool maps owners (a SUPI, a session, a policy, a gNB address) to indexes in [first, size),
+// each owner held by one or more references (e.g. the sessions of one SUPI).
+type Pool struct {
+	mu    sync.Mutex
+	name  string
+	first uint32
+	size  uint32
+	next  uint32
+	byKey map[string]uint32
+	refs  map[string]map[string]struct{} // owner -> referrers
+	byIdx map[uint32]string
+}
+
+// NewPool makes a pool of indexes first..size-1 (first > 0 reserves low indexes, e.g. 0 as "none").
+func NewPool(name string, first, size uint32) *Pool {
+	return &Pool{name: name, first: first, size: size, next: first,
+		byKey: map[string]uint32{}, refs: map[string]map[string]struct{}{}, byIdx: map[uint32]string{}}
+}
+
+// Restore records an allocation read back from the API server. Two owners claiming one index is
+// an error naming both: the caller must treat the later one as unallocated.
+func (p *Pool) Restore(owner, referrer string, index uint32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if index < p.first || index >= p.size {
+		return fmt.Errorf("%s index %d of %s is outside %d..%d", p.name, index, owner, p.first, p.size-1)
+	}
+	if other, ok := p.byIdx[index]; ok && other != owner {
+		return fmt.Errorf("%s index %d is claimed by both %s and %s", p.name, index, other, owner)
+	}
+	if have, ok := p.byKey[owner]; ok && have != index {
+		return fmt.Errorf("%s %s holds index %d and %d", p.name, owner, have, index)
+	}
+	p.byKey[owner], p.byIdx[index] = index, owner
+	p.ref(owner, referrer)
+	return nil
+}
+
+// Acquire returns the owner's index, allocating the lowest free one after the last allocation
+// when the owner has none, and records referrer as a user of it.
+func (p *Pool) Acquire(owner, referrer string) (uint32, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if idx, ok := p.byKey[owner]; ok {
+		p.ref(owner, referrer)
+		return idx, nil
+	}
+	span := p.size - p.first
+	for i := uint32(0); i < span; i++ {
+		idx := p.first + (p.next-p.first+i)%span
+		if _, taken := p.byIdx[idx]; !taken {
+			p.byKey[owner], p.byIdx[idx] = idx, owner
+			p.next = idx + 1
+			if p.next >= p.size {
+				p.next = p.first
+			}
+			p.ref(owner, referrer)
+			return idx, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: %w (%d in use)", p.name, ErrExhausted, span)
+}
+
+// Release drops referrer's reference; the index is freed with the owner's last reference.
+// It reports whether the index was freed.
+func (p *Pool) Release(owner, referrer string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	refs := p.refs[owner]
+	delete(refs, referrer)
+	if len(refs) > 0 {
+		return false
+	}
+	idx, ok := p.byKey[owner]
+	if !ok {
+		return false
+	}
+	delete(p.byKey, owner)
+	delete(p.byIdx, idx)
+	delete(p.refs, owner)
+	return true
+}
+
+// Lookup returns the owner's index if it has one.
+func (p *Pool) Lookup(owner string) (uint32, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	idx, ok := p.byKey[owner]
+	return idx, ok
+}
+
+// Refs is the number of referrers of the owner.
+func (p *Pool) Refs(owner string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.refs[owner])
+}
+
+// Used is the number of allocated indexes.
+func (p *Pool) Used() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.byIdx)
+}
+
+func (p *Pool) ref(owner, referrer string) {
+	if p.refs[owner] == nil {
+		p.refs[owner] = map[string]struct{}{}
+	}
+	p.refs[owner][referrer] = struct{}{}
+}
