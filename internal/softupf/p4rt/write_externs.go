@@ -1,0 +1,325 @@
+package p4rt
+
+import (
+	"fmt"
+	"maps"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+)
+
+// Writes of registers, counters, digest configs and the packet replication engine.
+
+// cellRange resolves an optional index into [lo, hi) for an array of size cells (spec 9.6,
+// 9.8: negative is INVALID_ARGUMENT, beyond the array OUT_OF_RANGE, unset means every cell).
+func cellRange(idx *p4v1.Index, size int64, what string) (lo, hi int64, err error) {
+	if idx == nil {
+		return 0, size, nil
+	}
+	switch {
+	case idx.Index < 0:
+		return 0, 0, errf(codes.InvalidArgument, "%s: negative index %d", what, idx.Index)
+	case idx.Index >= size:
+		return 0, 0, errf(codes.OutOfRange, "%s: index %d is beyond the size %d", what, idx.Index, size)
+	}
+	return idx.Index, idx.Index + 1, nil
+}
+
+func (w *writer) registerEntry(op p4v1.Update_Type, re *p4v1.RegisterEntry) error {
+	ri := w.p.schema.registers[re.GetRegisterId()]
+	if ri == nil {
+		return errf(codes.InvalidArgument, "register id %d is not in the P4Info", re.GetRegisterId())
+	}
+	what := "register " + quote(ri.name)
+	if op != p4v1.Update_MODIFY {
+		return errf(codes.InvalidArgument, "%s: register entries can only be modified", what)
+	}
+	if ri.width > 64 {
+		return errf(codes.Unimplemented, "%s: elements wider than 64 bits are not supported", what)
+	}
+	bs, ok := re.GetData().GetData().(*p4v1.P4Data_Bitstring)
+	if !ok {
+		return errf(codes.InvalidArgument, "%s: data must be a bitstring (bit<%d>)", what, ri.width)
+	}
+	v, err := canonical(bs.Bitstring, ri.width, what)
+	if err != nil {
+		return err
+	}
+	lo, hi, err := cellRange(re.Index, ri.size, what)
+	if err != nil {
+		return err
+	}
+	val := decodeUint(v)
+	if !w.p.committed {
+		cells := w.p.regShadow[ri.id]
+		if cells == nil {
+			cells = map[int64]uint64{}
+			w.p.regShadow[ri.id] = cells
+		}
+		if w.rollback {
+			prev := maps.Clone(cells)
+			w.onUndo(func() { w.p.regShadow[ri.id] = prev })
+		}
+		for i := lo; i < hi; i++ {
+			cells[i] = val
+		}
+		return nil
+	}
+	t := w.s.target
+	var old []uint64
+	if w.rollback {
+		for i := lo; i < hi; i++ {
+			x, err := t.ReadRegister(ri.id, uint32(i))
+			if err != nil {
+				return targetErr(err, codes.Internal, fmt.Sprintf("%s[%d]", what, i))
+			}
+			old = append(old, x)
+		}
+	}
+	for i := lo; i < hi; i++ {
+		if err := t.WriteRegister(ri.id, uint32(i), val); err != nil {
+			return targetErr(err, codes.Internal, fmt.Sprintf("%s[%d]", what, i))
+		}
+	}
+	w.onUndo(func() {
+		for i := lo; i < hi; i++ {
+			w.undoErr(t.WriteRegister(ri.id, uint32(i), old[i-lo]), ri.name)
+		}
+	})
+	return nil
+}
+
+func (w *writer) counterEntry(op p4v1.Update_Type, ce *p4v1.CounterEntry) error {
+	ci := w.p.schema.counters[ce.GetCounterId()]
+	if ci == nil {
+		return errf(codes.InvalidArgument, "counter id %d is not in the P4Info", ce.GetCounterId())
+	}
+	what := "counter " + quote(ci.name)
+	if op != p4v1.Update_MODIFY {
+		return errf(codes.InvalidArgument, "%s: counter entries can only be modified", what)
+	}
+	lo, hi, err := cellRange(ce.Index, ci.size, what)
+	if err != nil {
+		return err
+	}
+	if ce.Data == nil {
+		return nil // spec 9.5.2: no data, no change
+	}
+	if ce.Data.PacketCount < 0 || ce.Data.ByteCount < 0 {
+		return errf(codes.InvalidArgument, "%s: negative counts", what)
+	}
+	cell := counterCell{packets: uint64(ce.Data.PacketCount), bytes: uint64(ce.Data.ByteCount)}
+	if !w.p.committed {
+		cells := w.p.ctrShadow[ci.id]
+		if cells == nil {
+			cells = map[int64]counterCell{}
+			w.p.ctrShadow[ci.id] = cells
+		}
+		if w.rollback {
+			prev := maps.Clone(cells)
+			w.onUndo(func() { w.p.ctrShadow[ci.id] = prev })
+		}
+		for i := lo; i < hi; i++ {
+			cells[i] = cell
+		}
+		return nil
+	}
+	t := w.s.target
+	var old []counterCell
+	if w.rollback {
+		for i := lo; i < hi; i++ {
+			pk, by, err := t.ReadCounter(ci.id, uint32(i))
+			if err != nil {
+				return targetErr(err, codes.Internal, fmt.Sprintf("%s[%d]", what, i))
+			}
+			old = append(old, counterCell{pk, by})
+		}
+	}
+	for i := lo; i < hi; i++ {
+		if err := t.WriteCounter(ci.id, uint32(i), cell.packets, cell.bytes); err != nil {
+			return targetErr(err, codes.Internal, fmt.Sprintf("%s[%d]", what, i))
+		}
+	}
+	w.onUndo(func() {
+		for i := lo; i < hi; i++ {
+			w.undoErr(t.WriteCounter(ci.id, uint32(i), old[i-lo].packets, old[i-lo].bytes), ci.name)
+		}
+	})
+	return nil
+}
+
+// digestEntry enables (INSERT), reconfigures (MODIFY) or disables (DELETE) a digest (spec 9.9).
+func (w *writer) digestEntry(op p4v1.Update_Type, de *p4v1.DigestEntry) error {
+	di := w.p.schema.digests[de.GetDigestId()]
+	if di == nil {
+		return errf(codes.InvalidArgument, "digest id %d is not in the P4Info", de.GetDigestId())
+	}
+	what := "digest " + quote(di.name)
+	prev, exists := w.p.digestCfg[di.id]
+	var cfg *p4v1.DigestEntry_Config
+	switch op {
+	case p4v1.Update_INSERT:
+		if exists {
+			return errf(codes.AlreadyExists, "%s is already enabled: use MODIFY", what)
+		}
+	case p4v1.Update_MODIFY, p4v1.Update_DELETE:
+		if !exists {
+			return errf(codes.NotFound, "%s is not enabled: INSERT it first", what)
+		}
+	}
+	if op != p4v1.Update_DELETE {
+		c := de.Config
+		if c == nil {
+			return errf(codes.InvalidArgument, "%s: config is required", what)
+		}
+		if c.MaxTimeoutNs < 0 || c.MaxListSize < 0 || c.AckTimeoutNs < 0 {
+			return errf(codes.InvalidArgument, "%s: max_timeout_ns, max_list_size and ack_timeout_ns must not be negative", what)
+		}
+		cfg = proto.Clone(c).(*p4v1.DigestEntry_Config)
+		w.p.digestCfg[di.id] = cfg
+	} else {
+		delete(w.p.digestCfg, di.id)
+	}
+	if w.p.committed {
+		w.s.digests.configure(di.id, cfg)
+	}
+	w.onUndo(func() {
+		if exists {
+			w.p.digestCfg[di.id] = prev
+		} else {
+			delete(w.p.digestCfg, di.id)
+		}
+		if w.p.committed {
+			w.s.digests.configure(di.id, prev)
+		}
+	})
+	return nil
+}
+
+func (w *writer) preEntry(op p4v1.Update_Type, pre *p4v1.PacketReplicationEngineEntry) error {
+	switch e := pre.GetType().(type) {
+	case *p4v1.PacketReplicationEngineEntry_CloneSessionEntry:
+		return w.cloneSession(op, e.CloneSessionEntry)
+	case *p4v1.PacketReplicationEngineEntry_MulticastGroupEntry:
+		return w.multicastGroup(op, e.MulticastGroupEntry)
+	}
+	return errf(codes.InvalidArgument, "packet_replication_engine_entry has no type set")
+}
+
+func (w *writer) cloneSession(op p4v1.Update_Type, cs *p4v1.CloneSessionEntry) error {
+	id := cs.GetSessionId()
+	what := fmt.Sprintf("clone session %d", id)
+	if id == 0 {
+		return errf(codes.InvalidArgument, "clone session: session_id 0 is reserved for wildcard reads")
+	}
+	prev, exists := w.p.clones[id]
+	if op == p4v1.Update_INSERT && exists {
+		return errf(codes.AlreadyExists, "%s already exists", what)
+	}
+	if op != p4v1.Update_INSERT && !exists {
+		return errf(codes.NotFound, "%s does not exist", what)
+	}
+	var stored *p4v1.CloneSessionEntry
+	if op != p4v1.Update_DELETE {
+		reps, err := checkReplicas(cs.Replicas, what)
+		if err != nil {
+			return err
+		}
+		if len(reps) == 0 {
+			return errf(codes.InvalidArgument, "%s: at least one replica is required", what)
+		}
+		if cs.PacketLengthBytes < 0 {
+			return errf(codes.InvalidArgument, "%s: negative packet_length_bytes", what)
+		}
+		stored = &p4v1.CloneSessionEntry{SessionId: id, Replicas: reps, ClassOfService: cs.ClassOfService, PacketLengthBytes: cs.PacketLengthBytes}
+	}
+	t := w.s.target
+	if w.p.committed {
+		if err := t.WriteCloneSession(id, stored.GetReplicas()); err != nil {
+			return targetErr(err, codes.ResourceExhausted, what)
+		}
+	}
+	if stored != nil {
+		w.p.clones[id] = stored
+	} else {
+		delete(w.p.clones, id)
+	}
+	w.onUndo(func() {
+		if exists {
+			w.p.clones[id] = prev
+		} else {
+			delete(w.p.clones, id)
+		}
+		if w.p.committed {
+			w.undoErr(t.WriteCloneSession(id, prev.GetReplicas()), what)
+		}
+	})
+	return nil
+}
+
+// multicastGroup stores multicast groups for reads; the Target interface has no multicast
+// replication, so they do not reach the data plane.
+func (w *writer) multicastGroup(op p4v1.Update_Type, mg *p4v1.MulticastGroupEntry) error {
+	id := mg.GetMulticastGroupId()
+	what := fmt.Sprintf("multicast group %d", id)
+	if id == 0 {
+		return errf(codes.InvalidArgument, "multicast group: multicast_group_id 0 is reserved for wildcard reads")
+	}
+	prev, exists := w.p.mcast[id]
+	if op == p4v1.Update_INSERT && exists {
+		return errf(codes.AlreadyExists, "%s already exists", what)
+	}
+	if op != p4v1.Update_INSERT && !exists {
+		return errf(codes.NotFound, "%s does not exist", what)
+	}
+	if op == p4v1.Update_DELETE {
+		delete(w.p.mcast, id)
+	} else {
+		reps, err := checkReplicas(mg.Replicas, what)
+		if err != nil {
+			return err
+		}
+		w.p.mcast[id] = &p4v1.MulticastGroupEntry{MulticastGroupId: id, Replicas: reps, Metadata: mg.Metadata}
+	}
+	w.onUndo(func() {
+		if exists {
+			w.p.mcast[id] = prev
+		} else {
+			delete(w.p.mcast, id)
+		}
+	})
+	return nil
+}
+
+// checkReplicas validates replicas and returns them with ports as canonical bytestrings.
+func checkReplicas(reps []*p4v1.Replica, what string) ([]*p4v1.Replica, error) {
+	type pi struct {
+		port     string
+		instance uint32
+	}
+	seen := map[pi]bool{}
+	out := make([]*p4v1.Replica, 0, len(reps))
+	for i, r := range reps {
+		var port []byte
+		switch k := r.GetPortKind().(type) {
+		case *p4v1.Replica_Port:
+			v, err := canonical(k.Port, 32, fmt.Sprintf("%s replica %d port", what, i))
+			if err != nil {
+				return nil, errf(codes.InvalidArgument, "%s", err.(*p4Error).msg)
+			}
+			port = v
+		case *p4v1.Replica_EgressPort:
+			port = encodeUint(uint64(k.EgressPort))
+		default:
+			return nil, errf(codes.InvalidArgument, "%s replica %d: port is missing", what, i)
+		}
+		key := pi{string(port), r.Instance}
+		if seen[key] {
+			return nil, errf(codes.InvalidArgument, "%s: replica (port 0x%x, instance %d) given twice", what, port, r.Instance)
+		}
+		seen[key] = true
+		out = append(out, &p4v1.Replica{PortKind: &p4v1.Replica_Port{Port: port}, Instance: r.Instance})
+	}
+	return out, nil
+}
