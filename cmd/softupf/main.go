@@ -1,0 +1,230 @@
+// Command softupf is Junction's software UPF: a P4Runtime server (internal/softupf/p4rt) in
+// front of a data plane that runs the JUNCTION-UPF pipeline of docs/pipeline.md
+// (internal/softupf/dataplane) over raw Linux interfaces (internal/softupf/ports).
+//
+// Like BMv2's simple_switch_grpc it starts with no pipeline: a controller pushes the P4Info
+// with SetForwardingPipelineConfig and then writes entries. Ports map to interfaces as on BMv2:
+//
+//	softupf -i 1@veth0 -i 2@veth1 --grpc-addr 127.0.0.1:9559 --device-id 1 --cpu-port 255
+//
+// Interfaces facing it should have offloads off (see internal/softupf/ports).
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/junction-atsss/junction/internal/softupf/dataplane"
+	"github.com/junction-atsss/junction/internal/softupf/p4rt"
+	"github.com/junction-atsss/junction/internal/softupf/ports"
+)
+
+// Tuning constants.
+const (
+	// maxGRPCMessage lets large Write batches and pipeline pushes through (P4Runtime spec 19.2).
+	maxGRPCMessage = 256 << 20
+	// stopGrace is how long a graceful gRPC stop may wait for open streams before they are cut.
+	stopGrace = 2 * time.Second
+	// spareBuffers covers packet-outs and redundant copies beyond the readers' batches.
+	spareBuffers = 512
+)
+
+// portFlags collects repeated -i PORT@IFACE.
+type portFlags []ports.Mapping
+
+func (p *portFlags) String() string {
+	s := make([]string, len(*p))
+	for i, m := range *p {
+		s[i] = m.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (p *portFlags) Set(v string) error {
+	m, err := ports.ParseMapping(v)
+	if err != nil {
+		return err
+	}
+	*p = append(*p, m)
+	return nil
+}
+
+type options struct {
+	ports    portFlags
+	grpcAddr string
+	deviceID uint64
+	cpuPort  uint
+	p4info   string
+	logLevel slog.Level
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("softupf", flag.ContinueOnError)
+	fs.Var(&o.ports, "i", "`PORT@IFACE`: serve P4 port PORT on Linux interface IFACE (repeatable), e.g. -i 1@veth0")
+	fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:9559", "P4Runtime gRPC listen `address`")
+	fs.Uint64Var(&o.deviceID, "device-id", 1, "P4Runtime device_id of this UPF")
+	fs.UintVar(&o.cpuPort, "cpu-port", 255, "port number of the controller for packet-in and packet-out")
+	fs.StringVar(&o.p4info, "p4info", "", "optional P4Info `file` (text or binary protobuf) to check at start-up; "+
+		"the pipeline itself is always pushed by the controller")
+	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.cpuPort > ports.MaxPort {
+		return nil, fmt.Errorf("--cpu-port %d: ports are 0..%d", o.cpuPort, ports.MaxPort)
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "softupf:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, o, log); err != nil {
+		log.Error("softupf failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o *options, log *slog.Logger) error {
+	cpuPort := uint32(o.cpuPort)
+	pool := dataplane.NewPool(dataplane.DefaultMaxHeld + 2*ports.BatchSize*len(o.ports) + spareBuffers)
+	set, err := ports.Open(o.ports, cpuPort, pool, log)
+	if err != nil {
+		return err
+	}
+	dp, err := dataplane.New(dataplane.Config{Pool: pool, Sink: set, CPUPort: cpuPort, Logger: log})
+	if err != nil {
+		set.Close()
+		return err
+	}
+	if o.p4info != "" {
+		if err := checkP4Info(dp, o.p4info); err != nil {
+			set.Close()
+			return err
+		}
+		log.Info("p4info checked: this UPF can run it once a controller pushes it", "file", o.p4info)
+	}
+	srv := p4rt.New(dp, p4rt.Options{DeviceID: o.deviceID, Logger: log})
+	lis, err := net.Listen("tcp", o.grpcAddr)
+	if err != nil {
+		set.Close()
+		return fmt.Errorf("--grpc-addr: %w", err)
+	}
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage))
+	p4v1.RegisterP4RuntimeServer(gs, srv)
+	log.Info("software UPF started", "grpc", lis.Addr().String(), "device_id", o.deviceID,
+		"cpu_port", cpuPort, "ports", o.ports.String(), "buffers", pool.Size())
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	wg.Add(3)
+	go func() { defer wg.Done(); errs <- set.Run(runCtx, dp) }()
+	go func() { defer wg.Done(); errs <- dp.Run(runCtx) }()
+	go func() {
+		defer wg.Done()
+		err := gs.Serve(lis)
+		if errors.Is(err, grpc.ErrServerStopped) {
+			err = nil
+		}
+		errs <- err
+	}()
+
+	var first error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case first = <-errs: // a part failed: stop the rest
+		if first == nil {
+			first = errors.New("a part of the UPF stopped unexpectedly")
+		}
+	}
+	cancel()
+	stopGRPC(gs)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		first = cmp.Or(first, err)
+	}
+	logStats(log, dp, set, srv)
+	return first
+}
+
+// stopGRPC lets in-flight RPCs finish, then cuts the long-lived streams.
+func stopGRPC(gs *grpc.Server) {
+	done := make(chan struct{})
+	go func() { gs.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(stopGrace):
+		gs.Stop()
+		<-done
+	}
+}
+
+// checkP4Info reads a P4Info file and asks the data plane whether it can run it.
+func checkP4Info(dp *dataplane.Pipeline, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--p4info: %w", err)
+	}
+	info := &p4configv1.P4Info{}
+	if err := prototext.Unmarshal(b, info); err != nil {
+		if berr := proto.Unmarshal(b, info); berr != nil {
+			return fmt.Errorf("--p4info %s: neither text (%v) nor binary (%v) protobuf", path, err, berr)
+		}
+	}
+	if err := dp.CheckPipeline(info, nil); err != nil {
+		return fmt.Errorf("--p4info %s: %w", path, err)
+	}
+	return nil
+}
+
+func logStats(log *slog.Logger, dp *dataplane.Pipeline, set *ports.Set, srv *p4rt.Server) {
+	st := dp.Stats()
+	drops := []any{}
+	for r, n := range st.Drops {
+		if n > 0 {
+			drops = append(drops, dataplane.DropReason(r).String(), n)
+		}
+	}
+	log.Info("data plane totals", append([]any{"held", st.Held}, drops...)...)
+	for _, p := range set.Stats() {
+		log.Info("port totals", "port", p.Port, "iface", p.Iface, "rx", p.RxPackets, "tx", p.TxPackets,
+			"rx_truncated", p.RxTruncated, "tx_errors", p.TxErrors)
+	}
+	s := srv.Stats()
+	log.Info("p4runtime totals", "writes", s.WriteRequests, "reads", s.ReadRequests,
+		"packet_ins", s.PacketIns, "packet_outs", s.PacketOuts, "digest_lists", s.DigestLists)
+}

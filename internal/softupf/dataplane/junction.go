@@ -1,0 +1,159 @@
+package dataplane
+
+// Junction messages that reach the UPF (docs/pipeline.md, steps 2 and 3, and "RTT probes").
+//
+// A message's way through junction:
+//
+//	DATA with payload ─ length != user packet ──> drop BAD_JUNCTION
+//	                  ─ sessions(user src) miss ─> drop NO_SESSION
+//	                  └ filter, TTL, route ─ CURRENT_PATH ─> reorder (hold or send)
+//	                                        └ unmarked ────> out
+//	EX-PATH marker ── sessions(seq) ──> release held packets (reorder.go) ──> CONSUMED
+//	PROBE ── sessions(body) ──> PROBE_REPLY on the arrival leg, upf_ts = now_us ──> out
+//	PROBE_ACK ── rtt = now_us - upf_ts ──> rtt_<leg>[user] unless suspended, digest ──> CONSUMED
+//	LINK_DOWN/UP ──> rtt_<access>[user] = 0 / max(rtt_us, 1) unless suspended, digest ──> CONSUMED
+//	PROBE_REPLY (a UPF-to-UE message) ──> drop BAD_JUNCTION
+
+import (
+	"github.com/junction-atsss/junction/internal/wire"
+)
+
+// Digest kinds of probe_reports.
+const (
+	reportRTT      = 1
+	reportLinkDown = 2
+	reportLinkUp   = 3
+)
+
+func (c *proc) junction(pkt *Packet, arrival wire.Access) {
+	f := &c.f
+	h := f.Junction
+	switch h.Type {
+	case wire.TypeData:
+		if h.IsExPathMarker() {
+			sess, ok := c.t.sessions.lookup(h.Seq)
+			if !ok {
+				c.drop(pkt, NoSession)
+				return
+			}
+			c.marker(sess.user, h.Marks.Epoch())
+			c.drop(pkt, Consumed)
+			return
+		}
+		c.uplinkData(pkt, h)
+	case wire.TypeProbe:
+		c.probe(pkt, arrival)
+	case wire.TypeProbeAck, wire.TypeLinkDown, wire.TypeLinkUp:
+		c.pathReport(pkt, h.Type, arrival)
+	default:
+		c.drop(pkt, BadJunction)
+	}
+}
+
+func (c *proc) uplinkData(pkt *Packet, h wire.Header) {
+	f := &c.f
+	user := f.User
+	if int(user.TotalLen) != int(h.Length) {
+		c.drop(pkt, BadJunction) // the Junction length must be the user packet's
+		return
+	}
+	sess, ok := c.t.sessions.lookup(be32(user.Src))
+	if !ok {
+		c.drop(pkt, NoSession)
+		return
+	}
+	off := pkt.off
+	if !c.forward(pkt, off+f.UserOff, off+f.UserEnd, user, f.Ports) {
+		return
+	}
+	if h.Marks&wire.MarkCurrentPath != 0 && pkt.OutPort != c.p.cpuPort {
+		c.reorder(pkt, sess.user, h.Marks.Epoch(), h.Seq)
+		return
+	}
+	c.send(pkt)
+}
+
+// probe answers PROBE with PROBE_REPLY on the leg it came on, built in place over the probe.
+func (c *proc) probe(pkt *Packet, arrival wire.Access) {
+	f := &c.f
+	sess, ok := c.t.sessions.lookup(be32(f.Control.Session))
+	if !ok {
+		c.drop(pkt, NoSession)
+		return
+	}
+	dst := be32(f.IPv4.Src) // non-3GPP: back to the probe's source
+	if arrival == wire.Access3GPP {
+		dst = sess.ue3GPP
+	}
+	if dst == 0 {
+		c.drop(pkt, NoPath) // the session has no 3GPP leg to answer on
+		return
+	}
+	ep := c.t.endpoint(sess.endpoint)
+	if !ep.ok {
+		c.drop(pkt, NoEndpoint)
+		return
+	}
+	if arrival == wire.Access3GPP && !c.t.peer(sess.peer).ok {
+		c.drop(pkt, NoTunnelPeer)
+		return
+	}
+	reply := f.Control
+	reply.UPFTime = c.clock()
+	bodyOff := pkt.off + f.JunctionOff + wire.HeaderLen
+	end := bodyOff + wire.ControlLen
+	reply.Put(pkt.buf[bodyOff:end])
+	hdr := wire.Header{Type: wire.TypeProbeReply}
+	if c.encapJunction(pkt, bodyOff, end, uint8(arrival), &sess, ep, hdr, dst) {
+		c.send(pkt)
+	}
+}
+
+// pathReport handles PROBE_ACK, LINK_DOWN and LINK_UP: path state and a digest.
+func (c *proc) pathReport(pkt *Packet, typ wire.Type, arrival wire.Access) {
+	body := c.f.Control
+	sess, ok := c.t.sessions.lookup(be32(body.Session))
+	if !ok {
+		c.drop(pkt, NoSession)
+		return
+	}
+	var access wire.Access
+	var rtt uint32
+	var kind uint8
+	switch typ {
+	case wire.TypeProbeAck:
+		access, kind = arrival, reportRTT
+		rtt = max(c.clock()-body.UPFTime, 1) // modulo 2^32; a measured 0 is stored as 1
+	case wire.TypeLinkDown:
+		access, kind = body.Access, reportLinkDown
+	default:
+		access, kind = body.Access, reportLinkUp
+		rtt = max(body.UETime, 1)
+	}
+	suspended := c.st.regs[rPathUpdatesSuspended].load(sess.user) != 0
+	if !suspended {
+		reg := rRTT3GPP
+		if access == wire.AccessNon3GPP {
+			reg = rRTTNon3GPP
+		}
+		c.st.regs[reg].store(sess.user, rtt)
+	}
+	c.p.digest(c.st, be32(body.Session), sess.user, uint8(access), kind, rtt, suspended)
+	c.drop(pkt, Consumed)
+}
+
+// digest sends one probe_reports message.
+func (p *Pipeline) digest(st *state, sessionAddr, user uint32, access, kind uint8, rtt uint32, suspended bool) {
+	ev := p.events
+	if ev == nil {
+		return
+	}
+	var s uint64
+	if suspended {
+		s = 1
+	}
+	ev.Digest(st.schema.digestID, [][]byte{
+		encodeCanonical(uint64(sessionAddr)), encodeCanonical(uint64(user)), encodeCanonical(uint64(access)),
+		encodeCanonical(uint64(kind)), encodeCanonical(uint64(rtt)), encodeCanonical(s),
+	})
+}

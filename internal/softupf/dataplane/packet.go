@@ -1,0 +1,109 @@
+package dataplane
+
+// Packet buffers, wireguard-go style: a bounded pool of fixed-size buffers, allocated once;
+// frames are read at Headroom so that the pipeline prepends outer headers in place.
+//
+// A buffer's way: Pool.Get (port reader) → read at Headroom → Pipeline.Process → the port
+// writer sends it and Puts it back; or the reorder queue holds it and the release sends it;
+// or a drop Puts it back at once.
+
+import (
+	"github.com/junction-atsss/junction/internal/wire"
+)
+
+// Tuning constants.
+const (
+	// Headroom is where a received frame starts in its buffer: at least wire.MaxHeadroom (the
+	// most the pipeline prepends) and a multiple of 64 so frames start cache-line aligned.
+	Headroom = (wire.MaxHeadroom + 63) / 64 * 64
+	// MaxFrame is the largest frame a port receives or sends: a 9000-byte jumbo MTU plus
+	// Ethernet and one VLAN tag, with room to spare, as most switches accept.
+	MaxFrame = 9216
+	// BufferSize is one pool buffer.
+	BufferSize = Headroom + MaxFrame
+)
+
+// Packet is one frame in a pool buffer.
+type Packet struct {
+	buf []byte // the whole buffer, len BufferSize
+	off int    // the frame is buf[off:end]
+	end int
+	// InPort is the port the frame arrived on; OutPort the port it leaves by.
+	InPort, OutPort uint32
+}
+
+// Frame returns the frame's bytes.
+func (p *Packet) Frame() []byte { return p.buf[p.off:p.end] }
+
+// ReadBuffer is where a port reads a new frame: the buffer after the headroom.
+func (p *Packet) ReadBuffer() []byte { return p.buf[Headroom:] }
+
+// SetRead records that n bytes were read into ReadBuffer.
+func (p *Packet) SetRead(n int) {
+	p.off, p.end = Headroom, Headroom+min(n, MaxFrame)
+}
+
+// SetFrame copies frame into the packet at Headroom; it reports false if it does not fit.
+func (p *Packet) SetFrame(frame []byte) bool {
+	if len(frame) > MaxFrame {
+		return false
+	}
+	p.SetRead(copy(p.buf[Headroom:], frame))
+	return true
+}
+
+// Pool is a bounded set of packet buffers. Get blocks while all are in use, which holds
+// readers back instead of growing memory when the writers fall behind.
+type Pool struct {
+	free chan *Packet
+	size int
+}
+
+// NewPool allocates n packets and their buffers in one block.
+func NewPool(n int) *Pool {
+	p := &Pool{free: make(chan *Packet, n), size: n}
+	mem := make([]byte, n*BufferSize)
+	pkts := make([]Packet, n)
+	for i := range pkts {
+		pkts[i].buf = mem[i*BufferSize : (i+1)*BufferSize : (i+1)*BufferSize]
+		p.free <- &pkts[i]
+	}
+	return p
+}
+
+// Get returns a free packet, waiting for one; it returns nil once done is closed.
+func (p *Pool) Get(done <-chan struct{}) *Packet {
+	select {
+	case pkt := <-p.free:
+		return pkt
+	default:
+	}
+	select {
+	case pkt := <-p.free:
+		return pkt
+	case <-done:
+		return nil
+	}
+}
+
+// TryGet returns a free packet, or nil if none is free now.
+func (p *Pool) TryGet() *Packet {
+	select {
+	case pkt := <-p.free:
+		return pkt
+	default:
+		return nil
+	}
+}
+
+// Put returns a packet to the pool.
+func (p *Pool) Put(pkt *Packet) {
+	pkt.InPort, pkt.OutPort, pkt.off, pkt.end = 0, 0, 0, 0
+	p.free <- pkt
+}
+
+// Free is the number of packets in the pool now.
+func (p *Pool) Free() int { return len(p.free) }
+
+// Size is the number of packets the pool owns.
+func (p *Pool) Size() int { return p.size }

@@ -1,0 +1,355 @@
+// Package dataplane is the software UPF's data plane: the JUNCTION-UPF pipeline of
+// docs/pipeline.md run in Go over packet buffers, programmed through p4rt.Target.
+//
+// Concurrency: packets are processed by one goroutine per port while P4Runtime writes arrive.
+// All match-action tables, default actions and clone sessions sit behind one sync.RWMutex that
+// Process takes for reading once per batch of packets (so the per-packet cost is a map lookup,
+// not a lock), and that table writes and pipeline changes take for writing per update.
+// Registers and counters are atomics, read and written without that lock's write side, so
+// probes update path state while downlink packets read it. The reorder queues have a mutex of
+// their own, taken only by marked uplink packets, markers and the release timer.
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/junction-atsss/junction/internal/softupf/p4rt"
+)
+
+// RedundantCloneSession is the clone session that duplicates redundant-mode packets
+// (REDUNDANT_CLONE_SESSION in the P4 program).
+const RedundantCloneSession = 100
+
+// Sink sends the packets the pipeline emits outside Process: reorder releases and packet-outs.
+// Transmit owns the packets (it returns them to the pool) but not the slice.
+type Sink interface {
+	Transmit(pkts []*Packet)
+	// HasPort reports whether port is a port the sink can send on.
+	HasPort(port uint32) bool
+}
+
+// Config configures a Pipeline.
+type Config struct {
+	// Pool supplies buffers for redundant copies and packet-outs; dropped packets go back to it.
+	Pool *Pool
+	// Sink sends released and packet-out packets; nil discards them (tests of Process alone).
+	Sink Sink
+	// CPUPort is the port number of the controller (packet-in/out), 255 by default in cmd/softupf.
+	CPUPort uint32
+	// Now is now_us, the low 32 bits of a microsecond clock; nil uses a monotonic clock.
+	Now func() uint32
+	// MaxHeldPerUser and MaxHeld bound the reorder queues (defaults DefaultMaxHeldPerUser,
+	// DefaultMaxHeld).
+	MaxHeldPerUser, MaxHeld int
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Pipeline is the software UPF's data plane. It implements p4rt.Target.
+type Pipeline struct {
+	pool    *Pool
+	sink    Sink
+	cpuPort uint32
+	now     func() uint32
+	log     *slog.Logger
+
+	mu     sync.RWMutex
+	st     *state // nil until the first CommitPipeline
+	events p4rt.Events
+
+	reorder reorderer
+}
+
+var _ p4rt.Target = (*Pipeline)(nil)
+
+// state is one committed pipeline: its schema, tables, registers, counter and clone sessions.
+type state struct {
+	schema *schema
+	t      *tables
+	regs   [numRegisters]*register
+	drops  []counterCell
+	clones map[uint32][]*p4v1.Replica
+}
+
+// New returns a Pipeline with no P4 program: it drops every packet until CommitPipeline.
+func New(cfg Config) (*Pipeline, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("dataplane: Config.Pool is required")
+	}
+	p := &Pipeline{pool: cfg.Pool, sink: cfg.Sink, cpuPort: cfg.CPUPort, now: cfg.Now, log: cfg.Logger}
+	if p.now == nil {
+		start := time.Now()
+		p.now = func() uint32 { return uint32(time.Since(start) / time.Microsecond) }
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	perUser, total := cfg.MaxHeldPerUser, cfg.MaxHeld
+	if perUser <= 0 {
+		perUser = DefaultMaxHeldPerUser
+	}
+	if total <= 0 {
+		total = DefaultMaxHeld
+	}
+	if total >= cfg.Pool.Size() {
+		return nil, fmt.Errorf("dataplane: MaxHeld %d must be below the pool's %d buffers", total, cfg.Pool.Size())
+	}
+	p.reorder.init(perUser, total)
+	return p, nil
+}
+
+func newState(s *schema) *state {
+	st := &state{schema: s, t: newTables(), drops: make([]counterCell, s.dropsSize), clones: map[uint32][]*p4v1.Replica{}}
+	for k := range numRegisters {
+		st.regs[k] = newRegister(registerSpecs[k], s.regSizes[k])
+	}
+	return st
+}
+
+func (st *state) count(r DropReason, bytes int) {
+	if int(r) < len(st.drops) {
+		st.drops[r].packets.Add(1)
+		st.drops[r].bytes.Add(uint64(bytes))
+	}
+}
+
+// nextSeq advances session_seq[i] and returns the new value, skipping 0 (which means
+// "unsequenced" to the UE), so the first packet of a sequenced session carries 1. An index
+// out of range gives 0.
+func (st *state) nextSeq(i uint32) uint32 {
+	reg := st.regs[rSessionSeq]
+	if uint64(i) >= uint64(len(reg.cells)) {
+		return 0
+	}
+	for {
+		old := reg.cells[i].Load()
+		next := old + 1
+		if next == 0 {
+			next = 1
+		}
+		if reg.cells[i].CompareAndSwap(old, next) {
+			return next
+		}
+	}
+}
+
+func (p *Pipeline) transmit(pkts []*Packet) {
+	if p.sink == nil {
+		for _, pkt := range pkts {
+			p.pool.Put(pkt)
+		}
+		return
+	}
+	p.sink.Transmit(pkts)
+}
+
+// ---- p4rt.Target ----
+
+// SetEvents sets where digests and packet-ins go.
+func (p *Pipeline) SetEvents(ev p4rt.Events) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.events = ev
+}
+
+// CheckPipeline accepts any P4Info that has every table, action, register, counter, digest
+// and controller header of docs/pipeline.md with the same shape; the device config is opaque
+// (the software UPF runs the semantics, not a compiled program).
+func (p *Pipeline) CheckPipeline(info *p4configv1.P4Info, _ []byte) error {
+	_, err := resolveSchema(info)
+	return err
+}
+
+// CommitPipeline switches to info with empty tables, zero registers and counters, no clone
+// sessions; held packets are dropped.
+func (p *Pipeline) CommitPipeline(info *p4configv1.P4Info, _ []byte) error {
+	s, err := resolveSchema(info)
+	if err != nil {
+		return err
+	}
+	st := newState(s)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.st = st
+	p.reorder.drain(p.pool)
+	p.log.Info("pipeline committed", "tables", len(s.tables), "users", s.regSizes[rRTT3GPP])
+	return nil
+}
+
+func (p *Pipeline) writable() (*state, error) {
+	if p.st == nil {
+		return nil, errors.New("no pipeline: SetForwardingPipelineConfig first")
+	}
+	return p.st, nil
+}
+
+// WriteTableEntry applies one validated update.
+func (p *Pipeline) WriteTableEntry(op p4v1.Update_Type, entry *p4v1.TableEntry) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, err := p.writable()
+	if err != nil {
+		return err
+	}
+	return st.t.write(st.schema, op, entry)
+}
+
+// SetDefaultAction replaces a table's default action; nil restores the P4 default.
+func (p *Pipeline) SetDefaultAction(tableID uint32, action *p4v1.Action) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, err := p.writable()
+	if err != nil {
+		return err
+	}
+	return st.t.setDefault(st.schema, tableID, action)
+}
+
+func (p *Pipeline) register(id, index uint32) (*register, error) {
+	st, err := p.writable()
+	if err != nil {
+		return nil, err
+	}
+	k, ok := st.schema.registers[id]
+	if !ok {
+		return nil, fmt.Errorf("register %d is not implemented by the software UPF", id)
+	}
+	r := st.regs[k]
+	if uint64(index) >= uint64(len(r.cells)) {
+		return nil, fmt.Errorf("register %q index %d out of range (size %d)", r.name, index, len(r.cells))
+	}
+	return r, nil
+}
+
+// ReadRegister reads one register cell.
+func (p *Pipeline) ReadRegister(id, index uint32) (uint64, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	r, err := p.register(id, index)
+	if err != nil {
+		return 0, err
+	}
+	return uint64(r.load(index)), nil
+}
+
+// WriteRegister writes one register cell (masked to its width).
+func (p *Pipeline) WriteRegister(id, index uint32, value uint64) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	r, err := p.register(id, index)
+	if err != nil {
+		return err
+	}
+	r.store(index, uint32(value))
+	return nil
+}
+
+func (p *Pipeline) counter(id, index uint32) (*counterCell, error) {
+	st, err := p.writable()
+	if err != nil {
+		return nil, err
+	}
+	if id != st.schema.dropsID {
+		return nil, fmt.Errorf("counter %d is not implemented by the software UPF", id)
+	}
+	if uint64(index) >= uint64(len(st.drops)) {
+		return nil, fmt.Errorf("counter %q index %d out of range (size %d)", dropsCounterName, index, len(st.drops))
+	}
+	return &st.drops[index], nil
+}
+
+// ReadCounter reads one cell of the drops counter.
+func (p *Pipeline) ReadCounter(id, index uint32) (packets, bytes uint64, err error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	c, err := p.counter(id, index)
+	if err != nil {
+		return 0, 0, err
+	}
+	return c.packets.Load(), c.bytes.Load(), nil
+}
+
+// WriteCounter sets one cell of the drops counter.
+func (p *Pipeline) WriteCounter(id, index uint32, packets, bytes uint64) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	c, err := p.counter(id, index)
+	if err != nil {
+		return err
+	}
+	c.packets.Store(packets)
+	c.bytes.Store(bytes)
+	return nil
+}
+
+// WriteCloneSession installs or removes a clone session. Only its existence matters to the
+// software UPF: the redundant copy is routed on its own access, whatever the replicas' ports.
+func (p *Pipeline) WriteCloneSession(id uint32, replicas []*p4v1.Replica) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, err := p.writable()
+	if err != nil {
+		return err
+	}
+	if len(replicas) == 0 {
+		delete(st.clones, id)
+	} else {
+		st.clones[id] = replicas
+	}
+	return nil
+}
+
+// PacketOut sends frame unchanged on egressPort.
+func (p *Pipeline) PacketOut(egressPort uint32, frame []byte) error {
+	if p.sink == nil || !p.sink.HasPort(egressPort) {
+		return fmt.Errorf("packet-out: no port %d", egressPort)
+	}
+	if len(frame) > MaxFrame {
+		return fmt.Errorf("packet-out: frame of %d bytes exceeds %d", len(frame), MaxFrame)
+	}
+	pkt := p.pool.TryGet()
+	if pkt == nil {
+		return errors.New("packet-out: no free packet buffer")
+	}
+	pkt.SetFrame(frame)
+	pkt.OutPort = egressPort
+	p.sink.Transmit([]*Packet{pkt})
+	return nil
+}
+
+// Stats is a snapshot of the data plane for logs and metrics.
+type Stats struct {
+	Drops     [numDropReasons]uint64 // packets per DropReason
+	Held      int                    // packets in reorder queues
+	FreeBufs  int
+	Pipelined bool
+}
+
+// Stats returns a snapshot.
+func (p *Pipeline) Stats() Stats {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var s Stats
+	if p.st != nil {
+		s.Pipelined = true
+		for i := range min(len(p.st.drops), len(s.Drops)) {
+			s.Drops[i] = p.st.drops[i].packets.Load()
+		}
+	}
+	p.reorder.mu.Lock()
+	s.Held = p.reorder.total
+	p.reorder.mu.Unlock()
+	s.FreeBufs = p.pool.Free()
+	return s
+}
+
+// ensure Run's signature stays what cmd/softupf expects.
+var _ func(context.Context) error = (*Pipeline)(nil).Run

@@ -1,0 +1,354 @@
+package dataplane
+
+// The per-packet path (docs/pipeline.md, "Packets and their way through the pipeline").
+//
+// A frame's way through Process:
+//
+//	parse (wire.Frame) ─ error ─ not to the UPF, IPv4/UDP sound ─> downlink (below)
+//	                           └ else ──────────────────> drop PARSER_ERROR / BAD_JUNCTION
+//	  ├ not IPv4 ────────────────────────────────────────> packet-in
+//	  ├ outer dst in local_addresses:
+//	  │   ├ UDP:2152 G-PDU ─ uplink_tunnels miss ────────> drop UNKNOWN_TEID
+//	  │   │   ├ inner UDP:2153 ──────────────────────────> junction (arrival 3GPP)
+//	  │   │   └ else: the inner packet ──────────────────> filter, TTL, route
+//	  │   ├ UDP:2153 ─────────────────────────────────────> junction (arrival non-3GPP)
+//	  │   └ anything else (ICMP, ...) ───────────────────> packet-in
+//	  └ downlink: sessions hit ─> applications → session_overrides → steering → encap
+//	              downlink_tunnels hit ─> GTP-U encap;  else plain routing
+//	              each then: filter, TTL, route (Ethernet) ──> out
+//
+// junction (junction.go): DATA → sessions(src) → filter, TTL, route → reorder (reorder.go);
+// control messages → probes and link notifications (junction.go).
+//
+// Every packet handed to Process ends in exactly one place: appended to the output, held by
+// the reorder queue, or returned to the pool (drops and packet-ins).
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"github.com/junction-atsss/junction/internal/wire"
+)
+
+// proc is the per-batch context of Process; it lives on the caller's stack.
+type proc struct {
+	p     *Pipeline
+	st    *state
+	t     *tables
+	out   []*Packet
+	f     wire.Frame
+	inLen int // the received frame's length, for the drops counter
+	nowOK bool
+	now   uint32
+}
+
+// Process runs a batch of received packets through the pipeline and appends the packets to
+// send to out (each with OutPort set), returning the extended slice. The caller sends them and
+// returns them to the pool. Tables are read under one read lock per batch.
+func (p *Pipeline) Process(in []*Packet, out []*Packet) []*Packet {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.st == nil {
+		for _, pkt := range in {
+			p.pool.Put(pkt) // no pipeline yet: drop, as BMv2 does
+		}
+		return out
+	}
+	c := proc{p: p, st: p.st, t: p.st.t, out: out}
+	for _, pkt := range in {
+		c.ingress(pkt)
+	}
+	return c.out
+}
+
+func be32(a [4]byte) uint32 { return binary.BigEndian.Uint32(a[:]) }
+
+func addr4(v uint32) (a [4]byte) {
+	binary.BigEndian.PutUint32(a[:], v)
+	return a
+}
+
+// clock reads now_us once per packet that needs it.
+func (c *proc) clock() uint32 {
+	if !c.nowOK {
+		c.now, c.nowOK = c.p.now(), true
+	}
+	return c.now
+}
+
+func (c *proc) drop(pkt *Packet, r DropReason) {
+	c.st.count(r, c.inLen)
+	c.p.pool.Put(pkt)
+}
+
+func (c *proc) emit(pkt *Packet) { c.out = append(c.out, pkt) }
+
+// punt sends the frame as received to the controller.
+func (c *proc) punt(pkt *Packet) {
+	if ev := c.p.events; ev != nil {
+		ev.PacketIn(pkt.InPort, slices.Clone(pkt.Frame()))
+	}
+	c.p.pool.Put(pkt)
+}
+
+func (c *proc) isLocal(a [4]byte) bool {
+	_, ok := c.t.local.lookup(be32(a))
+	return ok
+}
+
+func (c *proc) ingress(pkt *Packet) {
+	c.nowOK = false
+	frame := pkt.Frame()
+	c.inLen = len(frame)
+	f := &c.f
+	if err := f.Parse(frame); err != nil {
+		c.malformed(pkt, err)
+		return
+	}
+	if f.Has&wire.HasIPv4 == 0 {
+		c.punt(pkt)
+		return
+	}
+	if !c.isLocal(f.IPv4.Dst) {
+		c.downlinkOuter(pkt)
+		return
+	}
+	switch {
+	case f.Has&wire.HasGTPU != 0:
+		if !c.knownTEID(pkt) {
+			return
+		}
+		if f.Has&wire.HasJunction != 0 {
+			c.junction(pkt, wire.Access3GPP)
+			return
+		}
+		// Plain GTP-U uplink: the T-PDU is the user packet.
+		inner := f.InnerIPv4
+		ports := f.Ports
+		if f.Has&wire.HasInnerUDP != 0 {
+			ports = wire.Ports{Src: f.InnerUDP.SrcPort, Dst: f.InnerUDP.DstPort}
+		}
+		in := pkt.off + f.InnerOff
+		if c.forward(pkt, in, in+int(inner.TotalLen), inner, ports) {
+			c.send(pkt)
+		}
+	case f.Has&wire.HasJunction != 0:
+		c.junction(pkt, wire.AccessNon3GPP)
+	default:
+		c.punt(pkt)
+	}
+}
+
+func (c *proc) knownTEID(pkt *Packet) bool {
+	if _, ok := c.t.uplink.lookup(c.f.GTPU.TEID); !ok {
+		c.drop(pkt, UnknownTEID)
+		return false
+	}
+	return true
+}
+
+// downlinkOuter sends an IPv4 packet not addressed to the UPF down step 4; the whole outer
+// packet is the user packet, whatever tunnel headers it seems to carry.
+func (c *proc) downlinkOuter(pkt *Packet) {
+	f := &c.f
+	ports := f.Ports
+	if f.Has&wire.HasUDP != 0 {
+		ports = wire.Ports{Src: f.UDP.SrcPort, Dst: f.UDP.DstPort}
+	}
+	off := pkt.off + f.IPv4Off // bytes past the IPv4 total length (padding) are cut
+	c.downlink(pkt, off, off+int(f.IPv4.TotalLen), f.IPv4, ports)
+}
+
+// malformed handles a frame the parser rejected. A packet not addressed to the UPF is a
+// downlink packet (docs/pipeline.md: Ethernet / IPv4 / [TCP|UDP ports]) whatever follows its
+// UDP header, so it is routed when its outer IPv4 and UDP headers are sound; anything else is
+// dropped by the layer at fault (a GTP-U echo to the UPF is a PARSER_ERROR, as the contract says).
+func (c *proc) malformed(pkt *Packet, err error) {
+	f := &c.f
+	if f.Has&wire.HasUDP != 0 && !c.isLocal(f.IPv4.Dst) {
+		c.downlinkOuter(pkt)
+		return
+	}
+	// A Junction header or control body that is there but breaks a rule is BAD_JUNCTION;
+	// anything else, truncation included, is PARSER_ERROR (wire.LayerOf).
+	l := wire.LayerOf(err)
+	if (l == wire.LayerJunction || l == wire.LayerControl) && !errors.Is(err, wire.ErrTruncated) {
+		c.drop(pkt, BadJunction)
+	} else {
+		c.drop(pkt, ParserError)
+	}
+}
+
+// flowOf is the user packet as applications and filters see it.
+func flowOf(ip wire.IPv4, ports wire.Ports) flow {
+	return flow{src: be32(ip.Src), dst: be32(ip.Dst), sport: ports.Src, dport: ports.Dst,
+		proto: ip.Proto, dscp: ip.DSCP()}
+}
+
+// filterTTL applies filters and the TTL decrement to the user packet at buf[off:].
+func (c *proc) filterTTL(pkt *Packet, off int, fl *flow) bool {
+	if c.t.filtered(fl) {
+		c.drop(pkt, Filtered)
+		return false
+	}
+	if !wire.DecrementTTL(pkt.buf[off:]) {
+		c.drop(pkt, TTLExpired)
+		return false
+	}
+	return true
+}
+
+// route looks up the frame's final destination, adds Ethernet and sets the egress port.
+// The packet becomes buf[off:end].
+func (c *proc) route(pkt *Packet, off, end int, dst uint32) bool {
+	r, ok := c.t.routes.lookup(dst)
+	if !ok {
+		c.drop(pkt, NoRoute)
+		return false
+	}
+	off = wire.Ethernet{Dst: r.dst, Src: r.src, Type: wire.EtherTypeIPv4}.Prepend(pkt.buf[:end], off)
+	pkt.off, pkt.end, pkt.OutPort = off, end, r.port
+	return true
+}
+
+// forward is step 5 for a user packet at buf[off:end]: filter, TTL, route. On false the
+// packet has been dropped.
+func (c *proc) forward(pkt *Packet, off, end int, ip wire.IPv4, ports wire.Ports) bool {
+	fl := flowOf(ip, ports)
+	return c.filterTTL(pkt, off, &fl) && c.route(pkt, off, end, fl.dst)
+}
+
+// send emits a routed packet, or hands it to the controller when the route is the CPU port.
+func (c *proc) send(pkt *Packet) {
+	if pkt.OutPort == c.p.cpuPort {
+		c.punt(pkt)
+		return
+	}
+	c.emit(pkt)
+}
+
+// downlink is step 4 for the IPv4 packet at buf[off:end] not addressed to the UPF.
+func (c *proc) downlink(pkt *Packet, off, end int, ip wire.IPv4, ports wire.Ports) {
+	fl := flowOf(ip, ports)
+	sess, ok := c.t.sessions.lookup(fl.dst)
+	if !ok {
+		if tun, ok := c.t.dlTunnels.lookup(fl.dst); ok {
+			c.downlinkGTPU(pkt, off, end, &fl, tun)
+			return
+		}
+		if c.filterTTL(pkt, off, &fl) && c.route(pkt, off, end, fl.dst) {
+			c.send(pkt)
+		}
+		return
+	}
+
+	params := c.t.application(&fl)
+	var seq uint32
+	if ov, ok := c.t.overrides.lookup(overrideKey(fl.dst, params.app)); ok {
+		params = ov.steering
+		seq = c.st.nextSeq(ov.seqIndex)
+	}
+	var ps paths
+	ps.present[Access3GPP], ps.present[AccessNon3GPP] = sess.ue3GPP != 0, sess.ueNon3GP != 0
+	ps.rtt[Access3GPP] = c.st.regs[rRTT3GPP].load(sess.user)
+	ps.rtt[AccessNon3GPP] = c.st.regs[rRTTNon3GPP].load(sess.user)
+	first, second := decide(&ps, params, seq)
+	if first == AccessNone {
+		c.drop(pkt, NoPath)
+		return
+	}
+	ep := c.t.endpoint(sess.endpoint)
+	if !ep.ok {
+		c.drop(pkt, NoEndpoint)
+		return
+	}
+	if first == Access3GPP && !c.t.peer(sess.peer).ok {
+		c.drop(pkt, NoTunnelPeer)
+		return
+	}
+	if !c.filterTTL(pkt, off, &fl) {
+		return
+	}
+	hdr := wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: seq}
+	if second != AccessNone {
+		c.redundantCopy(pkt, off, end, &sess, ep, second, hdr)
+	}
+	if c.encapJunction(pkt, off, end, first, &sess, ep, hdr, legAddr(&sess, first)) {
+		c.send(pkt)
+	}
+}
+
+func legAddr(s *session, access uint8) uint32 {
+	if access == Access3GPP {
+		return s.ue3GPP
+	}
+	return s.ueNon3GP
+}
+
+// redundantCopy sends the second copy of a redundant packet, as the clone of clone session
+// REDUNDANT_CLONE_SESSION does on v1model.
+func (c *proc) redundantCopy(pkt *Packet, off, end int, sess *session, ep endpoint, access uint8, hdr wire.Header) {
+	if _, ok := c.st.clones[RedundantCloneSession]; !ok {
+		c.st.count(NoCloneSession, c.inLen)
+		return
+	}
+	if access == Access3GPP && !c.t.peer(sess.peer).ok {
+		c.st.count(NoTunnelPeer, c.inLen)
+		return
+	}
+	cl := c.p.pool.TryGet()
+	if cl == nil {
+		// No buffer for the copy: the same outcome as a missing clone session.
+		c.st.count(NoCloneSession, c.inLen)
+		return
+	}
+	cl.InPort = pkt.InPort
+	n := copy(cl.buf[Headroom:], pkt.buf[off:end])
+	if c.encapJunction(cl, Headroom, Headroom+n, access, sess, ep, hdr, legAddr(sess, access)) {
+		c.send(cl)
+	}
+}
+
+// encapJunction wraps the packet at buf[off:end] in IPv4/UDP:2153/<hdr> toward ue on the
+// given access (plus IPv4/UDP:2152/GTP-U toward the session's gNB on 3GPP) and routes it.
+// hdr.Length is set from what follows it.
+func (c *proc) encapJunction(pkt *Packet, off, end int, access uint8, sess *session, ep endpoint, hdr wire.Header, ue uint32) bool {
+	b := pkt.buf[:end]
+	off = hdr.Prepend(b, off)
+	off = wire.TunnelUDP(wire.JunctionPort).Prepend(b, off)
+	off = wire.TunnelIPv4(addr4(ep.junction), addr4(ue)).Prepend(b, off)
+	dst := ue
+	if access == Access3GPP {
+		pr := c.t.peer(sess.peer)
+		off = wire.TunnelGTPU(sess.teid).Prepend(b, off)
+		off = wire.TunnelUDP(wire.GTPUPort).Prepend(b, off)
+		off = wire.TunnelIPv4(addr4(ep.n3), addr4(pr.addr)).Prepend(b, off)
+		dst = pr.addr
+	}
+	return c.route(pkt, off, end, dst)
+}
+
+// downlinkGTPU wraps a single-access PDU session's packet in plain GTP-U.
+func (c *proc) downlinkGTPU(pkt *Packet, off, end int, fl *flow, tun dlTunnel) {
+	ep := c.t.endpoint(tun.endpoint)
+	if !ep.ok {
+		c.drop(pkt, NoEndpoint)
+		return
+	}
+	pr := c.t.peer(tun.peer)
+	if !pr.ok {
+		c.drop(pkt, NoTunnelPeer)
+		return
+	}
+	if !c.filterTTL(pkt, off, fl) {
+		return
+	}
+	b := pkt.buf[:end]
+	off = wire.TunnelGTPU(tun.teid).Prepend(b, off)
+	off = wire.TunnelUDP(wire.GTPUPort).Prepend(b, off)
+	off = wire.TunnelIPv4(addr4(ep.n3), addr4(pr.addr)).Prepend(b, off)
+	if c.route(pkt, off, end, pr.addr) {
+		c.send(pkt)
+	}
+}

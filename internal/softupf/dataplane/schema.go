@@ -1,0 +1,375 @@
+package dataplane
+
+// The P4Info objects this data plane implements, by name (docs/pipeline.md, "P4Info names").
+// CheckPipeline refuses a P4Info that lacks one of them or changes its shape; CommitPipeline
+// resolves every ID from the P4Info it is given, so no ID is ever hard-coded here.
+
+import (
+	"fmt"
+	"slices"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+)
+
+// tableKind, actionKind and registerKind number the objects this package knows; the P4Info's
+// IDs map onto them at commit. Each spec below lists keys and params in the order the decoders
+// in tables.go read them.
+type tableKind uint8
+
+const (
+	tLocalAddresses tableKind = iota
+	tUplinkTunnels
+	tTunnelEndpoints
+	tTunnelPeers
+	tSessions
+	tApplications
+	tSessionOverrides
+	tDownlinkTunnels
+	tFilters
+	tRoutes
+	numTables
+)
+
+type actionKind uint8
+
+const (
+	aAcceptLocal actionKind = iota
+	aNotLocal
+	aDecapGTPU
+	aDropUnknownTEID
+	aSetTunnelEndpoint
+	aDropNoEndpoint
+	aSetTunnelPeer
+	aDropNoTunnelPeer
+	aSetSession
+	aMissSession
+	aSetApplication
+	aSetDefaultApplication
+	aOverrideSteering
+	aNoOverride
+	aEncapGTPU
+	aNoTunnel
+	aPermit
+	aDeny
+	aRoute
+	aDropNoRoute
+	numActions
+)
+
+type registerKind uint8
+
+const (
+	rRTT3GPP registerKind = iota
+	rRTTNon3GPP
+	rPathUpdatesSuspended
+	rSessionSeq
+	rReorderState
+	rReorderDeadline
+	numRegisters
+)
+
+type fieldSpec struct {
+	name string
+	kind p4configv1.MatchField_MatchType
+	bits int32
+}
+
+type tableSpec struct {
+	name    string
+	keys    []fieldSpec
+	actions []actionKind // the hit action first, then the P4 default action
+}
+
+// p4Default is the table's default action in the P4 program (docs/pipeline.md).
+func (t *tableSpec) p4Default() actionKind {
+	if t.name == "filters" {
+		return aPermit
+	}
+	return t.actions[1]
+}
+
+type paramSpec struct {
+	name string
+	bits int32
+}
+
+type actionSpec struct {
+	name   string
+	params []paramSpec
+}
+
+const (
+	exact   = p4configv1.MatchField_EXACT
+	ternary = p4configv1.MatchField_TERNARY
+	rangeM  = p4configv1.MatchField_RANGE
+	lpm     = p4configv1.MatchField_LPM
+)
+
+var tableSpecs = [numTables]tableSpec{
+	tLocalAddresses: {"local_addresses", []fieldSpec{{"dst_addr", exact, 32}},
+		[]actionKind{aAcceptLocal, aNotLocal}},
+	tUplinkTunnels: {"uplink_tunnels", []fieldSpec{{"teid", exact, 32}},
+		[]actionKind{aDecapGTPU, aDropUnknownTEID}},
+	tTunnelEndpoints: {"tunnel_endpoints", []fieldSpec{{"endpoint_idx", exact, 8}},
+		[]actionKind{aSetTunnelEndpoint, aDropNoEndpoint}},
+	tTunnelPeers: {"tunnel_peers", []fieldSpec{{"peer_idx", exact, 16}},
+		[]actionKind{aSetTunnelPeer, aDropNoTunnelPeer}},
+	tSessions: {"sessions", []fieldSpec{{"session_addr", exact, 32}},
+		[]actionKind{aSetSession, aMissSession}},
+	tApplications: {"applications", []fieldSpec{
+		{"remote_addr", ternary, 32}, {"local_addr", ternary, 32}, {"proto", ternary, 8},
+		{"remote_port", rangeM, 16}, {"local_port", rangeM, 16}, {"dscp", ternary, 6}},
+		[]actionKind{aSetApplication, aSetDefaultApplication}},
+	tSessionOverrides: {"session_overrides", []fieldSpec{{"session_addr", exact, 32}, {"app_id", exact, 16}},
+		[]actionKind{aOverrideSteering, aNoOverride}},
+	tDownlinkTunnels: {"downlink_tunnels", []fieldSpec{{"ue_addr", exact, 32}},
+		[]actionKind{aEncapGTPU, aNoTunnel}},
+	tFilters: {"filters", []fieldSpec{
+		{"src_addr", ternary, 32}, {"dst_addr", ternary, 32}, {"proto", ternary, 8},
+		{"src_port", rangeM, 16}, {"dst_port", rangeM, 16}},
+		[]actionKind{aPermit, aDeny}},
+	tRoutes: {"routes", []fieldSpec{{"dst_addr", lpm, 32}},
+		[]actionKind{aRoute, aDropNoRoute}},
+}
+
+var actionSpecs = [numActions]actionSpec{
+	aAcceptLocal:       {"accept_local", nil},
+	aNotLocal:          {"not_local", nil},
+	aDecapGTPU:         {"decap_gtpu", nil},
+	aDropUnknownTEID:   {"drop_unknown_teid", nil},
+	aSetTunnelEndpoint: {"set_tunnel_endpoint", []paramSpec{{"n3_addr", 32}, {"junction_addr", 32}}},
+	aDropNoEndpoint:    {"drop_no_endpoint", nil},
+	aSetTunnelPeer:     {"set_tunnel_peer", []paramSpec{{"peer_addr", 32}}},
+	aDropNoTunnelPeer:  {"drop_no_tunnel_peer", nil},
+	aSetSession: {"set_session", []paramSpec{{"user_idx", 32}, {"endpoint_idx", 8}, {"peer_idx", 16},
+		{"teid", 32}, {"ue_addr_3gpp", 32}, {"ue_addr_non3gpp", 32}}},
+	aMissSession: {"miss_session", nil},
+	aSetApplication: {"set_application", []paramSpec{{"app_id", 16}, {"mode", 8}, {"access", 8},
+		{"ratio_3gpp", 8}, {"rtt_threshold_us", 32}}},
+	aSetDefaultApplication: {"set_default_application", nil},
+	aOverrideSteering: {"override_steering", []paramSpec{{"mode", 8}, {"access", 8}, {"ratio_3gpp", 8},
+		{"rtt_threshold_us", 32}, {"seq_index", 32}}},
+	aNoOverride:  {"no_override", nil},
+	aEncapGTPU:   {"encap_gtpu", []paramSpec{{"teid", 32}, {"peer_idx", 16}, {"endpoint_idx", 8}}},
+	aNoTunnel:    {"no_tunnel", nil},
+	aPermit:      {"permit", nil},
+	aDeny:        {"deny", nil},
+	aRoute:       {"route", []paramSpec{{"port", 9}, {"src_mac", 48}, {"dst_mac", 48}}},
+	aDropNoRoute: {"drop_no_route", nil},
+}
+
+var registerSpecs = [numRegisters]paramSpec{
+	rRTT3GPP:              {"rtt_3gpp", 32},
+	rRTTNon3GPP:           {"rtt_non3gpp", 32},
+	rPathUpdatesSuspended: {"path_updates_suspended", 8},
+	rSessionSeq:           {"session_seq", 32},
+	rReorderState:         {"reorder_state", 8},
+	rReorderDeadline:      {"reorder_deadline", 32},
+}
+
+const (
+	dropsCounterName = "drops"
+	probeDigestName  = "probe_reports"
+	packetInName     = "packet_in"
+	packetOutName    = "packet_out"
+)
+
+// probeDigestMembers is the probe_reports struct, in member order.
+var probeDigestMembers = []paramSpec{
+	{"session_addr", 32}, {"user_idx", 32}, {"access", 8}, {"kind", 8}, {"rtt_us", 32}, {"suspended", 8},
+}
+
+// schema is a P4Info resolved against the specs: P4Info IDs to this package's kinds, and the
+// position of each match field and action param in the spec order.
+type schema struct {
+	tableIDs    [numTables]uint32
+	tables      map[uint32]tableKind
+	fieldPos    [numTables]map[uint32]int // P4Info field ID -> position in tableSpec.keys
+	actionIDs   [numActions]uint32
+	actions     map[uint32]actionKind
+	paramPos    [numActions]map[uint32]int // P4Info param ID -> position in actionSpec.params
+	registerIDs [numRegisters]uint32
+	registers   map[uint32]registerKind
+	regSizes    [numRegisters]int
+	dropsID     uint32
+	dropsSize   int
+	digestID    uint32
+}
+
+// resolveSchema checks info against every spec and returns the resolved IDs, or an error
+// that names the first object that is missing or different.
+func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
+	if info == nil {
+		return nil, fmt.Errorf("no P4Info")
+	}
+	s := &schema{
+		tables:    map[uint32]tableKind{},
+		actions:   map[uint32]actionKind{},
+		registers: map[uint32]registerKind{},
+	}
+
+	actionsByName := map[string]*p4configv1.Action{}
+	for _, a := range info.GetActions() {
+		actionsByName[a.GetPreamble().GetName()] = a
+	}
+	for k := range numActions {
+		spec := actionSpecs[k]
+		a, ok := actionsByName[spec.name]
+		if !ok {
+			return nil, fmt.Errorf("P4Info lacks action %q", spec.name)
+		}
+		if len(a.GetParams()) != len(spec.params) {
+			return nil, fmt.Errorf("action %q has %d params, the software UPF implements %d",
+				spec.name, len(a.GetParams()), len(spec.params))
+		}
+		pos := map[uint32]int{}
+		for i, ps := range spec.params {
+			idx := slices.IndexFunc(a.GetParams(), func(p *p4configv1.Action_Param) bool { return p.GetName() == ps.name })
+			if idx < 0 {
+				return nil, fmt.Errorf("action %q lacks param %q", spec.name, ps.name)
+			}
+			p := a.GetParams()[idx]
+			if p.GetBitwidth() != ps.bits {
+				return nil, fmt.Errorf("action %q param %q is %d bits, want %d", spec.name, ps.name, p.GetBitwidth(), ps.bits)
+			}
+			pos[p.GetId()] = i
+		}
+		id := a.GetPreamble().GetId()
+		s.actionIDs[k] = id
+		s.actions[id] = k
+		s.paramPos[k] = pos
+	}
+
+	tablesByName := map[string]*p4configv1.Table{}
+	for _, t := range info.GetTables() {
+		tablesByName[t.GetPreamble().GetName()] = t
+	}
+	for k := range numTables {
+		spec := tableSpecs[k]
+		t, ok := tablesByName[spec.name]
+		if !ok {
+			return nil, fmt.Errorf("P4Info lacks table %q", spec.name)
+		}
+		if t.GetImplementationId() != 0 {
+			return nil, fmt.Errorf("table %q uses an action profile, the software UPF implements direct tables", spec.name)
+		}
+		if len(t.GetMatchFields()) != len(spec.keys) {
+			return nil, fmt.Errorf("table %q has %d match fields, the software UPF implements %d",
+				spec.name, len(t.GetMatchFields()), len(spec.keys))
+		}
+		pos := map[uint32]int{}
+		for i, fs := range spec.keys {
+			idx := slices.IndexFunc(t.GetMatchFields(), func(f *p4configv1.MatchField) bool { return f.GetName() == fs.name })
+			if idx < 0 {
+				return nil, fmt.Errorf("table %q lacks match field %q", spec.name, fs.name)
+			}
+			f := t.GetMatchFields()[idx]
+			if f.GetMatchType() != fs.kind {
+				return nil, fmt.Errorf("table %q field %q is %s, want %s", spec.name, fs.name, f.GetMatchType(), fs.kind)
+			}
+			if f.GetBitwidth() != fs.bits {
+				return nil, fmt.Errorf("table %q field %q is %d bits, want %d", spec.name, fs.name, f.GetBitwidth(), fs.bits)
+			}
+			pos[f.GetId()] = i
+		}
+		for _, ak := range spec.actions {
+			id := s.actionIDs[ak]
+			if !slices.ContainsFunc(t.GetActionRefs(), func(r *p4configv1.ActionRef) bool { return r.GetId() == id }) {
+				return nil, fmt.Errorf("table %q lacks action %q", spec.name, actionSpecs[ak].name)
+			}
+		}
+		id := t.GetPreamble().GetId()
+		s.tableIDs[k] = id
+		s.tables[id] = k
+		s.fieldPos[k] = pos
+	}
+
+	regsByName := map[string]*p4configv1.Register{}
+	for _, r := range info.GetRegisters() {
+		regsByName[r.GetPreamble().GetName()] = r
+	}
+	for k := range numRegisters {
+		spec := registerSpecs[k]
+		r, ok := regsByName[spec.name]
+		if !ok {
+			return nil, fmt.Errorf("P4Info lacks register %q", spec.name)
+		}
+		if w := r.GetTypeSpec().GetBitstring().GetBit().GetBitwidth(); w != spec.bits {
+			return nil, fmt.Errorf("register %q elements are bit<%d>, want bit<%d>", spec.name, w, spec.bits)
+		}
+		if r.GetSize() <= 0 {
+			return nil, fmt.Errorf("register %q has size %d", spec.name, r.GetSize())
+		}
+		id := r.GetPreamble().GetId()
+		s.registerIDs[k] = id
+		s.registers[id] = k
+		s.regSizes[k] = int(r.GetSize())
+	}
+
+	drops := slices.IndexFunc(info.GetCounters(), func(c *p4configv1.Counter) bool {
+		return c.GetPreamble().GetName() == dropsCounterName
+	})
+	if drops < 0 {
+		return nil, fmt.Errorf("P4Info lacks counter %q", dropsCounterName)
+	}
+	dc := info.GetCounters()[drops]
+	if dc.GetSize() < int64(numDropReasons) {
+		return nil, fmt.Errorf("counter %q has %d cells, want at least %d", dropsCounterName, dc.GetSize(), numDropReasons)
+	}
+	s.dropsID = dc.GetPreamble().GetId()
+	s.dropsSize = int(dc.GetSize())
+
+	if err := checkDigest(info, s); err != nil {
+		return nil, err
+	}
+	if err := checkControllerHeader(info, packetInName, "ingress_port"); err != nil {
+		return nil, err
+	}
+	if err := checkControllerHeader(info, packetOutName, "egress_port"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func checkDigest(info *p4configv1.P4Info, s *schema) error {
+	i := slices.IndexFunc(info.GetDigests(), func(d *p4configv1.Digest) bool {
+		return d.GetPreamble().GetName() == probeDigestName
+	})
+	if i < 0 {
+		return fmt.Errorf("P4Info lacks digest %q", probeDigestName)
+	}
+	d := info.GetDigests()[i]
+	st := info.GetTypeInfo().GetStructs()[d.GetTypeSpec().GetStruct().GetName()]
+	if st == nil {
+		return fmt.Errorf("digest %q is not a struct in the P4Info's type_info", probeDigestName)
+	}
+	m := st.GetMembers()
+	if len(m) != len(probeDigestMembers) {
+		return fmt.Errorf("digest %q has %d members, want %d", probeDigestName, len(m), len(probeDigestMembers))
+	}
+	for i, want := range probeDigestMembers {
+		w := m[i].GetTypeSpec().GetBitstring().GetBit().GetBitwidth()
+		if m[i].GetName() != want.name || w != want.bits {
+			return fmt.Errorf("digest %q member %d is %s bit<%d>, want %s bit<%d>",
+				probeDigestName, i, m[i].GetName(), w, want.name, want.bits)
+		}
+	}
+	s.digestID = d.GetPreamble().GetId()
+	return nil
+}
+
+func checkControllerHeader(info *p4configv1.P4Info, name, port string) error {
+	i := slices.IndexFunc(info.GetControllerPacketMetadata(), func(c *p4configv1.ControllerPacketMetadata) bool {
+		return c.GetPreamble().GetName() == name
+	})
+	if i < 0 {
+		return fmt.Errorf("P4Info lacks controller header %q", name)
+	}
+	md := info.GetControllerPacketMetadata()[i].GetMetadata()
+	if !slices.ContainsFunc(md, func(m *p4configv1.ControllerPacketMetadata_Metadata) bool {
+		return m.GetName() == port && m.GetBitwidth() == 9
+	}) {
+		return fmt.Errorf("controller header %q lacks %s: bit<9>", name, port)
+	}
+	return nil
+}

@@ -1,0 +1,626 @@
+package dataplane
+
+// Typed fast tables, built from P4Runtime entries the p4rt.Server has already validated:
+// exact tables are Go maps keyed by uint32/uint64 (small index domains are arrays), routes are
+// one map per prefix length searched longest first, and the ternary/range tables
+// (applications, filters) are lists sorted by priority and scanned linearly, which is fine for
+// the hundreds of entries they hold. Every table keeps its current default action in the same
+// typed form, so SetDefaultAction works on all of them.
+
+import (
+	"cmp"
+	"fmt"
+	"math/bits"
+	"slices"
+	"sync/atomic"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+)
+
+type session struct {
+	user     uint32
+	teid     uint32
+	ue3GPP   uint32
+	ueNon3GP uint32
+	peer     uint16
+	endpoint uint8
+}
+
+// steering is the set_application / override_steering parameters.
+type steering struct {
+	threshold uint32
+	app       uint16
+	mode      uint8
+	access    uint8
+	ratio     uint8
+}
+
+type override struct {
+	steering
+	seqIndex uint32
+}
+
+type dlTunnel struct {
+	teid     uint32
+	peer     uint16
+	endpoint uint8
+}
+
+type endpoint struct {
+	n3, junction uint32
+	ok           bool
+}
+
+type peer struct {
+	addr uint32
+	ok   bool
+}
+
+type route struct {
+	port     uint32
+	src, dst [6]byte
+}
+
+// exactTable is an exact-match table with its default action's result.
+type exactTable[K comparable, V any] struct {
+	m      map[K]V
+	def    V
+	defHit bool // the default action acts like a hit (e.g. a default set_session)
+}
+
+func (t *exactTable[K, V]) lookup(k K) (V, bool) {
+	if v, ok := t.m[k]; ok {
+		return v, true
+	}
+	return t.def, t.defHit
+}
+
+// lpmTable keeps one map per prefix length; lens lists the lengths in use, longest first.
+type lpmTable struct {
+	byLen  [33]map[uint32]route
+	lens   []uint8
+	def    route
+	defHit bool
+}
+
+func prefixMask(l uint8) uint32 {
+	if l == 0 {
+		return 0
+	}
+	return ^uint32(0) << (32 - l)
+}
+
+func (t *lpmTable) lookup(addr uint32) (route, bool) {
+	for _, l := range t.lens {
+		if r, ok := t.byLen[l][addr&prefixMask(l)]; ok {
+			return r, true
+		}
+	}
+	return t.def, t.defHit
+}
+
+func (t *lpmTable) set(l uint8, prefix uint32, r route, del bool) {
+	if del {
+		delete(t.byLen[l], prefix)
+		if len(t.byLen[l]) == 0 {
+			t.byLen[l] = nil
+		}
+	} else {
+		if t.byLen[l] == nil {
+			t.byLen[l] = map[uint32]route{}
+		}
+		t.byLen[l][prefix] = r
+	}
+	t.lens = t.lens[:0]
+	for l := 32; l >= 0; l-- {
+		if len(t.byLen[l]) > 0 {
+			t.lens = append(t.lens, uint8(l))
+		}
+	}
+}
+
+// tern is a ternary match on up to 32 bits; rng is an inclusive range on 16 bits.
+type tern struct{ v, m uint32 }
+type rng struct{ lo, hi uint16 }
+
+func (t tern) match(x uint32) bool { return x&t.m == t.v&t.m }
+func (r rng) match(x uint16) bool  { return x >= r.lo && x <= r.hi }
+
+// appKey is an applications entry's identity (match + priority).
+type appKey struct {
+	prio                  int32
+	remote, local         tern
+	proto, dscp           tern
+	remotePort, localPort rng
+}
+
+type appEntry struct {
+	key appKey
+	act steering
+}
+
+type filterKey struct {
+	prio             int32
+	src, dst, proto  tern
+	srcPort, dstPort rng
+}
+
+type filterEntry struct {
+	key  filterKey
+	deny bool
+}
+
+// flow is what applications and filters match on: the user packet, as parsed.
+type flow struct {
+	src, dst     uint32
+	sport, dport uint16
+	proto, dscp  uint8
+}
+
+func (k *appKey) match(f *flow) bool {
+	// Seen from the UE: the remote side is the downlink source.
+	return k.remote.match(f.src) && k.local.match(f.dst) && k.proto.match(uint32(f.proto)) &&
+		k.remotePort.match(f.sport) && k.localPort.match(f.dport) && k.dscp.match(uint32(f.dscp))
+}
+
+func (k *filterKey) match(f *flow) bool {
+	return k.src.match(f.src) && k.dst.match(f.dst) && k.proto.match(uint32(f.proto)) &&
+		k.srcPort.match(f.sport) && k.dstPort.match(f.dport)
+}
+
+// defaultApplication is set_default_application: app 0, active-standby on 3GPP.
+var defaultApplication = steering{app: 0, mode: ModeActiveStandby, access: Access3GPP}
+
+// tables holds every match-action table of one committed pipeline.
+type tables struct {
+	local      exactTable[uint32, struct{}]
+	uplink     exactTable[uint32, struct{}]
+	endpoints  [256]endpoint
+	endpointDf endpoint
+	peers      []peer // indexed by peer_idx, 1<<16 entries
+	peerDf     peer
+	sessions   exactTable[uint32, session]
+	apps       []appEntry // priority descending, insertion order among equals
+	appDf      steering
+	overrides  exactTable[uint64, override] // session_addr<<16 | app_id
+	dlTunnels  exactTable[uint32, dlTunnel]
+	filters    []filterEntry
+	filterDeny bool // the default action is deny
+	routes     lpmTable
+}
+
+func newTables() *tables {
+	t := &tables{
+		local:     exactTable[uint32, struct{}]{m: map[uint32]struct{}{}},
+		uplink:    exactTable[uint32, struct{}]{m: map[uint32]struct{}{}},
+		peers:     make([]peer, 1<<16),
+		sessions:  exactTable[uint32, session]{m: map[uint32]session{}},
+		appDf:     defaultApplication,
+		overrides: exactTable[uint64, override]{m: map[uint64]override{}},
+		dlTunnels: exactTable[uint32, dlTunnel]{m: map[uint32]dlTunnel{}},
+	}
+	return t
+}
+
+func (t *tables) application(f *flow) steering {
+	for i := range t.apps {
+		if t.apps[i].key.match(f) {
+			return t.apps[i].act
+		}
+	}
+	return t.appDf
+}
+
+func (t *tables) filtered(f *flow) bool {
+	for i := range t.filters {
+		if t.filters[i].key.match(f) {
+			return t.filters[i].deny
+		}
+	}
+	return t.filterDeny
+}
+
+func (t *tables) endpoint(i uint8) endpoint {
+	if e := t.endpoints[i]; e.ok {
+		return e
+	}
+	return t.endpointDf
+}
+
+func (t *tables) peer(i uint16) peer {
+	if p := t.peers[i]; p.ok {
+		return p
+	}
+	return t.peerDf
+}
+
+func overrideKey(sessionAddr uint32, app uint16) uint64 { return uint64(sessionAddr)<<16 | uint64(app) }
+
+// ---- decoding P4Runtime entries ----
+
+// canonical decodes a canonical bytestring (big-endian, possibly shorter than the field).
+func canonical(b []byte) (uint64, error) {
+	for len(b) > 8 && b[0] == 0 {
+		b = b[1:]
+	}
+	if len(b) > 8 {
+		return 0, fmt.Errorf("value of %d bytes does not fit 64 bits", len(b))
+	}
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	return v, nil
+}
+
+// encodeCanonical is the shortest big-endian bytestring of v (at least one byte).
+func encodeCanonical(v uint64) []byte {
+	n := max(1, (bits.Len64(v)+7)/8)
+	b := make([]byte, n)
+	for i := n - 1; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+	return b
+}
+
+// entryMatch is a table entry's match fields, by position in the table spec.
+type entryMatch [6]*p4v1.FieldMatch
+
+func (s *schema) matches(k tableKind, e *p4v1.TableEntry) (entryMatch, error) {
+	var m entryMatch
+	for _, fm := range e.GetMatch() {
+		pos, ok := s.fieldPos[k][fm.GetFieldId()]
+		if !ok {
+			return m, fmt.Errorf("table %q has no match field %d", tableSpecs[k].name, fm.GetFieldId())
+		}
+		m[pos] = fm
+	}
+	return m, nil
+}
+
+func (m *entryMatch) exact(k tableKind, pos int) (uint64, error) {
+	fm := m[pos]
+	if fm == nil || fm.GetExact() == nil {
+		return 0, fmt.Errorf("table %q: exact field %q missing", tableSpecs[k].name, tableSpecs[k].keys[pos].name)
+	}
+	return canonical(fm.GetExact().GetValue())
+}
+
+func (m *entryMatch) ternary(pos int) (tern, error) {
+	fm := m[pos]
+	if fm == nil {
+		return tern{}, nil // don't care
+	}
+	if fm.GetTernary() == nil {
+		return tern{}, fmt.Errorf("field %d is not ternary", fm.GetFieldId())
+	}
+	v, err := canonical(fm.GetTernary().GetValue())
+	if err != nil {
+		return tern{}, err
+	}
+	mk, err := canonical(fm.GetTernary().GetMask())
+	return tern{uint32(v), uint32(mk)}, err
+}
+
+func (m *entryMatch) rng(pos int) (rng, error) {
+	fm := m[pos]
+	if fm == nil {
+		return rng{0, 0xffff}, nil // don't care
+	}
+	if fm.GetRange() == nil {
+		return rng{}, fmt.Errorf("field %d is not a range", fm.GetFieldId())
+	}
+	lo, err := canonical(fm.GetRange().GetLow())
+	if err != nil {
+		return rng{}, err
+	}
+	hi, err := canonical(fm.GetRange().GetHigh())
+	return rng{uint16(lo), uint16(hi)}, err
+}
+
+// decodedAction is an action and its params, by position in the action spec.
+type decodedAction struct {
+	kind   actionKind
+	params [6]uint64
+}
+
+func (s *schema) action(a *p4v1.Action) (decodedAction, error) {
+	var d decodedAction
+	if a == nil {
+		return d, fmt.Errorf("entry has no direct action (action profiles are not supported)")
+	}
+	k, ok := s.actions[a.GetActionId()]
+	if !ok {
+		return d, fmt.Errorf("action %d is not implemented by the software UPF", a.GetActionId())
+	}
+	d.kind = k
+	for _, p := range a.GetParams() {
+		pos, ok := s.paramPos[k][p.GetParamId()]
+		if !ok {
+			return d, fmt.Errorf("action %q has no param %d", actionSpecs[k].name, p.GetParamId())
+		}
+		v, err := canonical(p.GetValue())
+		if err != nil {
+			return d, fmt.Errorf("action %q param %q: %w", actionSpecs[k].name, actionSpecs[k].params[pos].name, err)
+		}
+		d.params[pos] = v
+	}
+	return d, nil
+}
+
+func mac(v uint64) (m [6]byte) {
+	for i := 5; i >= 0; i-- {
+		m[i] = byte(v)
+		v >>= 8
+	}
+	return m
+}
+
+func (d *decodedAction) session() session {
+	p := d.params
+	return session{user: uint32(p[0]), endpoint: uint8(p[1]), peer: uint16(p[2]), teid: uint32(p[3]),
+		ue3GPP: uint32(p[4]), ueNon3GP: uint32(p[5])}
+}
+
+func (d *decodedAction) steering() steering {
+	p := d.params
+	return steering{app: uint16(p[0]), mode: uint8(p[1]), access: uint8(p[2]), ratio: uint8(p[3]), threshold: uint32(p[4])}
+}
+
+func (d *decodedAction) override() override {
+	p := d.params
+	return override{steering: steering{mode: uint8(p[0]), access: uint8(p[1]), ratio: uint8(p[2]),
+		threshold: uint32(p[3])}, seqIndex: uint32(p[4])}
+}
+
+func (d *decodedAction) dlTunnel() dlTunnel {
+	return dlTunnel{teid: uint32(d.params[0]), peer: uint16(d.params[1]), endpoint: uint8(d.params[2])}
+}
+
+func (d *decodedAction) route() route {
+	return route{port: uint32(d.params[0]), src: mac(d.params[1]), dst: mac(d.params[2])}
+}
+
+// expect checks that the action is one the table allows.
+func (d *decodedAction) expect(k tableKind) error {
+	if !slices.Contains(tableSpecs[k].actions, d.kind) {
+		return fmt.Errorf("action %q is not an action of table %q", actionSpecs[d.kind].name, tableSpecs[k].name)
+	}
+	return nil
+}
+
+// write applies one validated update to the tables.
+func (t *tables) write(s *schema, op p4v1.Update_Type, e *p4v1.TableEntry) error {
+	k, ok := s.tables[e.GetTableId()]
+	if !ok {
+		return fmt.Errorf("table %d is not implemented by the software UPF", e.GetTableId())
+	}
+	name := tableSpecs[k].name
+	m, err := s.matches(k, e)
+	if err != nil {
+		return err
+	}
+	del := op == p4v1.Update_DELETE
+	var act decodedAction
+	if !del {
+		if act, err = s.action(e.GetAction().GetAction()); err != nil {
+			return fmt.Errorf("table %q: %w", name, err)
+		}
+		if err := act.expect(k); err != nil {
+			return err
+		}
+	}
+	switch k {
+	case tApplications, tFilters:
+		return t.writeTernary(k, op, e.GetPriority(), &m, &act)
+	case tRoutes:
+		fm := m[0]
+		if fm == nil || fm.GetLpm() == nil {
+			return fmt.Errorf("table %q: lpm field %q missing", name, "dst_addr")
+		}
+		v, err := canonical(fm.GetLpm().GetValue())
+		if err != nil {
+			return err
+		}
+		l := fm.GetLpm().GetPrefixLen()
+		if l < 0 || l > 32 {
+			return fmt.Errorf("table %q: prefix length %d", name, l)
+		}
+		if !del && act.kind != aRoute {
+			return fmt.Errorf("table %q: entries must use %q", name, "route")
+		}
+		t.routes.set(uint8(l), uint32(v)&prefixMask(uint8(l)), act.route(), del)
+		return nil
+	}
+
+	key, err := m.exact(k, 0)
+	if err != nil {
+		return err
+	}
+	switch k {
+	case tLocalAddresses:
+		return writeFlag(&t.local, uint32(key), del, act.kind == aAcceptLocal)
+	case tUplinkTunnels:
+		return writeFlag(&t.uplink, uint32(key), del, act.kind == aDecapGTPU)
+	case tTunnelEndpoints:
+		if del || act.kind != aSetTunnelEndpoint {
+			t.endpoints[uint8(key)] = endpoint{}
+		} else {
+			t.endpoints[uint8(key)] = endpoint{n3: uint32(act.params[0]), junction: uint32(act.params[1]), ok: true}
+		}
+	case tTunnelPeers:
+		if del || act.kind != aSetTunnelPeer {
+			t.peers[uint16(key)] = peer{}
+		} else {
+			t.peers[uint16(key)] = peer{addr: uint32(act.params[0]), ok: true}
+		}
+	case tSessions:
+		writeValue(&t.sessions, uint32(key), del, act.kind == aSetSession, act.session)
+	case tSessionOverrides:
+		app, err := m.exact(k, 1)
+		if err != nil {
+			return err
+		}
+		writeValue(&t.overrides, overrideKey(uint32(key), uint16(app)), del, act.kind == aOverrideSteering, act.override)
+	case tDownlinkTunnels:
+		writeValue(&t.dlTunnels, uint32(key), del, act.kind == aEncapGTPU, act.dlTunnel)
+	}
+	return nil
+}
+
+// writeFlag stores a key whose hit action has no params; an entry that uses the miss action
+// is stored as absent, which behaves the same.
+func writeFlag(t *exactTable[uint32, struct{}], key uint32, del, hit bool) error {
+	if del || !hit {
+		delete(t.m, key)
+	} else {
+		t.m[key] = struct{}{}
+	}
+	return nil
+}
+
+func writeValue[K comparable, V any](t *exactTable[K, V], key K, del, hit bool, val func() V) {
+	if del || !hit {
+		delete(t.m, key)
+		return
+	}
+	t.m[key] = val()
+}
+
+func (t *tables) writeTernary(k tableKind, op p4v1.Update_Type, prio int32, m *entryMatch, act *decodedAction) error {
+	var err error
+	get := func(pos int) tern {
+		v, e := m.ternary(pos)
+		err = cmp.Or(err, e)
+		return v
+	}
+	getR := func(pos int) rng {
+		v, e := m.rng(pos)
+		err = cmp.Or(err, e)
+		return v
+	}
+	if k == tApplications {
+		key := appKey{prio: prio, remote: get(0), local: get(1), proto: get(2), remotePort: getR(3),
+			localPort: getR(4), dscp: get(5)}
+		if err != nil {
+			return fmt.Errorf("table %q: %w", tableSpecs[k].name, err)
+		}
+		val := defaultApplication
+		if act.kind == aSetApplication {
+			val = act.steering()
+		}
+		t.apps = upsertTernary(t.apps, op, appEntry{key: key, act: val},
+			func(e *appEntry) appKey { return e.key }, func(e *appEntry) int32 { return e.key.prio })
+		return nil
+	}
+	key := filterKey{prio: prio, src: get(0), dst: get(1), proto: get(2), srcPort: getR(3), dstPort: getR(4)}
+	if err != nil {
+		return fmt.Errorf("table %q: %w", tableSpecs[k].name, err)
+	}
+	t.filters = upsertTernary(t.filters, op, filterEntry{key: key, deny: act.kind == aDeny},
+		func(e *filterEntry) filterKey { return e.key }, func(e *filterEntry) int32 { return e.key.prio })
+	return nil
+}
+
+// upsertTernary inserts, modifies or deletes an entry in a list kept in priority order
+// (highest first; an entry goes after those of equal priority, so the oldest wins ties).
+func upsertTernary[E any, K comparable](list []E, op p4v1.Update_Type, e E, key func(*E) K, prio func(*E) int32) []E {
+	k := key(&e)
+	i := slices.IndexFunc(list, func(x E) bool { return key(&x) == k })
+	switch {
+	case op == p4v1.Update_DELETE:
+		if i >= 0 {
+			list = slices.Delete(list, i, i+1)
+		}
+	case i >= 0:
+		list[i] = e
+	default:
+		p := prio(&e)
+		at := len(list)
+		for j := range list {
+			if prio(&list[j]) < p {
+				at = j
+				break
+			}
+		}
+		list = slices.Insert(list, at, e)
+	}
+	return list
+}
+
+// setDefault replaces a table's default action; nil restores the P4 default (the miss action).
+func (t *tables) setDefault(s *schema, tableID uint32, a *p4v1.Action) error {
+	k, ok := s.tables[tableID]
+	if !ok {
+		return fmt.Errorf("table %d is not implemented by the software UPF", tableID)
+	}
+	act := decodedAction{kind: tableSpecs[k].p4Default()}
+	if a != nil {
+		var err error
+		if act, err = s.action(a); err != nil {
+			return fmt.Errorf("table %q default action: %w", tableSpecs[k].name, err)
+		}
+		if err := act.expect(k); err != nil {
+			return err
+		}
+	}
+	hit := act.kind == tableSpecs[k].actions[0]
+	switch k {
+	case tLocalAddresses:
+		t.local.defHit = hit
+	case tUplinkTunnels:
+		t.uplink.defHit = hit
+	case tTunnelEndpoints:
+		t.endpointDf = endpoint{n3: uint32(act.params[0]), junction: uint32(act.params[1]), ok: hit}
+	case tTunnelPeers:
+		t.peerDf = peer{addr: uint32(act.params[0]), ok: hit}
+	case tSessions:
+		t.sessions.def, t.sessions.defHit = act.session(), hit
+	case tApplications:
+		t.appDf = defaultApplication
+		if hit {
+			t.appDf = act.steering()
+		}
+	case tSessionOverrides:
+		t.overrides.def, t.overrides.defHit = act.override(), hit
+	case tDownlinkTunnels:
+		t.dlTunnels.def, t.dlTunnels.defHit = act.dlTunnel(), hit
+	case tFilters:
+		t.filterDeny = act.kind == aDeny
+	case tRoutes:
+		t.routes.def, t.routes.defHit = act.route(), hit
+	}
+	return nil
+}
+
+// ---- registers and counters ----
+
+// register is one register array; cells are atomics so the packet path needs no lock.
+type register struct {
+	name  string
+	mask  uint32
+	cells []atomic.Uint32
+}
+
+func newRegister(spec paramSpec, size int) *register {
+	return &register{name: spec.name, mask: uint32(uint64(1)<<spec.bits - 1), cells: make([]atomic.Uint32, size)}
+}
+
+// load reads a cell; an index out of range reads 0, as an unavailable path.
+func (r *register) load(i uint32) uint32 {
+	if uint64(i) >= uint64(len(r.cells)) {
+		return 0
+	}
+	return r.cells[i].Load()
+}
+
+func (r *register) store(i, v uint32) {
+	if uint64(i) < uint64(len(r.cells)) {
+		r.cells[i].Store(v & r.mask)
+	}
+}
+
+type counterCell struct {
+	packets, bytes atomic.Uint64
+}

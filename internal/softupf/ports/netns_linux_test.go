@@ -1,0 +1,306 @@
+package ports
+
+// Real interfaces: two network namespaces made for the test, joined by two veth pairs.
+//
+//	namespace "upf"  u1 ── veth ── p1  namespace "peer"
+//	                 u2 ── veth ── p2
+//
+// The ports under test run on u1/u2 (in "upf"); the test's own raw ports on p1/p2 (in "peer")
+// inject frames and capture what comes out. No interface has an address and forwarding is off
+// in both namespaces, so nothing leaves them.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-atsss/junction/internal/softupf/dataplane"
+	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/internal/wire/wiretest"
+)
+
+// testbed is a pair of namespaces with two veth pairs between them.
+type testbed struct {
+	upf, peer      string // namespace names
+	u1, u2, p1, p2 string // interface names
+}
+
+func ipCmd(t testing.TB, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %v: %v: %s", args, err, out)
+	}
+}
+
+func newTestbed(t testing.TB) *testbed {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates network namespaces and veth pairs")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs the ip command (iproute2)")
+	}
+	id := fmt.Sprintf("%04x", rand.Uint32()&0xffff)
+	tb := &testbed{upf: "jtu" + id, peer: "jtp" + id, u1: "jtu1" + id, u2: "jtu2" + id, p1: "jtp1" + id, p2: "jtp2" + id}
+	for _, ns := range []string{tb.upf, tb.peer} {
+		ipCmd(t, "netns", "add", ns)
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	}
+	for _, pair := range [][2]string{{tb.u1, tb.p1}, {tb.u2, tb.p2}} {
+		ipCmd(t, "link", "add", pair[0], "netns", tb.upf, "type", "veth", "peer", "name", pair[1], "netns", tb.peer)
+		ipCmd(t, "-n", tb.upf, "link", "set", pair[0], "up")
+		ipCmd(t, "-n", tb.peer, "link", "set", pair[1], "up")
+	}
+	return tb
+}
+
+// inNetns runs f on a thread inside namespace ns. Sockets made there stay in ns.
+func inNetns(t testing.TB, ns string, f func() error) error {
+	t.Helper()
+	runtime.LockOSThread()
+	orig, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer orig.Close()
+	target, err := os.Open("/var/run/netns/" + ns)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("setns %s: %w", ns, err)
+	}
+	ferr := f()
+	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+		// Leave the thread locked: the runtime discards it when this goroutine ends.
+		return fmt.Errorf("setns back: %w", err)
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+func openIn(t testing.TB, ns string, ms []Mapping, pool *dataplane.Pool) *Set {
+	t.Helper()
+	var s *Set
+	if err := inNetns(t, ns, func() (err error) {
+		s, err = Open(ms, 255, pool, nil)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// crossover sends what arrives on port 1 out of port 2 and the reverse, unchanged.
+type crossover struct{}
+
+func (crossover) Process(in, out []*dataplane.Packet) []*dataplane.Packet {
+	for _, p := range in {
+		p.OutPort = 3 - p.InPort
+		out = append(out, p)
+	}
+	return out
+}
+
+// recorder keeps copies of IPv4 frames (the kernel's IPv6 chatter on new links is ignored).
+type recorder struct {
+	pool *dataplane.Pool
+	mu   sync.Mutex
+	got  map[uint32][][]byte
+}
+
+func (r *recorder) Process(in, out []*dataplane.Packet) []*dataplane.Packet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range in {
+		if f := p.Frame(); len(f) > 14 && f[12] == 0x08 && f[13] == 0x00 {
+			r.got[p.InPort] = append(r.got[p.InPort], bytes.Clone(f))
+		}
+		r.pool.Put(p)
+	}
+	return out
+}
+
+func (r *recorder) frames(port uint32) [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.got[port]
+}
+
+func run(t testing.TB, s *Set, p Processor) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, p) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+func TestPortsForwardBetweenVeths(t *testing.T) {
+	tb := newTestbed(t)
+	upfPool := dataplane.NewPool(4 * BatchSize)
+	upf := openIn(t, tb.upf, []Mapping{{1, tb.u1}, {2, tb.u2}}, upfPool)
+	run(t, upf, crossover{})
+
+	peerPool := dataplane.NewPool(4 * BatchSize)
+	peer := openIn(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
+	rec := &recorder{pool: peerPool, got: map[uint32][][]byte{}}
+	run(t, peer, rec)
+
+	const n = 200 // more than a batch, to exercise recvmmsg/sendmmsg batching
+	frames := make([][]byte, n)
+	for i := range frames {
+		frames[i] = wiretest.Build(wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
+			wire.IPv4{ID: uint16(i), Src: [4]byte{198, 51, 100, 1}, Dst: [4]byte{203, 0, 113, 1}},
+			wire.UDP{SrcPort: 1000, DstPort: 2000}, []byte(fmt.Sprintf("frame %d", i)))
+	}
+	// Inject on p1 in batches, as the pipeline would hand them to the ports.
+	for i := 0; i < n; i += 50 {
+		batch := make([]*dataplane.Packet, 0, 50)
+		for _, f := range frames[i:min(i+50, n)] {
+			pkt := peerPool.Get(nil)
+			pkt.SetFrame(f)
+			pkt.OutPort = 1
+			batch = append(batch, pkt)
+		}
+		want := len(rec.frames(2)) + len(batch)
+		peer.Transmit(batch)
+		for wait := 0; len(rec.frames(2)) < want && wait < 1000; wait++ {
+			time.Sleep(time.Millisecond) // one batch at a time, however busy the machine
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rec.frames(2)) < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := rec.frames(2)
+	if len(got) != n {
+		t.Fatalf("port 2 of the peer received %d of %d frames", len(got), n)
+	}
+	for i := range frames {
+		if !bytes.Equal(got[i], frames[i]) {
+			t.Fatalf("frame %d differs or is out of order:\ngot  %x\nwant %x", i, got[i], frames[i])
+		}
+	}
+	// The peer's own transmissions on p1 are not received back on p1.
+	if back := rec.frames(1); len(back) != 0 {
+		t.Errorf("p1 saw %d IPv4 frames; outgoing frames must be ignored", len(back))
+	}
+	st := upf.Stats()
+	if st[0].RxPackets < n || st[1].TxPackets < n {
+		t.Errorf("UPF port stats %+v: want at least %d received on 1 and sent on 2", st, n)
+	}
+	// Every buffer is back in its pool (readers hold one batch each while running).
+	if free := upfPool.Free(); free < upfPool.Size()-2*BatchSize {
+		t.Errorf("UPF pool has %d of %d buffers free", free, upfPool.Size())
+	}
+}
+
+func TestParseMapping(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Mapping
+		ok   bool
+	}{
+		{"1@veth0", Mapping{1, "veth0"}, true},
+		{"511@eth1", Mapping{511, "eth1"}, true},
+		{"512@eth1", Mapping{}, false},
+		{"veth0", Mapping{}, false},
+		{"@veth0", Mapping{}, false},
+		{"1@", Mapping{}, false},
+		{"x@veth0", Mapping{}, false},
+	} {
+		got, err := ParseMapping(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseMapping(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+	if err := checkMappings([]Mapping{{1, "a"}, {1, "b"}}, 255); err == nil {
+		t.Error("a port mapped twice was accepted")
+	}
+	if err := checkMappings([]Mapping{{255, "a"}}, 255); err == nil {
+		t.Error("the CPU port was accepted as a data port")
+	}
+}
+
+// counter counts IPv4 frames per port without keeping them.
+type counter struct {
+	pool *dataplane.Pool
+	n    [4]atomic.Int64
+}
+
+func (c *counter) Process(in, out []*dataplane.Packet) []*dataplane.Packet {
+	for _, p := range in {
+		if f := p.Frame(); len(f) > 14 && f[12] == 0x08 && f[13] == 0x00 && p.InPort < 4 {
+			c.n[p.InPort].Add(1)
+		}
+		c.pool.Put(p)
+	}
+	return out
+}
+
+func TestPortsSteadyStateAllocatesNothing(t *testing.T) {
+	tb := newTestbed(t)
+	upfPool := dataplane.NewPool(4 * BatchSize)
+	upf := openIn(t, tb.upf, []Mapping{{1, tb.u1}, {2, tb.u2}}, upfPool)
+	run(t, upf, crossover{})
+	peerPool := dataplane.NewPool(8 * BatchSize)
+	peer := openIn(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
+	cnt := &counter{pool: peerPool}
+	run(t, peer, cnt)
+
+	frame := wiretest.Build(wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
+		wire.IPv4{Src: [4]byte{198, 51, 100, 1}, Dst: [4]byte{203, 0, 113, 1}}, wire.UDP{SrcPort: 1, DstPort: 2}, make([]byte, 100))
+	batch := make([]*dataplane.Packet, BatchSize)
+	// send transmits rounds batches, each after the previous one crossed (or 100 ms passed),
+	// so that no socket buffer overflows on a busy machine.
+	send := func(rounds int) int64 {
+		for range rounds {
+			want := cnt.n[2].Load() + BatchSize
+			for i := range batch {
+				batch[i] = peerPool.Get(nil)
+				batch[i].SetFrame(frame)
+				batch[i].OutPort = 1
+			}
+			peer.Transmit(batch)
+			for wait := 0; cnt.n[2].Load() < want && wait < 100; wait++ {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		return cnt.n[2].Load()
+	}
+	send(20) // warm up: batch slices and pollers settle
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const rounds = 100
+	start := cnt.n[2].Load()
+	got := send(rounds) - start
+	runtime.ReadMemStats(&after)
+	if got < rounds*BatchSize/2 {
+		t.Fatalf("only %d of %d frames crossed the UPF", got, rounds*BatchSize)
+	}
+	// Both sides' readers and senders run in this process: a per-packet allocation anywhere
+	// on the path would show up as thousands here. The test's own waiting allocates a little.
+	allocs := after.Mallocs - before.Mallocs
+	t.Logf("%d allocations for %d frames", allocs, got)
+	if allocs > uint64(got)/20 {
+		t.Errorf("%d allocations for %d frames through two port sets", allocs, got)
+	}
+}

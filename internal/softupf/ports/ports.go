@@ -1,0 +1,99 @@
+// Package ports connects the software UPF's data plane to Linux network interfaces: one raw
+// AF_PACKET socket per P4 port, bound to a named interface in promiscuous mode, read in batches
+// by one goroutine per port into buffers from the data plane's bounded pool, and written in
+// batches. A mapping `-i 1@veth0 -i 2@veth1` names the interface of each port, as on BMv2.
+//
+// A frame's way: recvmmsg into pool buffers at dataplane.Headroom ─> Processor.Process ─>
+// frames grouped by egress port ─> sendmmsg on that port's socket ─> buffers back to the pool.
+//
+// Interfaces facing the software UPF should have offloads off (TSO/GSO/GRO and TX checksum;
+// `ethtool -K IFACE tso off gso off gro off tx off` on the peers), as with BMv2: an AF_PACKET
+// socket sees the kernel's unsegmented and partially checksummed packets otherwise.
+package ports
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/junction-atsss/junction/internal/softupf/dataplane"
+)
+
+// Tuning constants.
+const (
+	// BatchSize is how many frames one recvmmsg/sendmmsg moves: enough to amortize the system
+	// call and the pipeline's read lock, small enough to keep a batch in cache.
+	BatchSize = 64
+	// MaxPort is the largest P4 port number (ports are bit<9>).
+	MaxPort = 511
+)
+
+// Mapping binds a P4 port number to a Linux interface.
+type Mapping struct {
+	Port  uint32
+	Iface string
+}
+
+func (m Mapping) String() string { return fmt.Sprintf("%d@%s", m.Port, m.Iface) }
+
+// ParseMapping parses "PORT@IFACE", as BMv2's -i.
+func ParseMapping(s string) (Mapping, error) {
+	num, iface, ok := strings.Cut(s, "@")
+	if !ok || num == "" || iface == "" {
+		return Mapping{}, fmt.Errorf("port mapping %q: want PORT@IFACE, e.g. 1@veth0", s)
+	}
+	n, err := strconv.ParseUint(num, 10, 32)
+	if err != nil || n > MaxPort {
+		return Mapping{}, fmt.Errorf("port mapping %q: port must be a number 0..%d", s, MaxPort)
+	}
+	return Mapping{Port: uint32(n), Iface: iface}, nil
+}
+
+// Processor is the data plane as the ports see it (dataplane.Pipeline).
+type Processor interface {
+	Process(in, out []*dataplane.Packet) []*dataplane.Packet
+}
+
+// PortStats counts one port's traffic since Open.
+type PortStats struct {
+	Port               uint32
+	Iface              string
+	RxPackets, RxBytes uint64
+	TxPackets, TxBytes uint64
+	RxTruncated        uint64 // frames longer than dataplane.MaxFrame, dropped
+	TxErrors           uint64 // frames the kernel refused (e.g. longer than the MTU)
+}
+
+type portCounters struct {
+	rxPackets, rxBytes, txPackets, txBytes, rxTruncated, txErrors atomic.Uint64
+}
+
+func (c *portCounters) snapshot(port uint32, iface string) PortStats {
+	return PortStats{Port: port, Iface: iface,
+		RxPackets: c.rxPackets.Load(), RxBytes: c.rxBytes.Load(),
+		TxPackets: c.txPackets.Load(), TxBytes: c.txBytes.Load(),
+		RxTruncated: c.rxTruncated.Load(), TxErrors: c.txErrors.Load()}
+}
+
+// checkMappings refuses duplicate ports or interfaces. No mapping at all is fine: a UPF
+// without ports still serves P4Runtime (control-plane tests, demos).
+func checkMappings(ms []Mapping, cpuPort uint32) error {
+	ports, ifaces := map[uint32]bool{}, map[string]bool{}
+	for _, m := range ms {
+		if m.Port > MaxPort {
+			return fmt.Errorf("port %d out of range 0..%d", m.Port, MaxPort)
+		}
+		if m.Port == cpuPort {
+			return fmt.Errorf("port %d is the CPU port", m.Port)
+		}
+		if ports[m.Port] {
+			return fmt.Errorf("port %d mapped twice", m.Port)
+		}
+		if ifaces[m.Iface] {
+			return fmt.Errorf("interface %q mapped twice", m.Iface)
+		}
+		ports[m.Port], ifaces[m.Iface] = true, true
+	}
+	return nil
+}

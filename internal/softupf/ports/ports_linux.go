@@ -1,0 +1,377 @@
+package ports
+
+// Raw AF_PACKET ports on Linux.
+//
+// A frame's way through a port: reader.run fills BatchSize pool buffers ─> recvmmsg (through
+// the Go poller, so Close wakes it) ─> own transmissions (PACKET_OUTGOING) and truncated
+// frames are skipped, their buffers reused ─> Processor.Process ─> Set.send groups the output
+// by egress port ─> sendmmsg ─> buffers back to the pool.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-atsss/junction/internal/softupf/dataplane"
+)
+
+// mmsghdr is struct mmsghdr (not in x/sys): a msghdr and the byte count the kernel fills in.
+type mmsghdr struct {
+	hdr unix.Msghdr
+	n   uint32
+}
+
+const ethPAll = 0x0003 // ETH_P_ALL
+
+// socketBuffer is each port's receive and send buffer: ~4 ms of 10 Gb/s.
+const socketBuffer = 4 << 20
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+type port struct {
+	num   uint32
+	iface string
+	file  *os.File
+	rc    interface {
+		Read(func(uintptr) bool) error
+		Write(func(uintptr) bool) error
+	}
+	stats portCounters
+}
+
+// Set is the open ports. It implements dataplane.Sink.
+type Set struct {
+	pool  *dataplane.Pool
+	log   *slog.Logger
+	ports []*port // in mapping order
+	byNum [MaxPort + 1]*port
+
+	txMu sync.Mutex // guards tx, used by Transmit (reorder releases, packet-outs)
+	tx   *txScratch
+}
+
+var _ dataplane.Sink = (*Set)(nil)
+
+// Open opens one raw socket per mapping. cpuPort may not be mapped.
+func Open(ms []Mapping, cpuPort uint32, pool *dataplane.Pool, log *slog.Logger) (*Set, error) {
+	if err := checkMappings(ms, cpuPort); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Set{pool: pool, log: log, tx: newTxScratch()}
+	for _, m := range ms {
+		p, err := openPort(m)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.ports = append(s.ports, p)
+		s.byNum[m.Port] = p
+	}
+	return s, nil
+}
+
+func openPort(m Mapping) (*port, error) {
+	ifi, err := net.InterfaceByName(m.Iface)
+	if err != nil {
+		return nil, fmt.Errorf("port %d: interface %q: %w", m.Port, m.Iface, err)
+	}
+	// Protocol 0 until bind, so the socket sees no other interface's frames in between.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("port %d: raw socket: %w (the software UPF needs CAP_NET_RAW)", m.Port, err)
+	}
+	fail := func(what string, err error) (*port, error) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("port %d (%s): %s: %w", m.Port, m.Iface, what, err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(ethPAll), Ifindex: ifi.Index}); err != nil {
+		return fail("bind", err)
+	}
+	mreq := unix.PacketMreq{Ifindex: int32(ifi.Index), Type: unix.PACKET_MR_PROMISC}
+	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
+		return fail("promiscuous mode", err)
+	}
+	// Best effort (Linux >= 4.20): the reader also skips PACKET_OUTGOING by its address.
+	_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
+	// Best effort: large socket buffers absorb bursts while a reader is descheduled (the
+	// FORCE variants need CAP_NET_ADMIN; without it the kernel caps at net.core.[rw]mem_max).
+	for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[0], socketBuffer) != nil {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[1], socketBuffer)
+		}
+	}
+	f := os.NewFile(uintptr(fd), "packet:"+m.Iface)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("port %d (%s): %w", m.Port, m.Iface, err)
+	}
+	return &port{num: m.Port, iface: m.Iface, file: f, rc: rc}, nil
+}
+
+// Close closes every socket; readers blocked in Run return.
+func (s *Set) Close() error {
+	var errs []error
+	for _, p := range s.ports {
+		errs = append(errs, p.file.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// HasPort reports whether port is mapped.
+func (s *Set) HasPort(port uint32) bool { return port <= MaxPort && s.byNum[port] != nil }
+
+// Stats returns each port's counters, in mapping order.
+func (s *Set) Stats() []PortStats {
+	out := make([]PortStats, 0, len(s.ports))
+	for _, p := range s.ports {
+		out = append(out, p.stats.snapshot(p.num, p.iface))
+	}
+	return out
+}
+
+// Transmit sends packets on their OutPort and returns them to the pool (dataplane.Sink).
+func (s *Set) Transmit(pkts []*dataplane.Packet) {
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	s.send(s.tx, pkts)
+}
+
+// Run reads every port with one goroutine each and runs the frames through proc until ctx is
+// done; then it closes the ports and waits for the readers.
+func (s *Set) Run(ctx context.Context, proc Processor) error {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([]error, len(s.ports))
+	for i, p := range s.ports {
+		r := newReader(s, p, proc, done)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.run()
+		}()
+	}
+	<-ctx.Done()
+	close(done)
+	s.Close()
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// reader is one port's receive loop and its batch state, allocated once.
+type reader struct {
+	s      *Set
+	p      *port
+	proc   Processor
+	done   chan struct{}
+	bufs   [BatchSize]*dataplane.Packet
+	hdrs   [BatchSize]mmsghdr
+	iovs   [BatchSize]unix.Iovec
+	names  [BatchSize]unix.RawSockaddrLinklayer
+	in     []*dataplane.Packet
+	out    []*dataplane.Packet
+	tx     *txScratch
+	n      int
+	err    error
+	readFn func(uintptr) bool
+}
+
+func newReader(s *Set, p *port, proc Processor, done chan struct{}) *reader {
+	r := &reader{s: s, p: p, proc: proc, done: done, tx: newTxScratch(),
+		in:  make([]*dataplane.Packet, 0, BatchSize),
+		out: make([]*dataplane.Packet, 0, 2*BatchSize+dataplane.DefaultMaxHeldPerUser)}
+	for i := range r.hdrs {
+		h := &r.hdrs[i].hdr
+		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		h.Iov = &r.iovs[i]
+		h.SetIovlen(1)
+	}
+	r.readFn = r.recvmmsg
+	return r
+}
+
+func (r *reader) recvmmsg(fd uintptr) bool {
+	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), BatchSize,
+		unix.MSG_DONTWAIT, 0, 0)
+	if e == unix.EAGAIN || e == unix.EINTR {
+		return false // wait for the poller
+	}
+	r.n, r.err = int(n), nil
+	if e != 0 {
+		r.n, r.err = 0, e
+	}
+	return true
+}
+
+func (r *reader) run() error {
+	for {
+		for i := range r.bufs {
+			if r.bufs[i] == nil {
+				if r.bufs[i] = r.s.pool.Get(r.done); r.bufs[i] == nil {
+					r.release()
+					return nil
+				}
+			}
+			b := r.bufs[i].ReadBuffer()
+			r.iovs[i].Base = &b[0]
+			r.iovs[i].SetLen(len(b))
+			r.hdrs[i].hdr.Namelen = unix.SizeofSockaddrLinklayer
+			r.hdrs[i].hdr.Flags = 0
+		}
+		if err := r.p.rc.Read(r.readFn); err != nil {
+			r.release()
+			select {
+			case <-r.done:
+				return nil
+			default:
+				return fmt.Errorf("port %d (%s): read: %w", r.p.num, r.p.iface, err)
+			}
+		}
+		if r.err != nil {
+			r.s.log.Warn("port read failed", "port", r.p.num, "iface", r.p.iface, "err", r.err)
+			continue
+		}
+		in := r.in[:0]
+		for i := range r.n {
+			if r.names[i].Pkttype == unix.PACKET_OUTGOING {
+				continue // our own transmission; the buffer is reused
+			}
+			n := int(r.hdrs[i].n)
+			if r.hdrs[i].hdr.Flags&unix.MSG_TRUNC != 0 || n > dataplane.MaxFrame {
+				r.p.stats.rxTruncated.Add(1)
+				continue
+			}
+			pkt := r.bufs[i]
+			r.bufs[i] = nil
+			pkt.SetRead(n)
+			pkt.InPort = r.p.num
+			r.p.stats.rxBytes.Add(uint64(n))
+			in = append(in, pkt)
+		}
+		r.p.stats.rxPackets.Add(uint64(len(in)))
+		out := r.proc.Process(in, r.out[:0])
+		r.s.send(r.tx, out)
+		clear(out)
+		r.out = out[:0]
+	}
+}
+
+// release returns the reader's unused buffers.
+func (r *reader) release() {
+	for i, b := range r.bufs {
+		if b != nil {
+			r.s.pool.Put(b)
+			r.bufs[i] = nil
+		}
+	}
+}
+
+// txScratch is one sender's sendmmsg state, allocated once.
+type txScratch struct {
+	pkts    []*dataplane.Packet
+	hdrs    []mmsghdr
+	iovs    []unix.Iovec
+	from, n int
+	sent    int
+	err     error
+	writeFn func(uintptr) bool
+}
+
+func newTxScratch() *txScratch {
+	t := &txScratch{}
+	t.writeFn = t.sendmmsg
+	return t
+}
+
+func (t *txScratch) sendmmsg(fd uintptr) bool {
+	n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&t.hdrs[t.from])),
+		uintptr(t.n-t.from), unix.MSG_DONTWAIT, 0, 0)
+	if e == unix.EAGAIN || e == unix.EINTR {
+		return false
+	}
+	t.sent, t.err = int(n), nil
+	if e != 0 {
+		t.sent, t.err = 0, e
+	}
+	return true
+}
+
+// send transmits pkts grouped by OutPort (order kept within a port) and returns them to the
+// pool. It sets the entries of pkts to nil as it takes them.
+func (s *Set) send(t *txScratch, pkts []*dataplane.Packet) {
+	for i, first := range pkts {
+		if first == nil {
+			continue
+		}
+		port := first.OutPort
+		t.pkts = t.pkts[:0]
+		for j := i; j < len(pkts); j++ {
+			if pkts[j] != nil && pkts[j].OutPort == port {
+				t.pkts = append(t.pkts, pkts[j])
+				pkts[j] = nil
+			}
+		}
+		s.sendPort(t, port)
+		for k, pkt := range t.pkts {
+			s.pool.Put(pkt)
+			t.pkts[k] = nil
+		}
+	}
+}
+
+func (s *Set) sendPort(t *txScratch, num uint32) {
+	var p *port
+	if num <= MaxPort {
+		p = s.byNum[num]
+	}
+	if p == nil {
+		return // no such port: the frame is dropped, as on a switch
+	}
+	n := len(t.pkts)
+	if cap(t.hdrs) < n {
+		t.hdrs = make([]mmsghdr, n)
+		t.iovs = make([]unix.Iovec, n)
+	}
+	t.hdrs, t.iovs = t.hdrs[:n], t.iovs[:n]
+	var bytes uint64
+	for k, pkt := range t.pkts {
+		f := pkt.Frame()
+		t.iovs[k].Base = unsafe.SliceData(f)
+		t.iovs[k].SetLen(len(f))
+		t.hdrs[k] = mmsghdr{}
+		t.hdrs[k].hdr.Iov = &t.iovs[k]
+		t.hdrs[k].hdr.SetIovlen(1)
+		bytes += uint64(len(f))
+	}
+	t.from, t.n = 0, n
+	failed := 0
+	for t.from < t.n {
+		if err := p.rc.Write(t.writeFn); err != nil {
+			p.stats.txErrors.Add(uint64(t.n - t.from))
+			n, failed = t.from, 0 // closed: count what went out
+			break
+		}
+		if t.err != nil {
+			// The kernel refused the frame at t.from (e.g. EMSGSIZE): skip it.
+			s.log.Debug("port write failed", "port", num, "iface", p.iface, "err", t.err)
+			p.stats.txErrors.Add(1)
+			failed++
+			bytes -= uint64(t.iovs[t.from].Len)
+			t.from++
+			continue
+		}
+		t.from += t.sent
+	}
+	p.stats.txPackets.Add(uint64(n - failed))
+	p.stats.txBytes.Add(bytes)
+}

@@ -1,0 +1,47 @@
+// JUNCTION-UPF: IPv4 routing on the final outer destination
+// (docs/pipeline.md, step 5).
+//
+// Packet's way: whatever leaves the UPF (decapsulated uplink, encapsulated
+// downlink, probe replies, plain routed traffic) looks up routes with the
+// destination of its outermost IPv4 header as it will leave; the hit gives
+// the egress port and the MAC addresses, a miss drops NO_ROUTE.
+
+#ifndef JUNCTION_CONTROL_ROUTING_P4
+#define JUNCTION_CONTROL_ROUTING_P4
+
+control Routing(inout local_metadata_t md) {
+
+    @name(".route") @id(0x01000013)
+    action route(port_num_t port, mac_addr_t src_mac, mac_addr_t dst_mac) {
+        md.egress_port = port;
+        md.src_mac = src_mac;
+        md.dst_mac = dst_mac;
+    }
+
+    @name(".drop_no_route") @id(0x01000014)
+    action drop_no_route() {
+        md.drop_reason = DROP_NO_ROUTE;
+        md.done = true;
+    }
+
+    @name(".routes") @id(0x0200000A)
+    table routes {
+        key = {
+            md.route_dst : lpm @name("dst_addr");
+        }
+        actions = {
+            route;
+            @defaultonly drop_no_route;
+        }
+        const default_action = drop_no_route();
+        size = MAX_ROUTES;
+    }
+
+    apply {
+        if (!md.done) {
+            routes.apply();
+        }
+    }
+}
+
+#endif  // JUNCTION_CONTROL_ROUTING_P4

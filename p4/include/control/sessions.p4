@@ -1,0 +1,58 @@
+// JUNCTION-UPF: the session lookup, first level of the paper's hierarchical
+// lookup (section V-C1).
+//
+// Packet's way: downlink looks up its destination; Junction uplink data, probes,
+// link messages and EX-PATH markers look up the session address they carry.
+// A hit gives the user (index into the per-user path state), the UPF endpoint,
+// the gNB (index into tunnel_peers), the downlink TEID and the UE's address on
+// each leg (0: the leg is absent). A miss drops Junction traffic (NO_SESSION);
+// downlink falls through to downlink_tunnels and then plain routing.
+
+#ifndef JUNCTION_CONTROL_SESSIONS_P4
+#define JUNCTION_CONTROL_SESSIONS_P4
+
+control Sessions(inout local_metadata_t md) {
+
+    @name(".set_session") @id(0x01000009)
+    action set_session(user_idx_t user_idx, endpoint_idx_t endpoint_idx,
+                       peer_idx_t peer_idx, teid_t teid,
+                       ipv4_addr_t ue_addr_3gpp, ipv4_addr_t ue_addr_non3gpp) {
+        md.session_hit = true;
+        md.user_idx = user_idx;
+        md.endpoint_idx = endpoint_idx;
+        md.peer_idx = peer_idx;
+        md.teid = teid;
+        md.ue_addr_3gpp = ue_addr_3gpp;
+        md.ue_addr_non3gpp = ue_addr_non3gpp;
+    }
+
+    @name(".miss_session") @id(0x0100000A)
+    action miss_session() {
+        md.session_hit = false;
+    }
+
+    @name(".sessions") @id(0x02000005)
+    table sessions {
+        key = {
+            md.session_addr : exact @name("session_addr");
+        }
+        actions = {
+            set_session;
+            @defaultonly miss_session;
+        }
+        const default_action = miss_session();
+        size = MAX_SESSIONS;
+    }
+
+    apply {
+        if (!md.done && (md.path == PATH_DOWNLINK || md.path == PATH_JUNCTION)) {
+            sessions.apply();
+            if (!md.session_hit && md.path == PATH_JUNCTION) {
+                md.drop_reason = DROP_NO_SESSION;
+                md.done = true;
+            }
+        }
+    }
+}
+
+#endif  // JUNCTION_CONTROL_SESSIONS_P4

@@ -1,0 +1,255 @@
+// JUNCTION-UPF: packet headers and local metadata shared by both builds.
+//
+// The Junction header and its control body match docs/junction-header.md bit
+// for bit (and internal/wire, the Go implementation).
+
+#ifndef JUNCTION_HEADER_P4
+#define JUNCTION_HEADER_P4
+
+#include "define.p4"
+
+// ---------------------------------------------------------------------------
+// Controller headers (P4Runtime packet I/O)
+// ---------------------------------------------------------------------------
+@controller_header("packet_in")
+@id(0x04000001)
+header packet_in_header_t {
+    port_num_t ingress_port;
+    bit<7>     _pad;
+}
+
+@controller_header("packet_out")
+@id(0x04000002)
+header packet_out_header_t {
+    port_num_t egress_port;
+    bit<7>     _pad;
+}
+
+// ---------------------------------------------------------------------------
+// Wire headers
+// ---------------------------------------------------------------------------
+header ethernet_t {
+    mac_addr_t dst_addr;
+    mac_addr_t src_addr;
+    bit<16>    ether_type;
+}
+
+header ipv4_t {
+    bit<4>      version;
+    bit<4>      ihl;
+    dscp_t      dscp;
+    bit<2>      ecn;
+    bit<16>     total_len;
+    bit<16>     identification;
+    bit<3>      flags;
+    bit<13>     frag_offset;
+    bit<8>      ttl;
+    ip_proto_t  protocol;
+    bit<16>     hdr_checksum;
+    ipv4_addr_t src_addr;
+    ipv4_addr_t dst_addr;
+}
+
+header udp_t {
+    l4_port_t src_port;
+    l4_port_t dst_port;
+    bit<16>   len;
+    bit<16>   checksum;
+}
+
+// The first four bytes of TCP (or UDP): all that classification needs.
+header l4_ports_t {
+    l4_port_t src_port;
+    l4_port_t dst_port;
+}
+
+// GTP-U (3GPP TS 29.281), mandatory part.
+header gtpu_t {
+    bit<3>  version;
+    bit<1>  pt;
+    bit<1>  spare;
+    bit<1>  ex_flag;
+    bit<1>  seq_flag;
+    bit<1>  npdu_flag;
+    bit<8>  msg_type;
+    bit<16> msg_len;
+    teid_t  teid;
+}
+
+// Present when any of E, S, PN is set.
+header gtpu_options_t {
+    bit<16> seq_num;
+    bit<8>  n_pdu_num;
+    bit<8>  next_ext;
+}
+
+// The 5G PDU Session Container (extension type 0x85, length 1 = 4 bytes),
+// the one extension real gNBs send.
+header gtpu_psc_t {
+    bit<8>  len;
+    bit<16> content;   // PDU type, flags, QFI
+    bit<8>  next_ext;
+}
+
+// The Junction header (8 bytes after UDP port 2153).
+header junction_t {
+    bit<4>  msg_type;
+    bit<4>  marks;
+    bit<8>  proto;
+    bit<16> len;
+    bit<32> seq;
+}
+
+// The Junction control body (16 bytes) of PROBE, PROBE_REPLY, PROBE_ACK,
+// LINK_DOWN and LINK_UP.
+header junction_ctl_t {
+    session_addr_t session_addr;
+    access_t       access;
+    bit<24>        reserved;
+    bit<32>        ue_ts;   // probes: the UE clock; LINK_UP: rtt_us
+    bit<32>        upf_ts;
+}
+
+// TNA only: prepended to packets the switch recirculates to itself (the second
+// copy of a redundant packet, reorder timers, queue-free notices). Never leaves
+// the switch; the v1model build carries the same facts in preserved metadata.
+header internal_t {
+    bit<8>     kind;
+    access_t   access;
+    bit<7>     _pad0;
+    port_num_t port;
+    bit<1>     epoch;
+    bit<7>     qid;
+    user_idx_t user_idx;
+    bit<32>    value;      // seq (redundant copy) or deadline in now_us (timer)
+}
+
+struct headers_t {
+    packet_out_header_t packet_out;
+    packet_in_header_t  packet_in;
+    internal_t          internal;
+    ethernet_t          ethernet;
+    // Added on the way out, in this order.
+    ipv4_t              enc_ipv4;      // to the gNB (3GPP leg)
+    udp_t               enc_udp;
+    gtpu_t              enc_gtpu;
+    ipv4_t              tun_ipv4;      // Junction transport to the UE's leg address
+    udp_t               tun_udp;
+    junction_t          enc_junction;
+    // As parsed, outermost first.
+    ipv4_t              ipv4;
+    udp_t               udp;
+    l4_ports_t          tcp;
+    gtpu_t              gtpu;
+    gtpu_options_t      gtpu_options;
+    gtpu_psc_t          gtpu_psc;
+    ipv4_t              inner_ipv4;    // inside GTP-U
+    udp_t               inner_udp;
+    l4_ports_t          inner_tcp;
+    junction_t          junction;
+    junction_ctl_t      junction_ctl;
+    ipv4_t              user_ipv4;     // inside Junction
+    l4_ports_t          user_ports;
+}
+
+// Digest sent to the controller for every PROBE_ACK, LINK_DOWN and LINK_UP.
+// v1model names a digest after its struct type, hence the @name.
+@name("probe_reports")
+struct probe_report_t {
+    session_addr_t session_addr;
+    user_idx_t     user_idx;
+    access_t       access;
+    report_kind_t  kind;
+    rtt_us_t       rtt_us;
+    suspended_t    suspended;
+}
+
+// ---------------------------------------------------------------------------
+// Local metadata
+// ---------------------------------------------------------------------------
+struct local_metadata_t {
+    // Set by the parser.
+    bool            malformed;      // parsed, but not what it claims to be
+    // Carried across a v1model recirculation (field lists 1 and 2); the TNA
+    // build fills them from the internal header.
+    @field_list(1)
+    bool            reorder_held;   // a held packet back from the loop
+    @field_list(1)
+    bit<16>         reorder_loops;
+    @field_list(2)
+    bool            redundant_copy; // the second copy of a redundant packet
+    @field_list(2)
+    access_t        forced_access;
+    @field_list(2)
+    seq_t           forced_seq;
+    bool            skip_ttl;       // TNA second copy: TTL already decremented
+
+    // Everything below is reset at the start of each pass (MetadataInit).
+    time_us_t       now_us;
+    path_t          path;
+    bool            done;           // fate decided: later stages leave the packet alone
+    bool            punt;
+    bool            consume;
+    drop_reason_t   drop_reason;
+    drop_reason_t   count_reason;   // counted but forwarded
+
+    bool            is_local;
+    access_t        arrival_access;
+
+    junction_kind_t junction_kind;
+    bool            current_path;
+    bit<1>          epoch;
+    time_us_t       reorder_timeout;
+    bool            reorder_hold;   // v1model: this pass goes round the loop
+
+    // The user packet, seen from the UE side.
+    ipv4_addr_t     user_src;
+    ipv4_addr_t     user_dst;
+    ip_proto_t      user_proto;
+    dscp_t          user_dscp;
+    l4_port_t       user_sport;
+    l4_port_t       user_dport;
+    bit<16>         user_len;
+
+    session_addr_t  session_addr;
+    bool            session_hit;
+    user_idx_t      user_idx;
+    endpoint_idx_t  endpoint_idx;
+    peer_idx_t      peer_idx;
+    teid_t          teid;
+    ipv4_addr_t     ue_addr_3gpp;
+    ipv4_addr_t     ue_addr_non3gpp;
+
+    app_id_t        app_id;
+    steering_mode_t mode;
+    access_t        param_access;
+    ratio_t         ratio_3gpp;
+    rtt_us_t        rtt_threshold_us;
+    bool            has_override;
+    seq_index_t     seq_index;
+    seq_t           seq;
+    rtt_us_t        rtt_3gpp;
+    rtt_us_t        rtt_non3gpp;
+    access_t        access;         // the access this copy leaves on
+    bool            redundant;      // send a second copy on the other access
+
+    bool            downlink_tunnel_hit;
+    encap_kind_t    encap_kind;
+    ipv4_addr_t     n3_addr;
+    ipv4_addr_t     junction_addr;
+    ipv4_addr_t     peer_addr;
+    ipv4_addr_t     junction_dst;   // the UE's address on the chosen leg
+    bool            reply;          // answer a PROBE with PROBE_REPLY
+
+    ipv4_addr_t     route_dst;
+    port_num_t      egress_port;
+    mac_addr_t      src_mac;
+    mac_addr_t      dst_mac;
+
+    report_kind_t   report_kind;
+    access_t        report_access;
+    rtt_us_t        report_rtt;
+    suspended_t     report_suspended;
+}
+
+#endif  // JUNCTION_HEADER_P4

@@ -1,0 +1,187 @@
+// JUNCTION-UPF: the frame parser shared by both builds. Each architecture's
+// top-level parser handles its own preamble (v1model: packet-out from the CPU
+// port; TNA: intrinsic and port metadata, recirculated internal packets) and
+// then invokes JunctionParser on the Ethernet frame.
+//
+// Layouts (docs/pipeline.md):
+//   Ethernet / IPv4 / [TCP|UDP]                                      downlink
+//   Ethernet / IPv4 / UDP:2152 / GTP-U [/ ext] / IPv4                 plain GTP-U
+//   ... / GTP-U [/ ext] / IPv4 / UDP:2153 / Junction / [IPv4 | body]  Junction, 3GPP leg
+//   Ethernet / IPv4 / UDP:2153 / Junction / [IPv4 | body]             Junction, non-3GPP leg
+//
+// Something that claims to be one of these but is inconsistent (IPv4 options,
+// a GTP-U message other than a G-PDU, an extension other than one PDU Session
+// Container) sets md.malformed; truncation is the architecture's PacketTooShort.
+// Uplink turns both into PARSER_ERROR, except for a packet not addressed to the
+// UPF whose IPv4 and UDP headers are sound: that is downlink traffic whatever
+// its UDP payload looks like.
+
+#ifndef JUNCTION_PARSER_P4
+#define JUNCTION_PARSER_P4
+
+#include "header.p4"
+
+parser JunctionParser(packet_in packet,
+                      inout headers_t hdr,
+                      inout local_metadata_t md) {
+
+    state start {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;  // punted to the CPU by the ingress control
+        }
+    }
+
+    // --- outermost IPv4: a downlink user packet or a tunnel toward the UPF ---
+    state parse_ipv4 {
+        packet.extract(hdr.ipv4);
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
+            (IPV4_VERSION, IPV4_MIN_IHL): parse_ipv4_l4;
+            default: malformed;
+        }
+    }
+
+    state parse_ipv4_l4 {
+        // Non-first fragments carry no transport header.
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (0, PROTO_UDP): parse_udp;
+            (0, PROTO_TCP): parse_tcp;
+            default: accept;
+        }
+    }
+
+    state parse_tcp {
+        packet.extract(hdr.tcp);
+        transition accept;
+    }
+
+    state parse_udp {
+        packet.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            GTPU_UDP_PORT: check_gtpu;
+            JUNCTION_UDP_PORT: parse_junction;
+            default: accept;
+        }
+    }
+
+    // --- GTP-U: G-PDU only; anything else on port 2152 is a parser error ---
+    state check_gtpu {
+        gtpu_t peek = packet.lookahead<gtpu_t>();
+        transition select(peek.version, peek.pt, peek.msg_type) {
+            (GTP_V1, GTP_PT_GTP, GTPU_GPDU): parse_gtpu;
+            default: malformed;
+        }
+    }
+
+    state parse_gtpu {
+        packet.extract(hdr.gtpu);
+        transition select(hdr.gtpu.ex_flag, hdr.gtpu.seq_flag, hdr.gtpu.npdu_flag) {
+            (0, 0, 0): parse_inner_ipv4;
+            default: parse_gtpu_options;
+        }
+    }
+
+    // With E set, the next extension is none or the PDU Session Container;
+    // without E, next_ext means nothing.
+    state parse_gtpu_options {
+        packet.extract(hdr.gtpu_options);
+        transition select(hdr.gtpu.ex_flag, hdr.gtpu_options.next_ext) {
+            (0, _): parse_inner_ipv4;
+            (1, GTPU_NEXT_EXT_NONE): parse_inner_ipv4;
+            (1, GTPU_NEXT_EXT_PSC): parse_gtpu_psc;
+            default: malformed;
+        }
+    }
+
+    // Exactly one extension: length 1, and nothing after it.
+    state parse_gtpu_psc {
+        packet.extract(hdr.gtpu_psc);
+        transition select(hdr.gtpu_psc.len, hdr.gtpu_psc.next_ext) {
+            (GTPU_PSC_LEN, GTPU_NEXT_EXT_NONE): parse_inner_ipv4;
+            default: malformed;
+        }
+    }
+
+    // --- IPv4 inside GTP-U: the user packet, or the Junction transport ---
+    state parse_inner_ipv4 {
+        packet.extract(hdr.inner_ipv4);
+        transition select(hdr.inner_ipv4.version, hdr.inner_ipv4.ihl) {
+            (IPV4_VERSION, IPV4_MIN_IHL): parse_inner_l4;
+            default: malformed;
+        }
+    }
+
+    state parse_inner_l4 {
+        transition select(hdr.inner_ipv4.frag_offset, hdr.inner_ipv4.protocol) {
+            (0, PROTO_UDP): parse_inner_udp;
+            (0, PROTO_TCP): parse_inner_tcp;
+            default: accept;
+        }
+    }
+
+    state parse_inner_tcp {
+        packet.extract(hdr.inner_tcp);
+        transition accept;
+    }
+
+    state parse_inner_udp {
+        packet.extract(hdr.inner_udp);
+        transition select(hdr.inner_udp.dst_port) {
+            JUNCTION_UDP_PORT: parse_junction;
+            default: accept;
+        }
+    }
+
+    // --- Junction (either leg) ---
+    // What follows the header is parsed only when the header itself is valid
+    // (docs/junction-header.md); an invalid header is BAD_JUNCTION, not a
+    // parser error, and JunctionCheck says so.
+    state parse_junction {
+        packet.extract(hdr.junction);
+        transition select(hdr.junction.msg_type, hdr.junction.marks, hdr.junction.proto) {
+            (JUNCTION_DATA, 0, PROTO_IPV4): parse_user_ipv4;
+            (JUNCTION_DATA, MARK_CURRENT_PATH, PROTO_IPV4): parse_user_ipv4;
+            (JUNCTION_DATA, MARK_CURRENT_PATH | MARK_EPOCH, PROTO_IPV4): parse_user_ipv4;
+            (JUNCTION_PROBE, 0, 0): parse_junction_ctl;
+            (JUNCTION_PROBE_REPLY, 0, 0): parse_junction_ctl;
+            (JUNCTION_PROBE_ACK, 0, 0): parse_junction_ctl;
+            (JUNCTION_LINK_DOWN, 0, 0): parse_junction_ctl;
+            (JUNCTION_LINK_UP, 0, 0): parse_junction_ctl;
+            default: accept;  // the EX-PATH marker has no payload
+        }
+    }
+
+    state parse_junction_ctl {
+        packet.extract(hdr.junction_ctl);
+        transition accept;
+    }
+
+    state parse_user_ipv4 {
+        packet.extract(hdr.user_ipv4);
+        transition select(hdr.user_ipv4.version, hdr.user_ipv4.ihl) {
+            (IPV4_VERSION, IPV4_MIN_IHL): parse_user_l4;
+            default: malformed;
+        }
+    }
+
+    state parse_user_l4 {
+        transition select(hdr.user_ipv4.frag_offset, hdr.user_ipv4.protocol) {
+            (0, PROTO_UDP): parse_user_ports;
+            (0, PROTO_TCP): parse_user_ports;
+            default: accept;
+        }
+    }
+
+    state parse_user_ports {
+        packet.extract(hdr.user_ports);
+        transition accept;
+    }
+
+    state malformed {
+        md.malformed = true;
+        transition accept;
+    }
+}
+
+#endif  // JUNCTION_PARSER_P4

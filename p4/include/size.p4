@@ -1,0 +1,37 @@
+// JUNCTION-UPF: every capacity in one place.
+//
+// The defaults are the paper's Table I configuration (256K users with two
+// MA PDU sessions each, 16K exception entries); docs/pipeline.md lists them
+// and `go test ./p4/...` checks that both agree. Override with -D at build time.
+
+#ifndef JUNCTION_SIZE_P4
+#define JUNCTION_SIZE_P4
+
+// Tables and per-user state.
+#define MAX_USERS             262144
+#define MAX_SESSIONS          524288
+#define MAX_SESSION_OVERRIDES 16384
+#define MAX_APPLICATIONS      1024
+#define MAX_UPLINK_TUNNELS    524288
+#define MAX_DOWNLINK_TUNNELS  65536
+#define MAX_TUNNEL_PEERS      4096
+#define MAX_TUNNEL_ENDPOINTS  16
+#define MAX_LOCAL_ADDRESSES   64
+#define MAX_FILTERS           1024
+#define MAX_ROUTES            4096
+
+// The drops counter has one cell per drop reason (define.p4), with room to grow.
+#define DROP_REASON_COUNT     32
+
+// v1model: how many times a held packet may go round the recirculation loop
+// before it is forwarded anyway (REORDER_OVERFLOW). BMv2 takes tens of
+// microseconds per loop, so this covers reorder timeouts of 100 ms and more.
+#define REORDER_MAX_RECIRCULATIONS 8192
+
+// TNA: reorder queues on the upstream port, in two hash ways (the paper's
+// two-way associative queue tracking). Way A owns queues 64..127, way B
+// owns 32..63; queues 0..31 stay for ordinary traffic.
+#define REORDER_QUEUES_A      64
+#define REORDER_QUEUES_B      32
+
+#endif  // JUNCTION_SIZE_P4

@@ -1,0 +1,34 @@
+// Package p4 holds the JUNCTION-UPF P4 program (v1model and TNA builds, in this
+// directory's P4 sources) and the P4Info of its v1model build, which is the API
+// between the operator and every target: table, action, register, counter and
+// digest names. The software UPF and the operator load the P4Info from here so
+// that both always agree with the P4 source; `go test ./p4/...` checks that the
+// checked-in P4Info matches the source.
+package p4
+
+import (
+	_ "embed"
+	"fmt"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"google.golang.org/protobuf/encoding/prototext"
+)
+
+//go:embed p4info.txtpb
+var p4infoText []byte
+
+// P4InfoText returns the P4Info in protobuf text format, as checked in
+// (p4info.txtpb). The slice is a copy; callers may keep or change it.
+func P4InfoText() []byte {
+	return append([]byte(nil), p4infoText...)
+}
+
+// P4Info parses the embedded P4Info. Each call returns a new message, so
+// callers may change it.
+func P4Info() (*p4configv1.P4Info, error) {
+	info := &p4configv1.P4Info{}
+	if err := prototext.Unmarshal(p4infoText, info); err != nil {
+		return nil, fmt.Errorf("p4: parse embedded p4info.txtpb: %w", err)
+	}
+	return info, nil
+}

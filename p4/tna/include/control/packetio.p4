@@ -1,0 +1,35 @@
+// JUNCTION-UPF, TNA build: P4Runtime packet I/O.
+//
+// Packet's way: a frame from the CPU port carries packet_out and is sent
+// unchanged on packet_out.egress_port (PacketOut, first). A frame the pipeline
+// punts goes to the CPU port with packet_in naming the port it arrived on
+// (PacketIn, last).
+
+#ifndef JUNCTION_TNA_PACKETIO_P4
+#define JUNCTION_TNA_PACKETIO_P4
+
+control PacketOut(inout headers_t hdr, inout local_metadata_t md,
+                  inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    apply {
+        if (hdr.packet_out.isValid()) {
+            ig_tm_md.ucast_egress_port = hdr.packet_out.egress_port;
+            hdr.packet_out.setInvalid();
+            md.done = true;
+        }
+    }
+}
+
+control PacketIn(inout headers_t hdr, in local_metadata_t md,
+                 in ingress_intrinsic_metadata_t ig_intr_md,
+                 inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    apply {
+        if (md.punt && md.drop_reason == DROP_NONE) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.ingress_port = ig_intr_md.ingress_port;
+            hdr.packet_in._pad = 0;
+            ig_tm_md.ucast_egress_port = TNA_CPU_PORT;
+        }
+    }
+}
+
+#endif  // JUNCTION_TNA_PACKETIO_P4

@@ -1,0 +1,35 @@
+// JUNCTION-UPF, v1model: P4Runtime packet I/O.
+//
+// Packet's way: a frame from the CPU port carries packet_out and is sent
+// unchanged on packet_out.egress_port, skipping the pipeline (PacketOut, first).
+// A frame the pipeline punts (non-IPv4, or addressed to the UPF but neither a
+// GTP-U G-PDU nor Junction) goes to the CPU port with packet_in naming the
+// port it arrived on (PacketIn, last).
+
+#ifndef JUNCTION_V1MODEL_PACKETIO_P4
+#define JUNCTION_V1MODEL_PACKETIO_P4
+
+control PacketOut(inout headers_t hdr, inout local_metadata_t md,
+                  inout standard_metadata_t standard_metadata) {
+    apply {
+        if (hdr.packet_out.isValid()) {
+            standard_metadata.egress_spec = hdr.packet_out.egress_port;
+            hdr.packet_out.setInvalid();
+            md.done = true;
+        }
+    }
+}
+
+control PacketIn(inout headers_t hdr, in local_metadata_t md,
+                 inout standard_metadata_t standard_metadata) {
+    apply {
+        if (md.punt && md.drop_reason == DROP_NONE) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.ingress_port = standard_metadata.ingress_port;
+            hdr.packet_in._pad = 0;
+            standard_metadata.egress_spec = V1MODEL_CPU_PORT;
+        }
+    }
+}
+
+#endif  // JUNCTION_V1MODEL_PACKETIO_P4

@@ -1,0 +1,53 @@
+// JUNCTION-UPF, v1model: the unified per-user path state (paper section V-C2)
+// and the probe_reports digest.
+//
+// Packet's way:
+//   downlink with a session  -> reads rtt_3gpp[user] and rtt_non3gpp[user]
+//                               for Steering (0 = access unavailable).
+//   PROBE_ACK / LINK_DOWN / LINK_UP (reports from Probes) -> unless
+//                               path_updates_suspended[user] != 0, writes the
+//                               report into rtt_<access>[user]; always sends
+//                               probe_reports to the controller.
+
+#ifndef JUNCTION_V1MODEL_PATH_STATE_P4
+#define JUNCTION_V1MODEL_PATH_STATE_P4
+
+control PathState(inout local_metadata_t md) {
+
+    @name(".rtt_3gpp") @id(0x16000001)
+    register<rtt_us_t, user_idx_t>(MAX_USERS) rtt_3gpp;
+
+    @name(".rtt_non3gpp") @id(0x16000002)
+    register<rtt_us_t, user_idx_t>(MAX_USERS) rtt_non3gpp;
+
+    @name(".path_updates_suspended") @id(0x16000003)
+    register<suspended_t, user_idx_t>(MAX_USERS) path_updates_suspended;
+
+    apply {
+        if (!md.done && md.path == PATH_DOWNLINK && md.session_hit) {
+            rtt_3gpp.read(md.rtt_3gpp, md.user_idx);
+            rtt_non3gpp.read(md.rtt_non3gpp, md.user_idx);
+        } else if (md.report_kind != 0 && md.drop_reason == DROP_NONE) {
+            suspended_t suspended;
+            path_updates_suspended.read(suspended, md.user_idx);
+            md.report_suspended = 0;
+            if (suspended != 0) {
+                md.report_suspended = 1;
+            } else if (md.report_access == ACCESS_3GPP) {
+                rtt_3gpp.write(md.user_idx, md.report_rtt);
+            } else {
+                rtt_non3gpp.write(md.user_idx, md.report_rtt);
+            }
+            digest<probe_report_t>(PROBE_REPORT_RECEIVER, {
+                md.session_addr,
+                md.user_idx,
+                md.report_access,
+                md.report_kind,
+                md.report_rtt,
+                md.report_suspended
+            });
+        }
+    }
+}
+
+#endif  // JUNCTION_V1MODEL_PATH_STATE_P4

@@ -1,0 +1,50 @@
+// JUNCTION-UPF, v1model: the end of ingress.
+//
+// Packet's way: a drop reason is counted in drops (packets and bytes) and the
+// packet dropped; consumed control messages count as CONSUMED; a reason that
+// is only counted (REORDER_OVERFLOW) does not stop the packet. A held packet
+// is queued to its own ingress port only so that egress can recirculate it.
+// A packet with a route leaves on the route's port. Redundant downlink gets an
+// I2E clone to REDUNDANT_CLONE_SESSION that egress recirculates, carrying the
+// other access and the same seq; its port is whatever the controller
+// programmed, since egress never sends the clone out.
+
+#ifndef JUNCTION_V1MODEL_VERDICT_P4
+#define JUNCTION_V1MODEL_VERDICT_P4
+
+control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_metadata) {
+
+    @name(".drops") @id(0x12000001)
+    counter<drop_reason_t>(DROP_REASON_COUNT, CounterType.packets_and_bytes) drops;
+
+    apply {
+        if (md.consume && md.drop_reason == DROP_NONE) {
+            md.drop_reason = DROP_CONSUMED;
+        }
+        if (md.drop_reason != DROP_NONE) {
+            drops.count(md.drop_reason);
+            mark_to_drop(standard_metadata);
+        } else {
+            if (md.count_reason != DROP_NONE) {
+                drops.count(md.count_reason);
+            }
+            if (md.reorder_hold) {
+                standard_metadata.egress_spec = standard_metadata.ingress_port;
+            } else if (!md.done) {
+                standard_metadata.egress_spec = md.egress_port;
+                if (md.redundant) {
+                    md.redundant_copy = true;
+                    md.forced_seq = md.seq;
+                    md.forced_access = ACCESS_NON3GPP;
+                    if (md.access == ACCESS_NON3GPP) {
+                        md.forced_access = ACCESS_3GPP;
+                    }
+                    clone_preserving_field_list(CloneType.I2E, REDUNDANT_CLONE_SESSION,
+                                                FIELD_LIST_REDUNDANT);
+                }
+            }
+        }
+    }
+}
+
+#endif  // JUNCTION_V1MODEL_VERDICT_P4

@@ -1,0 +1,25 @@
+// JUNCTION-UPF, v1model build: target facts of BMv2 simple_switch_grpc.
+
+#ifndef JUNCTION_V1MODEL_DEFINE_P4
+#define JUNCTION_V1MODEL_DEFINE_P4
+
+// The CPU port is a target fact: start simple_switch_grpc with --cpu-port 255.
+#ifndef CPU_PORT
+#define CPU_PORT 255
+#endif
+const port_num_t V1MODEL_CPU_PORT = CPU_PORT;
+
+// standard_metadata.instance_type values of BMv2 simple_switch.
+const bit<32> PKT_INSTANCE_TYPE_NORMAL        = 0;
+const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
+const bit<32> PKT_INSTANCE_TYPE_RECIRC        = 4;
+
+// Field lists preserved across clone and recirculation (see @field_list in
+// local_metadata_t).
+const bit<8> FIELD_LIST_REORDER   = 1;
+const bit<8> FIELD_LIST_REDUNDANT = 2;
+
+// digest() receiver; BMv2 forwards every digest to the P4Runtime server.
+const bit<32> PROBE_REPORT_RECEIVER = 1;
+
+#endif  // JUNCTION_V1MODEL_DEFINE_P4

@@ -1,0 +1,112 @@
+// JUNCTION-UPF for v1model (BMv2 simple_switch_grpc).
+//
+// The top level only wires controls together; what each step does is in the
+// control's file. Packet's way through ingress:
+//   parse -> packet-out? -> Uplink (PARSER_ERROR? local? GTP-U TEID?)
+//   -> JunctionCheck -> UserPacket -> Sessions -> Applications
+//   -> DownlinkTunnels -> SessionSeq -> Probes -> PathState -> Steering
+//   -> Reorder -> Tunnels -> Filter -> Routing -> Encap -> packet-in?
+//   -> Verdict (drops counter, held packets, redundant clone)
+// Egress recirculates held packets and redundant clones; nothing else.
+//
+// Build: p4c --target bmv2 --arch v1model --p4runtime-files p4info.txtpb \
+//            -I p4 p4/v1model/junction_upf.p4   (see p4/README.md)
+
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../include/define.p4"
+#include "../include/size.p4"
+#include "../include/header.p4"
+#include "../include/parser.p4"
+#include "include/define.p4"
+#include "include/parser.p4"
+
+#include "../include/control/metadata_init.p4"
+#include "../include/control/uplink.p4"
+#include "../include/control/junction.p4"
+#include "../include/control/user_packet.p4"
+#include "../include/control/sessions.p4"
+#include "../include/control/applications.p4"
+#include "../include/control/downlink_tunnels.p4"
+#include "../include/control/probes.p4"
+#include "../include/control/steering.p4"
+#include "../include/control/tunnels.p4"
+#include "../include/control/filter.p4"
+#include "../include/control/routing.p4"
+#include "../include/control/encap.p4"
+#include "include/control/packetio.p4"
+#include "include/control/session_seq.p4"
+#include "include/control/path_state.p4"
+#include "include/control/reorder.p4"
+#include "include/control/verdict.p4"
+
+control JunctionV1modelIngress(inout headers_t hdr,
+                               inout local_metadata_t md,
+                               inout standard_metadata_t standard_metadata) {
+    MetadataInit() metadata_init;
+    PacketOut() packet_out;
+    Uplink() uplink;
+    JunctionCheck() junction_check;
+    UserPacket() user_packet;
+    Sessions() sessions;
+    Applications() applications;
+    DownlinkTunnels() downlink_tunnels;
+    SessionSeq() session_seq;
+    Probes() probes;
+    PathState() path_state;
+    Steering() steering;
+    Reorder() reorder;
+    Tunnels() tunnels;
+    Filter() filter;
+    Routing() routing;
+    Encap() encap;
+    PacketIn() packet_in;
+    Verdict() verdict;
+
+    apply {
+        metadata_init.apply(md, (time_us_t)standard_metadata.ingress_global_timestamp);
+        if (standard_metadata.parser_error != error.NoError) {
+            md.malformed = true;  // Uplink decides whether that is a PARSER_ERROR
+        }
+        packet_out.apply(hdr, md, standard_metadata);
+        uplink.apply(hdr, md);
+        junction_check.apply(hdr, md);
+        user_packet.apply(hdr, md);
+        sessions.apply(md);
+        applications.apply(md);
+        downlink_tunnels.apply(md);
+        session_seq.apply(md);
+        probes.apply(hdr, md);
+        path_state.apply(md);
+        steering.apply(md);
+        reorder.apply(md);
+        tunnels.apply(hdr, md);
+        filter.apply(hdr, md);
+        routing.apply(md);
+        encap.apply(hdr, md);
+        packet_in.apply(hdr, md, standard_metadata);
+        verdict.apply(md, standard_metadata);
+    }
+}
+
+control JunctionV1modelEgress(inout headers_t hdr,
+                              inout local_metadata_t md,
+                              inout standard_metadata_t standard_metadata) {
+    apply {
+        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE) {
+            // Second copy of a redundant packet: back to ingress for the other access.
+            recirculate_preserving_field_list(FIELD_LIST_REDUNDANT);
+        } else if (md.reorder_hold) {
+            // Held for reorder: once more round the loop.
+            recirculate_preserving_field_list(FIELD_LIST_REORDER);
+        }
+    }
+}
+
+V1Switch(JunctionV1modelParser(),
+         JunctionVerifyChecksum(),
+         JunctionV1modelIngress(),
+         JunctionV1modelEgress(),
+         JunctionComputeChecksum(),
+         JunctionV1modelDeparser()) main;
