@@ -63,7 +63,8 @@ type TrafficDescriptor struct {
 	// +optional
 	SourcePorts []PortRange `json:"sourcePorts,omitempty"`
 
-	// protocol is the IP protocol; ports may only be given for TCP, UDP and SCTP.
+	// protocol is the IP protocol; ports may only be given for TCP and UDP (the pipeline reads
+	// no other protocol's ports).
 	// +optional
 	Protocol Protocol `json:"protocol,omitempty"`
 
@@ -77,7 +78,7 @@ type TrafficDescriptor struct {
 // SteeringPolicySpec is one application's traffic and the steering mode it gets. Policies are
 // rules of the whole UPF, as in the JUNCTION paper: every session on a UPF shares their table
 // entries, and a session deviates from them only through its modeOverride.
-// +kubebuilder:validation:XValidation:rule="!has(self.trafficDescriptor.protocol) || self.trafficDescriptor.protocol in ['TCP', 'UDP', 'SCTP'] || (!has(self.trafficDescriptor.destinationPorts) && !has(self.trafficDescriptor.sourcePorts))",message="trafficDescriptor ports need protocol TCP, UDP or SCTP"
+// +kubebuilder:validation:XValidation:rule="!has(self.trafficDescriptor.protocol) || self.trafficDescriptor.protocol in ['TCP', 'UDP'] || (!has(self.trafficDescriptor.destinationPorts) && !has(self.trafficDescriptor.sourcePorts))",message="trafficDescriptor ports need protocol TCP or UDP"
 type SteeringPolicySpec struct {
 	// precedence orders overlapping policies: the lowest value wins, as in 3GPP ATSSS rules.
 	// 0 to 65534.

@@ -109,7 +109,7 @@ var invalidCases = []invalidCase{
 		[]string{"spec.trafficDescriptor.destinationPorts[0].from"}},
 	{"ports with a protocol that has none are rejected", policy, "video-streaming",
 		[]edit{{"spec.trafficDescriptor.protocol", "ICMP"}},
-		[]string{"spec", "trafficDescriptor ports need protocol TCP, UDP or SCTP"}},
+		[]string{"spec", "trafficDescriptor ports need protocol TCP or UDP"}},
 	{"an unknown protocol is rejected", policy, "video-streaming",
 		[]edit{{"spec.trafficDescriptor.protocol", "QUIC"}}, []string{"spec.trafficDescriptor.protocol", "Unsupported value"}},
 	{"a destination prefix that is not CIDR is rejected", policy, "video-streaming",

@@ -1,0 +1,143 @@
+package vectors
+
+import (
+	"testing"
+
+	"github.com/junction-atsss/junction/p4"
+)
+
+// Every case file parses and every frame in it builds: vectors are checked without a target.
+func TestCasesLoadAndFramesBuild(t *testing.T) {
+	cases, err := LoadCases("cases", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) == 0 {
+		t.Fatal("no cases")
+	}
+	for _, c := range cases {
+		v := vars{"n3": 1, "n6": 2, "wifi": 3}
+		for i, s := range c.Steps {
+			if s.Send != nil {
+				if _, err := v.buildFrame(s.Send.Frame, false); err != nil {
+					t.Errorf("%s step %d send: %v", c.Name, i+1, err)
+				}
+			}
+			if s.PacketOut != nil {
+				if _, err := v.buildFrame(s.PacketOut.Frame, false); err != nil {
+					t.Errorf("%s step %d packet_out: %v", c.Name, i+1, err)
+				}
+			}
+			for port, frames := range s.Expect {
+				for j, f := range frames {
+					b, err := v.buildFrame(f, true)
+					if err != nil {
+						t.Errorf("%s step %d expect %s[%d]: %v", c.Name, i+1, port, j, err)
+						continue
+					}
+					// Captured names become usable in later steps.
+					b.record(b.bytes, v)
+				}
+			}
+			for j, p := range s.PacketIn {
+				if _, err := v.buildFrame(p.Frame, true); err != nil {
+					t.Errorf("%s step %d packet_in %d: %v", c.Name, i+1, j+1, err)
+				}
+			}
+			for name, ds := range s.Digests {
+				for _, d := range ds {
+					for m, x := range d {
+						if _, err := v.parseMatcher(x, 32); err != nil {
+							t.Errorf("%s step %d digest %s.%s: %v", c.Name, i+1, name, m, err)
+						}
+						if mm, _ := v.parseMatcher(x, 32); mm.capture != "" {
+							v[mm.capture] = 1
+						}
+					}
+				}
+			}
+			for key, x := range s.Registers {
+				if mm, err := v.parseMatcher(x, 32); err != nil {
+					t.Errorf("%s step %d register %s: %v", c.Name, i+1, key, err)
+				} else if mm.capture != "" {
+					v[mm.capture] = 1
+				}
+			}
+			for name := range s.Drops {
+				if _, ok := DropReasons[name]; !ok {
+					t.Errorf("%s step %d: unknown drop reason %s", c.Name, i+1, name)
+				}
+			}
+		}
+	}
+}
+
+// Every name and value in the vectors resolves against the checked-in P4Info, exactly as the
+// runner resolves them before writing to a target: tables, match fields, actions, parameters,
+// registers and digest members.
+func TestCasesResolveAgainstP4Info(t *testing.T) {
+	info, err := p4.P4Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := LoadCases("cases", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{schema: newSchema(info)}
+	for _, c := range cases {
+		cr := &caseRun{r: r, c: c, vars: vars{"n3": 1, "n6": 2, "wifi": 3, "cpu": 255}}
+		for i, e := range c.Setup.Entries {
+			if _, err := cr.tableEntry(e); err != nil {
+				t.Errorf("%s entry %d (%s): %v", c.Name, i+1, e.Table, err)
+			}
+		}
+		for _, d := range c.Setup.Defaults {
+			tbl, err := r.schema.table(d.Table)
+			if err == nil {
+				_, err = cr.action(tbl, d.Action, d.Params)
+			}
+			if err != nil {
+				t.Errorf("%s default action of %s: %v", c.Name, d.Table, err)
+			}
+		}
+		for key, val := range c.Setup.Registers {
+			if _, err := cr.registerEntity(key, val); err != nil {
+				t.Errorf("%s register %s: %v", c.Name, key, err)
+			}
+		}
+		for i, s := range c.Steps {
+			for key, val := range s.SetRegisters {
+				if _, err := cr.registerEntity(key, val); err != nil {
+					t.Errorf("%s step %d set_registers %s: %v", c.Name, i+1, key, err)
+				}
+			}
+			for key := range s.Registers {
+				if _, _, err := cr.registerRef(key); err != nil {
+					t.Errorf("%s step %d registers: %v", c.Name, i+1, err)
+				}
+			}
+			for name, ds := range s.Digests {
+				d, err := r.schema.digest(name)
+				if err != nil {
+					t.Errorf("%s step %d: %v", c.Name, i+1, err)
+					continue
+				}
+				members, err := r.schema.digestMembers(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, want := range ds {
+					if len(want) != len(members) {
+						t.Errorf("%s step %d digest %s: %d members given, the P4Info has %d", c.Name, i+1, name, len(want), len(members))
+					}
+					for _, m := range members {
+						if _, ok := want[m.name]; !ok {
+							t.Errorf("%s step %d digest %s: member %s missing", c.Name, i+1, name, m.name)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,535 @@
+// Package vectors runs packet vectors (test/vectors/cases) against any P4Runtime target whose
+// ports are network interfaces: the software UPF here, BMv2 or a Tofino model elsewhere.
+//
+// A case's way through the runner:
+//
+//	setup ──Write──> clone sessions, registers, table entries, default actions
+//	each step: read `drops` ─> send the frame (AF_PACKET, test side of the link)
+//	           ─> collect frames on every port, digests and packet-ins for the window
+//	           ─> compare frames (masked), packet-ins, digests ─> read `drops`, registers, compare
+//	cleanup ──Read + Delete──> every table entry, default actions reset, clone sessions removed
+package vectors
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// Default timing. The window bounds how long a step waits for output; once everything expected
+// has arrived the runner waits only the quiet time more, to catch extra frames.
+const (
+	DefaultWindow = 300 * time.Millisecond
+	DefaultQuiet  = 50 * time.Millisecond
+)
+
+// DropReasons are the indices of the `drops` counter (docs/pipeline.md, "Drop reasons").
+var DropReasons = map[string]uint32{
+	"PARSER_ERROR": 1, "UNKNOWN_TEID": 2, "NO_SESSION": 3, "NO_PATH": 4, "NO_ROUTE": 5,
+	"FILTERED": 6, "TTL_EXPIRED": 7, "BAD_JUNCTION": 8, "NO_TUNNEL_PEER": 9, "NO_ENDPOINT": 10,
+	"NO_CLONE_SESSION": 11, "REORDER_OVERFLOW": 12, "CONSUMED": 13,
+}
+
+// dropsCounter is the counter the drop reasons index.
+const dropsCounter = "drops"
+
+// Port maps a logical port of the vectors to the target's port number and the test-side
+// interface linked to it.
+type Port struct {
+	Name   string
+	Number uint32
+	Iface  string
+}
+
+// Config says how to reach the target and its ports.
+type Config struct {
+	Target       string // host:port of the P4Runtime server
+	DeviceID     uint64
+	ElectionID   [2]uint64 // high, low
+	P4Info       *p4configv1.P4Info
+	DeviceConfig []byte // p4_device_config (BMv2 JSON, Tofino binary; empty for the software UPF)
+	// SkipPipeline leaves the target's pipeline as it is (it must already run P4Info).
+	SkipPipeline bool
+	Ports        []Port
+	CPUPort      uint32 // 0: none given
+	Window       time.Duration
+	Quiet        time.Duration
+
+	// Dial, when set, opens the gRPC connection (e.g. inside a network namespace).
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// InNamespace, when set, runs the function that opens the packet sockets (e.g. on a thread
+	// inside the namespace that holds the test-side interfaces).
+	InNamespace func(func() error) error
+}
+
+// Result is the outcome of one case.
+type Result struct {
+	Case     string
+	File     string
+	Steps    int
+	Failures []string
+	Elapsed  time.Duration
+}
+
+// Passed reports whether the case met every expectation.
+func (r Result) Passed() bool { return len(r.Failures) == 0 }
+
+// Runner holds a primary P4Runtime connection and the open test-side ports.
+type Runner struct {
+	cfg       Config
+	schema    *schema
+	client    *client
+	collector *collector
+	ports     map[string]*packetPort
+	portNums  map[string]uint32
+	portNames map[uint32]string
+}
+
+// NewRunner connects to the target as primary, pushes the pipeline (unless told not to),
+// enables digests and opens the test-side ports.
+func NewRunner(ctx context.Context, cfg Config) (*Runner, error) {
+	if cfg.P4Info == nil {
+		return nil, fmt.Errorf("no P4Info")
+	}
+	if cfg.Window == 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.Quiet == 0 {
+		cfg.Quiet = DefaultQuiet
+	}
+	if cfg.DeviceID == 0 {
+		cfg.DeviceID = 1
+	}
+	if cfg.ElectionID == [2]uint64{} {
+		cfg.ElectionID = [2]uint64{0, 1}
+	}
+	r := &Runner{cfg: cfg, schema: newSchema(cfg.P4Info), collector: newCollector(),
+		ports: map[string]*packetPort{}, portNums: map[string]uint32{}, portNames: map[uint32]string{}}
+	for _, p := range cfg.Ports {
+		if _, dup := r.portNums[p.Name]; dup {
+			return nil, fmt.Errorf("port %s given twice", p.Name)
+		}
+		r.portNums[p.Name] = p.Number
+		r.portNames[p.Number] = p.Name
+	}
+
+	var dial dialFunc
+	if cfg.Dial != nil {
+		dial = cfg.Dial
+	}
+	c, err := connect(ctx, cfg.Target, dial, cfg.DeviceID, cfg.ElectionID)
+	if err != nil {
+		return nil, err
+	}
+	r.client = c
+	if !cfg.SkipPipeline {
+		sum := sha256.Sum256(append(mustMarshal(cfg.P4Info), cfg.DeviceConfig...))
+		if err := c.setPipeline(ctx, cfg.P4Info, cfg.DeviceConfig, binary.BigEndian.Uint64(sum[:8])); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	if err := r.enableDigests(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	open := func() error {
+		for _, p := range cfg.Ports {
+			pp, err := openPacketPort(p.Name, p.Iface, r.collector)
+			if err != nil {
+				return err
+			}
+			r.ports[p.Name] = pp
+		}
+		return nil
+	}
+	if cfg.InNamespace != nil {
+		err = cfg.InNamespace(open)
+	} else {
+		err = open()
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func mustMarshal(m proto.Message) []byte {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// enableDigests configures every digest of the P4Info to be sent at once, one per list.
+func (r *Runner) enableDigests(ctx context.Context) error {
+	for _, d := range r.cfg.P4Info.Digests {
+		e := &p4v1.Entity{Entity: &p4v1.Entity_DigestEntry{DigestEntry: &p4v1.DigestEntry{
+			DigestId: d.Preamble.Id,
+			Config:   &p4v1.DigestEntry_Config{MaxTimeoutNs: 0, MaxListSize: 1, AckTimeoutNs: int64(time.Second)},
+		}}}
+		err := r.client.write(ctx, update(p4v1.Update_INSERT, e))
+		if isAlreadyExists(err) {
+			err = r.client.write(ctx, update(p4v1.Update_MODIFY, e))
+		}
+		if err != nil {
+			return fmt.Errorf("enable digest %s: %w", d.Preamble.Name, err)
+		}
+	}
+	return nil
+}
+
+// Close releases the ports and the connection.
+func (r *Runner) Close() {
+	for _, p := range r.ports {
+		p.close()
+	}
+	if r.client != nil {
+		r.client.close()
+	}
+}
+
+// caseRun is the state of one case while it runs.
+type caseRun struct {
+	r        *Runner
+	c        *Case
+	vars     vars
+	failures []string
+	defaults []*p4configv1.Table
+	clones   []uint32
+}
+
+func (cr *caseRun) failf(format string, args ...any) {
+	cr.failures = append(cr.failures, fmt.Sprintf(format, args...))
+}
+
+// RunCase installs a case, runs its steps and removes what it installed.
+func (r *Runner) RunCase(ctx context.Context, c *Case) Result {
+	start := time.Now()
+	cr := &caseRun{r: r, c: c, vars: vars{}}
+	for name, n := range r.portNums {
+		cr.vars[name] = uint64(n)
+	}
+	if r.cfg.CPUPort != 0 {
+		cr.vars["cpu"] = uint64(r.cfg.CPUPort)
+	}
+	// Whatever arrived between cases is not this case's business.
+	r.collector.take()
+	r.client.takeEvents()
+
+	if err := cr.setup(ctx); err != nil {
+		cr.failf("setup: %v", err)
+	} else {
+		for i := range c.Steps {
+			if !cr.step(ctx, i) {
+				break
+			}
+		}
+	}
+	if err := cr.cleanup(ctx); err != nil {
+		cr.failf("cleanup: %v", err)
+	}
+	if frames, _ := r.collector.take(); len(frames) > 0 {
+		for _, f := range frames {
+			cr.failf("after the last step: unexpected frame on %s: %s", f.port, summarize(f.frame))
+		}
+	}
+	return Result{Case: c.Name, File: c.file, Steps: len(c.Steps), Failures: cr.failures, Elapsed: time.Since(start)}
+}
+
+func (cr *caseRun) setup(ctx context.Context) error {
+	s := cr.c.Setup
+	r := cr.r
+	for _, cs := range s.CloneSessions {
+		var replicas []*p4v1.Replica
+		ports := cs.Ports
+		for i, p := range ports {
+			n, err := cr.vars.number(p, 32)
+			if err != nil {
+				return fmt.Errorf("clone session %d port %q: %w", cs.ID, p, err)
+			}
+			replicas = append(replicas, &p4v1.Replica{PortKind: &p4v1.Replica_EgressPort{EgressPort: uint32(n)}, Instance: uint32(i + 1)})
+		}
+		if len(replicas) == 0 {
+			port := r.cfg.CPUPort
+			if port == 0 && len(r.cfg.Ports) > 0 {
+				port = r.cfg.Ports[0].Number
+			}
+			replicas = append(replicas, &p4v1.Replica{PortKind: &p4v1.Replica_EgressPort{EgressPort: port}, Instance: 1})
+		}
+		e := cloneEntity(cs.ID, replicas)
+		err := r.client.write(ctx, update(p4v1.Update_INSERT, e))
+		if isAlreadyExists(err) {
+			err = r.client.write(ctx, update(p4v1.Update_MODIFY, e))
+		}
+		if err != nil {
+			return fmt.Errorf("clone session %d: %w", cs.ID, err)
+		}
+		cr.clones = append(cr.clones, cs.ID)
+	}
+
+	var regs []*p4v1.Update
+	for _, key := range sortedKeys(s.Registers) {
+		e, err := cr.registerEntity(key, s.Registers[key])
+		if err != nil {
+			return err
+		}
+		regs = append(regs, update(p4v1.Update_MODIFY, e))
+	}
+	if err := r.client.write(ctx, regs...); err != nil {
+		return fmt.Errorf("registers: %w", err)
+	}
+
+	var entries []*p4v1.Update
+	for i, e := range s.Entries {
+		te, err := cr.tableEntry(e)
+		if err != nil {
+			return fmt.Errorf("entry %d (%s): %w", i+1, e.Table, err)
+		}
+		entries = append(entries, update(p4v1.Update_INSERT, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}}))
+	}
+	if err := r.client.write(ctx, entries...); err != nil {
+		return fmt.Errorf("table entries: %w", err)
+	}
+
+	for _, d := range s.Defaults {
+		t, err := r.schema.table(d.Table)
+		if err != nil {
+			return fmt.Errorf("default action: %w", err)
+		}
+		act, err := cr.action(t, d.Action, d.Params)
+		if err != nil {
+			return fmt.Errorf("default action of %s: %w", d.Table, err)
+		}
+		te := &p4v1.TableEntry{TableId: t.Preamble.Id, IsDefaultAction: true, Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: act}}}
+		if err := r.client.write(ctx, update(p4v1.Update_MODIFY, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}})); err != nil {
+			return fmt.Errorf("default action of %s: %w", d.Table, err)
+		}
+		cr.defaults = append(cr.defaults, t)
+	}
+	return nil
+}
+
+func cloneEntity(id uint32, replicas []*p4v1.Replica) *p4v1.Entity {
+	return &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
+		Type: &p4v1.PacketReplicationEngineEntry_CloneSessionEntry{CloneSessionEntry: &p4v1.CloneSessionEntry{SessionId: id, Replicas: replicas}},
+	}}}
+}
+
+// tableEntry resolves an entry's names and human values.
+func (cr *caseRun) tableEntry(e Entry) (*p4v1.TableEntry, error) {
+	t, err := cr.r.schema.table(e.Table)
+	if err != nil {
+		return nil, err
+	}
+	te := &p4v1.TableEntry{TableId: t.Preamble.Id, Priority: e.Priority}
+	needsPriority := false
+	for name := range e.Match {
+		found := false
+		for _, f := range t.MatchFields {
+			if f.Name == name {
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("table %s has no match field %q", e.Table, name)
+		}
+	}
+	for _, f := range t.MatchFields {
+		switch f.GetMatchType() {
+		case p4configv1.MatchField_TERNARY, p4configv1.MatchField_RANGE, p4configv1.MatchField_OPTIONAL:
+			needsPriority = true
+		}
+		x, ok := e.Match[f.Name]
+		if !ok {
+			if f.GetMatchType() == p4configv1.MatchField_EXACT {
+				return nil, fmt.Errorf("exact match field %s is missing", f.Name)
+			}
+			continue
+		}
+		fm, err := cr.vars.matchField(f, x)
+		if err != nil {
+			return nil, fmt.Errorf("match field %s: %w", f.Name, err)
+		}
+		if fm != nil {
+			te.Match = append(te.Match, fm)
+		}
+	}
+	if needsPriority && e.Priority <= 0 {
+		return nil, fmt.Errorf("table %s has ternary/range keys: the entry needs a priority > 0", e.Table)
+	}
+	act, err := cr.action(t, e.Action, e.Params)
+	if err != nil {
+		return nil, err
+	}
+	te.Action = &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: act}}
+	return te, nil
+}
+
+func (cr *caseRun) action(t *p4configv1.Table, name string, params map[string]any) (*p4v1.Action, error) {
+	a, err := cr.r.schema.action(t, name)
+	if err != nil {
+		return nil, err
+	}
+	act := &p4v1.Action{ActionId: a.Preamble.Id}
+	for pname := range params {
+		found := false
+		for _, p := range a.Params {
+			found = found || p.Name == pname
+		}
+		if !found {
+			return nil, fmt.Errorf("action %s has no parameter %q", name, pname)
+		}
+	}
+	for _, p := range a.Params {
+		x, ok := params[p.Name]
+		if !ok {
+			return nil, fmt.Errorf("action %s: parameter %s is missing", name, p.Name)
+		}
+		n, err := cr.vars.number(x, int(p.Bitwidth))
+		if err != nil {
+			return nil, fmt.Errorf("action %s parameter %s: %w", name, p.Name, err)
+		}
+		act.Params = append(act.Params, &p4v1.Action_Param{ParamId: p.Id, Value: bytestring(n, int(p.Bitwidth))})
+	}
+	return act, nil
+}
+
+// registerRef parses "name[index]".
+func (cr *caseRun) registerRef(key string) (*p4configv1.Register, int64, error) {
+	open := strings.IndexByte(key, '[')
+	if open < 0 || !strings.HasSuffix(key, "]") {
+		return nil, 0, fmt.Errorf("register %q: want name[index]", key)
+	}
+	reg, err := cr.r.schema.register(strings.TrimSpace(key[:open]))
+	if err != nil {
+		return nil, 0, err
+	}
+	idx, err := cr.vars.number(strings.TrimSpace(key[open+1:len(key)-1]), 32)
+	if err != nil {
+		return nil, 0, fmt.Errorf("register %q index: %w", key, err)
+	}
+	if reg.Size > 0 && int64(idx) >= int64(reg.Size) {
+		return nil, 0, fmt.Errorf("register %q: index %d beyond size %d", key, idx, reg.Size)
+	}
+	return reg, int64(idx), nil
+}
+
+func (cr *caseRun) registerEntity(key string, value any) (*p4v1.Entity, error) {
+	reg, idx, err := cr.registerRef(key)
+	if err != nil {
+		return nil, err
+	}
+	bits := registerWidth(reg)
+	n, err := cr.vars.number(value, bits)
+	if err != nil {
+		return nil, fmt.Errorf("register %s: %w", key, err)
+	}
+	return &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
+		RegisterId: reg.Preamble.Id,
+		Index:      &p4v1.Index{Index: idx},
+		Data:       &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: bytestring(n, bits)}},
+	}}}, nil
+}
+
+// cleanup deletes every table entry on the target, resets the default actions the case set and
+// removes its clone sessions.
+func (cr *caseRun) cleanup(ctx context.Context) error {
+	c := cr.r.client
+	var errs []string
+	read, err := c.read(ctx, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{}}})
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	var dels []*p4v1.Update
+	for _, e := range read {
+		te := e.GetTableEntry()
+		if te == nil || te.IsDefaultAction {
+			continue
+		}
+		dels = append(dels, update(p4v1.Update_DELETE, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{
+			TableId: te.TableId, Match: te.Match, Priority: te.Priority,
+		}}}))
+	}
+	if err := c.write(ctx, dels...); err != nil {
+		errs = append(errs, err.Error())
+	}
+	for _, t := range cr.defaults {
+		te := &p4v1.TableEntry{TableId: t.Preamble.Id, IsDefaultAction: true}
+		if err := c.write(ctx, update(p4v1.Update_MODIFY, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}})); err != nil {
+			errs = append(errs, fmt.Sprintf("reset default action of %s: %v", t.Preamble.Name, err))
+		}
+	}
+	for _, id := range cr.clones {
+		if err := c.write(ctx, update(p4v1.Update_DELETE, cloneEntity(id, nil))); err != nil {
+			errs = append(errs, fmt.Sprintf("delete clone session %d: %v", id, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Run runs every case, prints a table of results to out and returns the numbers passed and
+// failed. The last line printed is "vectors: N passed, M failed".
+func Run(ctx context.Context, cfg Config, cases []*Case, out io.Writer) (passed, failed int, err error) {
+	r, err := NewRunner(ctx, cfg)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer r.Close()
+	width := len("case")
+	for _, c := range cases {
+		width = max(width, len(c.Name))
+	}
+	fmt.Fprintf(out, "%-*s  %5s  %-6s  %s\n", width, "case", "steps", "result", "time")
+	var results []Result
+	for _, c := range cases {
+		if ctx.Err() != nil {
+			return passed, failed, ctx.Err()
+		}
+		res := r.RunCase(ctx, c)
+		results = append(results, res)
+		verdict := "ok"
+		if res.Passed() {
+			passed++
+		} else {
+			failed++
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(out, "%-*s  %5d  %-6s  %v\n", width, res.Case, res.Steps, verdict, res.Elapsed.Round(time.Millisecond))
+	}
+	for _, res := range results {
+		if res.Passed() {
+			continue
+		}
+		fmt.Fprintf(out, "\n--- FAIL: %s (%s)\n", res.Case, res.File)
+		for _, f := range res.Failures {
+			fmt.Fprintf(out, "%s\n", f)
+		}
+	}
+	fmt.Fprintf(out, "\nvectors: %d passed, %d failed\n", passed, failed)
+	return passed, failed, nil
+}

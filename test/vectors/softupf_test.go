@@ -1,0 +1,203 @@
+//go:build linux
+
+package vectors
+
+// Runs every vector against the real software UPF binary over veth pairs:
+//
+//	namespace jvtst-*                         namespace jvupf-*
+//	runner (AF_PACKET) t-n3   ══ veth ══  u-n3   port 1 ┐
+//	                   t-n6   ══ veth ══  u-n6   port 2 ├ softupf --grpc-addr 127.0.0.1:9559
+//	                   t-wifi ══ veth ══  u-wifi port 3 ┘          --cpu-port 255
+//	runner (gRPC, dialled inside jvupf-*) ──────────────> 127.0.0.1:9559
+//
+// Nothing is configured in the root namespace; deleting the two namespaces removes everything.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/junction-atsss/junction/p4"
+	"github.com/junction-atsss/junction/test/netns"
+)
+
+const (
+	upfGRPCAddr = "127.0.0.1:9559"
+	upfCPUPort  = 255
+)
+
+var testPorts = []Port{
+	{Name: "n3", Number: 1},
+	{Name: "n6", Number: 2},
+	{Name: "wifi", Number: 3},
+}
+
+// lockedBuffer collects the software UPF's output for failure messages.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		t.Fatalf("cannot find the module root: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+func TestVectorsAgainstSoftUPF(t *testing.T) {
+	if err := netns.Available(); err != nil {
+		t.Skipf("skipping the packet vectors: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "softupf")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/softupf")
+	build.Dir = moduleRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/softupf: %v\n%s", err, out)
+	}
+	info, err := p4.P4Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := LoadCases("cases", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	upf := newNamespace(t, "jvupf")
+	tester := newNamespace(t, "jvtst")
+	args := []string{"--grpc-addr", upfGRPCAddr, "--cpu-port", fmt.Sprint(upfCPUPort)}
+	var ports []Port
+	for _, p := range testPorts {
+		if err := netns.AddVeth(netns.Link{Name: "u-" + p.Name, NS: upf}, netns.Link{Name: "t-" + p.Name, NS: tester}); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-i", fmt.Sprintf("%d@u-%s", p.Number, p.Name))
+		ports = append(ports, Port{Name: p.Name, Number: p.Number, Iface: "t-" + p.Name})
+	}
+
+	var logs lockedBuffer
+	cmd := upf.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("softupf output:\n%s", logs.String())
+		}
+	})
+
+	dial := func(ctx context.Context, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := upf.Do(func() (err error) {
+			c, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			return err
+		})
+		return c, err
+	}
+	waitListening(t, dial, exited, func() error { return waitErr }, &logs)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	r, err := NewRunner(ctx, Config{
+		Target:      upfGRPCAddr,
+		DeviceID:    1,
+		ElectionID:  [2]uint64{0, 1},
+		P4Info:      info,
+		Ports:       ports,
+		CPUPort:     upfCPUPort,
+		Dial:        dial,
+		InNamespace: tester.Do,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+
+	passed, failed := 0, 0
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			res := r.RunCase(ctx, c)
+			for _, f := range res.Failures {
+				t.Error(f)
+			}
+			if res.Passed() {
+				passed++
+			} else {
+				failed++
+			}
+		})
+	}
+	t.Logf("vectors: %d passed, %d failed", passed, failed)
+}
+
+func newNamespace(t *testing.T, prefix string) *netns.Namespace {
+	t.Helper()
+	ns, err := netns.New(netns.UniqueName(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ns.Close(); err != nil {
+			t.Errorf("remove %s: %v", ns, err)
+		}
+	})
+	return ns
+}
+
+// waitListening waits until the software UPF accepts connections, or fails if it exits.
+func waitListening(t *testing.T, dial func(context.Context, string) (net.Conn, error), exited <-chan struct{}, waitErr func() error, logs *lockedBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := dial(ctx, upfGRPCAddr)
+		cancel()
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-exited:
+			t.Fatalf("softupf exited before listening (%v):\n%s", waitErr(), logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("softupf did not listen on %s within 30s: %v\n%s", upfGRPCAddr, err, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
