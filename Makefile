@@ -32,6 +32,11 @@ verify-generated: generate manifests ## Fail when committed generated files are 
 	@test -z "$$(git status --porcelain -- api config/crd config/rbac)" || \
 		{ git status --porcelain -- api config/crd config/rbac; echo "untracked generated files: commit them" >&2; exit 1; }
 
+.PHONY: run
+run: ## Run everything on this machine: API server, software UPF, operator, samples (Ctrl-C stops).
+	hack/tools.sh envtest kubectl
+	go run ./hack/local
+
 .PHONY: test
 test: ## Run every test (what CI runs): generated files, unit, envtest, data plane.
 	hack/test.sh

@@ -1,11 +1,12 @@
 // Package controllers reconciles Junction's kinds into P4Runtime writes on each UserPlaneFunction.
 package controllers
 
-// The operator's permissions, generated into config/rbac by `make manifests`.
+// The operator's permissions, generated into config/rbac by `make manifests`. Leader election
+// (the Lease, whose leaseTransitions also give the P4Runtime election ID) is granted in the
+// operator's namespace only, by config/rbac/leader_election_role.yaml.
 // +kubebuilder:rbac:groups=atsss.junction.dev,resources=userplanefunctions;steeringpolicies;atssssessions,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=atsss.junction.dev,resources=userplanefunctions/status;steeringpolicies/status;atssssessions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=atsss.junction.dev,resources=userplanefunctions/finalizers;steeringpolicies/finalizers;atssssessions/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch

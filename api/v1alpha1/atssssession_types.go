@@ -170,6 +170,16 @@ type ATSSSSessionStatus struct {
 	// +optional
 	UserIndex *int32 `json:"userIndex,omitempty"`
 
+	// sequenceIndex is the session's sequence counter (session_seq register index) on its UPF;
+	// set only while the session is an exception entry. Recorded before the entries are written.
+	// +optional
+	SequenceIndex *int32 `json:"sequenceIndex,omitempty"`
+
+	// tunnelPeerIndex is the tunnel_peers index of the session's gNB on its UPF, shared by every
+	// session behind that gNB; set only when the session has a 3GPP leg.
+	// +optional
+	TunnelPeerIndex *int32 `json:"tunnelPeerIndex,omitempty"`
+
 	// lookup says whether the session is summarized or an exception entry.
 	// +optional
 	Lookup LookupKind `json:"lookup,omitempty"`

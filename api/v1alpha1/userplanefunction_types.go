@@ -239,6 +239,14 @@ type UserPlaneFunctionStatus struct {
 	// +optional
 	Sessions int32 `json:"sessions,omitempty"`
 
+	// users is how many user indexes (UEs, one per SUPI) are allocated on this UPF.
+	// +optional
+	Users int32 `json:"users,omitempty"`
+
+	// tunnelPeers is how many gNBs (tunnel_peers entries) the UPF's sessions use.
+	// +optional
+	TunnelPeers int32 `json:"tunnelPeers,omitempty"`
+
 	// tables is how full each table is.
 	// +listType=map
 	// +listMapKey=name

@@ -115,6 +115,16 @@ func (in *ATSSSSessionStatus) DeepCopyInto(out *ATSSSSessionStatus) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.SequenceIndex != nil {
+		in, out := &in.SequenceIndex, &out.SequenceIndex
+		*out = new(int32)
+		**out = **in
+	}
+	if in.TunnelPeerIndex != nil {
+		in, out := &in.TunnelPeerIndex, &out.TunnelPeerIndex
+		*out = new(int32)
+		**out = **in
+	}
 	in.Paths.DeepCopyInto(&out.Paths)
 	if in.LastPathSwitch != nil {
 		in, out := &in.LastPathSwitch, &out.LastPathSwitch
