@@ -1,0 +1,130 @@
+package upfclient
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"net"
+	"net/netip"
+
+	"github.com/antoninbas/p4runtime-go-client/pkg/util/conversion"
+)
+
+// Bytestrings (P4Runtime spec 8.4): values in keys, action params, registers and digests are
+// unsigned big-endian byte strings. The canonical form, the one a server returns on reads and
+// the one this package always sends, is the shortest string that holds the value, at least one
+// byte. Sending it keeps read-back entries byte-for-byte equal to the ones written.
+
+// Uint returns the canonical bytestring of x.
+func Uint(x uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], x)
+	return canonical(b[:])
+}
+
+// IPv4 returns the canonical bytestring of an IPv4 address (4-in-6 addresses are unmapped).
+// It returns nil for anything else, which the entry builder rejects naming the field.
+func IPv4(a netip.Addr) []byte {
+	a = a.Unmap()
+	if !a.Is4() {
+		return nil
+	}
+	b := a.As4()
+	return canonical(b[:])
+}
+
+// MAC returns the canonical bytestring of a 48-bit MAC address; nil if mac is not 6 bytes.
+func MAC(mac net.HardwareAddr) []byte {
+	if len(mac) != 6 {
+		return nil
+	}
+	return canonical(mac)
+}
+
+// DecodeUint reads a bytestring of at most 8 significant bytes (any length, leading zeros
+// allowed) as an unsigned integer.
+func DecodeUint(b []byte) (uint64, error) {
+	c := canonical(b)
+	if len(c) > 8 {
+		return 0, fmt.Errorf("value 0x%x does not fit in 64 bits", c)
+	}
+	var x uint64
+	for _, v := range c {
+		x = x<<8 | uint64(v)
+	}
+	return x, nil
+}
+
+// canonical returns b without its leading zero bytes (a sub-slice; at least one byte unless b
+// is empty). The p4runtime-go-client helper does exactly this.
+func canonical(b []byte) []byte { return conversion.ToCanonicalBytestring(b) }
+
+// significantBits is the number of bits of the canonical value v.
+func significantBits(v []byte) int {
+	v = canonical(v)
+	if len(v) == 0 {
+		return 0
+	}
+	return (len(v)-1)*8 + bits.Len8(v[0])
+}
+
+func isZero(v []byte) bool { return significantBits(v) == 0 }
+
+// fit canonicalizes v and checks it holds in width bits; what names the value in the error.
+func fit(v []byte, width int32, what string) ([]byte, error) {
+	if len(v) == 0 {
+		return nil, fmt.Errorf("%s: no value (unset, or not a valid address; zero is Uint(0))", what)
+	}
+	c := canonical(v)
+	if width > 0 && significantBits(c) > int(width) {
+		return nil, fmt.Errorf("%s: value 0x%x does not fit in %d bits", what, c, width)
+	}
+	return c, nil
+}
+
+// maxOf is the canonical all-ones value of width bits.
+func maxOf(width int32) []byte {
+	n := (width + 7) / 8
+	out := make([]byte, n)
+	for i := range out {
+		out[i] = 0xff
+	}
+	if r := width % 8; r != 0 {
+		out[0] = byte(1<<r - 1)
+	}
+	return out
+}
+
+// prefixMask is the canonical mask of the top plen bits of a width-bit field.
+func prefixMask(plen, width int32) []byte {
+	n := (width + 7) / 8
+	out := make([]byte, n)
+	// Bit i (0 = most significant of the width-bit value) sits at position off+i of the
+	// byte-aligned string, off being the padding bits in front.
+	off := n*8 - width
+	for i := int32(0); i < plen; i++ {
+		p := off + i
+		out[p/8] |= 0x80 >> (p % 8)
+	}
+	return canonical(out)
+}
+
+// and returns a & b for canonical values (as a canonical value).
+func and(a, b []byte) []byte {
+	n := max(len(a), len(b))
+	out := make([]byte, n)
+	for i := 0; i < n; i++ {
+		var x, y byte
+		if j := i - (n - len(a)); j >= 0 {
+			x = a[j]
+		}
+		if j := i - (n - len(b)); j >= 0 {
+			y = b[j]
+		}
+		out[i] = x & y
+	}
+	return canonical(out)
+}
+
+// equalValue compares canonical values.
+func equalValue(a, b []byte) bool { return string(canonical(a)) == string(canonical(b)) }
