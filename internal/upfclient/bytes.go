@@ -1,13 +1,11 @@
 package upfclient
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"net"
 	"net/netip"
 
-	"github.com/antoninbas/p4runtime-go-client/pkg/util/conversion"
+	"github.com/junction-atsss/junction/internal/p4bytes"
 )
 
 // Bytestrings (P4Runtime spec 8.4): values in keys, action params, registers and digests are
@@ -16,11 +14,7 @@ import (
 // byte. Sending it keeps read-back entries byte-for-byte equal to the ones written.
 
 // Uint returns the canonical bytestring of x.
-func Uint(x uint64) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], x)
-	return canonical(b[:])
-}
+func Uint(x uint64) []byte { return p4bytes.Uint(x) }
 
 // IPv4 returns the canonical bytestring of an IPv4 address (4-in-6 addresses are unmapped).
 // It returns nil for anything else, which the entry builder rejects naming the field.
@@ -30,7 +24,7 @@ func IPv4(a netip.Addr) []byte {
 		return nil
 	}
 	b := a.As4()
-	return canonical(b[:])
+	return p4bytes.Canonical(b[:])
 }
 
 // MAC returns the canonical bytestring of a 48-bit MAC address; nil if mac is not 6 bytes.
@@ -38,61 +32,25 @@ func MAC(mac net.HardwareAddr) []byte {
 	if len(mac) != 6 {
 		return nil
 	}
-	return canonical(mac)
+	return p4bytes.Canonical(mac)
 }
 
 // DecodeUint reads a bytestring of at most 8 significant bytes (any length, leading zeros
 // allowed) as an unsigned integer.
-func DecodeUint(b []byte) (uint64, error) {
-	c := canonical(b)
-	if len(c) > 8 {
-		return 0, fmt.Errorf("value 0x%x does not fit in 64 bits", c)
-	}
-	var x uint64
-	for _, v := range c {
-		x = x<<8 | uint64(v)
-	}
-	return x, nil
-}
+func DecodeUint(b []byte) (uint64, error) { return p4bytes.DecodeUint(b) }
 
-// canonical returns b without its leading zero bytes (a sub-slice; at least one byte unless b
-// is empty). The p4runtime-go-client helper does exactly this.
-func canonical(b []byte) []byte { return conversion.ToCanonicalBytestring(b) }
-
-// significantBits is the number of bits of the canonical value v.
-func significantBits(v []byte) int {
-	v = canonical(v)
-	if len(v) == 0 {
-		return 0
-	}
-	return (len(v)-1)*8 + bits.Len8(v[0])
-}
-
-func isZero(v []byte) bool { return significantBits(v) == 0 }
+func isZero(v []byte) bool { return p4bytes.SignificantBits(v) == 0 }
 
 // fit canonicalizes v and checks it holds in width bits; what names the value in the error.
 func fit(v []byte, width int32, what string) ([]byte, error) {
 	if len(v) == 0 {
 		return nil, fmt.Errorf("%s: no value (unset, or not a valid address; zero is Uint(0))", what)
 	}
-	c := canonical(v)
-	if width > 0 && significantBits(c) > int(width) {
+	c := p4bytes.Canonical(v)
+	if width > 0 && p4bytes.SignificantBits(c) > int(width) {
 		return nil, fmt.Errorf("%s: value 0x%x does not fit in %d bits", what, c, width)
 	}
 	return c, nil
-}
-
-// maxOf is the canonical all-ones value of width bits.
-func maxOf(width int32) []byte {
-	n := (width + 7) / 8
-	out := make([]byte, n)
-	for i := range out {
-		out[i] = 0xff
-	}
-	if r := width % 8; r != 0 {
-		out[0] = byte(1<<r - 1)
-	}
-	return out
 }
 
 // prefixMask is the canonical mask of the top plen bits of a width-bit field.
@@ -106,7 +64,7 @@ func prefixMask(plen, width int32) []byte {
 		p := off + i
 		out[p/8] |= 0x80 >> (p % 8)
 	}
-	return canonical(out)
+	return p4bytes.Canonical(out)
 }
 
 // and returns a & b for canonical values (as a canonical value).
@@ -123,8 +81,10 @@ func and(a, b []byte) []byte {
 		}
 		out[i] = x & y
 	}
-	return canonical(out)
+	return p4bytes.Canonical(out)
 }
 
 // equalValue compares canonical values.
-func equalValue(a, b []byte) bool { return string(canonical(a)) == string(canonical(b)) }
+func equalValue(a, b []byte) bool {
+	return string(p4bytes.Canonical(a)) == string(p4bytes.Canonical(b))
+}

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/junction-atsss/junction/internal/p4bytes"
+
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
@@ -152,7 +154,7 @@ func (t *tableSchema) buildMatch(ms []Match) ([]*p4v1.FieldMatch, error) {
 		}
 		seen[f.name] = true
 		if m.Kind != f.kind {
-			return nil, fmt.Errorf("table %q field %q: %s match given for a %s field", t.name, f.name, kindName(m.Kind), kindName(f.kind))
+			return nil, fmt.Errorf("table %q field %q: %s match given for a %s field", t.name, f.name, p4bytes.MatchKindName(m.Kind), p4bytes.MatchKindName(f.kind))
 		}
 		fm, err := f.build(t.name, m)
 		if err != nil {
@@ -224,7 +226,7 @@ func (f *fieldSchema) build(table string, m Match) (*p4v1.FieldMatch, error) {
 		if compareValue(lo, hi) > 0 {
 			return nil, fmt.Errorf("%s: low 0x%x is above high 0x%x", what, lo, hi)
 		}
-		if isZero(lo) && equalValue(hi, maxOf(f.width)) {
+		if isZero(lo) && equalValue(hi, p4bytes.MaxValue(int(f.width))) {
 			return nil, nil
 		}
 		fm.FieldMatchType = &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: lo, High: hi}}
@@ -374,7 +376,7 @@ func SameEntry(a, b *p4v1.TableEntry) bool {
 func appendValues(b []byte, tag byte, vs ...[]byte) []byte {
 	b = append(b, tag)
 	for _, v := range vs {
-		v = canonical(v)
+		v = p4bytes.Canonical(v)
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
 	}
@@ -393,22 +395,6 @@ func (a *actionSchema) paramNames() []string {
 	return slices.Sorted(maps.Keys(a.paramsName))
 }
 
-func kindName(k p4configv1.MatchField_MatchType) string {
-	switch k {
-	case p4configv1.MatchField_EXACT:
-		return "exact"
-	case p4configv1.MatchField_LPM:
-		return "lpm"
-	case p4configv1.MatchField_TERNARY:
-		return "ternary"
-	case p4configv1.MatchField_RANGE:
-		return "range"
-	case p4configv1.MatchField_OPTIONAL:
-		return "optional"
-	}
-	return k.String()
-}
-
 func cmpU32(a, b uint32) int {
 	switch {
 	case a < b:
@@ -421,7 +407,7 @@ func cmpU32(a, b uint32) int {
 
 // compareValue orders two values numerically.
 func compareValue(a, b []byte) int {
-	a, b = canonical(a), canonical(b)
+	a, b = p4bytes.Canonical(a), p4bytes.Canonical(b)
 	if len(a) != len(b) {
 		return cmpU32(uint32(len(a)), uint32(len(b)))
 	}

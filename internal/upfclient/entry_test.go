@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/p4bytes"
+
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/protobuf/proto"
@@ -213,7 +215,7 @@ func TestBytestrings(t *testing.T) {
 		{MAC([]byte{0, 0, 0, 0, 0, 5}), []byte{5}},
 		{prefixMask(8, 32), []byte{0xff, 0, 0, 0}},
 		{prefixMask(3, 9), []byte{0x01, 0xc0}},
-		{maxOf(9), []byte{0x01, 0xff}},
+		{p4bytes.MaxValue(int(9)), []byte{0x01, 0xff}},
 	} {
 		if !bytes.Equal(tc.got, tc.want) {
 			t.Errorf("got %x, want %x", tc.got, tc.want)

@@ -1,8 +1,9 @@
 package p4rt
 
 import (
-	"encoding/binary"
 	"math/bits"
+
+	"github.com/junction-atsss/junction/internal/p4bytes"
 
 	"google.golang.org/grpc/codes"
 )
@@ -18,47 +19,19 @@ func canonical(b []byte, width int, what string) ([]byte, error) {
 	if len(b) == 0 {
 		return nil, errf(codes.OutOfRange, "%s: empty bytestring (a value needs at least one byte)", what)
 	}
-	i := 0
-	for i < len(b)-1 && b[i] == 0 {
-		i++
-	}
-	v := b[i:]
-	if significantBits(v) > width {
+	v := p4bytes.Canonical(b)
+	if p4bytes.SignificantBits(v) > width {
 		return nil, errf(codes.OutOfRange, "%s: value 0x%x does not fit in %d bits", what, v, width)
 	}
 	return v, nil
 }
 
-// significantBits is the number of bits of the canonical (no leading zero bytes) value v.
-func significantBits(v []byte) int {
-	if len(v) == 0 || (len(v) == 1 && v[0] == 0) {
-		return 0
-	}
-	return (len(v)-1)*8 + bits.Len8(v[0])
-}
-
 // isZero reports whether the canonical value v is 0.
 func isZero(v []byte) bool { return len(v) == 1 && v[0] == 0 }
 
-// encodeUint returns the canonical bytestring of x.
-func encodeUint(x uint64) []byte {
-	var buf [8]byte
-	binary.BigEndian.PutUint64(buf[:], x)
-	i := 0
-	for i < 7 && buf[i] == 0 {
-		i++
-	}
-	out := make([]byte, 8-i)
-	copy(out, buf[i:])
-	return out
-}
-
-// decodeUint reads a canonical value of at most 64 bits.
+// decodeUint reads a canonical value the server has already checked fits in 64 bits.
 func decodeUint(v []byte) uint64 {
-	var x uint64
-	for _, c := range v {
-		x = x<<8 | uint64(c)
-	}
+	x, _ := p4bytes.DecodeUint(v)
 	return x
 }
 
@@ -79,19 +52,6 @@ func compareCanonical(a, b []byte) int {
 		}
 	}
 	return 0
-}
-
-// maxValue is the canonical bytestring of 2^width-1.
-func maxValue(width int) []byte {
-	n := (width + 7) / 8
-	out := make([]byte, n)
-	for i := range out {
-		out[i] = 0xff
-	}
-	if r := width % 8; r != 0 {
-		out[0] = byte(1<<r - 1)
-	}
-	return out
 }
 
 // alignedBytes left-pads the canonical v with zeros to n bytes (n >= len(v)), into a new slice.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/p4bytes"
+
 	"google.golang.org/grpc/codes"
 )
 
@@ -56,8 +58,8 @@ func TestEncodeUintIsShortest(t *testing.T) {
 		x    uint64
 		want []byte
 	}{{0, []byte{0}}, {1, []byte{1}}, {0x1ff, []byte{1, 0xff}}, {1 << 63, []byte{0x80, 0, 0, 0, 0, 0, 0, 0}}} {
-		if got := encodeUint(c.x); !bytes.Equal(got, c.want) || decodeUint(got) != c.x {
-			t.Errorf("encodeUint(%d) = %x, want %x", c.x, got, c.want)
+		if got := p4bytes.Uint(c.x); !bytes.Equal(got, c.want) || decodeUint(got) != c.x {
+			t.Errorf("p4bytes.Uint(%d) = %x, want %x", c.x, got, c.want)
 		}
 	}
 }
@@ -72,7 +74,7 @@ func TestLPMAndTernaryBitRules(t *testing.T) {
 	if maskedZero([]byte{1, 0}, []byte{0xff}) {
 		t.Error("a value longer than its mask has bits outside the mask")
 	}
-	if !bytes.Equal(maxValue(9), []byte{1, 0xff}) || !bytes.Equal(maxValue(16), []byte{0xff, 0xff}) {
+	if !bytes.Equal(p4bytes.MaxValue(9), []byte{1, 0xff}) || !bytes.Equal(p4bytes.MaxValue(16), []byte{0xff, 0xff}) {
 		t.Error("maxValue")
 	}
 }

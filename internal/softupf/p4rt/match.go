@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 
+	"github.com/junction-atsss/junction/internal/p4bytes"
+
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
@@ -87,7 +89,7 @@ func matchKey(buf []byte, ti *tableInfo, match []*p4v1.FieldMatch) ([]byte, erro
 func fieldKey(buf []byte, ti *tableInfo, f *fieldInfo, fm *p4v1.FieldMatch) ([]byte, error) {
 	what := "table " + quote(ti.name) + " field " + quote(f.name)
 	wrongKind := func(got string) error {
-		return errf(codes.InvalidArgument, "%s: %s field given a %s match", what, kindName(f.kind), got)
+		return errf(codes.InvalidArgument, "%s: %s field given a %s match", what, p4bytes.MatchKindName(f.kind), got)
 	}
 	buf = append(buf, keyPresent)
 	switch m := fm.FieldMatchType.(type) {
@@ -159,7 +161,7 @@ func fieldKey(buf []byte, ti *tableInfo, f *fieldInfo, fm *p4v1.FieldMatch) ([]b
 		if compareCanonical(lo, hi) > 0 {
 			return nil, errf(codes.InvalidArgument, "%s: low 0x%x is above high 0x%x", what, lo, hi)
 		}
-		if isZero(lo) && compareCanonical(hi, maxValue(f.width)) == 0 {
+		if isZero(lo) && compareCanonical(hi, p4bytes.MaxValue(f.width)) == 0 {
 			return nil, errf(codes.InvalidArgument, "%s: the full range is a don't-care match: omit the field", what)
 		}
 		m.Range.Low, m.Range.High = lo, hi
@@ -311,22 +313,6 @@ func appendBytes(buf, v []byte) []byte {
 func readBytes(b []byte) (v, rest []byte) {
 	n, k := binary.Uvarint(b)
 	return b[k : k+int(n) : k+int(n)], b[k+int(n):]
-}
-
-func kindName(k p4configv1.MatchField_MatchType) string {
-	switch k {
-	case p4configv1.MatchField_EXACT:
-		return "exact"
-	case p4configv1.MatchField_LPM:
-		return "lpm"
-	case p4configv1.MatchField_TERNARY:
-		return "ternary"
-	case p4configv1.MatchField_RANGE:
-		return "range"
-	case p4configv1.MatchField_OPTIONAL:
-		return "optional"
-	}
-	return k.String()
 }
 
 func quote(s string) string { return "\"" + s + "\"" }

@@ -1,6 +1,7 @@
 package p4rt
 
 import (
+	"github.com/junction-atsss/junction/internal/p4bytes"
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
@@ -151,17 +152,17 @@ func action(id uint32, params ...[]byte) *p4v1.TableAction {
 
 // setPort is set_port(port, mac) with canonical values.
 func setPort(port uint64, mac uint64) *p4v1.TableAction {
-	return action(actSetPort, encodeUint(port), encodeUint(mac))
+	return action(actSetPort, p4bytes.Uint(port), p4bytes.Uint(mac))
 }
 
 // exactEntry is an exact_t entry for addr (4 bytes) forwarding to port.
 func exactEntry(addr uint32, port uint64) *p4v1.Entity {
-	return tableEnt(&p4v1.TableEntry{TableId: tblExact, Match: []*p4v1.FieldMatch{exactM(1, encodeUint(uint64(addr))...)}, Action: setPort(port, 0xaabbccddeeff)})
+	return tableEnt(&p4v1.TableEntry{TableId: tblExact, Match: []*p4v1.FieldMatch{exactM(1, p4bytes.Uint(uint64(addr))...)}, Action: setPort(port, 0xaabbccddeeff)})
 }
 
 func bigEntry(key uint32) *p4v1.Entity {
-	return tableEnt(&p4v1.TableEntry{TableId: tblBig, Match: []*p4v1.FieldMatch{exactM(1, encodeUint(uint64(key))...)},
-		Action: action(actSetValue, encodeUint(uint64(key)*7))})
+	return tableEnt(&p4v1.TableEntry{TableId: tblBig, Match: []*p4v1.FieldMatch{exactM(1, p4bytes.Uint(uint64(key))...)},
+		Action: action(actSetValue, p4bytes.Uint(uint64(key)*7))})
 }
 
 func registerEnt(id uint32, index *p4v1.Index, v []byte) *p4v1.Entity {
@@ -193,7 +194,7 @@ func mcastEnt(id uint32, reps ...*p4v1.Replica) *p4v1.Entity {
 }
 
 func replica(port uint64, instance uint32) *p4v1.Replica {
-	return &p4v1.Replica{PortKind: &p4v1.Replica_Port{Port: encodeUint(port)}, Instance: instance}
+	return &p4v1.Replica{PortKind: &p4v1.Replica_Port{Port: p4bytes.Uint(port)}, Instance: instance}
 }
 
 func idx(i int64) *p4v1.Index { return &p4v1.Index{Index: i} }

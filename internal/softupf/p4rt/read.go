@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/junction-atsss/junction/internal/p4bytes"
+
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
@@ -266,7 +268,7 @@ func (r *reader) registerEntries(q *p4v1.RegisterEntry) error {
 				e := &p4v1.RegisterEntry{
 					RegisterId: id,
 					Index:      &p4v1.Index{Index: start + int64(j)},
-					Data:       &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: encodeUint(v)}},
+					Data:       &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: p4bytes.Uint(v)}},
 				}
 				if err := r.add(&p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: e}}); err != nil {
 					return err

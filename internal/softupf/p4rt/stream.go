@@ -14,6 +14,8 @@ import (
 	"errors"
 	"io"
 
+	"github.com/junction-atsss/junction/internal/p4bytes"
+
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 )
@@ -172,7 +174,7 @@ func (s *Server) packetOut(c *controller, po *p4v1.PacketOut) {
 		fail(codes.InvalidArgument, "packet_out metadata egress_port is missing")
 		return
 	}
-	if significantBits(port) > 32 {
+	if p4bytes.SignificantBits(port) > 32 {
 		fail(codes.InvalidArgument, "packet_out egress_port 0x%x does not fit 32 bits", port)
 		return
 	}
@@ -223,7 +225,7 @@ func (e serverEvents) PacketIn(ingressPort uint32, frame []byte) {
 		for _, f := range p.schema.packetIn.fields {
 			v := []byte{0}
 			if f.name == "ingress_port" {
-				v = encodeUint(uint64(ingressPort))
+				v = p4bytes.Uint(uint64(ingressPort))
 			}
 			pin.Metadata = append(pin.Metadata, &p4v1.PacketMetadata{MetadataId: f.id, Value: v})
 		}

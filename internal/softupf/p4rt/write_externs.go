@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/junction-atsss/junction/internal/p4bytes"
+
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
@@ -310,7 +312,7 @@ func checkReplicas(reps []*p4v1.Replica, what string) ([]*p4v1.Replica, error) {
 			}
 			port = v
 		case *p4v1.Replica_EgressPort:
-			port = encodeUint(uint64(k.EgressPort))
+			port = p4bytes.Uint(uint64(k.EgressPort))
 		default:
 			return nil, errf(codes.InvalidArgument, "%s replica %d: port is missing", what, i)
 		}
