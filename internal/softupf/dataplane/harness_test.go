@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/p4bytes"
+
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
@@ -148,7 +150,7 @@ func (h *harness) action(name string, params map[string]uint64) *p4v1.Action {
 			if !ok {
 				h.t.Fatalf("action %q: param %q not given", name, p.GetName())
 			}
-			pa.Params = append(pa.Params, &p4v1.Action_Param{ParamId: p.GetId(), Value: encodeCanonical(v)})
+			pa.Params = append(pa.Params, &p4v1.Action_Param{ParamId: p.GetId(), Value: p4bytes.Uint(v)})
 		}
 		return pa
 	}
@@ -168,13 +170,16 @@ func (h *harness) entry(table string, match map[string]any, prio int32, action s
 		fm := &p4v1.FieldMatch{FieldId: f.GetId()}
 		switch v := v.(type) {
 		case uint64:
-			fm.FieldMatchType = &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: encodeCanonical(v)}}
+			fm.FieldMatchType = &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: p4bytes.Uint(v)}}
 		case tv:
-			fm.FieldMatchType = &p4v1.FieldMatch_Ternary_{Ternary: &p4v1.FieldMatch_Ternary{Value: encodeCanonical(v.v), Mask: encodeCanonical(v.m)}}
+			fm.FieldMatchType = &p4v1.FieldMatch_Ternary_{Ternary: &p4v1.FieldMatch_Ternary{Value: p4bytes.Uint(v.v), Mask: p4bytes.Uint(v.m)}}
 		case rv:
-			fm.FieldMatchType = &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: encodeCanonical(v.lo), High: encodeCanonical(v.hi)}}
+			fm.FieldMatchType = &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: p4bytes.Uint(v.lo), High: p4bytes.Uint(v.hi)}}
 		case lv:
-			fm.FieldMatchType = &p4v1.FieldMatch_Lpm{Lpm: &p4v1.FieldMatch_LPM{Value: encodeCanonical(v.v), PrefixLen: v.len}}
+			if v.len == 0 {
+				continue // P4Runtime omits a zero-length prefix, as a controller sends it
+			}
+			fm.FieldMatchType = &p4v1.FieldMatch_Lpm{Lpm: &p4v1.FieldMatch_LPM{Value: p4bytes.Uint(v.v), PrefixLen: v.len}}
 		default:
 			h.t.Fatalf("match %q: unsupported %T", f.GetName(), v)
 		}
@@ -329,7 +334,6 @@ func specP4Info() *p4configv1.P4Info {
 	}
 	return info
 }
-
 
 // chanCtx is a context done when stop is closed.
 func chanCtx(stop <-chan struct{}) context.Context {

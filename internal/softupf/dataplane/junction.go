@@ -15,6 +15,7 @@ package dataplane
 //	PROBE_REPLY (a UPF-to-UE message) ──> drop BAD_JUNCTION
 
 import (
+	"github.com/junction-atsss/junction/internal/p4bytes"
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
@@ -153,7 +154,7 @@ func (p *Pipeline) digest(st *state, sessionAddr, user uint32, access, kind uint
 		s = 1
 	}
 	ev.Digest(st.schema.digestID, [][]byte{
-		encodeCanonical(uint64(sessionAddr)), encodeCanonical(uint64(user)), encodeCanonical(uint64(access)),
-		encodeCanonical(uint64(kind)), encodeCanonical(uint64(rtt)), encodeCanonical(s),
+		p4bytes.Uint(uint64(sessionAddr)), p4bytes.Uint(uint64(user)), p4bytes.Uint(uint64(access)),
+		p4bytes.Uint(uint64(kind)), p4bytes.Uint(uint64(rtt)), p4bytes.Uint(s),
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/p4bytes"
+
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/junction-atsss/junction/internal/wire"
@@ -377,8 +379,8 @@ func expectDigest(t *testing.T, h *harness, session string, user uint32, access 
 		t.Fatal("no digest")
 	}
 	got := h.ev.digests[len(h.ev.digests)-1]
-	want := [][]byte{encodeCanonical(ip4(session)), encodeCanonical(uint64(user)), encodeCanonical(uint64(access)),
-		encodeCanonical(uint64(kind)), encodeCanonical(uint64(rtt)), encodeCanonical(uint64(suspended))}
+	want := [][]byte{p4bytes.Uint(ip4(session)), p4bytes.Uint(uint64(user)), p4bytes.Uint(uint64(access)),
+		p4bytes.Uint(uint64(kind)), p4bytes.Uint(uint64(rtt)), p4bytes.Uint(uint64(suspended))}
 	for i := range want {
 		if i >= len(got) || !bytes.Equal(got[i], want[i]) {
 			t.Fatalf("digest = %x, want %x", got, want)

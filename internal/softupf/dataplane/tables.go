@@ -10,9 +10,10 @@ package dataplane
 import (
 	"cmp"
 	"fmt"
-	"math/bits"
 	"slices"
 	"sync/atomic"
+
+	"github.com/junction-atsss/junction/internal/p4bytes"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
@@ -238,32 +239,6 @@ func overrideKey(sessionAddr uint32, app uint16) uint64 { return uint64(sessionA
 
 // ---- decoding P4Runtime entries ----
 
-// canonical decodes a canonical bytestring (big-endian, possibly shorter than the field).
-func canonical(b []byte) (uint64, error) {
-	for len(b) > 8 && b[0] == 0 {
-		b = b[1:]
-	}
-	if len(b) > 8 {
-		return 0, fmt.Errorf("value of %d bytes does not fit 64 bits", len(b))
-	}
-	var v uint64
-	for _, c := range b {
-		v = v<<8 | uint64(c)
-	}
-	return v, nil
-}
-
-// encodeCanonical is the shortest big-endian bytestring of v (at least one byte).
-func encodeCanonical(v uint64) []byte {
-	n := max(1, (bits.Len64(v)+7)/8)
-	b := make([]byte, n)
-	for i := n - 1; i >= 0; i-- {
-		b[i] = byte(v)
-		v >>= 8
-	}
-	return b
-}
-
 // entryMatch is a table entry's match fields, by position in the table spec.
 type entryMatch [6]*p4v1.FieldMatch
 
@@ -284,7 +259,7 @@ func (m *entryMatch) exact(k tableKind, pos int) (uint64, error) {
 	if fm == nil || fm.GetExact() == nil {
 		return 0, fmt.Errorf("table %q: exact field %q missing", tableSpecs[k].name, tableSpecs[k].keys[pos].name)
 	}
-	return canonical(fm.GetExact().GetValue())
+	return p4bytes.DecodeUint(fm.GetExact().GetValue())
 }
 
 func (m *entryMatch) ternary(pos int) (tern, error) {
@@ -295,11 +270,11 @@ func (m *entryMatch) ternary(pos int) (tern, error) {
 	if fm.GetTernary() == nil {
 		return tern{}, fmt.Errorf("field %d is not ternary", fm.GetFieldId())
 	}
-	v, err := canonical(fm.GetTernary().GetValue())
+	v, err := p4bytes.DecodeUint(fm.GetTernary().GetValue())
 	if err != nil {
 		return tern{}, err
 	}
-	mk, err := canonical(fm.GetTernary().GetMask())
+	mk, err := p4bytes.DecodeUint(fm.GetTernary().GetMask())
 	return tern{uint32(v), uint32(mk)}, err
 }
 
@@ -311,11 +286,11 @@ func (m *entryMatch) rng(pos int) (rng, error) {
 	if fm.GetRange() == nil {
 		return rng{}, fmt.Errorf("field %d is not a range", fm.GetFieldId())
 	}
-	lo, err := canonical(fm.GetRange().GetLow())
+	lo, err := p4bytes.DecodeUint(fm.GetRange().GetLow())
 	if err != nil {
 		return rng{}, err
 	}
-	hi, err := canonical(fm.GetRange().GetHigh())
+	hi, err := p4bytes.DecodeUint(fm.GetRange().GetHigh())
 	return rng{uint16(lo), uint16(hi)}, err
 }
 
@@ -340,7 +315,7 @@ func (s *schema) action(a *p4v1.Action) (decodedAction, error) {
 		if !ok {
 			return d, fmt.Errorf("action %q has no param %d", actionSpecs[k].name, p.GetParamId())
 		}
-		v, err := canonical(p.GetValue())
+		v, err := p4bytes.DecodeUint(p.GetValue())
 		if err != nil {
 			return d, fmt.Errorf("action %q param %q: %w", actionSpecs[k].name, actionSpecs[k].params[pos].name, err)
 		}
@@ -415,15 +390,19 @@ func (t *tables) write(s *schema, op p4v1.Update_Type, e *p4v1.TableEntry) error
 	case tApplications, tFilters:
 		return t.writeTernary(k, op, e.GetPriority(), &m, &act)
 	case tRoutes:
-		fm := m[0]
-		if fm == nil || fm.GetLpm() == nil {
-			return fmt.Errorf("table %q: lpm field %q missing", name, "dst_addr")
+		// P4Runtime omits an LPM field of prefix length 0 (spec 9.1.1): a default route.
+		var v uint64
+		var l int32
+		if fm := m[0]; fm != nil {
+			if fm.GetLpm() == nil {
+				return fmt.Errorf("table %q: field %q is not lpm", name, "dst_addr")
+			}
+			var err error
+			if v, err = p4bytes.DecodeUint(fm.GetLpm().GetValue()); err != nil {
+				return err
+			}
+			l = fm.GetLpm().GetPrefixLen()
 		}
-		v, err := canonical(fm.GetLpm().GetValue())
-		if err != nil {
-			return err
-		}
-		l := fm.GetLpm().GetPrefixLen()
 		if l < 0 || l > 32 {
 			return fmt.Errorf("table %q: prefix length %d", name, l)
 		}

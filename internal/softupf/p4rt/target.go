@@ -18,7 +18,9 @@ type Target interface {
 
 	// WriteTableEntry applies one update that the Server validated: match fields are in
 	// canonical bytestring form, sorted by field ID; for INSERT the key does not exist yet,
-	// for MODIFY and DELETE it does. It errors only if the data plane cannot hold the entry.
+	// for MODIFY and DELETE it does. An error is reported for that update as its gRPC status
+	// code if it carries one, else as INTERNAL (capacity is the Server's to check, from the
+	// P4Info table size).
 	WriteTableEntry(op p4v1.Update_Type, entry *p4v1.TableEntry) error
 	// SetDefaultAction replaces a table's default action; nil restores the P4 default.
 	SetDefaultAction(tableID uint32, action *p4v1.Action) error

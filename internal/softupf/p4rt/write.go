@@ -193,7 +193,7 @@ func (w *writer) tableEntry(op p4v1.Update_Type, te *p4v1.TableEntry) error {
 		}
 		if w.p.committed {
 			if err := t.WriteTableEntry(op, te); err != nil {
-				return targetErr(err, codes.ResourceExhausted, "table "+quote(ti.name))
+				return targetErr(err, codes.Internal, "table "+quote(ti.name))
 			}
 		}
 		k := string(key)
@@ -221,7 +221,7 @@ func (w *writer) tableEntry(op p4v1.Update_Type, te *p4v1.TableEntry) error {
 		}
 		if w.p.committed {
 			if err := t.WriteTableEntry(op, te); err != nil {
-				return targetErr(err, codes.ResourceExhausted, "table "+quote(ti.name))
+				return targetErr(err, codes.Internal, "table "+quote(ti.name))
 			}
 		}
 		ts.entries[k] = w.entryValue(te, a)

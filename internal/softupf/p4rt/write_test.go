@@ -159,11 +159,17 @@ func TestTableFullIsResourceExhausted(t *testing.T) {
 	if !strings.Contains(BatchErrors(err)[0].Message, `table "exact_t" is full (size 4)`) {
 		t.Errorf("message %q", BatchErrors(err)[0].Message)
 	}
-	// A target that cannot hold an entry is also RESOURCE_EXHAUSTED.
-	h.target.failTable = errors.New("hash bucket full")
+	// A target that cannot hold an entry says so with RESOURCE_EXHAUSTED; any other refusal is
+	// INTERNAL, never mistaken for a full table.
+	h.target.failTable = status.Error(codes.ResourceExhausted, "hash bucket full")
 	err = h.write(1, ins(te(tblLPM, 0, action(actDrop), lpmM(1, 8, 10, 0, 0, 0))))
 	if got := errCodes(t, err); got[0] != codes.ResourceExhausted || !strings.Contains(BatchErrors(err)[0].Message, "hash bucket full") {
 		t.Fatalf("target refusal: %v %v", got, BatchErrors(err))
+	}
+	h.target.failTable = errors.New("entry malformed")
+	err = h.write(1, ins(te(tblLPM, 0, action(actDrop), lpmM(1, 8, 10, 0, 0, 0))))
+	if got := errCodes(t, err); got[0] != codes.Internal {
+		t.Fatalf("plain target error: %v %v", got, BatchErrors(err))
 	}
 	h.target.failTable = nil
 	if n := len(h.mustRead(tableEnt(&p4v1.TableEntry{TableId: tblLPM}))); n != 0 {
