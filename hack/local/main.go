@@ -1,0 +1,357 @@
+// Command local runs Junction's whole control path on one machine, for a first look and for
+// demos: a local API server and etcd (the envtest control plane hack/tools.sh builds), the
+// software UPF, and the operator, each its own process. It installs the CRDs, loads the pipeline
+// ConfigMap, applies config/samples, waits for the sessions to be Programmed, and prints them
+// with the table entries read back from the UPF over P4Runtime.
+//
+//	go run ./hack/local            # what `make run` does; Ctrl-C stops everything
+//	go run ./hack/local --once     # exit after printing
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/p4bytes"
+	"github.com/junction-atsss/junction/internal/testenv"
+	"github.com/junction-atsss/junction/p4"
+)
+
+func main() {
+	once := flag.Bool("once", false, "exit after the sessions are shown instead of running until interrupted")
+	upfAddr := flag.String("upf-address", "127.0.0.1:9559", "P4Runtime address of the software UPF (config/samples/upf.yaml uses 127.0.0.1:9559)")
+	timeout := flag.Duration("timeout", 3*time.Minute, "how long to wait for the sessions to be Programmed")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *upfAddr, *timeout, *once); err != nil {
+		slog.Error("local run failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) error {
+	root := testenv.RepoRoot()
+	work := filepath.Join(root, "bin", "local")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+
+	step("building the software UPF and the operator")
+	for _, name := range []string{"softupf", "manager"} {
+		if err := command(ctx, root, os.Stdout, "go", "build", "-o", filepath.Join(work, name), "./cmd/"+name).Run(); err != nil {
+			return fmt.Errorf("build %s: %w", name, err)
+		}
+	}
+
+	step("starting the local API server and etcd")
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		return err
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return fmt.Errorf("start API server: %w", err)
+	}
+	defer env.Stop() //nolint:errcheck // best effort on the way out
+	admin, err := env.AddUser(envtest.User{Name: "junction-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	fmt.Printf("   kubeconfig: %s  (try: KUBECONFIG=%s bin/kubectl get junction)\n", kubeconfig, kubeconfig)
+
+	step("starting the software UPF on " + upfAddr)
+	upfLog, _ := os.Create(filepath.Join(work, "softupf.log"))
+	upf := command(ctx, root, upfLog, filepath.Join(work, "softupf"), "--grpc-addr", upfAddr)
+	if err := upf.Start(); err != nil {
+		return err
+	}
+	defer terminate(upf)
+
+	step("starting the operator")
+	opLog, _ := os.Create(filepath.Join(work, "manager.log"))
+	op := command(ctx, root, opLog, filepath.Join(work, "manager"), "--kubeconfig", kubeconfig,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	if err := op.Start(); err != nil {
+		return err
+	}
+	defer terminate(op)
+	fmt.Printf("   logs: %s, %s\n", upfLog.Name(), opLog.Name())
+
+	if err := junctionv1.AddToScheme(scheme.Scheme); err != nil {
+		return err
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return err
+	}
+	step("creating the pipeline ConfigMap and applying config/samples")
+	if err := applySamples(ctx, k8s, root); err != nil {
+		return err
+	}
+
+	step("waiting for every session to be Programmed")
+	sessions, err := waitProgrammed(ctx, k8s, timeout)
+	printSessions(sessions)
+	if err != nil {
+		return err
+	}
+	if kubectl := filepath.Join(root, "bin", "kubectl"); fileExists(kubectl) {
+		step("kubectl get junction")
+		_ = command(ctx, root, os.Stdout, kubectl, "--kubeconfig", kubeconfig, "get", "junction", "-n", "default").Run()
+	}
+	step("table entries read back from the software UPF over P4Runtime")
+	if err := printEntries(ctx, upfAddr); err != nil {
+		return err
+	}
+	if once {
+		return nil
+	}
+	fmt.Println("\nRunning; Ctrl-C stops the operator, the software UPF and the API server.")
+	<-ctx.Done()
+	return nil
+}
+
+func step(msg string) { fmt.Printf("==> %s\n", msg) }
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func command(ctx context.Context, dir string, out io.Writer, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, out
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+func terminate(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+}
+
+func applySamples(ctx context.Context, k8s client.Client, root string) error {
+	p4info := p4.P4InfoText()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "junction-upf-pipeline"},
+		// The software UPF needs no device config; a Tofino or BMv2 build puts p4c's output here.
+		Data:       map[string]string{"p4info.txtpb": string(p4info), "device_config": ""},
+	}
+	if err := k8s.Create(ctx, cm); err != nil {
+		return fmt.Errorf("create ConfigMap: %w", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
+	sort.Strings(files)
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, doc := range strings.Split(string(data), "\n---") {
+			obj := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			obj.SetNamespace("default")
+			if err := k8s.Create(ctx, obj); err != nil {
+				return fmt.Errorf("apply %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			}
+			fmt.Printf("   %s/%s created\n", strings.ToLower(obj.GetKind()), obj.GetName())
+		}
+	}
+	return nil
+}
+
+func waitProgrammed(ctx context.Context, k8s client.Client, timeout time.Duration) ([]junctionv1.ATSSSSession, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		var list junctionv1.ATSSSSessionList
+		if err := k8s.List(ctx, &list, client.InNamespace("default")); err != nil {
+			return nil, err
+		}
+		done := len(list.Items) > 0
+		for _, s := range list.Items {
+			if !apimeta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionProgrammed) {
+				done = false
+			}
+		}
+		if done {
+			return list.Items, nil
+		}
+		if time.Now().After(deadline) {
+			return list.Items, fmt.Errorf("sessions not Programmed after %s (see bin/local/manager.log)", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return list.Items, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func printSessions(sessions []junctionv1.ATSSSSession) {
+	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "   NAME\tADDRESS\tUSER\tLOOKUP\tMODE\tPROGRAMMED\tREADY\tREASON")
+	for _, s := range sessions {
+		user := "-"
+		if s.Status.UserIndex != nil {
+			user = fmt.Sprint(*s.Status.UserIndex)
+		}
+		prog, ready := condition(s, junctionv1.ConditionProgrammed), condition(s, junctionv1.ConditionReady)
+		fmt.Fprintf(w, "   %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Spec.SessionAddress, user, s.Status.Lookup,
+			s.Status.Steering, prog.Status, ready.Status, prog.Reason)
+	}
+	w.Flush()
+}
+
+func condition(s junctionv1.ATSSSSession, t string) metav1.Condition {
+	if c := apimeta.FindStatusCondition(s.Status.Conditions, t); c != nil {
+		return *c
+	}
+	return metav1.Condition{Status: "Unknown"}
+}
+
+// printEntries reads every table entry with one wildcard P4Runtime Read (streamed) and prints
+// the number per table and the sessions table in full.
+func printEntries(ctx context.Context, addr string) error {
+	info, err := p4.P4Info()
+	if err != nil {
+		return err
+	}
+	names := map[uint32]string{}
+	for _, t := range info.GetTables() {
+		names[t.GetPreamble().GetId()] = t.GetPreamble().GetName()
+	}
+	actions := map[uint32]*p4configv1.Action{}
+	for _, a := range info.GetActions() {
+		actions[a.GetPreamble().GetId()] = a
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	stream, err := p4v1.NewP4RuntimeClient(conn).Read(ctx, &p4v1.ReadRequest{
+		DeviceId: 1,
+		Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{}}}},
+	})
+	if err != nil {
+		return err
+	}
+	count := map[string]int{}
+	var sessionLines []string
+	for {
+		resp, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read entries: %w", err)
+		}
+		for _, e := range resp.GetEntities() {
+			te := e.GetTableEntry()
+			name := names[te.GetTableId()]
+			count[name]++
+			if name == "sessions" {
+				sessionLines = append(sessionLines, describe(te, actions))
+			}
+		}
+	}
+	tables := make([]string, 0, len(count))
+	for t := range count {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
+	for _, t := range tables {
+		fmt.Printf("   %-20s %d entries\n", t, count[t])
+	}
+	sort.Strings(sessionLines)
+	for _, l := range sessionLines {
+		fmt.Println("   sessions:", l)
+	}
+	return nil
+}
+
+// describe prints a sessions entry as "10.60.0.1 -> set_session(user_idx=0, ...)".
+func describe(te *p4v1.TableEntry, actions map[uint32]*p4configv1.Action) string {
+	var b strings.Builder
+	for _, m := range te.GetMatch() {
+		if ex := m.GetExact(); ex != nil {
+			fmt.Fprintf(&b, "%s ", value("addr", ex.GetValue()))
+		}
+	}
+	a := te.GetAction().GetAction()
+	info := actions[a.GetActionId()]
+	names := map[uint32]string{}
+	for _, p := range info.GetParams() {
+		names[p.GetId()] = p.GetName()
+	}
+	fmt.Fprintf(&b, "-> %s(", info.GetPreamble().GetName())
+	for i, p := range a.GetParams() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s=%s", names[p.GetParamId()], value(names[p.GetParamId()], p.GetValue()))
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// value shows addresses as dotted quads and everything else as a number.
+func value(name string, v []byte) string {
+	n, _ := p4bytes.DecodeUint(v)
+	if strings.Contains(name, "addr") {
+		return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String()
+	}
+	return fmt.Sprint(n)
+}
