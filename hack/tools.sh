@@ -28,12 +28,12 @@ log() { printf '[tools] %s\n' "$*" >&2; }
 fresh() { [[ -x "$bin/$1" && "$(cat "$bin/.$1.version" 2>/dev/null)" == "$2" ]]; }
 stamp() { echo "$2" >"$bin/.$1.version"; }
 
-# go_install NAME PACKAGE VERSION
+# go_install NAME PACKAGE VERSION [LDFLAGS]
 go_install() {
-  local name=$1 pkg=$2 version=$3
+  local name=$1 pkg=$2 version=$3 ldflags=${4:-}
   fresh "$name" "$version" && return 0
   log "building $name $version"
-  GOBIN="$bin" go install "$pkg@$version"
+  GOBIN="$bin" go install -ldflags "$ldflags" "$pkg@$version"
   stamp "$name" "$version"
 }
 
@@ -70,7 +70,7 @@ build() {
   case $1 in
     controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION" ;;
     kustomize) go_install kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION" ;;
-    helm) go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
+    helm) go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
     gotestsum) go_install gotestsum gotest.tools/gotestsum "$GOTESTSUM_VERSION" ;;
     kubectl) build_kubectl ;;
     envtest) build_envtest ;;
