@@ -1,0 +1,140 @@
+// Command manager runs the Junction operator: it reconciles UserPlaneFunctions, SteeringPolicies
+// and ATSSSSessions into P4Runtime writes on each UPF. Flags are parsed here only.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/controllers"
+	"github.com/junction-atsss/junction/internal/pathmon"
+)
+
+// serviceAccountNamespace is where a pod finds its own namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		metricsAddr, probeAddr, metricsCertDir string
+		secureMetrics, enableHTTP2             bool
+		leaderElect                            bool
+		leaseNamespace, leaseName              string
+		leaseDuration, renewDeadline, retry    time.Duration
+		maxConcurrent                          int
+		writeWindow, statusInterval            time.Duration
+		flipSwitches                           int
+		flipWindow, settle                     time.Duration
+	)
+	def := pathmon.DefaultConfig()
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; \"0\" disables it.")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, only to scrapers whose token may get /metrics (TokenReview + SubjectAccessReview).")
+	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "Directory with tls.crt and tls.key for the metrics endpoint; empty: a self-signed certificate.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics endpoint (off: CVE-2023-44487 rapid reset).")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader among replicas; only the leader connects to UPFs.")
+	flag.StringVar(&leaseNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; default: the pod's namespace (POD_NAMESPACE or the service account's), else \"default\".")
+	flag.StringVar(&leaseName, "leader-election-id", "junction-operator.atsss.junction.dev", "Name of the leader-election Lease.")
+	flag.DurationVar(&leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a leader's lease lasts without renewal.")
+	flag.DurationVar(&renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it steps down.")
+	flag.DurationVar(&retry, "leader-election-retry-period", 2*time.Second, "How often candidates try to acquire the lease.")
+	flag.IntVar(&maxConcurrent, "max-concurrent-reconciles", 64, "Sessions reconciled at once; their writes share WriteRequests.")
+	flag.DurationVar(&writeWindow, "write-window", 2*time.Millisecond, "How long a UPF's programmer gathers changes into one P4Runtime write.")
+	flag.DurationVar(&statusInterval, "path-status-interval", 10*time.Second, "Least time between two path-status refreshes of one session.")
+	flag.IntVar(&flipSwitches, "flip-flop-switches", def.MaxSwitches, "Active-access changes tolerated within --flip-flop-window; one more suspends the user's in-data-plane path updates.")
+	flag.DurationVar(&flipWindow, "flip-flop-window", def.Window, "Window over which active-access changes are counted.")
+	flag.DurationVar(&settle, "flip-flop-settle", def.Settle, "How long a suspended user's paths must be stable before updates resume.")
+	zopts := zap.Options{Development: false}
+	zopts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+	log := ctrl.Log.WithName("setup")
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(junctionv1.AddToScheme(scheme))
+
+	if leaderElect && leaseNamespace == "" {
+		leaseNamespace = podNamespace()
+	}
+	var tlsOpts []func(*tls.Config)
+	if !enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts, CertDir: metricsCertDir}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        probeAddr,
+		LeaderElection:                leaderElect,
+		LeaderElectionID:              leaseName,
+		LeaderElectionNamespace:       leaseNamespace,
+		LeaderElectionReleaseOnCancel: true, // a clean shutdown hands over at once
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retry,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+
+	electionLow := controllers.StartTimeElectionLow(time.Now())
+	if leaderElect {
+		electionLow = controllers.LeaseElectionLow(mgr.GetAPIReader(), leaseNamespace, leaseName)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if _, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
+		ElectionLow:             electionLow,
+		MaxConcurrentReconciles: maxConcurrent,
+		WriteWindow:             writeWindow,
+		StatusInterval:          statusInterval,
+		PathConfig:              pathmon.Config{MaxSwitches: flipSwitches, Window: flipWindow, Settle: settle, Reassert: def.Reassert},
+	}); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	log.Info("Starting the manager", "leaderElection", leaderElect, "leaseNamespace", leaseNamespace, "metrics", metricsAddr, "secureMetrics", secureMetrics)
+	return mgr.Start(ctx)
+}
+
+// podNamespace is the namespace the operator runs in.
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(serviceAccountNamespace); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return "default"
+}

@@ -1,0 +1,139 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
+
+// Finalizer that keeps an object until its entries are off the UPF and its indexes are freed.
+const finalizerName = "atsss.junction.dev/entries"
+
+// Requeue delays when nothing will trigger a retry by itself.
+const (
+	requeueTableFull = 30 * time.Second
+	requeueWaiting   = time.Minute
+)
+
+// ATSSSSessionReconciler programs each MA PDU session into its UPF.
+type ATSSSSessionReconciler struct {
+	client.Client
+	Fleet    *Fleet
+	Recorder record.EventRecorder
+	// MaxConcurrentReconciles lets many sessions share one write (default 64).
+	MaxConcurrentReconciles int
+	// Now is the clock (tests substitute it); default time.Now.
+	Now func() time.Time
+}
+
+// Reconcile follows the cluster-api skeleton: fetch, finalizer first, deferred status patch,
+// then reconcileNormal or reconcileDelete.
+func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	s := &junctionv1.ATSSSSession{}
+	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// The finalizer goes on before anything is allocated or written. The reconcile goes on
+	// right away: a metadata change does not pass the watch's predicates.
+	if s.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(s, finalizerName) {
+		patch := client.MergeFrom(s.DeepCopy())
+		controllerutil.AddFinalizer(s, finalizerName)
+		if err := r.Patch(ctx, s, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	before := s.DeepCopy()
+	defer func() {
+		s.Status.ObservedGeneration = s.Generation
+		if err := patchStatus(ctx, r.Client, before, s, &before.Status, &s.Status); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+	if s.DeletionTimestamp != nil {
+		return r.reconcileDelete(ctx, s)
+	}
+	return r.reconcileNormal(ctx, s)
+}
+
+// patchStatus writes the status when it changed; a deleted object is not an error.
+func patchStatus(ctx context.Context, c client.Client, before, after client.Object, bs, as any) error {
+	if equality.Semantic.DeepEqual(bs, as) {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+func (r *ATSSSSessionReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// SetupWithManager watches sessions, the UPFs and policies they reference, and the runtime's
+// notifications (replays, room in a full table, changed paths).
+func (r *ATSSSSessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	n := r.MaxConcurrentReconciles
+	if n <= 0 {
+		n = 64
+	}
+	r.Fleet.init()
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&junctionv1.ATSSSSession{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletingPredicate()))).
+		Watches(&junctionv1.UserPlaneFunction{}, handler.EnqueueRequestsFromMapFunc(r.sessionsOfUPF), builder.WithPredicates(upfChangedForDependents())).
+		Watches(&junctionv1.SteeringPolicy{}, handler.EnqueueRequestsFromMapFunc(r.sessionsOfPolicy), builder.WithPredicates(policyChangedForSessions())).
+		WatchesRawSource(source.Channel(r.Fleet.sessionEvents, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: n}).
+		Named("atssssession").
+		Complete(r)
+}
+
+func (r *ATSSSSessionReconciler) sessionsOfUPF(ctx context.Context, o client.Object) []reconcile.Request {
+	var list junctionv1.ATSSSSessionList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionUPF: o.GetName()}); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing the sessions of a UPF failed", "userplanefunction", o.GetName())
+		return nil
+	}
+	return requestsFor(list.Items)
+}
+
+func (r *ATSSSSessionReconciler) sessionsOfPolicy(ctx context.Context, o client.Object) []reconcile.Request {
+	var byRef, bySelector junctionv1.ATSSSSessionList
+	log := logf.FromContext(ctx)
+	if err := r.List(ctx, &byRef, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionPolicy: o.GetName()}); err != nil {
+		log.Error(err, "Listing the sessions of a policy failed", "steeringpolicy", o.GetName())
+		return nil
+	}
+	if err := r.List(ctx, &bySelector, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionSelector: "true"}); err != nil {
+		log.Error(err, "Listing the sessions with a policy selector failed")
+		return nil
+	}
+	return append(requestsFor(byRef.Items), requestsFor(bySelector.Items)...)
+}
+
+func requestsFor(items []junctionv1.ATSSSSession) []reconcile.Request {
+	out := make([]reconcile.Request, len(items))
+	for i := range items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&items[i])}
+	}
+	return out
+}

@@ -1,0 +1,246 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/desired"
+)
+
+// reconcileNormal: UPF → policies → indexes (recorded in status first) → entries → status.
+func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctionv1.ATSSSSession) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	key, owner := sessionKey(s.Namespace, s.Name), sessionOwner(s.Namespace, s.Name)
+	wasProgrammed := meta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionProgrammed)
+
+	upf := &junctionv1.UserPlaneFunction{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.UPFRef.Name}, upf)
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && upf.DeletionTimestamp != nil):
+		r.notProgrammed(s, ReasonUPFNotFound, fmt.Sprintf("UserPlaneFunction %s does not exist (spec.upfRef)", s.Spec.UPFRef.Name))
+		return ctrl.Result{}, nil // the UPF watch brings the session back when it appears
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	rt, err := r.Fleet.runtime(ctx, upf)
+	if err != nil {
+		var le *loadError
+		if errors.As(err, &le) {
+			r.notProgrammed(s, ReasonUPFNotReady, fmt.Sprintf("UserPlaneFunction %s: %v", upf.Name, err))
+			return ctrl.Result{RequeueAfter: requeueWaiting}, nil
+		}
+		return ctrl.Result{}, err
+	}
+
+	var policies junctionv1.SteeringPolicyList
+	if err := r.List(ctx, &policies, client.InNamespace(s.Namespace)); err != nil {
+		return ctrl.Result{}, err
+	}
+	sel, missing, pending := selectPolicies(s, policies.Items)
+	n, err := sessionNeeds(s, sel)
+	if err != nil {
+		r.notProgrammed(s, ReasonInvalidSpec, err.Error())
+		return ctrl.Result{}, nil
+	}
+	if _, err := endpointIndex(upf, s.Spec.TunnelEndpoint); err != nil {
+		r.notProgrammed(s, ReasonInvalidSpec, err.Error())
+		return ctrl.Result{}, nil
+	}
+
+	// Indexes: recorded in the status before any entry uses them, so that a restart restores
+	// exactly what the device holds.
+	a, err := rt.acquire(key, n)
+	if err != nil {
+		r.notProgrammed(s, ReasonIndexesExhausted, err.Error())
+		return ctrl.Result{RequeueAfter: requeueTableFull}, nil
+	}
+	if before := s.DeepCopy(); recordAllocation(&s.Status, a) {
+		if err := r.Status().Patch(ctx, s, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("recording the indexes before programming: %w", err)
+		}
+	}
+
+	ds, err := buildSession(s, upf, a, sel)
+	if err != nil {
+		r.notProgrammed(s, ReasonInvalidSpec, err.Error())
+		return ctrl.Result{}, nil
+	}
+	entries, err := desired.SessionEntries(ds)
+	if err != nil {
+		r.notProgrammed(s, ReasonInvalidSpec, err.Error())
+		return ctrl.Result{}, nil
+	}
+	owners := []string{}
+	var changes []Change
+	if a.gnb != "" {
+		changes = append(changes, Change{Owner: peerOwner(a.gnb), Entries: []desired.Entry{desired.TunnelPeerEntry(a.peer, netip.MustParseAddr(a.gnb))}})
+		owners = append(owners, peerOwner(a.gnb))
+	}
+	changes = append(changes, Change{Owner: owner, Entries: entries})
+	owners = append(owners, owner)
+	res, err := rt.prog.Apply(ctx, changes...)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	werr := firstError(res, owners...)
+	if werr == nil {
+		peers, users := rt.commit(key, a)
+		rt.dropPeers(peers)
+		for _, u := range users {
+			rt.mon.Forget(u)
+		}
+	}
+
+	kind, _ := desired.Lookup(s.Spec, sel)
+	s.Status.Lookup = kind
+	s.Status.Steering = steeringSummary(s, sel)
+	r.pathStatus(s, rt, a.user)
+
+	switch reason := reasonOf(werr); reason {
+	case ReasonProgrammed:
+		r.programmed(s, upf.Name, len(entries))
+	case ReasonTableFull:
+		r.notProgrammed(s, reason, fmt.Sprintf("UserPlaneFunction %s: %v; programmed when room appears", upf.Name, werr))
+		return ctrl.Result{RequeueAfter: requeueTableFull}, nil
+	case ReasonUPFNotConnected:
+		// The replay's UPF status change brings the session back. Entries written before and
+		// unchanged since (same generation) are still on the device as far as anyone knows: the
+		// UPF's Connected condition tells the disconnection, and Programmed does not flap on
+		// every operator restart or stream loss.
+		if !wasProgrammed || s.Status.ObservedGeneration != s.Generation {
+			r.notProgrammed(s, reason, fmt.Sprintf("UserPlaneFunction %s is not connected; its next replay writes the session", upf.Name))
+		}
+		return ctrl.Result{}, nil
+	case ReasonConflict:
+		r.notProgrammed(s, reason, fmt.Sprintf("UserPlaneFunction %s: %v", upf.Name, werr))
+		return ctrl.Result{RequeueAfter: requeueWaiting}, nil
+	default:
+		r.notProgrammed(s, reason, werr.Error())
+		log.Error(werr, "Session not programmed")
+		return ctrl.Result{RequeueAfter: requeueWaiting}, nil
+	}
+
+	switch {
+	case len(missing) > 0:
+		r.setReady(s, false, ReasonPolicyNotFound, fmt.Sprintf("SteeringPolicy %s does not exist; the session is programmed without it", strings.Join(missing, ", ")))
+	case len(pending) > 0:
+		r.setReady(s, false, ReasonPolicyPending, fmt.Sprintf("SteeringPolicy %s has no application ID yet", strings.Join(pending, ", ")))
+	default:
+		r.setReady(s, true, ReasonReady, "programmed with every policy it selects")
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileDelete: entries removed → indexes freed → finalizer removed.
+func (r *ATSSSSessionReconciler) reconcileDelete(ctx context.Context, s *junctionv1.ATSSSSession) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s, finalizerName) {
+		return ctrl.Result{}, nil
+	}
+	key, owner := sessionKey(s.Namespace, s.Name), sessionOwner(s.Namespace, s.Name)
+	upf := &junctionv1.UserPlaneFunction{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.UPFRef.Name}, upf)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	var rt *upfRuntime
+	if err == nil && upf.DeletionTimestamp == nil {
+		rt, err = r.Fleet.runtime(ctx, upf)
+		var le *loadError
+		if err != nil && !errors.As(err, &le) {
+			return ctrl.Result{}, err
+		}
+	}
+	if rt != nil {
+		res, err := rt.prog.Apply(ctx, Change{Owner: owner})
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		// errNotSynced: the device is away and its next replay deletes what nobody wants.
+		if werr := res[owner]; werr != nil && !errors.Is(werr, errNotSynced) {
+			r.setProgrammed(s, false, ReasonDeleting, fmt.Sprintf("removing the entries failed: %v", werr))
+			return ctrl.Result{}, werr
+		}
+		r.setProgrammed(s, false, ReasonEntriesRemoved, "entries removed from the UPF")
+		peers, users := rt.release(key)
+		rt.dropPeers(peers)
+		for _, u := range users {
+			rt.mon.Forget(u)
+		}
+		r.Recorder.Event(s, corev1.EventTypeNormal, ReasonEntriesRemoved, "Entries removed and indexes freed")
+	}
+	patch := client.MergeFrom(s.DeepCopy())
+	controllerutil.RemoveFinalizer(s, finalizerName)
+	return ctrl.Result{}, r.Patch(ctx, s, patch)
+}
+
+// recordAllocation writes the allocation into the status; true when it changed.
+func recordAllocation(st *junctionv1.ATSSSSessionStatus, a sessionAlloc) bool {
+	i32 := func(v uint32) *int32 { x := int32(v); return &x }
+	user := i32(a.user)
+	var peer, seq *int32
+	if a.gnb != "" {
+		peer = i32(uint32(a.peer))
+	}
+	if a.seq != nil {
+		seq = i32(*a.seq)
+	}
+	eq := func(x, y *int32) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	if eq(st.UserIndex, user) && eq(st.TunnelPeerIndex, peer) && eq(st.SequenceIndex, seq) {
+		return false
+	}
+	st.UserIndex, st.TunnelPeerIndex, st.SequenceIndex = user, peer, seq
+	return true
+}
+
+// programmed sets Programmed=True (recording how long the first programming took).
+func (r *ATSSSSessionReconciler) programmed(s *junctionv1.ATSSSSession, upf string, entries int) {
+	first := !meta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionProgrammed) && s.Status.ObservedGeneration == 0
+	r.setProgrammed(s, true, ReasonProgrammed, fmt.Sprintf("%d entries on UserPlaneFunction %s", entries, upf))
+	if first {
+		sessionProgramSeconds.Observe(r.now().Sub(s.CreationTimestamp.Time).Seconds())
+	}
+}
+
+// notProgrammed sets Programmed and Ready to False with one reason; a new reason of a
+// problem an operator must act on also gets a Warning event.
+func (r *ATSSSSessionReconciler) notProgrammed(s *junctionv1.ATSSSSession, reason, msg string) {
+	prev := conditionReason(s.Status.Conditions, junctionv1.ConditionProgrammed)
+	r.setProgrammed(s, false, reason, msg)
+	r.setReady(s, false, reason, msg)
+	if prev != reason && warnable(reason) {
+		r.Recorder.Event(s, corev1.EventTypeWarning, reason, msg)
+	}
+}
+
+func warnable(reason string) bool {
+	switch reason {
+	case ReasonUPFNotFound, ReasonUPFNotReady, ReasonTableFull, ReasonConflict, ReasonInvalidSpec, ReasonIndexesExhausted, ReasonWriteFailed, ReasonPolicyNotFound:
+		return true
+	}
+	return false
+}
+
+func (r *ATSSSSessionReconciler) setProgrammed(s *junctionv1.ATSSSSession, ok bool, reason, msg string) {
+	setCondition(&s.Status.Conditions, s.Generation, junctionv1.ConditionProgrammed, ok, reason, msg)
+}
+
+func (r *ATSSSSessionReconciler) setReady(s *junctionv1.ATSSSSession, ok bool, reason, msg string) {
+	prev := conditionReason(s.Status.Conditions, junctionv1.ConditionReady)
+	setCondition(&s.Status.Conditions, s.Generation, junctionv1.ConditionReady, ok, reason, msg)
+	if !ok && reason == ReasonPolicyNotFound && prev != reason {
+		r.Recorder.Event(s, corev1.EventTypeWarning, reason, msg)
+	}
+}

@@ -1,0 +1,96 @@
+package controllers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/desired"
+	"github.com/junction-atsss/junction/internal/pathmon"
+)
+
+// steeringSummary names the steering modes in effect: the override, or the selected policies'
+// modes by precedence (ActiveStandby, the pipeline's default application, when none).
+func steeringSummary(s *junctionv1.ATSSSSession, policies []desired.Policy) string {
+	if s.Spec.ModeOverride != nil {
+		return string(s.Spec.ModeOverride.Mode)
+	}
+	ps := append([]desired.Policy(nil), policies...)
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Spec.Precedence < ps[j].Spec.Precedence })
+	var modes []string
+	seen := map[junctionv1.SteeringModeName]bool{}
+	for _, p := range ps {
+		if m := p.Spec.Steering.Mode; !seen[m] {
+			seen[m] = true
+			modes = append(modes, string(m))
+		}
+	}
+	if len(modes) == 0 {
+		return string(junctionv1.ModeActiveStandby)
+	}
+	return strings.Join(modes, ",")
+}
+
+// pathStatus copies the user's path summary (refreshed by path monitoring at a bounded rate)
+// into the status and sets Degraded.
+func (r *ATSSSSessionReconciler) pathStatus(s *junctionv1.ATSSSSession, rt *upfRuntime, user uint32) {
+	sum, ok := rt.mon.Summary(user)
+	if !ok {
+		setUnknown(&s.Status.Conditions, s.Generation, junctionv1.ConditionDegraded, ReasonNotMeasured, "no probe report from the UE yet")
+		return
+	}
+	st := &s.Status
+	legs := map[pathmon.Access]bool{
+		pathmon.Access3GPP:    s.Spec.AccessLegs.ThreeGPP != nil,
+		pathmon.AccessNon3GPP: s.Spec.AccessLegs.NonThreeGPP != nil,
+	}
+	path := func(a pathmon.Access) *junctionv1.PathStatus {
+		if !legs[a] {
+			return nil
+		}
+		up, rtt, _ := sum.Path(a)
+		ps := &junctionv1.PathStatus{Available: up}
+		if rtt > 0 {
+			ps.RTT = junctionv1.Duration(rtt.Round(time.Microsecond).String())
+		}
+		return ps
+	}
+	st.Paths = junctionv1.SessionPaths{ThreeGPP: path(pathmon.Access3GPP), NonThreeGPP: path(pathmon.AccessNon3GPP)}
+	switch sum.Active {
+	case pathmon.Access3GPP:
+		st.ActiveAccess = junctionv1.Access3GPP
+	case pathmon.AccessNon3GPP:
+		st.ActiveAccess = junctionv1.AccessNon3GPP
+	default:
+		st.ActiveAccess = ""
+	}
+	if !sum.LastSwitch.IsZero() {
+		t := metav1.NewTime(sum.LastSwitch.Truncate(time.Second))
+		st.LastPathSwitch = &t
+	}
+	if sum.Suspended != st.PathUpdatesSuspended {
+		if sum.Suspended {
+			r.Recorder.Event(s, corev1.EventTypeWarning, ReasonPathsSuspended, "The paths flip-flop: in-data-plane path updates are suspended until they settle")
+		} else {
+			r.Recorder.Event(s, corev1.EventTypeNormal, ReasonPathsResumed, "The paths settled: in-data-plane path updates resumed")
+		}
+	}
+	st.PathUpdatesSuspended = sum.Suspended
+
+	var down []string
+	for _, a := range []pathmon.Access{pathmon.Access3GPP, pathmon.AccessNon3GPP} {
+		if up, _, seen := sum.Path(a); legs[a] && seen && !up {
+			down = append(down, a.String())
+		}
+	}
+	if len(down) > 0 {
+		setCondition(&st.Conditions, s.Generation, junctionv1.ConditionDegraded, true, ReasonPathDown, fmt.Sprintf("access %s unavailable", strings.Join(down, ", ")))
+	} else {
+		setCondition(&st.Conditions, s.Generation, junctionv1.ConditionDegraded, false, ReasonAllPathsUp, "every access leg is available")
+	}
+}

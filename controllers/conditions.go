@@ -1,0 +1,95 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition reasons and event reasons (CamelCase, as Kubernetes conventions ask).
+const (
+	ReasonPrimary           = "Primary"
+	ReasonBackup            = "Backup"
+	ReasonDisconnected      = "Disconnected"
+	ReasonPipelineInstalled = "PipelineInstalled"
+	ReasonPipelineMismatch  = "PipelineMismatch"
+	ReasonPushFailed        = "PushFailed"
+	ReasonConfigMapNotFound = "ConfigMapNotFound"
+	ReasonInvalidPipeline   = "InvalidPipeline"
+	ReasonSecretNotFound    = "SecretNotFound"
+	ReasonInvalidTLS        = "InvalidTLS"
+	ReasonReplaying         = "Replaying"
+	ReasonReady             = "Ready"
+	ReasonProgrammed        = "Programmed"
+	ReasonUPFNotFound       = "UPFNotFound"
+	ReasonUPFNotReady       = "UPFNotReady"
+	ReasonUPFNotConnected   = "UPFNotConnected"
+	ReasonTableFull         = "TableFull"
+	ReasonConflict          = "AddressConflict"
+	ReasonInvalidSpec       = "InvalidSpec"
+	ReasonIndexesExhausted  = "IndexesExhausted"
+	ReasonPolicyNotFound    = "PolicyNotFound"
+	ReasonPolicyPending     = "PolicyPending"
+	ReasonWriteFailed       = "WriteFailed"
+	ReasonNoUPF             = "NoUserPlaneFunction"
+	ReasonPathDown          = "PathDown"
+	ReasonAllPathsUp        = "AllPathsUp"
+	ReasonNotMeasured       = "NotMeasured"
+	ReasonDeleting          = "Deleting"
+	ReasonEntriesRemoved    = "EntriesRemoved"
+	ReasonIndexesAllocated  = "IndexesAllocated"
+	ReasonPathsSuspended    = "PathUpdatesSuspended"
+	ReasonPathsResumed      = "PathUpdatesResumed"
+)
+
+func setCondition(conds *[]metav1.Condition, generation int64, typ string, ok bool, reason, msg string) (changed bool) {
+	st := metav1.ConditionFalse
+	if ok {
+		st = metav1.ConditionTrue
+	}
+	return meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: generation})
+}
+
+func setUnknown(conds *[]metav1.Condition, generation int64, typ, reason, msg string) {
+	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: reason, Message: msg, ObservedGeneration: generation})
+}
+
+// reasonOf maps a programming error to the condition reason that explains it.
+func reasonOf(err error) string {
+	var full *TableFullError
+	var conflict *ConflictError
+	var le *loadError
+	switch {
+	case err == nil:
+		return ReasonProgrammed
+	case errors.As(err, &full):
+		return ReasonTableFull
+	case errors.As(err, &conflict):
+		return ReasonConflict
+	case errors.As(err, &le):
+		return le.Reason
+	case errors.Is(err, errNotSynced), errors.Is(err, errStopped):
+		return ReasonUPFNotConnected
+	}
+	return ReasonWriteFailed
+}
+
+// firstError returns the first non-nil error of a per-owner result, in the given owner order.
+func firstError(res map[string]error, owners ...string) error {
+	for _, o := range owners {
+		if err := res[o]; err != nil {
+			return fmt.Errorf("%s: %w", o, err)
+		}
+	}
+	return nil
+}
+
+// conditionReason is the reason of a condition ("" when absent), read before it is changed.
+func conditionReason(conds []metav1.Condition, typ string) string {
+	if c := meta.FindStatusCondition(conds, typ); c != nil {
+		return c.Reason
+	}
+	return ""
+}

@@ -1,0 +1,237 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/desired"
+)
+
+func TestInitialPathWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after map[uint32]legCount
+		want          []registerWrite
+	}{
+		{
+			"a new user with both legs is cleared of suspension and marked available on both",
+			nil, map[uint32]legCount{7: {1, 1}},
+			[]registerWrite{{registerSuspended, 7, 0}, {registerRTT3GPP, 7, 1}, {registerRTTNon3GPP, 7, 1}},
+		},
+		{
+			"a user whose legs were already on the device keeps its measured state",
+			map[uint32]legCount{7: {1, 1}}, map[uint32]legCount{7: {2, 1}},
+			nil,
+		},
+		{
+			"a second session that adds a leg marks only that leg",
+			map[uint32]legCount{7: {1, 0}}, map[uint32]legCount{7: {1, 1}},
+			[]registerWrite{{registerRTTNon3GPP, 7, 1}},
+		},
+		{
+			"a user whose last session goes needs no write",
+			map[uint32]legCount{7: {1, 1}}, map[uint32]legCount{7: {0, 0}},
+			nil,
+		},
+		{
+			"users are written in index order",
+			nil, map[uint32]legCount{9: {0, 1}, 2: {1, 0}},
+			[]registerWrite{{registerSuspended, 2, 0}, {registerRTT3GPP, 2, 1}, {registerSuspended, 9, 0}, {registerRTTNon3GPP, 9, 1}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := initialPathWrites(tc.before, tc.after); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func policyObj(name string, id *int32, labels map[string]string, mode junctionv1.SteeringModeName) junctionv1.SteeringPolicy {
+	m := junctionv1.SteeringMode{Mode: mode}
+	switch mode {
+	case junctionv1.ModeLoadBalance:
+		pct := int32(50)
+		m.LoadBalance = &junctionv1.LoadBalance{ThreeGPPPercent: &pct}
+	case junctionv1.ModeActiveStandby:
+		m.ActiveStandby = &junctionv1.ActiveStandby{Active: junctionv1.Access3GPP}
+	}
+	return junctionv1.SteeringPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       junctionv1.SteeringPolicySpec{Precedence: 10, Steering: m},
+		Status:     junctionv1.SteeringPolicyStatus{ApplicationID: id},
+	}
+}
+
+func i32(v int32) *int32 { return &v }
+
+func TestSelectPolicies(t *testing.T) {
+	all := []junctionv1.SteeringPolicy{
+		policyObj("video", i32(1), map[string]string{"tier": "gold"}, junctionv1.ModeLoadBalance),
+		policyObj("voice", i32(2), map[string]string{"tier": "gold"}, junctionv1.ModeActiveStandby),
+		policyObj("new", nil, nil, junctionv1.ModeSmallestDelay),
+	}
+	deleting := policyObj("old", i32(3), nil, junctionv1.ModeSmallestDelay)
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	all = append(all, deleting)
+
+	names := func(ps []desired.Policy) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, fmt.Sprintf("%s:%d", p.Name, p.AppID))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name                  string
+		refs                  []string
+		selector              *metav1.LabelSelector
+		sel, missing, pending []string
+	}{
+		{"references pick policies by name", []string{"voice"}, nil, []string{"voice:2"}, nil, nil},
+		{"a reference to a policy that does not exist is missing", []string{"voice", "gone"}, nil, []string{"voice:2"}, []string{"gone"}, nil},
+		{"a policy being deleted counts as missing", []string{"old"}, nil, nil, []string{"old"}, nil},
+		{"a policy without an application ID is pending", []string{"new"}, nil, nil, nil, []string{"new"}},
+		{"a selector picks by label, sorted by name", nil, &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}, []string{"video:1", "voice:2"}, nil, nil},
+		{"a policy both referenced and selected is taken once", []string{"voice"}, &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}, []string{"video:1", "voice:2"}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &junctionv1.ATSSSSession{Spec: junctionv1.ATSSSSessionSpec{PolicySelector: tc.selector}}
+			for _, r := range tc.refs {
+				s.Spec.PolicyRefs = append(s.Spec.PolicyRefs, junctionv1.LocalObjectReference{Name: r})
+			}
+			sel, missing, pending := selectPolicies(s, all)
+			if got := names(sel); !reflect.DeepEqual(got, tc.sel) {
+				t.Errorf("selected %v, want %v", got, tc.sel)
+			}
+			if !reflect.DeepEqual(missing, tc.missing) || !reflect.DeepEqual(pending, tc.pending) {
+				t.Errorf("missing %v pending %v, want %v %v", missing, pending, tc.missing, tc.pending)
+			}
+		})
+	}
+}
+
+func TestSessionNeedsAndCompleteAllocations(t *testing.T) {
+	lb := desired.Policy{Name: "video", AppID: 1, Spec: policyObj("video", i32(1), nil, junctionv1.ModeLoadBalance).Spec}
+	as := desired.Policy{Name: "voice", AppID: 2, Spec: policyObj("voice", i32(2), nil, junctionv1.ModeActiveStandby).Spec}
+	s := &junctionv1.ATSSSSession{Spec: junctionv1.ATSSSSessionSpec{
+		UE:         junctionv1.UE{SUPI: "imsi-001010000000001"},
+		AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{GNBAddress: "198.51.100.10"}},
+	}}
+	t.Run("a session with a load-balance policy needs a sequence index and its gNB's peer", func(t *testing.T) {
+		n, err := sessionNeeds(s, []desired.Policy{lb})
+		if err != nil || !n.exception || n.gnb != "198.51.100.10" || n.supi != "imsi-001010000000001" {
+			t.Fatalf("%+v %v", n, err)
+		}
+		seq := uint32(4)
+		if (sessionAlloc{supi: n.supi, gnb: n.gnb, peer: 1}).complete(n) {
+			t.Error("an allocation without a sequence index is complete for an exception")
+		}
+		if !(sessionAlloc{supi: n.supi, gnb: n.gnb, peer: 1, seq: &seq}).complete(n) {
+			t.Error("a full allocation is not complete")
+		}
+	})
+	t.Run("an active-standby session is summarized", func(t *testing.T) {
+		n, err := sessionNeeds(s, []desired.Policy{as})
+		if err != nil || n.exception {
+			t.Fatalf("%+v %v", n, err)
+		}
+	})
+	t.Run("an allocation for another SUPI is not complete", func(t *testing.T) {
+		n, _ := sessionNeeds(s, nil)
+		if (sessionAlloc{supi: "imsi-001010000000009", gnb: n.gnb, peer: 1}).complete(n) {
+			t.Error("complete for another SUPI")
+		}
+	})
+	t.Run("a gNB address that is not IPv4 names the field", func(t *testing.T) {
+		bad := s.DeepCopy()
+		bad.Spec.AccessLegs.ThreeGPP.GNBAddress = "2001:db8::1"
+		if _, err := sessionNeeds(bad, nil); err == nil || !strings.Contains(err.Error(), "accessLegs.threeGPP.gnbAddress") {
+			t.Errorf("error %v", err)
+		}
+	})
+}
+
+func TestRecordAllocation(t *testing.T) {
+	seq := uint32(3)
+	var st junctionv1.ATSSSSessionStatus
+	if !recordAllocation(&st, sessionAlloc{supi: "x", user: 5, gnb: "198.51.100.1", peer: 2, seq: &seq}) {
+		t.Fatal("a first allocation is not a change")
+	}
+	if *st.UserIndex != 5 || *st.TunnelPeerIndex != 2 || *st.SequenceIndex != 3 {
+		t.Fatalf("status %+v", st)
+	}
+	if recordAllocation(&st, sessionAlloc{supi: "x", user: 5, gnb: "198.51.100.1", peer: 2, seq: &seq}) {
+		t.Error("the same allocation is a change")
+	}
+	if !recordAllocation(&st, sessionAlloc{supi: "x", user: 5}) || st.TunnelPeerIndex != nil || st.SequenceIndex != nil {
+		t.Errorf("dropping the 3GPP leg and the exception: %+v", st)
+	}
+}
+
+func TestSteeringSummary(t *testing.T) {
+	video := desired.Policy{Name: "video", Spec: policyObj("video", i32(1), nil, junctionv1.ModeLoadBalance).Spec}
+	voice := desired.Policy{Name: "voice", Spec: policyObj("voice", i32(2), nil, junctionv1.ModeActiveStandby).Spec}
+	voice.Spec.Precedence = 5
+	for _, tc := range []struct {
+		name     string
+		override *junctionv1.SteeringMode
+		policies []desired.Policy
+		want     string
+	}{
+		{"without policies the default application's mode shows", nil, nil, "ActiveStandby"},
+		{"policies show by precedence, lowest first", nil, []desired.Policy{video, voice}, "ActiveStandby,LoadBalance"},
+		{"an override replaces them", &junctionv1.SteeringMode{Mode: junctionv1.ModeRedundant}, []desired.Policy{video}, "Redundant"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &junctionv1.ATSSSSession{Spec: junctionv1.ATSSSSessionSpec{ModeOverride: tc.override}}
+			if got := steeringSummary(s, tc.policies); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReasonOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"no error is programmed", nil, ReasonProgrammed},
+		{"a full table is TableFull", fmt.Errorf("x: %w", &TableFullError{Table: "sessions", Err: errors.New("full")}), ReasonTableFull},
+		{"an entry owned by another object is a conflict", &ConflictError{Table: "sessions", Owner: "session/a/b"}, ReasonConflict},
+		{"a device that is away is UPFNotConnected", fmt.Errorf("%w: lost", errNotSynced), ReasonUPFNotConnected},
+		{"anything else is WriteFailed", errors.New("boom"), ReasonWriteFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := reasonOf(tc.err); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseOwner(t *testing.T) {
+	for _, tc := range []struct {
+		owner, kind, key string
+		ok               bool
+	}{
+		{"session/ns/a", "session", "ns/a", true},
+		{"policy/ns/video", "policy", "ns/video", true},
+		{"upf", "upf", "/", true},
+		{"peer/198.51.100.1", "", "/", false},
+	} {
+		kind, key, ok := parseOwner(tc.owner)
+		if kind != tc.kind || key.String() != tc.key || ok != tc.ok {
+			t.Errorf("parseOwner(%q) = %q %q %v", tc.owner, kind, key, ok)
+		}
+	}
+}

@@ -1,0 +1,282 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/alloc"
+	"github.com/junction-atsss/junction/internal/pathmon"
+	"github.com/junction-atsss/junction/internal/upfclient"
+)
+
+// Owner names in the programmers' desired state.
+const ownerUPF = "upf"
+
+func policyOwner(ns, name string) string  { return "policy/" + ns + "/" + name }
+func sessionOwner(ns, name string) string { return "session/" + ns + "/" + name }
+func peerOwner(addr string) string        { return "peer/" + addr }
+
+// Fleet holds the runtime of every UserPlaneFunction this operator manages, and the allocations
+// shared across UPFs (application IDs). It is a manager Runnable that needs leader election:
+// only the leader connects to devices, and it starts only once elected.
+type Fleet struct {
+	// Client is the manager's (cached) client; Reader reads the API server directly, for the
+	// restores that must see every recorded allocation.
+	Client client.Client
+	Reader client.Reader
+	Log    logr.Logger
+	// Window is how long the programmer of a UPF gathers changes into one write (default 2ms).
+	Window time.Duration
+	// ElectionLow gives the low 64 bits of the P4Runtime election ID, once this process leads.
+	ElectionLow func(context.Context) (uint64, error)
+	// Metrics of the P4Runtime clients (registered by the caller); nil records nothing.
+	Metrics *upfclient.Metrics
+	// PathConfig tunes flip-flop detection; StatusInterval bounds path status refreshes.
+	PathConfig     pathmon.Config
+	StatusInterval time.Duration
+	// DialOptions are added to every P4Runtime connection (tests).
+	ReconnectBackoff upfclient.Backoff
+
+	sessionEvents, policyEvents, upfEvents chan event.GenericEvent
+
+	startOnce sync.Once
+	started   chan struct{}
+	ctx       context.Context
+	low       uint64
+
+	mu        sync.Mutex
+	upfs      map[types.NamespacedName]*upfRuntime
+	apps      *alloc.Pool
+	appsReady bool
+}
+
+func (f *Fleet) init() {
+	f.startOnce.Do(func() {
+		f.started = make(chan struct{})
+		f.upfs = map[types.NamespacedName]*upfRuntime{}
+		f.sessionEvents = make(chan event.GenericEvent, 1024)
+		f.policyEvents = make(chan event.GenericEvent, 1024)
+		f.upfEvents = make(chan event.GenericEvent, 256)
+		// Application IDs are 16 bits; 0 is the default application (traffic no policy matches).
+		f.apps = alloc.NewPool("application ID", 1, 1<<16)
+		if f.Window <= 0 {
+			f.Window = 2 * time.Millisecond
+		}
+		if f.StatusInterval <= 0 {
+			f.StatusInterval = 10 * time.Second
+		}
+		if f.PathConfig == (pathmon.Config{}) {
+			f.PathConfig = pathmon.DefaultConfig()
+		}
+	})
+}
+
+// NeedLeaderElection: devices are programmed by the leader only.
+func (f *Fleet) NeedLeaderElection() bool { return true }
+
+// Start runs until ctx ends; runtimes live under its context.
+func (f *Fleet) Start(ctx context.Context) error {
+	f.init()
+	low := uint64(1)
+	if f.ElectionLow != nil {
+		var err error
+		if low, err = f.ElectionLow(ctx); err != nil {
+			return fmt.Errorf("deriving the P4Runtime election ID: %w", err)
+		}
+	}
+	f.ctx, f.low = ctx, low
+	f.Log.Info("Fleet started", "electionIDLow", low)
+	close(f.started)
+	<-ctx.Done()
+	f.mu.Lock()
+	rts := make([]*upfRuntime, 0, len(f.upfs))
+	for _, rt := range f.upfs {
+		rts = append(rts, rt)
+	}
+	f.upfs = map[types.NamespacedName]*upfRuntime{}
+	f.mu.Unlock()
+	for _, rt := range rts {
+		rt.stop()
+	}
+	return nil
+}
+
+func (f *Fleet) wait(ctx context.Context) error {
+	f.init()
+	select {
+	case <-f.started:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// runtime returns the UPF's runtime, creating it, with its allocations restored from the API
+// server and its desired state seeded, on first use.
+func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) (*upfRuntime, error) {
+	if err := f.wait(ctx); err != nil {
+		return nil, err
+	}
+	key := client.ObjectKeyFromObject(upf)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rt := f.upfs[key]; rt != nil {
+		if rt.uid == upf.UID {
+			return rt, nil
+		}
+		delete(f.upfs, key) // deleted and created again under the same name
+		go rt.stop()
+	}
+	pipe, err := loadPipeline(ctx, f.Reader, upf)
+	if err != nil {
+		return nil, err
+	}
+	rt := newRuntime(f, upf, pipe)
+	if err := f.restore(ctx, rt, upf); err != nil {
+		return nil, fmt.Errorf("restoring the allocations of UserPlaneFunction %s: %w", key, err)
+	}
+	rt.start(f.ctx)
+	f.upfs[key] = rt
+	return rt, nil
+}
+
+// lookup returns the UPF's runtime if it exists.
+func (f *Fleet) lookup(key types.NamespacedName) *upfRuntime {
+	f.init()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.upfs[key]
+}
+
+// inNamespace returns the runtimes of the UPFs of a namespace.
+func (f *Fleet) inNamespace(ns string) []*upfRuntime {
+	f.init()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*upfRuntime
+	for k, rt := range f.upfs {
+		if k.Namespace == ns {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
+// remove stops and forgets the UPF's runtime.
+func (f *Fleet) remove(key types.NamespacedName) {
+	f.init()
+	f.mu.Lock()
+	rt := f.upfs[key]
+	delete(f.upfs, key)
+	f.mu.Unlock()
+	if rt != nil {
+		rt.stop()
+	}
+}
+
+// appID returns the policy's application ID: the one its status records, or a new one that the
+// caller must record in the status before writing any entry.
+func (f *Fleet) appID(ctx context.Context, pol *junctionv1.SteeringPolicy) (id uint16, isNew bool, err error) {
+	if err := f.wait(ctx); err != nil {
+		return 0, false, err
+	}
+	if err := f.restoreApps(ctx); err != nil {
+		return 0, false, err
+	}
+	owner := policyOwner(pol.Namespace, pol.Name)
+	if s := pol.Status.ApplicationID; s != nil {
+		if have, ok := f.apps.Lookup(owner); ok && have == uint32(*s) {
+			return uint16(have), false, nil
+		}
+		if err := f.apps.Restore(owner, owner, uint32(*s)); err == nil {
+			return uint16(*s), false, nil
+		}
+		// The recorded ID is taken (restored for another policy first): allocate anew.
+	}
+	idx, err := f.apps.Acquire(owner, owner)
+	if err != nil {
+		return 0, false, err
+	}
+	return uint16(idx), true, nil
+}
+
+func (f *Fleet) releaseApp(pol *junctionv1.SteeringPolicy) {
+	owner := policyOwner(pol.Namespace, pol.Name)
+	f.apps.Release(owner, owner)
+}
+
+// restoreApps rebuilds the application ID pool from every policy's status, once.
+func (f *Fleet) restoreApps(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.appsReady {
+		return nil
+	}
+	var list junctionv1.SteeringPolicyList
+	if err := f.Reader.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing SteeringPolicies to restore application IDs: %w", err)
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Status.ApplicationID == nil {
+			continue
+		}
+		owner := policyOwner(p.Namespace, p.Name)
+		if err := f.apps.Restore(owner, owner, uint32(*p.Status.ApplicationID)); err != nil {
+			f.Log.Error(err, "Recorded application ID not restored; the policy gets a new one", "policy", owner)
+		}
+	}
+	f.appsReady = true
+	return nil
+}
+
+// enqueue sends reconcile requests for objects without blocking the caller.
+func (f *Fleet) enqueue(ch chan event.GenericEvent, objs []client.Object) {
+	if len(objs) == 0 {
+		return
+	}
+	go func() {
+		for _, o := range objs {
+			select {
+			case ch <- event.GenericEvent{Object: o}:
+			case <-f.ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+func (f *Fleet) enqueueSessions(keys []types.NamespacedName) {
+	objs := make([]client.Object, len(keys))
+	for i, k := range keys {
+		objs[i] = &junctionv1.ATSSSSession{}
+		objs[i].SetNamespace(k.Namespace)
+		objs[i].SetName(k.Name)
+	}
+	f.enqueue(f.sessionEvents, objs)
+}
+
+func (f *Fleet) enqueuePolicies(keys []types.NamespacedName) {
+	objs := make([]client.Object, len(keys))
+	for i, k := range keys {
+		objs[i] = &junctionv1.SteeringPolicy{}
+		objs[i].SetNamespace(k.Namespace)
+		objs[i].SetName(k.Name)
+	}
+	f.enqueue(f.policyEvents, objs)
+}
+
+func (f *Fleet) enqueueUPF(key types.NamespacedName) {
+	o := &junctionv1.UserPlaneFunction{}
+	o.SetNamespace(key.Namespace)
+	o.SetName(key.Name)
+	f.enqueue(f.upfEvents, []client.Object{o})
+}

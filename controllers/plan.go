@@ -1,0 +1,130 @@
+package controllers
+
+// Pure helpers of the programmer: converting desired entries for the P4Runtime client, and
+// deciding the initial path state of users that appear on a device.
+
+import (
+	"sort"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/junction-atsss/junction/internal/desired"
+	"github.com/junction-atsss/junction/internal/upfclient"
+)
+
+// P4Info names the operator uses outside internal/desired (docs/pipeline.md).
+const (
+	tableSessions         = "sessions"
+	registerRTT3GPP       = "rtt_3gpp"
+	registerRTTNon3GPP    = "rtt_non3gpp"
+	registerSuspended     = "path_updates_suspended"
+	digestProbeReports    = "probe_reports"
+	redundantCloneSession = 100 // REDUNDANT_CLONE_SESSION
+)
+
+// toClientEntry converts an entry by names of internal/desired into the client's form.
+func toClientEntry(e desired.Entry) upfclient.Entry {
+	out := upfclient.Entry{Table: e.Table, Action: e.Action, Priority: e.Priority}
+	for _, m := range e.Match {
+		cm := upfclient.Match{Field: m.Field, Value: m.Value, Mask: m.Mask, PrefixLen: m.PrefixLen, Low: m.Low, High: m.High}
+		switch m.Kind {
+		case desired.Exact:
+			cm.Kind = p4configv1.MatchField_EXACT
+		case desired.LPM:
+			cm.Kind = p4configv1.MatchField_LPM
+		case desired.Ternary:
+			cm.Kind = p4configv1.MatchField_TERNARY
+		case desired.Range:
+			cm.Kind = p4configv1.MatchField_RANGE
+		}
+		out.Match = append(out.Match, cm)
+	}
+	if e.Action != "" {
+		out.Params = make(map[string][]byte, len(e.Params))
+		for _, p := range e.Params {
+			out.Params[p.Name] = p.Value
+		}
+	}
+	return out
+}
+
+// legs is the set of access legs of a sessions entry.
+type legs uint8
+
+const (
+	leg3GPP    legs = 1 << 0
+	legNon3GPP legs = 1 << 1
+)
+
+// legCount counts the sessions entries of one user on a device that have each leg.
+type legCount struct{ n3GPP, nNon3GPP int }
+
+func (c legCount) add(l legs, d int) legCount {
+	if l&leg3GPP != 0 {
+		c.n3GPP += d
+	}
+	if l&legNon3GPP != 0 {
+		c.nNon3GPP += d
+	}
+	return c
+}
+
+func (c legCount) zero() bool { return c.n3GPP <= 0 && c.nNon3GPP <= 0 }
+
+// sessionLegs reads the user index and present legs (a non-zero UE address) of a `sessions`
+// entry; ok is false for entries of other tables or without set_session.
+func sessionLegs(sch *upfclient.Schema, te *p4v1.TableEntry) (user uint32, l legs, ok bool) {
+	if sch == nil || te.GetAction().GetAction() == nil {
+		return 0, 0, false
+	}
+	e, err := sch.Decode(te)
+	if err != nil || e.Table != tableSessions || e.Action != "set_session" {
+		return 0, 0, false
+	}
+	u, err := upfclient.DecodeUint(e.Params["user_idx"])
+	if err != nil {
+		return 0, 0, false
+	}
+	if v, _ := upfclient.DecodeUint(e.Params["ue_addr_3gpp"]); v != 0 {
+		l |= leg3GPP
+	}
+	if v, _ := upfclient.DecodeUint(e.Params["ue_addr_non3gpp"]); v != 0 {
+		l |= legNon3GPP
+	}
+	return uint32(u), l, true
+}
+
+// registerWrite is one path-state register cell to set.
+type registerWrite struct {
+	register string
+	user     uint32
+	value    uint64
+}
+
+// initialPathWrites decides the path state of users whose legs appear on a device: for every
+// leg no sessions entry of the user had before, rtt_<access>[user] = 1 ("available, RTT not
+// measured yet", so that steering uses the leg before the first probe), and for a user with no
+// entry before, path_updates_suspended[user] = 0. Users whose legs were already there keep
+// their measured state: a replay onto a device that kept its state writes nothing.
+func initialPathWrites(before, after map[uint32]legCount) []registerWrite {
+	users := make([]uint32, 0, len(after))
+	for u := range after {
+		users = append(users, u)
+	}
+	sort.Slice(users, func(i, j int) bool { return users[i] < users[j] })
+	var out []registerWrite
+	for _, u := range users {
+		b, a := before[u], after[u]
+		if b.zero() && !a.zero() {
+			out = append(out, registerWrite{registerSuspended, u, 0})
+		}
+		if b.n3GPP <= 0 && a.n3GPP > 0 {
+			out = append(out, registerWrite{registerRTT3GPP, u, 1})
+		}
+		if b.nNon3GPP <= 0 && a.nNon3GPP > 0 {
+			out = append(out, registerWrite{registerRTTNon3GPP, u, 1})
+		}
+	}
+	return out
+}

@@ -1,0 +1,605 @@
+package controllers
+
+// The programmer of one UPF. Its way:
+//
+//	reconcile ─> Apply(owner → entries) ─> desired (by owner) ─> dirty ─┐
+//	                                                                    ├─> run loop: one round per
+//	reconcile ─> Apply(...) ───────────────────────────────────────────-┘   coalescing window:
+//	        plan (diff against the mirror) ─> Write (deletes, then registers + inserts/modifies)
+//	        ─> mirror updated from the per-update results ─> each waiter gets its owners' errors
+//	new primary generation ─> replay: read every table back, mirror := what is there,
+//	        write the difference to the whole desired state (nothing when nothing changed)
+//
+// One goroutine (run) does every device write, so plans never race each other; reconciles of
+// many objects share WriteRequests.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc/codes"
+
+	"github.com/junction-atsss/junction/internal/desired"
+	"github.com/junction-atsss/junction/internal/upfclient"
+)
+
+// entryDevice is what the programmer needs from a upfclient.Device.
+type entryDevice interface {
+	Schema() *upfclient.Schema
+	Write(ctx context.Context, updates []*p4v1.Update) []error
+	ReadTable(ctx context.Context, table string) ([]*p4v1.TableEntry, error)
+}
+
+var (
+	// errNotSynced: the device is not primary or not replayed yet. The desired state is kept
+	// and written by the replay of the next primary generation.
+	errNotSynced = errors.New("the UPF is not connected as primary")
+	// errStopped: the UPF's runtime was stopped.
+	errStopped = errors.New("the UPF runtime stopped")
+)
+
+// TableFullError says an entry did not fit: the table is full.
+type TableFullError struct {
+	Table string
+	Err   error
+}
+
+func (e *TableFullError) Error() string { return fmt.Sprintf("table %s is full: %v", e.Table, e.Err) }
+func (e *TableFullError) Unwrap() error { return e.Err }
+
+// ConflictError says an entry is already owned by another object (e.g. two sessions with one
+// session address on one UPF).
+type ConflictError struct {
+	Table, Owner string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("a %s entry with the same key belongs to %s", e.Table, e.Owner)
+}
+
+// Change sets everything one owner wants on the device; nil Entries removes the owner.
+type Change struct {
+	Owner   string
+	Entries []desired.Entry
+}
+
+// builtEntry is a desired entry resolved against the device's P4Info.
+type builtEntry struct {
+	e   desired.Entry
+	te  *p4v1.TableEntry
+	key string // upfclient.EntryKey(te)
+	err error  // the entry cannot be built (a name or value the P4Info refuses)
+}
+
+type waiter struct {
+	owners map[string]struct{}
+	errs   map[string]error
+	done   chan struct{}
+}
+
+type progMode int
+
+const (
+	modeDown      progMode = iota // not primary: Apply records and returns errNotSynced
+	modeReplaying                 // a replay is due or running: Apply queues behind it
+	modeSynced                    // the mirror is the device: Apply queues for the next round
+)
+
+// programmer keeps one UPF's desired entries by owner and a mirror of its device.
+type programmer struct {
+	dev    entryDevice
+	log    logr.Logger
+	window time.Duration
+	// onRoom is told the owners that failed for a full table once entries of that table were
+	// deleted; onWrite after every round or replay (for status refreshes).
+	onRoom   func(owners []string)
+	onSynced func()
+	// onReplayFailed is told a generation whose replay failed (to set it up again later).
+	onReplayFailed func(gen uint64)
+
+	kick     chan struct{}
+	replayCh chan uint64
+
+	mu        sync.Mutex
+	mode      progMode
+	gen       uint64 // the generation being replayed or synced
+	sch       *upfclient.Schema
+	owners    map[string]map[string]*builtEntry // owner → desired.Entry.Key() → entry
+	claims    map[string]string                 // desired key → owner
+	want      map[string]*builtEntry            // upfclient.EntryKey → the entry an owner wants
+	mirror    map[string]*p4v1.TableEntry       // upfclient.EntryKey → entry on the device
+	legs      map[uint32]legCount               // users' legs, from the mirror's sessions entries
+	usage     map[string]int                    // table → entries on the device
+	dirty     map[string]struct{}               // owners changed since the last round
+	stale     map[string]*p4v1.TableEntry       // keys owners dropped, to delete if on the device
+	waiters   []*waiter
+	failed    map[string]error  // owner → why its last write failed
+	full      map[string]string // owner → the table that was full
+	lastSync  time.Time
+	writes    uint64 // updates written since start (tests and status)
+	replayErr error
+}
+
+func newProgrammer(dev entryDevice, log logr.Logger, window time.Duration) *programmer {
+	return &programmer{
+		dev: dev, log: log, window: window, onRoom: func([]string) {}, onSynced: func() {}, onReplayFailed: func(uint64) {},
+		kick: make(chan struct{}, 1), replayCh: make(chan uint64, 1),
+		owners: map[string]map[string]*builtEntry{}, claims: map[string]string{}, want: map[string]*builtEntry{},
+		mirror: map[string]*p4v1.TableEntry{}, legs: map[uint32]legCount{}, usage: map[string]int{},
+		dirty: map[string]struct{}{}, stale: map[string]*p4v1.TableEntry{},
+		failed: map[string]error{}, full: map[string]string{},
+	}
+}
+
+// Seed records owners' desired entries without writing (the state restored at start, which the
+// first replay writes). It fails for an entry another owner claims.
+func (p *programmer) Seed(changes ...Change) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for _, c := range changes {
+		if _, err := p.setLocked(c); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.Owner, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Set records owners' desired entries and schedules their writing without waiting (for
+// changes that must be ordered against allocations, made under the caller's lock).
+func (p *programmer) Set(changes ...Change) {
+	p.mu.Lock()
+	for _, c := range changes {
+		if _, err := p.setLocked(c); err != nil {
+			p.log.Error(err, "Desired entries not recorded", "owner", c.Owner)
+			continue
+		}
+		if p.mode != modeDown {
+			p.dirty[c.Owner] = struct{}{}
+		}
+	}
+	p.mu.Unlock()
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Apply makes the device hold exactly the given entries for each owner and returns per owner
+// nil or why it does not (errNotSynced, *TableFullError, *ConflictError, a device error). It
+// waits for the round that writes the change; with nothing to write it returns at once.
+func (p *programmer) Apply(ctx context.Context, changes ...Change) (map[string]error, error) {
+	out := make(map[string]error, len(changes))
+	w := &waiter{owners: map[string]struct{}{}, done: make(chan struct{})}
+	p.mu.Lock()
+	for _, c := range changes {
+		dropped, err := p.setLocked(c)
+		if err != nil {
+			out[c.Owner] = err
+			continue
+		}
+		if p.mode == modeSynced && !dropped && p.inSyncLocked(c.Owner) {
+			out[c.Owner] = nil
+			continue
+		}
+		if p.mode == modeDown {
+			out[c.Owner] = errNotSynced
+			continue
+		}
+		p.dirty[c.Owner] = struct{}{}
+		w.owners[c.Owner] = struct{}{}
+	}
+	if len(w.owners) == 0 {
+		p.mu.Unlock()
+		return out, nil
+	}
+	p.waiters = append(p.waiters, w)
+	p.mu.Unlock()
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for o, err := range w.errs {
+		out[o] = err
+	}
+	return out, nil
+}
+
+// setLocked replaces an owner's desired entries. Entries it no longer wants (or wants with
+// other action data) leave the wanted set; those no longer wanted at all become stale, to be
+// deleted. It reports whether any entry was dropped.
+func (p *programmer) setLocked(c Change) (dropped bool, err error) {
+	next := make(map[string]*builtEntry, len(c.Entries))
+	for _, e := range c.Entries {
+		k := e.Key()
+		if o, taken := p.claims[k]; taken && o != c.Owner {
+			return false, &ConflictError{Table: e.Table, Owner: o}
+		}
+		next[k] = nil
+	}
+	prev := p.owners[c.Owner]
+	for k, be := range prev {
+		if _, keep := next[k]; keep {
+			continue
+		}
+		delete(p.claims, k)
+		p.unwantLocked(be)
+		if be.te != nil {
+			p.stale[be.key] = be.te
+		}
+		dropped = true
+	}
+	for _, e := range c.Entries {
+		k := e.Key()
+		old := prev[k]
+		if old != nil && sameDesired(old.e, e) {
+			next[k] = old
+			continue
+		}
+		if old != nil {
+			p.unwantLocked(old)
+		}
+		be := &builtEntry{e: e}
+		p.build(be)
+		next[k] = be
+		p.claims[k] = c.Owner
+	}
+	if len(c.Entries) == 0 {
+		delete(p.owners, c.Owner)
+		delete(p.failed, c.Owner)
+		delete(p.full, c.Owner)
+	} else {
+		p.owners[c.Owner] = next
+	}
+	return dropped, nil
+}
+
+func (p *programmer) unwantLocked(be *builtEntry) {
+	if be.key != "" && p.want[be.key] == be {
+		delete(p.want, be.key)
+	}
+}
+
+// build resolves an entry against the current schema (lazily: before the first connection
+// there is none and the replay builds everything).
+func (p *programmer) build(be *builtEntry) {
+	if p.sch == nil {
+		return
+	}
+	p.unwantLocked(be)
+	be.te, be.err = p.sch.Build(toClientEntry(be.e))
+	be.key = ""
+	if be.err == nil {
+		be.key = upfclient.EntryKey(be.te)
+		p.want[be.key] = be
+	}
+}
+
+// inSyncLocked: every entry of the owner is on the device as wanted and nothing it dropped
+// waits for deletion.
+func (p *programmer) inSyncLocked(owner string) bool {
+	if _, d := p.dirty[owner]; d {
+		return false
+	}
+	if _, f := p.failed[owner]; f {
+		return false
+	}
+	for _, be := range p.owners[owner] {
+		if be == nil || be.te == nil {
+			return false
+		}
+		have, ok := p.mirror[be.key]
+		if !ok || (have != be.te && !upfclient.SameEntry(have, be.te)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Down marks the device unreachable: queued and future Applies get errNotSynced until the
+// next replay.
+func (p *programmer) Down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mode == modeDown {
+		return
+	}
+	p.mode = modeDown
+	p.releaseWaitersLocked(errNotSynced)
+}
+
+// RequestReplay asks the run loop to replay the whole desired state for generation gen (the
+// pipeline is in place). Applies queue behind it.
+func (p *programmer) RequestReplay(gen uint64) {
+	p.mu.Lock()
+	p.mode, p.gen = modeReplaying, gen
+	p.mu.Unlock()
+	select {
+	case <-p.replayCh:
+	default:
+	}
+	p.replayCh <- gen
+}
+
+func (p *programmer) releaseWaitersLocked(err error) {
+	for _, w := range p.waiters {
+		w.errs = map[string]error{}
+		for o := range w.owners {
+			w.errs[o] = err
+		}
+		close(w.done)
+	}
+	p.waiters = nil
+	clear(p.dirty)
+}
+
+// run does every write until ctx ends.
+func (p *programmer) run(ctx context.Context) {
+	defer func() {
+		p.mu.Lock()
+		p.mode = modeDown
+		p.releaseWaitersLocked(errStopped)
+		p.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case gen := <-p.replayCh:
+			p.replay(ctx, gen)
+			p.round(ctx) // whatever changed while the replay read the device
+		case <-p.kick:
+			// Coalesce: let concurrent reconciles add their changes to this round.
+			t := time.NewTimer(p.window)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case gen := <-p.replayCh:
+				t.Stop()
+				p.replay(ctx, gen)
+			case <-t.C:
+			}
+			p.round(ctx)
+		}
+	}
+}
+
+// sortedKeys returns a map's keys in order, for deterministic writes.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// pendingUpdate is one planned write and whom it is for.
+type pendingUpdate struct {
+	u     *p4v1.Update
+	key   string
+	te    *p4v1.TableEntry
+	table string
+	owner string // "" for stale deletes and path-state registers
+}
+
+// round writes the difference for every dirty owner.
+func (p *programmer) round(ctx context.Context) {
+	p.mu.Lock()
+	if p.mode != modeSynced || (len(p.dirty) == 0 && len(p.waiters) == 0 && len(p.stale) == 0) {
+		p.mu.Unlock()
+		return
+	}
+	owners := p.dirty
+	p.dirty = map[string]struct{}{}
+	waiters := p.waiters
+	p.waiters = nil
+	ownerErr := map[string]error{}
+	var dels, ups []pendingUpdate
+	for _, o := range sortedKeys(owners) {
+		for _, k := range sortedKeys(p.owners[o]) {
+			be := p.owners[o][k]
+			if be.te == nil && be.err == nil {
+				p.build(be)
+			}
+			if be.err != nil {
+				ownerErr[o] = be.err
+				continue
+			}
+			if pu, ok := p.planEntryLocked(be, o); ok {
+				ups = append(ups, pu)
+			}
+		}
+		delete(p.failed, o)
+	}
+	for key, te := range p.stale {
+		if _, onDev := p.mirror[key]; onDev && p.want[key] == nil {
+			dels = append(dels, pendingUpdate{u: upfclient.Delete(te), key: key, te: te, table: p.sch.TableName(te.GetTableId())})
+		}
+	}
+	clear(p.stale)
+	regs := p.pathInitLocked(ups, dels)
+	p.mu.Unlock()
+
+	results := p.write(ctx, dels, regs, ups)
+
+	p.mu.Lock()
+	p.settleLocked(results, ownerErr)
+	for _, w := range waiters {
+		w.errs = map[string]error{}
+		for o := range w.owners {
+			if _, done := owners[o]; done {
+				w.errs[o] = ownerErr[o]
+			} else {
+				w.errs[o] = errNotSynced // dropped by Down before this round
+			}
+		}
+		close(w.done)
+	}
+	room := p.roomLocked(results)
+	p.mu.Unlock()
+	if len(room) > 0 {
+		p.onRoom(room)
+	}
+}
+
+// planEntryLocked returns the insert or modify that puts be on the device, if one is needed.
+func (p *programmer) planEntryLocked(be *builtEntry, owner string) (pendingUpdate, bool) {
+	table := be.e.Table
+	have, ok := p.mirror[be.key]
+	switch {
+	case !ok:
+		return pendingUpdate{u: upfclient.Insert(be.te), key: be.key, te: be.te, table: table, owner: owner}, true
+	case have != be.te && !upfclient.SameEntry(have, be.te):
+		return pendingUpdate{u: upfclient.Modify(be.te), key: be.key, te: be.te, table: table, owner: owner}, true
+	}
+	return pendingUpdate{}, false
+}
+
+type writeResult struct {
+	pu  pendingUpdate
+	err error
+}
+
+// write sends deletes first (so that they make room), then path-state registers and the
+// inserts and modifies, and returns every update's result.
+func (p *programmer) write(ctx context.Context, dels, regs, ups []pendingUpdate) []writeResult {
+	var out []writeResult
+	for _, batch := range [][]pendingUpdate{dels, append(regs, ups...)} {
+		if len(batch) == 0 {
+			continue
+		}
+		updates := make([]*p4v1.Update, len(batch))
+		for i, pu := range batch {
+			updates[i] = pu.u
+		}
+		errs := p.dev.Write(ctx, updates)
+		for i, pu := range batch {
+			var err error
+			if errs != nil {
+				err = errs[i]
+			}
+			out = append(out, writeResult{pu: pu, err: err})
+		}
+		p.mu.Lock()
+		p.writes += uint64(len(batch))
+		p.mu.Unlock()
+	}
+	return out
+}
+
+// settleLocked applies write results to the mirror and the owners' errors.
+func (p *programmer) settleLocked(results []writeResult, ownerErr map[string]error) {
+	for _, r := range results {
+		pu, err := r.pu, r.err
+		if pu.key == "" { // a register write
+			if err != nil {
+				p.log.Error(err, "Initial path state not written")
+			}
+			continue
+		}
+		code := upfclient.Code(err)
+		switch pu.u.GetType() {
+		case p4v1.Update_DELETE:
+			if err == nil || code == codes.NotFound {
+				p.delMirrorLocked(pu.key)
+				err = nil
+			}
+		case p4v1.Update_INSERT:
+			switch {
+			case err == nil:
+				p.setMirrorLocked(pu.key, pu.te)
+			case code == codes.AlreadyExists:
+				// Someone else wrote it: make the next round modify it.
+				p.setMirrorLocked(pu.key, &p4v1.TableEntry{TableId: pu.te.GetTableId()})
+			}
+		case p4v1.Update_MODIFY:
+			switch {
+			case err == nil:
+				p.setMirrorLocked(pu.key, pu.te)
+			case code == codes.NotFound:
+				p.delMirrorLocked(pu.key)
+			}
+		}
+		if err == nil || pu.owner == "" {
+			if err != nil {
+				p.log.Error(err, "Stale entry not deleted", "table", pu.table)
+			}
+			continue
+		}
+		if code == codes.ResourceExhausted {
+			err = &TableFullError{Table: pu.table, Err: err}
+			p.full[pu.owner] = pu.table
+		} else if code == codes.Unavailable || code == codes.PermissionDenied {
+			err = fmt.Errorf("%w: %v", errNotSynced, err)
+		}
+		if ownerErr[pu.owner] == nil {
+			ownerErr[pu.owner] = err
+		}
+		p.failed[pu.owner] = err
+	}
+}
+
+// roomLocked returns the owners that waited for room in a table entries were deleted from.
+func (p *programmer) roomLocked(results []writeResult) []string {
+	freed := map[string]bool{}
+	for _, r := range results {
+		if r.err == nil && r.pu.u.GetType() == p4v1.Update_DELETE {
+			freed[r.pu.table] = true
+		}
+	}
+	var out []string
+	for o, t := range p.full {
+		if freed[t] {
+			out = append(out, o)
+			delete(p.full, o)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// progStatus is what the UPF status shows of the programmer.
+type progStatus struct {
+	Synced    bool
+	LastSync  time.Time
+	ReplayErr error
+	Usage     map[string]int
+	Writes    uint64
+}
+
+func (p *programmer) Status() progStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u := make(map[string]int, len(p.usage))
+	for k, v := range p.usage {
+		u[k] = v
+	}
+	return progStatus{Synced: p.mode == modeSynced, LastSync: p.lastSync, ReplayErr: p.replayErr, Usage: u, Writes: p.writes}
+}
+
+// OwnerState reports whether the owner's entries are all on the device, and the last error.
+func (p *programmer) OwnerState(owner string) (inSync bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mode != modeSynced {
+		return false, errNotSynced
+	}
+	return p.inSyncLocked(owner), p.failed[owner]
+}
+
+func sameDesired(a, b desired.Entry) bool {
+	return a.Key() == b.Key() && a.SameAction(b)
+}

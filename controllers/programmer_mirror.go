@@ -1,0 +1,85 @@
+package controllers
+
+// The programmer's mirror of the device: every change goes through setMirrorLocked and
+// delMirrorLocked, which keep table usage and the users' legs (for the initial path state)
+// in step.
+
+import (
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+)
+
+func (p *programmer) setMirrorLocked(key string, te *p4v1.TableEntry) {
+	old, had := p.mirror[key]
+	if had {
+		p.countLocked(old, -1)
+	}
+	p.mirror[key] = te
+	p.countLocked(te, +1)
+}
+
+func (p *programmer) delMirrorLocked(key string) {
+	if old, had := p.mirror[key]; had {
+		p.countLocked(old, -1)
+		delete(p.mirror, key)
+	}
+}
+
+// countLocked keeps table usage and users' legs in step with the mirror.
+func (p *programmer) countLocked(te *p4v1.TableEntry, d int) {
+	if p.sch == nil {
+		return
+	}
+	table := p.sch.TableName(te.GetTableId())
+	p.usage[table] += d
+	if table != tableSessions {
+		return
+	}
+	if user, l, ok := sessionLegs(p.sch, te); ok {
+		c := p.legs[user].add(l, d)
+		if c.zero() {
+			delete(p.legs, user)
+		} else {
+			p.legs[user] = c
+		}
+	}
+}
+
+// pathInitLocked plans the initial path state of users whose legs appear on the device with
+// this round: rtt_<access>[user] = 1 (available, RTT not measured yet) for every leg that no
+// sessions entry of the user had before, and path_updates_suspended[user] = 0 for a user that
+// had no entry at all (an index freed and reused must not inherit a suspension).
+func (p *programmer) pathInitLocked(ups, dels []pendingUpdate) []pendingUpdate {
+	after := map[uint32]legCount{}
+	touch := func(te *p4v1.TableEntry, d int) {
+		user, l, ok := sessionLegs(p.sch, te)
+		if !ok {
+			return
+		}
+		c, seen := after[user]
+		if !seen {
+			c = p.legs[user]
+		}
+		after[user] = c.add(l, d)
+	}
+	for _, pu := range append(append([]pendingUpdate(nil), dels...), ups...) {
+		if pu.table != tableSessions {
+			continue
+		}
+		if old, ok := p.mirror[pu.key]; ok && (pu.u.GetType() != p4v1.Update_INSERT) {
+			touch(old, -1)
+		}
+		if pu.u.GetType() != p4v1.Update_DELETE {
+			touch(pu.te, +1)
+		}
+	}
+	var out []pendingUpdate
+	for _, w := range initialPathWrites(p.legs, after) {
+		u, err := p.sch.RegisterUpdate(w.register, int64(w.user), w.value)
+		if err != nil {
+			p.log.Error(err, "Initial path state not planned", "register", w.register)
+			continue
+		}
+		out = append(out, pendingUpdate{u: u, table: w.register})
+	}
+	return out
+}

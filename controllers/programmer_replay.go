@@ -1,0 +1,111 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/junction-atsss/junction/internal/upfclient"
+)
+
+// replay reads the device back and writes the difference to the whole desired state.
+func (p *programmer) replay(ctx context.Context, gen uint64) {
+	sch := p.dev.Schema()
+	if sch == nil {
+		p.failReplay(gen, upfclient.ErrNoPipeline)
+		return
+	}
+	p.mu.Lock()
+	if p.sch != sch {
+		p.sch = sch
+		p.want = map[string]*builtEntry{}
+		for _, o := range p.owners {
+			for _, be := range o {
+				p.build(be)
+			}
+		}
+	}
+	p.mu.Unlock()
+
+	read := map[string]*p4v1.TableEntry{}
+	for _, t := range sch.P4Info().GetTables() {
+		entries, err := p.dev.ReadTable(ctx, t.GetPreamble().GetName())
+		if err != nil {
+			p.failReplay(gen, err)
+			return
+		}
+		for _, te := range entries {
+			read[upfclient.EntryKey(te)] = te
+		}
+	}
+
+	p.mu.Lock()
+	if p.gen != gen || p.mode != modeReplaying {
+		p.mu.Unlock()
+		return // superseded by a newer generation or the device went down
+	}
+	p.mirror, p.legs, p.usage = map[string]*p4v1.TableEntry{}, map[uint32]legCount{}, map[string]int{}
+	for k, te := range read {
+		p.setMirrorLocked(k, te)
+	}
+	ownerErr := map[string]error{}
+	var ups, dels []pendingUpdate
+	for _, o := range sortedKeys(p.owners) {
+		for _, k := range sortedKeys(p.owners[o]) {
+			be := p.owners[o][k]
+			if be.err != nil {
+				ownerErr[o] = be.err
+				p.failed[o] = be.err
+				continue
+			}
+			if have, ok := p.mirror[be.key]; ok && upfclient.SameEntry(have, be.te) {
+				p.setMirrorLocked(be.key, be.te) // share the built entry: one copy in memory
+				continue
+			}
+			if pu, ok := p.planEntryLocked(be, o); ok {
+				ups = append(ups, pu)
+			}
+		}
+	}
+	for _, k := range sortedKeys(p.mirror) {
+		if p.want[k] == nil {
+			te := p.mirror[k]
+			dels = append(dels, pendingUpdate{u: upfclient.Delete(te), key: k, te: te, table: sch.TableName(te.GetTableId())})
+		}
+	}
+	clear(p.stale)
+	clear(p.failed)
+	regs := p.pathInitLocked(ups, dels)
+	p.mu.Unlock()
+
+	results := p.write(ctx, dels, regs, ups)
+
+	p.mu.Lock()
+	p.settleLocked(results, ownerErr)
+	if p.gen == gen && p.mode == modeReplaying {
+		p.mode = modeSynced
+		p.lastSync = time.Now()
+		p.replayErr = nil
+	}
+	room := p.roomLocked(results)
+	p.mu.Unlock()
+	p.log.Info("Replayed the desired state", "generation", gen, "insertedOrModified", len(ups), "deleted", len(dels), "entriesRead", len(read))
+	if len(room) > 0 {
+		p.onRoom(room)
+	}
+	p.onSynced()
+}
+
+func (p *programmer) failReplay(gen uint64, err error) {
+	p.log.Error(err, "Replay failed", "generation", gen)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gen == gen {
+		p.replayErr = err
+		p.mode = modeDown
+		p.releaseWaitersLocked(errNotSynced)
+		go p.onReplayFailed(gen)
+	}
+	go p.onSynced()
+}

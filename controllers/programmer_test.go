@@ -1,0 +1,268 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/desired"
+	"github.com/junction-atsss/junction/internal/softupf/dataplane"
+	"github.com/junction-atsss/junction/internal/softupf/p4rt"
+	"github.com/junction-atsss/junction/internal/upfclient"
+	"github.com/junction-atsss/junction/p4"
+)
+
+// progRig is a programmer on a real software UPF (P4Runtime server and data plane) over gRPC.
+type progRig struct {
+	srv  *p4rt.Server
+	dev  *upfclient.Device
+	prog *programmer
+	gen  uint64
+	room chan []string
+}
+
+func newProgRig(t *testing.T, edit func(*p4configv1.P4Info)) *progRig {
+	t.Helper()
+	dp, err := dataplane.New(dataplane.Config{Pool: dataplane.NewPool(16), MaxHeld: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := p4rt.New(dp, p4rt.Options{DeviceID: 1})
+	gs := grpc.NewServer()
+	p4v1.RegisterP4RuntimeServer(gs, srv)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(gs.Stop)
+
+	dev, err := upfclient.New(upfclient.Config{Address: lis.Addr().String(), DeviceID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = dev.Run(ctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	st, err := dev.WaitPrimary(wctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := p4.P4Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(info)
+	}
+	if _, err := dev.EnsurePipeline(wctx, info, nil, upfclient.Cookie(info, nil), upfclient.PushIfDifferent); err != nil {
+		t.Fatal(err)
+	}
+	var sw deviceSwitch
+	sw.cur.Store(dev)
+	r := &progRig{srv: srv, dev: dev, gen: st.Generation, room: make(chan []string, 16)}
+	r.prog = newProgrammer(&sw, logr.Discard(), 5*time.Millisecond)
+	r.prog.onRoom = func(o []string) { r.room <- o }
+	go r.prog.run(ctx)
+	r.replay(t)
+	return r
+}
+
+// replay asks for a replay and waits until the programmer is synced again.
+func (r *progRig) replay(t *testing.T) {
+	t.Helper()
+	synced := make(chan struct{}, 1)
+	r.prog.onSynced = func() {
+		select {
+		case synced <- struct{}{}:
+		default:
+		}
+	}
+	r.prog.RequestReplay(r.gen)
+	select {
+	case <-synced:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no replay within 10s")
+	}
+	if st := r.prog.Status(); !st.Synced {
+		t.Fatalf("not synced after the replay: %v", st.ReplayErr)
+	}
+}
+
+func (r *progRig) count(t *testing.T, table string) int {
+	t.Helper()
+	es, err := r.dev.ReadTable(context.Background(), table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}
+
+// sessionEntries are the entries of a WiFi-only session i of user i.
+func sessionEntries(t *testing.T, i int) []desired.Entry {
+	t.Helper()
+	es, err := desired.SessionEntries(desired.Session{
+		Name: fmt.Sprintf("s%d", i), UserIndex: uint32(i),
+		Spec: junctionv1.ATSSSSessionSpec{
+			SessionAddress: junctionv1.IPv4Address(fmt.Sprintf("10.60.%d.%d", i/250, i%250+1)),
+			AccessLegs:     junctionv1.AccessLegs{NonThreeGPP: &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.1"}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func TestProgrammerBatchesConcurrentAppliesIntoFewWrites(t *testing.T) {
+	r := newProgRig(t, nil)
+	before := r.srv.Stats().WriteRequests
+	const n = 300
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := fmt.Sprintf("session/ns/s%d", i)
+			res, err := r.prog.Apply(context.Background(), Change{Owner: owner, Entries: sessionEntries(t, i)})
+			errs[i] = errors.Join(err, res[owner])
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.count(t, "sessions"); got != n {
+		t.Fatalf("%d sessions entries, want %d", got, n)
+	}
+	writes := r.srv.Stats().WriteRequests - before
+	if writes > n/10 {
+		t.Errorf("%d concurrent applies took %d WriteRequests, want them batched (at most %d)", n, writes, n/10)
+	}
+	t.Logf("%d applies, %d WriteRequests", n, writes)
+
+	t.Run("applying the same entries again writes nothing", func(t *testing.T) {
+		before := r.srv.Stats().WriteRequests
+		res, err := r.prog.Apply(context.Background(), Change{Owner: "session/ns/s1", Entries: sessionEntries(t, 1)})
+		if err != nil || res["session/ns/s1"] != nil {
+			t.Fatal(err, res)
+		}
+		if got := r.srv.Stats().WriteRequests - before; got != 0 {
+			t.Errorf("%d WriteRequests for an unchanged owner", got)
+		}
+	})
+	t.Run("a replay onto a device that holds everything writes nothing", func(t *testing.T) {
+		before := r.srv.Stats().WriteRequests
+		r.replay(t)
+		if got := r.srv.Stats().WriteRequests - before; got != 0 {
+			t.Errorf("%d WriteRequests replaying an unchanged device", got)
+		}
+	})
+}
+
+func TestProgrammerReplayRepairsTheDevice(t *testing.T) {
+	r := newProgRig(t, nil)
+	for i := 0; i < 3; i++ {
+		owner := fmt.Sprintf("session/ns/s%d", i)
+		if res, err := r.prog.Apply(context.Background(), Change{Owner: owner, Entries: sessionEntries(t, i)}); err != nil || res[owner] != nil {
+			t.Fatal(err, res)
+		}
+	}
+	// Someone else deletes one of ours and adds a stranger.
+	sch := r.dev.Schema()
+	ours, err := sch.Build(toClientEntry(sessionEntries(t, 0)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := sch.Build(toClientEntry(sessionEntries(t, 9)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := r.dev.Write(context.Background(), []*p4v1.Update{upfclient.Delete(ours), upfclient.Insert(stranger)}); errs != nil {
+		t.Fatal(errs)
+	}
+	r.replay(t)
+	es, err := r.dev.ReadTable(context.Background(), "sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, e := range es {
+		keys[upfclient.EntryKey(e)] = true
+	}
+	if !keys[upfclient.EntryKey(ours)] || keys[upfclient.EntryKey(stranger)] || len(es) != 3 {
+		t.Errorf("after the replay: ours present %v, stranger present %v, %d entries", keys[upfclient.EntryKey(ours)], keys[upfclient.EntryKey(stranger)], len(es))
+	}
+}
+
+func TestProgrammerOwnershipAndDeletion(t *testing.T) {
+	r := newProgRig(t, nil)
+	ctx := context.Background()
+	if res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/a", Entries: sessionEntries(t, 1)}); err != nil || res["session/ns/a"] != nil {
+		t.Fatal(err, res)
+	}
+	t.Run("an entry another owner holds is a conflict and changes nothing", func(t *testing.T) {
+		res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/b", Entries: sessionEntries(t, 1)})
+		var ce *ConflictError
+		if err != nil || !errors.As(res["session/ns/b"], &ce) || ce.Owner != "session/ns/a" {
+			t.Fatalf("got %v %v, want a conflict with session/ns/a", err, res)
+		}
+	})
+	t.Run("removing an owner deletes its entries", func(t *testing.T) {
+		if res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/a"}); err != nil || res["session/ns/a"] != nil {
+			t.Fatal(err, res)
+		}
+		if n := r.count(t, "sessions"); n != 0 {
+			t.Errorf("%d sessions entries left", n)
+		}
+	})
+}
+
+func TestProgrammerTableFullThenRoom(t *testing.T) {
+	r := newProgRig(t, func(info *p4configv1.P4Info) {
+		for _, tb := range info.GetTables() {
+			if tb.GetPreamble().GetName() == "sessions" {
+				tb.Size = 2
+			}
+		}
+	})
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		owner := fmt.Sprintf("session/ns/s%d", i)
+		if res, err := r.prog.Apply(ctx, Change{Owner: owner, Entries: sessionEntries(t, i)}); err != nil || res[owner] != nil {
+			t.Fatal(err, res)
+		}
+	}
+	res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/s2", Entries: sessionEntries(t, 2)})
+	var full *TableFullError
+	if err != nil || !errors.As(res["session/ns/s2"], &full) || full.Table != "sessions" {
+		t.Fatalf("got %v %v, want TableFull on sessions", err, res)
+	}
+	if res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/s0"}); err != nil || res["session/ns/s0"] != nil {
+		t.Fatal(err, res)
+	}
+	select {
+	case owners := <-r.room:
+		if len(owners) != 1 || owners[0] != "session/ns/s2" {
+			t.Errorf("room for %v, want session/ns/s2", owners)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no room notification after a delete in the full table")
+	}
+	if res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/s2", Entries: sessionEntries(t, 2)}); err != nil || res["session/ns/s2"] != nil {
+		t.Fatalf("retry: %v %v", err, res)
+	}
+}

@@ -1,0 +1,216 @@
+package controllers
+
+// Restoring a UPF's allocations and desired state from what the API server records, before
+// the runtime is used: a restarted or newly elected operator then neither leaks nor
+// duplicates an index, and its first replay finds the device as it wants it (zero writes).
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/desired"
+)
+
+func sessionKey(ns, name string) string { return ns + "/" + name }
+
+func splitKey(k string) types.NamespacedName {
+	ns, name, _ := strings.Cut(k, "/")
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+// parseOwner splits an owner name into its kind and object.
+func parseOwner(o string) (kind string, key types.NamespacedName, ok bool) {
+	if o == ownerUPF {
+		return ownerUPF, key, true
+	}
+	kind, rest, found := strings.Cut(o, "/")
+	if !found || (kind != "session" && kind != "policy") {
+		return "", key, false
+	}
+	return kind, splitKey(rest), true
+}
+
+// restore rebuilds rt's pools from the sessions' status and seeds its programmer with the
+// desired entries of the UPF, its policies, tunnel peers and sessions.
+func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.UserPlaneFunction) error {
+	var sessions junctionv1.ATSSSSessionList
+	if err := f.Reader.List(ctx, &sessions, client.InNamespace(upf.Namespace)); err != nil {
+		return fmt.Errorf("listing ATSSSSessions: %w", err)
+	}
+	var policies junctionv1.SteeringPolicyList
+	if err := f.Reader.List(ctx, &policies, client.InNamespace(upf.Namespace)); err != nil {
+		return fmt.Errorf("listing SteeringPolicies: %w", err)
+	}
+	var changes []Change
+	if es, err := desired.UPFEntries(upf.Spec); err == nil {
+		changes = append(changes, Change{Owner: ownerUPF, Entries: es})
+	}
+	for i := range policies.Items {
+		p := &policies.Items[i]
+		if p.DeletionTimestamp != nil || p.Status.ApplicationID == nil {
+			continue
+		}
+		es, err := desired.ApplicationEntries(desired.Policy{Name: p.Name, AppID: uint16(*p.Status.ApplicationID), Spec: p.Spec})
+		if err == nil {
+			changes = append(changes, Change{Owner: policyOwner(p.Namespace, p.Name), Entries: es})
+		}
+	}
+	restored := 0
+	for i := range sessions.Items {
+		s := &sessions.Items[i]
+		if s.Spec.UPFRef.Name != upf.Name {
+			continue
+		}
+		a := rt.restoreSession(s)
+		restored++
+		if s.DeletionTimestamp != nil {
+			continue // its entries go; the delete gate frees its indexes
+		}
+		sel, _, _ := selectPolicies(s, policies.Items)
+		n, err := sessionNeeds(s, sel)
+		if err != nil || !a.complete(n) {
+			continue // the reconcile allocates what is missing
+		}
+		ds, err := buildSession(s, upf, a, sel)
+		if err != nil {
+			continue
+		}
+		es, err := desired.SessionEntries(ds)
+		if err != nil {
+			continue
+		}
+		changes = append(changes, Change{Owner: sessionOwner(s.Namespace, s.Name), Entries: es})
+	}
+	for gnb, idx := range rt.peerIndexes() {
+		changes = append(changes, Change{Owner: peerOwner(gnb), Entries: []desired.Entry{desired.TunnelPeerEntry(idx, netip.MustParseAddr(gnb))}})
+	}
+	if err := rt.prog.Seed(changes...); err != nil {
+		rt.log.Error(err, "Some recorded entries conflict; their objects are reconciled again")
+	}
+	rt.log.Info("Restored allocations", "sessions", restored, "users", rt.users.Used(), "tunnelPeers", rt.peers.Used(), "sequenceIndexes", rt.seqs.Used(), "owners", len(changes))
+	return nil
+}
+
+// selectPolicies returns the policies a session selects (policyRefs and policySelector) that
+// exist and have an application ID, sorted by name; the names it references that do not exist
+// (or are being deleted); and those that have no application ID yet.
+func selectPolicies(s *junctionv1.ATSSSSession, all []junctionv1.SteeringPolicy) (sel []desired.Policy, missing, pending []string) {
+	byName := make(map[string]*junctionv1.SteeringPolicy, len(all))
+	for i := range all {
+		if all[i].DeletionTimestamp == nil {
+			byName[all[i].Name] = &all[i]
+		}
+	}
+	taken := map[string]bool{}
+	add := func(p *junctionv1.SteeringPolicy) {
+		if taken[p.Name] {
+			return
+		}
+		taken[p.Name] = true
+		if p.Status.ApplicationID == nil {
+			pending = append(pending, p.Name)
+			return
+		}
+		sel = append(sel, desired.Policy{Name: p.Name, AppID: uint16(*p.Status.ApplicationID), Spec: p.Spec})
+	}
+	for _, ref := range s.Spec.PolicyRefs {
+		if p := byName[ref.Name]; p != nil {
+			add(p)
+		} else {
+			missing = append(missing, ref.Name)
+		}
+	}
+	if s.Spec.PolicySelector != nil {
+		if selector, err := metav1.LabelSelectorAsSelector(s.Spec.PolicySelector); err == nil {
+			names := make([]string, 0, len(byName))
+			for n := range byName {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				if selector.Matches(labels.Set(byName[n].Labels)) {
+					add(byName[n])
+				}
+			}
+		}
+	}
+	sort.Slice(sel, func(i, j int) bool { return sel[i].Name < sel[j].Name })
+	return sel, missing, pending
+}
+
+// policySelects reports whether a session selects a policy (for the policy's session count).
+func policySelects(s *junctionv1.ATSSSSession, p *junctionv1.SteeringPolicy) bool {
+	for _, ref := range s.Spec.PolicyRefs {
+		if ref.Name == p.Name {
+			return true
+		}
+	}
+	if s.Spec.PolicySelector == nil {
+		return false
+	}
+	selector, err := metav1.LabelSelectorAsSelector(s.Spec.PolicySelector)
+	return err == nil && selector.Matches(labels.Set(p.Labels))
+}
+
+// need is what indexes a session needs on its UPF.
+type need struct {
+	supi      string
+	gnb       string // the gNB address when the session has a 3GPP leg
+	exception bool   // a session_overrides entry, so a sequence index
+}
+
+func sessionNeeds(s *junctionv1.ATSSSSession, policies []desired.Policy) (need, error) {
+	n := need{supi: s.Spec.UE.SUPI}
+	if leg := s.Spec.AccessLegs.ThreeGPP; leg != nil {
+		a, err := netip.ParseAddr(string(leg.GNBAddress))
+		if err != nil || !a.Is4() {
+			return n, fmt.Errorf("accessLegs.threeGPP.gnbAddress: %q is not an IPv4 address", leg.GNBAddress)
+		}
+		n.gnb = a.String()
+	}
+	kind, err := desired.Lookup(s.Spec, policies)
+	if err != nil {
+		return n, err
+	}
+	n.exception = kind == junctionv1.LookupException
+	return n, nil
+}
+
+// complete reports whether the allocation has every index n needs.
+func (a sessionAlloc) complete(n need) bool {
+	return a.supi == n.supi && a.gnb == n.gnb && (a.gnb == "" || a.peer != 0) && (!n.exception || a.seq != nil)
+}
+
+// buildSession gathers a session's inputs for desired.SessionEntries.
+func buildSession(s *junctionv1.ATSSSSession, upf *junctionv1.UserPlaneFunction, a sessionAlloc, policies []desired.Policy) (desired.Session, error) {
+	ep, err := endpointIndex(upf, s.Spec.TunnelEndpoint)
+	if err != nil {
+		return desired.Session{}, err
+	}
+	return desired.Session{
+		Name: s.Name, Spec: s.Spec, UserIndex: a.user, EndpointIndex: ep,
+		PeerIndex: a.peer, SequenceIndex: a.seq, Policies: policies,
+	}, nil
+}
+
+// endpointIndex is the position of the named tunnel endpoint in the UPF spec ("" is the first).
+func endpointIndex(upf *junctionv1.UserPlaneFunction, name string) (uint8, error) {
+	if name == "" {
+		return 0, nil
+	}
+	for i, ep := range upf.Spec.TunnelEndpoints {
+		if ep.Name == name {
+			return uint8(i), nil
+		}
+	}
+	return 0, fmt.Errorf("spec.tunnelEndpoint: UserPlaneFunction %s has no tunnel endpoint %q", upf.Name, name)
+}

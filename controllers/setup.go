@@ -1,0 +1,84 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/junction-atsss/junction/internal/pathmon"
+	"github.com/junction-atsss/junction/internal/upfclient"
+)
+
+// Options configure the operator's controllers (cmd/manager maps its flags to them).
+type Options struct {
+	// ElectionLow gives the low 64 bits of the P4Runtime election ID once this process leads;
+	// see LeaseElectionLow and StartTimeElectionLow.
+	ElectionLow func(context.Context) (uint64, error)
+	// MaxConcurrentReconciles of the session controller (default 64): concurrent sessions
+	// share WriteRequests.
+	MaxConcurrentReconciles int
+	// WriteWindow is how long a UPF's programmer gathers changes into one write (default 2ms).
+	WriteWindow time.Duration
+	// PathConfig tunes flip-flop detection (default pathmon.DefaultConfig()).
+	PathConfig pathmon.Config
+	// StatusInterval bounds how often path monitoring refreshes a session's status (default 10s).
+	StatusInterval time.Duration
+	// ReconnectBackoff shapes P4Runtime reconnects (zero: the client's defaults).
+	ReconnectBackoff upfclient.Backoff
+}
+
+// SetupWithManager adds the fleet of UPF runtimes and the three controllers to mgr.
+func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) (*Fleet, error) {
+	fleet := &Fleet{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Log: mgr.GetLogger().WithName("fleet"),
+		Window: o.WriteWindow, ElectionLow: o.ElectionLow, Metrics: P4RuntimeMetrics,
+		PathConfig: o.PathConfig, StatusInterval: o.StatusInterval, ReconnectBackoff: o.ReconnectBackoff,
+	}
+	fleet.init()
+	if err := mgr.Add(fleet); err != nil {
+		return nil, err
+	}
+	if err := setupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, fmt.Errorf("cache indexes: %w", err)
+	}
+	rec := mgr.GetEventRecorderFor("junction-operator")
+	if err := (&UserPlaneFunctionReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("UserPlaneFunction controller: %w", err)
+	}
+	if err := (&SteeringPolicyReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("SteeringPolicy controller: %w", err)
+	}
+	if err := (&ATSSSSessionReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec, MaxConcurrentReconciles: o.MaxConcurrentReconciles}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("ATSSSSession controller: %w", err)
+	}
+	return fleet, nil
+}
+
+// LeaseElectionLow derives the low 64 bits of the P4Runtime election ID from the leader-election
+// Lease this process holds once elected: its leaseTransitions + 1. Every change of holder
+// increments leaseTransitions, so a newly elected leader always outranks every earlier leader,
+// whatever the clocks say.
+func LeaseElectionLow(r client.Reader, namespace, name string) func(context.Context) (uint64, error) {
+	return func(ctx context.Context) (uint64, error) {
+		var lease coordinationv1.Lease
+		if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &lease); err != nil {
+			return 0, fmt.Errorf("reading leader-election Lease %s/%s: %w", namespace, name, err)
+		}
+		t := int32(0)
+		if lease.Spec.LeaseTransitions != nil {
+			t = *lease.Spec.LeaseTransitions
+		}
+		return uint64(t) + 1, nil
+	}
+}
+
+// StartTimeElectionLow is for a single operator without leader election: the process start
+// time in seconds, so that a restarted operator outranks its predecessor.
+func StartTimeElectionLow(start time.Time) func(context.Context) (uint64, error) {
+	return func(context.Context) (uint64, error) { return uint64(start.Unix()), nil }
+}

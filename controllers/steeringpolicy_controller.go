@@ -1,0 +1,257 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/desired"
+)
+
+// SteeringPolicyReconciler gives each policy a stable application ID and writes its
+// `applications` entries to every UserPlaneFunction of its namespace: a policy is a UPF-wide
+// rule whose M entries every session on the UPF shares, so they are in place before the
+// first session that selects it.
+type SteeringPolicyReconciler struct {
+	client.Client
+	Fleet    *Fleet
+	Recorder record.EventRecorder
+}
+
+// Reconcile: fetch, finalizer first, deferred status patch, reconcileNormal or reconcileDelete.
+func (r *SteeringPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	p := &junctionv1.SteeringPolicy{}
+	if err := r.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if p.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(p, finalizerName) {
+		patch := client.MergeFrom(p.DeepCopy())
+		controllerutil.AddFinalizer(p, finalizerName)
+		if err := r.Patch(ctx, p, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	before := p.DeepCopy()
+	defer func() {
+		p.Status.ObservedGeneration = p.Generation
+		if err := patchStatus(ctx, r.Client, before, p, &before.Status, &p.Status); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+	if p.DeletionTimestamp != nil {
+		return r.reconcileDelete(ctx, p)
+	}
+	return r.reconcileNormal(ctx, p)
+}
+
+// reconcileNormal: application ID (recorded before any entry) → entries on every UPF → status.
+func (r *SteeringPolicyReconciler) reconcileNormal(ctx context.Context, p *junctionv1.SteeringPolicy) (ctrl.Result, error) {
+	wasReady := meta.IsStatusConditionTrue(p.Status.Conditions, junctionv1.ConditionReady)
+	id, _, err := r.Fleet.appID(ctx, p)
+	if err != nil {
+		r.setReady(p, false, ReasonIndexesExhausted, err.Error())
+		return ctrl.Result{RequeueAfter: requeueWaiting}, nil
+	}
+	if p.Status.ApplicationID == nil || *p.Status.ApplicationID != int32(id) {
+		before := p.DeepCopy()
+		v := int32(id)
+		p.Status.ApplicationID = &v
+		if err := r.Status().Patch(ctx, p, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("recording the application ID before programming: %w", err)
+		}
+	}
+	if n, err := r.countSessions(ctx, p); err == nil {
+		p.Status.Sessions = n
+	} else {
+		return ctrl.Result{}, err
+	}
+
+	entries, err := desired.ApplicationEntries(desired.Policy{Name: p.Name, AppID: id, Spec: p.Spec})
+	if err != nil {
+		r.setReady(p, false, ReasonInvalidSpec, err.Error())
+		return ctrl.Result{}, nil
+	}
+	p.Status.Entries = int32(len(entries))
+
+	var upfs junctionv1.UserPlaneFunctionList
+	if err := r.List(ctx, &upfs, client.InNamespace(p.Namespace)); err != nil {
+		return ctrl.Result{}, err
+	}
+	owner := policyOwner(p.Namespace, p.Name)
+	problems := map[string][]string{} // reason → UPFs
+	var full []string
+	written := 0
+	for i := range upfs.Items {
+		upf := &upfs.Items[i]
+		if upf.DeletionTimestamp != nil {
+			continue
+		}
+		rt, err := r.Fleet.runtime(ctx, upf)
+		if err != nil {
+			var le *loadError
+			if !errors.As(err, &le) {
+				return ctrl.Result{}, err
+			}
+			problems[ReasonUPFNotReady] = append(problems[ReasonUPFNotReady], upf.Name)
+			continue
+		}
+		res, err := rt.prog.Apply(ctx, Change{Owner: owner, Entries: entries})
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if werr := res[owner]; werr != nil {
+			reason := reasonOf(werr)
+			problems[reason] = append(problems[reason], upf.Name)
+			if reason == ReasonTableFull {
+				full = append(full, fmt.Sprintf("%s: %v", upf.Name, werr))
+			}
+			continue
+		}
+		written++
+	}
+
+	switch {
+	case len(full) > 0:
+		msg := "applications table full on " + strings.Join(full, "; ") + "; written when room appears"
+		r.setReady(p, false, ReasonTableFull, msg)
+		return ctrl.Result{RequeueAfter: requeueTableFull}, nil
+	case len(problems) == 1 && len(problems[ReasonUPFNotConnected]) > 0 && wasReady && p.Status.ObservedGeneration == p.Generation:
+		// Written before and unchanged since: disconnected UPFs get the entries by their replay,
+		// and Ready does not flap on every operator restart.
+		return ctrl.Result{}, nil
+	case len(problems) > 0:
+		reasons := make([]string, 0, len(problems))
+		for rs := range problems {
+			reasons = append(reasons, rs)
+		}
+		sort.Strings(reasons)
+		var parts []string
+		for _, rs := range reasons {
+			parts = append(parts, fmt.Sprintf("%s on %s", rs, strings.Join(problems[rs], ", ")))
+		}
+		r.setReady(p, false, reasons[0], "not written everywhere: "+strings.Join(parts, "; "))
+		if _, ok := problems[ReasonWriteFailed]; ok {
+			return ctrl.Result{RequeueAfter: requeueWaiting}, nil
+		}
+		return ctrl.Result{}, nil // UPF status changes bring the policy back
+	case len(upfs.Items) == 0:
+		r.setReady(p, true, ReasonNoUPF, "no UserPlaneFunction in the namespace yet; written to each one that appears")
+	default:
+		r.setReady(p, true, ReasonProgrammed, fmt.Sprintf("application %d: %d entries on %d UserPlaneFunctions", id, len(entries), written))
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileDelete: entries removed from every UPF → application ID freed → finalizer removed.
+func (r *SteeringPolicyReconciler) reconcileDelete(ctx context.Context, p *junctionv1.SteeringPolicy) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(p, finalizerName) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.Fleet.wait(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	owner := policyOwner(p.Namespace, p.Name)
+	for _, rt := range r.Fleet.inNamespace(p.Namespace) {
+		res, err := rt.prog.Apply(ctx, Change{Owner: owner})
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if werr := res[owner]; werr != nil && !errors.Is(werr, errNotSynced) {
+			r.setReady(p, false, ReasonDeleting, fmt.Sprintf("removing the entries from %s failed: %v", rt.key.Name, werr))
+			return ctrl.Result{}, werr
+		}
+	}
+	r.Fleet.releaseApp(p)
+	r.Recorder.Event(p, corev1.EventTypeNormal, ReasonEntriesRemoved, "Entries removed and application ID freed")
+	patch := client.MergeFrom(p.DeepCopy())
+	controllerutil.RemoveFinalizer(p, finalizerName)
+	return ctrl.Result{}, r.Patch(ctx, p, patch)
+}
+
+// countSessions counts the sessions that select the policy, by name or by selector.
+func (r *SteeringPolicyReconciler) countSessions(ctx context.Context, p *junctionv1.SteeringPolicy) (int32, error) {
+	var byRef, bySelector junctionv1.ATSSSSessionList
+	if err := r.List(ctx, &byRef, client.InNamespace(p.Namespace), client.MatchingFields{indexSessionPolicy: p.Name}); err != nil {
+		return 0, err
+	}
+	if err := r.List(ctx, &bySelector, client.InNamespace(p.Namespace), client.MatchingFields{indexSessionSelector: "true"}); err != nil {
+		return 0, err
+	}
+	n := int32(0)
+	seen := map[string]bool{}
+	for _, l := range [][]junctionv1.ATSSSSession{byRef.Items, bySelector.Items} {
+		for i := range l {
+			s := &l[i]
+			if !seen[s.Name] && s.DeletionTimestamp == nil && policySelects(s, p) {
+				seen[s.Name] = true
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+func (r *SteeringPolicyReconciler) setReady(p *junctionv1.SteeringPolicy, ok bool, reason, msg string) {
+	prev := conditionReason(p.Status.Conditions, junctionv1.ConditionReady)
+	setCondition(&p.Status.Conditions, p.Generation, junctionv1.ConditionReady, ok, reason, msg)
+	if !ok && warnable(reason) && prev != reason {
+		r.Recorder.Event(p, corev1.EventTypeWarning, reason, msg)
+	}
+}
+
+// SetupWithManager watches policies, the sessions that select them (for the count), UPFs (to
+// write to new or reconnected ones) and the runtime's notices (room in a full table).
+func (r *SteeringPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.Fleet.init()
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&junctionv1.SteeringPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletingPredicate()))).
+		Watches(&junctionv1.ATSSSSession{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfSession), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
+		Watches(&junctionv1.UserPlaneFunction{}, handler.EnqueueRequestsFromMapFunc(r.policiesInNamespace), builder.WithPredicates(upfChangedForDependents())).
+		WatchesRawSource(source.Channel(r.Fleet.policyEvents, &handler.EnqueueRequestForObject{})).
+		Named("steeringpolicy").
+		Complete(r)
+}
+
+func (r *SteeringPolicyReconciler) policiesOfSession(ctx context.Context, o client.Object) []reconcile.Request {
+	s, ok := o.(*junctionv1.ATSSSSession)
+	if !ok {
+		return nil
+	}
+	if s.Spec.PolicySelector != nil {
+		return r.policiesInNamespace(ctx, o)
+	}
+	out := make([]reconcile.Request, 0, len(s.Spec.PolicyRefs))
+	for _, ref := range s.Spec.PolicyRefs {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: s.Namespace, Name: ref.Name}})
+	}
+	return out
+}
+
+func (r *SteeringPolicyReconciler) policiesInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list junctionv1.SteeringPolicyList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing policies failed")
+		return nil
+	}
+	out := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return out
+}

@@ -1,0 +1,183 @@
+package controllers
+
+// Index allocations of one UPF: user indexes per SUPI (shared by its sessions: one set of path
+// state per UE), tunnel peer indexes per gNB (shared, reference counted), sequence indexes per
+// exception session. New indexes are recorded in the session's status before any entry uses
+// them; indexes a session stops using are freed only after its new entries are written.
+
+import (
+	"errors"
+	"fmt"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
+
+// restoreSession records the indexes a session's status holds. An index another owner claimed
+// first is not restored: the session's reconcile allocates a new one and records it.
+func (rt *upfRuntime) restoreSession(s *junctionv1.ATSSSSession) sessionAlloc {
+	key := sessionKey(s.Namespace, s.Name)
+	var a sessionAlloc
+	if idx := s.Status.UserIndex; idx != nil {
+		if err := rt.users.Restore(s.Spec.UE.SUPI, key, uint32(*idx)); err == nil {
+			a.supi, a.user = s.Spec.UE.SUPI, uint32(*idx)
+		} else {
+			rt.log.Error(err, "Recorded user index not restored", "session", key)
+		}
+	}
+	if leg := s.Spec.AccessLegs.ThreeGPP; leg != nil && s.Status.TunnelPeerIndex != nil {
+		if n, err := sessionNeeds(s, nil); err == nil {
+			if err := rt.peers.Restore(n.gnb, key, uint32(*s.Status.TunnelPeerIndex)); err == nil {
+				a.gnb, a.peer = n.gnb, uint16(*s.Status.TunnelPeerIndex)
+			} else {
+				rt.log.Error(err, "Recorded tunnel peer index not restored", "session", key)
+			}
+		}
+	}
+	if idx := s.Status.SequenceIndex; idx != nil {
+		if err := rt.seqs.Restore(key, key, uint32(*idx)); err == nil {
+			v := uint32(*idx)
+			a.seq = &v
+		} else {
+			rt.log.Error(err, "Recorded sequence index not restored", "session", key)
+		}
+	}
+	rt.amu.Lock()
+	rt.setAllocLocked(key, a)
+	rt.amu.Unlock()
+	return a
+}
+
+// peerIndexes returns every allocated tunnel peer: gNB address → index.
+func (rt *upfRuntime) peerIndexes() map[string]uint16 {
+	rt.amu.Lock()
+	defer rt.amu.Unlock()
+	out := map[string]uint16{}
+	for _, a := range rt.sessions {
+		if a.gnb != "" && a.peer != 0 {
+			out[a.gnb] = a.peer
+		}
+	}
+	return out
+}
+
+// acquire returns the allocation the session needs now: what it holds (Acquire is idempotent
+// for an owner and referrer), plus new indexes for a new SUPI, gNB or exception lookup.
+// Nothing it held is freed here (see commit).
+func (rt *upfRuntime) acquire(key string, n need) (sessionAlloc, error) {
+	rt.amu.Lock()
+	defer rt.amu.Unlock()
+	var next sessionAlloc
+	idx, err := rt.users.Acquire(n.supi, key)
+	if err != nil {
+		return next, fmt.Errorf("user index for %s: %w", n.supi, err)
+	}
+	next.supi, next.user = n.supi, idx
+	if n.gnb != "" {
+		idx, e := rt.peers.Acquire(n.gnb, key)
+		if e != nil {
+			err = errors.Join(err, fmt.Errorf("tunnel peer index for gNB %s: %w", n.gnb, e))
+		} else {
+			next.gnb, next.peer = n.gnb, uint16(idx)
+		}
+	}
+	if n.exception {
+		idx, e := rt.seqs.Acquire(key, key)
+		if e != nil {
+			err = errors.Join(err, fmt.Errorf("sequence index: %w", e))
+		} else {
+			next.seq = &idx
+		}
+	}
+	rt.pendingLocked(key, next)
+	return next, err
+}
+
+// pendingLocked remembers indexes acquired but not committed, so that a delete frees them too.
+func (rt *upfRuntime) pendingLocked(key string, a sessionAlloc) {
+	if rt.pending == nil {
+		rt.pending = map[string]sessionAlloc{}
+	}
+	rt.pending[key] = a
+}
+
+// commit makes next the session's allocation once its entries are written, and frees what it
+// held before and no longer uses. It returns the freed gNBs (their tunnel_peers entries go)
+// and users (their path monitoring state goes).
+func (rt *upfRuntime) commit(key string, next sessionAlloc) (freedPeers []string, freedUsers []uint32) {
+	rt.amu.Lock()
+	defer rt.amu.Unlock()
+	old := rt.sessions[key]
+	delete(rt.pending, key)
+	if old.supi != "" && old.supi != next.supi && rt.users.Release(old.supi, key) {
+		freedUsers = append(freedUsers, old.user)
+	}
+	if old.gnb != "" && old.gnb != next.gnb && rt.peers.Release(old.gnb, key) {
+		freedPeers = append(freedPeers, old.gnb)
+	}
+	if old.seq != nil && next.seq == nil {
+		rt.seqs.Release(key, key)
+	}
+	rt.setAllocLocked(key, next)
+	return freedPeers, freedUsers
+}
+
+// release frees everything a deleted session holds or acquired.
+func (rt *upfRuntime) release(key string) (freedPeers []string, freedUsers []uint32) {
+	rt.amu.Lock()
+	defer rt.amu.Unlock()
+	for _, a := range []sessionAlloc{rt.sessions[key], rt.pending[key]} {
+		if a.supi != "" && rt.users.Release(a.supi, key) {
+			freedUsers = append(freedUsers, a.user)
+		}
+		if a.gnb != "" && rt.peers.Release(a.gnb, key) {
+			freedPeers = append(freedPeers, a.gnb)
+		}
+		if a.seq != nil {
+			rt.seqs.Release(key, key)
+		}
+	}
+	delete(rt.pending, key)
+	rt.setAllocLocked(key, sessionAlloc{})
+	delete(rt.sessions, key)
+	return freedPeers, freedUsers
+}
+
+// allocation returns what the session holds now.
+func (rt *upfRuntime) allocation(key string) (sessionAlloc, bool) {
+	rt.amu.Lock()
+	defer rt.amu.Unlock()
+	a, ok := rt.sessions[key]
+	return a, ok
+}
+
+// setAllocLocked records a session's allocation and keeps the user → sessions index.
+func (rt *upfRuntime) setAllocLocked(key string, a sessionAlloc) {
+	if old, ok := rt.sessions[key]; ok && old.supi != "" {
+		if set := rt.byUser[old.user]; set != nil {
+			delete(set, key)
+			if len(set) == 0 {
+				delete(rt.byUser, old.user)
+			}
+		}
+	}
+	rt.sessions[key] = a
+	if a.supi != "" {
+		if rt.byUser[a.user] == nil {
+			rt.byUser[a.user] = map[string]struct{}{}
+		}
+		rt.byUser[a.user][key] = struct{}{}
+	}
+}
+
+// dropPeers removes the tunnel_peers entries of gNBs whose last session went, unless a session
+// took the gNB again meanwhile; the check and the change happen under the allocation lock so a
+// concurrent acquire cannot lose its entry.
+func (rt *upfRuntime) dropPeers(gnbs []string) {
+	rt.amu.Lock()
+	defer rt.amu.Unlock()
+	for _, g := range gnbs {
+		if _, held := rt.peers.Lookup(g); !held {
+			rt.prog.Set(Change{Owner: peerOwner(g)})
+		}
+	}
+}

@@ -1,0 +1,477 @@
+package controllers
+
+// The runtime of one UserPlaneFunction. Its way:
+//
+//	UPF controller ─> configure(connection, pipeline) ─> upfclient.Device.Run (reconnects with backoff)
+//	Device.States ─> watch: not primary ─> programmer.Down
+//	                        new primary generation ─> setup: EnsurePipeline (push when the cookie
+//	                        differs), digest config and clone session (written only when they
+//	                        differ) ─> programmer.RequestReplay ─> UPF status refreshed
+//	digest lists (probe_reports) ─> pathmon.Monitor ─> suspensions written on the device,
+//	                        changed users' sessions re-reconciled at a bounded rate
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/types"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/alloc"
+	"github.com/junction-atsss/junction/internal/pathmon"
+	"github.com/junction-atsss/junction/internal/upfclient"
+)
+
+// Digest configuration of probe_reports: lists of up to 256 reports, at most 20 ms late; the
+// device may resend a list not acked within a second.
+const (
+	digestMaxTimeout  = 20 * time.Millisecond
+	digestMaxListSize = 256
+	digestAckTimeout  = time.Second
+	// setupRetry is the wait before trying a failed pipeline setup again on the same stream.
+	setupRetry = 5 * time.Second
+)
+
+// runtimeState is the device as the UPF status shows it.
+type runtimeState struct {
+	connected, primary bool
+	generation         uint64
+	electionID         string
+	connErr            error
+	pipelineOK         bool
+	pipelineReason     string
+	pipelineErr        error
+	cookie             uint64
+}
+
+// deviceSwitch forwards to the current device; none: not connected.
+type deviceSwitch struct {
+	cur atomic.Pointer[upfclient.Device]
+}
+
+func (s *deviceSwitch) Schema() *upfclient.Schema {
+	if d := s.cur.Load(); d != nil {
+		return d.Schema()
+	}
+	return nil
+}
+
+func (s *deviceSwitch) Write(ctx context.Context, updates []*p4v1.Update) []error {
+	if d := s.cur.Load(); d != nil {
+		return d.Write(ctx, updates)
+	}
+	errs := make([]error, len(updates))
+	for i := range errs {
+		errs[i] = upfclient.ErrNotConnected
+	}
+	return errs
+}
+
+func (s *deviceSwitch) ReadTable(ctx context.Context, table string) ([]*p4v1.TableEntry, error) {
+	if d := s.cur.Load(); d != nil {
+		return d.ReadTable(ctx, table)
+	}
+	return nil, upfclient.ErrNotConnected
+}
+
+// sessionAlloc is what one session holds on its UPF.
+type sessionAlloc struct {
+	supi string
+	user uint32
+	gnb  string // "" without a 3GPP leg
+	peer uint16
+	seq  *uint32
+}
+
+type upfRuntime struct {
+	f   *Fleet
+	key types.NamespacedName
+	uid types.UID
+	log logr.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	users, seqs, peers *alloc.Pool
+	amu                sync.Mutex
+	sessions           map[string]sessionAlloc        // session key (ns/name) → allocation
+	pending            map[string]sessionAlloc        // acquired, not yet committed
+	byUser             map[uint32]map[string]struct{} // user index → session keys
+
+	prog *programmer
+	mon  *pathmon.Monitor
+	dev  deviceSwitch
+
+	pipe         atomic.Pointer[pipelineSpec]
+	electionHigh atomic.Uint64
+	clonePort    atomic.Uint32
+	repush       chan struct{}
+	replayFailed chan uint64
+
+	cmu       sync.Mutex
+	conn      connParams
+	hasConn   bool
+	devCancel context.CancelFunc
+	devDone   chan struct{}
+
+	smu sync.Mutex
+	st  runtimeState
+}
+
+func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec) *upfRuntime {
+	key := types.NamespacedName{Namespace: upf.Namespace, Name: upf.Name}
+	log := f.Log.WithValues("userplanefunction", key.String())
+	size := func(get func() (int64, error), fallback int64) uint32 {
+		if n, err := get(); err == nil && n > 0 {
+			return uint32(min(n, 1<<32-1))
+		}
+		return uint32(fallback)
+	}
+	sch := pipe.schema
+	regSize := func(name string) func() (int64, error) {
+		return func() (int64, error) { return registerSize(sch, name) }
+	}
+	rt := &upfRuntime{
+		f: f, key: key, uid: upf.UID, log: log,
+		// User indexes index the path-state registers; sequence indexes session_seq; tunnel
+		// peer 0 means "no 3GPP leg" in a sessions entry, so peers start at 1.
+		users:        alloc.NewPool("user index", 0, size(regSize(registerRTT3GPP), 262144)),
+		seqs:         alloc.NewPool("sequence index", 0, size(regSize("session_seq"), 16384)),
+		peers:        alloc.NewPool("tunnel peer index", 1, min(size(func() (int64, error) { return sch.TableSize("tunnel_peers") }, 4096), 1<<16)),
+		sessions:     map[string]sessionAlloc{},
+		byUser:       map[uint32]map[string]struct{}{},
+		repush:       make(chan struct{}, 1),
+		replayFailed: make(chan uint64, 1),
+	}
+	rt.pipe.Store(pipe)
+	rt.electionHigh.Store(uint64(upf.Spec.P4Runtime.ElectionIDHigh))
+	rt.prog = newProgrammer(&rt.dev, log.WithName("programmer"), f.Window)
+	rt.prog.onRoom = rt.onRoom
+	rt.prog.onSynced = func() { f.enqueueUPF(key) }
+	rt.prog.onReplayFailed = func(gen uint64) {
+		select {
+		case rt.replayFailed <- gen:
+		default:
+		}
+	}
+	rt.mon = pathmon.NewMonitor(pathmon.Options{
+		UPF: key.String(), Config: f.PathConfig, Act: rt, Interval: f.StatusInterval,
+		Notify: rt.onPathsChanged, Log: log.WithName("pathmon"),
+	})
+	return rt
+}
+
+func registerSize(sch *upfclient.Schema, name string) (int64, error) {
+	for _, r := range sch.P4Info().GetRegisters() {
+		if r.GetPreamble().GetName() == name || r.GetPreamble().GetAlias() == name {
+			return int64(r.GetSize()), nil
+		}
+	}
+	return 0, fmt.Errorf("register %q is not in the P4Info", name)
+}
+
+func (rt *upfRuntime) start(parent context.Context) {
+	rt.ctx, rt.cancel = context.WithCancel(parent)
+	rt.wg.Add(2)
+	go func() { defer rt.wg.Done(); rt.prog.run(rt.ctx) }()
+	go func() { defer rt.wg.Done(); _ = rt.mon.Run(rt.ctx) }()
+}
+
+// stop disconnects and ends every goroutine of the runtime.
+func (rt *upfRuntime) stop() {
+	rt.disconnect()
+	if rt.cancel != nil {
+		rt.cancel()
+	}
+	rt.wg.Wait()
+}
+
+// configure (re)connects when the connection parameters changed, re-arbitrates when the
+// election ID's high bits changed, and re-ensures the pipeline when its cookie changed.
+func (rt *upfRuntime) configure(cp connParams, pipe *pipelineSpec, upf *junctionv1.UserPlaneFunction) {
+	if hi := uint64(upf.Spec.P4Runtime.ElectionIDHigh); rt.electionHigh.Swap(hi) != hi {
+		if d := rt.dev.cur.Load(); d != nil {
+			if err := d.Reelect(); err != nil {
+				rt.log.Info("Re-arbitration after an election ID change failed; the next connection uses it", "err", err.Error())
+			}
+		}
+	}
+	port := uint32(0)
+	if len(upf.Spec.Ports) > 0 {
+		port = uint32(upf.Spec.Ports[0].Number)
+	}
+	rt.clonePort.Store(port)
+	if old := rt.pipe.Swap(pipe); old.cookie != pipe.cookie || old.policy != pipe.policy {
+		select {
+		case rt.repush <- struct{}{}:
+		default:
+		}
+	}
+	rt.cmu.Lock()
+	same := rt.hasConn && rt.conn.same(cp)
+	rt.cmu.Unlock()
+	if same {
+		return
+	}
+	rt.disconnect()
+	rt.connect(cp)
+}
+
+func (rt *upfRuntime) connect(cp connParams) {
+	dev, err := upfclient.New(upfclient.Config{
+		Name: rt.key.String(), Address: cp.address, DeviceID: cp.deviceID, Role: cp.role, TLS: cp.tls,
+		ElectionID: func() (uint64, uint64) { return rt.electionHigh.Load(), rt.f.low },
+		Log:        rt.log.WithName("p4runtime"), Metrics: rt.f.Metrics, Backoff: rt.f.ReconnectBackoff,
+		DigestHandler: rt.onDigests,
+	})
+	if err != nil { // only an empty address, which the API server's validation prevents
+		rt.setState(func(st *runtimeState) { st.connErr = err })
+		return
+	}
+	ctx, cancel := context.WithCancel(rt.ctx)
+	done := make(chan struct{})
+	rt.cmu.Lock()
+	rt.conn, rt.hasConn, rt.devCancel, rt.devDone = cp, true, cancel, done
+	rt.cmu.Unlock()
+	rt.dev.cur.Store(dev)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = dev.Run(ctx) }()
+	go func() { defer wg.Done(); rt.watch(ctx, dev) }()
+	go func() { wg.Wait(); close(done) }()
+	rt.log.Info("Connecting to the UPF", "address", cp.address, "deviceID", cp.deviceID, "tls", cp.tls != nil)
+}
+
+func (rt *upfRuntime) disconnect() {
+	rt.cmu.Lock()
+	cancel, done := rt.devCancel, rt.devDone
+	rt.hasConn, rt.devCancel, rt.devDone = false, nil, nil
+	rt.cmu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+	rt.dev.cur.Store(nil)
+	rt.prog.Down()
+	rt.setState(func(st *runtimeState) { *st = runtimeState{} })
+}
+
+// watch follows the device's state and sets up every new primary generation.
+func (rt *upfRuntime) watch(ctx context.Context, dev *upfclient.Device) {
+	var done uint64 // the generation set up last
+	var retry <-chan time.Time
+	primaryGen := func() (uint64, bool) {
+		st := dev.State()
+		return st.Generation, st.Primary
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case st := <-dev.States():
+			rt.setState(func(s *runtimeState) {
+				s.connected, s.primary, s.generation, s.connErr = st.Connected, st.Primary, st.Generation, st.Err
+				s.electionID = fmt.Sprintf("%d:%d", st.ElectionID.GetHigh(), st.ElectionID.GetLow())
+			})
+			rt.f.enqueueUPF(rt.key)
+			if !st.Primary {
+				rt.prog.Down()
+				continue
+			}
+			if st.Generation == done {
+				continue
+			}
+		case <-rt.repush:
+		case gen := <-rt.replayFailed:
+			if gen == done {
+				done, retry = 0, time.After(setupRetry)
+			}
+			continue
+		case <-retry:
+		}
+		retry = nil
+		gen, primary := primaryGen()
+		if !primary {
+			continue
+		}
+		if err := rt.setup(ctx, dev, gen); err != nil {
+			retry = time.After(setupRetry)
+			continue
+		}
+		done = gen
+	}
+}
+
+// setup puts the pipeline, the digest configuration and the clone session in place and asks
+// for a replay. Nothing is written that the device already has.
+func (rt *upfRuntime) setup(ctx context.Context, dev *upfclient.Device, gen uint64) error {
+	pipe := rt.pipe.Load()
+	pushed, err := dev.EnsurePipeline(ctx, pipe.info, pipe.deviceConfig, pipe.cookie, pipe.policy)
+	if err != nil {
+		reason := ReasonPushFailed
+		if pipe.policy == upfclient.PushNever {
+			reason = ReasonPipelineMismatch
+		}
+		rt.log.Error(err, "Pipeline not in place", "generation", gen)
+		rt.setState(func(s *runtimeState) { s.pipelineOK, s.pipelineReason, s.pipelineErr = false, reason, err })
+		rt.f.enqueueUPF(rt.key)
+		rt.prog.Down()
+		return err
+	}
+	if pushed {
+		rt.log.Info("Pipeline pushed", "cookie", fmt.Sprintf("%x", pipe.cookie), "generation", gen)
+	}
+	rt.setState(func(s *runtimeState) {
+		s.pipelineOK, s.pipelineReason, s.pipelineErr, s.cookie = true, "", nil, pipe.cookie
+	})
+	if err := rt.ensureDigest(ctx, dev); err != nil {
+		rt.log.Error(err, "Probe reports not configured: path monitoring is blind")
+	}
+	if err := rt.ensureCloneSession(ctx, dev); err != nil {
+		rt.log.Error(err, "Clone session for redundant steering not written")
+	}
+	rt.prog.RequestReplay(gen)
+	return nil
+}
+
+// ensureDigest configures probe_reports unless the device has that configuration already.
+func (rt *upfRuntime) ensureDigest(ctx context.Context, dev *upfclient.Device) error {
+	sch := dev.Schema()
+	id, err := sch.DigestID(digestProbeReports)
+	if err != nil {
+		return err
+	}
+	want := &p4v1.DigestEntry_Config{MaxTimeoutNs: digestMaxTimeout.Nanoseconds(), MaxListSize: digestMaxListSize, AckTimeoutNs: digestAckTimeout.Nanoseconds()}
+	got, err := dev.Read(ctx, []*p4v1.Entity{{Entity: &p4v1.Entity_DigestEntry{DigestEntry: &p4v1.DigestEntry{DigestId: id}}}})
+	if err == nil {
+		for _, e := range got {
+			if de := e.GetDigestEntry(); de != nil && de.GetDigestId() == id && proto.Equal(de.GetConfig(), want) {
+				return nil
+			}
+		}
+	}
+	return dev.ConfigureDigest(ctx, digestProbeReports, digestMaxTimeout, digestMaxListSize, digestAckTimeout)
+}
+
+// ensureCloneSession writes REDUNDANT_CLONE_SESSION (redundant mode duplicates through it)
+// unless the device has it with the same replica.
+func (rt *upfRuntime) ensureCloneSession(ctx context.Context, dev *upfclient.Device) error {
+	want := &p4v1.CloneSessionEntry{SessionId: redundantCloneSession, Replicas: []*p4v1.Replica{
+		{PortKind: &p4v1.Replica_Port{Port: upfclient.Uint(uint64(rt.clonePort.Load()))}, Instance: 0},
+	}}
+	pre := func(cs *p4v1.CloneSessionEntry) *p4v1.Entity {
+		return &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
+			Type: &p4v1.PacketReplicationEngineEntry_CloneSessionEntry{CloneSessionEntry: cs}}}}
+	}
+	got, err := dev.Read(ctx, []*p4v1.Entity{pre(&p4v1.CloneSessionEntry{SessionId: redundantCloneSession})})
+	op := p4v1.Update_INSERT
+	if err == nil {
+		for _, e := range got {
+			cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry()
+			if cs.GetSessionId() != redundantCloneSession {
+				continue
+			}
+			if proto.Equal(cs, want) {
+				return nil
+			}
+			op = p4v1.Update_MODIFY
+		}
+	}
+	if errs := dev.Write(ctx, []*p4v1.Update{{Type: op, Entity: pre(want)}}); errs != nil {
+		return errs[0]
+	}
+	return nil
+}
+
+func (rt *upfRuntime) setState(f func(*runtimeState)) {
+	rt.smu.Lock()
+	defer rt.smu.Unlock()
+	f(&rt.st)
+}
+
+func (rt *upfRuntime) state() runtimeState {
+	rt.smu.Lock()
+	defer rt.smu.Unlock()
+	return rt.st
+}
+
+// onDigests hands probe reports to the path monitor (the client acks the list afterwards).
+func (rt *upfRuntime) onDigests(_ context.Context, l upfclient.DigestList) {
+	if l.Digest != digestProbeReports {
+		return
+	}
+	for _, m := range l.Messages {
+		r, err := pathmon.DecodeReport(m)
+		if err != nil {
+			rt.mon.Dropped()
+			rt.log.V(1).Info("Undecodable probe report", "err", err.Error())
+			continue
+		}
+		rt.mon.Report(r)
+	}
+}
+
+// SetSuspended and WriteRTT let the path monitor write the device (pathmon.Actuator).
+func (rt *upfRuntime) SetSuspended(ctx context.Context, user uint32, suspended bool) error {
+	v := uint64(0)
+	if suspended {
+		v = 1
+	}
+	return rt.writeRegister(ctx, registerSuspended, user, v)
+}
+
+func (rt *upfRuntime) WriteRTT(ctx context.Context, user uint32, access pathmon.Access, value uint32) error {
+	reg := registerRTT3GPP
+	if access == pathmon.AccessNon3GPP {
+		reg = registerRTTNon3GPP
+	}
+	return rt.writeRegister(ctx, reg, user, uint64(value))
+}
+
+func (rt *upfRuntime) writeRegister(ctx context.Context, name string, user uint32, v uint64) error {
+	d := rt.dev.cur.Load()
+	if d == nil {
+		return upfclient.ErrNotConnected
+	}
+	return d.WriteRegister(ctx, name, int64(user), v)
+}
+
+// onPathsChanged re-reconciles the sessions of users whose path summary changed.
+func (rt *upfRuntime) onPathsChanged(users []uint32) {
+	var keys []types.NamespacedName
+	rt.amu.Lock()
+	for _, u := range users {
+		for k := range rt.byUser[u] {
+			keys = append(keys, splitKey(k))
+		}
+	}
+	rt.amu.Unlock()
+	rt.f.enqueueSessions(keys)
+}
+
+// onRoom re-reconciles the objects that waited for room in a table.
+func (rt *upfRuntime) onRoom(owners []string) {
+	var sessions, policies []types.NamespacedName
+	for _, o := range owners {
+		kind, key, ok := parseOwner(o)
+		switch {
+		case !ok:
+		case kind == "session":
+			sessions = append(sessions, key)
+		case kind == "policy":
+			policies = append(policies, key)
+		case kind == ownerUPF:
+			rt.f.enqueueUPF(rt.key)
+		}
+	}
+	rt.f.enqueueSessions(sessions)
+	rt.f.enqueuePolicies(policies)
+}

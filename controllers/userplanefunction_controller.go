@@ -1,0 +1,157 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/desired"
+)
+
+// upfRefresh is how often a UPF's status (table usage, connection) is refreshed when nothing
+// else triggers a reconcile.
+const upfRefresh = 30 * time.Second
+
+// UserPlaneFunctionReconciler keeps one P4Runtime connection per UserPlaneFunction, its
+// pipeline, its own entries (addresses, endpoints, routes) and its status.
+type UserPlaneFunctionReconciler struct {
+	client.Client
+	Fleet    *Fleet
+	Recorder record.EventRecorder
+}
+
+// Reconcile: fetch, finalizer first, deferred status patch, reconcileNormal or reconcileDelete.
+func (r *UserPlaneFunctionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	upf := &junctionv1.UserPlaneFunction{}
+	if err := r.Get(ctx, req.NamespacedName, upf); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.Fleet.remove(req.NamespacedName) // deleted without our finalizer (e.g. forced)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if upf.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(upf, finalizerName) {
+		patch := client.MergeFrom(upf.DeepCopy())
+		controllerutil.AddFinalizer(upf, finalizerName)
+		if err := r.Patch(ctx, upf, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	before := upf.DeepCopy()
+	defer func() {
+		upf.Status.ObservedGeneration = upf.Generation
+		if err := patchStatus(ctx, r.Client, before, upf, &before.Status, &upf.Status); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+	if upf.DeletionTimestamp != nil {
+		return r.reconcileDelete(ctx, upf)
+	}
+	return r.reconcileNormal(ctx, upf)
+}
+
+func (r *UserPlaneFunctionReconciler) reconcileNormal(ctx context.Context, upf *junctionv1.UserPlaneFunction) (ctrl.Result, error) {
+	pipe, err := loadPipeline(ctx, r.Client, upf)
+	if err != nil {
+		var le *loadError
+		if !errors.As(err, &le) {
+			return ctrl.Result{}, err
+		}
+		r.notReady(upf, junctionv1.ConditionPipelineReady, le.Reason, le.Error())
+		return ctrl.Result{}, nil // the ConfigMap watch brings the UPF back
+	}
+	cp, err := loadConnParams(ctx, r.Client, upf)
+	if err != nil {
+		var le *loadError
+		if !errors.As(err, &le) {
+			return ctrl.Result{}, err
+		}
+		r.notReady(upf, junctionv1.ConditionConnected, le.Reason, le.Error())
+		return ctrl.Result{}, nil // the Secret watch brings the UPF back
+	}
+	rt, err := r.Fleet.runtime(ctx, upf)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	rt.configure(cp, pipe, upf)
+
+	var upfErr error
+	entries, err := desired.UPFEntries(upf.Spec)
+	if err != nil {
+		upfErr = &loadError{ReasonInvalidSpec, err}
+	} else {
+		res, err := rt.prog.Apply(ctx, Change{Owner: ownerUPF, Entries: entries})
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		upfErr = res[ownerUPF]
+	}
+	r.setStatus(upf, rt, pipe, upfErr)
+	return ctrl.Result{RequeueAfter: upfRefresh}, nil
+}
+
+// reconcileDelete: disconnect (the device keeps its entries: it is no longer ours to manage)
+// → finalizer removed. Sessions on the UPF report UPFNotFound.
+func (r *UserPlaneFunctionReconciler) reconcileDelete(ctx context.Context, upf *junctionv1.UserPlaneFunction) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(upf, finalizerName) {
+		return ctrl.Result{}, nil
+	}
+	key := client.ObjectKeyFromObject(upf)
+	r.Fleet.remove(key)
+	tableEntries.DeletePartialMatch(map[string]string{"upf": key.String()})
+	tableSize.DeletePartialMatch(map[string]string{"upf": key.String()})
+	logf.FromContext(ctx).Info("Disconnected from a deleted UPF")
+	patch := client.MergeFrom(upf.DeepCopy())
+	controllerutil.RemoveFinalizer(upf, finalizerName)
+	return ctrl.Result{}, r.Patch(ctx, upf, patch)
+}
+
+// notReady records a problem with a referenced object (condition typ) and Ready=False.
+func (r *UserPlaneFunctionReconciler) notReady(upf *junctionv1.UserPlaneFunction, typ, reason, msg string) {
+	if setCondition(&upf.Status.Conditions, upf.Generation, typ, false, reason, msg) {
+		r.Recorder.Event(upf, corev1.EventTypeWarning, reason, msg)
+	}
+	setCondition(&upf.Status.Conditions, upf.Generation, junctionv1.ConditionReady, false, reason, msg)
+}
+
+// SetupWithManager watches UPFs, their ConfigMaps and Secrets, and the runtime's notices.
+func (r *UserPlaneFunctionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.Fleet.init()
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&junctionv1.UserPlaneFunction{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFConfigMap))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFSecret))).
+		WatchesRawSource(source.Channel(r.Fleet.upfEvents, &handler.EnqueueRequestForObject{})).
+		Named("userplanefunction").
+		Complete(r)
+}
+
+func (r *UserPlaneFunctionReconciler) byIndex(field string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list junctionv1.UserPlaneFunctionList
+		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{field: o.GetName()}); err != nil {
+			logf.FromContext(ctx).Error(err, "Listing the UPFs that reference an object failed", "index", field, "name", o.GetName())
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i := range list.Items {
+			out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+		}
+		return out
+	}
+}
+
+func cookieHex(c uint64) string { return fmt.Sprintf("%016x", c) }

@@ -1,0 +1,185 @@
+package pathmon
+
+import (
+	"time"
+)
+
+// Config tunes flip-flop detection.
+type Config struct {
+	// MaxSwitches is how many active-access changes within Window are tolerated; one more
+	// suspends the user's in-data-plane path updates.
+	MaxSwitches int
+	// Window is the span over which switches are counted.
+	Window time.Duration
+	// Settle is how long the would-be active access must stay the same before updates resume.
+	Settle time.Duration
+	// Reassert is how long after suspending a report may still say "not suspended" (digests
+	// already in flight) before the suspension is written again (the device lost it, e.g. it
+	// restarted).
+	Reassert time.Duration
+}
+
+// DefaultConfig: a UE probes each leg about once a second, so 4 switches in 30 s is a path that
+// changes its mind every few probes; a minute of calm is enough to trust it again.
+func DefaultConfig() Config {
+	return Config{MaxSwitches: 4, Window: 30 * time.Second, Settle: 60 * time.Second, Reassert: 5 * time.Second}
+}
+
+// UserState is what the operator knows about one user's two paths. The zero value is a user
+// with no report yet.
+type UserState struct {
+	// RTT is the last RTT per access (index Access.slot()); Up says the access is available.
+	RTT [2]time.Duration
+	Up  [2]bool
+	// Seen says a report arrived for the access (an access never reported is not "down").
+	Seen [2]bool
+	// Active is the access smallest-delay steering would pick now (AccessNone: neither is up).
+	Active Access
+	// LastSwitch is when Active last changed from one access to another.
+	LastSwitch time.Time
+	// Switches are the times of Active's changes within the current window.
+	Switches []time.Time
+	// Suspended says the operator has suspended the data plane's path updates for the user;
+	// SuspendedAt is when, LastChange the last time Active changed (or suspension began).
+	Suspended   bool
+	SuspendedAt time.Time
+	LastChange  time.Time
+}
+
+// RTTWrite is a path-state register write the operator must do itself while the user's
+// in-data-plane updates are suspended (link notifications must still take effect).
+type RTTWrite struct {
+	Access Access
+	// Value is the register value: 0 unavailable, otherwise the RTT in microseconds.
+	Value uint32
+}
+
+// Decision is what a report or the passing of time asks the operator to do.
+type Decision struct {
+	// Switched: the active access changed (count it, refresh the status summary).
+	Switched bool
+	// Suspend / Resume: write path_updates_suspended[user] = 1 / 0.
+	Suspend, Resume bool
+	// Writes are path-state writes that the suspended data plane would have done.
+	Writes []RTTWrite
+	// Changed: the summary differs from before (the status should be refreshed).
+	Changed bool
+}
+
+// ActiveAccess is the access smallest-delay steering picks from a user's path state: the
+// available access with the smaller RTT, a tie going to 3GPP (docs/pipeline.md). It is the
+// access whose changes the detector counts, whatever the steering modes of the user's
+// applications: it is the one that moves when the measured paths compete.
+func ActiveAccess(up [2]bool, rtt [2]time.Duration) Access {
+	switch {
+	case up[0] && up[1]:
+		if rtt[1] < rtt[0] {
+			return AccessNon3GPP
+		}
+		return Access3GPP
+	case up[0]:
+		return Access3GPP
+	case up[1]:
+		return AccessNon3GPP
+	}
+	return AccessNone
+}
+
+// Observe applies one report to the user's state and decides what to do. It never blocks and
+// does no I/O.
+func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
+	var d Decision
+	if !r.Access.valid() {
+		return d
+	}
+	i := r.Access.slot()
+	before := *st
+	st.Seen[i] = true
+	switch r.Kind {
+	case KindRTT:
+		st.RTT[i], st.Up[i] = atLeastMicro(r.RTT), true
+	case KindLinkDown:
+		st.Up[i] = false
+		if st.Suspended {
+			d.Writes = append(d.Writes, RTTWrite{Access: r.Access, Value: 0})
+		}
+	case KindLinkUp:
+		st.RTT[i], st.Up[i] = atLeastMicro(r.RTT), true
+		if st.Suspended {
+			d.Writes = append(d.Writes, RTTWrite{Access: r.Access, Value: micros(st.RTT[i])})
+		}
+	}
+
+	switch {
+	case r.Suspended && !st.Suspended:
+		// The device holds a suspension this operator did not decide (an earlier operator
+		// instance did): adopt it, so that it is lifted once the paths settle.
+		st.Suspended, st.SuspendedAt, st.LastChange = true, now, now
+		d.Changed = true
+	case !r.Suspended && st.Suspended && now.Sub(st.SuspendedAt) >= cfg.Reassert:
+		d.Suspend = true
+		st.SuspendedAt = now
+	}
+
+	active := ActiveAccess(st.Up, st.RTT)
+	if active != st.Active {
+		if st.Active != AccessNone && active != AccessNone {
+			d.Switched = true
+			st.LastSwitch = now
+			st.Switches = append(st.Switches, now)
+		}
+		st.Active = active
+		st.LastChange = now
+	}
+	st.Switches = prune(st.Switches, now.Add(-cfg.Window))
+	if !st.Suspended && len(st.Switches) > cfg.MaxSwitches {
+		st.Suspended, st.SuspendedAt = true, now
+		d.Suspend = true
+	}
+	d.Changed = d.Changed || d.Suspend || st.Active != before.Active || st.Up != before.Up || st.RTT != before.RTT
+	return d
+}
+
+// Tick decides what the passing of time asks for: resume a suspended user whose would-be
+// active access has not changed for cfg.Settle.
+func Tick(st *UserState, now time.Time, cfg Config) Decision {
+	var d Decision
+	st.Switches = prune(st.Switches, now.Add(-cfg.Window))
+	if st.Suspended && now.Sub(st.LastChange) >= cfg.Settle {
+		st.Suspended = false
+		st.Switches = nil
+		d.Resume, d.Changed = true, true
+	}
+	return d
+}
+
+// prune drops the times before since (the slice is in time order) without reallocating.
+func prune(ts []time.Time, since time.Time) []time.Time {
+	n := 0
+	for n < len(ts) && ts[n].Before(since) {
+		n++
+	}
+	if n == 0 {
+		return ts
+	}
+	return append(ts[:0], ts[n:]...)
+}
+
+// atLeastMicro keeps a measured RTT nonzero: 0 means "unavailable" in the registers.
+func atLeastMicro(d time.Duration) time.Duration {
+	if d < time.Microsecond {
+		return time.Microsecond
+	}
+	return d
+}
+
+func micros(d time.Duration) uint32 {
+	us := d / time.Microsecond
+	switch {
+	case us < 1:
+		return 1
+	case us > 1<<32-1:
+		return 1<<32 - 1
+	}
+	return uint32(us)
+}

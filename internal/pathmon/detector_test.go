@@ -1,0 +1,280 @@
+package pathmon
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func rtt(a Access, ms int) Report {
+	return Report{User: 7, Access: a, Kind: KindRTT, RTT: time.Duration(ms) * time.Millisecond}
+}
+
+func TestActiveAccess(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		up   [2]bool
+		rtt  [2]time.Duration
+		want Access
+	}{
+		{"no available access gives none", [2]bool{}, [2]time.Duration{}, AccessNone},
+		{"the only available access wins whatever its RTT", [2]bool{false, true}, [2]time.Duration{time.Millisecond, time.Second}, AccessNon3GPP},
+		{"the smaller RTT wins", [2]bool{true, true}, [2]time.Duration{30 * time.Millisecond, 10 * time.Millisecond}, AccessNon3GPP},
+		{"a tie goes to 3GPP", [2]bool{true, true}, [2]time.Duration{10 * time.Millisecond, 10 * time.Millisecond}, Access3GPP},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ActiveAccess(tc.up, tc.rtt); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestObserve(t *testing.T) {
+	cfg := Config{MaxSwitches: 2, Window: 10 * time.Second, Settle: 20 * time.Second, Reassert: 5 * time.Second}
+
+	t.Run("the first measurements set the active access without counting a switch", func(t *testing.T) {
+		var st UserState
+		d := Observe(&st, rtt(Access3GPP, 30), t0, cfg)
+		if d.Switched || st.Active != Access3GPP || !d.Changed {
+			t.Fatalf("decision %+v state %+v", d, st)
+		}
+		d = Observe(&st, rtt(AccessNon3GPP, 40), t0.Add(time.Second), cfg)
+		if d.Switched || st.Active != Access3GPP {
+			t.Fatalf("decision %+v state %+v", d, st)
+		}
+	})
+
+	t.Run("a faster other access is a switch", func(t *testing.T) {
+		var st UserState
+		Observe(&st, rtt(Access3GPP, 30), t0, cfg)
+		Observe(&st, rtt(AccessNon3GPP, 40), t0, cfg)
+		d := Observe(&st, rtt(Access3GPP, 50), t0.Add(time.Second), cfg)
+		if !d.Switched || st.Active != AccessNon3GPP || !st.LastSwitch.Equal(t0.Add(time.Second)) {
+			t.Fatalf("decision %+v state %+v", d, st)
+		}
+	})
+
+	t.Run("more switches than allowed within the window suspend the user once", func(t *testing.T) {
+		var st UserState
+		Observe(&st, rtt(Access3GPP, 30), t0, cfg)
+		Observe(&st, rtt(AccessNon3GPP, 40), t0, cfg)
+		suspends := 0
+		for i := 1; i <= 6; i++ {
+			ms := 50
+			if i%2 == 0 {
+				ms = 20
+			}
+			if d := Observe(&st, rtt(Access3GPP, ms), t0.Add(time.Duration(i)*time.Second), cfg); d.Suspend {
+				suspends++
+				if i != 3 {
+					t.Errorf("suspended at switch %d, want at the 3rd (MaxSwitches 2)", i)
+				}
+			}
+		}
+		if suspends != 1 || !st.Suspended {
+			t.Fatalf("%d suspensions, state %+v", suspends, st)
+		}
+	})
+
+	t.Run("switches spread wider than the window do not suspend", func(t *testing.T) {
+		var st UserState
+		Observe(&st, rtt(Access3GPP, 30), t0, cfg)
+		Observe(&st, rtt(AccessNon3GPP, 40), t0, cfg)
+		for i := 1; i <= 10; i++ {
+			ms := 50
+			if i%2 == 0 {
+				ms = 20
+			}
+			if d := Observe(&st, rtt(Access3GPP, ms), t0.Add(time.Duration(i)*6*time.Second), cfg); d.Suspend {
+				t.Fatalf("suspended at switch %d", i)
+			}
+		}
+		if len(st.Switches) > 2 {
+			t.Errorf("switches outside the window were kept: %v", st.Switches)
+		}
+	})
+
+	t.Run("a link down while suspended is written by the operator", func(t *testing.T) {
+		st := UserState{Suspended: true, SuspendedAt: t0, Up: [2]bool{true, true}, RTT: [2]time.Duration{time.Millisecond, 2 * time.Millisecond}, Active: Access3GPP}
+		d := Observe(&st, Report{User: 7, Access: Access3GPP, Kind: KindLinkDown, Suspended: true}, t0.Add(time.Second), cfg)
+		if len(d.Writes) != 1 || d.Writes[0] != (RTTWrite{Access3GPP, 0}) {
+			t.Fatalf("writes %+v", d.Writes)
+		}
+		if st.Active != AccessNon3GPP {
+			t.Errorf("active %v after 3GPP went down", st.Active)
+		}
+		d = Observe(&st, Report{User: 7, Access: Access3GPP, Kind: KindLinkUp, RTT: 15 * time.Millisecond, Suspended: true}, t0.Add(2*time.Second), cfg)
+		if len(d.Writes) != 1 || d.Writes[0] != (RTTWrite{Access3GPP, 15000}) {
+			t.Fatalf("writes %+v", d.Writes)
+		}
+	})
+
+	t.Run("a link down while not suspended is left to the data plane", func(t *testing.T) {
+		var st UserState
+		Observe(&st, rtt(Access3GPP, 30), t0, cfg)
+		if d := Observe(&st, Report{User: 7, Access: Access3GPP, Kind: KindLinkDown}, t0, cfg); len(d.Writes) != 0 {
+			t.Fatalf("writes %+v", d.Writes)
+		}
+		if st.Active != AccessNone {
+			t.Errorf("active %v with no access up", st.Active)
+		}
+	})
+
+	t.Run("a suspension found on the device is adopted", func(t *testing.T) {
+		var st UserState
+		r := rtt(Access3GPP, 30)
+		r.Suspended = true
+		d := Observe(&st, r, t0, cfg)
+		if !st.Suspended || d.Suspend || !d.Changed {
+			t.Fatalf("decision %+v state %+v", d, st)
+		}
+	})
+
+	t.Run("a suspension the device lost is written again after the grace period only", func(t *testing.T) {
+		st := UserState{Suspended: true, SuspendedAt: t0}
+		if d := Observe(&st, rtt(Access3GPP, 30), t0.Add(time.Second), cfg); d.Suspend {
+			t.Fatal("re-suspended while reports from before the write may still arrive")
+		}
+		if d := Observe(&st, rtt(Access3GPP, 30), t0.Add(6*time.Second), cfg); !d.Suspend {
+			t.Fatal("not re-suspended after the grace period")
+		}
+	})
+
+	t.Run("an unchanged RTT report changes nothing", func(t *testing.T) {
+		var st UserState
+		Observe(&st, rtt(Access3GPP, 30), t0, cfg)
+		if d := Observe(&st, rtt(Access3GPP, 30), t0.Add(time.Second), cfg); d.Changed {
+			t.Fatalf("decision %+v", d)
+		}
+	})
+}
+
+func TestTick(t *testing.T) {
+	cfg := Config{MaxSwitches: 2, Window: 10 * time.Second, Settle: 20 * time.Second, Reassert: 5 * time.Second}
+	t.Run("a suspended user resumes once its active access has held for the settle period", func(t *testing.T) {
+		st := UserState{Suspended: true, SuspendedAt: t0, LastChange: t0.Add(5 * time.Second)}
+		if d := Tick(&st, t0.Add(24*time.Second), cfg); d.Resume {
+			t.Fatal("resumed before settling")
+		}
+		if d := Tick(&st, t0.Add(25*time.Second), cfg); !d.Resume || st.Suspended {
+			t.Fatalf("not resumed: %+v", st)
+		}
+	})
+	t.Run("a user that is not suspended is never resumed", func(t *testing.T) {
+		st := UserState{}
+		if d := Tick(&st, t0.Add(time.Hour), cfg); d.Resume {
+			t.Fatal("resumed a user that was not suspended")
+		}
+	})
+}
+
+func members(addr, user, access, kind, rtt, susp []byte) map[string][]byte {
+	return map[string][]byte{"session_addr": addr, "user_idx": user, "access": access, "kind": kind, "rtt_us": rtt, "suspended": susp}
+}
+
+func TestDecodeReport(t *testing.T) {
+	r, err := DecodeReport(members([]byte{10, 0, 0, 1}, []byte{0x01, 0x02}, []byte{2}, []byte{1}, []byte{0x27, 0x10}, []byte{1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Report{SessionAddr: netip.MustParseAddr("10.0.0.1"), User: 258, Access: AccessNon3GPP, Kind: KindRTT, RTT: 10 * time.Millisecond, Suspended: true}
+	if r != want {
+		t.Errorf("got %+v, want %+v", r, want)
+	}
+	one := []byte{1}
+	for _, tc := range []struct {
+		name    string
+		members map[string][]byte
+		want    string
+	}{
+		{"a missing member is named", map[string][]byte{"session_addr": one}, "member user_idx is missing"},
+		{"an access of 3 is rejected naming the member", members(one, one, []byte{3}, one, one, one), "member access"},
+		{"an unknown kind is rejected naming the member", members(one, one, one, []byte{9}, one, one), "member kind"},
+		{"a too wide user index is rejected naming the member", members(one, []byte{1, 0, 0, 0, 0}, one, one, one, one), "member user_idx"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := DecodeReport(tc.members); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// recordingActuator records writes and, like a device, remembers the suspension so that
+// later reports carry it.
+type recordingActuator struct {
+	mu        sync.Mutex
+	writes    []string
+	suspended bool
+}
+
+func (a *recordingActuator) SetSuspended(_ context.Context, user uint32, s bool) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.suspended = s
+	if s {
+		a.writes = append(a.writes, "suspend")
+	} else {
+		a.writes = append(a.writes, "resume")
+	}
+	return nil
+}
+
+func (a *recordingActuator) WriteRTT(_ context.Context, user uint32, access Access, v uint32) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.writes = append(a.writes, "rtt")
+	return nil
+}
+
+func (a *recordingActuator) report(r Report) Report {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r.Suspended = a.suspended
+	return r
+}
+
+func TestMonitorSuspendsResumesAndNotifiesAtABoundedRate(t *testing.T) {
+	act := &recordingActuator{}
+	var notified [][]uint32
+	m := NewMonitor(Options{UPF: "test", Act: act, Config: Config{MaxSwitches: 2, Window: 10 * time.Second, Settle: 20 * time.Second, Reassert: 5 * time.Second},
+		Notify: func(u []uint32) { notified = append(notified, u) }})
+	ctx := context.Background()
+	now := t0
+	m.Observe(ctx, rtt(Access3GPP, 30), now)
+	m.Observe(ctx, rtt(AccessNon3GPP, 40), now)
+	for i := 1; i <= 20; i++ { // a probe pair every second, the faster access alternating
+		now = now.Add(time.Second)
+		ms := 50
+		if i%2 == 0 {
+			ms = 20
+		}
+		m.Observe(ctx, act.report(rtt(Access3GPP, ms)), now)
+	}
+	if s, _ := m.Summary(7); !s.Suspended {
+		t.Fatalf("not suspended: %+v", s)
+	}
+	m.Flush()
+	m.Flush()
+	if len(notified) != 1 || len(notified[0]) != 1 || notified[0][0] != 7 {
+		t.Fatalf("notified %v: want user 7 once for many reports", notified)
+	}
+	// The paths calm down: 3GPP stays faster.
+	for i := 0; i < 30; i++ {
+		now = now.Add(time.Second)
+		m.Observe(ctx, act.report(rtt(Access3GPP, 20)), now)
+		m.Tick(ctx, now)
+	}
+	if s, _ := m.Summary(7); s.Suspended {
+		t.Fatalf("still suspended after settling: %+v", s)
+	}
+	if got := strings.Join(act.writes, ","); got != "suspend,resume" {
+		t.Errorf("device writes %s, want suspend,resume", got)
+	}
+}

@@ -1,0 +1,545 @@
+// Package operator tests the Junction operator end to end: a real kube-apiserver and etcd
+// (envtest), the operator's controllers in a controller-runtime manager, and the real software
+// UPF (internal/softupf: P4Runtime server + data plane) listening on 127.0.0.1. Assertions read
+// the API server through an uncached client and the UPF's entries back over P4Runtime.
+package operator
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/prototext"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/controllers"
+	"github.com/junction-atsss/junction/internal/pathmon"
+	"github.com/junction-atsss/junction/internal/softupf/dataplane"
+	"github.com/junction-atsss/junction/internal/softupf/p4rt"
+	"github.com/junction-atsss/junction/internal/testenv"
+	"github.com/junction-atsss/junction/internal/upfclient"
+	"github.com/junction-atsss/junction/p4"
+)
+
+// Named timeouts for Eventually-style polling.
+const (
+	programTimeout  = 30 * time.Second // objects created → entries on the UPF and status written
+	replayTimeout   = 30 * time.Second // target or operator restart → desired state back
+	takeoverTimeout = 30 * time.Second // leader stopped → the other manager programs
+	settleTime      = 3 * time.Second  // time given to an operator to (wrongly) write something
+	pollInterval    = 100 * time.Millisecond
+)
+
+var (
+	restCfg *rest.Config
+	k8s     client.Client // uncached: what the API server holds
+)
+
+func TestMain(m *testing.M) {
+	var log logr.Logger = logr.Discard()
+	if os.Getenv("JUNCTION_TEST_LOG") != "" {
+		log = zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true))
+	}
+	ctrl.SetLogger(log)
+	cfg, stop, err := testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	restCfg = cfg
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop envtest:", err)
+	}
+	os.Exit(code)
+}
+
+// eventually polls cond until it returns nil or timeout passes, then fails with its last error.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// The software UPF
+// ---------------------------------------------------------------------------------------------
+
+// softUPF is the real software UPF (P4Runtime server and data plane) without network ports:
+// tests read its entries back over P4Runtime.
+type softUPF struct {
+	// now is the data plane's now_us: a manual clock, so that probe RTTs are exact.
+	now  atomic.Uint32
+	addr string
+	srv  *p4rt.Server
+	dp   *dataplane.Pipeline
+	pool *dataplane.Pool // the data plane's buffers: packets fed to it come from here
+	// clientTLS is how tests reach a UPF that serves TLS.
+	clientTLS *tls.Config
+	gs        *grpc.Server
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// startSoftUPF listens on addr ("127.0.0.1:0" for a new one, an old address to restart it).
+func startSoftUPF(t *testing.T, addr string) *softUPF {
+	t.Helper()
+	return startSoftUPFTLS(t, addr, nil, nil)
+}
+
+// startSoftUPFTLS serves P4Runtime over TLS with serverTLS (nil: plaintext); tests read it back
+// with clientTLS.
+func startSoftUPFTLS(t *testing.T, addr string, serverTLS, clientTLS *tls.Config) *softUPF {
+	t.Helper()
+	var lis net.Listener
+	var err error
+	for i := 0; i < 50; i++ { // a restarted UPF may wait for its old port to be free
+		if lis, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("software UPF: %v", err)
+	}
+	u := &softUPF{addr: lis.Addr().String(), clientTLS: clientTLS}
+	u.now.Store(1_000_000)
+	u.pool = dataplane.NewPool(64)
+	dp, err := dataplane.New(dataplane.Config{Pool: u.pool, MaxHeld: 16, CPUPort: 255, Now: u.now.Load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.dp, u.srv = dp, p4rt.New(dp, p4rt.Options{DeviceID: 1})
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(64 << 20)}
+	if serverTLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(serverTLS)))
+	}
+	u.gs = grpc.NewServer(opts...)
+	p4v1.RegisterP4RuntimeServer(u.gs, u.srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	u.cancel = cancel
+	u.wg.Add(2)
+	go func() { defer u.wg.Done(); _ = u.gs.Serve(lis) }()
+	go func() { defer u.wg.Done(); _ = dp.Run(ctx) }()
+	t.Cleanup(u.stop)
+	return u
+}
+
+func (u *softUPF) stop() {
+	u.cancel()
+	u.gs.Stop()
+	u.wg.Wait()
+}
+
+// writes is the number of Write RPCs the UPF has served.
+func (u *softUPF) writes() uint64 { return u.srv.Stats().WriteRequests }
+
+// p4rtClient reads the UPF without arbitration (P4Runtime allows reads from any client).
+func (u *softUPF) read(ctx context.Context, entities ...*p4v1.Entity) ([]*p4v1.Entity, error) {
+	creds := insecure.NewCredentials()
+	if u.clientTLS != nil {
+		creds = credentials.NewTLS(u.clientTLS)
+	}
+	conn, err := grpc.NewClient(u.addr, grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stream, err := p4v1.NewP4RuntimeClient(conn).Read(ctx, &p4v1.ReadRequest{DeviceId: 1, Entities: entities})
+	if err != nil {
+		return nil, err
+	}
+	var out []*p4v1.Entity
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.GetEntities()...)
+	}
+}
+
+// entries reads every table entry of the UPF, decoded by names, in a stable order.
+func (u *softUPF) entries(sch *upfclient.Schema) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []string
+	for _, t := range sch.P4Info().GetTables() {
+		got, err := u.read(ctx, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: t.GetPreamble().GetId()}}})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range got {
+			out = append(out, describe(sch, e.GetTableEntry()))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// register reads one register cell.
+func (u *softUPF) register(sch *upfclient.Schema, name string, index int64) (uint64, error) {
+	id, err := sch.RegisterID(name)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := u.read(ctx, &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{RegisterId: id, Index: &p4v1.Index{Index: index}}}})
+	if err != nil {
+		return 0, err
+	}
+	if len(got) != 1 {
+		return 0, fmt.Errorf("register %s[%d]: %d cells read", name, index, len(got))
+	}
+	return upfclient.DecodeUint(got[0].GetRegisterEntry().GetData().GetBitstring())
+}
+
+// describe renders a table entry by names, canonically: "table key... -> action(params)".
+func describe(sch *upfclient.Schema, te *p4v1.TableEntry) string {
+	e, err := sch.Decode(te)
+	if err != nil {
+		return "undecodable: " + err.Error()
+	}
+	var b strings.Builder
+	b.WriteString(e.Table)
+	ms := append([]upfclient.Match(nil), e.Match...)
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Field < ms[j].Field })
+	for _, m := range ms {
+		switch m.Kind {
+		case p4configv1.MatchField_EXACT:
+			fmt.Fprintf(&b, " %s=%x", m.Field, canon(m.Value))
+		case p4configv1.MatchField_LPM:
+			fmt.Fprintf(&b, " %s=%x/%d", m.Field, canon(m.Value), m.PrefixLen)
+		case p4configv1.MatchField_TERNARY:
+			fmt.Fprintf(&b, " %s=%x&%x", m.Field, canon(m.Value), canon(m.Mask))
+		case p4configv1.MatchField_RANGE:
+			fmt.Fprintf(&b, " %s=%x..%x", m.Field, canon(m.Low), canon(m.High))
+		}
+	}
+	if e.Priority != 0 {
+		fmt.Fprintf(&b, " prio=%d", e.Priority)
+	}
+	names := make([]string, 0, len(e.Params))
+	for n := range e.Params {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(&b, " -> %s(", e.Action)
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "%s=%x", n, canon(e.Params[n]))
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+func canon(v []byte) []byte {
+	for len(v) > 1 && v[0] == 0 {
+		v = v[1:]
+	}
+	return v
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operator
+// ---------------------------------------------------------------------------------------------
+
+type operator struct {
+	mgr    ctrl.Manager
+	fleet  *controllers.Fleet
+	cancel context.CancelFunc
+	done   chan error
+}
+
+type operatorOptions struct {
+	leaseName string // "" disables leader election
+	path      pathmon.Config
+}
+
+// startOperator runs the operator's controllers in a manager watching namespace ns.
+func startOperator(t *testing.T, ns string, o operatorOptions) *operator {
+	t.Helper()
+	skip := true
+	lease, renew, retry := 3*time.Second, 2*time.Second, 200*time.Millisecond
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                        scheme.Scheme,
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
+		LeaderElection:                o.leaseName != "",
+		LeaderElectionID:              o.leaseName,
+		LeaderElectionNamespace:       ns,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &lease,
+		RenewDeadline:                 &renew,
+		RetryPeriod:                   &retry,
+		Cache:                         cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Controller:                    config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := controllers.StartTimeElectionLow(time.Now())
+	if o.leaseName != "" {
+		low = controllers.LeaseElectionLow(mgr.GetAPIReader(), ns, o.leaseName)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	fleet, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
+		ElectionLow:      low,
+		WriteWindow:      2 * time.Millisecond,
+		StatusInterval:   time.Second,
+		PathConfig:       o.path,
+		ReconnectBackoff: upfclient.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond},
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	op := &operator{mgr: mgr, fleet: fleet, cancel: cancel, done: make(chan error, 1)}
+	go func() { op.done <- mgr.Start(ctx) }()
+	t.Cleanup(op.stop)
+	return op
+}
+
+// stop ends the manager and waits for it (its P4Runtime streams are closed on return).
+func (o *operator) stop() {
+	if o.cancel == nil {
+		return
+	}
+	o.cancel()
+	o.cancel = nil
+	select {
+	case <-o.done:
+	case <-time.After(30 * time.Second):
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// Objects
+// ---------------------------------------------------------------------------------------------
+
+// newNamespace creates a namespace of its own for a test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("_", "-", "/", "-").Replace(t.Name()))
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// pipelineConfigMap holds the checked-in P4Info, changed by edit (e.g. a smaller table).
+func pipelineConfigMap(t *testing.T, ns, name string, edit func(*p4configv1.P4Info)) (*corev1.ConfigMap, *upfclient.Schema) {
+	t.Helper()
+	info, err := p4.P4Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(info)
+	}
+	text, err := prototext.MarshalOptions{Multiline: true}.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := upfclient.NewSchema(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"p4info.txtpb": string(text)}}, sch
+}
+
+func newUPF(ns, name, addr, configMap string) *junctionv1.UserPlaneFunction {
+	return &junctionv1.UserPlaneFunction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: junctionv1.UserPlaneFunctionSpec{
+			P4Runtime: junctionv1.P4RuntimeEndpoint{Address: addr, DeviceID: 1},
+			Pipeline:  junctionv1.Pipeline{ConfigMapRef: junctionv1.LocalObjectReference{Name: configMap}},
+			TunnelEndpoints: []junctionv1.TunnelEndpoint{
+				{Name: "core", N3Address: "192.0.2.1", JunctionAddress: "192.0.2.2"},
+			},
+			Ports: []junctionv1.Port{
+				{Name: "n3", Number: 1, Role: junctionv1.PortN3, MAC: "02:00:00:00:01:01"},
+				{Name: "n6", Number: 3, Role: junctionv1.PortN6, MAC: "02:00:00:00:01:03"},
+			},
+			Routes: []junctionv1.Route{
+				{Destination: "198.51.100.0/24", Port: "n3", NextHopMAC: "02:00:00:00:02:01"},
+				// The default route: P4Runtime sends it with the LPM field omitted.
+				{Destination: "0.0.0.0/0", Port: "n6", NextHopMAC: "02:00:00:00:02:03"},
+			},
+		},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// session builds an ATSSSSession; legs: "3" a 3GPP leg behind gnb, "n" a WiFi leg.
+func session(ns, name, supi, addr, upf, legs, gnb string, policies ...string) *junctionv1.ATSSSSession {
+	s := &junctionv1.ATSSSSession{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: junctionv1.ATSSSSessionSpec{
+			UE:             junctionv1.UE{SUPI: supi},
+			SessionAddress: junctionv1.IPv4Address(addr),
+			UPFRef:         junctionv1.LocalObjectReference{Name: upf},
+		},
+	}
+	last := addr[strings.LastIndex(addr, ".")+1:]
+	if strings.Contains(legs, "3") {
+		s.Spec.AccessLegs.ThreeGPP = &junctionv1.ThreeGPPLeg{
+			UEAddress: junctionv1.IPv4Address("10.45.0." + last), GNBAddress: junctionv1.IPv4Address(gnb),
+			UplinkTEID: 1000 + int64(len(name))*100 + int64(atoi(last)), DownlinkTEID: 2000 + int64(atoi(last)),
+		}
+	}
+	if strings.Contains(legs, "n") {
+		s.Spec.AccessLegs.NonThreeGPP = &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: junctionv1.IPv4Address("203.0.113." + last)}
+	}
+	for _, p := range policies {
+		s.Spec.PolicyRefs = append(s.Spec.PolicyRefs, junctionv1.LocalObjectReference{Name: p})
+	}
+	return s
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func loadBalancePolicy(ns, name string, prec, percent int32, prefix string) *junctionv1.SteeringPolicy {
+	return &junctionv1.SteeringPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: junctionv1.SteeringPolicySpec{
+			Precedence:        prec,
+			TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: []junctionv1.IPv4Prefix{junctionv1.IPv4Prefix(prefix)}, Protocol: junctionv1.ProtocolTCP, DestinationPorts: []junctionv1.PortRange{{From: 443}}},
+			Steering:          junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance, LoadBalance: &junctionv1.LoadBalance{ThreeGPPPercent: ptr(percent)}},
+		},
+	}
+}
+
+func activeStandbyPolicy(ns, name string, prec int32, prefix string) *junctionv1.SteeringPolicy {
+	return &junctionv1.SteeringPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: junctionv1.SteeringPolicySpec{
+			Precedence:        prec,
+			TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: []junctionv1.IPv4Prefix{junctionv1.IPv4Prefix(prefix)}},
+			Steering:          junctionv1.SteeringMode{Mode: junctionv1.ModeActiveStandby, ActiveStandby: &junctionv1.ActiveStandby{Active: junctionv1.AccessNon3GPP}},
+		},
+	}
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := k8s.Create(context.Background(), o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// condition returns the condition of an object read from the API server ("" status when absent).
+func condition(obj client.Object, typ string) (metav1.Condition, error) {
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		return metav1.Condition{}, err
+	}
+	var conds []metav1.Condition
+	switch o := obj.(type) {
+	case *junctionv1.ATSSSSession:
+		conds = o.Status.Conditions
+	case *junctionv1.SteeringPolicy:
+		conds = o.Status.Conditions
+	case *junctionv1.UserPlaneFunction:
+		conds = o.Status.Conditions
+	}
+	if c := meta.FindStatusCondition(conds, typ); c != nil {
+		return *c, nil
+	}
+	return metav1.Condition{Type: typ}, nil
+}
+
+// waitCondition waits until obj's condition typ has the status and reason (reason "" = any).
+func waitCondition(t *testing.T, timeout time.Duration, obj client.Object, typ string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	eventually(t, timeout, fmt.Sprintf("%s %s: %s=%s %s", strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1alpha1."), obj.GetName(), typ, status, reason), func() error {
+		c, err := condition(obj, typ)
+		if err != nil {
+			return err
+		}
+		if c.Status != status || (reason != "" && c.Reason != reason) {
+			return fmt.Errorf("%s is %q (%s: %s)", typ, c.Status, c.Reason, c.Message)
+		}
+		return nil
+	})
+}
+
+// event finds an event about obj with the reason, of the given type.
+func findEvent(ns, name, typ, reason string) error {
+	var list corev1.EventList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	var seen []string
+	if len(list.Items) == 0 {
+		return fmt.Errorf("no events at all in %s", ns)
+	}
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name {
+			if e.Type == typ && e.Reason == reason {
+				return nil
+			}
+			seen = append(seen, e.Type+"/"+e.Reason)
+		}
+	}
+	return fmt.Errorf("no %s event %s for %s (events: %v)", typ, reason, name, seen)
+}

@@ -1,0 +1,178 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/pathmon"
+	"github.com/junction-atsss/junction/internal/softupf/dataplane"
+	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/internal/wire/wiretest"
+)
+
+// probeAck sends the data plane the UE's PROBE_ACK of one leg of session s, answering a
+// PROBE_REPLY stamped rtt ago: the data plane measures rtt, writes the path state (unless
+// suspended) and sends a probe_reports digest to the operator.
+func (u *softUPF) probeAck(t *testing.T, s *junctionv1.ATSSSSession, access wire.Access, rtt time.Duration) {
+	t.Helper()
+	now := u.now.Add(1000) // 1 ms between reports
+	body := wire.Control{Session: addr4(string(s.Spec.SessionAddress)), Access: access, UETime: 1, UPFTime: now - uint32(rtt/time.Microsecond)}
+	junction := []any{wire.UDP{}, wire.Header{Type: wire.TypeProbeAck}, body}
+	var frame []byte
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
+	if access == wire.Access3GPP {
+		leg := s.Spec.AccessLegs.ThreeGPP
+		inner := wire.IPv4{Src: addr4(string(leg.UEAddress)), Dst: addr4("192.0.2.2")}
+		frame = wiretest.Build(append([]any{eth, wire.IPv4{Src: addr4(string(leg.GNBAddress)), Dst: addr4("192.0.2.1")},
+			wire.UDP{}, wire.GTPU{TEID: uint32(leg.UplinkTEID)}, inner}, junction...)...)
+	} else {
+		outer := wire.IPv4{Src: addr4(string(s.Spec.AccessLegs.NonThreeGPP.UEAddress)), Dst: addr4("192.0.2.2")}
+		frame = wiretest.Build(append([]any{eth, outer}, junction...)...)
+	}
+	pkt := u.pool.TryGet()
+	if pkt == nil || !pkt.SetFrame(frame) {
+		t.Fatal("no buffer for the frame")
+	}
+	pkt.InPort = 1
+	for _, out := range u.dp.Process([]*dataplane.Packet{pkt}, nil) {
+		u.pool.Put(out)
+		t.Fatalf("a PROBE_ACK produced a packet on port %d", out.OutPort)
+	}
+}
+
+func addr4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
+
+// TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem drives the real data plane with
+// probe acknowledgements: the session's status shows the paths at a bounded rate, a user whose
+// faster access keeps changing is suspended on the device (and resumed once its paths settle).
+func TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10")
+	create(t, cm, upf, s)
+	startOperator(t, ns, operatorOptions{path: pathmon.Config{MaxSwitches: 3, Window: time.Minute, Settle: 3 * time.Second, Reassert: 5 * time.Second}})
+	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	var got junctionv1.ATSSSSession
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(s), &got); err != nil {
+		t.Fatal(err)
+	}
+	user := int64(*got.Status.UserIndex)
+
+	// Count the session's writes while probes arrive every millisecond for two seconds.
+	wc, err := client.NewWithWatch(restCfg, client.Options{Scheme: k8s.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &junctionv1.ATSSSSessionList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	modified := make(chan int)
+	go func() {
+		n := 0
+		timeout := time.After(2500 * time.Millisecond)
+		for {
+			select {
+			case ev := <-w.ResultChan():
+				if ev.Type == watch.Modified {
+					n++
+				}
+			case <-timeout:
+				modified <- n
+				return
+			}
+		}
+	}()
+	for i := 0; i < 200; i++ { // 3GPP stays faster: no switch, but every RTT is new
+		u.probeAck(t, s, wire.Access3GPP, time.Duration(20000+i)*time.Microsecond)
+		u.probeAck(t, s, wire.AccessNon3GPP, 45*time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := <-modified; n > 4 {
+		t.Errorf("%d status writes for 400 probe reports in 2.5 s, want at most one per second", n)
+	}
+	eventually(t, programTimeout, "the status shows both paths", func() error {
+		var cur junctionv1.ATSSSSession
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
+			return err
+		}
+		p := cur.Status.Paths
+		if cur.Status.ActiveAccess != junctionv1.Access3GPP || p.ThreeGPP == nil || !p.ThreeGPP.Available || p.NonThreeGPP == nil || p.NonThreeGPP.RTT != "45ms" {
+			return fmt.Errorf("active %q, paths %+v %+v", cur.Status.ActiveAccess, p.ThreeGPP, p.NonThreeGPP)
+		}
+		return nil
+	})
+	if v, err := u.register(sch, "rtt_non3gpp", user); err != nil || v != 45000 {
+		t.Errorf("rtt_non3gpp[%d] = %d (%v), want 45000 written by the data plane", user, v, err)
+	}
+	waitCondition(t, programTimeout, s, junctionv1.ConditionDegraded, metav1.ConditionFalse, "AllPathsUp")
+
+	// Flip-flop: the faster access changes with every probe. Probes are spaced beyond the
+	// digest's 20 ms list timeout: a P4Runtime device suppresses a digest message equal to one
+	// in a list not yet acknowledged.
+	for i := 0; i < 6; i++ {
+		rtt := 30 * time.Millisecond
+		if i%2 == 0 {
+			rtt = 60 * time.Millisecond
+		}
+		u.probeAck(t, s, wire.Access3GPP, rtt)
+		time.Sleep(100 * time.Millisecond)
+	}
+	eventually(t, programTimeout, "the user is suspended on the device", func() error {
+		v, err := u.register(sch, "path_updates_suspended", user)
+		if err != nil || v != 1 {
+			return fmt.Errorf("path_updates_suspended[%d] = %d (%v)", user, v, err)
+		}
+		return nil
+	})
+	// Suspended: the data plane keeps the path state it had.
+	frozen, _ := u.register(sch, "rtt_3gpp", user)
+	u.probeAck(t, s, wire.Access3GPP, 90*time.Millisecond)
+	if v, _ := u.register(sch, "rtt_3gpp", user); v != frozen {
+		t.Errorf("rtt_3gpp changed from %d to %d while suspended", frozen, v)
+	}
+	eventually(t, programTimeout, "the status says suspended", func() error {
+		var cur junctionv1.ATSSSSession
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
+			return err
+		}
+		if !cur.Status.PathUpdatesSuspended || cur.Status.LastPathSwitch == nil {
+			return fmt.Errorf("pathUpdatesSuspended %v, lastPathSwitch %v", cur.Status.PathUpdatesSuspended, cur.Status.LastPathSwitch)
+		}
+		return nil
+	})
+	eventually(t, programTimeout, "a PathUpdatesSuspended event", func() error { return findEvent(ns, "s1", "Warning", "PathUpdatesSuspended") })
+
+	// The paths settle: 3GPP stays faster for longer than the settle period.
+	eventually(t, programTimeout, "the user is resumed once its paths settle", func() error {
+		u.probeAck(t, s, wire.Access3GPP, 20*time.Millisecond)
+		u.probeAck(t, s, wire.AccessNon3GPP, 45*time.Millisecond)
+		v, err := u.register(sch, "path_updates_suspended", user)
+		if err != nil || v != 0 {
+			return fmt.Errorf("path_updates_suspended[%d] = %d (%v)", user, v, err)
+		}
+		return nil
+	})
+	eventually(t, programTimeout, "the status says resumed", func() error {
+		var cur junctionv1.ATSSSSession
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
+			return err
+		}
+		if cur.Status.PathUpdatesSuspended {
+			return fmt.Errorf("still suspended")
+		}
+		return nil
+	})
+}

@@ -1,0 +1,179 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
+
+// roomTimeout is shorter than the TableFull requeue (30s): a session waiting for room must be
+// programmed because another one freed it, not because a timer fired.
+const roomTimeout = 15 * time.Second
+
+// TestFullTableGivesTableFullAndRoomProgramsTheSession runs the UPF with a P4Info whose sessions
+// table holds 2 entries: the third session reports TableFull (condition and event) while the
+// others stay programmed, and it is programmed as soon as one of them is deleted.
+func TestFullTableGivesTableFullAndRoomProgramsTheSession(t *testing.T) {
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", func(info *p4configv1.P4Info) {
+		for _, tb := range info.GetTables() {
+			if tb.GetPreamble().GetName() == "sessions" {
+				tb.Size = 2
+			}
+		}
+	})
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	create(t, cm, upf)
+	startOperator(t, ns, operatorOptions{})
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+
+	ss := []*junctionv1.ATSSSSession{
+		session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", ""),
+		session(ns, "s2", "imsi-001010000000002", "10.60.0.2", "upf", "n", ""),
+		session(ns, "s3", "imsi-001010000000003", "10.60.0.3", "upf", "n", ""),
+	}
+	for _, s := range ss {
+		create(t, s)
+	}
+	var full *junctionv1.ATSSSSession
+	eventually(t, programTimeout, "two sessions programmed, one TableFull", func() error {
+		programmed, fullN := 0, 0
+		for _, s := range ss {
+			c, err := condition(s, junctionv1.ConditionProgrammed)
+			if err != nil {
+				return err
+			}
+			switch {
+			case c.Status == metav1.ConditionTrue:
+				programmed++
+			case c.Reason == "TableFull":
+				fullN++
+				full = s
+			}
+		}
+		if programmed != 2 || fullN != 1 {
+			return fmt.Errorf("%d programmed, %d TableFull", programmed, fullN)
+		}
+		return nil
+	})
+	waitCondition(t, programTimeout, full, junctionv1.ConditionReady, metav1.ConditionFalse, "TableFull")
+	eventually(t, programTimeout, "a TableFull event", func() error { return findEvent(ns, full.Name, "Warning", "TableFull") })
+	if n := countTable(mustEntries(t, u, sch), "sessions"); n != 2 {
+		t.Errorf("%d sessions entries in a table of 2", n)
+	}
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "") // nothing else disturbed
+
+	var other *junctionv1.ATSSSSession
+	for _, s := range ss {
+		if s != full {
+			other = s
+			break
+		}
+	}
+	if err := k8s.Delete(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, roomTimeout, full, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	eventually(t, programTimeout, "entries after room appeared", func() error { return sameEntries(u, sch, ns, "upf") })
+}
+
+// TestDanglingReferencesGiveConditions: a session on a missing UPF, a session selecting a missing
+// policy and a UPF whose pipeline ConfigMap is missing each report why, and each is programmed
+// once what it references appears.
+func TestDanglingReferencesGiveConditions(t *testing.T) {
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	startOperator(t, ns, operatorOptions{})
+
+	// A UPF without its ConfigMap, and a session on it.
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	orphan := session(ns, "orphan", "imsi-001010000000009", "10.60.0.9", "upf", "n", "")
+	create(t, upf, orphan)
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionPipelineReady, metav1.ConditionFalse, "ConfigMapNotFound")
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionFalse, "ConfigMapNotFound")
+	waitCondition(t, programTimeout, orphan, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "UPFNotReady")
+
+	// A session on a UPF that does not exist, and one selecting a policy that does not exist.
+	lost := session(ns, "lost", "imsi-001010000000001", "10.60.0.1", "elsewhere", "3n", "198.51.100.10")
+	unsteered := session(ns, "unsteered", "imsi-001010000000002", "10.60.0.2", "upf", "3n", "198.51.100.10", "video")
+	create(t, lost, unsteered)
+	waitCondition(t, programTimeout, lost, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "UPFNotFound")
+	waitCondition(t, programTimeout, lost, junctionv1.ConditionReady, metav1.ConditionFalse, "UPFNotFound")
+	eventually(t, programTimeout, "an UPFNotFound event", func() error { return findEvent(ns, "lost", "Warning", "UPFNotFound") })
+
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
+	create(t, cm)
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	waitCondition(t, programTimeout, orphan, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	waitCondition(t, programTimeout, unsteered, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	waitCondition(t, programTimeout, unsteered, junctionv1.ConditionReady, metav1.ConditionFalse, "PolicyNotFound")
+
+	create(t, loadBalancePolicy(ns, "video", 10, 50, "198.18.10.0/24"))
+	waitCondition(t, programTimeout, unsteered, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	eventually(t, programTimeout, "the session got its policy's override", func() error {
+		if n := countTable(mustEntries(t, u, sch), "session_overrides"); n != 1 {
+			return fmt.Errorf("%d session_overrides entries", n)
+		}
+		return sameEntries(u, sch, ns, "upf")
+	})
+
+	u2 := startSoftUPF(t, "127.0.0.1:0")
+	create(t, newUPF(ns, "elsewhere", u2.addr, "pipeline"))
+	waitCondition(t, programTimeout, lost, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	eventually(t, programTimeout, "entries on the second UPF", func() error { return sameEntries(u2, sch, ns, "elsewhere") })
+}
+
+// TestPushNeverOnlyVerifiesThePipeline: with pushPolicy Never the operator does not push; a
+// device without the ConfigMap's pipeline is reported, and once it runs it (pushed here by
+// switching the policy), Never verifies it and keeps programming.
+func TestPushNeverOnlyVerifiesThePipeline(t *testing.T) {
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	upf.Spec.Pipeline.PushPolicy = junctionv1.PushNever
+	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
+	create(t, cm, upf, s)
+	startOperator(t, ns, operatorOptions{})
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionPipelineReady, metav1.ConditionFalse, "PipelineMismatch")
+	eventually(t, programTimeout, "a PipelineMismatch event", func() error { return findEvent(ns, "upf", "Warning", "PipelineMismatch") })
+	if _, err := u.entries(sch); err == nil {
+		t.Fatal("the operator pushed a pipeline despite pushPolicy Never")
+	}
+
+	setPush := func(p junctionv1.PushPolicy) {
+		var cur junctionv1.UserPlaneFunction
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(upf), &cur); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.Pipeline.PushPolicy = p
+		if err := k8s.Patch(context.Background(), &cur, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setPush(junctionv1.PushIfCookieDiffers)
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	setPush(junctionv1.PushNever)
+	eventually(t, programTimeout, "Never verifies the pipeline now in place", func() error {
+		var cur junctionv1.UserPlaneFunction
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(upf), &cur); err != nil {
+			return err
+		}
+		c, _ := condition(upf, junctionv1.ConditionPipelineReady)
+		if cur.Status.ObservedGeneration != cur.Generation || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("observed %d of %d, PipelineReady %s %s", cur.Status.ObservedGeneration, cur.Generation, c.Status, c.Reason)
+		}
+		return nil
+	})
+	eventually(t, programTimeout, "entries", func() error { return sameEntries(u, sch, ns, "upf") })
+}

@@ -1,0 +1,265 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/upfclient"
+)
+
+// programmedSetup is a namespace with a UPF, two policies and four sessions, all programmed.
+type programmedSetup struct {
+	ns       string
+	upf      *junctionv1.UserPlaneFunction
+	sessions []*junctionv1.ATSSSSession
+	sch      *upfclient.Schema
+}
+
+func setupProgrammed(t *testing.T, u *softUPF, ns string) programmedSetup {
+	t.Helper()
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	create(t, cm, upf,
+		loadBalancePolicy(ns, "video", 10, 30, "198.18.10.0/24"),
+		activeStandbyPolicy(ns, "voice", 20, "198.18.20.0/24"))
+	ss := []*junctionv1.ATSSSSession{
+		session(ns, "a1", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10", "video"),
+		session(ns, "a2", "imsi-001010000000001", "10.60.0.2", "upf", "n", "", "voice"),
+		session(ns, "b1", "imsi-001010000000002", "10.60.0.3", "upf", "3n", "198.51.100.10", "voice"),
+		session(ns, "c1", "imsi-001010000000003", "10.60.0.4", "upf", "3", "198.51.100.11", "video", "voice"),
+	}
+	for _, s := range ss {
+		create(t, s)
+	}
+	return programmedSetup{ns: ns, upf: upf, sessions: ss, sch: sch}
+}
+
+// waitProgrammed waits for every session to be programmed and the UPF to hold exactly what the
+// objects call for.
+func (p programmedSetup) waitProgrammed(t *testing.T, u *softUPF, timeout time.Duration) {
+	t.Helper()
+	for _, s := range p.sessions {
+		waitCondition(t, timeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	}
+	eventually(t, timeout, "UPF entries match the objects", func() error { return sameEntries(u, p.sch, p.ns, "upf") })
+}
+
+// resourceVersions records the sessions' and policies' resource versions (to prove that nothing
+// wrote to them).
+func resourceVersions(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	var ss junctionv1.ATSSSSessionList
+	var ps junctionv1.SteeringPolicyList
+	if err := k8s.List(context.Background(), &ss, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.List(context.Background(), &ps, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss.Items {
+		out["session/"+s.Name] = s.ResourceVersion
+		if os.Getenv("JUNCTION_TEST_DUMP") != "" {
+			b, _ := json.Marshal(s.Status)
+			t.Logf("session %s %s: %s", s.Name, s.ResourceVersion, b)
+		}
+	}
+	for _, p := range ps.Items {
+		out["policy/"+p.Name] = p.ResourceVersion
+		if os.Getenv("JUNCTION_TEST_DUMP") != "" {
+			b, _ := json.Marshal(p.Status)
+			t.Logf("policy %s %s: %s", p.Name, p.ResourceVersion, b)
+		}
+	}
+	return out
+}
+
+func upfStatus(t *testing.T, upf *junctionv1.UserPlaneFunction) junctionv1.UserPlaneFunctionStatus {
+	t.Helper()
+	var got junctionv1.UserPlaneFunction
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(upf), &got); err != nil {
+		t.Fatal(err)
+	}
+	return got.Status
+}
+
+// TestTargetRestartReplaysEverything stops the software UPF, starts a fresh one (empty) on the
+// same address, and expects the operator to reconnect, push the pipeline and write everything.
+func TestTargetRestartReplaysEverything(t *testing.T) {
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	p := setupProgrammed(t, u, ns)
+	startOperator(t, ns, operatorOptions{})
+	p.waitProgrammed(t, u, programTimeout)
+	before := mustEntries(t, u, p.sch)
+
+	u.stop()
+	waitCondition(t, replayTimeout, p.upf, junctionv1.ConditionConnected, metav1.ConditionFalse, "Disconnected")
+	fresh := startSoftUPF(t, u.addr)
+	eventually(t, replayTimeout, "the fresh UPF holds everything again", func() error {
+		got, err := fresh.entries(p.sch) // FAILED_PRECONDITION until the pipeline is pushed
+		if err != nil {
+			return err
+		}
+		return diffLists(got, before)
+	})
+	waitCondition(t, replayTimeout, p.upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	for _, s := range p.sessions {
+		waitCondition(t, replayTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	}
+	// The path state of every user starts again as "available, RTT unknown".
+	var a1 junctionv1.ATSSSSession
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(p.sessions[0]), &a1); err != nil {
+		t.Fatal(err)
+	}
+	for _, reg := range []string{"rtt_3gpp", "rtt_non3gpp"} {
+		if v, err := fresh.register(p.sch, reg, int64(*a1.Status.UserIndex)); err != nil || v != 1 {
+			t.Errorf("after the restart %s[%d] = %d (%v), want 1", reg, *a1.Status.UserIndex, v, err)
+		}
+	}
+}
+
+// TestOperatorRestartWithNothingChangedWritesNothing restarts the operator: it restores its
+// indexes from the API server, reconnects, replays, and writes nothing to the UPF (and nothing
+// to the sessions and policies) because nothing changed. A session created afterwards gets
+// indexes that collide with none.
+func TestOperatorRestartWithNothingChangedWritesNothing(t *testing.T) {
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	p := setupProgrammed(t, u, ns)
+	op := startOperator(t, ns, operatorOptions{leaseName: "junction"})
+	p.waitProgrammed(t, u, programTimeout)
+	time.Sleep(settleTime) // let the first operator finish whatever it does
+	firstID := upfStatus(t, p.upf).ElectionID
+	writes := u.writes()
+	versions := resourceVersions(t, ns)
+
+	op.stop()
+	startOperator(t, ns, operatorOptions{leaseName: "junction"})
+	eventually(t, replayTimeout, "the new operator is primary and has replayed", func() error {
+		st := upfStatus(t, p.upf)
+		c, _ := condition(p.upf, junctionv1.ConditionReady)
+		if st.ElectionID == firstID || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("election ID %s (first operator %s), Ready %s %s", st.ElectionID, firstID, c.Status, c.Message)
+		}
+		return nil
+	})
+	time.Sleep(settleTime)
+	if got := u.writes(); got != writes {
+		t.Errorf("the restarted operator sent %d Write RPCs with nothing changed, want 0", got-writes)
+	}
+	if got := resourceVersions(t, ns); fmt.Sprint(got) != fmt.Sprint(versions) {
+		t.Errorf("sessions or policies were written by the restarted operator:\n before %v\n after  %v", versions, got)
+	}
+	if err := sameEntries(u, p.sch, ns, "upf"); err != nil {
+		t.Error(err)
+	}
+
+	d1 := session(ns, "d1", "imsi-001010000000004", "10.60.0.9", "upf", "3n", "198.51.100.12", "video")
+	create(t, d1)
+	waitCondition(t, programTimeout, d1, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	eventually(t, programTimeout, "entries with the new session", func() error { return sameEntries(u, p.sch, ns, "upf") })
+	assertDistinctIndexes(t, ns)
+}
+
+// assertDistinctIndexes checks that SUPIs, gNBs and exception sessions never share an index.
+func assertDistinctIndexes(t *testing.T, ns string) {
+	t.Helper()
+	var list junctionv1.ATSSSSessionList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	users, seqs, peers := map[int32]string{}, map[int32]string{}, map[int32]string{}
+	for _, s := range list.Items {
+		if s.Status.UserIndex == nil {
+			t.Errorf("session %s has no user index", s.Name)
+			continue
+		}
+		if o, ok := users[*s.Status.UserIndex]; ok && o != s.Spec.UE.SUPI {
+			t.Errorf("user index %d held by %s and %s", *s.Status.UserIndex, o, s.Spec.UE.SUPI)
+		}
+		users[*s.Status.UserIndex] = s.Spec.UE.SUPI
+		if s.Status.SequenceIndex != nil {
+			if o, ok := seqs[*s.Status.SequenceIndex]; ok {
+				t.Errorf("sequence index %d held by %s and %s", *s.Status.SequenceIndex, o, s.Name)
+			}
+			seqs[*s.Status.SequenceIndex] = s.Name
+		}
+		if s.Status.TunnelPeerIndex != nil {
+			g := string(s.Spec.AccessLegs.ThreeGPP.GNBAddress)
+			if o, ok := peers[*s.Status.TunnelPeerIndex]; ok && o != g {
+				t.Errorf("tunnel peer index %d held by gNBs %s and %s", *s.Status.TunnelPeerIndex, o, g)
+			}
+			peers[*s.Status.TunnelPeerIndex] = g
+		}
+	}
+}
+
+// TestTwoManagersOnePrimaryTheOtherTakesOver runs two operators sharing a leader-election lease:
+// only the leader programs the UPF; when it stops, the other takes over with a higher election
+// ID, finds the UPF as it wants it (no duplicate, nothing rewritten) and goes on programming.
+func TestTwoManagersOnePrimaryTheOtherTakesOver(t *testing.T) {
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	p := setupProgrammed(t, u, ns)
+	a := startOperator(t, ns, operatorOptions{leaseName: "junction"})
+	b := startOperator(t, ns, operatorOptions{leaseName: "junction"})
+	p.waitProgrammed(t, u, programTimeout)
+
+	elected := func(o *operator) bool {
+		select {
+		case <-o.mgr.Elected():
+			return true
+		default:
+			return false
+		}
+	}
+	leader, standby := a, b
+	if elected(b) {
+		leader, standby = b, a
+	}
+	if !elected(leader) || elected(standby) {
+		t.Fatalf("leaders: a %v, b %v; want exactly one", elected(a), elected(b))
+	}
+	firstID := upfStatus(t, p.upf).ElectionID
+	time.Sleep(settleTime)
+	writes := u.writes()
+	before := mustEntries(t, u, p.sch)
+
+	leader.stop()
+	eventually(t, takeoverTimeout, "the standby leads", func() error {
+		if !elected(standby) {
+			return fmt.Errorf("not elected yet")
+		}
+		return nil
+	})
+	eventually(t, takeoverTimeout, "the new leader is primary with a higher election ID", func() error {
+		st := upfStatus(t, p.upf)
+		c, _ := condition(p.upf, junctionv1.ConditionReady)
+		if st.ElectionID == firstID || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("election ID %s (first leader %s), Ready %s %s", st.ElectionID, firstID, c.Status, c.Message)
+		}
+		return nil
+	})
+	time.Sleep(settleTime)
+	if got := u.writes(); got != writes {
+		t.Errorf("the new leader sent %d Write RPCs to a UPF that held everything, want 0", got-writes)
+	}
+	if err := diffLists(mustEntries(t, u, p.sch), before); err != nil {
+		t.Errorf("the takeover changed the UPF: %v", err)
+	}
+
+	d1 := session(ns, "d1", "imsi-001010000000004", "10.60.0.9", "upf", "3n", "198.51.100.10", "video")
+	create(t, d1)
+	waitCondition(t, programTimeout, d1, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	eventually(t, programTimeout, "entries with the new session", func() error { return sameEntries(u, p.sch, ns, "upf") })
+	assertDistinctIndexes(t, ns)
+}
