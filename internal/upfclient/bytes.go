@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/antoninbas/p4runtime-go-client/pkg/util/conversion"
+
 	"github.com/junction-atsss/junction/internal/p4bytes"
 )
 
@@ -23,8 +25,11 @@ func IPv4(a netip.Addr) []byte {
 	if !a.Is4() {
 		return nil
 	}
-	b := a.As4()
-	return p4bytes.Canonical(b[:])
+	b, err := conversion.IpToBinary(a.String())
+	if err != nil {
+		return nil
+	}
+	return canonical(b)
 }
 
 // MAC returns the canonical bytestring of a 48-bit MAC address; nil if mac is not 6 bytes.
@@ -32,8 +37,16 @@ func MAC(mac net.HardwareAddr) []byte {
 	if len(mac) != 6 {
 		return nil
 	}
-	return p4bytes.Canonical(mac)
+	b, err := conversion.MacToBinary(mac.String())
+	if err != nil {
+		return nil
+	}
+	return canonical(b)
 }
+
+// canonical strips leading zero bytes the way p4runtime-go-client does for every value it
+// sends, so entries built here and by that client are byte-for-byte the same.
+func canonical(b []byte) []byte { return conversion.ToCanonicalBytestring(b) }
 
 // DecodeUint reads a bytestring of at most 8 significant bytes (any length, leading zeros
 // allowed) as an unsigned integer.
@@ -46,7 +59,7 @@ func fit(v []byte, width int32, what string) ([]byte, error) {
 	if len(v) == 0 {
 		return nil, fmt.Errorf("%s: no value (unset, or not a valid address; zero is Uint(0))", what)
 	}
-	c := p4bytes.Canonical(v)
+	c := canonical(v)
 	if width > 0 && p4bytes.SignificantBits(c) > int(width) {
 		return nil, fmt.Errorf("%s: value 0x%x does not fit in %d bits", what, c, width)
 	}
@@ -64,7 +77,7 @@ func prefixMask(plen, width int32) []byte {
 		p := off + i
 		out[p/8] |= 0x80 >> (p % 8)
 	}
-	return p4bytes.Canonical(out)
+	return canonical(out)
 }
 
 // and returns a & b for canonical values (as a canonical value).
@@ -81,10 +94,10 @@ func and(a, b []byte) []byte {
 		}
 		out[i] = x & y
 	}
-	return p4bytes.Canonical(out)
+	return canonical(out)
 }
 
 // equalValue compares canonical values.
 func equalValue(a, b []byte) bool {
-	return string(p4bytes.Canonical(a)) == string(p4bytes.Canonical(b))
+	return string(canonical(a)) == string(canonical(b))
 }

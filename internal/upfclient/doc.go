@@ -24,7 +24,9 @@
 // digest lists are acked after the handler has consumed them; a full table comes back as
 // RESOURCE_EXHAUSTED on the update that did not fit (IsResourceExhausted).
 //
-// github.com/antoninbas/p4runtime-go-client is used for canonical bytestrings only: its
-// Client exits the process on stream errors, numbers match fields and params by position and
-// resolves unknown names to ID 0, so stream handling and name resolution live here.
+// github.com/antoninbas/p4runtime-go-client encodes entry values here (addresses, MACs,
+// canonical bytestrings), so entries match what other Go controllers send byte for byte. Its
+// Client is not used: it exits the process on stream errors, numbers match fields and params by
+// position (an omitted don't-care field shifts every later ID) and resolves unknown names to
+// ID 0, so stream handling and name resolution live here.
 package upfclient

@@ -376,7 +376,7 @@ func SameEntry(a, b *p4v1.TableEntry) bool {
 func appendValues(b []byte, tag byte, vs ...[]byte) []byte {
 	b = append(b, tag)
 	for _, v := range vs {
-		v = p4bytes.Canonical(v)
+		v = canonical(v)
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
 	}
@@ -407,7 +407,7 @@ func cmpU32(a, b uint32) int {
 
 // compareValue orders two values numerically.
 func compareValue(a, b []byte) int {
-	a, b = p4bytes.Canonical(a), p4bytes.Canonical(b)
+	a, b = canonical(a), canonical(b)
 	if len(a) != len(b) {
 		return cmpU32(uint32(len(a)), uint32(len(b)))
 	}
