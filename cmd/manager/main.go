@@ -45,6 +45,8 @@ func run() error {
 		writeWindow, statusInterval            time.Duration
 		flipSwitches                           int
 		flipWindow, settle                     time.Duration
+		apiQPS                                 float64
+		apiBurst                               int
 	)
 	def := pathmon.DefaultConfig()
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; \"0\" disables it.")
@@ -58,6 +60,9 @@ func run() error {
 	flag.DurationVar(&leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a leader's lease lasts without renewal.")
 	flag.DurationVar(&renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it steps down.")
 	flag.DurationVar(&retry, "leader-election-retry-period", 2*time.Second, "How often candidates try to acquire the lease.")
+	// client-go's default (5 QPS) would hold 100k sessions' status writes for hours.
+	flag.Float64Var(&apiQPS, "kube-api-qps", 200, "Requests per second the operator may send to the API server.")
+	flag.IntVar(&apiBurst, "kube-api-burst", 400, "Burst of requests above --kube-api-qps.")
 	flag.IntVar(&maxConcurrent, "max-concurrent-reconciles", 64, "Sessions reconciled at once; their writes share WriteRequests.")
 	flag.DurationVar(&writeWindow, "write-window", 2*time.Millisecond, "How long a UPF's programmer gathers changes into one P4Runtime write.")
 	flag.DurationVar(&statusInterval, "path-status-interval", 10*time.Second, "Least time between two path-status refreshes of one session.")
@@ -86,7 +91,9 @@ func run() error {
 	if secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	restCfg := ctrl.GetConfigOrDie()
+	restCfg.QPS, restCfg.Burst = float32(apiQPS), apiBurst
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        probeAddr,
