@@ -41,6 +41,7 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/controllers"
 	"github.com/junction-atsss/junction/internal/pathmon"
+	"github.com/junction-atsss/junction/internal/p4bytes"
 	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 	"github.com/junction-atsss/junction/internal/softupf/p4rt"
 	"github.com/junction-atsss/junction/internal/testenv"
@@ -86,7 +87,7 @@ func TestMain(m *testing.M) {
 }
 
 // eventually polls cond until it returns nil or timeout passes, then fails with its last error.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -122,14 +123,14 @@ type softUPF struct {
 }
 
 // startSoftUPF listens on addr ("127.0.0.1:0" for a new one, an old address to restart it).
-func startSoftUPF(t *testing.T, addr string) *softUPF {
+func startSoftUPF(t testing.TB, addr string) *softUPF {
 	t.Helper()
 	return startSoftUPFTLS(t, addr, nil, nil)
 }
 
 // startSoftUPFTLS serves P4Runtime over TLS with serverTLS (nil: plaintext); tests read it back
 // with clientTLS.
-func startSoftUPFTLS(t *testing.T, addr string, serverTLS, clientTLS *tls.Config) *softUPF {
+func startSoftUPFTLS(t testing.TB, addr string, serverTLS, clientTLS *tls.Config) *softUPF {
 	t.Helper()
 	var lis net.Listener
 	var err error
@@ -252,13 +253,13 @@ func describe(sch *upfclient.Schema, te *p4v1.TableEntry) string {
 	for _, m := range ms {
 		switch m.Kind {
 		case p4configv1.MatchField_EXACT:
-			fmt.Fprintf(&b, " %s=%x", m.Field, canon(m.Value))
+			fmt.Fprintf(&b, " %s=%x", m.Field, p4bytes.Canonical(m.Value))
 		case p4configv1.MatchField_LPM:
-			fmt.Fprintf(&b, " %s=%x/%d", m.Field, canon(m.Value), m.PrefixLen)
+			fmt.Fprintf(&b, " %s=%x/%d", m.Field, p4bytes.Canonical(m.Value), m.PrefixLen)
 		case p4configv1.MatchField_TERNARY:
-			fmt.Fprintf(&b, " %s=%x&%x", m.Field, canon(m.Value), canon(m.Mask))
+			fmt.Fprintf(&b, " %s=%x&%x", m.Field, p4bytes.Canonical(m.Value), p4bytes.Canonical(m.Mask))
 		case p4configv1.MatchField_RANGE:
-			fmt.Fprintf(&b, " %s=%x..%x", m.Field, canon(m.Low), canon(m.High))
+			fmt.Fprintf(&b, " %s=%x..%x", m.Field, p4bytes.Canonical(m.Low), p4bytes.Canonical(m.High))
 		}
 	}
 	if e.Priority != 0 {
@@ -274,18 +275,12 @@ func describe(sch *upfclient.Schema, te *p4v1.TableEntry) string {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		fmt.Fprintf(&b, "%s=%x", n, canon(e.Params[n]))
+		fmt.Fprintf(&b, "%s=%x", n, p4bytes.Canonical(e.Params[n]))
 	}
 	b.WriteString(")")
 	return b.String()
 }
 
-func canon(v []byte) []byte {
-	for len(v) > 1 && v[0] == 0 {
-		v = v[1:]
-	}
-	return v
-}
 
 // ---------------------------------------------------------------------------------------------
 // The operator
@@ -304,7 +299,7 @@ type operatorOptions struct {
 }
 
 // startOperator runs the operator's controllers in a manager watching namespace ns.
-func startOperator(t *testing.T, ns string, o operatorOptions) *operator {
+func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 	t.Helper()
 	skip := true
 	lease, renew, retry := 3*time.Second, 2*time.Second, 200*time.Millisecond
@@ -365,9 +360,9 @@ func (o *operator) stop() {
 // ---------------------------------------------------------------------------------------------
 
 // newNamespace creates a namespace of its own for a test.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("_", "-", "/", "-").Replace(t.Name()))
+	name := strings.ToLower(strings.NewReplacer("_", "-", "/", "-", "=", "-").Replace(t.Name()))
 	if len(name) > 50 {
 		name = name[:50]
 	}
@@ -379,7 +374,7 @@ func newNamespace(t *testing.T) string {
 }
 
 // pipelineConfigMap holds the checked-in P4Info, changed by edit (e.g. a smaller table).
-func pipelineConfigMap(t *testing.T, ns, name string, edit func(*p4configv1.P4Info)) (*corev1.ConfigMap, *upfclient.Schema) {
+func pipelineConfigMap(t testing.TB, ns, name string, edit func(*p4configv1.P4Info)) (*corev1.ConfigMap, *upfclient.Schema) {
 	t.Helper()
 	info, err := p4.P4Info()
 	if err != nil {
@@ -479,7 +474,7 @@ func activeStandbyPolicy(ns, name string, prec int32, prefix string) *junctionv1
 	}
 }
 
-func create(t *testing.T, objs ...client.Object) {
+func create(t testing.TB, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
 		if err := k8s.Create(context.Background(), o); err != nil {
@@ -509,7 +504,7 @@ func condition(obj client.Object, typ string) (metav1.Condition, error) {
 }
 
 // waitCondition waits until obj's condition typ has the status and reason (reason "" = any).
-func waitCondition(t *testing.T, timeout time.Duration, obj client.Object, typ string, status metav1.ConditionStatus, reason string) {
+func waitCondition(t testing.TB, timeout time.Duration, obj client.Object, typ string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
 	eventually(t, timeout, fmt.Sprintf("%s %s: %s=%s %s", strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1alpha1."), obj.GetName(), typ, status, reason), func() error {
 		c, err := condition(obj, typ)

@@ -1,0 +1,255 @@
+package operator
+
+// BenchmarkOperatorScale measures the operator end to end against the real API server and the
+// real software UPF: sessions created through the API server until their entries are on the UPF
+// and their Programmed condition is written, at 1k, 10k and 100k sessions; the replay after the
+// target restarts; and the P4Runtime writes once nothing changes (which must be 0).
+//
+//	go test -run '^$' -bench OperatorScale -benchtime 1x -timeout 60m -v ./test/operator/
+//	JUNCTION_BENCH_SESSIONS=1000,10000 go test ...   # choose the sizes
+//
+// Each size runs once, in a namespace and software UPF of its own. The table separates where the
+// time goes: how fast the API server takes the creates (the client's side), how fast the
+// sessions' entries reach the UPF (the operator's reconcile and P4Runtime path), and how fast
+// their Programmed conditions are written back (status writes through the API server).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/upfclient"
+)
+
+type scaleResult struct {
+	sessions                           int
+	createRate, deviceRate, statusRate float64 // per second, from the first create
+	p50, p99                           time.Duration
+	writeRequests, updates             uint64
+	replay                             time.Duration
+	steadyWrites                       uint64
+}
+
+func BenchmarkOperatorScale(b *testing.B) {
+	sizes := []int{1_000, 10_000, 100_000}
+	if env := os.Getenv("JUNCTION_BENCH_SESSIONS"); env != "" {
+		sizes = sizes[:0]
+		for _, f := range strings.Split(env, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				b.Fatalf("JUNCTION_BENCH_SESSIONS: %v", err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	var rows []scaleResult
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			for range b.N {
+				rows = append(rows, runScale(b, n))
+			}
+		})
+	}
+	var t strings.Builder
+	t.WriteString("\n| sessions | API creates/s | on the UPF/s | Programmed/s | create→Programmed p50 | p99 | P4Runtime write requests | updates/request | replay after UPF restart | writes in steady state |\n")
+	t.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&t, "| %d | %.0f | %.0f | %.0f | %v | %v | %d | %.0f | %v | %d |\n", r.sessions, r.createRate, r.deviceRate,
+			r.statusRate, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.writeRequests,
+			float64(r.updates)/float64(max(r.writeRequests, 1)), r.replay.Round(time.Millisecond), r.steadyWrites)
+	}
+	b.Log(t.String())
+}
+
+func runScale(b *testing.B, n int) scaleResult {
+	ctx := context.Background()
+	ns := newNamespace(b)
+	upf := startSoftUPF(b, "127.0.0.1:0")
+	cm, sch := pipelineConfigMap(b, ns, "pipeline", nil)
+	u := newUPF(ns, "upf", upf.addr, "pipeline")
+	create(b, cm, u, &junctionv1.SteeringPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "games"},
+		Spec: junctionv1.SteeringPolicySpec{Precedence: 10, Steering: junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay}},
+	})
+	startOperator(b, ns, operatorOptions{})
+	waitCondition(b, programTimeout, u, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+
+	programmed := watchProgrammed(ctx, b, ns, n)
+
+	before := upf.srv.Stats()
+	createdAt := make([]time.Time, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	const creators = 32
+	errs := make(chan error, creators)
+	for c := range creators {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := c; i < n; i += creators {
+				if err := k8s.Create(ctx, scaleSession(ns, i)); err != nil {
+					errs <- fmt.Errorf("session %d: %w", i, err)
+					return
+				}
+				createdAt[i] = time.Now()
+			}
+		}()
+	}
+	wg.Wait()
+	created := time.Since(start)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+
+	onDevice := waitSessionsOnUPF(b, upf, sch, n, 10*time.Minute).Sub(start)
+	var programmedAt map[string]time.Time
+	select {
+	case programmedAt = <-programmed:
+	case <-time.After(statusTimeout(n)):
+		b.Fatalf("not every one of %d sessions Programmed after %s", n, statusTimeout(n))
+	}
+	var statusDone time.Duration
+	after := upf.srv.Stats()
+
+	lat := make([]time.Duration, 0, n)
+	for i := range n {
+		at := programmedAt[fmt.Sprintf("s-%d", i)]
+		statusDone = max(statusDone, at.Sub(start))
+		lat = append(lat, at.Sub(createdAt[i]))
+	}
+	slices.Sort(lat)
+
+	// Steady state: nothing changes, so nothing may be written.
+	quiet := upf.srv.Stats().WriteRequests
+	time.Sleep(5 * time.Second)
+	steady := upf.srv.Stats().WriteRequests - quiet
+
+	// Replay: a fresh UPF on the same address holds nothing until the operator replays.
+	upf.stop()
+	restarted := time.Now()
+	fresh := startSoftUPF(b, upf.addr)
+	replay := waitSessionsOnUPF(b, fresh, sch, n, 10*time.Minute).Sub(restarted)
+
+	return scaleResult{
+		sessions:      n,
+		createRate:    float64(n) / created.Seconds(),
+		deviceRate:    float64(n) / onDevice.Seconds(),
+		statusRate:    float64(n) / statusDone.Seconds(),
+		p50:           lat[len(lat)/2],
+		p99:           lat[len(lat)*99/100],
+		writeRequests: after.WriteRequests - before.WriteRequests,
+		updates:       (after.Inserts + after.Modifies + after.Deletes) - (before.Inserts + before.Modifies + before.Deletes),
+		replay:        replay,
+		steadyWrites:  steady,
+	}
+}
+
+// watchProgrammed records when each session of ns is first seen Programmed and delivers the
+// times once all n are. It resumes the watch from the last resource version whenever the API
+// server ends it.
+func watchProgrammed(ctx context.Context, b *testing.B, ns string, n int) <-chan map[string]time.Time {
+	wc, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var list junctionv1.ATSSSSessionList
+	if err := wc.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan map[string]time.Time, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	b.Cleanup(cancel)
+	go func() {
+		seen := make(map[string]time.Time, n)
+		rv := list.ResourceVersion
+		for ctx.Err() == nil {
+			w, err := wc.Watch(ctx, &junctionv1.ATSSSSessionList{}, client.InNamespace(ns),
+				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				s, ok := ev.Object.(*junctionv1.ATSSSSession)
+				if !ok {
+					continue
+				}
+				rv = s.ResourceVersion
+				if _, ok := seen[s.Name]; !ok && ev.Type != watch.Deleted && meta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionProgrammed) {
+					seen[s.Name] = time.Now()
+					if len(seen) == n {
+						w.Stop()
+						done <- seen
+						return
+					}
+				}
+			}
+		}
+	}()
+	return done
+}
+
+// statusTimeout allows 100 status writes a second at the least.
+func statusTimeout(n int) time.Duration { return time.Minute + time.Duration(n)*10*time.Millisecond }
+
+// scaleSession is session i: its own UE, both legs, one of 64 gNBs; every 16th overrides its
+// mode to load-balance and so is an exception entry.
+func scaleSession(ns string, i int) *junctionv1.ATSSSSession {
+	ip := func(base byte, i int) junctionv1.IPv4Address {
+		return junctionv1.IPv4Address(fmt.Sprintf("%d.%d.%d.%d", base, byte(i>>16), byte(i>>8), byte(i)))
+	}
+	s := &junctionv1.ATSSSSession{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("s-%d", i)},
+		Spec: junctionv1.ATSSSSessionSpec{
+			UE:             junctionv1.UE{SUPI: fmt.Sprintf("imsi-00101%010d", i)},
+			SessionAddress: ip(10, i),
+			UPFRef:         junctionv1.LocalObjectReference{Name: "upf"},
+			AccessLegs: junctionv1.AccessLegs{
+				ThreeGPP: &junctionv1.ThreeGPPLeg{UEAddress: ip(100, i), GNBAddress: junctionv1.IPv4Address(fmt.Sprintf("198.51.100.%d", 1+i%64)),
+					UplinkTEID: int64(i + 1), DownlinkTEID: int64(i + 1)},
+				NonThreeGPP: &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: ip(172, i)},
+			},
+			PolicyRefs: []junctionv1.LocalObjectReference{{Name: "games"}},
+		},
+	}
+	if i%16 == 0 {
+		s.Spec.ModeOverride = &junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance, LoadBalance: &junctionv1.LoadBalance{ThreeGPPPercent: ptr[int32](50)}}
+	}
+	return s
+}
+
+// waitSessionsOnUPF polls the UPF's sessions table until it holds n entries and returns when.
+func waitSessionsOnUPF(b *testing.B, u *softUPF, sch *upfclient.Schema, n int, timeout time.Duration) time.Time {
+	b.Helper()
+	id, err := sch.TableID("sessions")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var got int
+	eventually(b, timeout, fmt.Sprintf("%d sessions on the UPF", n), func() error {
+		es, err := u.read(context.Background(), &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: id}}})
+		if err != nil {
+			return err
+		}
+		if got = len(es); got < n {
+			return fmt.Errorf("%d entries", got)
+		}
+		return nil
+	})
+	return time.Now()
+}
