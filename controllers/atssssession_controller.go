@@ -5,14 +5,11 @@ import (
 	"errors"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -51,12 +48,8 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	// The finalizer goes on before anything is allocated or written. The reconcile goes on
 	// right away: a metadata change does not pass the watch's predicates.
-	if s.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(s, finalizerName) {
-		patch := client.MergeFrom(s.DeepCopy())
-		controllerutil.AddFinalizer(s, finalizerName)
-		if err := r.Patch(ctx, s, patch); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := ensureFinalizer(ctx, r.Client, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	before := s.DeepCopy()
 	defer func() {
@@ -69,17 +62,6 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return r.reconcileDelete(ctx, s)
 	}
 	return r.reconcileNormal(ctx, s)
-}
-
-// patchStatus writes the status when it changed; a deleted object is not an error.
-func patchStatus(ctx context.Context, c client.Client, before, after client.Object, bs, as any) error {
-	if equality.Semantic.DeepEqual(bs, as) {
-		return nil
-	}
-	if err := c.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return nil
 }
 
 func (r *ATSSSSessionReconciler) now() time.Time {

@@ -1,11 +1,16 @@
 package controllers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 // Condition reasons and event reasons (CamelCase, as Kubernetes conventions ask).
@@ -92,4 +97,26 @@ func conditionReason(conds []metav1.Condition, typ string) string {
 		return c.Reason
 	}
 	return ""
+}
+
+// ensureFinalizer adds Junction's finalizer to a live object, first of all, so that its
+// entries are always removed from the UPF before the object goes.
+func ensureFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
+	if obj.GetDeletionTimestamp() != nil || controllerutil.ContainsFinalizer(obj, finalizerName) {
+		return nil
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	controllerutil.AddFinalizer(obj, finalizerName)
+	return c.Patch(ctx, obj, patch)
+}
+
+// patchStatus writes the status when it changed; a deleted object is not an error.
+func patchStatus(ctx context.Context, c client.Client, before, after client.Object, bs, as any) error {
+	if equality.Semantic.DeepEqual(bs, as) {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
 }

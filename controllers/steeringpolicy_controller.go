@@ -40,12 +40,8 @@ func (r *SteeringPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if p.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(p, finalizerName) {
-		patch := client.MergeFrom(p.DeepCopy())
-		controllerutil.AddFinalizer(p, finalizerName)
-		if err := r.Patch(ctx, p, patch); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := ensureFinalizer(ctx, r.Client, p); err != nil {
+		return ctrl.Result{}, err
 	}
 	before := p.DeepCopy()
 	defer func() {

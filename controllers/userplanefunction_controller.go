@@ -43,12 +43,8 @@ func (r *UserPlaneFunctionReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if upf.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(upf, finalizerName) {
-		patch := client.MergeFrom(upf.DeepCopy())
-		controllerutil.AddFinalizer(upf, finalizerName)
-		if err := r.Patch(ctx, upf, patch); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := ensureFinalizer(ctx, r.Client, upf); err != nil {
+		return ctrl.Result{}, err
 	}
 	before := upf.DeepCopy()
 	defer func() {
