@@ -172,43 +172,53 @@ func runScale(b *testing.B, n int) scaleResult {
 }
 
 // watchProgrammed records when each session of ns is first seen Programmed and delivers the
-// times once all n are. It resumes the watch from the last resource version whenever the API
-// server ends it.
+// times once all n are. When the API server ends the watch it lists again (sessions first seen
+// Programmed in that list get the list's time) and watches on from the list's version.
 func watchProgrammed(ctx context.Context, b *testing.B, ns string, n int) <-chan map[string]time.Time {
 	wc, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var list junctionv1.ATSSSSessionList
-	if err := wc.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		b.Fatal(err)
-	}
 	done := make(chan map[string]time.Time, 1)
 	ctx, cancel := context.WithCancel(ctx)
 	b.Cleanup(cancel)
+	seen := make(map[string]time.Time, n)
+	// record reports whether every session has now been seen Programmed.
+	record := func(s *junctionv1.ATSSSSession) bool {
+		if _, ok := seen[s.Name]; !ok && meta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionProgrammed) {
+			seen[s.Name] = time.Now()
+		}
+		return len(seen) == n
+	}
+	relist := func() (string, bool) {
+		var list junctionv1.ATSSSSessionList
+		if err := wc.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return "", false
+		}
+		all := false
+		for i := range list.Items {
+			all = record(&list.Items[i])
+		}
+		return list.ResourceVersion, all
+	}
 	go func() {
-		seen := make(map[string]time.Time, n)
-		rv := list.ResourceVersion
 		for ctx.Err() == nil {
+			rv, all := relist()
+			if all {
+				done <- seen
+				return
+			}
 			w, err := wc.Watch(ctx, &junctionv1.ATSSSSessionList{}, client.InNamespace(ns),
-				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 			if err != nil {
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(time.Second)
 				continue
 			}
 			for ev := range w.ResultChan() {
-				s, ok := ev.Object.(*junctionv1.ATSSSSession)
-				if !ok {
-					continue
-				}
-				rv = s.ResourceVersion
-				if _, ok := seen[s.Name]; !ok && ev.Type != watch.Deleted && meta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionProgrammed) {
-					seen[s.Name] = time.Now()
-					if len(seen) == n {
-						w.Stop()
-						done <- seen
-						return
-					}
+				if s, ok := ev.Object.(*junctionv1.ATSSSSession); ok && ev.Type != watch.Deleted && ev.Type != watch.Bookmark && record(s) {
+					w.Stop()
+					done <- seen
+					return
 				}
 			}
 		}
