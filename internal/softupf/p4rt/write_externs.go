@@ -54,18 +54,7 @@ func (w *writer) registerEntry(op p4v1.Update_Type, re *p4v1.RegisterEntry) erro
 	}
 	val := decodeUint(v)
 	if !w.p.committed {
-		cells := w.p.regShadow[ri.id]
-		if cells == nil {
-			cells = map[int64]uint64{}
-			w.p.regShadow[ri.id] = cells
-		}
-		if w.rollback {
-			prev := maps.Clone(cells)
-			w.onUndo(func() { w.p.regShadow[ri.id] = prev })
-		}
-		for i := lo; i < hi; i++ {
-			cells[i] = val
-		}
+		writeShadow(w, w.p.regShadow, ri.id, lo, hi, val)
 		return nil
 	}
 	t := w.s.target
@@ -113,18 +102,7 @@ func (w *writer) counterEntry(op p4v1.Update_Type, ce *p4v1.CounterEntry) error 
 	}
 	cell := counterCell{packets: uint64(ce.Data.PacketCount), bytes: uint64(ce.Data.ByteCount)}
 	if !w.p.committed {
-		cells := w.p.ctrShadow[ci.id]
-		if cells == nil {
-			cells = map[int64]counterCell{}
-			w.p.ctrShadow[ci.id] = cells
-		}
-		if w.rollback {
-			prev := maps.Clone(cells)
-			w.onUndo(func() { w.p.ctrShadow[ci.id] = prev })
-		}
-		for i := lo; i < hi; i++ {
-			cells[i] = cell
-		}
+		writeShadow(w, w.p.ctrShadow, ci.id, lo, hi, cell)
 		return nil
 	}
 	t := w.s.target
@@ -324,4 +302,21 @@ func checkReplicas(reps []*p4v1.Replica, what string) ([]*p4v1.Replica, error) {
 		out = append(out, &p4v1.Replica{PortKind: &p4v1.Replica_Port{Port: port}, Instance: r.Instance})
 	}
 	return out, nil
+}
+
+// writeShadow sets cells lo..hi-1 of one register or counter of a pipeline that is saved but
+// not committed yet; COMMIT replays the shadow into the target.
+func writeShadow[T any](w *writer, shadow map[uint32]map[int64]T, id uint32, lo, hi int64, val T) {
+	cells := shadow[id]
+	if cells == nil {
+		cells = map[int64]T{}
+		shadow[id] = cells
+	}
+	if w.rollback {
+		prev := maps.Clone(cells)
+		w.onUndo(func() { shadow[id] = prev })
+	}
+	for i := lo; i < hi; i++ {
+		cells[i] = val
+	}
 }
