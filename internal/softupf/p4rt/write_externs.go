@@ -194,11 +194,8 @@ func (w *writer) cloneSession(op p4v1.Update_Type, cs *p4v1.CloneSessionEntry) e
 		return errf(codes.InvalidArgument, "clone session: session_id 0 is reserved for wildcard reads")
 	}
 	prev, exists := w.p.clones[id]
-	if op == p4v1.Update_INSERT && exists {
-		return errf(codes.AlreadyExists, "%s already exists", what)
-	}
-	if op != p4v1.Update_INSERT && !exists {
-		return errf(codes.NotFound, "%s does not exist", what)
+	if err := checkExists(op, exists, what); err != nil {
+		return err
 	}
 	var stored *p4v1.CloneSessionEntry
 	if op != p4v1.Update_DELETE {
@@ -247,11 +244,8 @@ func (w *writer) multicastGroup(op p4v1.Update_Type, mg *p4v1.MulticastGroupEntr
 		return errf(codes.InvalidArgument, "multicast group: multicast_group_id 0 is reserved for wildcard reads")
 	}
 	prev, exists := w.p.mcast[id]
-	if op == p4v1.Update_INSERT && exists {
-		return errf(codes.AlreadyExists, "%s already exists", what)
-	}
-	if op != p4v1.Update_INSERT && !exists {
-		return errf(codes.NotFound, "%s does not exist", what)
+	if err := checkExists(op, exists, what); err != nil {
+		return err
 	}
 	if op == p4v1.Update_DELETE {
 		delete(w.p.mcast, id)
@@ -319,4 +313,16 @@ func writeShadow[T any](w *writer, shadow map[uint32]map[int64]T, id uint32, lo,
 	for i := lo; i < hi; i++ {
 		cells[i] = val
 	}
+}
+
+// checkExists applies P4Runtime's existence rules to a replication entry: INSERT needs it
+// absent, MODIFY and DELETE present.
+func checkExists(op p4v1.Update_Type, exists bool, what string) error {
+	if op == p4v1.Update_INSERT && exists {
+		return errf(codes.AlreadyExists, "%s already exists", what)
+	}
+	if op != p4v1.Update_INSERT && !exists {
+		return errf(codes.NotFound, "%s does not exist", what)
+	}
+	return nil
 }
