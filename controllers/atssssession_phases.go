@@ -49,7 +49,7 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 	if err := r.List(ctx, &policies, client.InNamespace(s.Namespace)); err != nil {
 		return ctrl.Result{}, err
 	}
-	sel, missing, pending := selectPolicies(s, policies.Items)
+	sel, missing, pending := desired.SelectPolicies(s, policies.Items)
 	n, err := sessionNeeds(s, sel)
 	if err != nil {
 		r.notProgrammed(s, ReasonInvalidSpec, err.Error())

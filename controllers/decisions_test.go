@@ -107,7 +107,7 @@ func TestSelectPolicies(t *testing.T) {
 			for _, r := range tc.refs {
 				s.Spec.PolicyRefs = append(s.Spec.PolicyRefs, junctionv1.LocalObjectReference{Name: r})
 			}
-			sel, missing, pending := selectPolicies(s, all)
+			sel, missing, pending := desired.SelectPolicies(s, all)
 			if got := names(sel); !reflect.DeepEqual(got, tc.sel) {
 				t.Errorf("selected %v, want %v", got, tc.sel)
 			}

@@ -8,11 +8,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,7 +72,7 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 		if s.DeletionTimestamp != nil {
 			continue // its entries go; the delete gate frees its indexes
 		}
-		sel, _, _ := selectPolicies(s, policies.Items)
+		sel, _, _ := desired.SelectPolicies(s, policies.Items)
 		n, err := sessionNeeds(s, sel)
 		if err != nil || !a.complete(n) {
 			continue // the reconcile allocates what is missing
@@ -98,67 +95,6 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 	}
 	rt.log.Info("Restored allocations", "sessions", restored, "users", rt.users.Used(), "tunnelPeers", rt.peers.Used(), "sequenceIndexes", rt.seqs.Used(), "owners", len(changes))
 	return nil
-}
-
-// selectPolicies returns the policies a session selects (policyRefs and policySelector) that
-// exist and have an application ID, sorted by name; the names it references that do not exist
-// (or are being deleted); and those that have no application ID yet.
-func selectPolicies(s *junctionv1.ATSSSSession, all []junctionv1.SteeringPolicy) (sel []desired.Policy, missing, pending []string) {
-	byName := make(map[string]*junctionv1.SteeringPolicy, len(all))
-	for i := range all {
-		if all[i].DeletionTimestamp == nil {
-			byName[all[i].Name] = &all[i]
-		}
-	}
-	taken := map[string]bool{}
-	add := func(p *junctionv1.SteeringPolicy) {
-		if taken[p.Name] {
-			return
-		}
-		taken[p.Name] = true
-		if p.Status.ApplicationID == nil {
-			pending = append(pending, p.Name)
-			return
-		}
-		sel = append(sel, desired.Policy{Name: p.Name, AppID: uint16(*p.Status.ApplicationID), Spec: p.Spec})
-	}
-	for _, ref := range s.Spec.PolicyRefs {
-		if p := byName[ref.Name]; p != nil {
-			add(p)
-		} else {
-			missing = append(missing, ref.Name)
-		}
-	}
-	if s.Spec.PolicySelector != nil {
-		if selector, err := metav1.LabelSelectorAsSelector(s.Spec.PolicySelector); err == nil {
-			names := make([]string, 0, len(byName))
-			for n := range byName {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, n := range names {
-				if selector.Matches(labels.Set(byName[n].Labels)) {
-					add(byName[n])
-				}
-			}
-		}
-	}
-	sort.Slice(sel, func(i, j int) bool { return sel[i].Name < sel[j].Name })
-	return sel, missing, pending
-}
-
-// policySelects reports whether a session selects a policy (for the policy's session count).
-func policySelects(s *junctionv1.ATSSSSession, p *junctionv1.SteeringPolicy) bool {
-	for _, ref := range s.Spec.PolicyRefs {
-		if ref.Name == p.Name {
-			return true
-		}
-	}
-	if s.Spec.PolicySelector == nil {
-		return false
-	}
-	selector, err := metav1.LabelSelectorAsSelector(s.Spec.PolicySelector)
-	return err == nil && selector.Matches(labels.Set(p.Labels))
 }
 
 // need is what indexes a session needs on its UPF.

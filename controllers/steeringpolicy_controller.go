@@ -194,7 +194,7 @@ func (r *SteeringPolicyReconciler) countSessions(ctx context.Context, p *junctio
 	for _, l := range [][]junctionv1.ATSSSSession{byRef.Items, bySelector.Items} {
 		for i := range l {
 			s := &l[i]
-			if !seen[s.Name] && s.DeletionTimestamp == nil && policySelects(s, p) {
+			if !seen[s.Name] && s.DeletionTimestamp == nil && desired.Selects(s, p) {
 				seen[s.Name] = true
 				n++
 			}

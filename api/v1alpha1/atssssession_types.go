@@ -205,18 +205,91 @@ type ATSSSSessionStatus struct {
 	// +optional
 	PathUpdatesSuspended bool `json:"pathUpdatesSuspended,omitempty"`
 
+	// agent is the UE agent's own view of the session, written by the agent on spec.ue.nodeName
+	// by server-side apply under its field manager (junction-ue-agent); the operator never writes it.
+	// +optional
+	Agent *AgentStatus `json:"agent,omitempty"`
+
 	// conditions: Programmed (entries written to the UPF), Ready, Degraded (fewer accesses work
-	// than the session has legs).
+	// than the session has legs), all written by the operator; AgentReady, written by the UE agent
+	// (the session's tunnel is up on its node with at least one working leg).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// LegState is what the UE agent knows of one access leg.
+// +kubebuilder:validation:Enum=Up;Down;NoAddress
+type LegState string
+
+const (
+	// LegUp: the leg's address is on the node and its probes are answered.
+	LegUp LegState = "Up"
+	// LegDown: the link or address went away, or probes went unanswered.
+	LegDown LegState = "Down"
+	// LegNoAddress: the leg's UE address is not on any interface of the node.
+	LegNoAddress LegState = "NoAddress"
+)
+
+// AgentLeg is the UE agent's view of one access leg.
+type AgentLeg struct {
+	// access is the leg: 3GPP or Non3GPP.
+	// +required
+	Access Access `json:"access"`
+
+	// state is Up, Down or NoAddress.
+	// +required
+	State LegState `json:"state"`
+
+	// reason says why a leg is not Up, e.g. "LinkDown", "ProbeTimeout" or "AddressNotOnNode".
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// interface is the node interface that holds the leg's UE address.
+	// +kubebuilder:validation:MaxLength=15
+	// +optional
+	Interface string `json:"interface,omitempty"`
+
+	// rtt is the RTT the UE measured with its last answered probe on this leg.
+	// +optional
+	RTT Duration `json:"rtt,omitempty"`
+
+	// lastProbe is when the UE last received a probe reply on this leg.
+	// +optional
+	LastProbe *metav1.Time `json:"lastProbe,omitempty"`
+}
+
+// AgentStatus is the UE agent's view of a session on its node.
+type AgentStatus struct {
+	// nodeName is the node whose agent wrote this view.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+
+	// interface is the session's TUN device on the node.
+	// +kubebuilder:validation:MaxLength=15
+	// +optional
+	Interface string `json:"interface,omitempty"`
+
+	// observedGeneration is the session generation the agent's tunnel is built from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// legs are the per-access states the agent measured.
+	// +listType=map
+	// +listMapKey=access
+	// +kubebuilder:validation:MaxItems=2
+	// +optional
+	Legs []AgentLeg `json:"legs,omitempty"`
+}
+
 // ATSSSSession is one multi-access (MA) PDU session of one UE, programmed into its UPF.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mas;atsss,categories=junction
+// +kubebuilder:selectablefield:JSONPath=`.spec.ue.nodeName`
 // +kubebuilder:printcolumn:name="SUPI",type=string,JSONPath=`.spec.ue.supi`,priority=1
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.sessionAddress`
 // +kubebuilder:printcolumn:name="UPF",type=string,JSONPath=`.spec.upfRef.name`
@@ -225,6 +298,10 @@ type ATSSSSessionStatus struct {
 // +kubebuilder:printcolumn:name="RTT-3GPP",type=string,JSONPath=`.status.paths.threeGPP.rtt`
 // +kubebuilder:printcolumn:name="RTT-Non3GPP",type=string,JSONPath=`.status.paths.nonThreeGPP.rtt`
 // +kubebuilder:printcolumn:name="Lookup",type=string,JSONPath=`.status.lookup`,priority=1
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.ue.nodeName`,priority=1
+// +kubebuilder:printcolumn:name="UE-RTT-3GPP",type=string,JSONPath=`.status.agent.legs[?(@.access=="3GPP")].rtt`,priority=1
+// +kubebuilder:printcolumn:name="UE-RTT-Non3GPP",type=string,JSONPath=`.status.agent.legs[?(@.access=="Non3GPP")].rtt`,priority=1
+// +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.conditions[?(@.type=="AgentReady")].status`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ATSSSSession struct {

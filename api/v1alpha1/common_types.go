@@ -23,6 +23,16 @@ const (
 	ConditionProgrammed = "Programmed"
 	// ConditionDegraded says the session works on fewer accesses than it has legs.
 	ConditionDegraded = "Degraded"
+	// ConditionAgentReady says the UE agent on the session's node has built the session's tunnel
+	// and at least one leg works. Only the agent writes it.
+	ConditionAgentReady = "AgentReady"
+)
+
+// Field managers that write ATSSSSession status. Each owns its own fields, so that neither
+// erases the other's (server-side apply for the agent; the operator's patches are conflict-checked).
+const (
+	// FieldManagerUEAgent is the UE agent's field manager: status.agent and the AgentReady condition.
+	FieldManagerUEAgent = "junction-ue-agent"
 )
 
 // LocalObjectReference names an object in the same namespace.
