@@ -290,6 +290,7 @@ type AgentStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mas;atsss,categories=junction
 // +kubebuilder:selectablefield:JSONPath=`.spec.ue.nodeName`
+// +kubebuilder:selectablefield:JSONPath=`.spec.accessLegs.threeGPP.gnbAddress`
 // +kubebuilder:printcolumn:name="SUPI",type=string,JSONPath=`.spec.ue.supi`,priority=1
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.sessionAddress`
 // +kubebuilder:printcolumn:name="UPF",type=string,JSONPath=`.spec.upfRef.name`
