@@ -1,7 +1,33 @@
-# Builds the operator (/manager) and the software UPF (/softupf) into one small image.
-#   docker build -t ghcr.io/junction-atsss/junction:v0.1.0 .
-# The software UPF needs CAP_NET_RAW (AF_PACKET ports) when run from this image.
-FROM golang:1.24 AS build
+# syntax=docker/dockerfile:1
+#
+# One image with every Junction binary; each Deployment or DaemonSet picks its own by `command`:
+#   /manager       the operator, the default entrypoint              config/manager
+#   /softupf       the software UPF (P4Runtime server, AF_PACKET ports)
+#   /ue-agent      the UE agent, one per edge node                   ue-daemonset/
+#   /gnb-emulator  the gNB emulator (testbed and demo)
+#
+#   docker build -t ghcr.io/junction-atsss/junction:v0.1.0 \
+#       --build-arg VERSION=v0.1.0 --build-arg REVISION=$(git rev-parse HEAD) \
+#       --label org.opencontainers.image.created=$(date -u +%Y-%m-%dT%H:%M:%SZ) .
+#   docker buildx build --platform linux/amd64,linux/arm64 ...   # edge nodes are often arm64
+#
+# Capabilities at run time. The default user is 65532 (non-root), which holds none: Kubernetes
+# sets no ambient capabilities, so a capability added to a non-root container is lost at exec.
+# A binary that needs one therefore runs as uid 0 with every other capability dropped and
+# allowPrivilegeEscalation false.
+#   manager       none: non-root, all dropped, read-only root filesystem (config/manager)
+#   softupf       CAP_NET_RAW (packet sockets on its ports); with --ports-netns also
+#                 CAP_SYS_ADMIN (setns), which only the testbed uses
+#   ue-agent      CAP_NET_ADMIN and the host's /dev/net/tun, on the host network (ue-daemonset/);
+#                 with --netns also CAP_SYS_ADMIN, testbed only
+#   gnb-emulator  a testbed tool, run as root in the testbed's namespaces; its --netns needs
+#                 CAP_SYS_ADMIN
+
+ARG GO_VERSION=1.24
+
+# The build runs on the builder's own platform and cross-compiles (CGO_ENABLED=0), which is
+# much faster than building under emulation for another architecture.
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
@@ -10,11 +36,24 @@ COPY cmd/ cmd/
 COPY controllers/ controllers/
 COPY internal/ internal/
 COPY p4/ p4/
-ARG TARGETOS=linux TARGETARCH=amd64
-RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "-s -w" -o /out/manager ./cmd/manager && \
-    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "-s -w" -o /out/softupf ./cmd/softupf
+ARG TARGETOS TARGETARCH
+RUN --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH:-$(go env GOARCH)} \
+    go build -trimpath -ldflags="-s -w" -o /out/ \
+        ./cmd/manager ./cmd/softupf ./cmd/ue-agent ./cmd/gnb-emulator
 
-FROM gcr.io/distroless/static:nonroot
-COPY --from=build /out/manager /out/softupf /
+# Static binaries only: no shell, no package manager, CA certificates and /etc/passwd included.
+FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="junction" \
+      org.opencontainers.image.description="ATSSS for Kubernetes: the Junction operator, software UPF, UE agent and gNB emulator" \
+      org.opencontainers.image.url="https://github.com/junction-atsss/junction" \
+      org.opencontainers.image.source="https://github.com/junction-atsss/junction" \
+      org.opencontainers.image.documentation="https://github.com/junction-atsss/junction#readme" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.base.name="gcr.io/distroless/static-debian12:nonroot"
+COPY --from=build /out/manager /out/softupf /out/ue-agent /out/gnb-emulator /
 USER 65532:65532
 ENTRYPOINT ["/manager"]

@@ -55,7 +55,7 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 		r.notProgrammed(s, ReasonInvalidSpec, err.Error())
 		return ctrl.Result{}, nil
 	}
-	if _, err := endpointIndex(upf, s.Spec.TunnelEndpoint); err != nil {
+	if _, err := upf.TunnelEndpointIndex(s.Spec.TunnelEndpoint); err != nil {
 		r.notProgrammed(s, ReasonInvalidSpec, err.Error())
 		return ctrl.Result{}, nil
 	}

@@ -128,25 +128,12 @@ func (a sessionAlloc) complete(n need) bool {
 
 // buildSession gathers a session's inputs for desired.SessionEntries.
 func buildSession(s *junctionv1.ATSSSSession, upf *junctionv1.UserPlaneFunction, a sessionAlloc, policies []desired.Policy) (desired.Session, error) {
-	ep, err := endpointIndex(upf, s.Spec.TunnelEndpoint)
+	ep, err := upf.TunnelEndpointIndex(s.Spec.TunnelEndpoint)
 	if err != nil {
 		return desired.Session{}, err
 	}
 	return desired.Session{
-		Name: s.Name, Spec: s.Spec, UserIndex: a.user, EndpointIndex: ep,
+		Name: s.Name, Spec: s.Spec, UserIndex: a.user, EndpointIndex: uint8(ep), // at most 16 endpoints
 		PeerIndex: a.peer, SequenceIndex: a.seq, Policies: policies,
 	}, nil
-}
-
-// endpointIndex is the position of the named tunnel endpoint in the UPF spec ("" is the first).
-func endpointIndex(upf *junctionv1.UserPlaneFunction, name string) (uint8, error) {
-	if name == "" {
-		return 0, nil
-	}
-	for i, ep := range upf.Spec.TunnelEndpoints {
-		if ep.Name == name {
-			return uint8(i), nil
-		}
-	}
-	return 0, fmt.Errorf("spec.tunnelEndpoint: UserPlaneFunction %s has no tunnel endpoint %q", upf.Name, name)
 }

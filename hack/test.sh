@@ -2,13 +2,18 @@
 # The whole test run, what CI runs (.ci/run) and what the README tells a newcomer to run:
 #   1. build the pinned tools and the envtest control plane into ./bin (cached);
 #   2. fail if generated code or manifests (deepcopy, CRDs, RBAC) are stale;
-#   3. check that the kustomize overlays build;
+#   3. check that the kustomize overlays (operator, samples, UE agent DaemonSet) build;
 #   4. go vet and every Go test (envtest suites, P4Info check, software UPF, packet vectors in
 #      network namespaces when run as root), ending with gotestsum's summary line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 hack/tools.sh controller-gen kustomize gotestsum envtest
+# The namespace testbeds (UE agent, benchmarks) need the data-plane tools; installing Debian
+# packages needs root, which is also what those tests need to run at all.
+if [[ $(id -u) == 0 ]]; then
+  hack/tools.sh dataplane
+fi
 KUBEBUILDER_ASSETS=$(hack/tools.sh envtest-path)
 export KUBEBUILDER_ASSETS
 
@@ -16,7 +21,7 @@ echo "== generated files are current"
 make --no-print-directory verify-generated
 
 echo "== kustomize overlays build"
-for overlay in config/default config/samples; do
+for overlay in config/default config/samples ue-daemonset; do
   bin/kustomize build "$overlay" >/dev/null
 done
 

@@ -3,9 +3,15 @@
 # (and Debian packages for the data-plane tools). A tool whose stamp matches its pinned
 # version is not rebuilt, so a second run takes seconds.
 #
-#   hack/tools.sh [tool...]      tools: controller-gen kustomize helm setup-envtest envtest
-#                                       gotestsum (default: all Go tools)
+#   hack/tools.sh [tool...]      tools: controller-gen kustomize helm gotestsum envtest kubectl
+#                                       wireguard-go dataplane
+#                                       (default: controller-gen kustomize helm gotestsum envtest)
 #   hack/tools.sh envtest-path   prints the directory to use as KUBEBUILDER_ASSETS
+#
+# dataplane is what the network-namespace testbed runs besides Junction: wireguard-go (built
+# here) with wg to configure it, iperf3, mptcpize (Linux MPTCP, the baseline), ethtool and ping. The
+# Debian packages are installed with apt-get only when their command is missing, so it needs
+# root the first time only.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +25,14 @@ HELM_VERSION=v3.18.6
 GOTESTSUM_VERSION=v1.12.3
 KUBE_VERSION=v1.33.13           # kube-apiserver; every staging module is published at v0.33.13
 ETCD_VERSION=v3.5.21
+# wireguard-go has no tagged release on the Go module proxy, only pseudo-versions; this one (its
+# go.mod: go 1.23.1) is the newest there.
+WIREGUARD_GO_VERSION=v0.0.0-20260522210424-ecfc5a8d5446
+
+# Debian packages of the data-plane tools, each with the command that shows it is installed.
+# wireguard-tools gives wg, which configures wireguard-go through its UAPI socket
+# (/var/run/wireguard/<interface>.sock) as it would the kernel module.
+DATAPLANE_PACKAGES=(iperf3:iperf3 mptcpize:mptcpize ethtool:ethtool wireguard-tools:wg iputils-ping:ping)
 
 envtest_dir="$bin/k8s/$KUBE_VERSION-etcd-$ETCD_VERSION"
 
@@ -28,13 +42,42 @@ log() { printf '[tools] %s\n' "$*" >&2; }
 fresh() { [[ -x "$bin/$1" && "$(cat "$bin/.$1.version" 2>/dev/null)" == "$2" ]]; }
 stamp() { echo "$2" >"$bin/.$1.version"; }
 
-# go_install NAME PACKAGE VERSION [LDFLAGS]
+# go_install NAME PACKAGE VERSION [LDFLAGS]: bin/NAME, whatever the package's own binary name
+# (wireguard-go's module installs as "wireguard"). Built aside, so a failed build leaves no
+# half-written bin/NAME.
 go_install() {
-  local name=$1 pkg=$2 version=$3 ldflags=${4:-}
+  local name=$1 pkg=$2 version=$3 ldflags=${4:-} tmp
   fresh "$name" "$version" && return 0
   log "building $name $version"
-  GOBIN="$bin" go install -ldflags "$ldflags" "$pkg@$version"
+  tmp=$(mktemp -d "$bin/.build.XXXXXX")
+  if ! GOBIN="$tmp" go install -ldflags "$ldflags" "$pkg@$version"; then
+    rm -rf "$tmp"
+    return 1
+  fi
+  mv "$tmp"/* "$bin/$name"
+  rmdir "$tmp"
   stamp "$name" "$version"
+}
+
+# apt_install PACKAGE:COMMAND...: installs, non-interactively, the Debian packages whose command
+# is not found (sbin included, which a non-root PATH may lack); nothing when all are there.
+apt_install() {
+  local missing=() entry
+  for entry in "$@"; do
+    PATH="$PATH:/usr/sbin:/sbin" command -v "${entry#*:}" >/dev/null || missing+=("${entry%%:*}")
+  done
+  [[ ${#missing[@]} -gt 0 ]] || return 0
+  if ! command -v apt-get >/dev/null; then
+    echo "missing packages: ${missing[*]}; install them with your package manager" >&2
+    return 1
+  fi
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "missing Debian packages: ${missing[*]}; run this as root, or: sudo apt-get install ${missing[*]}" >&2
+    return 1
+  fi
+  log "installing Debian packages: ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # Without the version stamp the API server reports v0.0.0 and clients refuse some features.
@@ -74,6 +117,8 @@ build() {
     gotestsum) go_install gotestsum gotest.tools/gotestsum "$GOTESTSUM_VERSION" ;;
     kubectl) build_kubectl ;;
     envtest) build_envtest ;;
+    wireguard-go) go_install wireguard-go golang.zx2c4.com/wireguard "$WIREGUARD_GO_VERSION" "-s -w" ;;
+    dataplane) build wireguard-go; apt_install "${DATAPLANE_PACKAGES[@]}" ;;
     *) echo "unknown tool: $1" >&2; exit 2 ;;
   esac
 }

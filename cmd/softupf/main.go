@@ -31,6 +31,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/junction-atsss/junction/internal/netnsexec"
 	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 	"github.com/junction-atsss/junction/internal/softupf/p4rt"
 	"github.com/junction-atsss/junction/internal/softupf/ports"
@@ -72,6 +73,7 @@ type options struct {
 	deviceID uint64
 	cpuPort  uint
 	p4info   string
+	netns    string
 	logLevel slog.Level
 }
 
@@ -84,6 +86,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.UintVar(&o.cpuPort, "cpu-port", 255, "port number of the controller for packet-in and packet-out")
 	fs.StringVar(&o.p4info, "p4info", "", "optional P4Info `file` (text or binary protobuf) to check at start-up; "+
 		"the pipeline itself is always pushed by the controller")
+	fs.StringVar(&o.netns, "ports-netns", "", "open the ports' interfaces in this network `namespace` (a name under /var/run/netns or a path) "+
+		"while gRPC listens in the process's own: how a testbed keeps the UPF's links in a namespace and its controller on loopback")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -118,7 +122,7 @@ func main() {
 func run(ctx context.Context, o *options, log *slog.Logger) error {
 	cpuPort := uint32(o.cpuPort)
 	pool := dataplane.NewPool(dataplane.DefaultMaxHeld + 2*ports.BatchSize*len(o.ports) + spareBuffers)
-	set, err := ports.Open(o.ports, cpuPort, pool, log)
+	set, err := openPorts(o, pool, log)
 	if err != nil {
 		return err
 	}
@@ -179,6 +183,20 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	logStats(log, dp, set, srv)
 	return first
+}
+
+// openPorts opens the port sockets, inside --ports-netns when it is given (a packet socket stays
+// in the namespace it was created in).
+func openPorts(o *options, pool *dataplane.Pool, log *slog.Logger) (set *ports.Set, err error) {
+	err = netnsexec.Do(o.netns, func() error {
+		set, err = ports.Open(o.ports, uint32(o.cpuPort), pool, log)
+		return err
+	})
+	if err != nil && set != nil {
+		set.Close()
+		set = nil
+	}
+	return set, err
 }
 
 // stopGRPC lets in-flight RPCs finish, then cuts the long-lived streams.

@@ -43,6 +43,17 @@ func (s Steering) NeedsSequence() bool {
 	return false
 }
 
+// Spreads reports whether the mode puts one flow's packets on both accesses at once (load-balance
+// splits them, redundant duplicates them), so a move of the whole flow from one access to the
+// other, which the uplink reorder contract marks, does not happen in it.
+func (s Steering) Spreads() bool {
+	switch s.Mode {
+	case modeLoadBalance, modeAutonomousLB, modeRedundant:
+		return true
+	}
+	return false
+}
+
 func accessCode(a junctionv1.Access) uint8 {
 	if a == junctionv1.AccessNon3GPP {
 		return accessNon3GPP

@@ -1,0 +1,92 @@
+// Command ue-agent is Junction's UE agent (the paper's JUNCTION-UE), one per node: it watches
+// the ATSSSSessions whose spec.ue.nodeName is its node and builds, for each, a TUN device and a
+// multipath UDP tunnel over the session's 3GPP and non-3GPP legs toward the UPF (internal/ueagent).
+// Flags are parsed here only.
+//
+//	ue-agent --node-name=$(NODE_NAME) --metrics-addr=:9110 --health-addr=:9111
+//
+// It needs CAP_NET_ADMIN and /dev/net/tun, and runs in the node's network namespace.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/ueagent"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "ue-agent:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		node, namespace, netns, metricsAddr, healthAddr string
+		statusInterval, minStatusInterval               time.Duration
+	)
+	flag.StringVar(&node, "node-name", os.Getenv("NODE_NAME"), "The node this agent serves: sessions whose spec.ue.nodeName equals it (default $NODE_NAME).")
+	flag.StringVar(&namespace, "namespace", "", "Watch sessions, policies and UPFs in this namespace only; empty: all namespaces.")
+	flag.StringVar(&netns, "netns", "", "Network namespace (a name under /var/run/netns, or a path) that holds the node's legs and gets the TUNs; empty: the agent's own. For running several agents as separate nodes on one machine (the testbed).")
+	flag.StringVar(&metricsAddr, "metrics-addr", ":9110", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
+	flag.StringVar(&healthAddr, "health-addr", ":9111", "Address of the /healthz and /readyz endpoints.")
+	flag.DurationVar(&statusInterval, "status-interval", 10*time.Second, "Least time between two status writes of a session that change only RTTs.")
+	flag.DurationVar(&minStatusInterval, "min-status-interval", time.Second, "Least time between two status writes of a session.")
+	zopts := zap.Options{}
+	zopts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	if node == "" {
+		return fmt.Errorf("--node-name (or NODE_NAME) is required")
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+	log := ctrl.Log.WithName("ue-agent")
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(junctionv1.AddToScheme(scheme))
+	cacheOpts := ueagent.CacheOptions(node)
+	if namespace != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress: healthAddr,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	agent, err := ueagent.New(mgr.GetClient(), ueagent.Options{
+		NodeName: node, Netns: netns, StatusInterval: statusInterval, MinStatusInterval: minStatusInterval,
+	}, ueagent.NewMetrics(ctrlmetrics.Registry), mgr.GetEventRecorderFor("junction-ue-agent"), log)
+	if err != nil {
+		return err
+	}
+	if err := agent.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	log.Info("Starting the UE agent", "node", node, "namespace", namespace, "metrics", metricsAddr)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

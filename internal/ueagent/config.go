@@ -1,0 +1,104 @@
+package ueagent
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/desired"
+	"github.com/junction-atsss/junction/internal/wire"
+)
+
+// Config is everything a session's tunnel is built from, gathered from the ATSSSSession, its
+// UserPlaneFunction and the SteeringPolicies it selects.
+type Config struct {
+	// Session is the session address: the TUN's address and the session ID in the UPF.
+	Session netip.Addr
+	// UPF is the UPF tunnel endpoint's junctionAddress, where both legs send.
+	UPF netip.Addr
+	// Legs are the UE addresses of the legs, indexed by wire.Access; invalid when absent.
+	Legs [3]netip.Addr
+	// Policies are the selected policies (desired.SelectPolicies, as the operator selects them).
+	Policies []desired.Policy
+	// Override is the session's modeOverride.
+	Override *junctionv1.SteeringMode
+	// Generation is the session's metadata.generation.
+	Generation int64
+}
+
+// sameTunnel reports whether two configs need the same TUN and legs, so that only the steering
+// (policies, override) differs and the tunnel can be updated in place.
+func (c Config) sameTunnel(o Config) bool {
+	return c.Session == o.Session && c.UPF == o.UPF && c.Legs == o.Legs
+}
+
+// Prefixes are the destination prefixes the node routes into the TUN for non-catch-all
+// policies; a policy without destination prefixes (or with 0.0.0.0/0) is covered by the
+// session's source rule and default route.
+func (c Config) Prefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range c.Policies {
+		for _, s := range p.Spec.TrafficDescriptor.DestinationPrefixes {
+			if pfx, err := netip.ParsePrefix(string(s)); err == nil && pfx.Bits() > 0 {
+				out = append(out, pfx.Masked())
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	return slices.Compact(out)
+}
+
+// BuildConfig gathers a session's tunnel configuration. Errors name the field that cannot be
+// used; the agent reports them in the session's AgentReady condition.
+func BuildConfig(s *junctionv1.ATSSSSession, upf *junctionv1.UserPlaneFunction, policies []junctionv1.SteeringPolicy) (Config, []string, error) {
+	c := Config{Override: s.Spec.ModeOverride, Generation: s.Generation}
+	var err error
+	if c.Session, err = parseIPv4("spec.sessionAddress", s.Spec.SessionAddress); err != nil {
+		return c, nil, err
+	}
+	if upf == nil {
+		return c, nil, fmt.Errorf("spec.upfRef: UserPlaneFunction %q not found", s.Spec.UPFRef.Name)
+	}
+	ep, err := tunnelEndpoint(upf, s.Spec.TunnelEndpoint)
+	if err != nil {
+		return c, nil, err
+	}
+	if c.UPF, err = parseIPv4(fmt.Sprintf("UserPlaneFunction %s tunnelEndpoints[%s].junctionAddress", upf.Name, ep.Name), ep.JunctionAddress); err != nil {
+		return c, nil, err
+	}
+	if leg := s.Spec.AccessLegs.ThreeGPP; leg != nil {
+		if c.Legs[wire.Access3GPP], err = parseIPv4("spec.accessLegs.threeGPP.ueAddress", leg.UEAddress); err != nil {
+			return c, nil, err
+		}
+	}
+	if leg := s.Spec.AccessLegs.NonThreeGPP; leg != nil {
+		if c.Legs[wire.AccessNon3GPP], err = parseIPv4("spec.accessLegs.nonThreeGPP.ueAddress", leg.UEAddress); err != nil {
+			return c, nil, err
+		}
+	}
+	sel, missing, pending := desired.SelectPolicies(s, policies)
+	c.Policies = sel
+	return c, append(missing, pending...), nil
+}
+
+func tunnelEndpoint(upf *junctionv1.UserPlaneFunction, name string) (junctionv1.TunnelEndpoint, error) {
+	i, err := upf.TunnelEndpointIndex(name)
+	if err != nil {
+		return junctionv1.TunnelEndpoint{}, err
+	}
+	return upf.Spec.TunnelEndpoints[i], nil
+}
+
+func parseIPv4(field string, s junctionv1.IPv4Address) (netip.Addr, error) {
+	a, err := netip.ParseAddr(string(s))
+	if err != nil || !a.Is4() || a.IsUnspecified() {
+		return netip.Addr{}, fmt.Errorf("%s: %q is not a usable IPv4 address", field, s)
+	}
+	return a, nil
+}

@@ -1,0 +1,252 @@
+package ueagent
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/ueagent/steer"
+	"github.com/junction-atsss/junction/internal/wire"
+)
+
+// leg is one access of a tunnel: its UDP socket toward the UPF, its probe state and the RTT the
+// uplink steers by.
+type leg struct {
+	t      *Tunnel
+	access wire.Access
+	local  netip.Addr
+	m      *legMetrics
+
+	conn  atomic.Pointer[net.UDPConn]
+	rttUS atomic.Uint32 // the uplink's path state: 0 while the leg is not Up
+	busy  atomic.Bool   // traffic since the last tick: probe at the busy interval
+
+	mu      sync.Mutex // guards what follows
+	state   *steer.Leg
+	iface   string
+	ifindex int
+	noAddr  bool
+}
+
+func newLeg(t *Tunnel, a wire.Access, local netip.Addr) *leg {
+	return &leg{t: t, access: a, local: local, m: t.m.leg(a), state: steer.NewLeg(t.clock, steer.DefaultLegConfig())}
+}
+
+// refresh finds the interface that holds the leg's address and opens, keeps or closes the
+// socket to match; it returns the interface's MTU (0 when there is none).
+func (l *leg) refresh() int {
+	name, idx, mtu, up, err := legInterface(l.t.node.nl, l.local)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	switch {
+	case err != nil:
+		l.t.log.Error(err, "Leg interface lookup failed", "access", l.access)
+		return mtu
+	case name == "":
+		l.noAddr = true
+		l.state.LinkDown(now, "AddressNotOnNode")
+	case !up:
+		l.noAddr = false
+		l.state.LinkDown(now, "LinkDown")
+	default:
+		l.noAddr = false
+		if c := l.conn.Load(); c == nil || idx != l.ifindex || name != l.iface {
+			l.openLocked(name, idx)
+		}
+		if l.conn.Load() != nil {
+			l.state.LinkUp(now)
+		}
+	}
+	if name != "" {
+		l.iface = name
+	}
+	if !up || name == "" {
+		l.closeConnLocked()
+	}
+	l.transitionLocked()
+	return mtu
+}
+
+// openLocked (re)binds the leg's socket to the interface that now holds its address.
+func (l *leg) openLocked(iface string, idx int) {
+	l.closeConnLocked()
+	conn, err := listenLeg(l.t.node.ns, l.local, iface)
+	if err != nil {
+		l.t.log.Error(err, "Leg socket not opened", "access", l.access)
+		l.state.LinkDown(time.Now(), "SocketError")
+		return
+	}
+	l.ifindex = idx
+	l.conn.Store(conn)
+	if l.started() {
+		l.startReader(conn)
+	}
+}
+
+func (l *leg) closeConnLocked() {
+	if c := l.conn.Swap(nil); c != nil {
+		c.Close()
+	}
+}
+
+// started reports whether the tunnel's goroutines run (readers start with them).
+func (l *leg) started() bool { return l.t.dev != nil }
+
+func (l *leg) start() {
+	if c := l.conn.Load(); c != nil {
+		l.startReader(c)
+	}
+}
+
+// startReader runs a reader for one socket; it ends when that socket is closed.
+func (l *leg) startReader(conn *net.UDPConn) {
+	l.t.wg.Add(1)
+	go func() {
+		defer l.t.wg.Done()
+		l.read(conn)
+	}()
+}
+
+func (l *leg) read(conn *net.UDPConn) {
+	t := l.t
+	upf := t.upfAddr()
+	p := t.pool.Get().(*packet)
+	for {
+		n, from, err := conn.ReadFromUDPAddrPort(p.buf[headroom:])
+		if err != nil {
+			t.release(p)
+			if !errors.Is(err, net.ErrClosed) {
+				t.log.Error(err, "Leg read failed", "access", l.access)
+			}
+			return
+		}
+		if from != upf {
+			t.m.drop("NotFromUPF") // spoofed, or another tunnel's endpoint
+			continue
+		}
+		p.off, p.n = headroom, n
+		if t.received(l, p) {
+			p = t.pool.Get().(*packet)
+		}
+	}
+}
+
+// send writes one frame (Junction header and what follows) to the UPF.
+func (l *leg) send(frame []byte) {
+	c := l.conn.Load()
+	if c == nil {
+		l.m.txErrors.Inc()
+		return
+	}
+	if _, err := c.WriteToUDPAddrPort(frame, l.t.upfAddr()); err != nil {
+		l.m.txErrors.Inc()
+		return
+	}
+	l.m.txPackets.Inc()
+	l.m.txBytes.Add(float64(len(frame)))
+}
+
+// traffic notes user data sent or received on the leg (the probe interval shortens while
+// traffic flows; probes themselves do not count).
+func (l *leg) traffic() { l.busy.Store(true) }
+
+// reply handles a PROBE_REPLY: the RTT, then the PROBE_ACK that lets the UPF measure its own.
+func (l *leg) reply(c wire.Control) {
+	now := time.Now()
+	l.mu.Lock()
+	rtt, ok := l.state.Reply(now, c.UETime)
+	if ok {
+		l.t.sendControl(l.access, wire.TypeProbeAck, wire.Control{Access: l.access, UETime: c.UETime, UPFTime: c.UPFTime})
+		l.m.rtt.Set(rtt.Seconds())
+		l.m.replies.Inc()
+	}
+	l.transitionLocked()
+	l.mu.Unlock()
+	if !ok {
+		l.t.m.drop("StaleProbeReply")
+	}
+}
+
+// tick sends a due probe and counts missed replies; it returns when it wants to run next
+// (zero: only when woken).
+func (l *leg) tick(now time.Time) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.busy.Swap(false) {
+		l.state.Traffic(now)
+	}
+	l.state.Tick(now)
+	if due := l.state.NextProbe(now); l.conn.Load() != nil && !due.IsZero() && !due.After(now) {
+		ts := l.state.Sent(now)
+		l.t.sendControl(l.access, wire.TypeProbe, wire.Control{Access: l.access, UETime: ts})
+		l.m.probes.Inc()
+	}
+	l.m.lost.Set(float64(l.state.ProbesLost()))
+	l.transitionLocked()
+	return l.state.NextDeadline(now)
+}
+
+// transitionLocked publishes the leg's RTT to the uplink and acts on the leg's state changes:
+// LINK_DOWN goes on the other leg (this one may be gone), LINK_UP with the last RTT on this one
+// (docs/junction-header.md), and the status is told.
+func (l *leg) transitionLocked() {
+	l.rttUS.Store(l.state.PathRTT())
+	changed := false
+	for {
+		e, ok := l.state.Event()
+		if !ok {
+			break
+		}
+		changed = true
+		switch {
+		case e.SendLinkDown():
+			l.t.sendControl(l.access.Other(), wire.TypeLinkDown, wire.Control{Access: l.access})
+			l.m.downs.Inc()
+		case e.SendLinkUp():
+			l.t.sendControl(l.access, wire.TypeLinkUp, wire.Control{Access: l.access, UETime: max(uint32(e.RTT.Microseconds()), 1)})
+		}
+	}
+	if l.state.Up() {
+		l.m.up.Set(1)
+	} else {
+		l.m.up.Set(0)
+	}
+	if changed {
+		l.t.notify()
+	}
+}
+
+func (l *leg) rtt() (time.Duration, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.state.Up() {
+		return 0, 0
+	}
+	return l.state.RTT(), l.state.RTTVar()
+}
+
+func (l *leg) view() LegView {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v := LegView{Access: l.access, Interface: l.iface, LastProbe: l.state.LastReply()}
+	switch {
+	case l.noAddr:
+		v.State, v.Reason, v.Interface = junctionv1.LegNoAddress, "AddressNotOnNode", ""
+	case l.state.Up():
+		v.State, v.RTT = junctionv1.LegUp, l.state.RTT()
+	default:
+		v.State, v.Reason = junctionv1.LegDown, l.state.Reason()
+	}
+	return v
+}
+
+func (l *leg) close() {
+	l.mu.Lock()
+	l.closeConnLocked()
+	l.mu.Unlock()
+}

@@ -1,0 +1,238 @@
+package ueagent
+
+// The node's network configuration for one session: its TUN's address, its routing table and
+// the policy rules that send the session's traffic into the TUN; and the lookups the legs need
+// (which interface holds a leg's UE address, its MTU).
+//
+// Names and numbers are derived from the session address, which is immutable, so a restarted
+// agent finds what an earlier one left (rules survive a crash; the TUN and its routes do not,
+// since the TUN goes with the process that held it) and replaces it instead of duplicating it:
+//
+//	TUN          jx<8 hex digits of the session address>      e.g. jx0a3c0001 for 10.60.0.1
+//	table        the session address as a number               e.g. 0x0a3c0001
+//	rules        prio ruleProtect: to <UPF junction address> lookup main   (the legs' own packets)
+//	             prio ruleSession: from <session address> lookup <table>
+//	             prio ruleSession: to <policy prefix> lookup <table>        (non-catch-all policies)
+//	routes       in <table>: default dev <TUN> src <session address>, and each policy prefix
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-atsss/junction/internal/netnsexec"
+	"github.com/junction-atsss/junction/internal/wire"
+)
+
+// Rule priorities: below the kernel's main-table rule (32766), above local (0). The protection
+// rule comes first so that a policy prefix covering the UPF never captures the tunnel itself.
+const (
+	ruleProtect = 9990
+	ruleSession = 9991
+	// ruleProtocol marks routes and rules as the agent's (rtnetlink protocol numbers above
+	// RTPROT_STATIC are free for daemons), so cleanup never touches anyone else's.
+	ruleProtocol = 0x4a // 'J'
+	tunPrefix    = "jx"
+)
+
+// Tunnel overheads a leg adds to a user packet (docs/junction-header.md): IPv4 + UDP + Junction
+// (36 bytes) on every leg; on 3GPP the gNB adds outer IPv4 + UDP + GTP-U with its 4 option bytes
+// and a 4-byte PDU session container (44 bytes) on N3, assumed to have the radio side's MTU.
+const (
+	overheadNon3GPP = wire.JunctionOverhead
+	overhead3GPP    = wire.JunctionOverhead + wire.GTPUOverhead + 8
+	defaultLinkMTU  = 1500
+)
+
+// node is the network namespace that holds the legs' interfaces and the TUNs: the node's own in
+// a cluster (the DaemonSet uses the host network), a testbed namespace with --netns.
+type node struct {
+	ns     string          // "" for the process's own namespace
+	nl     *netlink.Handle // netlink requests act in ns
+	handle *netns.NsHandle // for subscriptions; nil for the process's own
+}
+
+func openNode(ns string) (*node, error) {
+	nl, h, err := netnsexec.Handle(ns)
+	if err != nil {
+		return nil, err
+	}
+	return &node{ns: ns, nl: nl, handle: h}, nil
+}
+
+// TUNName is the stable interface name of the session with this address.
+func TUNName(session netip.Addr) string {
+	a := session.As4()
+	return fmt.Sprintf("%s%02x%02x%02x%02x", tunPrefix, a[0], a[1], a[2], a[3])
+}
+
+// tableID is the session's routing table: its address as a number (0 and 253-255 are reserved,
+// which no usable session address maps to).
+func tableID(session netip.Addr) int {
+	a := session.As4()
+	return int(uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3]))
+}
+
+// routing is what the node's routing must hold for one session.
+type routing struct {
+	session  netip.Addr
+	upf      netip.Addr
+	prefixes []netip.Prefix // non-catch-all policy destinations; the source rule covers the rest
+}
+
+// configureTUN gives the TUN its address and fills the session's table and rules, replacing
+// whatever an earlier agent left for the same session.
+func configureTUN(nl *netlink.Handle, link netlink.Link, r routing) error {
+	host := &net.IPNet{IP: net.IP(r.session.AsSlice()), Mask: net.CIDRMask(32, 32)}
+	if err := nl.LinkSetUp(link); err != nil { // routes need a link that is up
+		return fmt.Errorf("%s up: %w", link.Attrs().Name, err)
+	}
+	if err := nl.AddrReplace(link, &netlink.Addr{IPNet: host}); err != nil {
+		return fmt.Errorf("address %s on %s: %w", r.session, link.Attrs().Name, err)
+	}
+	if err := removeRules(nl, r.session); err != nil {
+		return err
+	}
+	table := tableID(r.session)
+	routes := []*net.IPNet{{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}}
+	for _, p := range r.prefixes {
+		routes = append(routes, &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), 32)})
+	}
+	for _, dst := range routes {
+		rt := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: dst, Src: host.IP, Table: table,
+			Scope: netlink.SCOPE_LINK, Protocol: ruleProtocol}
+		if err := nl.RouteReplace(rt); err != nil {
+			return fmt.Errorf("route %s dev %s table %d: %w", dst, link.Attrs().Name, table, err)
+		}
+	}
+	rules := []*netlink.Rule{protectRule(r.session, r.upf)}
+	src := netlink.NewRule()
+	src.Priority, src.Table, src.Src, src.Protocol = ruleSession, table, host, ruleProtocol
+	rules = append(rules, src)
+	for _, dst := range routes[1:] {
+		to := netlink.NewRule()
+		to.Priority, to.Table, to.Dst, to.Protocol = ruleSession, table, dst, ruleProtocol
+		rules = append(rules, to)
+	}
+	for _, rule := range rules {
+		if err := nl.RuleAdd(rule); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("rule %s: %w", rule, err)
+		}
+	}
+	return nil
+}
+
+// protectRule keeps the legs' packets to the UPF in the main table. Sessions toward the same UPF
+// share it (adding it twice is EEXIST); pruneRules removes it when no session needs it.
+func protectRule(session, upf netip.Addr) *netlink.Rule {
+	r := netlink.NewRule()
+	r.Priority, r.Table, r.Protocol = ruleProtect, unix.RT_TABLE_MAIN, ruleProtocol
+	r.Dst = &net.IPNet{IP: net.IP(upf.AsSlice()), Mask: net.CIDRMask(32, 32)}
+	return r
+}
+
+// removeRules deletes the rules that send traffic to the session's table. Protection rules are
+// shared by every session toward the same UPF and are removed by pruneRules.
+func removeRules(nl *netlink.Handle, session netip.Addr) error {
+	rules, err := nl.RuleList(unix.AF_INET)
+	if err != nil {
+		return fmt.Errorf("list rules: %w", err)
+	}
+	table := tableID(session)
+	for i := range rules {
+		if rules[i].Table == table && rules[i].Priority == ruleSession {
+			if err := nl.RuleDel(&rules[i]); err != nil && !errors.Is(err, unix.ENOENT) {
+				return fmt.Errorf("delete rule %s: %w", rules[i], err)
+			}
+		}
+	}
+	return nil
+}
+
+// pruneRules deletes every rule the agent owns that no live session needs: sessions deleted
+// while no agent ran, and protection rules of UPFs no session uses any more.
+func pruneRules(nl *netlink.Handle, live map[netip.Addr]netip.Addr) error {
+	tables := map[int]bool{}
+	upfs := map[netip.Addr]bool{}
+	for s, upf := range live {
+		tables[tableID(s)] = true
+		upfs[upf] = true
+	}
+	rules, err := nl.RuleList(unix.AF_INET)
+	if err != nil {
+		return fmt.Errorf("list rules: %w", err)
+	}
+	var errs []error
+	for i := range rules {
+		r := &rules[i]
+		stale := false
+		if r.Protocol != ruleProtocol {
+			continue // not the agent's
+		}
+		switch r.Priority {
+		case ruleSession:
+			stale = !tables[r.Table]
+		case ruleProtect:
+			if r.Dst != nil {
+				a, _ := netip.AddrFromSlice(r.Dst.IP.To4())
+				stale = !upfs[a]
+			}
+		}
+		if stale {
+			if err := nl.RuleDel(r); err != nil && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("delete rule %s: %w", r, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// legInterface finds the interface that holds addr, its index, MTU and whether it is up; name
+// is "" when no interface of the node has the address (the leg is NoAddress).
+func legInterface(nl *netlink.Handle, addr netip.Addr) (name string, index, mtu int, up bool, err error) {
+	addrs, err := nl.AddrList(nil, unix.AF_INET)
+	if err != nil {
+		return "", 0, 0, false, fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		ip, _ := netip.AddrFromSlice(a.IP.To4())
+		if ip != addr {
+			continue
+		}
+		link, err := nl.LinkByIndex(a.LinkIndex)
+		if err != nil {
+			return "", 0, 0, false, fmt.Errorf("link of %s: %w", addr, err)
+		}
+		at := link.Attrs()
+		up := at.Flags&net.FlagUp != 0 && at.OperState != netlink.OperDown && at.OperState != netlink.OperLowerLayerDown
+		return at.Name, at.Index, at.MTU, up, nil
+	}
+	return "", 0, 0, false, nil
+}
+
+// tunMTU leaves room for the worse leg's overhead: the smallest of each present leg's interface
+// MTU minus its overhead (a missing interface counts as a 1500-byte link).
+func tunMTU(mtu3GPP, mtuNon3GPP int) int {
+	best := 0
+	for _, c := range []struct{ mtu, over int }{{mtu3GPP, overhead3GPP}, {mtuNon3GPP, overheadNon3GPP}} {
+		if c.mtu < 0 {
+			continue // leg absent
+		}
+		m := c.mtu
+		if m == 0 {
+			m = defaultLinkMTU
+		}
+		if v := m - c.over; best == 0 || v < best {
+			best = v
+		}
+	}
+	if best < 576 {
+		best = 576 // IPv4's minimum datagram every host must accept
+	}
+	return best
+}

@@ -1,0 +1,136 @@
+package steer
+
+import (
+	"testing"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/desired"
+	"github.com/junction-atsss/junction/internal/wire"
+)
+
+const (
+	g  = wire.Access3GPP
+	n  = wire.AccessNon3GPP
+	no = wire.AccessNone
+)
+
+// enc encodes an API mode (and optional RTT threshold) as the operator does.
+func enc(t *testing.T, m junctionv1.SteeringMode, rttThreshold string) desired.Steering {
+	t.Helper()
+	var th *junctionv1.Thresholds
+	if rttThreshold != "" {
+		th = &junctionv1.Thresholds{RTT: junctionv1.Duration(rttThreshold)}
+	}
+	s, err := desired.EncodeSteering(m, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func lb(percent int32) junctionv1.SteeringMode {
+	return junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance, LoadBalance: &junctionv1.LoadBalance{ThreeGPPPercent: ptr(percent)}}
+}
+
+func priority(a junctionv1.Access, threshold string) junctionv1.SteeringMode {
+	return junctionv1.SteeringMode{Mode: junctionv1.ModePriorityBased, PriorityBased: &junctionv1.PriorityBased{PriorityAccess: a, RTTThreshold: junctionv1.Duration(threshold)}}
+}
+
+// TestChoose follows docs/pipeline.md's "Steering decision" table row by row. RTTs are in µs;
+// 0 is an unavailable access.
+func TestChoose(t *testing.T) {
+	type tc struct {
+		name          string
+		mode          junctionv1.SteeringMode
+		threshold     string // thresholds.rtt
+		r3, rn, seq   uint32
+		first, second wire.Access
+	}
+	for _, c := range []tc{
+		// active-standby: first of ok(A)→A, ok(B)→B, avail(A)→A, avail(B)→B.
+		{"active-standby sends on the active access while it is available", apiActive3GPP, "", 30000, 10000, 0, g, no},
+		{"active-standby with WiFi active sends on WiFi", apiActiveWiFi, "", 10000, 30000, 0, n, no},
+		{"active-standby falls over to the standby when the active access is unavailable", apiActive3GPP, "", 0, 10000, 0, n, no},
+		{"active-standby prefers a standby within the threshold to an active access over it", apiActive3GPP, "20ms", 30000, 10000, 0, n, no},
+		{"an RTT equal to the threshold is within it", apiActive3GPP, "20ms", 20000, 10000, 0, g, no},
+		{"active-standby keeps the active access when both are over the threshold", apiActive3GPP, "20ms", 30000, 40000, 0, g, no},
+		{"active-standby uses a standby over the threshold when the active access is unavailable", apiActive3GPP, "20ms", 0, 40000, 0, n, no},
+		{"active-standby with no available access sends nothing", apiActive3GPP, "", 0, 0, 0, no, no},
+
+		// smallest-delay: the available access with the smaller RTT; a tie goes to 3GPP.
+		{"smallest-delay picks the smaller RTT", apiSmallest, "", 30000, 10000, 0, n, no},
+		{"smallest-delay picks 3GPP when it is faster", apiSmallest, "", 9000, 10000, 0, g, no},
+		{"smallest-delay gives a tie to 3GPP", apiSmallest, "", 10000, 10000, 0, g, no},
+		{"smallest-delay takes the only available access whatever its RTT", apiSmallest, "", 0, 900000, 0, n, no},
+		{"smallest-delay ignores the threshold", apiSmallest, "1ms", 5000, 9000, 0, g, no},
+		{"smallest-delay with no available access sends nothing", apiSmallest, "", 0, 0, 0, no, no},
+
+		// load-balance: both ok: 3GPP when seq%128 < ratio (30% is 38/128); else smallest-delay
+		// over the ok accesses, then over the available ones.
+		{"load-balance sends seq 37 on 3GPP (37 < 38)", apiLB30, "", 10000, 10000, 37, g, no},
+		{"load-balance sends seq 38 on non-3GPP", apiLB30, "", 10000, 10000, 38, n, no},
+		{"load-balance counts seq modulo 128", apiLB30, "", 10000, 10000, 128 + 37, g, no},
+		{"load-balance sends unsequenced traffic (seq 0) on 3GPP", apiLB30, "", 10000, 10000, 0, g, no},
+		{"load-balance at 0 percent sends everything on non-3GPP", lb(0), "", 10000, 10000, 0, n, no},
+		{"load-balance at 100 percent sends everything on 3GPP", lb(100), "", 10000, 10000, 127, g, no},
+		{"load-balance sends on the only access within the threshold", apiLB30, "20ms", 10000, 30000, 100, g, no},
+		{"load-balance over the threshold on both takes the faster available", apiLB30, "20ms", 30000, 25000, 0, n, no},
+		{"load-balance with one access unavailable takes the other", apiLB30, "", 0, 25000, 0, n, no},
+		{"load-balance with no available access sends nothing", apiLB30, "", 0, 0, 0, no, no},
+
+		// autonomous load-balance: both ok: the faster gets seq%4 != 3, the slower seq%4 == 3.
+		{"autonomous load-balance sends seq 0 on the faster access", apiAutoLB, "", 30000, 10000, 0, n, no},
+		{"autonomous load-balance sends seq 2 on the faster access", apiAutoLB, "", 30000, 10000, 2, n, no},
+		{"autonomous load-balance sends seq 3 on the slower access", apiAutoLB, "", 30000, 10000, 3, g, no},
+		{"autonomous load-balance sends seq 7 on the slower access", apiAutoLB, "", 30000, 10000, 7, g, no},
+		{"autonomous load-balance treats a tie as 3GPP faster", apiAutoLB, "", 10000, 10000, 1, g, no},
+		{"autonomous load-balance sends a tie's seq 3 on non-3GPP", apiAutoLB, "", 10000, 10000, 3, n, no},
+		{"autonomous load-balance falls back to the access within the threshold", apiAutoLB, "20ms", 10000, 30000, 1, g, no},
+		{"autonomous load-balance with one access unavailable takes the other", apiAutoLB, "", 10000, 0, 3, g, no},
+
+		// priority-based: ok(A) → A; else avail(B) → B (overflow); else avail(A) → A.
+		{"priority-based sends on the priority access under its threshold", apiPriority, "", 30000, 10000, 0, g, no},
+		{"priority-based keeps the priority access at its threshold", apiPriority, "", 40000, 10000, 0, g, no},
+		{"priority-based overflows to the other access over the threshold", apiPriority, "", 40001, 90000, 0, n, no},
+		{"priority-based stays on the priority access over the threshold when the other is unavailable", apiPriority, "", 90000, 0, 0, g, no},
+		{"priority-based uses the other access when the priority one is unavailable", apiPriority, "", 0, 90000, 0, n, no},
+		{"priority-based with WiFi priority sends on WiFi", priority(junctionv1.AccessNon3GPP, "40ms"), "", 10000, 30000, 0, n, no},
+		{"priority-based with WiFi priority overflows to 3GPP", priority(junctionv1.AccessNon3GPP, "40ms"), "", 90000, 50000, 0, g, no},
+		{"priority-based with no available access sends nothing", apiPriority, "", 0, 0, 0, no, no},
+
+		// redundant: a copy on every available access, 3GPP first.
+		{"redundant sends on 3GPP and a copy on non-3GPP", apiRedundant, "", 30000, 10000, 5, g, n},
+		{"redundant with only non-3GPP available sends one copy", apiRedundant, "", 0, 10000, 5, n, no},
+		{"redundant with only 3GPP available sends one copy", apiRedundant, "", 10000, 0, 5, g, no},
+		{"redundant with no available access sends nothing", apiRedundant, "", 0, 0, 5, no, no},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			first, second := Choose(enc(t, c.mode, c.threshold), c.r3, c.rn, c.seq)
+			if first != c.first || second != c.second {
+				t.Errorf("got (%v, %v), want (%v, %v)", first, second, c.first, c.second)
+			}
+		})
+	}
+}
+
+func TestChooseUnknownModeSteersLikeActiveStandby(t *testing.T) {
+	// The pipeline's default branch: any mode it does not know is active-standby.
+	s := desired.Steering{Mode: 9, Access: uint8(wire.AccessNon3GPP)}
+	if first, second := Choose(s, 10000, 30000, 0); first != n || second != no {
+		t.Errorf("got (%v, %v), want (non-3GPP, none)", first, second)
+	}
+	if first, _ := Choose(s, 10000, 0, 0); first != g {
+		t.Errorf("got %v, want 3GPP once non-3GPP is unavailable", first)
+	}
+}
+
+func TestDefaultApplicationSteersOn3GPP(t *testing.T) {
+	c, err := NewClassifier(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s := c.Classify(pkt{src: ue, dst: server, proto: udp}.bytes())
+	if first, _ := Choose(s, 30000, 10000, 0); first != g {
+		t.Errorf("the default application went on %v, want 3GPP (active-standby on 3GPP)", first)
+	}
+}

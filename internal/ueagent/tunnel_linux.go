@@ -1,0 +1,460 @@
+package ueagent
+
+// Tunnel is one session's data path on the node (paper V-B, the JUNCTION-UE):
+//
+//	uplink    app ─> TUN ─Read─> classify (policies) ─> choose leg(s) (steering mode, path state)
+//	          ─> reorder marks on a switch ─> Junction header in the headroom ─> leg socket ─> UPF
+//	downlink  UPF ─> leg socket ─> header checked ─> seq 0: TUN; else the reorder buffer ─> TUN
+//	control   timer goroutine: a probe per leg when due, missed replies, reorder timeouts;
+//	          PROBE_REPLY on a leg ─> RTT ─> PROBE_ACK on the same leg (docs/junction-header.md)
+//	          a leg lost (netlink or probes) ─> LINK_DOWN on the other leg; back ─> LINK_UP
+//
+// One goroutine reads the TUN, one reads each leg socket, one runs the timers. The steering
+// (classifier, override) is swapped atomically when policies change; path state the uplink
+// reads per packet is an atomic RTT per leg (0: unavailable, as in the UPF's registers).
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/junction-atsss/junction/internal/netnsexec"
+	"github.com/junction-atsss/junction/internal/tun"
+	"github.com/junction-atsss/junction/internal/ueagent/steer"
+	"github.com/junction-atsss/junction/internal/wire"
+)
+
+// Tuning constants.
+const (
+	// headroom is kept in front of every packet read from the TUN (the Junction header goes
+	// there) and from a leg (the TUN's virtio header goes where the Junction header was).
+	headroom = 32
+	// bufSize holds the largest GSO segment plus headroom.
+	bufSize = headroom + 65536
+	// batch is how many packets one TUN read returns (one until the TUN has offloads).
+	batch = 1
+	// reorderCapacity bounds the packets one session's downlink reorder buffer holds.
+	reorderCapacity = 1024
+	// maxTimerSleep bounds how long the timer goroutine sleeps without being woken.
+	maxTimerSleep = 100 * time.Millisecond
+)
+
+// packet is a buffer held by the downlink reorder buffer.
+type packet struct {
+	buf []byte
+	off int // the user packet starts here
+	n   int
+}
+
+// steering is what the uplink classifies with; replaced whole when policies change.
+type steering struct {
+	classifier *steer.Classifier
+}
+
+// Tunnel is one session's TUN, legs and goroutines.
+type Tunnel struct {
+	node    *node
+	cfg     Config
+	log     logr.Logger
+	dev     *tun.Device
+	legs    [3]*leg // by wire.Access; nil when the session has no such leg
+	steer   atomic.Pointer[steering]
+	session [4]byte
+	clock   *steer.Clock
+	notify  func()
+	wake    chan struct{}
+	done    chan struct{}
+	wg      sync.WaitGroup
+	closed  atomic.Bool
+	m       *tunnelMetrics
+
+	// Uplink state, owned by the TUN reader.
+	upSeq    uint32
+	switcher steer.Switcher
+
+	// Downlink state, shared by the leg readers.
+	rx      sync.Mutex
+	reorder *steer.Reorder[*packet]
+	rxBufs  [][]byte // one-element batch for TUN writes under rx
+	pool    sync.Pool
+}
+
+// newTunnel builds a session's TUN, routing and legs and starts its goroutines. notify is
+// called (from any goroutine, never blocking) when something the status shows has changed.
+func newTunnel(n *node, cfg Config, log logr.Logger, m *Metrics, notify func()) (*Tunnel, error) {
+	t := &Tunnel{
+		node: n, cfg: cfg, log: log, session: cfg.Session.As4(), notify: notify,
+		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		clock:  steer.NewClock(time.Now()),
+		m:      m.forSession(cfg.Session.String()),
+		rxBufs: make([][]byte, 1),
+	}
+	t.pool.New = func() any { return &packet{buf: make([]byte, bufSize)} }
+	if err := t.setSteering(cfg); err != nil {
+		return nil, err
+	}
+	t.reorder = steer.NewReorder[*packet](reorderCapacity, t.deliver, t.release)
+
+	mtu3, mtuN := -1, -1
+	for a := wire.Access3GPP; a <= wire.AccessNon3GPP; a++ {
+		if !cfg.Legs[a].IsValid() {
+			continue
+		}
+		l := newLeg(t, a, cfg.Legs[a])
+		t.legs[a] = l
+		mtu := l.refresh()
+		if a == wire.Access3GPP {
+			mtu3 = mtu
+		} else {
+			mtuN = mtu
+		}
+	}
+	name := TUNName(cfg.Session)
+	var dev *tun.Device
+	err := netnsexec.Do(n.ns, func() (err error) {
+		dev, err = tun.Create(tun.Config{Name: name, MTU: tunMTU(mtu3, mtuN)})
+		return err
+	})
+	if err != nil {
+		t.closeLegs()
+		return nil, fmt.Errorf("TUN %s: %w", name, err)
+	}
+	t.dev = dev
+	link, err := n.nl.LinkByName(name)
+	if err == nil {
+		err = configureTUN(n.nl, link, routing{session: cfg.Session, upf: cfg.UPF, prefixes: cfg.Prefixes()})
+	}
+	if err != nil {
+		dev.Close()
+		t.closeLegs()
+		return nil, err
+	}
+	t.wg.Add(2)
+	go t.uplink()
+	go t.timers()
+	for _, l := range t.legs {
+		if l != nil {
+			l.start()
+		}
+	}
+	return t, nil
+}
+
+// Config is what the tunnel was built from.
+func (t *Tunnel) Config() Config { return t.cfg }
+
+// Update applies a new configuration. Steering changes apply in place; a change of address,
+// UPF or legs needs a new tunnel (ok false).
+func (t *Tunnel) Update(cfg Config) (ok bool, err error) {
+	if !t.cfg.sameTunnel(cfg) {
+		return false, nil
+	}
+	if err := t.setSteering(cfg); err != nil {
+		return true, err
+	}
+	if link, err := t.node.nl.LinkByName(t.dev.Name()); err != nil {
+		return true, err
+	} else if err := configureTUN(t.node.nl, link, routing{session: cfg.Session, upf: cfg.UPF, prefixes: cfg.Prefixes()}); err != nil {
+		return true, err
+	}
+	t.cfg = cfg
+	return true, nil
+}
+
+func (t *Tunnel) setSteering(cfg Config) error {
+	c, err := steer.NewClassifier(cfg.Policies, cfg.Override)
+	if err != nil {
+		return err
+	}
+	t.steer.Store(&steering{classifier: c})
+	return nil
+}
+
+// Close stops the goroutines and removes the TUN (its routes go with it) and the rules.
+func (t *Tunnel) Close() error {
+	if t.closed.Swap(true) {
+		return nil
+	}
+	close(t.done)
+	errs := []error{t.dev.Close()}
+	t.closeLegs()
+	t.wg.Wait()
+	errs = append(errs, removeRules(t.node.nl, t.cfg.Session))
+	t.rx.Lock()
+	t.reorder.Flush()
+	t.rx.Unlock()
+	return errors.Join(errs...)
+}
+
+func (t *Tunnel) closeLegs() {
+	for _, l := range t.legs {
+		if l != nil {
+			l.close()
+		}
+	}
+}
+
+// pathRTTs are the uplink's path state: the legs' RTTs in µs, 0 for an absent or down leg.
+func (t *Tunnel) pathRTTs() (r3, rn uint32) {
+	if l := t.legs[wire.Access3GPP]; l != nil {
+		r3 = l.rttUS.Load()
+	}
+	if l := t.legs[wire.AccessNon3GPP]; l != nil {
+		rn = l.rttUS.Load()
+	}
+	return r3, rn
+}
+
+// uplink reads user packets from the TUN and sends them on the chosen legs.
+func (t *Tunnel) uplink() {
+	defer t.wg.Done()
+	bufs := make([][]byte, batch)
+	sizes := make([]int, batch)
+	for i := range bufs {
+		bufs[i] = make([]byte, bufSize)
+	}
+	for {
+		n, err := t.dev.Read(bufs, sizes, headroom)
+		if err != nil {
+			if t.closed.Load() {
+				return
+			}
+			t.log.Error(err, "TUN read failed; the tunnel stops sending")
+			return
+		}
+		now := time.Now()
+		st := t.steer.Load()
+		for i := 0; i < n; i++ {
+			t.sendUp(now, st, bufs[i], sizes[i])
+		}
+	}
+}
+
+// sendUp steers one user packet at buf[headroom:headroom+n].
+func (t *Tunnel) sendUp(now time.Time, st *steering, buf []byte, n int) {
+	pkt := buf[headroom : headroom+n]
+	if len(pkt) < wire.IPv4HeaderLen || pkt[0]>>4 != 4 || [4]byte(pkt[12:16]) != t.session {
+		t.m.drop("NotFromSession") // IPv6, or a source the UPF would not accept
+		return
+	}
+	_, s := st.classifier.Classify(pkt)
+	if s.NeedsSequence() {
+		t.upSeq++
+		if t.upSeq == 0 {
+			t.upSeq = 1
+		}
+	}
+	r3, rn := t.pathRTTs()
+	first, second := steer.Choose(s, r3, rn, t.upSeq)
+	if first == wire.AccessNone {
+		t.m.drop("NoPath")
+		return
+	}
+	h := wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Length: uint16(n)}
+	if !s.Spreads() {
+		var timeout time.Duration
+		if l := t.switcher.Leg(); l != wire.AccessNone && l != first {
+			timeout = t.reorderTimeout(first) // fixed at the switch; ignored otherwise
+		}
+		d := t.switcher.Next(now, first, timeout)
+		if d.ExPath != wire.AccessNone {
+			t.sendMarker(d.ExPath, d.MarkerMarks)
+		}
+		h.Marks, h.Seq = d.Marks, d.Seq
+	}
+	h.Put(buf[headroom-wire.HeaderLen : headroom])
+	frame := buf[headroom-wire.HeaderLen : headroom+n]
+	t.legs[first].send(frame)
+	t.legs[first].traffic()
+	if second != wire.AccessNone {
+		t.legs[second].send(frame)
+		t.legs[second].traffic()
+	}
+}
+
+// reorderTimeout is how long the UPF should hold packets after a switch to leg to: the old
+// leg's RTT minus the new one's, plus a margin for their variation.
+func (t *Tunnel) reorderTimeout(to wire.Access) time.Duration {
+	from := t.legs[to.Other()]
+	l := t.legs[to]
+	if from == nil || l == nil {
+		return steer.ReorderTimeout(0, 0, 0)
+	}
+	fromRTT, fromVar := from.rtt()
+	toRTT, toVar := l.rtt()
+	return steer.ReorderTimeout(fromRTT, toRTT, max(fromVar, toVar))
+}
+
+// sendMarker sends the EX-PATH marker on the leg the uplink left: DATA, EX_PATH with the new
+// epoch, no payload, the session address in seq.
+func (t *Tunnel) sendMarker(on wire.Access, marks wire.Marks) {
+	l := t.legs[on]
+	if l == nil {
+		return
+	}
+	var b [wire.HeaderLen]byte
+	wire.Header{Type: wire.TypeData, Marks: marks, Seq: addrSeq(t.session)}.Put(b[:])
+	l.send(b[:])
+	t.m.markers.Inc()
+}
+
+func addrSeq(a [4]byte) uint32 {
+	return uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+}
+
+// sendControl sends a control message on leg on.
+func (t *Tunnel) sendControl(on wire.Access, typ wire.Type, c wire.Control) {
+	l := t.legs[on]
+	if l == nil {
+		return
+	}
+	var b [wire.HeaderLen + wire.ControlLen]byte
+	wire.Header{Type: typ, Length: wire.ControlLen}.Put(b[:wire.HeaderLen])
+	c.Session = t.session
+	c.Put(b[wire.HeaderLen:])
+	l.send(b[:])
+}
+
+// received handles one datagram a leg read from the UPF; it returns whether p was handed to
+// the reorder buffer (which frees it), in which case the reader takes a fresh buffer.
+func (t *Tunnel) received(l *leg, p *packet) (kept bool) {
+	r := parseDownlink(p.buf[p.off:p.off+p.n], t.session, l.access)
+	switch r.kind {
+	case rxProbeReply:
+		l.reply(r.control)
+		return false
+	case rxDrop:
+		t.m.drop(r.reason)
+		return false
+	}
+	l.m.rxPackets.Inc()
+	l.m.rxBytes.Add(float64(len(r.payload)))
+	l.traffic()
+	p.off += wire.HeaderLen
+	p.n = len(r.payload)
+	if r.header.Seq == 0 {
+		t.writeTUN(p)
+		return false
+	}
+	// From here the packet is the reorder buffer's: held, delivered or dropped by it.
+	t.rx.Lock()
+	wasEmpty := t.reorder.Len() == 0
+	t.reorder.Push(time.Now(), r.header.Seq, p)
+	holding := t.reorder.Len() > 0
+	t.rx.Unlock()
+	if wasEmpty && holding {
+		t.kick()
+	}
+	return true
+}
+
+// deliver writes a packet the reorder buffer releases (called under rx) and frees it.
+func (t *Tunnel) deliver(p *packet) {
+	t.writeTUNLocked(p)
+	t.release(p)
+}
+
+func (t *Tunnel) release(p *packet) { t.pool.Put(p) }
+
+// writeTUN writes one in-order user packet.
+func (t *Tunnel) writeTUN(p *packet) {
+	t.rx.Lock()
+	t.writeTUNLocked(p)
+	t.rx.Unlock()
+}
+
+func (t *Tunnel) writeTUNLocked(p *packet) {
+	t.rxBufs[0] = p.buf[:p.off+p.n]
+	if _, err := t.dev.Write(t.rxBufs, p.off); err != nil && !t.closed.Load() {
+		t.m.drop("TUNWrite")
+	}
+}
+
+func (t *Tunnel) kick() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// timers runs probes, probe timeouts and reorder timeouts.
+func (t *Tunnel) timers() {
+	defer t.wg.Done()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-t.done:
+			return
+		case <-timer.C:
+		case <-t.wake:
+		}
+		now := time.Now()
+		next := now.Add(maxTimerSleep)
+		for _, l := range t.legs {
+			if l != nil {
+				if d := l.tick(now); !d.IsZero() && d.Before(next) {
+					next = d
+				}
+			}
+		}
+		t.rx.Lock()
+		t.reorder.SetTimeout(t.bufferTimeout())
+		t.reorder.Expire(now)
+		if d := t.reorder.Deadline(); !d.IsZero() && d.Before(next) {
+			next = d
+		}
+		t.rx.Unlock()
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(max(time.Until(next), 0))
+	}
+}
+
+// bufferTimeout is the downlink reorder timeout from both legs' RTTs and their variation.
+func (t *Tunnel) bufferTimeout() time.Duration {
+	var r [3]time.Duration
+	var v [3]time.Duration
+	for a, l := range t.legs {
+		if l != nil {
+			r[a], v[a] = l.rtt()
+		}
+	}
+	return steer.BufferTimeout(r[wire.Access3GPP], r[wire.AccessNon3GPP], v[wire.Access3GPP], v[wire.AccessNon3GPP])
+}
+
+// Legs returns the legs' states for the status.
+func (t *Tunnel) Legs() []LegView {
+	var out []LegView
+	for _, l := range t.legs {
+		if l != nil {
+			out = append(out, l.view())
+		}
+	}
+	return out
+}
+
+// Name is the TUN's name.
+func (t *Tunnel) Name() string { return t.dev.Name() }
+
+// LinkChanged re-reads the legs' interfaces after a netlink event.
+func (t *Tunnel) LinkChanged() {
+	for _, l := range t.legs {
+		if l != nil {
+			l.refresh()
+		}
+	}
+	t.kick()
+}
+
+// upfAddr is the UPF's Junction endpoint.
+func (t *Tunnel) upfAddr() netip.AddrPort { return netip.AddrPortFrom(t.cfg.UPF, wire.JunctionPort) }
