@@ -1,7 +1,7 @@
 // Package tun opens Linux TUN devices (IFF_TUN, IFF_NO_PI) on Go's runtime poller, so Close
-// unblocks a reader. One packet per read and write: no virtio-net header, no TSO/GSO. The batch
-// signatures (bufs, sizes, offset) match wireguard-go's tun.Device so the offload path
-// (IFF_VNET_HDR, TUNSETOFFLOAD, splitting TSO super-packets) can come in without changing callers.
+// unblocks a reader. With Config.Offload the kernel hands over TCP super-packets that Read splits
+// into segments (offload_linux.go); without it, one packet per read. The batch signatures (bufs,
+// sizes, offset) are wireguard-go's tun.Device's.
 package tun
 
 import (
@@ -17,12 +17,20 @@ import (
 type Config struct {
 	Name string // at most 15 bytes (IFNAMSIZ-1)
 	MTU  int    // 0 leaves the kernel's default
+	// Offload asks for TSO and checksum offload (IFF_VNET_HDR): Read may return up to
+	// MaxSegments packets, and Write needs VirtioHeaderRoom bytes before offset.
+	Offload bool
 }
+
+// VirtioHeaderRoom is the room an offloading device's Write needs in front of each packet.
+const VirtioHeaderRoom = virtioHdrLen
 
 // Device is an open TUN.
 type Device struct {
-	f    *os.File
-	name string
+	f       *os.File
+	name    string
+	offload bool
+	rbuf    []byte // offload: one read, header and super-packet
 }
 
 // Create opens /dev/net/tun and attaches a new device named cfg.Name in the calling thread's
@@ -40,12 +48,25 @@ func Create(cfg Config) (*Device, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+	flags := uint16(unix.IFF_TUN | unix.IFF_NO_PI)
+	if cfg.Offload {
+		flags |= unix.IFF_VNET_HDR
+	}
+	ifr.SetUint16(flags)
 	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("TUNSETIFF %s: %w", cfg.Name, err)
 	}
-	d := &Device{f: os.NewFile(uintptr(fd), "/dev/net/tun"), name: ifr.Name()}
+	if cfg.Offload {
+		if err := unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, tunFCsum|tunFTSO4); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("TUNSETOFFLOAD %s: %w", cfg.Name, err)
+		}
+	}
+	d := &Device{f: os.NewFile(uintptr(fd), "/dev/net/tun"), name: ifr.Name(), offload: cfg.Offload}
+	if cfg.Offload {
+		d.rbuf = make([]byte, virtioHdrLen+65535)
+	}
 	if cfg.MTU > 0 {
 		if err := setMTU(d.name, cfg.MTU); err != nil {
 			d.Close()
@@ -73,10 +94,22 @@ func setMTU(name string, mtu int) error {
 // Name is the device's name.
 func (d *Device) Name() string { return d.name }
 
-// Read reads one packet into bufs[0][offset:] and its length into sizes[0]; it returns the
-// number of packets read (1). Packets longer than the buffer are truncated by the kernel and
-// reported as an error.
+// Read reads packets into bufs[i][offset:] and their lengths into sizes[i]; it returns how many:
+// one, or with offloads the segments of one TCP super-packet. A packet that cannot be taken apart
+// is an error (ErrTooManySegments when bufs are too few); the device stays usable.
 func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
+	if d.offload {
+		n, err := d.f.Read(d.rbuf)
+		if err != nil {
+			return 0, err
+		}
+		if n < virtioHdrLen {
+			return 0, errors.New("tun: read shorter than the virtio-net header")
+		}
+		var h virtioHdr
+		h.decode(d.rbuf)
+		return split(&h, d.rbuf[virtioHdrLen:n], bufs, sizes, offset)
+	}
 	n, err := d.f.Read(bufs[0][offset:])
 	if err != nil {
 		return 0, err
@@ -88,10 +121,18 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	return 1, nil
 }
 
-// Write writes each bufs[i][offset:] as one packet.
+// Write writes each bufs[i][offset:] as one packet. With offloads the VirtioHeaderRoom bytes
+// before offset are overwritten with a zero header (a complete packet, no GSO).
 func (d *Device) Write(bufs [][]byte, offset int) (int, error) {
+	start := offset
+	if d.offload {
+		start -= virtioHdrLen
+	}
 	for i, b := range bufs {
-		if _, err := d.f.Write(b[offset:]); err != nil {
+		if d.offload {
+			clear(b[start:offset])
+		}
+		if _, err := d.f.Write(b[start:]); err != nil {
 			return i, err
 		}
 	}

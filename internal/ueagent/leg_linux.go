@@ -24,6 +24,7 @@ type leg struct {
 	conn  atomic.Pointer[net.UDPConn]
 	rttUS atomic.Uint32 // the uplink's path state: 0 while the leg is not Up
 	busy  atomic.Bool   // traffic since the last tick: probe at the busy interval
+	gsoOK atomic.Bool   // the socket takes UDP_SEGMENT (gso_linux.go)
 
 	mu      sync.Mutex // guards what follows
 	state   *steer.Leg
@@ -33,7 +34,9 @@ type leg struct {
 }
 
 func newLeg(t *Tunnel, a wire.Access, local netip.Addr) *leg {
-	return &leg{t: t, access: a, local: local, m: t.m.leg(a), state: steer.NewLeg(t.clock, steer.DefaultLegConfig())}
+	l := &leg{t: t, access: a, local: local, m: t.m.leg(a), state: steer.NewLeg(t.clock, steer.DefaultLegConfig())}
+	l.gsoOK.Store(true)
+	return l
 }
 
 // refresh finds the interface that holds the leg's address and opens, keeps or closes the
@@ -127,6 +130,10 @@ func (l *leg) read(conn *net.UDPConn) {
 		}
 		if from != upf {
 			t.m.drop("NotFromUPF") // spoofed, or another tunnel's endpoint
+			continue
+		}
+		if headroom+n == len(p.buf) {
+			t.m.drop("TooLarge") // possibly truncated: larger than any MTU the tunnel uses
 			continue
 		}
 		p.off, p.n = headroom, n

@@ -3,6 +3,7 @@ package ueagent
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/junction-atsss/junction/internal/ueagent/steer"
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
@@ -75,6 +76,17 @@ func (tm *tunnelMetrics) leg(a wire.Access) *legMetrics {
 		rxPackets: m.packets.WithLabelValues(s, as, "rx"), rxBytes: m.bytes.WithLabelValues(s, as, "rx"),
 		txErrors: m.txErrors.WithLabelValues(s, as), probes: m.probes.WithLabelValues(s, as),
 		replies: m.replies.WithLabelValues(s, as), lost: m.probesLost.WithLabelValues(s, as),
+	}
+}
+
+// reorderStats publishes the downlink reorder buffer's counters (called by the timer
+// goroutine, not per packet).
+func (tm *tunnelMetrics) reorderStats(st steer.ReorderStats) {
+	for kind, v := range map[string]uint64{
+		"delivered": st.Delivered, "late": st.Late, "duplicate": st.Duplicate,
+		"timed_out": st.TimedOut, "overflow": st.Overflow, "resync": st.Resync, "stale": st.Stale,
+	} {
+		tm.m.reorder.WithLabelValues(tm.session, kind).Set(float64(v))
 	}
 }
 

@@ -34,10 +34,11 @@ const (
 	// headroom is kept in front of every packet read from the TUN (the Junction header goes
 	// there) and from a leg (the TUN's virtio header goes where the Junction header was).
 	headroom = 32
-	// bufSize holds the largest GSO segment plus headroom.
-	bufSize = headroom + 65536
-	// batch is how many packets one TUN read returns (one until the TUN has offloads).
-	batch = 1
+	// bufSize holds the largest packet either way plus headroom: a jumbo frame's worth. The TUN's
+	// MTU is below it; a larger datagram from a leg fills the buffer and is dropped (TooLarge).
+	bufSize = headroom + 9216
+	// batch is how many packets one TUN read may return: the segments of a TSO super-packet.
+	batch = tun.MaxSegments
 	// reorderCapacity bounds the packets one session's downlink reorder buffer holds.
 	reorderCapacity = 1024
 	// maxTimerSleep bounds how long the timer goroutine sleeps without being woken.
@@ -76,6 +77,7 @@ type Tunnel struct {
 	// Uplink state, owned by the TUN reader.
 	upSeq    uint32
 	switcher steer.Switcher
+	gso      gsoBatch
 
 	// Downlink state, shared by the leg readers.
 	rx      sync.Mutex
@@ -117,7 +119,7 @@ func newTunnel(n *node, cfg Config, log logr.Logger, m *Metrics, notify func()) 
 	name := TUNName(cfg.Session)
 	var dev *tun.Device
 	err := netnsexec.Do(n.ns, func() (err error) {
-		dev, err = tun.Create(tun.Config{Name: name, MTU: tunMTU(mtu3, mtuN)})
+		dev, err = tun.Create(tun.Config{Name: name, MTU: tunMTU(mtu3, mtuN), Offload: true})
 		return err
 	})
 	if err != nil {
@@ -188,6 +190,7 @@ func (t *Tunnel) Close() error {
 	t.rx.Lock()
 	t.reorder.Flush()
 	t.rx.Unlock()
+	t.m.forget()
 	return errors.Join(errs...)
 }
 
@@ -232,6 +235,7 @@ func (t *Tunnel) uplink() {
 		for i := 0; i < n; i++ {
 			t.sendUp(now, st, bufs[i], sizes[i])
 		}
+		t.gso.flush()
 	}
 }
 
@@ -269,9 +273,10 @@ func (t *Tunnel) sendUp(now time.Time, st *steering, buf []byte, n int) {
 	}
 	h.Put(buf[headroom-wire.HeaderLen : headroom])
 	frame := buf[headroom-wire.HeaderLen : headroom+n]
-	t.legs[first].send(frame)
+	t.gso.add(t.legs[first], frame)
 	t.legs[first].traffic()
 	if second != wire.AccessNone {
+		t.gso.flush() // redundant copies: the second leg's copy goes right after the first
 		t.legs[second].send(frame)
 		t.legs[second].traffic()
 	}
@@ -297,6 +302,7 @@ func (t *Tunnel) sendMarker(on wire.Access, marks wire.Marks) {
 	if l == nil {
 		return
 	}
+	t.gso.flush() // the marker follows every data packet sent on the old leg
 	var b [wire.HeaderLen]byte
 	wire.Header{Type: wire.TypeData, Marks: marks, Seq: addrSeq(t.session)}.Put(b[:])
 	l.send(b[:])
@@ -409,7 +415,9 @@ func (t *Tunnel) timers() {
 		if d := t.reorder.Deadline(); !d.IsZero() && d.Before(next) {
 			next = d
 		}
+		stats := t.reorder.Stats()
 		t.rx.Unlock()
+		t.m.reorderStats(stats)
 		if !timer.Stop() {
 			select {
 			case <-timer.C:

@@ -116,6 +116,7 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 	tb.startAgent(u)
 	create(t, tb.policy("as-3gpp", activeStandby(junctionv1.Access3GPP)), tb.session("s1", u, sessionAddr, 100, "as-3gpp"))
 	s := tb.waitReady("s1")
+	var err error
 	tunName := ueagent.TUNName(netip.MustParseAddr(sessionAddr))
 	if s.Status.Agent == nil || s.Status.Agent.NodeName != u.name || s.Status.Agent.Interface != tunName {
 		t.Fatalf("status.agent = %+v, want node %s and interface %s", s.Status.Agent, u.name, tunName)
@@ -129,7 +130,17 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 	if l3.RTT == "" || ln.RTT == "" || l3.Interface != "ran0" || ln.Interface != "wlan0" {
 		t.Fatalf("legs: 3GPP %+v, non-3GPP %+v: want RTTs on ran0 and wlan0", l3, ln)
 	}
-	s, _ = getSession("s1", tb.ns)
+	// The operator's columns show the UPF's own RTTs beside the agent's (kubectl get mas -o wide).
+	eventually(t, probeTimeout, "UPF-measured RTTs in status.paths", func() error {
+		if s, err = getSession("s1", tb.ns); err != nil {
+			return err
+		}
+		p := s.Status.Paths
+		if p.ThreeGPP == nil || p.NonThreeGPP == nil || p.ThreeGPP.RTT == "" || p.NonThreeGPP.RTT == "" || !p.ThreeGPP.Available || !p.NonThreeGPP.Available {
+			return fmt.Errorf("status.paths = 3GPP %+v, non-3GPP %+v", p.ThreeGPP, p.NonThreeGPP)
+		}
+		return nil
+	})
 	user := userIndex(t, s)
 	for _, reg := range []string{"rtt_3gpp", "rtt_non3gpp"} {
 		eventually(t, probeTimeout, reg+" set by the probes", func() error {
@@ -173,7 +184,8 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 	}
 
 	// The radio comes back: probes answered again, LINK_UP, rtt_3gpp non-zero, traffic back on 3GPP.
-	link, err := tb.gnb.Command("ip", "route", "replace", "default", "dev", "gtp0", "table", "2152").CombinedOutput()
+	var link []byte
+	link, err = tb.gnb.Command("ip", "route", "replace", "default", "dev", "gtp0", "table", "2152").CombinedOutput()
 	must(t, errorOf(err, link))
 	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
 	eventually(t, probeTimeout, "rtt_3gpp restored by LINK_UP", func() error {

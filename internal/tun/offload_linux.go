@@ -1,0 +1,159 @@
+package tun
+
+// TUN offloads (IFF_VNET_HDR + TUNSETOFFLOAD): the kernel hands the reader TCP super-packets of
+// up to 64 KiB with a virtio-net header (TSO) and leaves checksums partial (CSUM), so one read
+// carries what would be ~45 reads of 1448-byte segments. The reader splits them into segments
+// here, with complete IPv4 and TCP headers and checksums, the way a NIC's TSO would. Writes carry
+// a zero header: plain, fully checksummed packets.
+//
+//	read   [virtio_net_hdr 10][IPv4 | TCP | 64 KiB payload] ─split─> [IPv4 | TCP | gso_size] × n
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// virtio_net_hdr (include/uapi/linux/virtio_net.h), in the host's byte order (the TUN default).
+const (
+	virtioHdrLen          = 10
+	virtioFlagNeedsCsum   = 1 // checksum from csum_start, stored at csum_start+csum_offset
+	virtioGSONone         = 0
+	virtioGSOTCPv4        = 1
+	virtioGSOECN          = 0x80
+	tunFCsum              = 0x01 // TUN_F_CSUM
+	tunFTSO4              = 0x02 // TUN_F_TSO4
+	ipProtoTCP            = 6
+	tcpFlagFIN, tcpFlagPS = 0x01, 0x08
+	tcpFlagCWR            = 0x80
+)
+
+// ErrTooManySegments: a super-packet had more segments than the caller gave buffers for. The
+// packet is dropped; callers pass at least MaxSegments buffers.
+var ErrTooManySegments = errors.New("tun: more TSO segments than buffers")
+
+// MaxSegments is the most segments one read can produce (64 KiB in segments of at least 1 KiB
+// payload would be 64; the kernel's gso_size is the MSS, which the TUN's MTU bounds from below
+// only loosely, so callers size for the worst case).
+const MaxSegments = 128
+
+type virtioHdr struct {
+	flags, gsoType                         uint8
+	hdrLen, gsoSize, csumStart, csumOffset uint16
+}
+
+func (h *virtioHdr) decode(b []byte) {
+	h.flags, h.gsoType = b[0], b[1]
+	h.hdrLen = binary.NativeEndian.Uint16(b[2:])
+	h.gsoSize = binary.NativeEndian.Uint16(b[4:])
+	h.csumStart = binary.NativeEndian.Uint16(b[6:])
+	h.csumOffset = binary.NativeEndian.Uint16(b[8:])
+}
+
+// split turns one read (pkt, after its virtio header h) into packets at bufs[i][offset:], their
+// lengths in sizes; it returns how many.
+func split(h *virtioHdr, pkt []byte, bufs [][]byte, sizes []int, offset int) (int, error) {
+	if h.gsoType&^virtioGSOECN == virtioGSONone {
+		if h.flags&virtioFlagNeedsCsum != 0 {
+			if err := finishChecksum(pkt, int(h.csumStart), int(h.csumOffset)); err != nil {
+				return 0, err
+			}
+		}
+		if len(bufs[0])-offset < len(pkt) {
+			return 0, fmt.Errorf("tun: %d-byte packet larger than the buffer", len(pkt))
+		}
+		sizes[0] = copy(bufs[0][offset:], pkt)
+		return 1, nil
+	}
+	if h.gsoType&^virtioGSOECN != virtioGSOTCPv4 {
+		return 0, fmt.Errorf("tun: GSO type %#x not offered", h.gsoType)
+	}
+	if len(pkt) < 20 || pkt[0]>>4 != 4 || pkt[9] != ipProtoTCP {
+		return 0, errors.New("tun: TSO packet is not IPv4/TCP")
+	}
+	ihl := int(pkt[0]&0x0f) * 4
+	if len(pkt) < ihl+20 {
+		return 0, errors.New("tun: TSO packet shorter than its headers")
+	}
+	thl := int(pkt[ihl+12]>>4) * 4
+	hdr := ihl + thl
+	mss := int(h.gsoSize)
+	if thl < 20 || len(pkt) < hdr || mss == 0 {
+		return 0, errors.New("tun: TSO packet with bad TCP header or gso_size 0")
+	}
+	payload := pkt[hdr:]
+	n := (len(payload) + mss - 1) / mss
+	if n > len(bufs) {
+		return 0, ErrTooManySegments
+	}
+	seq0 := binary.BigEndian.Uint32(pkt[ihl+4:])
+	id0 := binary.BigEndian.Uint16(pkt[4:])
+	flags := pkt[ihl+13]
+	for i := 0; i < n; i++ {
+		chunk := payload[i*mss : min((i+1)*mss, len(payload))]
+		out := bufs[i][offset:]
+		if len(out) < hdr+len(chunk) {
+			return 0, fmt.Errorf("tun: segment of %d bytes larger than the buffer", hdr+len(chunk))
+		}
+		copy(out, pkt[:hdr])
+		copy(out[hdr:], chunk)
+		seg := out[:hdr+len(chunk)]
+		// IPv4: total length, a new ID per segment, header checksum.
+		binary.BigEndian.PutUint16(seg[2:], uint16(len(seg)))
+		binary.BigEndian.PutUint16(seg[4:], id0+uint16(i))
+		seg[10], seg[11] = 0, 0
+		binary.BigEndian.PutUint16(seg[10:], ^fold(sum(seg[:ihl], 0)))
+		// TCP: sequence number, FIN and PSH on the last segment only, CWR on the first only.
+		tcp := seg[ihl:]
+		binary.BigEndian.PutUint32(tcp[4:], seq0+uint32(i*mss))
+		f := flags
+		if i != n-1 {
+			f &^= tcpFlagFIN | tcpFlagPS
+		}
+		if i != 0 {
+			f &^= tcpFlagCWR
+		}
+		tcp[13] = f
+		tcp[16], tcp[17] = 0, 0
+		binary.BigEndian.PutUint16(tcp[16:], ^fold(sum(tcp, pseudoSum(seg[12:16], seg[16:20], ipProtoTCP, len(tcp)))))
+		sizes[i] = len(seg)
+	}
+	return n, nil
+}
+
+// finishChecksum completes a partial checksum (CHECKSUM_PARTIAL: the field holds the
+// pseudo-header sum) over pkt[start:] into pkt[start+off:].
+func finishChecksum(pkt []byte, start, off int) error {
+	if start+off+2 > len(pkt) {
+		return errors.New("tun: checksum offset beyond the packet")
+	}
+	binary.BigEndian.PutUint16(pkt[start+off:], ^fold(sum(pkt[start:], 0)))
+	return nil
+}
+
+// sum adds b as big-endian 16-bit words to acc (RFC 1071), unfolded.
+func sum(b []byte, acc uint64) uint64 {
+	for len(b) >= 8 {
+		acc += uint64(binary.BigEndian.Uint32(b)) + uint64(binary.BigEndian.Uint32(b[4:]))
+		b = b[8:]
+	}
+	for len(b) >= 2 {
+		acc += uint64(binary.BigEndian.Uint16(b))
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		acc += uint64(b[0]) << 8
+	}
+	return acc
+}
+
+func fold(acc uint64) uint16 {
+	for acc > 0xffff {
+		acc = acc>>16 + acc&0xffff
+	}
+	return uint16(acc)
+}
+
+func pseudoSum(src, dst []byte, proto uint8, length int) uint64 {
+	return sum(src, 0) + sum(dst, 0) + uint64(proto) + uint64(length)
+}
