@@ -20,8 +20,8 @@
 #                 CAP_SYS_ADMIN (setns), which only the testbed uses
 #   ue-agent      CAP_NET_ADMIN and the host's /dev/net/tun, on the host network (ue-daemonset/);
 #                 with --netns also CAP_SYS_ADMIN, testbed only
-#   gnb-emulator  a testbed tool, run as root in the testbed's namespaces; its --netns needs
-#                 CAP_SYS_ADMIN
+#   gnb-emulator  a testbed tool: CAP_NET_ADMIN and /dev/net/tun (its TUN, policy rules and
+#                 ip_forward in its namespace); with --netns also CAP_SYS_ADMIN
 
 ARG GO_VERSION=1.24
 
