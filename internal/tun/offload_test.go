@@ -129,3 +129,66 @@ func TestSplitRejects(t *testing.T) {
 		t.Error("a checksum offset beyond the packet was accepted")
 	}
 }
+
+// segment is one complete, checksummed IPv4/TCP segment of the flow superPacket describes, with
+// a 12-byte timestamp option, at sequence seq.
+func segment(seq uint32, payload []byte, flags byte) []byte {
+	p := make([]byte, 52, 52+len(payload))
+	p[0], p[8], p[9] = 0x45, 64, ipProtoTCP
+	binary.BigEndian.PutUint16(p[2:], uint16(52+len(payload)))
+	p[6] = 0x40 // DF
+	copy(p[12:16], []byte{198, 18, 0, 10})
+	copy(p[16:20], []byte{10, 60, 0, 1})
+	binary.BigEndian.PutUint16(p[10:], ^fold(sum(p[:20], 0)))
+	tcp := p[20:]
+	binary.BigEndian.PutUint16(tcp[0:], 5201)
+	binary.BigEndian.PutUint16(tcp[2:], 40000)
+	binary.BigEndian.PutUint32(tcp[4:], seq)
+	binary.BigEndian.PutUint32(tcp[8:], 777) // ack
+	tcp[12], tcp[13] = 8<<4, flags
+	binary.BigEndian.PutUint16(tcp[14:], 512)
+	copy(tcp[20:], []byte{1, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 5}) // NOP NOP TS
+	p = append(p, payload...)
+	binary.BigEndian.PutUint16(p[36:], ^fold(sum(p[20:], pseudoSum(p[12:16], p[16:20], ipProtoTCP, len(p)-20))))
+	return p
+}
+
+func TestCoalesceRuns(t *testing.T) {
+	const mss = 1000
+	data := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, mss) }
+	a0, a1, a2 := segment(100, data(0), 0x10), segment(100+mss, data(1), 0x10), segment(100+2*mss, data(2)[:500], 0x18)
+	gap := segment(100+5*mss, data(5), 0x10) // not next in sequence: starts a new run
+	bad := segment(100+6*mss, data(6), 0x10)
+	bad[60] ^= 0xff // corrupted payload: the checksum fails, never merged
+	var first tcpSeg
+	var ok bool
+	if first, ok = parseTCPSeg(a0); !ok {
+		t.Fatal("a valid segment was not coalescable")
+	}
+	last := first
+	total := len(a0)
+	for i, next := range [][]byte{a1, a2} {
+		s, ok := parseTCPSeg(next)
+		if !ok || !follows(first, last, s, total) {
+			t.Fatalf("segment %d does not follow", i+1)
+		}
+		last, total = s, total+s.payload
+	}
+	if s, _ := parseTCPSeg(gap); follows(first, last, s, total) {
+		t.Error("a segment after a PSH and a sequence gap joined the run")
+	}
+	if _, ok := parseTCPSeg(bad); ok {
+		t.Error("a segment with a bad checksum was accepted for coalescing")
+	}
+	syn := segment(1, data(0)[:10], 0x12)
+	if _, ok := parseTCPSeg(syn); ok {
+		t.Error("a SYN-ACK was accepted for coalescing")
+	}
+	other := segment(100+mss, data(1), 0x10)
+	other[35] ^= 1 // another window
+	binary.BigEndian.PutUint16(other[36:], 0)
+	binary.BigEndian.PutUint16(other[36:], ^fold(sum(other[20:], pseudoSum(other[12:16], other[16:20], ipProtoTCP, len(other)-20))))
+	if s, ok := parseTCPSeg(other); !ok || follows(first, first, s, len(a0)) {
+		t.Error("a segment with another window joined the run")
+	}
+}

@@ -31,6 +31,7 @@ type Device struct {
 	name    string
 	offload bool
 	rbuf    []byte // offload: one read, header and super-packet
+	wbuf    []byte // offload: one coalesced write (WriteCoalesced's caller serializes writes)
 }
 
 // Create opens /dev/net/tun and attaches a new device named cfg.Name in the calling thread's
@@ -66,6 +67,7 @@ func Create(cfg Config) (*Device, error) {
 	d := &Device{f: os.NewFile(uintptr(fd), "/dev/net/tun"), name: ifr.Name(), offload: cfg.Offload}
 	if cfg.Offload {
 		d.rbuf = make([]byte, virtioHdrLen+65535)
+		d.wbuf = make([]byte, 0, virtioHdrLen+maxCoalesced)
 	}
 	if cfg.MTU > 0 {
 		if err := setMTU(d.name, cfg.MTU); err != nil {

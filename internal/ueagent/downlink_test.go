@@ -12,9 +12,9 @@ var (
 	otherAddr   = [4]byte{10, 60, 0, 2}
 )
 
-// ipv4 is a minimal IPv4 header (no checksum: the agent does not check it, the kernel does)
+// ipv4Packet is a minimal IPv4 header (no checksum: the agent does not check it, the kernel does)
 // from src to dst followed by payload.
-func ipv4(src, dst [4]byte, payload string) []byte {
+func ipv4Packet(src, dst [4]byte, payload string) []byte {
 	b := make([]byte, 20, 20+len(payload))
 	b[0], b[8], b[9] = 0x45, 64, 17
 	b[2], b[3] = byte((20+len(payload))>>8), byte(20+len(payload))
@@ -36,7 +36,7 @@ func control(typ wire.Type, c wire.Control) []byte {
 
 // The cases follow docs/junction-header.md: what the UPF may send a UE, and what it must not.
 func TestParseDownlink(t *testing.T) {
-	user := ipv4([4]byte{198, 18, 0, 10}, testSession, "hello")
+	user := ipv4Packet([4]byte{198, 18, 0, 10}, testSession, "hello")
 	reply := wire.Control{Session: testSession, Access: wire.AccessNon3GPP, UETime: 7, UPFTime: 9}
 	for _, tc := range []struct {
 		name   string
@@ -50,7 +50,7 @@ func TestParseDownlink(t *testing.T) {
 		{"probe reply on its leg", control(wire.TypeProbeReply, reply), wire.AccessNon3GPP, rxProbeReply, ""},
 		{"probe reply for the other leg", control(wire.TypeProbeReply, reply), wire.Access3GPP, rxDrop, "BadProbeReply"},
 		{"probe reply for another session", control(wire.TypeProbeReply, wire.Control{Session: otherAddr, Access: wire.AccessNon3GPP}), wire.AccessNon3GPP, rxDrop, "BadProbeReply"},
-		{"data for another session", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4}, ipv4(testSession, otherAddr, "x")), wire.Access3GPP, rxDrop, "NotForSession"},
+		{"data for another session", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4}, ipv4Packet(testSession, otherAddr, "x")), wire.Access3GPP, rxDrop, "NotForSession"},
 		{"marks on downlink", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Marks: wire.MarkCurrentPath}, user), wire.Access3GPP, rxDrop, "MarksOnDownlink"},
 		{"IPv6 payload", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4}, append([]byte{0x60}, user[1:]...)), wire.Access3GPP, rxDrop, "NotIPv4"},
 		{"a PROBE (UE to UPF only)", control(wire.TypeProbe, reply), wire.AccessNon3GPP, rxDrop, "UnexpectedType"},
@@ -82,7 +82,7 @@ func TestParseDownlink(t *testing.T) {
 // UPF may not send: data goes to the TUN only as an IPv4 packet for the session, the 8 bytes
 // after the header, and probe replies only for this session and leg.
 func FuzzParseDownlink(f *testing.F) {
-	user := ipv4([4]byte{198, 18, 0, 10}, testSession, "seed")
+	user := ipv4Packet([4]byte{198, 18, 0, 10}, testSession, "seed")
 	f.Add(frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: 1}, user), uint8(1))
 	f.Add(control(wire.TypeProbeReply, wire.Control{Session: testSession, Access: wire.Access3GPP}), uint8(1))
 	f.Add([]byte{0x10, 0, 0, 16, 0, 0, 0, 0}, uint8(2))

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/ipv4"
+
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/ueagent/steer"
 	"github.com/junction-atsss/junction/internal/wire"
@@ -117,29 +119,44 @@ func (l *leg) startReader(conn *net.UDPConn) {
 
 func (l *leg) read(conn *net.UDPConn) {
 	t := l.t
-	upf := t.upfAddr()
-	p := t.pool.Get().(*packet)
-	for {
-		n, from, err := conn.ReadFromUDPAddrPort(p.buf[headroom:])
-		if err != nil {
+	upf := net.UDPAddrFromAddrPort(t.upfAddr())
+	pc := ipv4.NewPacketConn(conn)
+	msgs := make([]ipv4.Message, rxBatch)
+	pkts := make([]*packet, rxBatch)
+	for i := range msgs {
+		pkts[i] = t.pool.Get().(*packet)
+		msgs[i].Buffers = [][]byte{pkts[i].buf[headroom:]}
+	}
+	defer func() {
+		for _, p := range pkts {
 			t.release(p)
+		}
+	}()
+	for {
+		n, err := pc.ReadBatch(msgs, 0) // recvmmsg
+		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				t.log.Error(err, "Leg read failed", "access", l.access)
 			}
 			return
 		}
-		if from != upf {
-			t.m.drop("NotFromUPF") // spoofed, or another tunnel's endpoint
-			continue
+		for i := 0; i < n; i++ {
+			m, p := &msgs[i], pkts[i]
+			if from, ok := m.Addr.(*net.UDPAddr); !ok || !from.IP.Equal(upf.IP) || from.Port != upf.Port {
+				t.m.drop("NotFromUPF") // spoofed, or another tunnel's endpoint
+				continue
+			}
+			if m.N == len(m.Buffers[0]) {
+				t.m.drop("TooLarge") // possibly truncated: larger than any MTU the tunnel uses
+				continue
+			}
+			p.off, p.n = headroom, m.N
+			if t.received(l, p) {
+				pkts[i] = t.pool.Get().(*packet)
+				m.Buffers[0] = pkts[i].buf[headroom:]
+			}
 		}
-		if headroom+n == len(p.buf) {
-			t.m.drop("TooLarge") // possibly truncated: larger than any MTU the tunnel uses
-			continue
-		}
-		p.off, p.n = headroom, n
-		if t.received(l, p) {
-			p = t.pool.Get().(*packet)
-		}
+		t.flushTUN()
 	}
 }
 

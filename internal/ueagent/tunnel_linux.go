@@ -39,6 +39,8 @@ const (
 	bufSize = headroom + 9216
 	// batch is how many packets one TUN read may return: the segments of a TSO super-packet.
 	batch = tun.MaxSegments
+	// rxBatch is how many datagrams one leg read (recvmmsg) may return.
+	rxBatch = 32
 	// reorderCapacity bounds the packets one session's downlink reorder buffer holds.
 	reorderCapacity = 1024
 	// maxTimerSleep bounds how long the timer goroutine sleeps without being woken.
@@ -82,7 +84,8 @@ type Tunnel struct {
 	// Downlink state, shared by the leg readers.
 	rx      sync.Mutex
 	reorder *steer.Reorder[*packet]
-	rxBufs  [][]byte // one-element batch for TUN writes under rx
+	pending [][]byte  // in-order packets waiting for flushTUN, under rx
+	held    []*packet // their buffers
 	pool    sync.Pool
 }
 
@@ -94,7 +97,6 @@ func newTunnel(n *node, cfg Config, log logr.Logger, m *Metrics, notify func()) 
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		clock:  steer.NewClock(time.Now()),
 		m:      m.forSession(cfg.Session.String()),
-		rxBufs: make([][]byte, 1),
 	}
 	t.pool.New = func() any { return &packet{buf: make([]byte, bufSize)} }
 	if err := t.setSteering(cfg); err != nil {
@@ -326,8 +328,9 @@ func (t *Tunnel) sendControl(on wire.Access, typ wire.Type, c wire.Control) {
 	l.send(b[:])
 }
 
-// received handles one datagram a leg read from the UPF; it returns whether p was handed to
-// the reorder buffer (which frees it), in which case the reader takes a fresh buffer.
+// received handles one datagram a leg read from the UPF; it returns whether p was kept (queued
+// for the TUN or handed to the reorder buffer, which free it), in which case the reader takes a
+// fresh buffer.
 func (t *Tunnel) received(l *leg, p *packet) (kept bool) {
 	r := parseDownlink(p.buf[p.off:p.off+p.n], t.session, l.access)
 	switch r.kind {
@@ -343,12 +346,13 @@ func (t *Tunnel) received(l *leg, p *packet) (kept bool) {
 	l.traffic()
 	p.off += wire.HeaderLen
 	p.n = len(r.payload)
-	if r.header.Seq == 0 {
-		t.writeTUN(p)
-		return false
+	t.rx.Lock()
+	if r.header.Seq == 0 { // unsequenced: straight to the TUN queue
+		t.queueTUNLocked(p)
+		t.rx.Unlock()
+		return true
 	}
 	// From here the packet is the reorder buffer's: held, delivered or dropped by it.
-	t.rx.Lock()
 	wasEmpty := t.reorder.Len() == 0
 	t.reorder.Push(time.Now(), r.header.Seq, p)
 	holding := t.reorder.Len() > 0
@@ -359,26 +363,41 @@ func (t *Tunnel) received(l *leg, p *packet) (kept bool) {
 	return true
 }
 
-// deliver writes a packet the reorder buffer releases (called under rx) and frees it.
-func (t *Tunnel) deliver(p *packet) {
-	t.writeTUNLocked(p)
-	t.release(p)
-}
+// deliver queues a packet the reorder buffer releases in order (called under rx).
+func (t *Tunnel) deliver(p *packet) { t.queueTUNLocked(p) }
 
 func (t *Tunnel) release(p *packet) { t.pool.Put(p) }
 
-// writeTUN writes one in-order user packet.
-func (t *Tunnel) writeTUN(p *packet) {
+// queueTUNLocked queues one in-order user packet for the TUN; the queue is written by
+// flushTUN at the end of each leg read batch and timer round, so that runs of TCP segments
+// reach the kernel coalesced.
+func (t *Tunnel) queueTUNLocked(p *packet) {
+	t.pending = append(t.pending, p.buf[:p.off+p.n])
+	t.held = append(t.held, p)
+	if len(t.pending) == cap(t.pending) && len(t.pending) >= 2*rxBatch {
+		t.flushTUNLocked() // a burst released from the reorder buffer
+	}
+}
+
+// flushTUN writes the queued packets.
+func (t *Tunnel) flushTUN() {
 	t.rx.Lock()
-	t.writeTUNLocked(p)
+	t.flushTUNLocked()
 	t.rx.Unlock()
 }
 
-func (t *Tunnel) writeTUNLocked(p *packet) {
-	t.rxBufs[0] = p.buf[:p.off+p.n]
-	if _, err := t.dev.Write(t.rxBufs, p.off); err != nil && !t.closed.Load() {
+func (t *Tunnel) flushTUNLocked() {
+	if len(t.pending) == 0 {
+		return
+	}
+	if err := t.dev.WriteCoalesced(t.pending, headroom+wire.HeaderLen); err != nil && !t.closed.Load() {
 		t.m.drop("TUNWrite")
 	}
+	for i, p := range t.held {
+		t.release(p)
+		t.held[i], t.pending[i] = nil, nil
+	}
+	t.pending, t.held = t.pending[:0], t.held[:0]
 }
 
 func (t *Tunnel) kick() {
@@ -416,6 +435,7 @@ func (t *Tunnel) timers() {
 			next = d
 		}
 		stats := t.reorder.Stats()
+		t.flushTUNLocked()
 		t.rx.Unlock()
 		t.m.reorderStats(stats)
 		if !timer.Stop() {
