@@ -95,8 +95,8 @@ func newTunnel(n *node, cfg Config, log logr.Logger, m *Metrics, notify func()) 
 	t := &Tunnel{
 		node: n, cfg: cfg, log: log, session: cfg.Session.As4(), notify: notify,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
-		clock:  steer.NewClock(time.Now()),
-		m:      m.forSession(cfg.Session.String()),
+		clock: steer.NewClock(time.Now()),
+		m:     m.forSession(cfg.Session.String()),
 	}
 	t.pool.New = func() any { return &packet{buf: make([]byte, bufSize)} }
 	if err := t.setSteering(cfg); err != nil {
