@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"time"
 
 	"k8s.io/client-go/tools/record"
@@ -54,7 +55,10 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	before := s.DeepCopy()
 	defer func() {
 		s.Status.ObservedGeneration = s.Generation
-		if err := patchStatus(ctx, r.Client, before, s, &before.Status, &s.Status); err != nil {
+		if err := patchStatus(ctx, r.Client, before, s, &before.Status, &s.Status); apierrors.IsConflict(err) || apierrors.IsConflict(retErr) {
+			// The UE agent wrote its status fields meanwhile: run again on the new version.
+			res, retErr = ctrl.Result{Requeue: true}, nil
+		} else if err != nil {
 			retErr = errors.Join(retErr, err)
 		}
 	}()

@@ -68,7 +68,7 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 		return ctrl.Result{RequeueAfter: requeueTableFull}, nil
 	}
 	if before := s.DeepCopy(); recordAllocation(&s.Status, a) {
-		if err := r.Status().Patch(ctx, s, client.MergeFrom(before)); err != nil {
+		if err := r.Status().Patch(ctx, s, lockedMergeFrom(before, s)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("recording the indexes before programming: %w", err)
 		}
 	}

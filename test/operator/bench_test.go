@@ -84,7 +84,7 @@ func runScale(b *testing.B, n int) scaleResult {
 	u := newUPF(ns, "upf", upf.addr, "pipeline")
 	create(b, cm, u, &junctionv1.SteeringPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "games"},
-		Spec: junctionv1.SteeringPolicySpec{Precedence: 10, Steering: junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay}},
+		Spec:       junctionv1.SteeringPolicySpec{Precedence: 10, Steering: junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay}},
 	})
 	startOperator(b, ns, operatorOptions{})
 	waitCondition(b, programTimeout, u, junctionv1.ConditionReady, metav1.ConditionTrue, "")

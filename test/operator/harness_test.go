@@ -40,8 +40,8 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/controllers"
-	"github.com/junction-atsss/junction/internal/pathmon"
 	"github.com/junction-atsss/junction/internal/p4bytes"
+	"github.com/junction-atsss/junction/internal/pathmon"
 	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 	"github.com/junction-atsss/junction/internal/softupf/p4rt"
 	"github.com/junction-atsss/junction/internal/testenv"
@@ -280,7 +280,6 @@ func describe(sch *upfclient.Schema, te *p4v1.TableEntry) string {
 	b.WriteString(")")
 	return b.String()
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // The operator
