@@ -41,20 +41,31 @@ func ping(t *testing.T, u *ueNode, count int) int {
 	return recv
 }
 
-// txBytes is the bytes an interface of ns has sent.
-func txBytes(t *testing.T, ns *netns.Namespace, iface string) uint64 {
+// txBytes and rxBytes are the bytes an interface of ns has sent and received.
+func txBytes(t testing.TB, ns *netns.Namespace, iface string) uint64 {
+	return linkStats(t, ns, iface).TX.Bytes
+}
+func rxBytes(t testing.TB, ns *netns.Namespace, iface string) uint64 {
+	return linkStats(t, ns, iface).RX.Bytes
+}
+
+type byteCount struct {
+	Bytes uint64 `json:"bytes"`
+}
+
+func linkStats(t testing.TB, ns *netns.Namespace, iface string) (s struct{ TX, RX byteCount }) {
 	t.Helper()
 	var links []struct {
 		Stats struct {
-			TX struct {
-				Bytes uint64 `json:"bytes"`
-			} `json:"tx"`
+			TX byteCount `json:"tx"`
+			RX byteCount `json:"rx"`
 		} `json:"stats64"`
 	}
 	if err := json.Unmarshal([]byte(run(t, ns, "ip", "-j", "-s", "link", "show", "dev", iface)), &links); err != nil || len(links) != 1 {
 		t.Fatalf("ip -s link show %s: %v", iface, err)
 	}
-	return links[0].Stats.TX.Bytes
+	s.TX, s.RX = links[0].Stats.TX, links[0].Stats.RX
+	return s
 }
 
 func leg(s *junctionv1.ATSSSSession, a junctionv1.Access) *junctionv1.AgentLeg {

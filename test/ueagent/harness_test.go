@@ -257,6 +257,7 @@ type testbed struct {
 	ues     []*ueNode
 	ns      string // Kubernetes namespace
 	upfGRPC string
+	softupf *proc
 	n3gMAC  net.HardwareAddr
 	dnMAC   net.HardwareAddr
 	radios  []string
@@ -338,7 +339,7 @@ func newTestbed(t testing.TB, nUEs int) *testbed {
 	for _, p := range []string{"n3", "wifi", "n6"} {
 		args = append(args, "-i", fmt.Sprintf("%d@u-%s", upfPortNumber[p], p))
 	}
-	start(t, "softupf", args...)
+	tb.softupf = start(t, "softupf", args...)
 
 	tb.ns = newK8sNamespace(t)
 	tb.createUPF()

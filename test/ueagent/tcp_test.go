@@ -1,0 +1,162 @@
+//go:build linux
+
+package ueagent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/test/netns"
+)
+
+// iperfTimeout bounds one iperf3 run, server and client.
+const iperfTimeout = 60 * time.Second
+
+// iperfResult is the part of iperf3 -J's report the tests read.
+type iperfResult struct {
+	End struct {
+		SumReceived struct {
+			Bytes         float64 `json:"bytes"`
+			BitsPerSecond float64 `json:"bits_per_second"`
+		} `json:"sum_received"`
+	} `json:"end"`
+	Error string `json:"error"`
+}
+
+// iperf runs one iperf3 test: the server in server (one test, bound to addr), the client in
+// client with args (e.g. -n 20M, -t 5, -R), and returns the client's report.
+func iperf(t testing.TB, server, client *netns.Namespace, addr string, args ...string) iperfResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), iperfTimeout)
+	defer cancel()
+	srv := exec.CommandContext(ctx, "ip", "netns", "exec", server.Name, "iperf3", "-s", "-1", "-B", addr)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	var out []byte
+	var res iperfResult
+	// The server needs a moment to listen; the client retries while it is refused.
+	for try := 0; try < 20; try++ {
+		c := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", client.Name, "iperf3", "-J", "-c", addr}, args...)...)
+		out, _ = c.Output()
+		res = iperfResult{}
+		if err := json.Unmarshal(out, &res); err == nil && res.Error == "" {
+			return res
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("iperf3 %v to %s: %s", args, addr, out)
+	return res
+}
+
+// transfer sends size bytes over one TCP connection from namespace from (bound to src) to a
+// listener on dst:5301 in namespace to, and returns how many arrived and whether they are the
+// bytes sent (a SHA-256 of each side).
+func transfer(t testing.TB, from *netns.Namespace, src string, to *netns.Namespace, dst string, size int) (int64, bool) {
+	t.Helper()
+	addr := net.JoinHostPort(dst, "5301")
+	var ln net.Listener
+	must(t, to.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }))
+	defer ln.Close()
+	type result struct {
+		n   int64
+		sum []byte
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(iperfTimeout))
+		h := sha256.New()
+		n, err := io.Copy(h, c)
+		got <- result{n, h.Sum(nil), err}
+	}()
+	var c net.Conn
+	must(t, from.Do(func() (err error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 10 * time.Second}
+		c, err = d.Dial("tcp4", addr)
+		return err
+	}))
+	c.SetDeadline(time.Now().Add(iperfTimeout))
+	h := sha256.New()
+	data := make([]byte, 64<<10)
+	for sent := 0; sent < size; sent += len(data) {
+		for i := range data {
+			data[i] = byte((sent + i) * 7 >> 3)
+		}
+		h.Write(data)
+		if _, err := c.Write(data); err != nil {
+			t.Fatalf("sending at byte %d: %v", sent, err)
+		}
+	}
+	c.Close()
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("receiving: %v after %d bytes", r.err, r.n)
+	}
+	return r.n, bytes.Equal(r.sum, h.Sum(nil))
+}
+
+// TestTCPTransferThroughSession moves 20 MiB each way through the session over TCP: downlink
+// from the data network to an application on the session address over the 3GPP leg (through
+// the gNB emulator), then, after the policy switches to WiFi in place, uplink over WiFi. Every
+// byte must arrive, and the leg's interface must have carried it.
+func TestTCPTransferThroughSession(t *testing.T) {
+	const size = 20 << 20
+	tb := newTestbed(t, 1)
+	u := tb.ues[0]
+	tb.startAgent(u)
+	pol := tb.policy("as", activeStandby(junctionv1.Access3GPP))
+	create(t, pol, tb.session("s1", u, sessionAddr, 100, "as"))
+	tb.waitReady("s1")
+	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
+	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
+
+	ran0 := rxBytes(t, u.ns, "ran0")
+	if n, same := transfer(t, tb.dn, dnHost.String(), u.ns, sessionAddr, size); n != size || !same {
+		t.Fatalf("downlink over 3GPP: %d bytes received (intact: %v), want %d", n, same, size)
+	}
+	if d := rxBytes(t, u.ns, "ran0") - ran0; d < size {
+		t.Fatalf("ran0 received %d bytes during a 20 MiB downlink transfer; want it on 3GPP", d)
+	}
+
+	// The policy switches the session to WiFi; the agent updates the tunnel in place.
+	p := &junctionv1.SteeringPolicy{}
+	must(t, k8s.Get(context.Background(), clientKey(pol), p))
+	p.Spec.Steering = activeStandby(junctionv1.AccessNon3GPP)
+	must(t, k8s.Update(context.Background(), p))
+	wlan0 := txBytes(t, u.ns, "wlan0")
+	eventually(t, readyTimeout, "uplink on WiFi after the policy change", func() error {
+		if n, same := transfer(t, u.ns, sessionAddr, tb.dn, dnHost.String(), size); n != size || !same {
+			return fmt.Errorf("uplink: %d bytes received (intact: %v), want %d", n, same, size)
+		}
+		if d := txBytes(t, u.ns, "wlan0") - wlan0; d < size {
+			return fmt.Errorf("wlan0 sent %d bytes during a 20 MiB uplink transfer", d)
+		}
+		return nil
+	})
+}
+
+func clientKey(o interface {
+	GetNamespace() string
+	GetName() string
+}) types.NamespacedName {
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+}
