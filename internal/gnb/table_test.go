@@ -1,0 +1,105 @@
+package gnb
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
+
+var n3 = netip.MustParseAddr("198.51.100.10")
+
+func upf(ns, name string, eps ...junctionv1.TunnelEndpoint) junctionv1.UserPlaneFunction {
+	return junctionv1.UserPlaneFunction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: junctionv1.UserPlaneFunctionSpec{TunnelEndpoints: eps}}
+}
+
+func ep(name, n3Addr string) junctionv1.TunnelEndpoint {
+	return junctionv1.TunnelEndpoint{Name: name, N3Address: junctionv1.IPv4Address(n3Addr), JunctionAddress: "192.0.2.2"}
+}
+
+func sess(ns, name, gnb, ue string, ul, dl int64, mod func(*junctionv1.ATSSSSession)) junctionv1.ATSSSSession {
+	s := junctionv1.ATSSSSession{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: junctionv1.ATSSSSessionSpec{
+			UPFRef: junctionv1.LocalObjectReference{Name: "upf"},
+			AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
+				UEAddress: junctionv1.IPv4Address(ue), GNBAddress: junctionv1.IPv4Address(gnb), UplinkTEID: ul, DownlinkTEID: dl,
+			}},
+		},
+	}
+	if mod != nil {
+		mod(&s)
+	}
+	return s
+}
+
+func TestBuildTable(t *testing.T) {
+	upfs := []junctionv1.UserPlaneFunction{
+		upf("a", "upf", ep("core", "192.0.2.1"), ep("edge", "192.0.2.101")),
+		upf("b", "upf", ep("core", "192.0.2.201")),
+	}
+	sessions := []junctionv1.ATSSSSession{
+		// Served: the first endpoint's N3 address when spec.tunnelEndpoint is empty, the named one otherwise.
+		sess("a", "s1", "198.51.100.10", "10.45.0.1", 4097, 8193, nil),
+		sess("a", "s2", "198.51.100.10", "10.45.0.2", 4098, 8194, func(s *junctionv1.ATSSSSession) { s.Spec.TunnelEndpoint = "edge" }),
+		// The UPF is looked up in the session's own namespace.
+		sess("b", "s3", "198.51.100.10", "10.45.0.3", 4099, 8195, nil),
+		// Not this gNB's, or no 3GPP leg: ignored without an error.
+		sess("a", "other-gnb", "198.51.100.11", "10.45.0.9", 5000, 9000, nil),
+		sess("a", "wifi-only", "198.51.100.10", "10.45.0.8", 5001, 9001, func(s *junctionv1.ATSSSSession) { s.Spec.AccessLegs.ThreeGPP = nil }),
+		// Not served, each with an error naming the field.
+		sess("a", "no-upf", "198.51.100.10", "10.45.0.20", 6000, 10000, func(s *junctionv1.ATSSSSession) { s.Spec.UPFRef.Name = "gone" }),
+		sess("a", "no-endpoint", "198.51.100.10", "10.45.0.21", 6001, 10001, func(s *junctionv1.ATSSSSession) { s.Spec.TunnelEndpoint = "nope" }),
+		sess("a", "dup-ue-1", "198.51.100.10", "10.45.0.30", 6002, 10002, nil),
+		sess("a", "dup-ue-2", "198.51.100.10", "10.45.0.30", 6003, 10003, nil),
+		sess("a", "dup-teid-1", "198.51.100.10", "10.45.0.31", 6004, 10004, nil),
+		sess("a", "dup-teid-2", "198.51.100.10", "10.45.0.32", 6005, 10004, nil),
+	}
+	tbl, errs := BuildTable(n3, sessions, upfs)
+
+	want := map[string]Bearer{
+		"10.45.0.1": {UE: netip.MustParseAddr("10.45.0.1"), UPF: netip.MustParseAddr("192.0.2.1"), UplinkTEID: 4097, DownlinkTEID: 8193, Session: "a/s1"},
+		"10.45.0.2": {UE: netip.MustParseAddr("10.45.0.2"), UPF: netip.MustParseAddr("192.0.2.101"), UplinkTEID: 4098, DownlinkTEID: 8194, Session: "a/s2"},
+		"10.45.0.3": {UE: netip.MustParseAddr("10.45.0.3"), UPF: netip.MustParseAddr("192.0.2.201"), UplinkTEID: 4099, DownlinkTEID: 8195, Session: "b/s3"},
+	}
+	if tbl.Len() != len(want) {
+		t.Errorf("%d bearers, want %d", tbl.Len(), len(want))
+	}
+	for ue, b := range want {
+		if got, ok := tbl.Uplink(netip.MustParseAddr(ue)); !ok || got != b {
+			t.Errorf("Uplink(%s) = %+v, %v; want %+v", ue, got, ok, b)
+		}
+		if got, ok := tbl.Downlink(b.DownlinkTEID); !ok || got != b {
+			t.Errorf("Downlink(%d) = %+v, %v; want %+v", b.DownlinkTEID, got, ok, b)
+		}
+	}
+	for _, ue := range []string{"10.45.0.9", "10.45.0.8", "10.45.0.20", "10.45.0.30", "10.45.0.31", "10.45.0.32"} {
+		if _, ok := tbl.Uplink(netip.MustParseAddr(ue)); ok {
+			t.Errorf("UE %s is served; it must not be", ue)
+		}
+	}
+	if _, ok := tbl.Downlink(10004); ok {
+		t.Error("a downlink TEID two sessions share is served")
+	}
+
+	wantErrs := map[string]string{
+		"a/no-upf":      "spec.upfRef",
+		"a/no-endpoint": "spec.tunnelEndpoint",
+		"a/dup-ue-1":    "spec.accessLegs.threeGPP.ueAddress",
+		"a/dup-ue-2":    "spec.accessLegs.threeGPP.ueAddress",
+		"a/dup-teid-1":  "spec.accessLegs.threeGPP.downlinkTEID",
+		"a/dup-teid-2":  "spec.accessLegs.threeGPP.downlinkTEID",
+	}
+	if len(errs) != len(wantErrs) {
+		t.Errorf("%d errors, want %d: %v", len(errs), len(wantErrs), errs)
+	}
+	for _, e := range errs {
+		field, ok := wantErrs[e.Session]
+		if !ok || !strings.Contains(e.Error(), field) || !strings.Contains(e.Error(), e.Session) {
+			t.Errorf("error %q: want it for one of %v, naming the session and %q", e.Error(), wantErrs, field)
+		}
+	}
+}
