@@ -40,3 +40,8 @@ run: ## Run everything on this machine: API server, software UPF, operator, samp
 .PHONY: test
 test: ## Run every test (what CI runs): generated files, unit, envtest, data plane.
 	hack/test.sh
+
+.PHONY: bench-path
+bench-path: ## As root: one TCP flow through a UE agent session vs wireguard-go vs kernel routing (a table).
+	hack/tools.sh envtest dataplane
+	KUBEBUILDER_ASSETS=$$(hack/tools.sh envtest-path) go test ./test/ueagent -run '^$$' -bench Path -benchtime 1x -count=1

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/wire"
 )
 
 // NodeNameField is the ATSSSSession selectable field the agent's watch is filtered by.
@@ -193,6 +194,13 @@ func (a *Agent) ensureTunnel(key types.NamespacedName, cfg Config, log logr.Logg
 	for k, t := range a.tunnels {
 		if t.Config().Session == cfg.Session {
 			return nil, fmt.Errorf("spec.sessionAddress: %s is already the session address of %s on this node", cfg.Session, k)
+		}
+		// A leg's socket is bound to its UE address and the Junction port: each session needs
+		// its own leg addresses, as each PDU session has its own UE address.
+		for acc, addr := range cfg.Legs {
+			if addr.IsValid() && t.Config().Legs[acc] == addr {
+				return nil, fmt.Errorf("%s: %s is already a leg address of session %s on this node; each session needs its own", legField(wire.Access(acc)), addr, k)
+			}
 		}
 	}
 	notify := func() {

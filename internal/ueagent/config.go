@@ -73,12 +73,12 @@ func BuildConfig(s *junctionv1.ATSSSSession, upf *junctionv1.UserPlaneFunction, 
 		return c, nil, err
 	}
 	if leg := s.Spec.AccessLegs.ThreeGPP; leg != nil {
-		if c.Legs[wire.Access3GPP], err = parseIPv4("spec.accessLegs.threeGPP.ueAddress", leg.UEAddress); err != nil {
+		if c.Legs[wire.Access3GPP], err = parseIPv4(legField(wire.Access3GPP), leg.UEAddress); err != nil {
 			return c, nil, err
 		}
 	}
 	if leg := s.Spec.AccessLegs.NonThreeGPP; leg != nil {
-		if c.Legs[wire.AccessNon3GPP], err = parseIPv4("spec.accessLegs.nonThreeGPP.ueAddress", leg.UEAddress); err != nil {
+		if c.Legs[wire.AccessNon3GPP], err = parseIPv4(legField(wire.AccessNon3GPP), leg.UEAddress); err != nil {
 			return c, nil, err
 		}
 	}
@@ -93,6 +93,14 @@ func tunnelEndpoint(upf *junctionv1.UserPlaneFunction, name string) (junctionv1.
 		return junctionv1.TunnelEndpoint{}, err
 	}
 	return upf.Spec.TunnelEndpoints[i], nil
+}
+
+// legField is the spec field that holds a leg's UE address.
+func legField(a wire.Access) string {
+	if a == wire.Access3GPP {
+		return "spec.accessLegs.threeGPP.ueAddress"
+	}
+	return "spec.accessLegs.nonThreeGPP.ueAddress"
 }
 
 func parseIPv4(field string, s junctionv1.IPv4Address) (netip.Addr, error) {

@@ -287,4 +287,20 @@ func TestAgentServesOnlyItsNode(t *testing.T) {
 	if out, err := a.ns.Command("ip", "link", "show", "dev", tun).CombinedOutput(); err == nil {
 		t.Fatalf("node a's agent built node b's TUN: %s", out)
 	}
+
+	// Two sessions of node a on the same leg addresses: the second is refused, and says why.
+	create(t, tb.session("on-a", a, "10.60.0.3", 300, "as-3gpp"))
+	tb.waitReady("on-a")
+	create(t, tb.session("dup", a, "10.60.0.4", 400, "as-3gpp"))
+	eventually(t, readyTimeout, "dup refused", func() error {
+		s, err := getSession("dup", tb.ns)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, junctionv1.ConditionAgentReady)
+		if c == nil || c.Status != "False" || !strings.Contains(c.Message, "spec.accessLegs.threeGPP.ueAddress") || !strings.Contains(c.Message, "on-a") {
+			return fmt.Errorf("AgentReady %+v: want False naming the shared leg address and session on-a", c)
+		}
+		return nil
+	})
 }
