@@ -33,8 +33,9 @@ verify-generated: generate manifests ## Fail when committed generated files are 
 		{ git status --porcelain -- api config/crd config/rbac; echo "untracked generated files: commit them" >&2; exit 1; }
 
 .PHONY: run
-run: ## Run everything on this machine: API server, software UPF, operator, samples (Ctrl-C stops).
+run: ## Run everything on this machine: API server, software UPF, operator, samples; as root, UE traffic too (Ctrl-C stops).
 	hack/tools.sh envtest kubectl
+	if [ "$$(id -u)" = 0 ]; then hack/tools.sh dataplane; fi
 	go run ./hack/local
 
 .PHONY: test

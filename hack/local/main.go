@@ -1,8 +1,10 @@
-// Command local runs Junction's whole control path on one machine, for a first look and for
-// demos: a local API server and etcd (the envtest control plane hack/tools.sh builds), the
-// software UPF, and the operator, each its own process. It installs the CRDs, loads the pipeline
-// ConfigMap, applies config/samples, waits for the sessions to be Programmed, and prints them
-// with the table entries read back from the UPF over P4Runtime.
+// Command local runs Junction on one machine, for a first look and for demos: a local API server
+// and etcd (the envtest control plane hack/tools.sh builds), the software UPF, and the operator,
+// each its own process. It installs the CRDs, loads the pipeline ConfigMap, applies
+// config/samples, waits for the sessions to be Programmed, and prints them with the table entries
+// read back from the UPF over P4Runtime. As root it also builds the sample node ue-node-a in
+// network namespaces (dataplane.go), runs the gNB emulator and the UE agent, and pings through
+// the node's sessions.
 //
 //	go run ./hack/local            # what `make run` does; Ctrl-C stops everything
 //	go run ./hack/local --once     # exit after printing
@@ -42,6 +44,7 @@ import (
 	"github.com/junction-atsss/junction/internal/p4bytes"
 	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/p4"
+	"github.com/junction-atsss/junction/test/netns"
 )
 
 func main() {
@@ -64,8 +67,20 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 		return err
 	}
 
-	step("building the software UPF and the operator")
-	for _, name := range []string{"softupf", "manager"} {
+	// The data path needs root (network namespaces, TUNs); without it the run shows the
+	// control path only.
+	var dp *dataplane
+	if err := netns.Available(); err != nil {
+		fmt.Printf("==> data path skipped (%v): sessions are programmed, no packet crosses them\n", err)
+	} else if dp, err = newDataplane(); err != nil {
+		return fmt.Errorf("building the data path's namespaces: %w", err)
+	}
+	if dp != nil {
+		defer dp.close()
+	}
+
+	step("building the software UPF, the operator, the UE agent and the gNB emulator")
+	for _, name := range []string{"softupf", "manager", "ue-agent", "gnb-emulator"} {
 		if err := command(ctx, root, os.Stdout, "go", "build", "-o", filepath.Join(work, name), "./cmd/"+name).Run(); err != nil {
 			return fmt.Errorf("build %s: %w", name, err)
 		}
@@ -102,7 +117,11 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 
 	step("starting the software UPF on " + upfAddr)
 	upfLog, _ := os.Create(filepath.Join(work, "softupf.log"))
-	upf := command(ctx, root, upfLog, filepath.Join(work, "softupf"), "--grpc-addr", upfAddr)
+	upfArgs := []string{"--grpc-addr", upfAddr}
+	if dp != nil {
+		upfArgs = append(upfArgs, dp.softupfPorts()...)
+	}
+	upf := command(ctx, root, upfLog, filepath.Join(work, "softupf"), upfArgs...)
 	if err := upf.Start(); err != nil {
 		return err
 	}
@@ -111,7 +130,9 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 	step("starting the operator")
 	opLog, _ := os.Create(filepath.Join(work, "manager.log"))
 	op := command(ctx, root, opLog, filepath.Join(work, "manager"), "--kubeconfig", kubeconfig,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--path-status-interval", "1s") // a demo shows the UPF's RTTs soon; 10 s by default
+
 	if err := op.Start(); err != nil {
 		return err
 	}
@@ -144,10 +165,17 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 	if err := printEntries(ctx, upfAddr); err != nil {
 		return err
 	}
+	if dp != nil {
+		stop, err := dp.show(ctx, k8s, root, work, kubeconfig)
+		defer stop()
+		if err != nil {
+			return err
+		}
+	}
 	if once {
 		return nil
 	}
-	fmt.Println("\nRunning; Ctrl-C stops the operator, the software UPF and the API server.")
+	fmt.Println("\nRunning; Ctrl-C stops everything (and removes the namespaces).")
 	<-ctx.Done()
 	return nil
 }
@@ -179,7 +207,7 @@ func applySamples(ctx context.Context, k8s client.Client, root string) error {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "junction-upf-pipeline"},
 		// The software UPF needs no device config; a Tofino or BMv2 build puts p4c's output here.
-		Data:       map[string]string{"p4info.txtpb": string(p4info), "device_config": ""},
+		Data: map[string]string{"p4info.txtpb": string(p4info), "device_config": ""},
 	}
 	if err := k8s.Create(ctx, cm); err != nil {
 		return fmt.Errorf("create ConfigMap: %w", err)
