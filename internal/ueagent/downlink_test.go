@@ -110,3 +110,19 @@ func FuzzParseDownlink(f *testing.F) {
 		}
 	})
 }
+
+func TestParseDownlinkDoesNotAllocate(t *testing.T) {
+	in := frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: 3}, ipv4Packet([4]byte{198, 18, 0, 10}, testSession, "x"))
+	if n := testing.AllocsPerRun(100, func() { parseDownlink(in, testSession, wire.Access3GPP) }); n != 0 {
+		t.Fatalf("%.1f allocations per datagram, want 0", n)
+	}
+}
+
+func BenchmarkParseDownlink(b *testing.B) {
+	in := frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: 3}, ipv4Packet([4]byte{198, 18, 0, 10}, testSession, string(make([]byte, 1400))))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(in)))
+	for i := 0; i < b.N; i++ {
+		parseDownlink(in, testSession, wire.Access3GPP)
+	}
+}

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/ipv4"
-
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/ueagent/steer"
 	"github.com/junction-atsss/junction/internal/wire"
@@ -119,13 +117,17 @@ func (l *leg) startReader(conn *net.UDPConn) {
 
 func (l *leg) read(conn *net.UDPConn) {
 	t := l.t
-	upf := net.UDPAddrFromAddrPort(t.upfAddr())
-	pc := ipv4.NewPacketConn(conn)
-	msgs := make([]ipv4.Message, rxBatch)
+	upf := t.upfAddr()
+	r, err := newBatchReader(conn)
+	if err != nil {
+		t.log.Error(err, "Leg socket unusable", "access", l.access)
+		return
+	}
 	pkts := make([]*packet, rxBatch)
-	for i := range msgs {
+	bufs := make([][]byte, rxBatch)
+	for i := range pkts {
 		pkts[i] = t.pool.Get().(*packet)
-		msgs[i].Buffers = [][]byte{pkts[i].buf[headroom:]}
+		bufs[i] = pkts[i].buf[headroom:]
 	}
 	defer func() {
 		for _, p := range pkts {
@@ -133,7 +135,7 @@ func (l *leg) read(conn *net.UDPConn) {
 		}
 	}()
 	for {
-		n, err := pc.ReadBatch(msgs, 0) // recvmmsg
+		n, err := r.read(bufs)
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				t.log.Error(err, "Leg read failed", "access", l.access)
@@ -141,19 +143,20 @@ func (l *leg) read(conn *net.UDPConn) {
 			return
 		}
 		for i := 0; i < n; i++ {
-			m, p := &msgs[i], pkts[i]
-			if from, ok := m.Addr.(*net.UDPAddr); !ok || !from.IP.Equal(upf.IP) || from.Port != upf.Port {
+			size, from, truncated := r.datagram(i)
+			switch {
+			case from != upf:
 				t.m.drop("NotFromUPF") // spoofed, or another tunnel's endpoint
 				continue
-			}
-			if m.N == len(m.Buffers[0]) {
-				t.m.drop("TooLarge") // possibly truncated: larger than any MTU the tunnel uses
+			case truncated:
+				t.m.drop("TooLarge") // larger than any MTU the tunnel uses
 				continue
 			}
-			p.off, p.n = headroom, m.N
+			p := pkts[i]
+			p.off, p.n = headroom, size
 			if t.received(l, p) {
 				pkts[i] = t.pool.Get().(*packet)
-				m.Buffers[0] = pkts[i].buf[headroom:]
+				bufs[i] = pkts[i].buf[headroom:]
 			}
 		}
 		t.flushTUN()

@@ -2,10 +2,12 @@ package ueagent
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -42,4 +44,71 @@ func listenLeg(ns string, local netip.Addr, iface string) (conn *net.UDPConn, er
 	_ = conn.SetReadBuffer(4 << 20)
 	_ = conn.SetWriteBuffer(4 << 20)
 	return conn, nil
+}
+
+// batchReader reads up to rxBatch datagrams per system call (recvmmsg) into the caller's
+// buffers, with their sources, allocating nothing per datagram.
+type batchReader struct {
+	rc    syscall.RawConn
+	hdrs  [rxBatch]mmsghdr
+	iovs  [rxBatch]unix.Iovec
+	names [rxBatch]unix.RawSockaddrInet4
+	n     int
+	errno syscall.Errno
+	fn    func(uintptr) bool
+}
+
+// mmsghdr is struct mmsghdr: a msghdr and the length received.
+type mmsghdr struct {
+	hdr unix.Msghdr
+	n   uint32
+}
+
+func newBatchReader(c *net.UDPConn) (*batchReader, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	r := &batchReader{rc: rc}
+	for i := range r.hdrs {
+		h := &r.hdrs[i].hdr
+		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		h.Iov = &r.iovs[i]
+		h.SetIovlen(1)
+	}
+	r.fn = r.recvmmsg
+	return r, nil
+}
+
+func (r *batchReader) recvmmsg(fd uintptr) bool {
+	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), unix.MSG_DONTWAIT, 0, 0)
+	if e == unix.EAGAIN || e == unix.EINTR {
+		return false // wait for the poller
+	}
+	r.n, r.errno = int(n), e
+	return true
+}
+
+// read fills bufs[i] (at most rxBatch) and returns how many datagrams arrived.
+func (r *batchReader) read(bufs [][]byte) (int, error) {
+	for i, b := range bufs[:min(len(bufs), rxBatch)] {
+		r.iovs[i].Base = &b[0]
+		r.iovs[i].SetLen(len(b))
+		r.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet4
+		r.hdrs[i].hdr.Flags = 0
+	}
+	if err := r.rc.Read(r.fn); err != nil {
+		return 0, err
+	}
+	if r.errno != 0 {
+		return 0, r.errno
+	}
+	return r.n, nil
+}
+
+// datagram is the i-th datagram's length, source and whether it was cut to fit its buffer.
+func (r *batchReader) datagram(i int) (n int, from netip.AddrPort, truncated bool) {
+	sa := &r.names[i]
+	port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:])
+	return int(r.hdrs[i].n), netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), port), r.hdrs[i].hdr.Flags&unix.MSG_TRUNC != 0
 }
