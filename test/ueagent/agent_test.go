@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/ueagent"
@@ -118,9 +119,11 @@ func rules(t *testing.T, u *ueNode) []string {
 
 // TestSessionCarriesTrafficOnBothLegs follows one session through its life: the TUN appears,
 // pings cross the 3GPP leg (through the gNB emulator's GTP-U) and the WiFi leg, the probes
-// fill the UPF's path-state registers and the status, a silent 3GPP failure moves the traffic
-// to WiFi and tells the UPF (LINK_DOWN), a restarted agent adopts the session without
-// duplicating its rules, and deleting the session removes the TUN and the rules.
+// fill the UPF's path-state registers and the status (the UPF's RTTs and the agent's), a silent
+// 3GPP failure moves the traffic to WiFi and tells the UPF (LINK_DOWN), the radio's return
+// brings LINK_UP, a policy change moves the session to WiFi in place, WiFi's link going down
+// moves it back to 5G with LINK_DOWN, a restarted agent adopts the session without duplicating
+// its rules, and deleting the session removes the TUN and the rules.
 func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 	tb := newTestbed(t, 1)
 	u := tb.ues[0]
@@ -206,13 +209,41 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 		return nil
 	})
 
-	// A netlink-visible failure: WiFi's link goes down, the leg is Down at once with the reason.
+	// The policy moves the session to WiFi (the tunnel is updated in place): pings cross wlan0.
+	pol := &junctionv1.SteeringPolicy{}
+	must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: tb.ns, Name: "as-3gpp"}, pol))
+	pol.Spec.Steering = activeStandby(junctionv1.AccessNon3GPP)
+	must(t, k8s.Update(context.Background(), pol))
+	eventually(t, readyTimeout, "pings on WiFi after the policy change", func() error {
+		before := txBytes(t, u.ns, "wlan0")
+		if got := ping(t, u, 5); got != 5 {
+			return fmt.Errorf("%d of 5 pings answered", got)
+		}
+		if d := txBytes(t, u.ns, "wlan0") - before; d < 5*pingSize {
+			return fmt.Errorf("wlan0 sent %d bytes during 5 pings of %d bytes", d, pingSize)
+		}
+		return nil
+	})
+
+	// A netlink-visible failure: WiFi's link goes down. The leg is Down at once with the reason,
+	// the agent sends LINK_DOWN on 3GPP (the UPF's rtt_non3gpp becomes 0) and the traffic moves
+	// to 5G within the failover bound, both ways.
 	run(t, u.ns, "ip", "link", "set", "wlan0", "down")
 	if l := tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegDown, failoverTimeout); l.Reason != "LinkDown" {
 		t.Errorf("WiFi leg down with reason %q, want LinkDown", l.Reason)
 	}
+	eventually(t, failoverTimeout, "rtt_non3gpp cleared by LINK_DOWN", func() error {
+		if v, err := tb.register("rtt_non3gpp", user); err != nil || v != 0 {
+			return fmt.Errorf("rtt_non3gpp[%d] = %d, %v", user, v, err)
+		}
+		return nil
+	})
+	ranTx, ranRx := txBytes(t, u.ns, "ran0"), rxBytes(t, u.ns, "ran0")
 	if got := ping(t, u, 5); got != 5 {
 		t.Fatalf("WiFi down: %d of 5 pings answered over 3GPP", got)
+	}
+	if dt, dr := txBytes(t, u.ns, "ran0")-ranTx, rxBytes(t, u.ns, "ran0")-ranRx; dt < 5*pingSize || dr < 5*pingSize {
+		t.Fatalf("WiFi down: ran0 sent %d and received %d bytes during 5 pings of %d bytes", dt, dr, pingSize)
 	}
 	run(t, u.ns, "ip", "link", "set", "wlan0", "up")
 	// The kernel flushed the static route and neighbor with the link; the node's network
