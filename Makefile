@@ -38,6 +38,10 @@ run: ## Run everything on this machine: API server, software UPF, operator, samp
 	if [ "$$(id -u)" = 0 ]; then hack/tools.sh dataplane; fi
 	go run ./hack/local
 
+.PHONY: p4
+p4: ## Compile the P4 program with p4c (both profiles) and write p4c's P4Info to p4/p4info.txtpb.
+	hack/p4-build.sh --write
+
 .PHONY: test
 test: ## Run every test (what CI runs): generated files, unit, envtest, data plane.
 	hack/test.sh

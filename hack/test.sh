@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test run, what CI runs (.ci/run) and what the README tells a newcomer to run:
 #   1. build the pinned tools and the envtest control plane into ./bin (cached);
-#   2. fail if generated code or manifests (deepcopy, CRDs, RBAC) are stale;
+#   2. fail if generated code or manifests (deepcopy, CRDs, RBAC, the p4c P4Info) are stale, or
+#      the P4 program does not compile with p4c;
 #   3. check that the kustomize overlays (operator, samples, UE agent DaemonSet) build;
 #   4. go vet and every Go test (envtest suites, P4Info check, software UPF, packet vectors in
 #      network namespaces when run as root), ending with gotestsum's summary line.
@@ -19,6 +20,15 @@ export KUBEBUILDER_ASSETS
 
 echo "== generated files are current"
 make --no-print-directory verify-generated
+
+echo "== the P4 program compiles with p4c (v1model and TNA); p4/p4info.txtpb is p4c's"
+mkdir -p build
+if ! hack/p4-build.sh >build/p4-build.log 2>&1; then
+  cat build/p4-build.log
+  exit 1
+fi
+grep '^p4-build' build/p4-build.log
+echo "p4c warnings: $(grep -c 'warning:' build/p4-build.log) (full output: build/p4-build.log)"
 
 echo "== kustomize overlays build"
 for overlay in config/default config/samples ue-daemonset; do

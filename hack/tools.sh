@@ -4,7 +4,7 @@
 # version is not rebuilt, so a second run takes seconds.
 #
 #   hack/tools.sh [tool...]      tools: controller-gen kustomize helm gotestsum envtest kubectl
-#                                       wireguard-go dataplane
+#                                       wireguard-go dataplane p4tools
 #                                       (default: controller-gen kustomize helm gotestsum envtest)
 #   hack/tools.sh envtest-path   prints the directory to use as KUBEBUILDER_ASSETS
 #
@@ -109,6 +109,42 @@ build_kubectl() {
   stamp kubectl "$KUBE_VERSION"
 }
 
+# p4tools: p4c (p4c-bm2-ss, p4test) and BMv2 (simple_switch_grpc) under bin/p4tools. No package
+# registry ships them; the build for these machines (Debian 12, x86-64; how it was made is in its
+# README) is a tarball in $P4TOOLS or ../shared/p4tools. Elsewhere, build p4c and BMv2 from the
+# p4lang sources at the commits its VERSIONS file names, and put p4c-bm2-ss and p4test on the PATH:
+# hack/p4-build.sh uses them from there.
+install_p4tools() {
+  local src=${P4TOOLS:-$root/../shared/p4tools} tarball sum
+  tarball="$src/p4tools-debian12-amd64.tar.xz"
+  if [[ ! -f "$tarball" ]]; then
+    if command -v p4c-bm2-ss >/dev/null && command -v p4test >/dev/null; then return 0; fi
+    echo "no p4c: neither $tarball (set P4TOOLS to its folder) nor p4c-bm2-ss and p4test on the PATH" >&2
+    return 1
+  fi
+  sum=$(cut -d' ' -f1 "$src/SHA256SUMS" 2>/dev/null || sha256sum "$tarball" | cut -d' ' -f1)
+  if [[ "$(cat "$bin/.p4tools.version" 2>/dev/null)" != "$sum" || ! -x "$bin/p4tools/bin/p4c-bm2-ss" ]]; then
+    log "unpacking p4c and BMv2 from $tarball"
+    echo "$sum  $tarball" | sha256sum -c --quiet
+    rm -rf "$bin/p4tools"
+    tar -C "$bin" -xJf "$tarball"
+    echo "$sum" >"$bin/.p4tools.version"
+  fi
+  # The binaries link against Debian packages; install those missing (root, once).
+  local pkgs=() p
+  while read -r p; do
+    [[ -n "$p" ]] && ! dpkg -s "$p" >/dev/null 2>&1 && pkgs+=("$p")
+  done < <(tr ' ' '\n' <"$bin/p4tools/debian-runtime-packages.txt")
+  [[ ${#pkgs[@]} -gt 0 ]] || return 0
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "p4tools needs Debian packages: ${pkgs[*]}; run this as root, or: sudo apt-get install ${pkgs[*]}" >&2
+    return 1
+  fi
+  log "installing the p4tools runtime packages: ${pkgs[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+}
+
 build() {
   case $1 in
     controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION" ;;
@@ -119,6 +155,7 @@ build() {
     envtest) build_envtest ;;
     wireguard-go) go_install wireguard-go golang.zx2c4.com/wireguard "$WIREGUARD_GO_VERSION" "-s -w" ;;
     dataplane) build wireguard-go; apt_install "${DATAPLANE_PACKAGES[@]}" ;;
+    p4tools) install_p4tools ;;
     *) echo "unknown tool: $1" >&2; exit 2 ;;
   esac
 }

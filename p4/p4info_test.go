@@ -70,10 +70,21 @@ func TestEmbeddedP4InfoParses(t *testing.T) {
 	}
 }
 
-// The checked-in P4Info is exactly what the v1model source declares.
-func TestP4InfoMatchesV1modelSource(t *testing.T) {
+// The checked-in P4Info is p4c's (hack/p4-build.sh fails when it is stale). The Go model of
+// p4c's serializer in p4model_test.go must derive the same from the v1model source, because it
+// is what checks the TNA program's objects against the v1model ones (TestTNADeclaresSameObjects):
+// p4c's P4Runtime serializer has no TNA support, and bf-p4c is not on these machines. The model
+// does not write initial_default_action, which p4c adds to every table.
+func TestModelAgreesWithP4c(t *testing.T) {
 	want := buildFromSource(t, v1modelProgram, "v1model")
-	for _, d := range diffP4Info(want, embedded(t), "source", "p4info.txtpb") {
+	got := embedded(t)
+	for _, tbl := range got.GetTables() {
+		if tbl.GetInitialDefaultAction() == nil {
+			t.Errorf("table %s: p4c sets initial_default_action; p4info.txtpb is not p4c's", tbl.GetPreamble().GetName())
+		}
+		tbl.InitialDefaultAction = nil
+	}
+	for _, d := range diffP4Info(want, got, "model", "p4info.txtpb (p4c)") {
 		t.Error(d)
 	}
 }
@@ -266,7 +277,7 @@ func TestIDCheckReportsMistakes(t *testing.T) {
 		want string
 	}{
 		"duplicate": {dup, "action not_local: ID 0x01000001 is also used by action accept_local"},
-		"prefix":    {wrongPrefix, "register rtt_3gpp: ID 0x12000005 should start with 0x16"},
+		"prefix":    {wrongPrefix, "register " + wrongPrefix.Registers[0].GetPreamble().GetName() + ": ID 0x12000005 should start with 0x16"},
 	} {
 		problems := idProblems(tc.info)
 		if !strings.Contains(strings.Join(problems, "\n"), tc.want) {

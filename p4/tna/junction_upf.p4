@@ -53,7 +53,7 @@ control JunctionTnaIngress(inout headers_t hdr,
                            inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                            inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     MetadataInit() metadata_init;
-    PacketOut() packet_out;
+    PacketOut() from_controller;  // not packet_out: that is the core.p4 extern
     Uplink() uplink;
     JunctionCheck() junction_check;
     UserPacket() user_packet;
@@ -70,7 +70,7 @@ control JunctionTnaIngress(inout headers_t hdr,
     Routing() routing;
     Encap() encap;
     ReorderQueue() reorder_queue;
-    PacketIn() packet_in;
+    PacketIn() to_controller;  // not packet_in: that is the core.p4 extern
     Verdict() verdict;
 
     apply {
@@ -88,7 +88,7 @@ control JunctionTnaIngress(inout headers_t hdr,
                 md.lmd.done = true;
             }
         }
-        packet_out.apply(hdr, md.lmd, ig_tm_md);
+        from_controller.apply(hdr, md.lmd, ig_tm_md);
         uplink.apply(hdr, md.lmd);
         junction_check.apply(hdr, md.lmd);
         user_packet.apply(hdr, md.lmd);
@@ -105,7 +105,7 @@ control JunctionTnaIngress(inout headers_t hdr,
         routing.apply(md.lmd);
         encap.apply(hdr, md.lmd);
         reorder_queue.apply(hdr, md, ig_dprsr_md, ig_tm_md);
-        packet_in.apply(hdr, md.lmd, ig_intr_md, ig_tm_md);
+        to_controller.apply(hdr, md.lmd, ig_intr_md, ig_tm_md);
         verdict.apply(md, ig_dprsr_md, ig_tm_md);
     }
 }

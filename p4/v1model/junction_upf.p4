@@ -9,10 +9,12 @@
 //   -> Verdict (drops counter, held packets, redundant clone)
 // Egress recirculates held packets and redundant clones; nothing else.
 //
-// Build: p4c --target bmv2 --arch v1model --p4runtime-files p4info.txtpb \
-//            -I p4 p4/v1model/junction_upf.p4   (see p4/README.md)
+// Build: hack/p4-build.sh (p4c-bm2-ss from hack/tools.sh p4tools; see p4/README.md)
 
 #include <core.p4>
+// register<T, I> and counter<I> (typed indexes) exist in v1model.p4 only from this version on;
+// without it p4c's v1model.p4 declares the older, untyped externs and rejects this program.
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 #include "../include/define.p4"
@@ -45,7 +47,7 @@ control JunctionV1modelIngress(inout headers_t hdr,
                                inout local_metadata_t md,
                                inout standard_metadata_t standard_metadata) {
     MetadataInit() metadata_init;
-    PacketOut() packet_out;
+    PacketOut() from_controller;  // not packet_out: that is the core.p4 extern
     Uplink() uplink;
     JunctionCheck() junction_check;
     UserPacket() user_packet;
@@ -61,7 +63,7 @@ control JunctionV1modelIngress(inout headers_t hdr,
     Filter() filter;
     Routing() routing;
     Encap() encap;
-    PacketIn() packet_in;
+    PacketIn() to_controller;  // not packet_in: that is the core.p4 extern
     Verdict() verdict;
 
     apply {
@@ -69,7 +71,7 @@ control JunctionV1modelIngress(inout headers_t hdr,
         if (standard_metadata.parser_error != error.NoError) {
             md.malformed = true;  // Uplink decides whether that is a PARSER_ERROR
         }
-        packet_out.apply(hdr, md, standard_metadata);
+        from_controller.apply(hdr, md, standard_metadata);
         uplink.apply(hdr, md);
         junction_check.apply(hdr, md);
         user_packet.apply(hdr, md);
@@ -85,7 +87,7 @@ control JunctionV1modelIngress(inout headers_t hdr,
         filter.apply(hdr, md);
         routing.apply(md);
         encap.apply(hdr, md);
-        packet_in.apply(hdr, md, standard_metadata);
+        to_controller.apply(hdr, md, standard_metadata);
         verdict.apply(md, standard_metadata);
     }
 }

@@ -55,7 +55,11 @@ func TestCheckPipeline(t *testing.T) {
 			i.Registers = slices.DeleteFunc(i.Registers, func(x *p4configv1.Register) bool { return x.GetPreamble().GetName() == "rtt_non3gpp" })
 		}, `register "rtt_non3gpp"`},
 		{"a register of another width is named", func(i *p4configv1.P4Info) {
-			i.Registers[0].TypeSpec.GetBitstring().GetBit().Bitwidth = 16
+			for _, r := range i.Registers {
+				if r.GetPreamble().GetName() == "rtt_3gpp" {
+					r.TypeSpec.GetBitstring().GetBit().Bitwidth = 16
+				}
+			}
 		}, `register "rtt_3gpp" elements are bit<16>`},
 		{"a short drops counter is refused", func(i *p4configv1.P4Info) { i.Counters[0].Size = 8 }, `counter "drops"`},
 		{"a changed digest member is named", func(i *p4configv1.P4Info) {
