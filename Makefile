@@ -20,17 +20,24 @@ tools: ## Build every tool and the envtest control plane into ./bin.
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
+# The chart's copies: its CRDs, the operator's rules and the UE agent's objects (one source each,
+# config/ and ue-daemonset/; verify-generated fails when a copy drifts).
+CHART_FILES := charts/junction/files
+
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from the kubebuilder markers.
+manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from the kubebuilder markers, and the chart's copies.
 	$(CONTROLLER_GEN) crd rbac:roleName=manager-role paths=./api/... paths=./controllers/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	rm -f charts/junction/crds/*.yaml && cp config/crd/bases/*.yaml charts/junction/crds/
+	cp config/rbac/role.yaml $(CHART_FILES)/manager-role.yaml
+	for f in service_account role role_binding daemonset; do cp ue-daemonset/$$f.yaml $(CHART_FILES)/ue-agent-$$f.yaml; done
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when committed generated files are stale.
-	@git diff --exit-code -- api config/crd config/rbac || \
+	@git diff --exit-code -- api config/crd config/rbac charts/junction/crds $(CHART_FILES) || \
 		{ echo "generated files are stale: run 'make generate manifests' and commit the result" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- api config/crd config/rbac)" || \
-		{ git status --porcelain -- api config/crd config/rbac; echo "untracked generated files: commit them" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config/crd config/rbac charts/junction/crds $(CHART_FILES))" || \
+		{ git status --porcelain -- api config/crd config/rbac charts/junction/crds $(CHART_FILES); echo "untracked generated files: commit them" >&2; exit 1; }
 
 .PHONY: run
 run: ## Run everything on this machine: API server, software UPF, operator, samples; as root, UE traffic too (Ctrl-C stops).

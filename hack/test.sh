@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-hack/tools.sh controller-gen kustomize gotestsum envtest
+hack/tools.sh controller-gen kustomize helm gotestsum envtest
 # The namespace testbeds (UE agent, benchmarks) need the data-plane tools; installing Debian
 # packages needs root, which is also what those tests need to run at all.
 if [[ $(id -u) == 0 ]]; then

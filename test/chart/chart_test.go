@@ -1,0 +1,285 @@
+// Package chart tests charts/junction with helm (hack/tools.sh helm) and the envtest API server:
+// lint, the rendered objects against their one source each (config/, ue-daemonset/), the values
+// schema, and install, upgrade and uninstall against a real kube-apiserver.
+package chart
+
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/junction-atsss/junction/internal/testenv"
+)
+
+var (
+	root  = testenv.RepoRoot()
+	chart = filepath.Join(root, "charts", "junction")
+	helm  = filepath.Join(root, "bin", "helm")
+)
+
+// every optional part of the chart switched on.
+var allOptional = []string{"--set", "ueAgent.enabled=true", "--set", "metrics.serviceMonitor.enabled=true",
+	"--set", "pipeline.create=true", "--set-file", "pipeline.p4info=" + filepath.Join(root, "p4", "p4info.txtpb")}
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	if _, err := os.Stat(helm); err != nil {
+		t.Fatalf("helm is not built (hack/tools.sh helm): %v", err)
+	}
+	cmd := exec.Command(helm, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// render runs helm template and returns the objects by kind/name.
+func render(t *testing.T, args ...string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	out, err := run(t, append([]string{"template", "j", chart, "-n", "junction-system", "--kube-version", "1.33.0"}, args...)...)
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	objs := map[string]*unstructured.Unstructured{}
+	for _, doc := range strings.Split(out, "\n---") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatalf("rendered YAML: %v\n%s", err, doc)
+		}
+		if len(u.Object) > 0 {
+			objs[u.GetKind()+"/"+u.GetName()] = u
+		}
+	}
+	return objs
+}
+
+func readYAML(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
+
+func TestLintStrict(t *testing.T) {
+	for name, args := range map[string][]string{"defaults": nil, "every optional part": allOptional} {
+		if out, err := run(t, append([]string{"lint", "--strict", chart}, args...)...); err != nil {
+			t.Errorf("%s: helm lint --strict: %v\n%s", name, err, out)
+		}
+	}
+}
+
+// The chart renders what config/ and ue-daemonset/ define, not a copy that drifted.
+func TestRenderedObjectsMatchTheirSources(t *testing.T) {
+	objs := render(t, allOptional...)
+	for _, want := range []string{"Deployment/j-operator", "ClusterRole/j-operator", "Role/j-leader-election",
+		"PodDisruptionBudget/j-operator", "Service/j-operator-metrics", "ServiceMonitor/j-operator",
+		"ConfigMap/junction-upf-pipeline", "DaemonSet/j-ue-agent", "ClusterRole/j-ue-agent"} {
+		if objs[want] == nil {
+			t.Errorf("%s not rendered", want)
+		}
+	}
+	if objs["Deployment/j-operator"] == nil || objs["DaemonSet/j-ue-agent"] == nil || objs["ClusterRole/j-operator"] == nil {
+		t.FailNow()
+	}
+
+	// The operator's rules are controller-gen's.
+	if got, want := objs["ClusterRole/j-operator"].Object["rules"], readYAML(t, filepath.Join(root, "config", "rbac", "role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("operator rules differ from config/rbac/role.yaml:\n got %v\nwant %v", got, want)
+	}
+	if got, want := objs["ClusterRole/j-ue-agent"].Object["rules"], readYAML(t, filepath.Join(root, "ue-daemonset", "role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("UE agent rules differ from ue-daemonset/role.yaml:\n got %v\nwant %v", got, want)
+	}
+
+	// The UE agent's pod spec is ue-daemonset's but for the release's names and image.
+	src := readYAML(t, filepath.Join(root, "ue-daemonset", "daemonset.yaml"))
+	srcPod := src["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	gotPod, _, _ := unstructured.NestedMap(objs["DaemonSet/j-ue-agent"].Object, "spec", "template", "spec")
+	for _, pod := range []map[string]any{srcPod, gotPod} {
+		delete(pod, "serviceAccountName")
+		c := pod["containers"].([]any)[0].(map[string]any)
+		delete(c, "image")
+		delete(c, "imagePullPolicy")
+	}
+	if !reflect.DeepEqual(srcPod, gotPod) {
+		a, _ := yaml.Marshal(srcPod)
+		b, _ := yaml.Marshal(gotPod)
+		t.Errorf("the chart's UE agent pod spec differs from ue-daemonset/daemonset.yaml:\n--- ue-daemonset\n%s\n--- chart\n%s", a, b)
+	}
+
+	// The operator runs the chart's image with the values' settings.
+	dep := objs["Deployment/j-operator"]
+	replicas, _, _ := unstructured.NestedFieldNoCopy(dep.Object, "spec", "replicas") // a float64 from YAML
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	c := containers[0].(map[string]any)
+	if replicas != float64(2) || c["image"] != "ghcr.io/junction-atsss/junction:v0.1.0" || !contains(c["args"], "--leader-elect=true") {
+		t.Errorf("operator: replicas %v, image %v, args %v", replicas, c["image"], c["args"])
+	}
+}
+
+func contains(list any, s string) bool {
+	for _, x := range list.([]any) {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// The chart's CRDs are config/crd/bases, byte for byte (make manifests copies them).
+func TestCRDsAreTheGeneratedOnes(t *testing.T) {
+	src, _ := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
+	got, _ := filepath.Glob(filepath.Join(chart, "crds", "*.yaml"))
+	if len(src) == 0 || len(src) != len(got) {
+		t.Fatalf("%d CRDs in config/crd/bases, %d in the chart", len(src), len(got))
+	}
+	for _, s := range src {
+		a, _ := os.ReadFile(s)
+		b, err := os.ReadFile(filepath.Join(chart, "crds", filepath.Base(s)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("charts/junction/crds/%s differs from config/crd/bases (make manifests): %v", filepath.Base(s), err)
+		}
+	}
+}
+
+func TestSchemaRejectsBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		set, want string
+	}{
+		{"operator.replicas=0", "replicas"},
+		{"image.pullPolicy=Sometimes", "pullPolicy"},
+		{"operator.pathStatusInterval=soon", "pathStatusInterval"},
+		{"nonsense=1", "nonsense"},
+	} {
+		out, err := run(t, "template", "j", chart, "--kube-version", "1.33.0", "--set", tc.set)
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("--set %s: %v, want an error naming %s:\n%s", tc.set, err, tc.want, out)
+		}
+	}
+	if out, err := run(t, "template", "j", chart, "--kube-version", "1.33.0", "--set", "pipeline.create=true"); err == nil || !strings.Contains(out, "pipeline.p4info") {
+		t.Errorf("a pipeline ConfigMap without its P4Info: %v\n%s", err, out)
+	}
+}
+
+// helm install, upgrade and uninstall against a real kube-apiserver with no CRDs yet: the chart's
+// CRDs and every object are accepted, an upgrade changes what it should, and uninstall removes
+// the release's objects (CRDs stay, as Helm keeps crds/).
+func TestInstallUpgradeUninstall(t *testing.T) {
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Stop()
+	admin, err := env.AddUser(envtest.User{Name: "helm", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	helmAt := func(args ...string) {
+		t.Helper()
+		if out, err := run(t, append(args, "--kubeconfig", kubeconfig, "-n", "junction-system")...); err != nil {
+			t.Fatalf("helm %s: %v\n%s", args[0], err, out)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	replicas := func() (int32, error) {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "j-operator"}, d); err != nil {
+			return 0, err
+		}
+		return *d.Spec.Replicas, nil
+	}
+
+	helmAt(append([]string{"install", "j", chart, "--create-namespace"}, allOptionalButServiceMonitor()...)...)
+	if n, err := replicas(); err != nil || n != 2 {
+		t.Fatalf("after install: operator replicas %d, %v; want 2", n, err)
+	}
+	crds := &unstructured.UnstructuredList{}
+	crds.SetAPIVersion("apiextensions.k8s.io/v1")
+	crds.SetKind("CustomResourceDefinitionList")
+	if err := k8s.List(ctx, crds); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range crds.Items {
+		names = append(names, c.GetName())
+	}
+	if strings.Join(names, ",") != "atssssessions.atsss.junction.dev,steeringpolicies.atsss.junction.dev,userplanefunctions.atsss.junction.dev" {
+		t.Fatalf("CRDs after install: %v", names)
+	}
+	ds := &appsv1.DaemonSet{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "j-ue-agent"}, ds); err != nil {
+		t.Fatalf("UE agent DaemonSet: %v", err)
+	}
+
+	helmAt(append([]string{"upgrade", "j", chart, "--set", "operator.replicas=3"}, allOptionalButServiceMonitor()...)...)
+	if n, err := replicas(); err != nil || n != 3 {
+		t.Fatalf("after upgrade: operator replicas %d, %v; want 3", n, err)
+	}
+
+	helmAt("uninstall", "j")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := replicas()
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the operator Deployment is still there after uninstall: %v", errors.Join(err, io.EOF))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := k8s.List(ctx, crds); err != nil || len(crds.Items) != 3 {
+		t.Fatalf("CRDs after uninstall: %d, %v; Helm keeps crds/", len(crds.Items), err)
+	}
+}
+
+// allOptionalButServiceMonitor: the envtest API server has no Prometheus Operator CRDs.
+func allOptionalButServiceMonitor() []string {
+	var out []string
+	for i := 0; i < len(allOptional); i += 2 {
+		if !strings.HasPrefix(allOptional[i+1], "metrics.serviceMonitor") {
+			out = append(out, allOptional[i], allOptional[i+1])
+		}
+	}
+	return out
+}
