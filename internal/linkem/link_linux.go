@@ -116,7 +116,17 @@ func (l *Link) direction(in, out *rawPort, s *Shaper) {
 			}
 			n, err := in.f.Read(buf)
 			if err != nil {
-				return // closed
+				free <- buf
+				if errors.Is(err, os.ErrClosed) {
+					return
+				}
+				// ENETDOWN while an interface is down (a lost carrier): keep reading.
+				select {
+				case <-l.closed:
+					return
+				case <-time.After(time.Millisecond):
+				}
+				continue
 			}
 			deliver, drop := s.Admit(time.Now(), n)
 			if drop != "" {

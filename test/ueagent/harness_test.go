@@ -53,6 +53,7 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/controllers"
+	"github.com/junction-atsss/junction/internal/linkem"
 	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/upfclient"
 	"github.com/junction-atsss/junction/p4"
@@ -261,6 +262,21 @@ type testbed struct {
 	n3gMAC  net.HardwareAddr
 	dnMAC   net.HardwareAddr
 	radios  []string
+	em      *emulation // nil: the UEs' links are plain veths
+}
+
+// emulation puts a link emulator (internal/linkem) on each UE's radio and WiFi links, in a
+// namespace of its own between the UE and the gNB or the UPF: [0] shapes uplink (UE to network),
+// [1] downlink.
+type emulation struct {
+	ran, wifi [2]*linkem.Shaper
+	wires     []*wire // by UE, then radio and WiFi
+}
+
+// wire is one emulated link: its namespace and the end that faces the UE (down: carrier lost).
+type wire struct {
+	ns     *netns.Namespace
+	ueSide string
 }
 
 func newNS(t testing.TB, prefix string) *netns.Namespace {
@@ -301,8 +317,13 @@ func noOffload(t testing.TB, ns *netns.Namespace, iface string) {
 // operator and the gNB emulator, and creates the UPF object and pipeline in a fresh Kubernetes
 // namespace. UEs are added with addUE.
 func newTestbed(t testing.TB, nUEs int) *testbed {
+	return newEmulatedTestbed(t, nUEs, nil)
+}
+
+// newEmulatedTestbed is newTestbed with the UEs' links emulated by em (nil: plain veths).
+func newEmulatedTestbed(t testing.TB, nUEs int, em *emulation) *testbed {
 	t.Helper()
-	tb := &testbed{t: t, gnb: newNS(t, "jgnb"), upf: newNS(t, "jupf"), dn: newNS(t, "jdn")}
+	tb := &testbed{t: t, gnb: newNS(t, "jgnb"), upf: newNS(t, "jupf"), dn: newNS(t, "jdn"), em: em}
 	for _, ns := range []*netns.Namespace{tb.gnb} {
 		must(t, ns.Sysctl("net/ipv4/ip_forward", "1"))
 		must(t, ns.Sysctl("net/ipv4/conf/all/rp_filter", "0"))
@@ -369,7 +390,7 @@ func (tb *testbed) addUE(i int) {
 	// The radio link: UE ran0 ══ gNB ran<i>.
 	radio := fmt.Sprintf("ran%d", i)
 	gw := netip.AddrFrom4([4]byte{10, 45, byte(i), 254})
-	must(t, netns.AddVeth(netns.Link{Name: "ran0", NS: u.ns}, netns.Link{Name: radio, NS: tb.gnb}))
+	tb.connect(netns.Link{Name: "ran0", NS: u.ns}, netns.Link{Name: radio, NS: tb.gnb}, func(e *emulation) [2]*linkem.Shaper { return e.ran })
 	must(t, u.ns.AddAddress("ran0", netip.PrefixFrom(u.addr3GPP, 24)))
 	must(t, tb.gnb.AddAddress(radio, netip.PrefixFrom(gw, 24)))
 	must(t, tb.gnb.Sysctl("net/ipv4/conf/"+radio+"/rp_filter", "0"))
@@ -379,7 +400,7 @@ func (tb *testbed) addUE(i int) {
 	if i > 0 {
 		wifiPort = fmt.Sprintf("u-wifi%d", i)
 	}
-	must(t, netns.AddVeth(netns.Link{Name: "wlan0", NS: u.ns}, netns.Link{Name: wifiPort, NS: tb.upf, MAC: upfPortMAC["wifi"]}))
+	tb.connect(netns.Link{Name: "wlan0", NS: u.ns}, netns.Link{Name: wifiPort, NS: tb.upf, MAC: upfPortMAC["wifi"]}, func(e *emulation) [2]*linkem.Shaper { return e.wifi })
 	if i > 0 {
 		t.Fatalf("one WiFi port per UPF in this testbed; UE %d shares it through a bridge in the testbed issue", i)
 	}
@@ -397,6 +418,26 @@ func (tb *testbed) addUE(i int) {
 	noOffload(t, tb.gnb, radio)
 	noOffload(t, tb.upf, wifiPort)
 	tb.ues = append(tb.ues, u)
+}
+
+// connect joins a UE's interface ue to the network's end net: a veth pair, or with emulation
+// two, bridged by a linkem.Link in a namespace of their own.
+func (tb *testbed) connect(ue, net netns.Link, shapers func(*emulation) [2]*linkem.Shaper) {
+	t := tb.t
+	if tb.em == nil {
+		must(t, netns.AddVeth(ue, net))
+		return
+	}
+	w := &wire{ns: newNS(t, "jwire"), ueSide: "w-ue"}
+	must(t, netns.AddVeth(ue, netns.Link{Name: "w-ue", NS: w.ns}))
+	must(t, netns.AddVeth(netns.Link{Name: "w-net", NS: w.ns}, net))
+	noOffload(t, w.ns, "w-ue")
+	noOffload(t, w.ns, "w-net")
+	s := shapers(tb.em)
+	l, err := linkem.Open(w.ns.Name, "w-ue", "w-net", s[0], s[1])
+	must(t, err)
+	t.Cleanup(func() { l.Close() })
+	tb.em.wires = append(tb.em.wires, w)
 }
 
 // startAgent runs the UE agent for node u.
