@@ -53,11 +53,13 @@ p4: ## Compile the P4 program with p4c (both profiles) and write p4c's P4Info to
 test: ## Run every test (what CI runs): generated files, unit, envtest, data plane.
 	hack/test.sh
 
-.PHONY: scenario-handover
-scenario-handover: ## As root: the paper's Fig. 11 (40 s, WiFi lost at 20 s); CSV and PNG in build/results.
+# SCENARIO picks one (Handover, Aggregation); empty: all. docs/results.md has the last results.
+SCENARIO ?=
+.PHONY: scenarios
+scenarios: ## As root: the paper's evaluation at full length (SCENARIO=Handover|Aggregation); CSV and PNG in build/results.
 	hack/tools.sh envtest dataplane
 	JUNCTION_SCENARIO=full KUBEBUILDER_ASSETS=$$(hack/tools.sh envtest-path) \
-		go test ./test/ueagent -run TestScenarioHandover -count=1 -v -timeout 15m
+		go test ./test/ueagent -run 'TestScenario$(SCENARIO)' -count=1 -v -timeout 30m
 
 .PHONY: bench-path
 bench-path: ## As root: one TCP flow through a UE agent session vs wireguard-go vs kernel routing (a table).

@@ -7,13 +7,14 @@ package ueagent
 // (only missed probes tell it). Throughput per 100 ms and the outage gap.
 //
 //	go test ./test/ueagent -run TestScenarioHandover                       # short: 4 s per run
-//	JUNCTION_SCENARIO=full go test ./test/ueagent -run TestScenarioHandover -timeout 10m
+//	make scenarios SCENARIO=Handover   (JUNCTION_SCENARIO=full go test ... -run TestScenarioHandover)
 //	                 # the paper's 40 s, failure at 20 s; writes build/results/fig11-handover.{csv,png}
 //
 // make test runs the short version with generous bounds; the targets (outage <= 100 ms on
 // carrier loss, <= 3 probe intervals silently) are printed, not asserted.
 
 import (
+	"context"
 	"encoding/binary"
 	"image/color"
 	"fmt"
@@ -240,4 +241,70 @@ func writeHandover(t *testing.T, d time.Duration, carrier, silent *stream) {
 	must(t, os.WriteFile(filepath.Join(dir, "fig11-handover.csv"), []byte(csv), 0o644))
 	must(t, p.Save(8*vg.Inch, 4*vg.Inch, filepath.Join(dir, "fig11-handover.png")))
 	t.Logf("wrote %s/fig11-handover.{csv,png}", dir)
+}
+
+// The paper's Fig. 12 (aggregation): two 60 Mbit/s links, one TCP download for the run's
+// length, with each link alone (active-standby) and with load balancing 50/50 over both, whose
+// downlink the agent puts back in order.
+//
+//	go test ./test/ueagent -run TestScenarioAggregation                     # short: 5 s per mode
+//	make scenarios SCENARIO=Aggregation                                      # 30 s per mode
+func TestScenarioAggregation(t *testing.T) {
+	secs := "5"
+	if os.Getenv("JUNCTION_SCENARIO") == "full" {
+		secs = "30"
+	}
+	const linkRate = 60e6
+	wifi := linkem.Params{Rate: linkRate, Delay: 5 * time.Millisecond, Queue: 300_000}
+	ran := linkem.Params{Rate: linkRate, Delay: 10 * time.Millisecond, Queue: 300_000}
+	em := &emulation{
+		wifi: [2]*linkem.Shaper{linkem.NewShaper(wifi, 1), linkem.NewShaper(wifi, 2)},
+		ran:  [2]*linkem.Shaper{linkem.NewShaper(ran, 3), linkem.NewShaper(ran, 4)},
+	}
+	tb := newEmulatedTestbed(t, 1, em)
+	u := tb.ues[0]
+	tb.startAgent(u)
+	half := int32(50)
+	modes := []struct {
+		name string
+		mode junctionv1.SteeringMode
+	}{
+		{"WiFi alone", activeStandby(junctionv1.AccessNon3GPP)},
+		{"5G alone", activeStandby(junctionv1.Access3GPP)},
+		{"load balance 50/50", junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance, LoadBalance: &junctionv1.LoadBalance{ThreeGPPPercent: &half}}},
+		{"autonomous balance", junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance, LoadBalance: &junctionv1.LoadBalance{Autonomous: true}}},
+	}
+	pol := tb.policy("p", modes[0].mode)
+	create(t, pol, tb.session("s1", u, sessionAddr, 100, "p"))
+	tb.waitReady("s1")
+	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
+	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
+	got := map[string]float64{}
+	for i, m := range modes {
+		if i > 0 {
+			p := &junctionv1.SteeringPolicy{}
+			must(t, k8s.Get(context.Background(), clientKey(pol), p))
+			p.Spec.Steering = m.mode
+			must(t, k8s.Update(context.Background(), p))
+			time.Sleep(2 * time.Second) // the operator and the agent apply it
+		}
+		r := iperf(t, u.ns, tb.dn, sessionAddr, "-t", secs)
+		got[m.name] = r.End.SumReceived.BitsPerSecond / 1e6
+		t.Logf("%s: %.1f Mbit/s", m.name, got[m.name])
+	}
+	agg := got["load balance 50/50"]
+	fmt.Printf("\nFig. 12 aggregation (TCP download, two %.0f Mbit/s links, %s s)\n", linkRate/1e6, secs)
+	for _, m := range modes {
+		fmt.Printf("%-20s %8.1f Mbit/s\n", m.name, got[m.name])
+	}
+	alone := got["WiFi alone"] + got["5G alone"]
+	for _, name := range []string{"load balance 50/50", "autonomous balance"} {
+		fmt.Printf("%s: %.0f%% of the two links' rates (target >= 95%%), %.0f%% of what each carries alone, summed\n",
+			name, 100*got[name]/(2*linkRate/1e6), 100*got[name]/alone)
+	}
+	// Behaviour, with generous bounds: each link alone carries most of its rate, and load
+	// balancing carries more than either alone.
+	if got["WiFi alone"] < 0.7*linkRate/1e6 || got["5G alone"] < 0.7*linkRate/1e6 || agg < 1.1*max(got["WiFi alone"], got["5G alone"]) {
+		t.Errorf("aggregation: %v", got)
+	}
 }
