@@ -67,17 +67,22 @@ apt_install() {
     PATH="$PATH:/usr/sbin:/sbin" command -v "${entry#*:}" >/dev/null || missing+=("${entry%%:*}")
   done
   [[ ${#missing[@]} -gt 0 ]] || return 0
+  apt_get "${missing[@]}"
+}
+
+# apt_get PACKAGE...: installs Debian packages non-interactively (root only).
+apt_get() {
   if ! command -v apt-get >/dev/null; then
-    echo "missing packages: ${missing[*]}; install them with your package manager" >&2
+    echo "missing packages: $*; install them with your package manager" >&2
     return 1
   fi
   if [[ $(id -u) -ne 0 ]]; then
-    echo "missing Debian packages: ${missing[*]}; run this as root, or: sudo apt-get install ${missing[*]}" >&2
+    echo "missing Debian packages: $*; run this as root, or: sudo apt-get install $*" >&2
     return 1
   fi
-  log "installing Debian packages: ${missing[*]}"
+  log "installing Debian packages: $*"
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
 # Without the version stamp the API server reports v0.0.0 and clients refuse some features.
@@ -135,14 +140,7 @@ install_p4tools() {
   while read -r p; do
     [[ -n "$p" ]] && ! dpkg -s "$p" >/dev/null 2>&1 && pkgs+=("$p")
   done < <(tr ' ' '\n' <"$bin/p4tools/debian-runtime-packages.txt")
-  [[ ${#pkgs[@]} -gt 0 ]] || return 0
-  if [[ $(id -u) -ne 0 ]]; then
-    echo "p4tools needs Debian packages: ${pkgs[*]}; run this as root, or: sudo apt-get install ${pkgs[*]}" >&2
-    return 1
-  fi
-  log "installing the p4tools runtime packages: ${pkgs[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+  [[ ${#pkgs[@]} -eq 0 ]] || apt_get "${pkgs[@]}"
 }
 
 build() {

@@ -55,7 +55,6 @@ const (
 	replayTimeout   = 30 * time.Second // target or operator restart → desired state back
 	takeoverTimeout = 30 * time.Second // leader stopped → the other manager programs
 	settleTime      = 3 * time.Second  // time given to an operator to (wrongly) write something
-	pollInterval    = 100 * time.Millisecond
 )
 
 var (
@@ -86,21 +85,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// eventually polls cond until it returns nil or timeout passes, then fails with its last error.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(pollInterval)
-	}
-}
+// eventually is testenv.Eventually.
+var eventually = testenv.Eventually
 
 // ---------------------------------------------------------------------------------------------
 // The software UPF

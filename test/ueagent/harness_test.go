@@ -65,7 +65,6 @@ const (
 	readyTimeout    = 60 * time.Second // objects applied → Programmed and AgentReady
 	probeTimeout    = 20 * time.Second // probes answered → RTTs in registers and status
 	failoverTimeout = 10 * time.Second // a leg lost → traffic on the other leg
-	pollInterval    = 100 * time.Millisecond
 )
 
 // Addresses of the testbed (documentation and test ranges; they exist only inside its namespaces).
@@ -574,21 +573,8 @@ func activeStandby(active junctionv1.Access) junctionv1.SteeringMode {
 	return junctionv1.SteeringMode{Mode: junctionv1.ModeActiveStandby, ActiveStandby: &junctionv1.ActiveStandby{Active: active}}
 }
 
-// eventually polls cond until it returns nil, or fails the test with its last error.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(pollInterval)
-	}
-}
+// eventually is testenv.Eventually.
+var eventually = testenv.Eventually
 
 func getSession(name, ns string) (*junctionv1.ATSSSSession, error) {
 	s := &junctionv1.ATSSSSession{}

@@ -16,8 +16,8 @@ package ueagent
 import (
 	"context"
 	"encoding/binary"
-	"image/color"
 	"fmt"
+	"image/color"
 	"net"
 	"os"
 	"path/filepath"
@@ -105,6 +105,14 @@ func (tb *testbed) cbr(t *testing.T, d, failAt time.Duration, fail func()) *stre
 	return s
 }
 
+// newEmulation shapes both directions of the radio and the WiFi link alike.
+func newEmulation(ran, wifi linkem.Params) *emulation {
+	return &emulation{
+		ran:  [2]*linkem.Shaper{linkem.NewShaper(ran, 1), linkem.NewShaper(ran, 2)},
+		wifi: [2]*linkem.Shaper{linkem.NewShaper(wifi, 3), linkem.NewShaper(wifi, 4)},
+	}
+}
+
 // series is the throughput per bin in Mbit/s.
 func (s *stream) series(d time.Duration) []float64 {
 	out := make([]float64, int(d/binWidth))
@@ -147,10 +155,7 @@ func TestScenarioHandover(t *testing.T) {
 	// WiFi 50 Mbit/s, 5 ms each way; 5G 100 Mbit/s, 10 ms each way (the UE's side of each).
 	wifi := linkem.Params{Rate: 50e6, Delay: 5 * time.Millisecond, Queue: 200_000}
 	ran := linkem.Params{Rate: 100e6, Delay: 10 * time.Millisecond, Queue: 400_000}
-	em := &emulation{
-		wifi: [2]*linkem.Shaper{linkem.NewShaper(wifi, 1), linkem.NewShaper(wifi, 2)},
-		ran:  [2]*linkem.Shaper{linkem.NewShaper(ran, 3), linkem.NewShaper(ran, 4)},
-	}
+	em := newEmulation(ran, wifi)
 	tb := newEmulatedTestbed(t, 1, em)
 	u := tb.ues[0]
 	tb.startAgent(u)
@@ -257,10 +262,7 @@ func TestScenarioAggregation(t *testing.T) {
 	const linkRate = 60e6
 	wifi := linkem.Params{Rate: linkRate, Delay: 5 * time.Millisecond, Queue: 300_000}
 	ran := linkem.Params{Rate: linkRate, Delay: 10 * time.Millisecond, Queue: 300_000}
-	em := &emulation{
-		wifi: [2]*linkem.Shaper{linkem.NewShaper(wifi, 1), linkem.NewShaper(wifi, 2)},
-		ran:  [2]*linkem.Shaper{linkem.NewShaper(ran, 3), linkem.NewShaper(ran, 4)},
-	}
+	em := newEmulation(ran, wifi)
 	tb := newEmulatedTestbed(t, 1, em)
 	u := tb.ues[0]
 	tb.startAgent(u)
