@@ -14,18 +14,13 @@ import (
 	"net/netip"
 	"os"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/gnb"
+	"github.com/junction-atsss/junction/internal/nodecmd"
 )
 
 type stringList []string
@@ -64,21 +59,9 @@ func run() error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 	log := ctrl.Log.WithName("gnb-emulator")
 
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(junctionv1.AddToScheme(scheme))
-	cacheOpts := gnb.CacheOptions(addr)
-	if namespace != "" {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
-	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: healthAddr,
-	})
+	mgr, err := nodecmd.NewManager(gnb.CacheOptions(addr), namespace, metricsAddr, healthAddr)
 	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
+		return err
 	}
 	dp, err := gnb.NewDatapath(gnb.Options{Netns: netns, N3: addr, Radios: radios}, gnb.NewMetrics(ctrlmetrics.Registry), log)
 	if err != nil {

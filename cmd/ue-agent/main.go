@@ -14,17 +14,12 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/nodecmd"
 	"github.com/junction-atsss/junction/internal/ueagent"
 )
 
@@ -56,21 +51,9 @@ func run() error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 	log := ctrl.Log.WithName("ue-agent")
 
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(junctionv1.AddToScheme(scheme))
-	cacheOpts := ueagent.CacheOptions(node)
-	if namespace != "" {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
-	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: healthAddr,
-	})
+	mgr, err := nodecmd.NewManager(ueagent.CacheOptions(node), namespace, metricsAddr, healthAddr)
 	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
+		return err
 	}
 	agent, err := ueagent.New(mgr.GetClient(), ueagent.Options{
 		NodeName: node, Netns: netns, StatusInterval: statusInterval, MinStatusInterval: minStatusInterval,
