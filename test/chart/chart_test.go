@@ -96,7 +96,8 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 	objs := render(t, allOptional...)
 	for _, want := range []string{"Deployment/j-operator", "ClusterRole/j-operator", "Role/j-leader-election",
 		"PodDisruptionBudget/j-operator", "Service/j-operator-metrics", "ServiceMonitor/j-operator",
-		"ConfigMap/junction-upf-pipeline", "DaemonSet/j-ue-agent", "ClusterRole/j-ue-agent"} {
+		"ConfigMap/junction-upf-pipeline", "DaemonSet/j-ue-agent", "ClusterRole/j-ue-agent",
+		"ClusterRole/j-metrics-auth", "ClusterRoleBinding/j-metrics-auth", "ClusterRole/j-metrics-reader"} {
 		if objs[want] == nil {
 			t.Errorf("%s not rendered", want)
 		}
@@ -108,6 +109,9 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 	// The operator's rules are controller-gen's.
 	if got, want := objs["ClusterRole/j-operator"].Object["rules"], readYAML(t, filepath.Join(root, "config", "rbac", "role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("operator rules differ from config/rbac/role.yaml:\n got %v\nwant %v", got, want)
+	}
+	if got, want := objs["ClusterRole/j-metrics-auth"].Object["rules"], readYAML(t, filepath.Join(root, "config", "rbac", "metrics_auth_role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("metrics auth rules differ from config/rbac/metrics_auth_role.yaml:\n got %v\nwant %v", got, want)
 	}
 	if got, want := objs["ClusterRole/j-ue-agent"].Object["rules"], readYAML(t, filepath.Join(root, "ue-daemonset", "role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("UE agent rules differ from ue-daemonset/role.yaml:\n got %v\nwant %v", got, want)
