@@ -264,12 +264,15 @@ type testbed struct {
 	em      *emulation // nil: the UEs' links are plain veths
 }
 
-// emulation puts a link emulator (internal/linkem) on each UE's radio and WiFi links, in a
-// namespace of its own between the UE and the gNB or the UPF: [0] shapes uplink (UE to network),
-// [1] downlink.
+// emulation puts a link emulator (internal/linkem) on the UEs' links: each UE's radio gets its
+// own shapers with ran's parameters, in a namespace of its own between the UE and the gNB; the
+// UEs' WiFi links share one cell (shapers [0] uplink, [1] downlink), bridged by an access point
+// namespace to the UPF's WiFi port, so that one UE's load queues the others' packets.
 type emulation struct {
-	ran, wifi [2]*linkem.Shaper
-	wires     []*wire // by UE, then radio and WiFi
+	ran   linkem.Params
+	cell  [2]*linkem.Shaper
+	ap    *netns.Namespace
+	wires []*wire // by UE: radio, then WiFi
 }
 
 // wire is one emulated link: its namespace and the end that faces the UE (down: carrier lost).
@@ -389,19 +392,20 @@ func (tb *testbed) addUE(i int) {
 	// The radio link: UE ran0 ══ gNB ran<i>.
 	radio := fmt.Sprintf("ran%d", i)
 	gw := netip.AddrFrom4([4]byte{10, 45, byte(i), 254})
-	tb.connect(netns.Link{Name: "ran0", NS: u.ns}, netns.Link{Name: radio, NS: tb.gnb}, func(e *emulation) [2]*linkem.Shaper { return e.ran })
+	tb.connectRadio(netns.Link{Name: "ran0", NS: u.ns}, netns.Link{Name: radio, NS: tb.gnb}, i)
 	must(t, u.ns.AddAddress("ran0", netip.PrefixFrom(u.addr3GPP, 24)))
 	must(t, tb.gnb.AddAddress(radio, netip.PrefixFrom(gw, 24)))
 	must(t, tb.gnb.Sysctl("net/ipv4/conf/"+radio+"/rp_filter", "0"))
 	tb.radios = append(tb.radios, radio)
-	// WiFi: UE wlan0 ══ UPF port 2 (the access point is a wire here; the testbed issue emulates it).
+	// WiFi: UE wlan0 ══ UPF port 2, a wire; with emulation, through the shared cell.
 	wifiPort := "u-wifi"
-	if i > 0 {
-		wifiPort = fmt.Sprintf("u-wifi%d", i)
-	}
-	tb.connect(netns.Link{Name: "wlan0", NS: u.ns}, netns.Link{Name: wifiPort, NS: tb.upf, MAC: upfPortMAC["wifi"]}, func(e *emulation) [2]*linkem.Shaper { return e.wifi })
-	if i > 0 {
-		t.Fatalf("one WiFi port per UPF in this testbed; UE %d shares it through a bridge in the testbed issue", i)
+	if tb.em != nil {
+		tb.connectWiFi(netns.Link{Name: "wlan0", NS: u.ns}, i)
+	} else {
+		if i > 0 {
+			t.Fatalf("one WiFi port per UPF: UE %d needs the emulated cell (newEmulatedTestbed)", i)
+		}
+		must(t, netns.AddVeth(netns.Link{Name: "wlan0", NS: u.ns}, netns.Link{Name: wifiPort, NS: tb.upf, MAC: upfPortMAC["wifi"]}))
 	}
 	must(t, u.ns.AddAddress("wlan0", netip.PrefixFrom(u.addrWiFi, 24)))
 	// Both legs reach the UPF's Junction address: through the gNB (preferred by metric, as a
@@ -419,21 +423,48 @@ func (tb *testbed) addUE(i int) {
 	tb.ues = append(tb.ues, u)
 }
 
-// connect joins a UE's interface ue to the network's end net: a veth pair, or with emulation
-// two, bridged by a linkem.Link in a namespace of their own.
-func (tb *testbed) connect(ue, net netns.Link, shapers func(*emulation) [2]*linkem.Shaper) {
+// connectRadio joins UE i's radio interface ue to the gNB's end gnb: a veth pair, or with
+// emulation two, bridged by a linkem.Link with the UE's own shapers in a namespace of their own.
+func (tb *testbed) connectRadio(ue, gnb netns.Link, i int) {
 	t := tb.t
 	if tb.em == nil {
-		must(t, netns.AddVeth(ue, net))
+		must(t, netns.AddVeth(ue, gnb))
 		return
 	}
 	w := &wire{ns: newNS(t, "jwire"), ueSide: "w-ue"}
 	must(t, netns.AddVeth(ue, netns.Link{Name: "w-ue", NS: w.ns}))
-	must(t, netns.AddVeth(netns.Link{Name: "w-net", NS: w.ns}, net))
-	noOffload(t, w.ns, "w-ue")
-	noOffload(t, w.ns, "w-net")
-	s := shapers(tb.em)
-	l, err := linkem.Open(w.ns.Name, "w-ue", "w-net", s[0], s[1])
+	must(t, netns.AddVeth(netns.Link{Name: "w-net", NS: w.ns}, gnb))
+	tb.bridge(w, "w-net", linkem.NewShaper(tb.em.ran, uint64(10+2*i)), linkem.NewShaper(tb.em.ran, uint64(11+2*i)))
+}
+
+// connectWiFi joins UE i's WiFi interface ue to the emulated cell: the access point namespace
+// holds a bridge to the UPF's WiFi port and, per UE, a linkem.Link through the cell's shapers.
+func (tb *testbed) connectWiFi(ue netns.Link, i int) {
+	t := tb.t
+	em := tb.em
+	if em.ap == nil {
+		em.ap = newNS(t, "jap")
+		run(t, em.ap, "ip", "link", "add", "br0", "type", "bridge")
+		run(t, em.ap, "ip", "link", "set", "br0", "up")
+		must(t, netns.AddVeth(netns.Link{Name: "ap-up", NS: em.ap}, netns.Link{Name: "u-wifi", NS: tb.upf, MAC: upfPortMAC["wifi"]}))
+		run(t, em.ap, "ip", "link", "set", "ap-up", "master", "br0")
+		noOffload(t, em.ap, "ap-up")
+	}
+	w := &wire{ns: em.ap, ueSide: fmt.Sprintf("w-ue%d", i)}
+	net, port := fmt.Sprintf("w-net%d", i), fmt.Sprintf("br-p%d", i)
+	must(t, netns.AddVeth(ue, netns.Link{Name: w.ueSide, NS: em.ap}))
+	must(t, netns.AddVeth(netns.Link{Name: net, NS: em.ap}, netns.Link{Name: port, NS: em.ap}))
+	run(t, em.ap, "ip", "link", "set", port, "master", "br0")
+	noOffload(t, em.ap, port)
+	tb.bridge(w, net, em.cell[0], em.cell[1])
+}
+
+// bridge runs a linkem.Link between the wire's UE side and its network side net.
+func (tb *testbed) bridge(w *wire, net string, up, down *linkem.Shaper) {
+	t := tb.t
+	noOffload(t, w.ns, w.ueSide)
+	noOffload(t, w.ns, net)
+	l, err := linkem.Open(w.ns.Name, w.ueSide, net, up, down)
 	must(t, err)
 	t.Cleanup(func() { l.Close() })
 	tb.em.wires = append(tb.em.wires, w)

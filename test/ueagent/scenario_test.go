@@ -16,10 +16,12 @@ package ueagent
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"image/color"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -105,12 +107,10 @@ func (tb *testbed) cbr(t *testing.T, d, failAt time.Duration, fail func()) *stre
 	return s
 }
 
-// newEmulation shapes both directions of the radio and the WiFi link alike.
+// newEmulation gives every UE's radio ran's properties and the shared WiFi cell wifi's, both
+// directions alike.
 func newEmulation(ran, wifi linkem.Params) *emulation {
-	return &emulation{
-		ran:  [2]*linkem.Shaper{linkem.NewShaper(ran, 1), linkem.NewShaper(ran, 2)},
-		wifi: [2]*linkem.Shaper{linkem.NewShaper(wifi, 3), linkem.NewShaper(wifi, 4)},
-	}
+	return &emulation{ran: ran, cell: [2]*linkem.Shaper{linkem.NewShaper(wifi, 3), linkem.NewShaper(wifi, 4)}}
 }
 
 // series is the throughput per bin in Mbit/s.
@@ -180,7 +180,7 @@ func TestScenarioHandover(t *testing.T) {
 		target := 100 * time.Millisecond
 		if mode == "silent" {
 			fail = func() {
-				for _, s := range em.wifi {
+				for _, s := range em.cell {
 					p := s.Params()
 					p.Down = true
 					s.Set(p)
@@ -309,4 +309,209 @@ func TestScenarioAggregation(t *testing.T) {
 	if got["WiFi alone"] < 0.7*linkRate/1e6 || got["5G alone"] < 0.7*linkRate/1e6 || agg < 1.1*max(got["WiFi alone"], got["5G alone"]) {
 		t.Errorf("aggregation: %v", got)
 	}
+}
+
+// rxBytesAll is the received bytes of every interface of ns, by name.
+func rxBytesAll(t testing.TB, ns interface {
+	Command(string, ...string) *exec.Cmd
+}) map[string]uint64 {
+	out, err := ns.Command("ip", "-j", "-s", "link", "show").Output()
+	must(t, err)
+	var links []struct {
+		Name  string `json:"ifname"`
+		Stats struct {
+			RX byteCount `json:"rx"`
+		} `json:"stats64"`
+	}
+	must(t, json.Unmarshal(out, &links))
+	m := map[string]uint64{}
+	for _, l := range links {
+		m[l.Name] = l.Stats.RX.Bytes
+	}
+	return m
+}
+
+// The paper's Fig. 13 (smallest delay under competition): UE 1, active-standby on WiFi, downloads
+// in bulk through the shared WiFi cell; UE 2 joins with a 15 Mbit/s stream steered by smallest
+// delay. UE 1's queue raises WiFi's RTT above 5G's, so UE 2's stream moves to 5G, and UE 1 keeps
+// the cell.
+//
+//	go test ./test/ueagent -run TestScenarioSmallestDelay                   # short: 8 s, join at 3 s
+//	make scenarios SCENARIO=SmallestDelay                                   # 20 s, join at 9 s
+func TestScenarioSmallestDelay(t *testing.T) {
+	d, join := 8*time.Second, 3*time.Second
+	full := os.Getenv("JUNCTION_SCENARIO") == "full"
+	if full {
+		d, join = 20*time.Second, 9*time.Second
+	}
+	// The cell: 30 Mbit/s, 5 ms each way, a 300 kB queue (80 ms when full): idle, WiFi's RTT
+	// (10 ms) is below 5G's (20 ms); loaded, above. 5G: 40 Mbit/s, 10 ms each way per UE.
+	em := newEmulation(linkem.Params{Rate: 40e6, Delay: 10 * time.Millisecond, Queue: 300_000},
+		linkem.Params{Rate: 30e6, Delay: 5 * time.Millisecond, Queue: 300_000})
+	tb := newEmulatedTestbed(t, 2, em)
+	ue1, ue2 := tb.ues[0], tb.ues[1]
+	tb.startAgent(ue1)
+	tb.startAgent(ue2)
+	// Each application its own traffic: the UPF's applications table is shared by all sessions
+	// (UE 1's bulk: TCP to its port 5201; UE 2's stream: UDP to its port 7001).
+	bulkApp := tb.policy("bulk", activeStandby(junctionv1.AccessNon3GPP))
+	bulkApp.Spec.TrafficDescriptor = junctionv1.TrafficDescriptor{Protocol: junctionv1.ProtocolTCP, SourcePorts: []junctionv1.PortRange{{From: 5201}}}
+	streamApp := tb.policy("stream", junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay, SmallestDelay: &junctionv1.SmallestDelay{}})
+	streamApp.Spec.Precedence = 20
+	streamApp.Spec.TrafficDescriptor = junctionv1.TrafficDescriptor{Protocol: junctionv1.ProtocolUDP, SourcePorts: []junctionv1.PortRange{{From: 7001}}}
+	create(t, bulkApp, streamApp, tb.session("s1", ue1, "10.60.0.1", 100, "bulk"), tb.session("s2", ue2, "10.60.0.2", 200, "stream"))
+	for _, s := range []string{"s1", "s2"} {
+		tb.waitReady(s)
+		tb.legState(s, junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
+		tb.legState(s, junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
+	}
+	s2, err := getSession("s2", tb.ns)
+	must(t, err)
+	user2 := userIndex(t, s2)
+
+	// UE 1's bulk download for the whole run, in the background.
+	bulk := make(chan error, 1)
+	go func() {
+		_, err := runIperf(ue1.ns, tb.dn, "10.60.0.1", "-t", fmt.Sprint(int(d.Seconds())))
+		bulk <- err
+	}()
+
+	type sample struct {
+		at                   time.Duration
+		ue1WiFi, ue2WiFi, g5 uint64 // cumulative rx bytes
+		rttWiFi, rtt5G       uint64 // UE 2's path state in the UPF, µs
+	}
+	var samples []sample
+	start := time.Now()
+	joined := false
+	cbrDone := make(chan struct{})
+	for time.Since(start) < d {
+		if !joined && time.Since(start) >= join {
+			joined = true
+			send := tb.cbrTo(t, ue2, "10.60.0.2", 15e6) // UE 2 joins with its stream
+			go func() {
+				defer close(cbrDone)
+				send(d - join)
+			}()
+		}
+		a, b := rxBytesAll(t, ue1.ns), rxBytesAll(t, ue2.ns)
+		rw, _ := tb.register("rtt_non3gpp", user2)
+		r5, _ := tb.register("rtt_3gpp", user2)
+		samples = append(samples, sample{at: time.Since(start), ue1WiFi: a["wlan0"], ue2WiFi: b["wlan0"], g5: b["ran0"], rttWiFi: rw, rtt5G: r5})
+		time.Sleep(200 * time.Millisecond)
+	}
+	<-cbrDone
+	if err := <-bulk; err != nil {
+		t.Fatalf("UE 1's download: %v", err)
+	}
+
+	// UE 2 after it settled (1 s after joining): where did its bytes arrive?
+	var before, after sample
+	for _, s := range samples {
+		if s.at <= join {
+			before = s
+		}
+		if s.at <= join+time.Second {
+			after = s
+		}
+	}
+	last := samples[len(samples)-1]
+	on5G, onWiFi := float64(last.g5-after.g5), float64(last.ue2WiFi-after.ue2WiFi)
+	share5G := on5G / (on5G + onWiFi)
+	span := func(a, b sample) float64 { return (b.at - a.at).Seconds() }
+	ue1Before := float64(before.ue1WiFi-samples[0].ue1WiFi) * 8 / span(samples[0], before) / 1e6
+	ue1After := float64(last.ue1WiFi-after.ue1WiFi) * 8 / span(after, last) / 1e6
+	fmt.Printf("\nFig. 13 smallest delay under competition (cell 30 Mbit/s, UE 2 joins at %v with 15 Mbit/s)\n", join)
+	fmt.Printf("UE 2's downlink on 5G after joining: %.0f%%\nUE 1 on WiFi: %.1f Mbit/s before, %.1f after\n", 100*share5G, ue1Before, ue1After)
+	fmt.Printf("UE 2's path state at the end: WiFi %d µs, 5G %d µs\n", last.rttWiFi, last.rtt5G)
+	if full {
+		writeSmallestDelay(t, samples[0].at, func(yield func(at time.Duration, ue1, ue2w, ue2g, rw, rg float64)) {
+			for i := 1; i < len(samples); i++ {
+				p, s := samples[i-1], samples[i]
+				dt := (s.at - p.at).Seconds()
+				mb := func(a, b uint64) float64 { return float64(b-a) * 8 / dt / 1e6 }
+				yield(s.at, mb(p.ue1WiFi, s.ue1WiFi), mb(p.ue2WiFi, s.ue2WiFi), mb(p.g5, s.g5), float64(s.rttWiFi)/1000, float64(s.rtt5G)/1000)
+			}
+		})
+	}
+	// Behaviour, generously: UE 2 mostly on 5G, UE 1 keeps most of the cell.
+	if share5G < 0.6 || ue1After < 0.6*ue1Before {
+		t.Errorf("UE 2 on 5G: %.0f%%; UE 1 %.1f -> %.1f Mbit/s", 100*share5G, ue1Before, ue1After)
+	}
+}
+
+// cbrTo opens a UDP stream of rate bit/s from the data network to UE u's address addr and
+// returns the function that sends it for a while (from any goroutine); the sockets close with
+// the test.
+func (tb *testbed) cbrTo(t *testing.T, u *ueNode, addr string, rate float64) func(time.Duration) {
+	var rx, tx *net.UDPConn
+	must(t, u.ns.Do(func() (err error) {
+		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(addr), Port: 7001})
+		return err
+	}))
+	must(t, tb.dn.Do(func() (err error) {
+		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(addr), Port: 7001})
+		return err
+	}))
+	t.Cleanup(func() { rx.Close(); tx.Close() })
+	go func() { // drain: the receiving application
+		buf := make([]byte, 2048)
+		for {
+			if _, err := rx.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	return func(d time.Duration) {
+		start, pps := time.Now(), rate/8/cbrPayload
+		msg := make([]byte, cbrPayload)
+		for i := 0; ; i++ {
+			due := start.Add(time.Duration(float64(i) / pps * float64(time.Second)))
+			if due.Sub(start) >= d {
+				return
+			}
+			if w := time.Until(due); w > 0 {
+				time.Sleep(w)
+			}
+			tx.Write(msg)
+		}
+	}
+}
+
+// writeSmallestDelay writes the CSV and the two plots (throughput, UE 2's RTTs) of the full run.
+func writeSmallestDelay(t *testing.T, _ time.Duration, rows func(func(at time.Duration, ue1, ue2w, ue2g, rw, rg float64))) {
+	dir := filepath.Join(testenv.RepoRoot(), "build", "results")
+	must(t, os.MkdirAll(dir, 0o755))
+	csv := "t_s,ue1_wifi_mbps,ue2_wifi_mbps,ue2_5g_mbps,ue2_rtt_wifi_ms,ue2_rtt_5g_ms\n"
+	var series [5]plotter.XYs
+	rows(func(at time.Duration, ue1, ue2w, ue2g, rw, rg float64) {
+		x := at.Seconds()
+		csv += fmt.Sprintf("%.1f,%.3f,%.3f,%.3f,%.3f,%.3f\n", x, ue1, ue2w, ue2g, rw, rg)
+		for i, y := range []float64{ue1, ue2w, ue2g, rw, rg} {
+			series[i] = append(series[i], plotter.XY{X: x, Y: y})
+		}
+	})
+	must(t, os.WriteFile(filepath.Join(dir, "fig13-smallest-delay.csv"), []byte(csv), 0o644))
+	colors := []color.RGBA{{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}}
+	for _, fig := range []struct {
+		file, title, y string
+		idx            []int
+		names          []string
+	}{
+		{"fig13-throughput.png", "Smallest delay under competition: throughput", "throughput (Mbit/s)", []int{0, 1, 2}, []string{"UE 1 on WiFi", "UE 2 on WiFi", "UE 2 on 5G"}},
+		{"fig13-rtt.png", "Smallest delay under competition: UE 2's path state in the UPF", "RTT (ms)", []int{3, 4}, []string{"WiFi", "5G"}},
+	} {
+		p := plot.New()
+		p.Title.Text, p.X.Label.Text, p.Y.Label.Text = fig.title, "time (s)", fig.y
+		for k, i := range fig.idx {
+			l, err := plotter.NewLine(series[i])
+			must(t, err)
+			l.Color = colors[k]
+			p.Add(l)
+			p.Legend.Add(fig.names[k], l)
+		}
+		p.Legend.Top = true
+		must(t, p.Save(8*vg.Inch, 4*vg.Inch, filepath.Join(dir, fig.file)))
+	}
+	t.Logf("wrote %s/fig13-*", dir)
 }

@@ -38,11 +38,20 @@ type iperfResult struct {
 // client with args (e.g. -n 20M, -t 5, -R), and returns the client's report.
 func iperf(t testing.TB, server, client *netns.Namespace, addr string, args ...string) iperfResult {
 	t.Helper()
+	res, err := runIperf(server, client, addr, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// runIperf is iperf for any goroutine: it returns the error instead of failing the test.
+func runIperf(server, client *netns.Namespace, addr string, args ...string) (iperfResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), iperfTimeout)
 	defer cancel()
 	srv := exec.CommandContext(ctx, "ip", "netns", "exec", server.Name, "iperf3", "-s", "-1", "-B", addr)
 	if err := srv.Start(); err != nil {
-		t.Fatal(err)
+		return iperfResult{}, err
 	}
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	var out []byte
@@ -53,12 +62,11 @@ func iperf(t testing.TB, server, client *netns.Namespace, addr string, args ...s
 		out, _ = c.Output()
 		res = iperfResult{}
 		if err := json.Unmarshal(out, &res); err == nil && res.Error == "" {
-			return res
+			return res, nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("iperf3 %v to %s: %s", args, addr, out)
-	return res
+	return res, fmt.Errorf("iperf3 %v to %s: %s", args, addr, out)
 }
 
 // transfer sends size bytes over one TCP connection from namespace from (bound to src) to a
