@@ -186,14 +186,22 @@ func (l *Leg) busy(now time.Time) bool {
 }
 
 // NextProbe is when the next PROBE is due: at once when the leg's address appears, then one
-// interval (Busy while traffic flowed in the last second, else Idle) after the last probe.
-// Zero: never (the leg has no address).
+// interval (Busy while traffic flowed in the last second, else Idle) after the last probe. After
+// a missed probe on a leg not yet Down, the next goes one probe timeout after the last instead
+// (as BFD confirms a suspected failure): a silent failure is declared after MissThreshold
+// timeouts, not MissThreshold intervals. Zero: never (the leg has no address).
 func (l *Leg) NextProbe(now time.Time) time.Time {
 	switch {
 	case !l.present:
 		return time.Time{}
 	case !l.sentAny:
 		return l.presentSince
+	case l.missed > 0 && l.state != LegDown:
+		interval := l.cfg.Idle
+		if l.busy(now) {
+			interval = l.cfg.Busy
+		}
+		return l.lastSent.Add(min(interval, l.probeTimeout()))
 	case l.busy(now):
 		return l.lastSent.Add(l.cfg.Busy)
 	}

@@ -398,3 +398,45 @@ func TestLegEventsKeepTheNewest(t *testing.T) {
 		t.Errorf("got %v, want the newest four %v", got, want)
 	}
 }
+
+// A silent failure on a busy leg is declared after the first missed probe plus MissThreshold-1
+// timeouts (each 3 srtt), not MissThreshold probe intervals: probes are retried one timeout apart
+// while a failure is suspected.
+func TestSilentFailureIsConfirmedAtTimeoutPace(t *testing.T) {
+	l := upLeg(t, 10*time.Millisecond) // srtt 10 ms: a probe timeout of 30 ms
+	cfg := DefaultLegConfig()
+	now := at(time.Second)
+	l.Traffic(now) // busy: probes every 100 ms
+	failure := now
+	var down time.Time
+	for step := 0; step < 100 && down.IsZero(); step++ {
+		next := l.NextDeadline(now)
+		if next.IsZero() {
+			t.Fatal("nothing scheduled on a present leg")
+		}
+		if next.After(now) { // a probe overdue at the failure goes at once
+			now = next
+		}
+		l.Traffic(now) // the application keeps sending
+		l.Tick(now)
+		if due := l.NextProbe(now); !due.After(now) {
+			l.Sent(now) // never answered: the path is silently gone
+		}
+		if !l.Up() {
+			down = now
+		}
+	}
+	// Worst case: a probe interval until the first probe after the failure, then
+	// MissThreshold timeouts of 30 ms.
+	bound := cfg.Busy + time.Duration(cfg.MissThreshold)*30*time.Millisecond
+	if down.IsZero() || down.Sub(failure) > bound {
+		t.Fatalf("down after %v, want within %v", down.Sub(failure), bound)
+	}
+	wantEvent(t, l, LegUp, LegDown, ReasonProbeTimeout, true, false)
+	// Down, the leg goes back to the busy interval to notice the path's return.
+	last := now
+	l.Sent(last)
+	if got := l.NextProbe(last).Sub(last); got != cfg.Busy {
+		t.Errorf("probe interval while Down: %v, want %v", got, cfg.Busy)
+	}
+}
