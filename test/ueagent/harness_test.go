@@ -269,10 +269,11 @@ type testbed struct {
 // UEs' WiFi links share one cell (shapers [0] uplink, [1] downlink), bridged by an access point
 // namespace to the UPF's WiFi port, so that one UE's load queues the others' packets.
 type emulation struct {
-	ran   linkem.Params
-	cell  [2]*linkem.Shaper
-	ap    *netns.Namespace
-	wires []*wire // by UE: radio, then WiFi
+	ran    linkem.Params
+	cell   [2]*linkem.Shaper
+	ap     *netns.Namespace
+	wires  []*wire             // by UE: radio, then WiFi
+	radios [][2]*linkem.Shaper // by UE
 }
 
 // wire is one emulated link: its namespace and the end that faces the UE (down: carrier lost).
@@ -434,8 +435,13 @@ func (tb *testbed) connectRadio(ue, gnb netns.Link, i int) {
 	w := &wire{ns: newNS(t, "jwire"), ueSide: "w-ue"}
 	must(t, netns.AddVeth(ue, netns.Link{Name: "w-ue", NS: w.ns}))
 	must(t, netns.AddVeth(netns.Link{Name: "w-net", NS: w.ns}, gnb))
-	tb.bridge(w, "w-net", linkem.NewShaper(tb.em.ran, uint64(10+2*i)), linkem.NewShaper(tb.em.ran, uint64(11+2*i)))
+	up, down := linkem.NewShaper(tb.em.ran, uint64(10+2*i)), linkem.NewShaper(tb.em.ran, uint64(11+2*i))
+	tb.em.radios = append(tb.em.radios, [2]*linkem.Shaper{up, down})
+	tb.bridge(w, "w-net", up, down)
 }
+
+// radioDown is UE i's radio downlink shaper.
+func (tb *testbed) radioDown(i int) *linkem.Shaper { return tb.em.radios[i][1] }
 
 // connectWiFi joins UE i's WiFi interface ue to the emulated cell: the access point namespace
 // holds a bridge to the UPF's WiFi port and, per UE, a linkem.Link through the cell's shapers.
