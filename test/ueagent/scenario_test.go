@@ -564,3 +564,51 @@ func TestScenarioRedundant(t *testing.T) {
 		t.Errorf("redundant: %.2f%% lost, want well below one link's %.0f%%", 100*got, 100*loss)
 	}
 }
+
+// Beyond the paper: priority-based steering with an RTT threshold. The stream stays on WiFi (the
+// priority access) while WiFi's RTT is under 30 ms, overflows to 5G when WiFi's delay rises to
+// 25 ms each way, and comes back when it falls.
+//
+//	go test ./test/ueagent -run TestScenarioPriority                        # short: 9 s
+//	make scenarios SCENARIO=Priority                                        # 30 s
+func TestScenarioPriority(t *testing.T) {
+	phase := 3 * time.Second
+	if os.Getenv("JUNCTION_SCENARIO") == "full" {
+		phase = 10 * time.Second
+	}
+	wifi := linkem.Params{Rate: 100e6, Delay: 5 * time.Millisecond, Queue: 400_000}
+	em := newEmulation(linkem.Params{Rate: 100e6, Delay: 10 * time.Millisecond, Queue: 400_000}, wifi)
+	tb := newEmulatedTestbed(t, 1, em)
+	u := tb.ues[0]
+	tb.startAgent(u)
+	create(t, tb.policy("p", junctionv1.SteeringMode{Mode: junctionv1.ModePriorityBased,
+		PriorityBased: &junctionv1.PriorityBased{PriorityAccess: junctionv1.AccessNon3GPP, RTTThreshold: "30ms"}}),
+		tb.session("s1", u, sessionAddr, 100, "p"))
+	tb.waitReady("s1")
+	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
+	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
+
+	setWiFiDelay := func(d time.Duration) {
+		for _, s := range em.cell {
+			p := s.Params()
+			p.Delay = d
+			s.Set(p)
+		}
+	}
+	// Three phases: WiFi fast, slow (50 ms RTT, above the threshold), fast again; the UE's
+	// interface counters say where each phase's stream arrived (its second half: settled).
+	var shares [3]float64
+	for i, delay := range []time.Duration{5 * time.Millisecond, 25 * time.Millisecond, 5 * time.Millisecond} {
+		setWiFiDelay(delay)
+		time.Sleep(phase / 2) // probes see the new RTT
+		w0, g0 := rxBytes(t, u.ns, "wlan0"), rxBytes(t, u.ns, "ran0")
+		tb.cbr(t, phase/2, phase, func() {})
+		w, g := float64(rxBytes(t, u.ns, "wlan0")-w0), float64(rxBytes(t, u.ns, "ran0")-g0)
+		shares[i] = w / (w + g)
+	}
+	fmt.Printf("\nPriority-based, WiFi first up to 30 ms RTT: stream on WiFi %.0f%% (WiFi 10 ms RTT), %.0f%% (50 ms), %.0f%% (10 ms again)\n",
+		100*shares[0], 100*shares[1], 100*shares[2])
+	if shares[0] < 0.9 || shares[1] > 0.1 || shares[2] < 0.9 {
+		t.Errorf("share of the stream on WiFi per phase: %.2f", shares)
+	}
+}
