@@ -4,7 +4,7 @@
 #   2. fail if generated code or manifests (deepcopy, CRDs, RBAC, the p4c P4Info) are stale, or
 #      the P4 program does not compile with p4c;
 #   3. check that the kustomize overlays (operator, samples, UE agent DaemonSet) build;
-#   4. go vet and every Go test (envtest suites, P4Info check, software UPF, packet vectors in
+#   4. go vet, the concurrent packages under the race detector, and every Go test (envtest suites, P4Info check, software UPF, packet vectors in
 #      network namespaces when run as root), ending with gotestsum's summary line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +37,10 @@ done
 
 echo "== go vet"
 go vet ./...
+
+echo "== go test -race (the packages with concurrent data paths)"
+go test -race -count=1 ./internal/softupf/... ./internal/linkem ./internal/tun ./internal/ueagent/... \
+  ./internal/pathmon ./internal/upfclient ./controllers
 
 echo "== go test"
 # -p 1: packages share 2 cores and some start their own API server or software UPF.

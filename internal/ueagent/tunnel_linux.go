@@ -62,7 +62,8 @@ type steering struct {
 // Tunnel is one session's TUN, legs and goroutines.
 type Tunnel struct {
 	node    *node
-	cfg     Config
+	cfg     Config // replaced by Update; the data path reads only what cannot change (upf, session)
+	upf     netip.AddrPort
 	log     logr.Logger
 	dev     *tun.Device
 	legs    [3]*leg // by wire.Access; nil when the session has no such leg
@@ -94,6 +95,7 @@ type Tunnel struct {
 func newTunnel(n *node, cfg Config, log logr.Logger, m *Metrics, notify func()) (*Tunnel, error) {
 	t := &Tunnel{
 		node: n, cfg: cfg, log: log, session: cfg.Session.As4(), notify: notify,
+		upf:  netip.AddrPortFrom(cfg.UPF, wire.JunctionPort),
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		clock: steer.NewClock(time.Now()),
 		m:     m.forSession(cfg.Session.String()),
@@ -484,5 +486,6 @@ func (t *Tunnel) LinkChanged() {
 	t.kick()
 }
 
-// upfAddr is the UPF's Junction endpoint.
-func (t *Tunnel) upfAddr() netip.AddrPort { return netip.AddrPortFrom(t.cfg.UPF, wire.JunctionPort) }
+// upfAddr is the UPF's Junction endpoint; it never changes for a tunnel (sameTunnel), so the
+// data path reads it without the config, which Update replaces under the agent's lock.
+func (t *Tunnel) upfAddr() netip.AddrPort { return t.upf }

@@ -153,7 +153,11 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	binDir = filepath.Join(tmp, "bin")
-	build := exec.Command("go", "build", "-o", binDir+"/", "./cmd/softupf", "./cmd/ue-agent", "./cmd/gnb-emulator")
+	args := []string{"build", "-o", binDir + "/"}
+	if os.Getenv("JUNCTION_TEST_RACE") != "" { // the processes under the race detector (slower)
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "./cmd/softupf", "./cmd/ue-agent", "./cmd/gnb-emulator")...)
 	build.Dir = testenv.RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
@@ -211,6 +215,9 @@ func start(t testing.TB, name string, args ...string) *proc {
 	go func() { p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		p.stop(os.Interrupt)
+		if strings.Contains(p.logs.String(), "WARNING: DATA RACE") { // built with JUNCTION_TEST_RACE
+			t.Errorf("%s: the race detector found a data race", name)
+		}
 		if t.Failed() || os.Getenv("JUNCTION_TEST_LOG") != "" {
 			t.Logf("%s output:\n%s", name, p.logs.String())
 		}
