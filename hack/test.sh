@@ -4,8 +4,9 @@
 #   2. fail if generated code or manifests (deepcopy, CRDs, RBAC, the p4c P4Info) are stale, or
 #      the P4 program does not compile with p4c;
 #   3. check that the kustomize overlays (operator, samples, UE agent DaemonSet) build;
-#   4. go vet, the concurrent packages under the race detector, and every Go test (envtest suites, P4Info check, software UPF, packet vectors in
-#      network namespaces when run as root), ending with gotestsum's summary line.
+#   4. go vet, the concurrent packages under the race detector, and every Go test (envtest
+#      suites, P4Info check, software UPF, chart, packet vectors, the UE agent testbed and its
+#      short scenarios in network namespaces when run as root), ending with gotestsum's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
