@@ -2,9 +2,12 @@ package ueagent
 
 // Tunnel is one session's data path on the node (paper V-B, the JUNCTION-UE):
 //
-//	uplink    app ─> TUN ─Read─> classify (policies) ─> choose leg(s) (steering mode, path state)
-//	          ─> reorder marks on a switch ─> Junction header in the headroom ─> leg socket ─> UPF
-//	downlink  UPF ─> leg socket ─> header checked ─> seq 0: TUN; else the reorder buffer ─> TUN
+//	uplink    app ─> TUN ─Read─> TSO segments ─> classify (policies) ─> choose leg(s) (steering
+//	          mode, path state) ─> reorder marks on a switch ─> Junction header in the headroom
+//	          ─> same-sized frames of one leg batched ─> one UDP GSO sendmsg ─> UPF
+//	downlink  UPF ─> leg socket (recvmmsg) ─> checked (parseDownlink) ─> seq 0: queued; else the
+//	          reorder buffer ─> queued in order ─> end of batch: runs of one TCP flow coalesced
+//	          ─> TUN (GSO writes)
 //	control   timer goroutine: a probe per leg when due, missed replies, reorder timeouts;
 //	          PROBE_REPLY on a leg ─> RTT ─> PROBE_ACK on the same leg (docs/junction-header.md)
 //	          a leg lost (netlink or probes) ─> LINK_DOWN on the other leg; back ─> LINK_UP
