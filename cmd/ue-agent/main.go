@@ -42,6 +42,9 @@ func run() error {
 	flag.StringVar(&healthAddr, "health-addr", ":9111", "Address of the /healthz and /readyz endpoints.")
 	flag.DurationVar(&statusInterval, "status-interval", 10*time.Second, "Least time between two status writes of a session that change only RTTs.")
 	flag.DurationVar(&minStatusInterval, "min-status-interval", time.Second, "Least time between two status writes of a session.")
+	var exp ueagent.Experiment
+	flag.IntVar(&exp.SwitchEvery, "experiment-switch-every", 0, "Testbed experiments only: alternate the uplink between the legs every N packets (the paper's Table IV).")
+	flag.BoolVar(&exp.NoMarks, "experiment-no-reorder-marks", false, "Testbed experiments only: send no reorder marks on a switch, as if the UPF's reorder engine were off.")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -56,7 +59,7 @@ func run() error {
 		return err
 	}
 	agent, err := ueagent.New(mgr.GetClient(), ueagent.Options{
-		NodeName: node, Netns: netns, StatusInterval: statusInterval, MinStatusInterval: minStatusInterval,
+		NodeName: node, Netns: netns, StatusInterval: statusInterval, MinStatusInterval: minStatusInterval, Experiment: exp,
 	}, ueagent.NewMetrics(ctrlmetrics.Registry), mgr.GetEventRecorderFor("junction-ue-agent"), log)
 	if err != nil {
 		return err

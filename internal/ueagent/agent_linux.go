@@ -52,6 +52,18 @@ type Options struct {
 	StatusInterval time.Duration
 	// MinStatusInterval is the least time between two status writes of one session.
 	MinStatusInterval time.Duration
+	// Experiment alters the uplink for the testbed's experiments; zero in production.
+	Experiment Experiment
+}
+
+// Experiment alters the uplink as the paper's Table IV experiment does (docs/results.md).
+type Experiment struct {
+	// SwitchEvery > 0 alternates every session's uplink between the legs every SwitchEvery
+	// packets while both are up, whatever the steering mode says.
+	SwitchEvery int
+	// NoMarks sends no EX-PATH marker and no CURRENT_PATH marks on a switch: the UPF's uplink
+	// reorder engine never holds, as if it were off.
+	NoMarks bool
 }
 
 // CacheOptions restricts the manager's cache to the node's sessions: the API server filters
@@ -211,7 +223,7 @@ func (a *Agent) ensureTunnel(key types.NamespacedName, cfg Config, log logr.Logg
 		default: // a status resync per StatusInterval catches up
 		}
 	}
-	t, err := newTunnel(a.node, cfg, log.WithValues("tun", TUNName(cfg.Session)), a.metrics, notify)
+	t, err := newTunnel(a.node, cfg, a.opts.Experiment, log.WithValues("tun", TUNName(cfg.Session)), a.metrics, notify)
 	if err != nil {
 		return nil, err
 	}

@@ -83,6 +83,8 @@ type Tunnel struct {
 	// Uplink state, owned by the TUN reader.
 	upSeq    uint32
 	switcher steer.Switcher
+	exp      Experiment
+	expCount int
 	gso      gsoBatch
 
 	// Downlink state, shared by the leg readers.
@@ -95,8 +97,9 @@ type Tunnel struct {
 
 // newTunnel builds a session's TUN, routing and legs and starts its goroutines. notify is
 // called (from any goroutine, never blocking) when something the status shows has changed.
-func newTunnel(n *node, cfg Config, log logr.Logger, m *Metrics, notify func()) (*Tunnel, error) {
+func newTunnel(n *node, cfg Config, exp Experiment, log logr.Logger, m *Metrics, notify func()) (*Tunnel, error) {
 	t := &Tunnel{
+		exp:  exp,
 		node: n, cfg: cfg, log: log, session: cfg.Session.As4(), notify: notify,
 		upf:  netip.AddrPortFrom(cfg.UPF, wire.JunctionPort),
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
@@ -262,12 +265,19 @@ func (t *Tunnel) sendUp(now time.Time, st *steering, buf []byte, n int) {
 	}
 	r3, rn := t.pathRTTs()
 	first, second := steer.Choose(s, r3, rn, t.upSeq)
+	if e := t.exp; e.SwitchEvery > 0 && second == wire.AccessNone && r3 != 0 && rn != 0 {
+		first = wire.AccessNon3GPP
+		if t.expCount/e.SwitchEvery%2 == 1 {
+			first = wire.Access3GPP
+		}
+		t.expCount++
+	}
 	if first == wire.AccessNone {
 		t.m.drop("NoPath")
 		return
 	}
 	h := wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Length: uint16(n)}
-	if !s.Spreads() {
+	if !s.Spreads() && !t.exp.NoMarks {
 		var timeout time.Duration
 		if l := t.switcher.Leg(); l != wire.AccessNone && l != first {
 			timeout = t.reorderTimeout(first) // fixed at the switch; ignored otherwise

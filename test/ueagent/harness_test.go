@@ -483,10 +483,10 @@ func (tb *testbed) bridge(w *wire, net string, up, down *linkem.Shaper) {
 	tb.em.wires = append(tb.em.wires, w)
 }
 
-// startAgent runs the UE agent for node u.
-func (tb *testbed) startAgent(u *ueNode) {
-	u.agent = start(tb.t, "ue-agent", "--kubeconfig", kubeconfig, "--node-name", u.name, "--netns", u.ns.Name,
-		"--namespace", tb.ns, "--metrics-addr", "0", "--health-addr", "0", "--status-interval", "1s", "--min-status-interval", "200ms")
+// startAgent runs the UE agent for node u, with extra flags.
+func (tb *testbed) startAgent(u *ueNode, extra ...string) {
+	u.agent = start(tb.t, "ue-agent", append([]string{"--kubeconfig", kubeconfig, "--node-name", u.name, "--netns", u.ns.Name,
+		"--namespace", tb.ns, "--metrics-addr", "0", "--health-addr", "0", "--status-interval", "1s", "--min-status-interval", "200ms"}, extra...)...)
 }
 
 func freePort(t testing.TB) int {

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -610,5 +611,78 @@ func TestScenarioPriority(t *testing.T) {
 		100*shares[0], 100*shares[1], 100*shares[2])
 	if shares[0] < 0.9 || shares[1] > 0.1 || shares[2] < 0.9 {
 		t.Errorf("share of the stream on WiFi per phase: %.2f", shares)
+	}
+}
+
+// The paper's Table IV (uplink reordering): the UE alternates its uplink between 5G (2-5 ms
+// RTT) and WiFi (7-15 ms) every 2,000 packets while uploading 7 MB over TCP; the UPF's reorder
+// engine (EX-PATH / CURRENT_PATH marks) on, then off (the agent sends no marks). TCP
+// retransmissions per upload, average and 99th percentile.
+//
+//	go test ./test/ueagent -run TestScenarioReorder                         # short: 3 uploads each
+//	make scenarios SCENARIO=Reorder                                         # 30 uploads each
+func TestScenarioReorder(t *testing.T) {
+	reps := 3
+	if os.Getenv("JUNCTION_SCENARIO") == "full" {
+		reps = 30
+	}
+	// One way: 5G 1-2.5 ms, WiFi 3.5-7.5 ms (jitter keeps order).
+	em := newEmulation(linkem.Params{Rate: 100e6, Delay: 1750 * time.Microsecond, Jitter: 750 * time.Microsecond, Queue: 400_000},
+		linkem.Params{Rate: 100e6, Delay: 5500 * time.Microsecond, Jitter: 2 * time.Millisecond, Queue: 400_000})
+	tb := newEmulatedTestbed(t, 1, em)
+	u := tb.ues[0]
+	create(t, tb.policy("p", activeStandby(junctionv1.AccessNon3GPP)), tb.session("s1", u, sessionAddr, 100, "p"))
+	type row struct {
+		name        string
+		avg, p99    float64
+		retransmits []int
+	}
+	var rows []row
+	for _, mode := range []struct {
+		name  string
+		flags []string
+	}{
+		{"reorder on", []string{"--experiment-switch-every", "2000"}},
+		{"reorder off", []string{"--experiment-switch-every", "2000", "--experiment-no-reorder-marks"}},
+	} {
+		if u.agent != nil {
+			u.agent.stop(os.Interrupt)
+		}
+		tb.startAgent(u, mode.flags...)
+		eventually(t, readyTimeout, "both legs up under "+mode.name, func() error {
+			s, err := getSession("s1", tb.ns)
+			if err != nil {
+				return err
+			}
+			for _, a := range []junctionv1.Access{junctionv1.Access3GPP, junctionv1.AccessNon3GPP} {
+				if l := leg(s, a); l == nil || l.State != junctionv1.LegUp || l.LastProbe == nil || time.Since(l.LastProbe.Time) > 3*time.Second {
+					return fmt.Errorf("status.agent %+v", s.Status.Agent)
+				}
+			}
+			return nil
+		})
+		r := row{name: mode.name}
+		for i := 0; i < reps; i++ {
+			res := iperf(t, tb.dn, u.ns, dnHost.String(), "-n", "7M", "-B", sessionAddr)
+			r.retransmits = append(r.retransmits, res.End.SumSent.Retransmits)
+		}
+		sorted := append([]int(nil), r.retransmits...)
+		sort.Ints(sorted)
+		for _, n := range sorted {
+			r.avg += float64(n) / float64(len(sorted))
+		}
+		r.p99 = float64(sorted[(len(sorted)*99-1)/100])
+		rows = append(rows, r)
+		t.Logf("%s: retransmissions %v", mode.name, r.retransmits)
+	}
+	fmt.Printf("\nTable IV uplink reordering (7 MB TCP upload, legs alternating every 2,000 packets, %d uploads)\n%-12s %10s %10s\n", reps, "", "average", "99th pct")
+	for _, r := range rows {
+		fmt.Printf("%-12s %10.1f %10.1f\n", r.name, r.avg, r.p99)
+	}
+	on, off := rows[0], rows[1]
+	fmt.Printf("reduction: %.1fx (targets: <= 1.2 on average with reorder on, >= 100x fewer than off)\n", off.avg/max(on.avg, 0.01))
+	// Behaviour: the engine removes most retransmissions.
+	if on.avg > off.avg/2 {
+		t.Errorf("reorder on: %.1f retransmissions per upload on average, off: %.1f; want far fewer with it on", on.avg, off.avg)
 	}
 }

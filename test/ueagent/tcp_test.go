@@ -30,6 +30,9 @@ type iperfResult struct {
 			Bytes         float64 `json:"bytes"`
 			BitsPerSecond float64 `json:"bits_per_second"`
 		} `json:"sum_received"`
+		SumSent struct {
+			Retransmits int `json:"retransmits"`
+		} `json:"sum_sent"`
 	} `json:"end"`
 	Error string `json:"error"`
 }
