@@ -132,12 +132,16 @@ func TestProgrammerBatchesConcurrentAppliesIntoFewWrites(t *testing.T) {
 	const n = 300
 	var wg sync.WaitGroup
 	errs := make([]error, n)
+	entries := make([][]desired.Entry, n) // built here: t.Fatal only from the test's goroutine
+	for i := range entries {
+		entries[i] = sessionEntries(t, i)
+	}
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			owner := fmt.Sprintf("session/ns/s%d", i)
-			res, err := r.prog.Apply(context.Background(), Change{Owner: owner, Entries: sessionEntries(t, i)})
+			res, err := r.prog.Apply(context.Background(), Change{Owner: owner, Entries: entries[i]})
 			errs[i] = errors.Join(err, res[owner])
 		}()
 	}
