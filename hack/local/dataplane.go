@@ -1,276 +1,523 @@
 package main
 
-// The data path of `make run`, as root: the sample node ue-node-a, a gNB, the software UPF's
-// ports and a data network as network namespaces, wired as config/samples/upf.yaml and
-// sessions.yaml describe them, with the gNB emulator and the UE agent serving them:
-//
-//	jx-ue-node-a                 jx-gnb                    jx-upf (softupf ports)   jx-dn
-//	 TUN jx0a3c0001 ─ agent ─ ran0 ══ ran0 ─ gnb-emulator ─ n3g ══ u-n3   port 1 ┐
-//	 TUN jx0a3c0101 ┘        wlan0 ═════════════════════════════ u-wifi port 2 ├ UPF
-//	                                                             u-n6   port 3 ┘ ══ dn0 198.18.0.10
-//
-// The MACs are the sample UPF's: its ports 02:00:00:00:01:0{1,2,3}, its next hops
-// 02:00:00:00:02:0{1,2,3}.
+// The data path of `make run`, as root: test/topology's network (namespaces jx-*, wired as
+// config/samples says) with emulated 5G and WiFi links, one UE node per sample node, the gNB
+// emulator and one UE agent per node, application traffic through the sessions, a live view
+// every second, and a scripted story: WiFi lost at ue-node-a, WiFi back, ue-node-b arriving.
 
 import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
+	"syscall"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
-	"github.com/junction-atsss/junction/test/netns"
+	"github.com/junction-atsss/junction/internal/linkem"
+	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/test/topology"
 )
 
+// The story, from the moment traffic starts.
 const (
-	ueNode                   = "ue-node-a"
-	dnHost                   = "198.18.0.10"
-	upfJunct                 = "192.0.2.2"
-	readyWait                = 90 * time.Second
-	nsUE, nsGNB, nsUPF, nsDN = "jx-" + ueNode, "jx-gnb", "jx-upf", "jx-dn"
+	wifiLostAt   = 20 * time.Second
+	wifiBackAt   = 40 * time.Second
+	secondUEAt   = 50 * time.Second
+	storyEnd     = 75 * time.Second
+	readyWait    = 90 * time.Second
+	firstUENode  = "ue-node-a"
+	secondUENode = "ue-node-b"
 )
+
+// emulation: a 5G cell farther away than the WiFi access point, both 60 Mbit/s each way.
+var emulation = topology.Emulation{
+	Radio: linkem.Params{Rate: 60e6, Delay: 12 * time.Millisecond, Jitter: 2 * time.Millisecond, Queue: 300_000},
+	WiFi:  linkem.Params{Rate: 60e6, Delay: 4 * time.Millisecond, Jitter: time.Millisecond, Queue: 300_000},
+}
+
+// app is a traffic source in the data network and the session it reaches: an iperf3 server on
+// a server address of config/samples/policies.yaml, and a client on the UE pulling from it.
+type app struct {
+	name, node, session string // session: the one whose address the client binds
+	server                     netip.Addr
+	port                       int
+	args                       []string // the client's traffic flags
+	started                    bool
+}
+
+// apps: alice's default (ActiveStandby on WiFi) and video (LoadBalance, 30% 5G) traffic, and
+// bob's game (SmallestDelay), the servers inside the samples' traffic descriptors.
+var apps = []*app{
+	{name: "web (default-internet)", node: firstUENode, session: "alice-internet", server: topology.DNHost, port: 5201, args: []string{"-u", "-b", "15M"}},
+	{name: "video (video-streaming)", node: firstUENode, session: "alice-internet", server: netip.MustParseAddr("198.18.10.10"), port: 443, args: []string{"-b", "25M"}},
+	{name: "game (cloud-gaming)", node: secondUENode, session: "bob-internet", server: netip.MustParseAddr("198.18.20.10"), port: 3074, args: []string{"-u", "-b", "8M"}},
+}
 
 type dataplane struct {
-	ue, gnb, upf, dn *netns.Namespace
+	topo    *topology.Topology
+	root    string
+	work    string
+	procs   []proc
+	metrics map[string]string // node → the agent's /metrics URL
 }
 
-func mac(s string) net.HardwareAddr {
-	m, err := net.ParseMAC(s)
-	if err != nil {
-		panic(err)
-	}
-	return m
+// proc is a process the data path started; done closes when it has exited.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
-// newDataplane builds the namespaces, replacing what a crashed run left.
+// newDataplane builds the network without UEs (the samples say which nodes there are).
 func newDataplane() (*dataplane, error) {
-	for _, n := range []string{nsUE, nsGNB, nsUPF, nsDN} {
-		_ = exec.Command("ip", "netns", "del", n).Run()
-	}
-	dp := &dataplane{}
-	var err error
-	for _, x := range []struct {
-		ns   **netns.Namespace
-		name string
-	}{{&dp.ue, nsUE}, {&dp.gnb, nsGNB}, {&dp.upf, nsUPF}, {&dp.dn, nsDN}} {
-		if *x.ns, err = netns.New(x.name); err != nil {
-			dp.close()
-			return nil, err
-		}
-	}
-	if err := dp.wire(); err != nil {
-		dp.close()
+	em := emulation
+	topo, err := topology.New(topology.Config{Name: topology.FixedNames("jx-"), Emulation: &em})
+	if err != nil {
 		return nil, err
 	}
-	return dp, nil
-}
-
-func (dp *dataplane) wire() error {
-	p := netip.MustParsePrefix
-	a := netip.MustParseAddr
-	steps := []func() error{
-		// gNB ══ N3 ══ UPF port 1
-		func() error {
-			return netns.AddVeth(netns.Link{Name: "n3g", NS: dp.gnb, MAC: mac("02:00:00:00:02:01")}, netns.Link{Name: "u-n3", NS: dp.upf, MAC: mac("02:00:00:00:01:01")})
-		},
-		func() error { return dp.gnb.AddAddress("n3g", p("198.51.100.10/24")) },
-		func() error { return dp.gnb.AddRoute(p("192.0.2.1/32"), netip.Addr{}, "n3g") },
-		func() error { return dp.gnb.AddNeighbor("n3g", a("192.0.2.1"), mac("02:00:00:00:01:01")) },
-		// UE ══ radio ══ gNB: both of alice's sessions' 3GPP addresses.
-		func() error {
-			return netns.AddVeth(netns.Link{Name: "ran0", NS: dp.ue}, netns.Link{Name: "ran0", NS: dp.gnb})
-		},
-		func() error { return dp.ue.AddAddress("ran0", p("10.45.0.1/24")) },
-		func() error { return dp.ue.AddAddress("ran0", p("10.45.0.5/24")) },
-		func() error { return dp.gnb.AddAddress("ran0", p("10.45.0.254/24")) },
-		// UE ══ WiFi ══ UPF port 2 (the access point is a wire here)
-		func() error {
-			return netns.AddVeth(netns.Link{Name: "wlan0", NS: dp.ue, MAC: mac("02:00:00:00:02:02")}, netns.Link{Name: "u-wifi", NS: dp.upf, MAC: mac("02:00:00:00:01:02")})
-		},
-		func() error { return dp.ue.AddAddress("wlan0", p("203.0.113.11/24")) },
-		func() error { return dp.ue.AddAddress("wlan0", p("203.0.113.15/24")) },
-		// UPF port 3 ══ N6 ══ data network
-		func() error {
-			return netns.AddVeth(netns.Link{Name: "u-n6", NS: dp.upf, MAC: mac("02:00:00:00:01:03")}, netns.Link{Name: "dn0", NS: dp.dn, MAC: mac("02:00:00:00:02:03")})
-		},
-		func() error { return dp.dn.AddAddress("dn0", p(dnHost+"/24")) },
-		func() error { return dp.dn.AddNeighbor("dn0", a("198.18.0.1"), mac("02:00:00:00:01:03")) },
-		func() error { return dp.dn.AddRoute(p("10.60.0.0/16"), a("198.18.0.1"), "dn0") },
-		func() error { return dp.ue.Sysctl("net/ipv4/conf/all/rp_filter", "0") },
-		dp.ueRoutes,
-	}
-	for _, s := range steps {
-		if err := s(); err != nil {
-			return err
+	for _, a := range apps {
+		if a.server != topology.DNHost {
+			if err := topo.DN.AddAddress("dn0", netip.PrefixFrom(a.server, 24)); err != nil {
+				topo.Close()
+				return nil, err
+			}
 		}
 	}
-	// The software UPF's AF_PACKET ports take no unsegmented or partially checksummed frames.
-	for _, x := range []struct {
-		ns    *netns.Namespace
-		iface string
-	}{{dp.gnb, "n3g"}, {dp.gnb, "ran0"}, {dp.ue, "ran0"}, {dp.ue, "wlan0"}, {dp.upf, "u-n3"}, {dp.upf, "u-wifi"}, {dp.upf, "u-n6"}, {dp.dn, "dn0"}} {
-		if out, err := x.ns.Command("ethtool", "-K", x.iface, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off").CombinedOutput(); err != nil {
-			return fmt.Errorf("ethtool on %s (hack/tools.sh dataplane installs it): %v %s", x.iface, err, out)
-		}
-	}
-	return nil
+	return &dataplane{topo: topo, metrics: map[string]string{}}, nil
 }
 
-// ueRoutes are what a UE node's network manager sets up: the UPF's junctionAddress through the
-// gNB (preferred, as a cellular default) and directly on WiFi. The WiFi ones go with the link.
-func (dp *dataplane) ueRoutes() error {
-	for _, args := range [][]string{
-		{"route", "replace", upfJunct + "/32", "via", "10.45.0.254", "dev", "ran0", "metric", "10"},
-		{"route", "replace", upfJunct + "/32", "dev", "wlan0", "metric", "20"},
-		{"neigh", "replace", upfJunct, "lladdr", "02:00:00:00:01:02", "nud", "permanent", "dev", "wlan0"},
-	} {
-		if out, err := dp.ue.Command("ip", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %s: %v %s", strings.Join(args, " "), err, out)
-		}
-	}
-	return nil
-}
-
+// close stops the processes and removes the namespaces.
 func (dp *dataplane) close() {
-	for _, ns := range []*netns.Namespace{dp.ue, dp.gnb, dp.upf, dp.dn} {
-		if ns != nil {
-			ns.Close()
+	dp.stop()
+	dp.topo.Close()
+}
+
+// stop stops the processes (SIGTERM, SIGKILL after 5 s): before the API server, whose graceful
+// shutdown waits for its watchers.
+func (dp *dataplane) stop() {
+	for i := len(dp.procs) - 1; i >= 0; i-- {
+		p := dp.procs[i]
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
 		}
 	}
+	dp.procs = nil
 }
 
 // softupfPorts are the software UPF's port flags.
-func (dp *dataplane) softupfPorts() []string {
-	return []string{"--ports-netns", nsUPF, "-i", "1@u-n3", "-i", "2@u-wifi", "-i", "3@u-n6"}
-}
+func (dp *dataplane) softupfPorts() []string { return dp.topo.SoftUPFArgs() }
 
-// show starts the gNB emulator and the UE agent, waits for ue-node-a's sessions, and shows
-// traffic through them: pings from each session address, the status with both sides' RTTs,
-// and a WiFi failure that the 3GPP leg absorbs.
-func (dp *dataplane) show(ctx context.Context, k8s client.Client, root, work, kubeconfig string) (stop func(), err error) {
-	var procs []*exec.Cmd
-	stop = func() {
-		for _, p := range procs {
-			terminate(p)
-		}
-	}
-	for _, p := range []struct {
-		name string
-		args []string
-	}{
-		{"gnb-emulator", []string{"--kubeconfig", kubeconfig, "--netns", nsGNB, "--n3-address", "198.51.100.10", "--radio-interface", "ran0", "--metrics-addr", "0"}},
-		{"ue-agent", []string{"--kubeconfig", kubeconfig, "--node-name", ueNode, "--netns", nsUE, "--metrics-addr", "0", "--health-addr", "0", "--status-interval", "2s"}},
-	} {
-		logf, _ := os.Create(filepath.Join(work, p.name+".log"))
-		cmd := command(ctx, root, logf, filepath.Join(work, p.name), p.args...)
-		if err := cmd.Start(); err != nil {
-			return stop, err
-		}
-		procs = append(procs, cmd)
-		fmt.Printf("   %s started, log %s\n", p.name, logf.Name())
-	}
-
-	step("waiting for " + ueNode + "'s sessions: AgentReady, both legs Up")
-	mine, err := waitAgentReady(ctx, k8s)
+// start runs a built binary or a tool, its output in bin/local/<log>.log, until close.
+func (dp *dataplane) start(log string, cmd *exec.Cmd) error {
+	f, err := os.Create(filepath.Join(dp.work, log+".log"))
 	if err != nil {
-		return stop, err
+		return err
 	}
-	for _, s := range mine {
-		step(fmt.Sprintf("ping %s from %s (session %s)", dnHost, s.Spec.SessionAddress, s.Name))
-		dp.ping(string(s.Spec.SessionAddress), 5)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", log, err)
 	}
-	if kubectl := filepath.Join(root, "bin", "kubectl"); fileExists(kubectl) {
-		waitUPFRTTs(ctx, k8s, mine)
-		step("kubectl get mas -o wide: the UPF's RTTs and the agent's")
-		_ = command(ctx, root, os.Stdout, kubectl, "--kubeconfig", kubeconfig, "get", "mas", "-o", "wide", "-n", "default").Run()
-	}
-
-	step("WiFi goes down on " + ueNode + ": the traffic stays up on 5G")
-	_ = dp.ue.Command("ip", "link", "set", "wlan0", "down").Run()
-	time.Sleep(time.Second)
-	dp.ping(string(mine[0].Spec.SessionAddress), 5)
-	_ = dp.ue.Command("ip", "link", "set", "wlan0", "up").Run()
-	if err := dp.ueRoutes(); err != nil {
-		return stop, err
-	}
-	fmt.Printf("   WiFi back up. The node is namespace %s: e.g. sudo ip netns exec %s ping -I %s %s\n", nsUE, nsUE, mine[0].Spec.SessionAddress, dnHost)
-	return stop, nil
+	p := proc{cmd: cmd, done: make(chan struct{})}
+	dp.procs = append(dp.procs, p)
+	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
+	return nil
 }
 
-func (dp *dataplane) ping(src string, n int) {
-	out, _ := dp.ue.Command("ping", "-n", "-q", "-c", fmt.Sprint(n), "-i", "0.2", "-W", "1", "-I", src, dnHost).CombinedOutput()
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if strings.Contains(line, "transmitted") || strings.HasPrefix(line, "rtt") {
-			fmt.Println("   " + line)
+// show adds the samples' UE nodes, starts the gNB emulator, the first node's agent and its
+// traffic, and runs the story with the live view; then, unless once, the view until ctx ends.
+func (dp *dataplane) show(ctx context.Context, k8s client.Client, root, work, kubeconfig string, once bool) error {
+	dp.root, dp.work = root, work
+	step("adding the samples' UE nodes (emulated links: 5G 60 Mbit/s, 12±2 ms; WiFi 60 Mbit/s, 4±1 ms; one way)")
+	if err := dp.addUEs(ctx, k8s); err != nil {
+		return err
+	}
+	gnb := exec.Command(filepath.Join(work, "gnb-emulator"), append([]string{"--kubeconfig", kubeconfig, "--metrics-addr", "0"}, dp.topo.GNBArgs()...)...)
+	if err := dp.start("gnb-emulator", gnb); err != nil {
+		return err
+	}
+	for _, a := range apps {
+		srv := dp.topo.DN.Command("iperf3", "--server", "--bind", a.server.String(), "--port", fmt.Sprint(a.port))
+		if err := dp.start(fmt.Sprintf("iperf3-server-%d", a.port), srv); err != nil {
+			return fmt.Errorf("%w (hack/tools.sh dataplane installs iperf3)", err)
 		}
 	}
-}
+	if err := dp.startAgent(ctx, firstUENode, kubeconfig); err != nil {
+		return err
+	}
+	step("waiting for " + firstUENode + "'s sessions: AgentReady, both legs Up")
+	if err := waitAgentReady(ctx, k8s, firstUENode); err != nil {
+		return err
+	}
 
-// waitUPFRTTs waits (a bounded time) until the operator shows the UPF's RTTs of the sessions:
-// path status reaches the status at a bounded rate.
-func waitUPFRTTs(ctx context.Context, k8s client.Client, sessions []junctionv1.ATSSSSession) {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		done := true
-		for _, s := range sessions {
-			got := &junctionv1.ATSSSSession{}
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(&s), got); err != nil {
-				return
+	step(fmt.Sprintf("traffic starts; the story: WiFi lost at %s at %v, back at %v, %s arrives at %v",
+		firstUENode, wifiLostAt, wifiBackAt, secondUENode, secondUEAt))
+	v := &view{k8s: k8s, dp: dp, prev: map[string]float64{}, legUp: map[string]bool{}}
+	start := time.Now()
+	events := []struct {
+		at   time.Duration
+		what string
+		do   func() error
+	}{
+		{wifiLostAt, "WiFi lost at " + firstUENode + " (carrier down): traffic moves to 5G", func() error { return dp.wifi(firstUENode, false) }},
+		{wifiBackAt, "WiFi back at " + firstUENode, func() error { return dp.wifi(firstUENode, true) }},
+		{secondUEAt, secondUENode + " arrives: its agent starts", func() error { return dp.startAgent(ctx, secondUENode, kubeconfig) }},
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	hinted := false
+	for {
+		el := time.Since(start)
+		for len(events) > 0 && el >= events[0].at {
+			v.event(el, events[0].what)
+			if err := events[0].do(); err != nil {
+				return err
 			}
-			p := got.Status.Paths
-			if p.ThreeGPP == nil || p.ThreeGPP.RTT == "" || p.NonThreeGPP == nil || p.NonThreeGPP.RTT == "" {
-				done = false
+			events = events[1:]
+		}
+		dp.startApps(ctx, k8s, v, el)
+		v.print(ctx, el)
+		if el >= storyEnd && !hinted {
+			hints(kubeconfig)
+			hinted = true
+			if once {
+				return nil
 			}
 		}
-		if done {
-			return
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
 		}
-		time.Sleep(500 * time.Millisecond)
 	}
 }
 
-// waitAgentReady waits until every session of ue-node-a is AgentReady with all its legs Up.
-func waitAgentReady(ctx context.Context, k8s client.Client) ([]junctionv1.ATSSSSession, error) {
+// addUEs adds a UE node per node name in the sessions, with the leg addresses of the sessions
+// this testbed can carry (3GPP legs through its gNB; every non-3GPP leg, behind the gateway).
+func (dp *dataplane) addUEs(ctx context.Context, k8s client.Client) error {
+	var list junctionv1.ATSSSSessionList
+	if err := k8s.List(ctx, &list, client.InNamespace("default")); err != nil {
+		return err
+	}
+	specs := map[string]*topology.UESpec{}
+	for _, s := range list.Items {
+		node := s.Spec.UE.NodeName
+		if node == "" {
+			fmt.Printf("   %s: no spec.ue.nodeName, no agent serves it\n", s.Name)
+			continue
+		}
+		if specs[node] == nil {
+			specs[node] = &topology.UESpec{Node: node}
+		}
+		u := specs[node]
+		if l := s.Spec.AccessLegs.ThreeGPP; l != nil {
+			if string(l.GNBAddress) == topology.GNBN3.String() {
+				u.Addr3GPP = append(u.Addr3GPP, netip.MustParseAddr(string(l.UEAddress)))
+			} else {
+				fmt.Printf("   %s: its gNB %s is not emulated here, its 3GPP leg has no address on %s\n", s.Name, l.GNBAddress, node)
+			}
+		}
+		if l := s.Spec.AccessLegs.NonThreeGPP; l != nil {
+			u.AddrWiFi = append(u.AddrWiFi, netip.MustParseAddr(string(l.UEAddress)))
+		}
+	}
+	nodes := make([]string, 0, len(specs))
+	for n := range specs {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		if _, err := dp.topo.AddUE(*specs[n]); err != nil {
+			return err
+		}
+		fmt.Printf("   node %s: namespace jx-%s, 3GPP %v, WiFi %v\n", n, n, specs[n].Addr3GPP, specs[n].AddrWiFi)
+	}
+	return nil
+}
+
+func (dp *dataplane) ue(node string) *topology.UE {
+	for _, u := range dp.topo.UEs {
+		if u.Node == node {
+			return u
+		}
+	}
+	return nil
+}
+
+func (dp *dataplane) startAgent(ctx context.Context, node, kubeconfig string) error {
+	u := dp.ue(node)
+	if u == nil {
+		return fmt.Errorf("no sample session runs on node %s", node)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dp.metrics[node] = "http://" + addr + "/metrics"
+	agent := exec.Command(filepath.Join(dp.work, "ue-agent"), "--kubeconfig", kubeconfig, "--node-name", node,
+		"--netns", u.NS.Name, "--metrics-addr", addr, "--health-addr", "0", "--status-interval", "2s")
+	return dp.start("ue-agent-"+node, agent)
+}
+
+// wifi takes the node's WiFi carrier down or brings it back with its routes.
+func (dp *dataplane) wifi(node string, up bool) error {
+	u := dp.ue(node)
+	if err := u.WiFi.SetCarrier(up); err != nil || !up {
+		return err
+	}
+	return u.Routes()
+}
+
+// startApps starts the traffic of every session that has just become AgentReady.
+func (dp *dataplane) startApps(ctx context.Context, k8s client.Client, v *view, el time.Duration) {
+	for _, a := range apps {
+		if a.started || dp.metrics[a.node] == "" {
+			continue
+		}
+		s := &junctionv1.ATSSSSession{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: a.session}, s); err != nil ||
+			!apimeta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionAgentReady) {
+			continue
+		}
+		// -R: the server sends, as a download does; bound to the session address, so the
+		// agent's routing rule takes it into the session's TUN.
+		args := append([]string{"--client", a.server.String(), "--port", fmt.Sprint(a.port), "--bind", string(s.Spec.SessionAddress),
+			"--reverse", "--time", "86400", "--interval", "10"}, a.args...)
+		if err := dp.start("iperf3-"+a.session+fmt.Sprint(a.port), dp.ue(a.node).NS.Command("iperf3", args...)); err != nil {
+			v.event(el, fmt.Sprintf("%s could not start: %v", a.name, err))
+			continue
+		}
+		a.started = true
+		v.event(el, fmt.Sprintf("%s: %s starts (%s from %s:%d)", a.session, a.name, strings.Join(a.args, " "), a.server, a.port))
+	}
+}
+
+// view prints one line per session with traffic each second: throughput per access and direction (the
+// agents' leg counters), the UPF's and the UE's RTT per access, the mode, and the access that
+// carries the traffic; leg changes and story events print as events.
+type view struct {
+	k8s   client.Client
+	dp    *dataplane
+	prev  map[string]float64 // counter → value at the last tick
+	last  time.Time
+	legUp map[string]bool
+	lines int
+}
+
+func (v *view) event(el time.Duration, what string) {
+	fmt.Printf("%5.0fs  ** %s\n", el.Seconds(), what)
+	v.lines = 0 // the header again after an event
+}
+
+func (v *view) print(ctx context.Context, el time.Duration) {
+	now := time.Now()
+	dt := now.Sub(v.last).Seconds()
+	v.last = now
+	var list junctionv1.ATSSSSessionList
+	if err := v.k8s.List(ctx, &list, client.InNamespace("default")); err != nil {
+		return
+	}
+	series := map[string]float64{}
+	for _, url := range v.dp.metrics {
+		scrape(url, series)
+	}
+	if v.lines%20 == 0 {
+		fmt.Printf("%6s  %-15s %-10s %-15s %-15s %-15s %-15s %-5s %s\n", "t", "SESSION", "NODE",
+			"5G Mbit/s ↓/↑", "WiFi Mbit/s ↓/↑", "5G RTT UPF/UE", "WiFi RTT UPF/UE", "ON", "MODES")
+	}
+	for _, s := range list.Items {
+		node := s.Spec.UE.NodeName
+		if v.dp.metrics[node] == "" || !hasApp(s.Name) {
+			continue
+		}
+		key := string(s.Spec.SessionAddress) // the agent labels series with the session address
+		rate := func(access, dir string) float64 {
+			k := fmt.Sprintf("%s|bytes|%s|%s", key, access, dir)
+			cur, ok := series[k]
+			old, had := v.prev[k]
+			v.prev[k] = cur
+			if !ok || !had || dt <= 0 || cur < old {
+				return 0
+			}
+			return (cur - old) * 8 / dt / 1e6
+		}
+		d5, u5 := rate(wire.Access3GPP.String(), "rx"), rate(wire.Access3GPP.String(), "tx")
+		dw, uw := rate(wire.AccessNon3GPP.String(), "rx"), rate(wire.AccessNon3GPP.String(), "tx")
+		for _, a := range []wire.Access{wire.Access3GPP, wire.AccessNon3GPP} {
+			access := a.String()
+			k := key + "|up|" + access
+			if up, ok := series[k]; ok {
+				if was, seen := v.legUp[k]; seen && was != (up == 1) {
+					state := map[bool]string{true: "up", false: "DOWN"}[up == 1]
+					fmt.Printf("%5.0fs  ** %s: %s leg %s (agent)\n", el.Seconds(), s.Name, access, state)
+				}
+				v.legUp[k] = up == 1
+			}
+		}
+		fmt.Printf("%5.0fs  %-15s %-10s %6.1f/%-8.1f %6.1f/%-8.1f %-15s %-15s %-5s %s\n", el.Seconds(), s.Name, node,
+			d5, u5, dw, uw, rtts(s, series, key, wire.Access3GPP), rtts(s, series, key, wire.AccessNon3GPP), on(d5+u5, dw+uw), s.Status.Steering)
+		v.lines++
+	}
+}
+
+// hasApp says whether traffic runs in the session: the view shows those.
+func hasApp(session string) bool {
+	for _, a := range apps {
+		if a.session == session {
+			return true
+		}
+	}
+	return false
+}
+
+// rtts is "UPF/UE": the operator's path status and the agent's last probe ("-": not measured).
+func rtts(s junctionv1.ATSSSSession, series map[string]float64, key string, access wire.Access) string {
+	upf := "-"
+	p := s.Status.Paths.ThreeGPP
+	if access == wire.AccessNon3GPP {
+		p = s.Status.Paths.NonThreeGPP
+	}
+	switch {
+	case p != nil && p.Available && p.RTT != "":
+		upf = short(string(p.RTT))
+	case p != nil && !p.Available:
+		upf = "down"
+	}
+	ue := "-"
+	if r, ok := series[key+"|rtt|"+access.String()]; ok {
+		ue = "down"
+		if series[key+"|up|"+access.String()] == 1 {
+			ue = short(time.Duration(r * float64(time.Second)).String())
+		}
+	}
+	return upf + "/" + ue
+}
+
+// short rounds a duration string to what fits a column.
+func short(d string) string {
+	v, err := time.ParseDuration(d)
+	if err != nil {
+		return d
+	}
+	switch {
+	case v >= 10*time.Millisecond:
+		return v.Round(time.Millisecond).String()
+	case v >= time.Millisecond:
+		return v.Round(100 * time.Microsecond).String()
+	default:
+		return v.Round(time.Microsecond).String()
+	}
+}
+
+// on names the access that carries the session's traffic (both: each above 10%).
+func on(fiveG, wifi float64) string {
+	total := fiveG + wifi
+	switch {
+	case total < 0.05:
+		return "-"
+	case fiveG > 0.9*total:
+		return "5G"
+	case wifi > 0.9*total:
+		return "WiFi"
+	default:
+		return "both"
+	}
+}
+
+// scrape reads an agent's leg counters into series, keyed "session|bytes|access|direction",
+// "session|up|access" and "session|rtt|access".
+func scrape(url string, series map[string]float64) {
+	c := http.Client{Timeout: 500 * time.Millisecond}
+	resp, err := c.Get(url)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	var parser expfmt.TextParser
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return
+	}
+	label := func(m *dto.Metric, name string) string {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name {
+				return l.GetValue()
+			}
+		}
+		return ""
+	}
+	for name, kind := range map[string]string{"junction_ue_leg_bytes_total": "bytes", "junction_ue_leg_up": "up", "junction_ue_leg_rtt_seconds": "rtt"} {
+		for _, m := range families[name].GetMetric() {
+			k := label(m, "session") + "|" + kind + "|" + label(m, "access")
+			if kind == "bytes" {
+				k += "|" + label(m, "direction")
+			}
+			series[k] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+}
+
+func hints(kubeconfig string) {
+	fmt.Printf(`
+The story is over; the traffic and the view go on until Ctrl-C (which removes the namespaces). Try:
+   KUBECONFIG=%[1]s bin/kubectl get mas -o wide            # both sides' RTTs, the active access
+   KUBECONFIG=%[1]s bin/kubectl edit steeringpolicy default-internet   # e.g. active: 3GPP
+   ip netns exec jx-%[2]s ping -I 10.60.0.1 %[3]s
+Logs: bin/local/*.log
+
+`, kubeconfig, firstUENode, topology.DNHost)
+}
+
+// waitAgentReady waits until every session of node is AgentReady with all its legs Up (legs
+// without an address on the node, as carol's 3GPP leg, excepted).
+func waitAgentReady(ctx context.Context, k8s client.Client, node string) error {
 	deadline := time.Now().Add(readyWait)
 	for {
 		var list junctionv1.ATSSSSessionList
 		if err := k8s.List(ctx, &list, client.InNamespace("default")); err != nil {
-			return nil, err
+			return err
 		}
-		var mine []junctionv1.ATSSSSession
 		waiting := ""
 		for _, s := range list.Items {
-			if s.Spec.UE.NodeName != ueNode {
+			if s.Spec.UE.NodeName != node {
 				continue
 			}
-			mine = append(mine, s)
 			if !apimeta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionAgentReady) || s.Status.Agent == nil {
 				waiting = s.Name + ": not AgentReady"
 				continue
 			}
 			for _, l := range s.Status.Agent.Legs {
-				if l.State != junctionv1.LegUp {
+				if l.State != junctionv1.LegUp && l.State != junctionv1.LegNoAddress {
 					waiting = fmt.Sprintf("%s: leg %s %s %s", s.Name, l.Access, l.State, l.Reason)
 				}
 			}
 		}
-		if waiting == "" && len(mine) > 0 {
-			return mine, nil
+		if waiting == "" {
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s after %s (see bin/local/ue-agent.log)", waiting, readyWait)
+			return fmt.Errorf("%s after %s (see bin/local/ue-agent-%s.log)", waiting, readyWait, node)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

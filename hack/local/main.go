@@ -2,12 +2,13 @@
 // and etcd (the envtest control plane hack/tools.sh builds), the software UPF, and the operator,
 // each its own process. It installs the CRDs, loads the pipeline ConfigMap, applies
 // config/samples, waits for the sessions to be Programmed, and prints them with the table entries
-// read back from the UPF over P4Runtime. As root it also builds the sample node ue-node-a in
-// network namespaces (dataplane.go), runs the gNB emulator and the UE agent, and pings through
-// the node's sessions.
+// read back from the UPF over P4Runtime. As root it also builds the samples' UE nodes in
+// network namespaces over emulated 5G and WiFi links (dataplane.go), runs the gNB emulator and a
+// UE agent per node, sends application traffic through the sessions, and shows it live while a
+// scripted story plays.
 //
 //	go run ./hack/local            # what `make run` does; Ctrl-C stops everything
-//	go run ./hack/local --once     # exit after printing
+//	go run ./hack/local --once     # exit after the story (or, without root, after printing)
 package main
 
 import (
@@ -48,7 +49,7 @@ import (
 )
 
 func main() {
-	once := flag.Bool("once", false, "exit after the sessions are shown instead of running until interrupted")
+	once := flag.Bool("once", false, "exit after the story (without root: after the sessions are shown) instead of running until interrupted")
 	upfAddr := flag.String("upf-address", "127.0.0.1:9559", "P4Runtime address of the software UPF (config/samples/upf.yaml uses 127.0.0.1:9559)")
 	timeout := flag.Duration("timeout", 3*time.Minute, "how long to wait for the sessions to be Programmed")
 	flag.Parse()
@@ -166,11 +167,8 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 		return err
 	}
 	if dp != nil {
-		stop, err := dp.show(ctx, k8s, root, work, kubeconfig)
-		defer stop()
-		if err != nil {
-			return err
-		}
+		defer dp.stop()
+		return dp.show(ctx, k8s, root, work, kubeconfig, once)
 	}
 	if once {
 		return nil

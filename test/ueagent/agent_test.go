@@ -17,6 +17,7 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/ueagent"
 	"github.com/junction-atsss/junction/test/netns"
+	"github.com/junction-atsss/junction/test/topology"
 )
 
 const sessionAddr = "10.60.0.1"
@@ -29,7 +30,7 @@ const pingSize = 1000
 // returns how many were answered.
 func ping(t *testing.T, u *ueNode, count int) int {
 	t.Helper()
-	out, _ := u.ns.Command("ping", "-n", "-q", "-c", fmt.Sprint(count), "-s", fmt.Sprint(pingSize), "-i", "0.2", "-W", "1", "-I", sessionAddr, dnHost.String()).CombinedOutput()
+	out, _ := u.NS.Command("ping", "-n", "-q", "-c", fmt.Sprint(count), "-s", fmt.Sprint(pingSize), "-i", "0.2", "-W", "1", "-I", sessionAddr, dnHost.String()).CombinedOutput()
 	var sent, recv int
 	for _, line := range strings.Split(string(out), "\n") {
 		if strings.Contains(line, "packets transmitted") {
@@ -109,7 +110,7 @@ func userIndex(t *testing.T, s *junctionv1.ATSSSSession) int64 {
 // rules lists the policy rules of the UE namespace at the agent's priorities.
 func rules(t *testing.T, u *ueNode) []string {
 	var out []string
-	for _, line := range strings.Split(run(t, u.ns, "ip", "-4", "rule", "show"), "\n") {
+	for _, line := range strings.Split(run(t, u.NS, "ip", "-4", "rule", "show"), "\n") {
 		if strings.HasPrefix(line, "9990:") || strings.HasPrefix(line, "9991:") {
 			out = append(out, strings.Join(strings.Fields(line), " "))
 		}
@@ -132,10 +133,10 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 	s := tb.waitReady("s1")
 	var err error
 	tunName := ueagent.TUNName(netip.MustParseAddr(sessionAddr))
-	if s.Status.Agent == nil || s.Status.Agent.NodeName != u.name || s.Status.Agent.Interface != tunName {
-		t.Fatalf("status.agent = %+v, want node %s and interface %s", s.Status.Agent, u.name, tunName)
+	if s.Status.Agent == nil || s.Status.Agent.NodeName != u.Node || s.Status.Agent.Interface != tunName {
+		t.Fatalf("status.agent = %+v, want node %s and interface %s", s.Status.Agent, u.Node, tunName)
 	}
-	run(t, u.ns, "ip", "link", "show", "dev", tunName)
+	run(t, u.NS, "ip", "link", "show", "dev", tunName)
 
 	// Both legs answer probes: Up with an RTT in the status, and the UPF's registers hold the
 	// RTTs the UE reported (LINK_UP / PROBE_ACK), non-zero for both accesses.
@@ -170,18 +171,18 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 	// unanswered ping first: in one run of many the very first echo request after the legs came
 	// up never reached the UPF (open: where it was lost), and this test is about the path.
 	ping(t, u, 1)
-	ran0, wlan0 := txBytes(t, u.ns, "ran0"), txBytes(t, u.ns, "wlan0")
+	ran0, wlan0 := txBytes(t, u.NS, "ran0"), txBytes(t, u.NS, "wlan0")
 	if got := ping(t, u, 10); got != 10 {
 		t.Fatalf("3GPP leg: %d of 10 pings answered", got)
 	}
-	d3, dn := txBytes(t, u.ns, "ran0")-ran0, txBytes(t, u.ns, "wlan0")-wlan0
+	d3, dn := txBytes(t, u.NS, "ran0")-ran0, txBytes(t, u.NS, "wlan0")-wlan0
 	if d3 < 10*pingSize || dn >= 10*pingSize/2 {
 		t.Fatalf("ran0 sent %d and wlan0 %d bytes during 10 pings of %d bytes; want the pings on ran0", d3, dn, pingSize)
 	}
 
 	// Silent failure of the 3GPP leg: the gNB blackholes the radio. The probes time out, the
 	// agent sends LINK_DOWN on WiFi, the UPF's rtt_3gpp becomes 0 and the traffic moves to WiFi.
-	run(t, tb.gnb, "ip", "route", "replace", "blackhole", "default", "table", "2152")
+	run(t, tb.GNB, "ip", "route", "replace", "blackhole", "default", "table", "2152")
 	down := tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegDown, failoverTimeout)
 	if down.Reason != "ProbeTimeout" {
 		t.Errorf("3GPP leg down with reason %q, want ProbeTimeout", down.Reason)
@@ -192,17 +193,17 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 		}
 		return nil
 	})
-	wlan0 = txBytes(t, u.ns, "wlan0")
+	wlan0 = txBytes(t, u.NS, "wlan0")
 	if got := ping(t, u, 10); got != 10 {
 		t.Fatalf("after the 3GPP failure: %d of 10 pings answered over WiFi", got)
 	}
-	if d := txBytes(t, u.ns, "wlan0") - wlan0; d < 10*pingSize {
+	if d := txBytes(t, u.NS, "wlan0") - wlan0; d < 10*pingSize {
 		t.Fatalf("wlan0 sent %d bytes during 10 pings of %d bytes after the failover", d, pingSize)
 	}
 
 	// The radio comes back: probes answered again, LINK_UP, rtt_3gpp non-zero, traffic back on 3GPP.
 	var link []byte
-	link, err = tb.gnb.Command("ip", "route", "replace", "default", "dev", "gtp0", "table", "2152").CombinedOutput()
+	link, err = tb.GNB.Command("ip", "route", "replace", "default", "dev", "gtp0", "table", "2152").CombinedOutput()
 	must(t, errorOf(err, link))
 	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
 	eventually(t, probeTimeout, "rtt_3gpp restored by LINK_UP", func() error {
@@ -218,11 +219,11 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 	pol.Spec.Steering = activeStandby(junctionv1.AccessNon3GPP)
 	must(t, k8s.Update(context.Background(), pol))
 	eventually(t, readyTimeout, "pings on WiFi after the policy change", func() error {
-		before := txBytes(t, u.ns, "wlan0")
+		before := txBytes(t, u.NS, "wlan0")
 		if got := ping(t, u, 5); got != 5 {
 			return fmt.Errorf("%d of 5 pings answered", got)
 		}
-		if d := txBytes(t, u.ns, "wlan0") - before; d < 5*pingSize {
+		if d := txBytes(t, u.NS, "wlan0") - before; d < 5*pingSize {
 			return fmt.Errorf("wlan0 sent %d bytes during 5 pings of %d bytes", d, pingSize)
 		}
 		return nil
@@ -231,7 +232,7 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 	// A netlink-visible failure: WiFi's link goes down. The leg is Down at once with the reason,
 	// the agent sends LINK_DOWN on 3GPP (the UPF's rtt_non3gpp becomes 0) and the traffic moves
 	// to 5G within the failover bound, both ways.
-	run(t, u.ns, "ip", "link", "set", "wlan0", "down")
+	run(t, u.NS, "ip", "link", "set", "wlan0", "down")
 	if l := tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegDown, failoverTimeout); l.Reason != "LinkDown" {
 		t.Errorf("WiFi leg down with reason %q, want LinkDown", l.Reason)
 	}
@@ -241,18 +242,17 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 		}
 		return nil
 	})
-	ranTx, ranRx := txBytes(t, u.ns, "ran0"), rxBytes(t, u.ns, "ran0")
+	ranTx, ranRx := txBytes(t, u.NS, "ran0"), rxBytes(t, u.NS, "ran0")
 	if got := ping(t, u, 5); got != 5 {
 		t.Fatalf("WiFi down: %d of 5 pings answered over 3GPP", got)
 	}
-	if dt, dr := txBytes(t, u.ns, "ran0")-ranTx, rxBytes(t, u.ns, "ran0")-ranRx; dt < 5*pingSize || dr < 5*pingSize {
+	if dt, dr := txBytes(t, u.NS, "ran0")-ranTx, rxBytes(t, u.NS, "ran0")-ranRx; dt < 5*pingSize || dr < 5*pingSize {
 		t.Fatalf("WiFi down: ran0 sent %d and received %d bytes during 5 pings of %d bytes", dt, dr, pingSize)
 	}
-	run(t, u.ns, "ip", "link", "set", "wlan0", "up")
-	// The kernel flushed the static route and neighbor with the link; the node's network
-	// manager (here, the test) puts them back, as DHCP and ARP would on a real WiFi link.
-	run(t, u.ns, "ip", "route", "replace", upfJunction.String()+"/32", "dev", "wlan0", "metric", "20")
-	must(t, u.ns.AddNeighbor("wlan0", upfJunction, upfPortMAC["wifi"]))
+	run(t, u.NS, "ip", "link", "set", "wlan0", "up")
+	// The kernel flushed the route with the link; the node's network manager (here, the test)
+	// puts it back, as DHCP would on a real WiFi link.
+	must(t, u.Routes())
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 
 	// A crashed agent leaves its rules; the next one adopts them instead of adding copies.
@@ -264,7 +264,7 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 	killed := time.Now()
 	tb.startAgent(u)
 	eventually(t, readyTimeout, "the restarted agent serves the session", func() error {
-		if out, err := u.ns.Command("ip", "link", "show", "dev", tunName).CombinedOutput(); err != nil {
+		if out, err := u.NS.Command("ip", "link", "show", "dev", tunName).CombinedOutput(); err != nil {
 			return fmt.Errorf("no TUN yet: %s", out)
 		}
 		s, err := getSession("s1", tb.ns)
@@ -286,7 +286,7 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 	// Deleting the session removes its TUN and its rules.
 	must(t, k8s.Delete(context.Background(), s))
 	eventually(t, readyTimeout, "TUN and rules removed", func() error {
-		if out, err := u.ns.Command("ip", "link", "show", "dev", tunName).CombinedOutput(); err == nil {
+		if out, err := u.NS.Command("ip", "link", "show", "dev", tunName).CombinedOutput(); err == nil {
 			return fmt.Errorf("TUN still there: %s", out)
 		}
 		if r := rules(t, u); len(r) != 0 {
@@ -302,7 +302,7 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 func TestAgentServesOnlyItsNode(t *testing.T) {
 	tb := newTestbed(t, 1)
 	a := tb.ues[0]
-	b := &ueNode{ns: newNS(t, "jue"), name: "ue-node-b", addr3GPP: a.addr3GPP, addrWiFi: a.addrWiFi}
+	b := &ueNode{UE: &topology.UE{UESpec: topology.UESpec{Node: "ue-node-b", Addr3GPP: a.Addr3GPP, AddrWiFi: a.AddrWiFi}, NS: newNS(t, "jue")}}
 	tb.startAgent(a)
 	tb.startAgent(b)
 	s := tb.session("on-b", b, "10.60.0.2", 200, "as-3gpp")
@@ -311,14 +311,14 @@ func TestAgentServesOnlyItsNode(t *testing.T) {
 	tb.legState("on-b", junctionv1.AccessNon3GPP, junctionv1.LegNoAddress, readyTimeout)
 	got, err := getSession("on-b", tb.ns)
 	must(t, err)
-	if got.Status.Agent.NodeName != b.name {
-		t.Fatalf("status.agent.nodeName = %q, want %q", got.Status.Agent.NodeName, b.name)
+	if got.Status.Agent.NodeName != b.Node {
+		t.Fatalf("status.agent.nodeName = %q, want %q", got.Status.Agent.NodeName, b.Node)
 	}
 	if c := meta.FindStatusCondition(got.Status.Conditions, junctionv1.ConditionAgentReady); c == nil || c.Status != "False" {
 		t.Fatalf("AgentReady = %+v, want False: no leg can send", c)
 	}
 	tun := ueagent.TUNName(netip.MustParseAddr("10.60.0.2"))
-	if out, err := a.ns.Command("ip", "link", "show", "dev", tun).CombinedOutput(); err == nil {
+	if out, err := a.NS.Command("ip", "link", "show", "dev", tun).CombinedOutput(); err == nil {
 		t.Fatalf("node a's agent built node b's TUN: %s", out)
 	}
 

@@ -236,6 +236,6 @@ func benchPaths(b *testing.B) []pathResult {
 	create(b, tb.policy("wifi", activeStandby(junctionv1.AccessNon3GPP)), tb.session("s1", u, sessionAddr, 100, "wifi"))
 	tb.waitReady("s1")
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
-	rows = append(rows, measure(b, "Junction (WiFi leg)", u.ns, sessionAddr, tb.dn, dnHost.String(), u.agent.cmd.Process.Pid, tb.softupf.cmd.Process.Pid))
+	rows = append(rows, measure(b, "Junction (WiFi leg)", u.NS, sessionAddr, tb.DN, dnHost.String(), u.agent.cmd.Process.Pid, tb.softupf.cmd.Process.Pid))
 	return rows
 }

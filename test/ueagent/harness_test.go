@@ -3,12 +3,7 @@
 // Package ueagent tests the UE agent end to end with every real part: a real kube-apiserver and
 // etcd (envtest), the operator's controllers, the software UPF binary, the gNB emulator binary
 // and the UE agent binary, moving real packets through TUN devices and veths in network
-// namespaces this test creates and removes:
-//
-//	ns ue-*   (node ue-node-a)      ns gnb-*                ns upf-* (softupf ports)   ns dn-*
-//	 app ─ TUN jx… ─ agent ─ ran0 ══ ran-g ─ gnb-emulator ─ n3g ══ u-n3   port 1 ┐
-//	                        └ wlan0 ═══════════════════════════════ u-wifi port 2 ├ UPF
-//	                                                              u-n6   port 3 ┘ ══ dn0  server
+// namespaces this test creates and removes (test/topology draws the network).
 //
 // The processes run in the root namespace, where the API server and the UPF's P4Runtime listen
 // on loopback; the agent (--netns), the emulator (--netns) and the UPF (--ports-netns) open their
@@ -23,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,11 +47,11 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/controllers"
-	"github.com/junction-atsss/junction/internal/linkem"
 	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/upfclient"
 	"github.com/junction-atsss/junction/p4"
 	"github.com/junction-atsss/junction/test/netns"
+	"github.com/junction-atsss/junction/test/topology"
 )
 
 // Named timeouts.
@@ -67,18 +61,10 @@ const (
 	failoverTimeout = 10 * time.Second // a leg lost → traffic on the other leg
 )
 
-// Addresses of the testbed (documentation and test ranges; they exist only inside its namespaces).
+// The testbed's addresses are test/topology's.
 var (
-	upfN3       = netip.MustParseAddr("192.0.2.1")
-	upfJunction = netip.MustParseAddr("192.0.2.2")
-	gnbN3       = netip.MustParseAddr("198.51.100.10")
-	gnbRadio    = netip.MustParseAddr("10.45.0.254")
-	dnHost      = netip.MustParseAddr("198.18.0.10")
-	dnGateway   = netip.MustParseAddr("198.18.0.1")
-	upfPortMAC  = map[string]net.HardwareAddr{
-		"n3": {0x02, 0, 0, 0, 0x01, 0x01}, "wifi": {0x02, 0, 0, 0, 0x01, 0x02}, "n6": {0x02, 0, 0, 0, 0x01, 0x03},
-	}
-	upfPortNumber = map[string]int32{"n3": 1, "wifi": 2, "n6": 3}
+	dnHost      = topology.DNHost
+	upfJunction = topology.UPFJunction
 )
 
 var (
@@ -242,61 +228,37 @@ func (p *proc) stop(sig os.Signal) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Topology
+// Topology (test/topology builds the network; the testbed adds the processes and objects)
 // ---------------------------------------------------------------------------------------------
 
 // ueNode is one UE namespace, the node its agent serves.
 type ueNode struct {
-	ns       *netns.Namespace
-	name     string // Kubernetes node name
-	addr3GPP netip.Addr
-	addrWiFi netip.Addr
-	wifiMAC  net.HardwareAddr
-	agent    *proc
+	*topology.UE
+	agent *proc
 }
 
-// testbed is the namespaces, the processes and the Kubernetes namespace of one test.
+// testbed is the network, the processes and the Kubernetes namespace of one test.
 type testbed struct {
-	t       testing.TB
-	gnb     *netns.Namespace
-	upf     *netns.Namespace
-	dn      *netns.Namespace
+	t testing.TB
+	*topology.Topology
 	ues     []*ueNode
 	ns      string // Kubernetes namespace
 	upfGRPC string
 	softupf *proc
-	n3gMAC  net.HardwareAddr
-	dnMAC   net.HardwareAddr
-	radios  []string
-	em      *emulation // nil: the UEs' links are plain veths
-}
-
-// emulation puts a link emulator (internal/linkem) on the UEs' links: each UE's radio gets its
-// own shapers with ran's parameters, in a namespace of its own between the UE and the gNB; the
-// UEs' WiFi links share one cell (shapers [0] uplink, [1] downlink), bridged by an access point
-// namespace to the UPF's WiFi port, so that one UE's load queues the others' packets.
-type emulation struct {
-	ran    linkem.Params
-	cell   [2]*linkem.Shaper
-	ap     *netns.Namespace
-	wires  []*wire             // by UE: radio, then WiFi
-	radios [][2]*linkem.Shaper // by UE
-}
-
-// wire is one emulated link: its namespace and the end that faces the UE (down: carrier lost).
-type wire struct {
-	ns     *netns.Namespace
-	ueSide string
 }
 
 func newNS(t testing.TB, prefix string) *netns.Namespace {
 	t.Helper()
 	ns, err := netns.New(netns.UniqueName(prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	t.Cleanup(func() { ns.Close() })
 	return ns
+}
+
+// noOffload is topology.NoOffload for a test.
+func noOffload(t testing.TB, ns *netns.Namespace, iface string) {
+	t.Helper()
+	must(t, topology.NoOffload(ns, iface))
 }
 
 func must(t testing.TB, err error) {
@@ -316,176 +278,41 @@ func run(t testing.TB, ns *netns.Namespace, name string, args ...string) string 
 	return string(out)
 }
 
-// noOffload turns off the offloads an AF_PACKET port cannot take (unsegmented, partially
-// checksummed skbs), as BMv2 needs too.
-func noOffload(t testing.TB, ns *netns.Namespace, iface string) {
-	t.Helper()
-	run(t, ns, "ethtool", "-K", iface, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off")
-}
-
-// newTestbed builds the gNB, UPF and data-network namespaces, starts the software UPF, the
-// operator and the gNB emulator, and creates the UPF object and pipeline in a fresh Kubernetes
-// namespace. UEs are added with addUE.
+// newTestbed builds the topology with nUEs plain-veth UEs, starts the software UPF, the operator
+// and the gNB emulator, and creates the UPF object and pipeline in a fresh Kubernetes namespace.
 func newTestbed(t testing.TB, nUEs int) *testbed {
 	return newEmulatedTestbed(t, nUEs, nil)
 }
 
 // newEmulatedTestbed is newTestbed with the UEs' links emulated by em (nil: plain veths).
-func newEmulatedTestbed(t testing.TB, nUEs int, em *emulation) *testbed {
+func newEmulatedTestbed(t testing.TB, nUEs int, em *topology.Emulation) *testbed {
 	t.Helper()
-	tb := &testbed{t: t, gnb: newNS(t, "jgnb"), upf: newNS(t, "jupf"), dn: newNS(t, "jdn"), em: em}
-	for _, ns := range []*netns.Namespace{tb.gnb} {
-		must(t, ns.Sysctl("net/ipv4/ip_forward", "1"))
-		must(t, ns.Sysctl("net/ipv4/conf/all/rp_filter", "0"))
-		must(t, ns.Sysctl("net/ipv4/conf/default/rp_filter", "0"))
-	}
-	// gNB ── N3 ── UPF port 1
-	must(t, netns.AddVeth(netns.Link{Name: "n3g", NS: tb.gnb}, netns.Link{Name: "u-n3", NS: tb.upf, MAC: upfPortMAC["n3"]}))
-	must(t, tb.gnb.AddAddress("n3g", netip.PrefixFrom(gnbN3, 24)))
-	must(t, tb.gnb.AddRoute(netip.PrefixFrom(upfN3, 32), netip.Addr{}, "n3g"))
-	must(t, tb.gnb.AddNeighbor("n3g", upfN3, upfPortMAC["n3"]))
-	// UPF port 3 ── N6 ── data network
-	must(t, netns.AddVeth(netns.Link{Name: "u-n6", NS: tb.upf, MAC: upfPortMAC["n6"]}, netns.Link{Name: "dn0", NS: tb.dn}))
-	must(t, tb.dn.AddAddress("dn0", netip.PrefixFrom(dnHost, 24)))
-	must(t, tb.dn.AddNeighbor("dn0", dnGateway, upfPortMAC["n6"]))
-	must(t, tb.dn.AddRoute(netip.MustParsePrefix("10.60.0.0/16"), dnGateway, "dn0"))
-	var err error
-	tb.n3gMAC, err = tb.gnb.InterfaceMAC("n3g")
+	topo, err := topology.New(topology.Config{Emulation: em})
 	must(t, err)
-	tb.dnMAC, err = tb.dn.InterfaceMAC("dn0")
-	must(t, err)
-	noOffload(t, tb.gnb, "n3g")
-	noOffload(t, tb.dn, "dn0")
-	for _, i := range []string{"u-n3", "u-n6"} {
-		noOffload(t, tb.upf, i)
-	}
+	t.Cleanup(topo.Close)
+	tb := &testbed{t: t, Topology: topo}
 	for i := range nUEs {
-		tb.addUE(i)
+		u, err := topo.AddUE(topology.DefaultUE(i))
+		must(t, err)
+		tb.ues = append(tb.ues, &ueNode{UE: u})
 	}
 
 	// The software UPF: ports in the UPF namespace, P4Runtime on loopback.
-	port := freePort(t)
-	tb.upfGRPC = fmt.Sprintf("127.0.0.1:%d", port)
-	args := []string{"--grpc-addr", tb.upfGRPC, "--device-id", "1", "--cpu-port", "255", "--ports-netns", tb.upf.Name}
-	for _, p := range []string{"n3", "wifi", "n6"} {
-		args = append(args, "-i", fmt.Sprintf("%d@u-%s", upfPortNumber[p], p))
-	}
-	tb.softupf = start(t, "softupf", args...)
+	tb.upfGRPC = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	tb.softupf = start(t, "softupf", append([]string{"--grpc-addr", tb.upfGRPC, "--device-id", "1", "--cpu-port", "255"}, topo.SoftUPFArgs()...)...)
 
 	tb.ns = newK8sNamespace(t)
 	tb.createUPF()
 	startOperator(t, tb.ns)
 
 	// The gNB emulator serves every UE's radio link.
-	gargs := []string{"--kubeconfig", kubeconfig, "--netns", tb.gnb.Name, "--n3-address", gnbN3.String(),
-		"--namespace", tb.ns, "--metrics-addr", "0"}
-	for _, r := range tb.radios {
-		gargs = append(gargs, "--radio-interface", r)
-	}
-	start(t, "gnb-emulator", gargs...)
+	start(t, "gnb-emulator", append([]string{"--kubeconfig", kubeconfig, "--namespace", tb.ns, "--metrics-addr", "0"}, topo.GNBArgs()...)...)
 	return tb
-}
-
-// addUE creates UE namespace i with its 3GPP link to the gNB and its WiFi link to the UPF.
-func (tb *testbed) addUE(i int) {
-	t := tb.t
-	u := &ueNode{
-		ns:       newNS(t, "jue"),
-		name:     fmt.Sprintf("ue-node-%c", 'a'+i),
-		addr3GPP: netip.AddrFrom4([4]byte{10, 45, byte(i), 1}),
-		addrWiFi: netip.AddrFrom4([4]byte{203, 0, 113, byte(11 + i)}),
-	}
-	must(t, u.ns.Sysctl("net/ipv4/conf/all/rp_filter", "0"))
-	must(t, u.ns.Sysctl("net/ipv4/conf/default/rp_filter", "0"))
-	// The radio link: UE ran0 ══ gNB ran<i>.
-	radio := fmt.Sprintf("ran%d", i)
-	gw := netip.AddrFrom4([4]byte{10, 45, byte(i), 254})
-	tb.connectRadio(netns.Link{Name: "ran0", NS: u.ns}, netns.Link{Name: radio, NS: tb.gnb}, i)
-	must(t, u.ns.AddAddress("ran0", netip.PrefixFrom(u.addr3GPP, 24)))
-	must(t, tb.gnb.AddAddress(radio, netip.PrefixFrom(gw, 24)))
-	must(t, tb.gnb.Sysctl("net/ipv4/conf/"+radio+"/rp_filter", "0"))
-	tb.radios = append(tb.radios, radio)
-	// WiFi: UE wlan0 ══ UPF port 2, a wire; with emulation, through the shared cell.
-	wifiPort := "u-wifi"
-	if tb.em != nil {
-		tb.connectWiFi(netns.Link{Name: "wlan0", NS: u.ns}, i)
-	} else {
-		if i > 0 {
-			t.Fatalf("one WiFi port per UPF: UE %d needs the emulated cell (newEmulatedTestbed)", i)
-		}
-		must(t, netns.AddVeth(netns.Link{Name: "wlan0", NS: u.ns}, netns.Link{Name: wifiPort, NS: tb.upf, MAC: upfPortMAC["wifi"]}))
-	}
-	must(t, u.ns.AddAddress("wlan0", netip.PrefixFrom(u.addrWiFi, 24)))
-	// Both legs reach the UPF's Junction address: through the gNB (preferred by metric, as a
-	// UE's cellular default) and directly on WiFi; each leg socket is bound to its interface.
-	run(t, u.ns, "ip", "route", "add", upfJunction.String()+"/32", "via", gw.String(), "dev", "ran0", "metric", "10")
-	run(t, u.ns, "ip", "route", "add", upfJunction.String()+"/32", "dev", "wlan0", "metric", "20")
-	must(t, u.ns.AddNeighbor("wlan0", upfJunction, upfPortMAC["wifi"]))
-	var err error
-	u.wifiMAC, err = u.ns.InterfaceMAC("wlan0")
-	must(t, err)
-	noOffload(t, u.ns, "wlan0")
-	noOffload(t, u.ns, "ran0")
-	noOffload(t, tb.gnb, radio)
-	noOffload(t, tb.upf, wifiPort)
-	tb.ues = append(tb.ues, u)
-}
-
-// connectRadio joins UE i's radio interface ue to the gNB's end gnb: a veth pair, or with
-// emulation two, bridged by a linkem.Link with the UE's own shapers in a namespace of their own.
-func (tb *testbed) connectRadio(ue, gnb netns.Link, i int) {
-	t := tb.t
-	if tb.em == nil {
-		must(t, netns.AddVeth(ue, gnb))
-		return
-	}
-	w := &wire{ns: newNS(t, "jwire"), ueSide: "w-ue"}
-	must(t, netns.AddVeth(ue, netns.Link{Name: "w-ue", NS: w.ns}))
-	must(t, netns.AddVeth(netns.Link{Name: "w-net", NS: w.ns}, gnb))
-	up, down := linkem.NewShaper(tb.em.ran, uint64(10+2*i)), linkem.NewShaper(tb.em.ran, uint64(11+2*i))
-	tb.em.radios = append(tb.em.radios, [2]*linkem.Shaper{up, down})
-	tb.bridge(w, "w-net", up, down)
-}
-
-// radioDown is UE i's radio downlink shaper.
-func (tb *testbed) radioDown(i int) *linkem.Shaper { return tb.em.radios[i][1] }
-
-// connectWiFi joins UE i's WiFi interface ue to the emulated cell: the access point namespace
-// holds a bridge to the UPF's WiFi port and, per UE, a linkem.Link through the cell's shapers.
-func (tb *testbed) connectWiFi(ue netns.Link, i int) {
-	t := tb.t
-	em := tb.em
-	if em.ap == nil {
-		em.ap = newNS(t, "jap")
-		run(t, em.ap, "ip", "link", "add", "br0", "type", "bridge")
-		run(t, em.ap, "ip", "link", "set", "br0", "up")
-		must(t, netns.AddVeth(netns.Link{Name: "ap-up", NS: em.ap}, netns.Link{Name: "u-wifi", NS: tb.upf, MAC: upfPortMAC["wifi"]}))
-		run(t, em.ap, "ip", "link", "set", "ap-up", "master", "br0")
-		noOffload(t, em.ap, "ap-up")
-	}
-	w := &wire{ns: em.ap, ueSide: fmt.Sprintf("w-ue%d", i)}
-	net, port := fmt.Sprintf("w-net%d", i), fmt.Sprintf("br-p%d", i)
-	must(t, netns.AddVeth(ue, netns.Link{Name: w.ueSide, NS: em.ap}))
-	must(t, netns.AddVeth(netns.Link{Name: net, NS: em.ap}, netns.Link{Name: port, NS: em.ap}))
-	run(t, em.ap, "ip", "link", "set", port, "master", "br0")
-	noOffload(t, em.ap, port)
-	tb.bridge(w, net, em.cell[0], em.cell[1])
-}
-
-// bridge runs a linkem.Link between the wire's UE side and its network side net.
-func (tb *testbed) bridge(w *wire, net string, up, down *linkem.Shaper) {
-	t := tb.t
-	noOffload(t, w.ns, w.ueSide)
-	noOffload(t, w.ns, net)
-	l, err := linkem.Open(w.ns.Name, w.ueSide, net, up, down)
-	must(t, err)
-	t.Cleanup(func() { l.Close() })
-	tb.em.wires = append(tb.em.wires, w)
 }
 
 // startAgent runs the UE agent for node u, with extra flags.
 func (tb *testbed) startAgent(u *ueNode, extra ...string) {
-	u.agent = start(tb.t, "ue-agent", append([]string{"--kubeconfig", kubeconfig, "--node-name", u.name, "--netns", u.ns.Name,
+	u.agent = start(tb.t, "ue-agent", append([]string{"--kubeconfig", kubeconfig, "--node-name", u.Node, "--netns", u.NS.Name,
 		"--namespace", tb.ns, "--metrics-addr", "0", "--health-addr", "0", "--status-interval", "1s", "--min-status-interval", "200ms"}, extra...)...)
 }
 
@@ -551,29 +378,7 @@ func (tb *testbed) createUPF() {
 	text, err := prototext.MarshalOptions{Multiline: true}.Marshal(info)
 	must(t, err)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tb.ns, Name: "pipeline"}, Data: map[string]string{"p4info.txtpb": string(text)}}
-	ports := []junctionv1.Port{
-		{Name: "n3", Number: upfPortNumber["n3"], Role: junctionv1.PortN3, MAC: junctionv1.MACAddress(upfPortMAC["n3"].String())},
-		{Name: "wifi", Number: upfPortNumber["wifi"], Role: junctionv1.PortNon3GPP, MAC: junctionv1.MACAddress(upfPortMAC["wifi"].String())},
-		{Name: "n6", Number: upfPortNumber["n6"], Role: junctionv1.PortN6, MAC: junctionv1.MACAddress(upfPortMAC["n6"].String())},
-	}
-	routes := []junctionv1.Route{
-		{Destination: "198.51.100.0/24", Port: "n3", NextHopMAC: junctionv1.MACAddress(tb.n3gMAC.String())},
-		{Destination: "0.0.0.0/0", Port: "n6", NextHopMAC: junctionv1.MACAddress(tb.dnMAC.String())},
-	}
-	for _, u := range tb.ues {
-		routes = append(routes, junctionv1.Route{Destination: junctionv1.IPv4Prefix(u.addrWiFi.String() + "/32"), Port: "wifi", NextHopMAC: junctionv1.MACAddress(u.wifiMAC.String())})
-	}
-	upf := &junctionv1.UserPlaneFunction{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tb.ns, Name: "upf"},
-		Spec: junctionv1.UserPlaneFunctionSpec{
-			P4Runtime:       junctionv1.P4RuntimeEndpoint{Address: tb.upfGRPC, DeviceID: 1},
-			Pipeline:        junctionv1.Pipeline{ConfigMapRef: junctionv1.LocalObjectReference{Name: "pipeline"}},
-			TunnelEndpoints: []junctionv1.TunnelEndpoint{{Name: "core", N3Address: junctionv1.IPv4Address(upfN3.String()), JunctionAddress: junctionv1.IPv4Address(upfJunction.String())}},
-			Ports:           ports,
-			Routes:          routes,
-		},
-	}
-	create(t, cm, upf)
+	create(t, cm, tb.UPFObject(tb.ns, "upf", tb.upfGRPC, "pipeline"))
 }
 
 func create(t testing.TB, objs ...client.Object) {
@@ -590,12 +395,12 @@ func (tb *testbed) session(name string, u *ueNode, addr string, teid int64, poli
 	s := &junctionv1.ATSSSSession{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tb.ns, Name: name},
 		Spec: junctionv1.ATSSSSessionSpec{
-			UE:             junctionv1.UE{SUPI: fmt.Sprintf("imsi-00101000000%04d", teid), NodeName: u.name},
+			UE:             junctionv1.UE{SUPI: fmt.Sprintf("imsi-00101000000%04d", teid), NodeName: u.Node},
 			SessionAddress: junctionv1.IPv4Address(addr),
 			UPFRef:         junctionv1.LocalObjectReference{Name: "upf"},
 			AccessLegs: junctionv1.AccessLegs{
-				ThreeGPP:    &junctionv1.ThreeGPPLeg{UEAddress: junctionv1.IPv4Address(u.addr3GPP.String()), GNBAddress: junctionv1.IPv4Address(gnbN3.String()), UplinkTEID: teid, DownlinkTEID: teid + 4096},
-				NonThreeGPP: &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: junctionv1.IPv4Address(u.addrWiFi.String())},
+				ThreeGPP:    &junctionv1.ThreeGPPLeg{UEAddress: junctionv1.IPv4Address(u.Addr3GPP[0].String()), GNBAddress: junctionv1.IPv4Address(topology.GNBN3.String()), UplinkTEID: teid, DownlinkTEID: teid + 4096},
+				NonThreeGPP: &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: junctionv1.IPv4Address(u.AddrWiFi[0].String())},
 			},
 		},
 	}

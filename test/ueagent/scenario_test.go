@@ -36,6 +36,7 @@ import (
 	"github.com/junction-atsss/junction/internal/linkem"
 	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/ueagent/steer"
+	"github.com/junction-atsss/junction/test/topology"
 )
 
 const (
@@ -58,13 +59,13 @@ func (tb *testbed) cbr(t *testing.T, d, failAt time.Duration, fail func()) *stre
 	t.Helper()
 	u := tb.ues[0]
 	var rx, tx *net.UDPConn
-	must(t, u.ns.Do(func() (err error) {
+	must(t, u.NS.Do(func() (err error) {
 		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(sessionAddr), Port: 7000})
 		return err
 	}))
 	defer rx.Close()
 	rx.SetReadBuffer(8 << 20)
-	must(t, tb.dn.Do(func() (err error) {
+	must(t, tb.DN.Do(func() (err error) {
 		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(sessionAddr), Port: 7000})
 		return err
 	}))
@@ -112,8 +113,8 @@ func (tb *testbed) cbr(t *testing.T, d, failAt time.Duration, fail func()) *stre
 
 // newEmulation gives every UE's radio ran's properties and the shared WiFi cell wifi's, both
 // directions alike.
-func newEmulation(ran, wifi linkem.Params) *emulation {
-	return &emulation{ran: ran, cell: [2]*linkem.Shaper{linkem.NewShaper(wifi, 3), linkem.NewShaper(wifi, 4)}}
+func newEmulation(ran, wifi linkem.Params) *topology.Emulation {
+	return &topology.Emulation{Radio: ran, WiFi: wifi}
 }
 
 // series is the throughput per bin in Mbit/s.
@@ -166,7 +167,6 @@ func TestScenarioHandover(t *testing.T) {
 	tb.waitReady("s1")
 	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
-	wifiWire := em.wires[1] // UE 0: radio, then WiFi
 
 	type result struct {
 		name   string
@@ -177,13 +177,13 @@ func TestScenarioHandover(t *testing.T) {
 	}
 	var results []result
 	for _, mode := range []string{"carrier", "silent"} {
-		fail := func() { run(t, wifiWire.ns, "ip", "link", "set", wifiWire.ueSide, "down") }
+		fail := func() { must(t, u.WiFi.SetCarrier(false)) }
 		// The targets: 100 ms on carrier loss, 3 probe intervals (the busy interval: the
 		// stream keeps the leg busy) when only probes can tell.
 		target := 100 * time.Millisecond
 		if mode == "silent" {
 			fail = func() {
-				for _, s := range em.cell {
+				for _, s := range em.Cell {
 					p := s.Params()
 					p.Down = true
 					s.Set(p)
@@ -201,9 +201,8 @@ func TestScenarioHandover(t *testing.T) {
 		}
 		// WiFi back for the next run.
 		if mode == "carrier" {
-			run(t, wifiWire.ns, "ip", "link", "set", wifiWire.ueSide, "up")
-			run(t, u.ns, "ip", "route", "replace", upfJunction.String()+"/32", "dev", "wlan0", "metric", "20")
-			must(t, u.ns.AddNeighbor("wlan0", upfJunction, upfPortMAC["wifi"]))
+			must(t, u.WiFi.SetCarrier(true))
+			must(t, u.Routes())
 			tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 		}
 	}
@@ -293,7 +292,7 @@ func TestScenarioAggregation(t *testing.T) {
 			must(t, k8s.Update(context.Background(), p))
 			time.Sleep(2 * time.Second) // the operator and the agent apply it
 		}
-		r := iperf(t, u.ns, tb.dn, sessionAddr, "-t", secs)
+		r := iperf(t, u.NS, tb.DN, sessionAddr, "-t", secs)
 		got[m.name] = r.End.SumReceived.BitsPerSecond / 1e6
 		t.Logf("%s: %.1f Mbit/s", m.name, got[m.name])
 	}
@@ -375,7 +374,7 @@ func TestScenarioSmallestDelay(t *testing.T) {
 	// UE 1's bulk download for the whole run, in the background.
 	bulk := make(chan error, 1)
 	go func() {
-		_, err := runIperf(ue1.ns, tb.dn, "10.60.0.1", "-t", fmt.Sprint(int(d.Seconds())))
+		_, err := runIperf(ue1.NS, tb.DN, "10.60.0.1", "-t", fmt.Sprint(int(d.Seconds())))
 		bulk <- err
 	}()
 
@@ -397,7 +396,7 @@ func TestScenarioSmallestDelay(t *testing.T) {
 				send(d - join)
 			}()
 		}
-		a, b := rxBytesAll(t, ue1.ns), rxBytesAll(t, ue2.ns)
+		a, b := rxBytesAll(t, ue1.NS), rxBytesAll(t, ue2.NS)
 		rw, _ := tb.register("rtt_non3gpp", user2)
 		r5, _ := tb.register("rtt_3gpp", user2)
 		samples = append(samples, sample{at: time.Since(start), ue1WiFi: a["wlan0"], ue2WiFi: b["wlan0"], g5: b["ran0"], rttWiFi: rw, rtt5G: r5})
@@ -448,11 +447,11 @@ func TestScenarioSmallestDelay(t *testing.T) {
 // the test.
 func (tb *testbed) cbrTo(t *testing.T, u *ueNode, addr string, rate float64) func(time.Duration) {
 	var rx, tx *net.UDPConn
-	must(t, u.ns.Do(func() (err error) {
+	must(t, u.NS.Do(func() (err error) {
 		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(addr), Port: 7001})
 		return err
 	}))
-	must(t, tb.dn.Do(func() (err error) {
+	must(t, tb.DN.Do(func() (err error) {
 		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(addr), Port: 7001})
 		return err
 	}))
@@ -542,7 +541,7 @@ func TestScenarioRedundant(t *testing.T) {
 	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 	// Downlink loss on both legs from here on (probes too: the legs stay up at 5%).
-	for _, s := range []*linkem.Shaper{em.cell[1], tb.radioDown(0)} {
+	for _, s := range []*linkem.Shaper{em.Cell[1], tb.ues[0].RadioShapers[1]} {
 		p := s.Params()
 		p.Loss = loss
 		s.Set(p)
@@ -590,7 +589,7 @@ func TestScenarioPriority(t *testing.T) {
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 
 	setWiFiDelay := func(d time.Duration) {
-		for _, s := range em.cell {
+		for _, s := range em.Cell {
 			p := s.Params()
 			p.Delay = d
 			s.Set(p)
@@ -602,9 +601,9 @@ func TestScenarioPriority(t *testing.T) {
 	for i, delay := range []time.Duration{5 * time.Millisecond, 25 * time.Millisecond, 5 * time.Millisecond} {
 		setWiFiDelay(delay)
 		time.Sleep(phase / 2) // probes see the new RTT
-		w0, g0 := rxBytes(t, u.ns, "wlan0"), rxBytes(t, u.ns, "ran0")
+		w0, g0 := rxBytes(t, u.NS, "wlan0"), rxBytes(t, u.NS, "ran0")
 		tb.cbr(t, phase/2, phase, func() {})
-		w, g := float64(rxBytes(t, u.ns, "wlan0")-w0), float64(rxBytes(t, u.ns, "ran0")-g0)
+		w, g := float64(rxBytes(t, u.NS, "wlan0")-w0), float64(rxBytes(t, u.NS, "ran0")-g0)
 		shares[i] = w / (w + g)
 	}
 	fmt.Printf("\nPriority-based, WiFi first up to 30 ms RTT: stream on WiFi %.0f%% (WiFi 10 ms RTT), %.0f%% (50 ms), %.0f%% (10 ms again)\n",
@@ -663,7 +662,8 @@ func TestScenarioReorder(t *testing.T) {
 		})
 		r := row{name: mode.name}
 		for i := 0; i < reps; i++ {
-			res := iperf(t, tb.dn, u.ns, dnHost.String(), "-n", "7M", "-B", sessionAddr)
+			// A 256 KB window stays below the bottleneck's BDP plus its 400 KB queue.
+			res := iperf(t, tb.DN, u.NS, dnHost.String(), "-n", "7M", "-w", "256K", "-B", sessionAddr)
 			r.retransmits = append(r.retransmits, res.End.SumSent.Retransmits)
 		}
 		sorted := append([]int(nil), r.retransmits...)
@@ -675,6 +675,13 @@ func TestScenarioReorder(t *testing.T) {
 		r.median = float64(sorted[len(sorted)/2])
 		rows = append(rows, r)
 		t.Logf("%s: retransmissions %v", mode.name, r.retransmits)
+	}
+	// Retransmissions here must come from reordering alone: the window (-w) keeps the flow within
+	// the bottleneck queues, which must have dropped nothing.
+	for _, s := range []*linkem.Shaper{u.RadioShapers[0], em.Cell[0]} {
+		if d := s.Stats().QueueDrops; d != 0 {
+			t.Errorf("the uplink bottleneck dropped %d frames: the experiment measures congestion, not reordering", d)
+		}
 	}
 	fmt.Printf("\nTable IV uplink reordering (7 MB TCP upload, legs alternating every 2,000 packets, %d uploads)\n%-12s %10s %10s\n", reps, "", "average", "99th pct")
 	for _, r := range rows {

@@ -140,11 +140,11 @@ func TestTCPTransferThroughSession(t *testing.T) {
 	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 
-	ran0 := rxBytes(t, u.ns, "ran0")
-	if n, same := transfer(t, tb.dn, dnHost.String(), u.ns, sessionAddr, size); n != size || !same {
+	ran0 := rxBytes(t, u.NS, "ran0")
+	if n, same := transfer(t, tb.DN, dnHost.String(), u.NS, sessionAddr, size); n != size || !same {
 		t.Fatalf("downlink over 3GPP: %d bytes received (intact: %v), want %d", n, same, size)
 	}
-	if d := rxBytes(t, u.ns, "ran0") - ran0; d < size {
+	if d := rxBytes(t, u.NS, "ran0") - ran0; d < size {
 		t.Fatalf("ran0 received %d bytes during a 20 MiB downlink transfer; want it on 3GPP", d)
 	}
 
@@ -153,12 +153,12 @@ func TestTCPTransferThroughSession(t *testing.T) {
 	must(t, k8s.Get(context.Background(), clientKey(pol), p))
 	p.Spec.Steering = activeStandby(junctionv1.AccessNon3GPP)
 	must(t, k8s.Update(context.Background(), p))
-	wlan0 := txBytes(t, u.ns, "wlan0")
+	wlan0 := txBytes(t, u.NS, "wlan0")
 	eventually(t, readyTimeout, "uplink on WiFi after the policy change", func() error {
-		if n, same := transfer(t, u.ns, sessionAddr, tb.dn, dnHost.String(), size); n != size || !same {
+		if n, same := transfer(t, u.NS, sessionAddr, tb.DN, dnHost.String(), size); n != size || !same {
 			return fmt.Errorf("uplink: %d bytes received (intact: %v), want %d", n, same, size)
 		}
-		if d := txBytes(t, u.ns, "wlan0") - wlan0; d < size {
+		if d := txBytes(t, u.NS, "wlan0") - wlan0; d < size {
 			return fmt.Errorf("wlan0 sent %d bytes during a 20 MiB uplink transfer", d)
 		}
 		return nil
