@@ -310,6 +310,15 @@ func newEmulatedTestbed(t testing.TB, nUEs int, em *topology.Emulation) *testbed
 	return tb
 }
 
+// newMPTCP builds the MPTCP baseline over links with em's parameters.
+func newMPTCP(t testing.TB, em *topology.Emulation, backup3GPP bool) *topology.MPTCP {
+	t.Helper()
+	m, err := topology.NewMPTCP(nil, *em, backup3GPP)
+	must(t, err)
+	t.Cleanup(m.Close)
+	return m
+}
+
 // startAgent runs the UE agent for node u, with extra flags.
 func (tb *testbed) startAgent(u *ueNode, extra ...string) {
 	u.agent = start(tb.t, "ue-agent", append([]string{"--kubeconfig", kubeconfig, "--node-name", u.Node, "--netns", u.NS.Name,

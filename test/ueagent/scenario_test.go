@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,15 +129,105 @@ func (s *stream) series(d time.Duration) []float64 {
 	return out
 }
 
-// outage is the longest gap between two arrivals after failAt (and before the end).
-func (s *stream) outage(failAt time.Duration) time.Duration {
-	var gap time.Duration
-	for i := 1; i < len(s.arrivals); i++ {
-		if s.arrivals[i].Sub(s.start) > failAt {
-			gap = max(gap, s.arrivals[i].Sub(s.arrivals[i-1]))
+// outage is the longest stretch after failAt (to the end d) in which the stream delivered less
+// than half its rate, in 10 ms bins: a gap between datagrams for UDP, and for TCP also the
+// trickle of retransmissions before a subflow is given up.
+func (s *stream) outage(failAt, d time.Duration) time.Duration {
+	const bin = 10 * time.Millisecond
+	got := make([]int, int((d-failAt)/bin))
+	for i, at := range s.arrivals {
+		if b := int((at.Sub(s.start) - failAt) / bin); b >= 0 && b < len(got) {
+			got[b] += s.bytes[i]
 		}
 	}
-	return gap
+	half := int(cbrRate / 8 * bin.Seconds() / 2)
+	var run, longest int
+	for _, n := range got {
+		if n < half {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return time.Duration(longest) * bin
+}
+
+// handoverResult is one run of the handover scenario (target 0: a baseline, no target).
+type handoverResult struct {
+	name   string
+	s      *stream
+	outage time.Duration
+	after  float64
+	target time.Duration
+}
+
+// mptcpCBR is cbr over the MPTCP baseline: a cbrRate TCP stream on an MPTCP connection from the
+// server to the client (which opened it, with a subflow per link), arrivals recorded per read.
+func mptcpCBR(t *testing.T, mp *topology.MPTCP, d, failAt time.Duration, fail func()) *stream {
+	t.Helper()
+	addr := net.JoinHostPort(mp.ServerAddr.String(), "7100")
+	var ln net.Listener
+	must(t, mp.Server.Do(func() (err error) {
+		var lc net.ListenConfig
+		lc.SetMultipathTCP(true)
+		ln, err = lc.Listen(context.Background(), "tcp4", addr)
+		return err
+	}))
+	defer ln.Close()
+	var rx net.Conn
+	must(t, mp.Client.Do(func() (err error) {
+		dl := net.Dialer{Timeout: 5 * time.Second}
+		dl.SetMultipathTCP(true)
+		rx, err = dl.Dial("tcp4", addr)
+		return err
+	}))
+	defer rx.Close()
+	if on, err := rx.(*net.TCPConn).MultipathTCP(); err != nil || !on {
+		t.Fatalf("the baseline connection is not MPTCP (%v): is MPTCP enabled in the kernel?", err)
+	}
+	tx, err := ln.Accept()
+	must(t, err)
+	defer tx.Close()
+	s := &stream{start: time.Now()}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := rx.Read(buf)
+			if n > 0 {
+				s.arrivals, s.bytes = append(s.arrivals, time.Now()), append(s.bytes, n)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	pps := cbrRate / 8 / cbrPayload
+	msg := make([]byte, cbrPayload)
+	failed := false
+	for i := 0; ; i++ {
+		due := s.start.Add(time.Duration(float64(i) / pps * float64(time.Second)))
+		if due.Sub(s.start) >= d {
+			break
+		}
+		if !failed && due.Sub(s.start) >= failAt {
+			fail()
+			failed = true
+		}
+		if w := time.Until(due); w > 0 {
+			time.Sleep(w)
+		}
+		tx.SetWriteDeadline(s.start.Add(d))
+		if _, err := tx.Write(msg); err != nil {
+			break
+		}
+	}
+	tx.Close()
+	rx.SetReadDeadline(time.Now().Add(time.Second))
+	<-done
+	return s
 }
 
 // rateAfter is the mean receive rate in Mbit/s over the last second of the run.
@@ -168,14 +259,7 @@ func TestScenarioHandover(t *testing.T) {
 	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 
-	type result struct {
-		name   string
-		s      *stream
-		outage time.Duration
-		after  float64
-		target time.Duration
-	}
-	var results []result
+	var results []handoverResult
 	for _, mode := range []string{"carrier", "silent"} {
 		fail := func() { must(t, u.WiFi.SetCarrier(false)) }
 		// The targets: 100 ms on carrier loss, 3 probe intervals (the busy interval: the
@@ -192,7 +276,7 @@ func TestScenarioHandover(t *testing.T) {
 			target = 3 * steer.DefaultLegConfig().Busy
 		}
 		s := tb.cbr(t, d, failAt, fail)
-		r := result{name: mode, s: s, outage: s.outage(failAt), after: s.rateAfter(d-time.Second, d), target: target}
+		r := handoverResult{name: mode, s: s, outage: s.outage(failAt, d), after: s.rateAfter(d-time.Second, d), target: target}
 		results = append(results, r)
 		t.Logf("handover, WiFi lost (%s): outage %v (target <= %v), %.1f Mbit/s on 5G after", mode, r.outage.Round(time.Millisecond), target, r.after)
 		// Generous bounds: the behaviour, not the target. Traffic moves to 5G and stays there.
@@ -206,45 +290,82 @@ func TestScenarioHandover(t *testing.T) {
 			tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 		}
 	}
+	// The baseline, full run only (MPTCP needs seconds to give up a silent subflow): Linux MPTCP
+	// over links emulated alike, WiFi first and 5G as the backup subflow, the same 25 Mbit/s as
+	// a paced TCP stream, the same failures.
 	if full {
-		writeHandover(t, d, results[0].s, results[1].s)
-	}
-	fmt.Printf("\nFig. 11 handover (25 Mbit/s UDP, WiFi lost at %v)\n%-10s %12s %12s %14s\n", failAt, "WiFi lost", "outage", "target", "5G after Mb/s")
-	for _, r := range results {
-		verdict := "met"
-		if r.outage > r.target {
-			verdict = "NOT met"
+		mp := newMPTCP(t, em, true)
+		for _, mode := range []string{"carrier", "silent"} {
+			fail := func() { must(t, mp.WiFi.SetCarrier(false)) }
+			if mode == "silent" {
+				fail = func() {
+					for _, s := range mp.WiFiShapers {
+						p := s.Params()
+						p.Down = true
+						s.Set(p)
+					}
+				}
+			}
+			s := mptcpCBR(t, mp, d, failAt, fail)
+			results = append(results, handoverResult{name: "MPTCP " + mode, s: s, outage: s.outage(failAt, d), after: s.rateAfter(d-time.Second, d)})
+			must(t, mp.WiFi.SetCarrier(true))
 		}
-		fmt.Printf("%-10s %12v %12s %14.1f\n", r.name, r.outage.Round(time.Millisecond), "<= "+r.target.String()+" "+verdict, r.after)
+		writeHandover(t, d, results)
+	} else {
+		t.Log("the MPTCP baseline runs in the full scenario only (make scenarios SCENARIO=Handover)")
+	}
+	fmt.Printf("\nFig. 11 handover (25 Mbit/s, WiFi lost at %v)\n%-14s %12s %20s %14s\n", failAt, "WiFi lost", "outage", "target", "5G after Mb/s")
+	for _, r := range results {
+		target := "baseline"
+		if r.target > 0 {
+			target = "<= " + r.target.String() + " met"
+			if r.outage > r.target {
+				target = "<= " + r.target.String() + " NOT met"
+			}
+		}
+		fmt.Printf("%-14s %12v %20s %14.1f\n", r.name, r.outage.Round(time.Millisecond), target, r.after)
 	}
 }
 
 // writeHandover writes the CSV and the plot of the full run under build/results.
-func writeHandover(t *testing.T, d time.Duration, carrier, silent *stream) {
+func writeHandover(t *testing.T, d time.Duration, results []handoverResult) {
 	dir := filepath.Join(testenv.RepoRoot(), "build", "results")
 	must(t, os.MkdirAll(dir, 0o755))
-	a, b := carrier.series(d), silent.series(d)
-	csv := "t_s,carrier_mbps,silent_mbps\n"
 	p := plot.New()
-	p.Title.Text = "Handover: WiFi lost, active-standby moves to 5G (25 Mbit/s UDP)"
+	p.Title.Text = "Handover: WiFi lost, traffic moves to 5G (25 Mbit/s)"
 	p.X.Label.Text = "time (s)"
 	p.Y.Label.Text = "throughput (Mbit/s)"
-	pa, pb := make(plotter.XYs, len(a)), make(plotter.XYs, len(b))
-	for i := range a {
-		x := (time.Duration(i) * binWidth).Seconds()
-		csv += fmt.Sprintf("%.1f,%.3f,%.3f\n", x, a[i], b[i])
-		pa[i], pb[i] = plotter.XY{X: x, Y: a[i]}, plotter.XY{X: x, Y: b[i]}
+	palette := []color.RGBA{{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, {R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+		{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}}
+	legend := map[string]string{"carrier": "Junction, carrier lost (netlink)", "silent": "Junction, silent loss (probes)",
+		"MPTCP carrier": "MPTCP, carrier lost", "MPTCP silent": "MPTCP, silent loss"}
+	csv := "t_s"
+	var series [][]float64
+	for i, r := range results {
+		csv += "," + strings.ReplaceAll(strings.ToLower(r.name), " ", "_") + "_mbps"
+		ys := r.s.series(d)
+		series = append(series, ys)
+		xy := make(plotter.XYs, len(ys))
+		for j, y := range ys {
+			xy[j] = plotter.XY{X: (time.Duration(j) * binWidth).Seconds(), Y: y}
+		}
+		l, err := plotter.NewLine(xy)
+		must(t, err)
+		l.Color = palette[i%len(palette)]
+		if i%2 == 1 {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+		p.Add(l)
+		p.Legend.Add(legend[r.name], l)
 	}
-	la, err := plotter.NewLine(pa)
-	must(t, err)
-	lb, err := plotter.NewLine(pb)
-	must(t, err)
-	la.Color = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
-	lb.Color = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
-	lb.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-	p.Add(la, lb)
-	p.Legend.Add("carrier lost (netlink)", la)
-	p.Legend.Add("silent loss (probes)", lb)
+	csv += "\n"
+	for j := range series[0] {
+		csv += fmt.Sprintf("%.1f", (time.Duration(j) * binWidth).Seconds())
+		for _, ys := range series {
+			csv += fmt.Sprintf(",%.3f", ys[j])
+		}
+		csv += "\n"
+	}
 	must(t, os.WriteFile(filepath.Join(dir, "fig11-handover.csv"), []byte(csv), 0o644))
 	must(t, p.Save(8*vg.Inch, 4*vg.Inch, filepath.Join(dir, "fig11-handover.png")))
 	t.Logf("wrote %s/fig11-handover.{csv,png}", dir)
@@ -296,15 +417,28 @@ func TestScenarioAggregation(t *testing.T) {
 		got[m.name] = r.End.SumReceived.BitsPerSecond / 1e6
 		t.Logf("%s: %.1f Mbit/s", m.name, got[m.name])
 	}
+	// The baseline: Linux MPTCP over links emulated alike, a subflow on each.
+	mp := newMPTCP(t, em, false)
+	r := iperfMPTCP(t, mp.Server, mp.Client, mp.ServerAddr.String(), "-t", secs, "-R")
+	got["MPTCP"] = r.End.SumReceived.BitsPerSecond / 1e6
+	t.Logf("MPTCP: %.1f Mbit/s", got["MPTCP"])
+	radio, wifiB := mp.RadioShapers[1].Stats().DeliveredB, mp.WiFiShapers[1].Stats().DeliveredB
+	if min(radio, wifiB) < (radio+wifiB)/10 {
+		t.Errorf("MPTCP baseline: %d bytes down on 5G, %d on WiFi: want a subflow on each", radio, wifiB)
+	}
+	modes = append(modes, struct {
+		name string
+		mode junctionv1.SteeringMode
+	}{name: "MPTCP"})
 	agg := got["load balance 50/50"]
 	fmt.Printf("\nFig. 12 aggregation (TCP download, two %.0f Mbit/s links, %s s)\n", linkRate/1e6, secs)
 	for _, m := range modes {
 		fmt.Printf("%-20s %8.1f Mbit/s\n", m.name, got[m.name])
 	}
 	alone := got["WiFi alone"] + got["5G alone"]
-	for _, name := range []string{"load balance 50/50", "autonomous balance"} {
-		fmt.Printf("%s: %.0f%% of the two links' rates (target >= 95%%), %.0f%% of what each carries alone, summed\n",
-			name, 100*got[name]/(2*linkRate/1e6), 100*got[name]/alone)
+	for _, name := range []string{"load balance 50/50", "autonomous balance", "MPTCP"} {
+		fmt.Printf("%s: %.0f%% of the two links' rates (target >= 95%% and >= MPTCP's %.0f%%), %.0f%% of what each carries alone, summed\n",
+			name, 100*got[name]/(2*linkRate/1e6), 100*got["MPTCP"]/(2*linkRate/1e6), 100*got[name]/alone)
 	}
 	// Behaviour, with generous bounds: each link alone carries most of its rate, and load
 	// balancing carries more than either alone.

@@ -48,11 +48,29 @@ func iperf(t testing.TB, server, client *netns.Namespace, addr string, args ...s
 	return res
 }
 
+// iperfMPTCP is iperf with both ends on Linux MPTCP sockets (mptcpize).
+func iperfMPTCP(t testing.TB, server, client *netns.Namespace, addr string, args ...string) iperfResult {
+	t.Helper()
+	res, err := runIperfWith([]string{"mptcpize", "run"}, server, client, addr, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // runIperf is iperf for any goroutine: it returns the error instead of failing the test.
 func runIperf(server, client *netns.Namespace, addr string, args ...string) (iperfResult, error) {
+	return runIperfWith(nil, server, client, addr, args...)
+}
+
+// runIperfWith runs both iperf3 ends under the command wrap (empty: none).
+func runIperfWith(wrap []string, server, client *netns.Namespace, addr string, args ...string) (iperfResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), iperfTimeout)
 	defer cancel()
-	srv := exec.CommandContext(ctx, "ip", "netns", "exec", server.Name, "iperf3", "-s", "-1", "-B", addr)
+	in := func(ns *netns.Namespace, cmd ...string) []string {
+		return append(append([]string{"netns", "exec", ns.Name}, wrap...), cmd...)
+	}
+	srv := exec.CommandContext(ctx, "ip", in(server, "iperf3", "-s", "-1", "-B", addr)...)
 	if err := srv.Start(); err != nil {
 		return iperfResult{}, err
 	}
@@ -61,7 +79,7 @@ func runIperf(server, client *netns.Namespace, addr string, args ...string) (ipe
 	var res iperfResult
 	// The server needs a moment to listen; the client retries while it is refused.
 	for try := 0; try < 20; try++ {
-		c := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", client.Name, "iperf3", "-J", "-c", addr}, args...)...)
+		c := exec.CommandContext(ctx, "ip", in(client, append([]string{"iperf3", "-J", "-c", addr}, args...)...)...)
 		out, _ = c.Output()
 		res = iperfResult{}
 		if err := json.Unmarshal(out, &res); err == nil && res.Error == "" {
