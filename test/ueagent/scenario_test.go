@@ -90,26 +90,37 @@ func (tb *testbed) cbr(t *testing.T, d, failAt time.Duration, fail func()) *stre
 			mu.Unlock()
 		}
 	}()
-	pps := cbrRate / 8 / cbrPayload
 	msg := make([]byte, cbrPayload)
+	pace(s.start, d, failAt, fail, func(i int) error {
+		binary.BigEndian.PutUint64(msg, uint64(i))
+		tx.Write(msg)
+		return nil
+	})
+	<-done
+	return s
+}
+
+// pace calls send with 0, 1, ... at the CBR's packet rate from start for d (until send fails),
+// and fail once at failAt.
+func pace(start time.Time, d, failAt time.Duration, fail func(), send func(i int) error) {
+	pps := cbrRate / 8 / cbrPayload
 	failed := false
 	for i := 0; ; i++ {
-		due := s.start.Add(time.Duration(float64(i) / pps * float64(time.Second)))
-		if due.Sub(s.start) >= d {
-			break
+		due := start.Add(time.Duration(float64(i) / pps * float64(time.Second)))
+		if due.Sub(start) >= d {
+			return
 		}
-		if !failed && due.Sub(s.start) >= failAt {
+		if !failed && due.Sub(start) >= failAt {
 			fail()
 			failed = true
 		}
 		if w := time.Until(due); w > 0 {
 			time.Sleep(w)
 		}
-		binary.BigEndian.PutUint64(msg, uint64(i))
-		tx.Write(msg)
+		if send(i) != nil {
+			return
+		}
 	}
-	<-done
-	return s
 }
 
 // newEmulation gives every UE's radio ran's properties and the shared WiFi cell wifi's, both
@@ -204,26 +215,12 @@ func mptcpCBR(t *testing.T, mp *topology.MPTCP, d, failAt time.Duration, fail fu
 			}
 		}
 	}()
-	pps := cbrRate / 8 / cbrPayload
 	msg := make([]byte, cbrPayload)
-	failed := false
-	for i := 0; ; i++ {
-		due := s.start.Add(time.Duration(float64(i) / pps * float64(time.Second)))
-		if due.Sub(s.start) >= d {
-			break
-		}
-		if !failed && due.Sub(s.start) >= failAt {
-			fail()
-			failed = true
-		}
-		if w := time.Until(due); w > 0 {
-			time.Sleep(w)
-		}
-		tx.SetWriteDeadline(s.start.Add(d))
-		if _, err := tx.Write(msg); err != nil {
-			break
-		}
-	}
+	tx.SetWriteDeadline(s.start.Add(d))
+	pace(s.start, d, failAt, fail, func(int) error {
+		_, err := tx.Write(msg)
+		return err
+	})
 	tx.Close()
 	rx.SetReadDeadline(time.Now().Add(time.Second))
 	<-done
