@@ -15,6 +15,7 @@ package dataplane
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -39,6 +40,23 @@ func benchSetup(b *testing.B, n int) (*harness, [][]byte) {
 			"set_application", map[string]uint64{"app_id": uint64(10 + i), "mode": ModeSmallestDelay,
 				"access": Access3GPP, "ratio_3gpp": 0, "rtt_threshold_us": 30000})
 	}
+	installUsers(h, n)
+	base := ip4("10.0.0.0")
+	rng := rand.New(rand.NewPCG(1, 2))
+	frames := make([][]byte, 4096)
+	for i := range frames {
+		dst := base + uint64(rng.IntN(n))
+		var a [4]byte
+		a[0], a[1], a[2], a[3] = byte(dst>>24), byte(dst>>16), byte(dst>>8), byte(dst)
+		frames[i] = fromDN(wiretest.Build(wire.IPv4{Src: addr(server), Dst: a},
+			wire.UDP{SrcPort: 443, DstPort: 40000}, make([]byte, 1200)))
+	}
+	return h, frames
+}
+
+// installUsers installs n users of one session each (two legs, path state set) at 10.0.0.0 + i,
+// a load-balance override for every eighth.
+func installUsers(h *harness, n int) {
 	base := ip4("10.0.0.0")
 	for i := range n {
 		sa := base + uint64(i)
@@ -53,16 +71,33 @@ func benchSetup(b *testing.B, n int) (*harness, [][]byte) {
 		h.setReg("rtt_3gpp", uint32(i), uint64(10000+i%5000))
 		h.setReg("rtt_non3gpp", uint32(i), uint64(5000+i%9000))
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	frames := make([][]byte, 4096)
-	for i := range frames {
-		dst := base + uint64(rng.IntN(n))
-		var a [4]byte
-		a[0], a[1], a[2], a[3] = byte(dst>>24), byte(dst>>16), byte(dst>>8), byte(dst)
-		frames[i] = fromDN(wiretest.Build(wire.IPv4{Src: addr(server), Dst: a},
-			wire.UDP{SrcPort: 443, DstPort: 40000}, make([]byte, 1200)))
+}
+
+// BenchmarkMemoryPerUser reports the software UPF's heap per user (one session, its path state
+// and every eighth with an override) with 100k users installed, Table V's measured column: what
+// installing them added (B/user-added), and the whole pipeline's heap, with the registers it
+// sizes for every user index up front, divided by the users (B/user-total).
+//
+//	go test -run '^$' -bench MemoryPerUser ./internal/softupf/dataplane/
+func BenchmarkMemoryPerUser(b *testing.B) {
+	const n = 100_000
+	for range b.N {
+		empty := heapAfterGC()
+		h := topology(b, func(c *Config) { c.Pool = NewPool(4 * benchBatch); c.MaxHeld = 16 })
+		before := heapAfterGC()
+		installUsers(h, n)
+		after := heapAfterGC()
+		b.ReportMetric(float64(after-before)/n, "B/user-added")
+		b.ReportMetric(float64(after-empty)/n, "B/user-total")
+		runtime.KeepAlive(h)
 	}
-	return h, frames
+}
+
+func heapAfterGC() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
 
 // benchResult is one row of the table.
