@@ -51,10 +51,10 @@ var emulation = topology.Emulation{
 // a server address of config/samples/policies.yaml, and a client on the UE pulling from it.
 type app struct {
 	name, node, session string // session: the one whose address the client binds
-	server                     netip.Addr
-	port                       int
-	args                       []string // the client's traffic flags
-	started                    bool
+	server              netip.Addr
+	port                int
+	args                []string // the client's traffic flags
+	started             bool
 }
 
 // apps: alice's default (ActiveStandby on WiFi) and video (LoadBalance, 30% 5G) traffic, and
@@ -167,7 +167,7 @@ func (dp *dataplane) show(ctx context.Context, k8s client.Client, root, work, ku
 
 	step(fmt.Sprintf("traffic starts; the story: WiFi lost at %s at %v, back at %v, %s arrives at %v",
 		firstUENode, wifiLostAt, wifiBackAt, secondUENode, secondUEAt))
-	v := &view{k8s: k8s, dp: dp, prev: map[string]float64{}, legUp: map[string]bool{}}
+	v := &view{k8s: k8s, dp: dp, prev: map[string]float64{}, legUp: map[string]bool{}, suspended: map[string]bool{}}
 	start := time.Now()
 	events := []struct {
 		at   time.Duration
@@ -318,7 +318,9 @@ type view struct {
 	prev  map[string]float64 // counter → value at the last tick
 	last  time.Time
 	legUp map[string]bool
-	lines int
+	// suspended: the operator pinned the session's path state (flip-flop damping, §V-E).
+	suspended map[string]bool
+	lines     int
 }
 
 func (v *view) event(el time.Duration, what string) {
@@ -357,6 +359,14 @@ func (v *view) print(ctx context.Context, el time.Duration) {
 				return 0
 			}
 			return (cur - old) * 8 / dt / 1e6
+		}
+		if was, now := v.suspended[s.Name], s.Status.PathUpdatesSuspended; was != now {
+			what := "the operator suspended its path updates: the paths flip-flopped, the UPF's path state is pinned until they settle"
+			if !now {
+				what = "the operator resumed its path updates"
+			}
+			fmt.Printf("%5.0fs  ** %s: %s\n", el.Seconds(), s.Name, what)
+			v.suspended[s.Name] = now
 		}
 		d5, u5 := rate(wire.Access3GPP.String(), "rx"), rate(wire.Access3GPP.String(), "tx")
 		dw, uw := rate(wire.AccessNon3GPP.String(), "rx"), rate(wire.AccessNon3GPP.String(), "tx")
