@@ -67,7 +67,6 @@ var apps = []*app{
 
 type dataplane struct {
 	topo    *topology.Topology
-	root    string
 	work    string
 	procs   []proc
 	metrics map[string]string // node → the agent's /metrics URL
@@ -141,8 +140,8 @@ func (dp *dataplane) start(log string, cmd *exec.Cmd) error {
 
 // show adds the samples' UE nodes, starts the gNB emulator, the first node's agent and its
 // traffic, and runs the story with the live view; then, unless once, the view until ctx ends.
-func (dp *dataplane) show(ctx context.Context, k8s client.Client, root, work, kubeconfig string, once bool) error {
-	dp.root, dp.work = root, work
+func (dp *dataplane) show(ctx context.Context, k8s client.Client, work, kubeconfig string, once bool) error {
+	dp.work = work
 	step("adding the samples' UE nodes (emulated links: 5G 60 Mbit/s, 12±2 ms; WiFi 60 Mbit/s, 4±1 ms; one way)")
 	if err := dp.addUEs(ctx, k8s); err != nil {
 		return err
@@ -157,7 +156,7 @@ func (dp *dataplane) show(ctx context.Context, k8s client.Client, root, work, ku
 			return fmt.Errorf("%w (hack/tools.sh dataplane installs iperf3)", err)
 		}
 	}
-	if err := dp.startAgent(ctx, firstUENode, kubeconfig); err != nil {
+	if err := dp.startAgent(firstUENode, kubeconfig); err != nil {
 		return err
 	}
 	step("waiting for " + firstUENode + "'s sessions: AgentReady, both legs Up")
@@ -176,7 +175,7 @@ func (dp *dataplane) show(ctx context.Context, k8s client.Client, root, work, ku
 	}{
 		{wifiLostAt, "WiFi lost at " + firstUENode + " (carrier down): traffic moves to 5G", func() error { return dp.wifi(firstUENode, false) }},
 		{wifiBackAt, "WiFi back at " + firstUENode, func() error { return dp.wifi(firstUENode, true) }},
-		{secondUEAt, secondUENode + " arrives: its agent starts", func() error { return dp.startAgent(ctx, secondUENode, kubeconfig) }},
+		{secondUEAt, secondUENode + " arrives: its agent starts", func() error { return dp.startAgent(secondUENode, kubeconfig) }},
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -259,7 +258,7 @@ func (dp *dataplane) ue(node string) *topology.UE {
 	return nil
 }
 
-func (dp *dataplane) startAgent(ctx context.Context, node, kubeconfig string) error {
+func (dp *dataplane) startAgent(node, kubeconfig string) error {
 	u := dp.ue(node)
 	if u == nil {
 		return fmt.Errorf("no sample session runs on node %s", node)

@@ -168,7 +168,7 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 	}
 	if dp != nil {
 		defer dp.stop()
-		return dp.show(ctx, k8s, root, work, kubeconfig, once)
+		return dp.show(ctx, k8s, work, kubeconfig, once)
 	}
 	if once {
 		return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -21,7 +20,6 @@ func TestScrapeReadsTheAgentsLegSeries(t *testing.T) {
 	rtt.WithLabelValues("default/alice", "Non3GPP").Set(0.012)
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()
-	_ = http.DefaultClient
 
 	series := map[string]float64{}
 	scrape(srv.URL, series)
