@@ -178,7 +178,11 @@ func TestLinkLoss(t *testing.T) {
 	// 100,000 frames: the binomial spread of the measured rate is 1.4% of 5%, so ± 5% is 3.6
 	// standard deviations.
 	const n = 100_000
-	got := tl.send(t, n, 64, 40_000)
+	pps := 40_000.0
+	if raceEnabled {
+		pps = 10_000 // under the race detector the bridge cannot forward 40k frames/s on 2 cores
+	}
+	got := tl.send(t, n, 64, pps)
 	measured := 1 - float64(len(got))/n
 	if lost := s.Stats().Lost; uint64(len(got))+lost != n {
 		t.Errorf("%d arrived and the shaper dropped %d of %d: %d lost elsewhere", len(got), lost, n, n-len(got)-int(lost))

@@ -1,0 +1,5 @@
+//go:build !race
+
+package linkem
+
+const raceEnabled = false
