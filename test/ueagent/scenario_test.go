@@ -432,6 +432,13 @@ func TestScenarioAggregation(t *testing.T) {
 	for _, m := range modes {
 		fmt.Printf("%-20s %8.1f Mbit/s\n", m.name, got[m.name])
 	}
+	if os.Getenv("JUNCTION_SCENARIO") == "full" {
+		names := make([]string, len(modes))
+		for i, m := range modes {
+			names[i] = m.name
+		}
+		writeAggregation(t, names, got, 2*linkRate/1e6)
+	}
 	alone := got["WiFi alone"] + got["5G alone"]
 	for _, name := range []string{"load balance 50/50", "autonomous balance", "MPTCP"} {
 		fmt.Printf("%s: %.0f%% of the two links' rates (target >= 95%% and >= MPTCP's %.0f%%), %.0f%% of what each carries alone, summed\n",
@@ -442,6 +449,37 @@ func TestScenarioAggregation(t *testing.T) {
 	if got["WiFi alone"] < 0.7*linkRate/1e6 || got["5G alone"] < 0.7*linkRate/1e6 || agg < 1.1*max(got["WiFi alone"], got["5G alone"]) {
 		t.Errorf("aggregation: %v", got)
 	}
+}
+
+// writeAggregation writes Fig. 12's CSV and bar chart (Mbit/s per mode, the two links' rate as
+// a line) under build/results.
+func writeAggregation(t *testing.T, names []string, got map[string]float64, sum float64) {
+	dir := filepath.Join(testenv.RepoRoot(), "build", "results")
+	must(t, os.MkdirAll(dir, 0o755))
+	csv := "mode,mbps\n"
+	values := make(plotter.Values, len(names))
+	for i, n := range names {
+		values[i] = got[n]
+		csv += fmt.Sprintf("%s,%.1f\n", n, got[n])
+	}
+	p := plot.New()
+	p.Title.Text = "Aggregation: one TCP download over two 60 Mbit/s links"
+	p.Y.Label.Text = "throughput (Mbit/s)"
+	bars, err := plotter.NewBarChart(values, vg.Points(40))
+	must(t, err)
+	bars.Color = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	p.Add(bars)
+	p.NominalX(names...)
+	limit, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: sum}, {X: float64(len(names)) - 0.5, Y: sum}})
+	must(t, err)
+	limit.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+	p.Add(limit)
+	p.Legend.Add("sum of the link rates", limit)
+	p.Legend.Top = true
+	p.Y.Max = sum * 1.15
+	must(t, os.WriteFile(filepath.Join(dir, "fig12-aggregation.csv"), []byte(csv), 0o644))
+	must(t, p.Save(8*vg.Inch, 4*vg.Inch, filepath.Join(dir, "fig12-aggregation.png")))
+	t.Logf("wrote %s/fig12-aggregation.{csv,png}", dir)
 }
 
 // rxBytesAll is the received bytes of every interface of ns, by name.
