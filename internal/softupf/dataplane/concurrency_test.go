@@ -1,7 +1,9 @@
 package dataplane
 
 import (
+	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -10,14 +12,17 @@ import (
 )
 
 // Packets flow on two goroutines while P4Runtime writes, register writes, probes and the
-// reorder timer run; with -race this checks the locking scheme of package dataplane.
+// reorder timer run; with -race this checks the locking scheme of package dataplane. Both
+// workers must get frames out while the writes go on, and the last write must be what the next
+// packet sees.
 func TestConcurrentProcessingAndWrites(t *testing.T) {
 	h := topology(t, func(c *Config) { c.Pool = NewPool(512); c.MaxHeld = 64 })
 	h.pool = h.p.pool
 	h.sink.pool = h.pool
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	worker := func(port uint32, frame []byte) {
+	var sent [2]atomic.Int64 // frames out, per worker
+	worker := func(w int, port uint32, frame []byte) {
 		defer wg.Done()
 		in := make([]*Packet, 0, 16)
 		for {
@@ -37,13 +42,14 @@ func TestConcurrentProcessingAndWrites(t *testing.T) {
 				in = append(in, pkt)
 			}
 			for _, o := range h.p.Process(in, nil) {
+				sent[w].Add(1)
 				h.pool.Put(o)
 			}
 		}
 	}
 	wg.Add(3)
-	go worker(portDN, fromDN(userPacket(64, false)))
-	go worker(portWiFi, junctionWiFi(current(0, 50), upPacket(1, 64)))
+	go worker(0, portDN, fromDN(userPacket(64, false)))
+	go worker(1, portWiFi, junctionWiFi(current(0, 50), upPacket(1, 64)))
 	go func() {
 		defer wg.Done()
 		h.p.Run(chanCtx(stop))
@@ -66,4 +72,19 @@ func TestConcurrentProcessingAndWrites(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+	for w, name := range []string{"downlink", "uplink"} {
+		if sent[w].Load() == 0 {
+			t.Errorf("the %s worker got no frame out while the writes ran", name)
+		}
+	}
+	// The default application is active-standby on 3GPP (docs/pipeline.md) and rtt_3gpp is set:
+	// the downlink goes out on N3 with the TEID of the last sessions write.
+	out := h.process(portDN, fromDN(userPacket(64, false)))
+	const teidAt = 14 + 20 + 8 + 4 // Ethernet, IPv4, UDP, then the GTP-U TEID
+	if len(out) != 1 || out[0].port != portGNB || len(out[0].frame) < teidAt+4 {
+		t.Fatalf("downlink after the writes: %v, want one GTP-U frame to port %d", out, portGNB)
+	}
+	if got, want := binary.BigEndian.Uint32(out[0].frame[teidAt:]), uint32(dlTEID+299); got != want {
+		t.Errorf("downlink TEID %#x after the writes, want %#x (the last write)", got, want)
+	}
 }
