@@ -117,7 +117,9 @@ type ATSSSSessionSpec struct {
 	// +optional
 	PolicyRefs []LocalObjectReference `json:"policyRefs,omitempty"`
 
-	// policySelector selects further SteeringPolicies by label.
+	// policySelector selects further SteeringPolicies by label. (The schema of a LabelSelector
+	// leaves the operator free; an unknown one would select nothing, silently.)
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operators must be In, NotIn, Exists or DoesNotExist"
 	// +optional
 	PolicySelector *metav1.LabelSelector `json:"policySelector,omitempty"`
 

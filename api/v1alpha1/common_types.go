@@ -44,15 +44,18 @@ type LocalObjectReference struct {
 	Name string `json:"name"`
 }
 
-// IPv4Address is a dotted-quad IPv4 address such as 192.0.2.10.
+// IPv4Address is a dotted-quad IPv4 address such as 192.0.2.10. The format check alone lets
+// leading zeros through (010.60.0.1), which the data path's parsers refuse later; CEL's isIP does not.
 // +kubebuilder:validation:Format=ipv4
 // +kubebuilder:validation:MaxLength=15
+// +kubebuilder:validation:XValidation:rule="isIP(self) && ip(self).family() == 4",message="must be a dotted-quad IPv4 address without leading zeros"
 type IPv4Address string
 
 // IPv4Prefix is an IPv4 prefix in CIDR notation such as 198.51.100.0/24.
 // +kubebuilder:validation:Format=cidr
 // +kubebuilder:validation:MaxLength=18
 // +kubebuilder:validation:XValidation:rule="self.contains('.') && !self.contains(':')",message="must be an IPv4 prefix"
+// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="must have no host bits set (10.0.0.0/8, not 10.0.0.1/8)"
 type IPv4Prefix string
 
 // MACAddress is an Ethernet address such as 02:00:00:00:00:01.

@@ -38,6 +38,7 @@ type P4RuntimeEndpoint struct {
 	// address is host:port of the P4Runtime gRPC server, e.g. tofino-1.lab:9559.
 	// +kubebuilder:validation:Pattern=`^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):[0-9]{1,5}$`
 	// +kubebuilder:validation:MaxLength=261
+	// +kubebuilder:validation:XValidation:rule="int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535",message="port must be 1 to 65535"
 	// +required
 	Address string `json:"address"`
 
@@ -109,10 +110,12 @@ type TunnelEndpoint struct {
 	Name string `json:"name"`
 
 	// n3Address is the GTP-U (N3) address gNBs send uplink GTP-U to.
+	// +kubebuilder:validation:XValidation:rule="self != '0.0.0.0'",message="must be a unicast address, not 0.0.0.0"
 	// +required
 	N3Address IPv4Address `json:"n3Address"`
 
 	// junctionAddress is the Junction tunnel address UE agents send to on both legs.
+	// +kubebuilder:validation:XValidation:rule="self != '0.0.0.0'",message="must be a unicast address, not 0.0.0.0"
 	// +required
 	JunctionAddress IPv4Address `json:"junctionAddress"`
 }
