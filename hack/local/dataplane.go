@@ -118,9 +118,6 @@ func (dp *dataplane) stop() {
 	dp.procs = nil
 }
 
-// softupfPorts are the software UPF's port flags.
-func (dp *dataplane) softupfPorts() []string { return dp.topo.SoftUPFArgs() }
-
 // start runs a built binary or a tool, its output in bin/local/<log>.log, until close.
 func (dp *dataplane) start(log string, cmd *exec.Cmd) error {
 	f, err := os.Create(filepath.Join(dp.work, log+".log"))

@@ -120,7 +120,7 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 	upfLog, _ := os.Create(filepath.Join(work, "softupf.log"))
 	upfArgs := []string{"--grpc-addr", upfAddr}
 	if dp != nil {
-		upfArgs = append(upfArgs, dp.softupfPorts()...)
+		upfArgs = append(upfArgs, dp.topo.SoftUPFArgs()...)
 	}
 	upf := command(ctx, root, upfLog, filepath.Join(work, "softupf"), upfArgs...)
 	if err := upf.Start(); err != nil {

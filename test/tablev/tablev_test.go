@@ -75,18 +75,16 @@ func fromP4Info(t *testing.T) widths {
 		return float64(r.GetTypeSpec().GetBitstring().GetBit().GetBitwidth()), float64(r.GetSize())
 	}
 	var w widths
-	var nSessions, nApps, nOverrides, nSeq, nRTT3, nRTTN float64
+	var nSessions, nOverrides, nSeq float64
 	w.session, nSessions = entry("sessions")
-	w.application, nApps = entry("applications")
+	w.application, w.applications = entry("applications")
 	w.override, nOverrides = entry("session_overrides")
 	w.seq, nSeq = cell("session_seq")
-	rtt3, nRTT3b := cell("rtt_3gpp")
-	rttN, nRTTNb := cell("rtt_non3gpp")
-	nRTT3, nRTTN = nRTT3b, nRTTNb
+	rtt3, nRTT3 := cell("rtt_3gpp")
+	rttN, nRTTN := cell("rtt_non3gpp")
 	w.rttPair = rtt3 + rttN
-	w.applications = nApps
 	w.exceptionShare = nOverrides / nSessions
-	w.budget = nSessions*w.session + nApps*w.application + nOverrides*w.override + nSeq*w.seq + nRTT3*rtt3 + nRTTN*rttN
+	w.budget = nSessions*w.session + w.applications*w.application + nOverrides*w.override + nSeq*w.seq + nRTT3*rtt3 + nRTTN*rttN
 	return w
 }
 

@@ -80,8 +80,12 @@ func (m *MPTCP) build(em Emulation, backup3GPP bool) error {
 		c, s := "c-"+l.name, "s-"+l.name
 		addrs := mptcpNets[l.name]
 		if err := steps(
-			func() error { return netns.AddVeth(netns.Link{Name: c, NS: m.Client}, netns.Link{Name: "w-ue", NS: ns}) },
-			func() error { return netns.AddVeth(netns.Link{Name: "w-net", NS: ns}, netns.Link{Name: s, NS: m.Server}) },
+			func() error {
+				return netns.AddVeth(netns.Link{Name: c, NS: m.Client}, netns.Link{Name: "w-ue", NS: ns})
+			},
+			func() error {
+				return netns.AddVeth(netns.Link{Name: "w-net", NS: ns}, netns.Link{Name: s, NS: m.Server})
+			},
 			func() error {
 				return noOffload(map[*netns.Namespace][]string{m.Client: {c}, ns: {"w-ue", "w-net"}, m.Server: {s}})
 			},
@@ -113,8 +117,12 @@ func (m *MPTCP) build(em Emulation, backup3GPP bool) error {
 		func() error {
 			return run(m.Client, "ip", "route", "add", mptcpServer.String()+"/32", "via", mptcpNets["wifi"][1].String(), "dev", "c-wifi", "src", m.ClientWiFi.String())
 		},
-		func() error { return run(m.Client, "ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2") },
-		func() error { return run(m.Server, "ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2") },
+		func() error {
+			return run(m.Client, "ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2")
+		},
+		func() error {
+			return run(m.Server, "ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2")
+		},
 		func() error {
 			return run(m.Client, "ip", append([]string{"mptcp", "endpoint", "add", m.ClientRadio.String(), "dev", "c-ran"}, flags...)...)
 		},

@@ -20,7 +20,7 @@ import (
 // sessions whose packets cross it. The samples are the source; this checks the copy.
 func TestTopologyIsTheSamples(t *testing.T) {
 	var upf junctionv1.UserPlaneFunction
-	readSample(t, "upf.yaml", func(kind string, doc []byte) {
+	readSample(t, "upf.yaml", func(doc []byte) {
 		if err := yaml.UnmarshalStrict(doc, &upf); err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +32,7 @@ func TestTopologyIsTheSamples(t *testing.T) {
 
 	// alice and bob are the first two default UEs.
 	legs := map[string][2]string{}
-	readSample(t, "sessions.yaml", func(kind string, doc []byte) {
+	readSample(t, "sessions.yaml", func(doc []byte) {
 		var s junctionv1.ATSSSSession
 		if err := yaml.Unmarshal(doc, &s); err != nil {
 			t.Fatal(err)
@@ -59,7 +59,7 @@ func TestTopologyIsTheSamples(t *testing.T) {
 	}
 }
 
-func readSample(t *testing.T, file string, each func(kind string, doc []byte)) {
+func readSample(t *testing.T, file string, each func(doc []byte)) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", file))
 	if err != nil {
@@ -71,7 +71,7 @@ func readSample(t *testing.T, file string, each func(kind string, doc []byte)) {
 			t.Fatal(err)
 		}
 		if head.Kind != "" {
-			each(head.Kind, []byte(doc))
+			each([]byte(doc))
 		}
 	}
 }

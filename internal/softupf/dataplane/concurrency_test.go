@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"encoding/binary"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,11 +79,15 @@ func TestConcurrentProcessingAndWrites(t *testing.T) {
 	// The default application is active-standby on 3GPP (docs/pipeline.md) and rtt_3gpp is set:
 	// the downlink goes out on N3 with the TEID of the last sessions write.
 	out := h.process(portDN, fromDN(userPacket(64, false)))
-	const teidAt = 14 + 20 + 8 + 4 // Ethernet, IPv4, UDP, then the GTP-U TEID
-	if len(out) != 1 || out[0].port != portGNB || len(out[0].frame) < teidAt+4 {
+	const gtpAt = 14 + 20 + 8 // Ethernet, IPv4 without options, UDP
+	if len(out) != 1 || out[0].port != portGNB || len(out[0].frame) < gtpAt {
 		t.Fatalf("downlink after the writes: %v, want one GTP-U frame to port %d", out, portGNB)
 	}
-	if got, want := binary.BigEndian.Uint32(out[0].frame[teidAt:]), uint32(dlTEID+299); got != want {
-		t.Errorf("downlink TEID %#x after the writes, want %#x (the last write)", got, want)
+	g, err := wire.ParseGTPU(out[0].frame[gtpAt:])
+	if err != nil {
+		t.Fatalf("downlink after the writes: %v", err)
+	}
+	if want := uint32(dlTEID + 299); g.TEID != want {
+		t.Errorf("downlink TEID %#x after the writes, want %#x (the last write)", g.TEID, want)
 	}
 }
