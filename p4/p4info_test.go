@@ -24,6 +24,12 @@ var tnaPrivate = map[string]string{
 	"reorder_queues_b": "register",
 }
 
+// v1modelPrivate are the objects only the v1model build has: the ticket queue of its
+// recirculation-loop reorder (@hidden; the operator never touches it).
+var v1modelPrivate = map[string]string{
+	"reorder_tickets": "register",
+}
+
 func embedded(t *testing.T) *p4configv1.P4Info {
 	t.Helper()
 	info, err := P4Info()
@@ -132,6 +138,14 @@ func TestTNADeclaresSameObjects(t *testing.T) {
 	}
 	tna.Registers = kept
 	tna.PkgInfo.Arch = "v1model"
+	v1 = proto.Clone(v1).(*p4configv1.P4Info)
+	var shared []*p4configv1.Register
+	for _, r := range v1.GetRegisters() {
+		if v1modelPrivate[r.GetPreamble().GetName()] != "register" {
+			shared = append(shared, r)
+		}
+	}
+	v1.Registers = shared
 	for _, d := range diffP4Info(v1, tna, "v1model", "tna") {
 		t.Error(d)
 	}

@@ -528,8 +528,14 @@ func (b *built) addInstance(prog *program, inst *instanceDecl, claim func(kind, 
 		if err != nil {
 			b.errorf(inst.pos, "register %s size: %v", name, err)
 		}
+		pre := preamble(id, name)
+		for _, ann := range inst.anns {
+			if ann.name != "name" && ann.name != "id" {
+				pre.Annotations = append(pre.Annotations, annotationText(ann)) // @hidden
+			}
+		}
 		b.info.Registers = append(b.info.Registers, &p4configv1.Register{
-			Preamble: preamble(id, name), TypeSpec: bitstring(w), Size: int32(size)})
+			Preamble: pre, TypeSpec: bitstring(w), Size: int32(size)})
 	case "counter":
 		id := b.objectID(prog, inst.pos, "counter", name, inst.anns, prefixCounter)
 		if len(inst.args) != 2 || len(inst.args[1]) == 0 {

@@ -2,11 +2,12 @@
 // ports are network interfaces: the software UPF, BMv2 simple_switch_grpc or a Tofino model.
 //
 //	vectors --target 127.0.0.1:9559 --port n3=1@veth1 --port n6=2@veth3 --port wifi=3@veth5 \
-//	    --cpu-port 255 --device-config build/bmv2/junction.json
+//	    --cpu-port 255 --device-config build/p4/v1model/junction_upf.json --thrift 127.0.0.1:9090
 //
 // Each --port names a logical port of the vectors, the target's port number for it, and the
 // interface on the test side of the link to that port (the runner sends and captures there).
-// The exit status is 0 when every vector passed, 1 when one failed, 2 on a usage or setup error.
+// Registers go through P4Runtime, or through BMv2's Thrift runtime with --thrift (BMv2's
+// P4Runtime server implements neither register reads nor writes). The exit status is 0 when every vector passed, 1 when one failed, 2 on a usage or setup error.
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 
 	"github.com/junction-atsss/junction/p4"
+	"github.com/junction-atsss/junction/test/bmv2"
 	"github.com/junction-atsss/junction/test/vectors"
 )
 
@@ -77,6 +79,7 @@ func run() int {
 		dir          = flag.String("vectors", "test/vectors/cases", "directory of vector files")
 		runRE        = flag.String("run", "", "run only the cases whose name matches this regular expression")
 		window       = flag.Duration("window", vectors.DefaultWindow, "how long a step waits for output")
+		thrift       = flag.String("thrift", "", "BMv2 Thrift runtime address (host:9090): read and write registers there, not over P4Runtime")
 	)
 	flag.Var(&ports, "port", "NAME=NUMBER@IFACE, repeatable: a logical port, the target's port number, the test-side interface")
 	flag.Parse()
@@ -131,6 +134,16 @@ func run() int {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
+	var registers vectors.RegisterAccess
+	if *thrift != "" {
+		t, err := bmv2.DialThrift(ctx, *thrift, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "vectors:", err)
+			return 2
+		}
+		defer t.Close()
+		registers = t
+	}
 	_, failed, err := vectors.Run(ctx, vectors.Config{
 		Target:       *target,
 		DeviceID:     *deviceID,
@@ -141,6 +154,7 @@ func run() int {
 		Ports:        ports,
 		CPUPort:      uint32(*cpuPort),
 		Window:       *window,
+		Registers:    registers,
 	}, cases, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "vectors:", err)

@@ -48,9 +48,12 @@ const ip_proto_t PROTO_UDP         = 17;
 const bit<4>     IPV4_VERSION      = 4;
 const bit<4>     IPV4_MIN_IHL      = 5;    // options are a parser error
 const bit<8>     DEFAULT_IPV4_TTL  = 64;
+const bit<16>    ETHERNET_HDR_BYTES = 14;
 const bit<16>    IPV4_HDR_BYTES    = 20;
 const bit<16>    UDP_HDR_BYTES     = 8;
 const bit<16>    GTPU_HDR_BYTES    = 8;
+const bit<16>    GTPU_OPTIONS_BYTES = 4;   // sequence number, N-PDU number, next extension type
+const bit<16>    GTPU_PSC_BYTES    = 4;    // PDU Session Container
 
 const l4_port_t  GTPU_UDP_PORT     = 2152;
 const bit<3>     GTP_V1            = 1;
@@ -108,7 +111,9 @@ const drop_reason_t DROP_TTL_EXPIRED      = 7;
 const drop_reason_t DROP_BAD_JUNCTION     = 8;
 const drop_reason_t DROP_NO_TUNNEL_PEER   = 9;
 const drop_reason_t DROP_NO_ENDPOINT      = 10;
-const drop_reason_t DROP_NO_CLONE_SESSION = 11;  // counted, not dropped
+const drop_reason_t DROP_COPY_FAILED      = 11;  // software UPF only: no buffer for a
+                                                 // redundant copy (a P4 target cannot see a
+                                                 // missing clone session or a failed replication)
 const drop_reason_t DROP_REORDER_OVERFLOW = 12;  // counted, not dropped
 const drop_reason_t DROP_CONSUMED         = 13;  // ends in the UPF by design
 

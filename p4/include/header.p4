@@ -170,12 +170,20 @@ struct probe_report_t {
 struct local_metadata_t {
     // Set by the parser.
     bool            malformed;      // parsed, but not what it claims to be
+    // Set by Lengths.
+    bool            unsound;        // outer IPv4 or UDP lengths disagree with the frame
     // Carried across a v1model recirculation (field lists 1 and 2); the TNA
     // build fills them from the internal header.
     @field_list(1)
     bool            reorder_held;   // a held packet back from the loop
     @field_list(1)
-    bit<16>         reorder_loops;
+    time_us_t       reorder_since;  // v1model: when it was first held
+    @field_list(1)
+    bit<16>         reorder_ticket; // v1model: its place in the user's release order
+    @field_list(1)
+    bit<8>          reorder_rounds; // v1model: rounds it waited, released, for its turn
+    @field_list(1)
+    time_us_t       reorder_now;    // v1model: the time of its last pass (see egress)
     @field_list(2)
     bool            redundant_copy; // the second copy of a redundant packet
     @field_list(2)

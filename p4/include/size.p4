@@ -23,10 +23,14 @@
 // The drops counter has one cell per drop reason (define.p4), with room to grow.
 #define DROP_REASON_COUNT     32
 
-// v1model: how many times a held packet may go round the recirculation loop
-// before it is forwarded anyway (REORDER_OVERFLOW). BMv2 takes tens of
-// microseconds per loop, so this covers reorder timeouts of 100 ms and more.
-#define REORDER_MAX_RECIRCULATIONS 8192
+// v1model: how long a held packet may go round the recirculation loop, in
+// microseconds, before it is forwarded anyway (REORDER_OVERFLOW) whatever the
+// deadline says: a time, not a pass count, since a pass takes tens of
+// microseconds on BMv2 and far less on a hardware v1model target.
+#define REORDER_MAX_HOLD_US   2000000
+// v1model: how many rounds of the loop a released packet waits for the tickets
+// before its own; a ticket still missing then is forgiven (its packet is gone).
+#define REORDER_DRAIN_PASSES  4
 
 // TNA: reorder queues on the upstream port, in two hash ways (the paper's
 // two-way associative queue tracking). Way A owns queues 64..127, way B

@@ -5,7 +5,7 @@
 // the v1model build; the stateful ones are Tofino's own (RegisterAction).
 // Packet's way through ingress:
 //   parse -> internal packet (reorder timer / queue-free)? -> packet-out?
-//   -> Uplink (PARSER_ERROR? local? GTP-U TEID?) -> JunctionCheck -> UserPacket -> Sessions
+//   -> Lengths -> Uplink (PARSER_ERROR? local? GTP-U TEID?) -> JunctionCheck -> UserPacket -> Sessions
 //   -> Applications -> DownlinkTunnels -> SessionSeq -> Probes -> PathState
 //   -> Steering -> Reorder -> Tunnels -> Filter -> Routing -> Encap
 //   -> ReorderQueue (pause / resume queues, timers) -> packet-in?
@@ -26,6 +26,7 @@
 #include "include/parser.p4"
 
 #include "../include/control/metadata_init.p4"
+#include "../include/control/lengths.p4"
 #include "../include/control/uplink.p4"
 #include "../include/control/junction.p4"
 #include "../include/control/user_packet.p4"
@@ -54,6 +55,7 @@ control JunctionTnaIngress(inout headers_t hdr,
                            inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     MetadataInit() metadata_init;
     PacketOut() from_controller;  // not packet_out: that is the core.p4 extern
+    Lengths() lengths;
     Uplink() uplink;
     JunctionCheck() junction_check;
     UserPacket() user_packet;
@@ -89,6 +91,7 @@ control JunctionTnaIngress(inout headers_t hdr,
             }
         }
         from_controller.apply(hdr, md.lmd, ig_tm_md);
+        lengths.apply(hdr, md.lmd, 0);  // Tofino's ingress does not know the frame's length
         uplink.apply(hdr, md.lmd);
         junction_check.apply(hdr, md.lmd);
         user_packet.apply(hdr, md.lmd);

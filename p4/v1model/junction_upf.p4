@@ -2,7 +2,7 @@
 //
 // The top level only wires controls together; what each step does is in the
 // control's file. Packet's way through ingress:
-//   parse -> packet-out? -> Uplink (PARSER_ERROR? local? GTP-U TEID?)
+//   parse -> packet-out? -> Lengths -> Uplink (PARSER_ERROR? local? GTP-U TEID?)
 //   -> JunctionCheck -> UserPacket -> Sessions -> Applications
 //   -> DownlinkTunnels -> SessionSeq -> Probes -> PathState -> Steering
 //   -> Reorder -> Tunnels -> Filter -> Routing -> Encap -> packet-in?
@@ -25,6 +25,7 @@
 #include "include/parser.p4"
 
 #include "../include/control/metadata_init.p4"
+#include "../include/control/lengths.p4"
 #include "../include/control/uplink.p4"
 #include "../include/control/junction.p4"
 #include "../include/control/user_packet.p4"
@@ -48,6 +49,7 @@ control JunctionV1modelIngress(inout headers_t hdr,
                                inout standard_metadata_t standard_metadata) {
     MetadataInit() metadata_init;
     PacketOut() from_controller;  // not packet_out: that is the core.p4 extern
+    Lengths() lengths;
     Uplink() uplink;
     JunctionCheck() junction_check;
     UserPacket() user_packet;
@@ -67,11 +69,25 @@ control JunctionV1modelIngress(inout headers_t hdr,
     Verdict() verdict;
 
     apply {
-        metadata_init.apply(md, (time_us_t)standard_metadata.ingress_global_timestamp);
+        // BMv2 stamps a packet on arrival only: a recirculated one keeps no ingress time,
+        // so a held packet brings the time egress saw on its last pass.
+        time_us_t now_us = (time_us_t)standard_metadata.ingress_global_timestamp;
+        if (md.reorder_held) {
+            now_us = md.reorder_now;
+        }
+        metadata_init.apply(md, now_us);
         if (standard_metadata.parser_error != error.NoError) {
             md.malformed = true;  // Uplink decides whether that is a PARSER_ERROR
         }
         from_controller.apply(hdr, md, standard_metadata);
+        // The frame's length bounds the outer IPv4 of a frame from a port; a packet back
+        // from the loop was checked on its first pass.
+        bit<16> frame_len = 0;
+        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL &&
+                standard_metadata.ingress_port != V1MODEL_CPU_PORT) {
+            frame_len = (bit<16>)standard_metadata.packet_length;
+        }
+        lengths.apply(hdr, md, frame_len);
         uplink.apply(hdr, md);
         junction_check.apply(hdr, md);
         user_packet.apply(hdr, md);
@@ -101,6 +117,7 @@ control JunctionV1modelEgress(inout headers_t hdr,
             recirculate_preserving_field_list(FIELD_LIST_REDUNDANT);
         } else if (md.reorder_hold) {
             // Held for reorder: once more round the loop.
+            md.reorder_now = (time_us_t)standard_metadata.egress_global_timestamp;
             recirculate_preserving_field_list(FIELD_LIST_REORDER);
         }
     }

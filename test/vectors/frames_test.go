@@ -102,13 +102,13 @@ func TestCasesResolveAgainstP4Info(t *testing.T) {
 			}
 		}
 		for key, val := range c.Setup.Registers {
-			if _, err := cr.registerEntity(key, val); err != nil {
+			if _, _, _, err := cr.registerCell(key, val); err != nil {
 				t.Errorf("%s register %s: %v", c.Name, key, err)
 			}
 		}
 		for i, s := range c.Steps {
 			for key, val := range s.SetRegisters {
-				if _, err := cr.registerEntity(key, val); err != nil {
+				if _, _, _, err := cr.registerCell(key, val); err != nil {
 					t.Errorf("%s step %d set_registers %s: %v", c.Name, i+1, key, err)
 				}
 			}

@@ -37,7 +37,7 @@ const (
 var DropReasons = map[string]uint32{
 	"PARSER_ERROR": 1, "UNKNOWN_TEID": 2, "NO_SESSION": 3, "NO_PATH": 4, "NO_ROUTE": 5,
 	"FILTERED": 6, "TTL_EXPIRED": 7, "BAD_JUNCTION": 8, "NO_TUNNEL_PEER": 9, "NO_ENDPOINT": 10,
-	"NO_CLONE_SESSION": 11, "REORDER_OVERFLOW": 12, "CONSUMED": 13,
+	"COPY_FAILED": 11, "REORDER_OVERFLOW": 12, "CONSUMED": 13,
 }
 
 // dropsCounter is the counter the drop reasons index.
@@ -70,6 +70,16 @@ type Config struct {
 	// InNamespace, when set, runs the function that opens the packet sockets (e.g. on a thread
 	// inside the namespace that holds the test-side interfaces).
 	InNamespace func(func() error) error
+	// Registers, when set, reads and writes register cells instead of P4Runtime: BMv2's
+	// P4Runtime server implements neither, so on BMv2 they go through its Thrift runtime
+	// (bmv2.Thrift). Nil: P4Runtime RegisterEntry (the software UPF, a Tofino).
+	Registers RegisterAccess
+}
+
+// RegisterAccess reads and writes one register cell by its P4Info name.
+type RegisterAccess interface {
+	RegisterRead(name string, index uint32) (uint64, error)
+	RegisterWrite(name string, index uint32, value uint64) error
 }
 
 // Result is the outcome of one case.
@@ -280,15 +290,7 @@ func (cr *caseRun) setup(ctx context.Context) error {
 		cr.clones = append(cr.clones, cs.ID)
 	}
 
-	var regs []*p4v1.Update
-	for _, key := range sortedKeys(s.Registers) {
-		e, err := cr.registerEntity(key, s.Registers[key])
-		if err != nil {
-			return err
-		}
-		regs = append(regs, update(p4v1.Update_MODIFY, e))
-	}
-	if err := r.client.write(ctx, regs...); err != nil {
+	if err := cr.writeRegisters(ctx, s.Registers); err != nil {
 		return fmt.Errorf("registers: %w", err)
 	}
 
@@ -427,21 +429,41 @@ func (cr *caseRun) registerRef(key string) (*p4configv1.Register, int64, error) 
 	return reg, int64(idx), nil
 }
 
-func (cr *caseRun) registerEntity(key string, value any) (*p4v1.Entity, error) {
+// writeRegisters sets the cells named "name[index]", through Config.Registers when set, else in
+// one P4Runtime write.
+func (cr *caseRun) writeRegisters(ctx context.Context, cells map[string]any) error {
+	var regs []*p4v1.Update
+	for _, key := range sortedKeys(cells) {
+		reg, idx, n, err := cr.registerCell(key, cells[key])
+		if err != nil {
+			return err
+		}
+		if ra := cr.r.cfg.Registers; ra != nil {
+			if err := ra.RegisterWrite(reg.Preamble.Name, uint32(idx), n); err != nil {
+				return err
+			}
+			continue
+		}
+		regs = append(regs, update(p4v1.Update_MODIFY, &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
+			RegisterId: reg.Preamble.Id,
+			Index:      &p4v1.Index{Index: idx},
+			Data:       &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: bytestring(n, registerWidth(reg))}},
+		}}}))
+	}
+	return cr.r.client.write(ctx, regs...)
+}
+
+// registerCell resolves "name[index]" and the value for it.
+func (cr *caseRun) registerCell(key string, value any) (*p4configv1.Register, int64, uint64, error) {
 	reg, idx, err := cr.registerRef(key)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
-	bits := registerWidth(reg)
-	n, err := cr.vars.number(value, bits)
+	n, err := cr.vars.number(value, registerWidth(reg))
 	if err != nil {
-		return nil, fmt.Errorf("register %s: %w", key, err)
+		return nil, 0, 0, fmt.Errorf("register %s: %w", key, err)
 	}
-	return &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
-		RegisterId: reg.Preamble.Id,
-		Index:      &p4v1.Index{Index: idx},
-		Data:       &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: bytestring(n, bits)}},
-	}}}, nil
+	return reg, idx, n, nil
 }
 
 // cleanup deletes every table entry on the target, resets the default actions the case set and

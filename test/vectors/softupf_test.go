@@ -81,21 +81,10 @@ func TestVectorsAgainstSoftUPF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases, err := LoadCases("cases", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	upf := newNamespace(t, "jvupf")
-	tester := newNamespace(t, "jvtst")
+	upf, tester, ports := vectorTopology(t)
 	args := []string{"--grpc-addr", upfGRPCAddr, "--cpu-port", fmt.Sprint(upfCPUPort)}
-	var ports []Port
 	for _, p := range testPorts {
-		if err := netns.AddVeth(netns.Link{Name: "u-" + p.Name, NS: upf}, netns.Link{Name: "t-" + p.Name, NS: tester}); err != nil {
-			t.Fatal(err)
-		}
 		args = append(args, "-i", fmt.Sprintf("%d@u-%s", p.Number, p.Name))
-		ports = append(ports, Port{Name: p.Name, Number: p.Number, Iface: "t-" + p.Name})
 	}
 
 	var logs lockedBuffer
@@ -129,10 +118,7 @@ func TestVectorsAgainstSoftUPF(t *testing.T) {
 		return c, err
 	}
 	waitListening(t, dial, exited, func() error { return waitErr }, &logs)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	r, err := NewRunner(ctx, Config{
+	runAllCases(t, Config{
 		Target:      upfGRPCAddr,
 		DeviceID:    1,
 		ElectionID:  [2]uint64{0, 1},
@@ -142,6 +128,31 @@ func TestVectorsAgainstSoftUPF(t *testing.T) {
 		Dial:        dial,
 		InNamespace: tester.Do,
 	})
+}
+
+// vectorTopology builds the two namespaces and one veth pair per logical port: u-<port> on the
+// target's side, t-<port> on the runner's.
+func vectorTopology(t *testing.T) (target, tester *netns.Namespace, ports []Port) {
+	target = newNamespace(t, "jvupf")
+	tester = newNamespace(t, "jvtst")
+	for _, p := range testPorts {
+		if err := netns.AddVeth(netns.Link{Name: "u-" + p.Name, NS: target}, netns.Link{Name: "t-" + p.Name, NS: tester}); err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, Port{Name: p.Name, Number: p.Number, Iface: "t-" + p.Name})
+	}
+	return target, tester, ports
+}
+
+// runAllCases runs every case in cases/ against the target of cfg, one subtest each.
+func runAllCases(t *testing.T, cfg Config) {
+	cases, err := LoadCases("cases", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	r, err := NewRunner(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

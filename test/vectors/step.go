@@ -59,16 +59,7 @@ func (cr *caseRun) step(ctx context.Context, i int) bool {
 		nDigests += len(d)
 	}
 
-	var writes []*p4v1.Update
-	for _, key := range sortedKeys(s.SetRegisters) {
-		e, err := cr.registerEntity(key, s.SetRegisters[key])
-		if err != nil {
-			fail("set_registers: %v", err)
-			return false
-		}
-		writes = append(writes, update(p4v1.Update_MODIFY, e))
-	}
-	if err := r.client.write(ctx, writes...); err != nil {
+	if err := cr.writeRegisters(ctx, s.SetRegisters); err != nil {
 		fail("set_registers: %v", err)
 		return false
 	}
@@ -434,6 +425,9 @@ func (cr *caseRun) compareDrops(fail func(string, ...any), want map[string]uint6
 }
 
 func (cr *caseRun) readRegister(ctx context.Context, reg *p4configv1.Register, idx int64) (uint64, error) {
+	if ra := cr.r.cfg.Registers; ra != nil {
+		return ra.RegisterRead(reg.Preamble.Name, uint32(idx))
+	}
 	ents, err := cr.r.client.read(ctx, &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
 		RegisterId: reg.Preamble.Id, Index: &p4v1.Index{Index: idx},
 	}}})

@@ -15,7 +15,7 @@ const (
 	BadJunction     DropReason = 8
 	NoTunnelPeer    DropReason = 9
 	NoEndpoint      DropReason = 10
-	NoCloneSession  DropReason = 11 // counted, the packet still goes out on its first access
+	CopyFailed      DropReason = 11 // software UPF only: no buffer for the redundant copy; counted, the first copy still goes out
 	ReorderOverflow DropReason = 12 // counted, the packet is forwarded
 	Consumed        DropReason = 13 // probe ACKs, link notifications and EX-PATH markers end here
 
@@ -24,7 +24,7 @@ const (
 
 var dropNames = [numDropReasons]string{
 	"", "PARSER_ERROR", "UNKNOWN_TEID", "NO_SESSION", "NO_PATH", "NO_ROUTE", "FILTERED",
-	"TTL_EXPIRED", "BAD_JUNCTION", "NO_TUNNEL_PEER", "NO_ENDPOINT", "NO_CLONE_SESSION",
+	"TTL_EXPIRED", "BAD_JUNCTION", "NO_TUNNEL_PEER", "NO_ENDPOINT", "COPY_FAILED",
 	"REORDER_OVERFLOW", "CONSUMED",
 }
 

@@ -290,8 +290,7 @@ func legAddr(s *session, access uint8) uint32 {
 // REDUNDANT_CLONE_SESSION does on v1model.
 func (c *proc) redundantCopy(pkt *Packet, off, end int, sess *session, ep endpoint, access uint8, hdr wire.Header) {
 	if _, ok := c.st.clones[RedundantCloneSession]; !ok {
-		c.st.count(NoCloneSession, c.inLen)
-		return
+		return // as on every P4 target: no clone session, no copy, nothing to count
 	}
 	if access == Access3GPP && !c.t.peer(sess.peer).ok {
 		c.st.count(NoTunnelPeer, c.inLen)
@@ -299,8 +298,7 @@ func (c *proc) redundantCopy(pkt *Packet, off, end int, sess *session, ep endpoi
 	}
 	cl := c.p.pool.TryGet()
 	if cl == nil {
-		// No buffer for the copy: the same outcome as a missing clone session.
-		c.st.count(NoCloneSession, c.inLen)
+		c.st.count(CopyFailed, c.inLen)
 		return
 	}
 	cl.InPort = pkt.InPort

@@ -1,7 +1,7 @@
 // JUNCTION-UPF: resets the per-pass local metadata.
 //
 // Fields the parser sets (malformed) and the ones carried across a
-// recirculation (reorder_held, reorder_loops, redundant_copy, forced_*,
+// recirculation (reorder_held, reorder_since, reorder_ticket, redundant_copy, forced_*,
 // skip_ttl) are left alone. BMv2 zeroes metadata itself; Tofino does not
 // promise to, so both builds run this first.
 

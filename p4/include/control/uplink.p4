@@ -72,7 +72,7 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
                 }
             } else {
                 local_addresses.apply();
-                if (md.malformed && (md.is_local || !hdr.udp.isValid())) {
+                if (md.unsound || (md.malformed && (md.is_local || !hdr.udp.isValid()))) {
                     md.drop_reason = DROP_PARSER_ERROR;
                     md.done = true;
                 } else if (!md.is_local) {

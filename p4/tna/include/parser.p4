@@ -30,8 +30,12 @@ parser JunctionTnaIngressParser(packet_in packet,
         md.bridged.qid = 0;
         md.bridged.user_idx = 0;
         md.lmd.malformed = false;
+        md.lmd.unsound = false;
         md.lmd.reorder_held = false;
-        md.lmd.reorder_loops = 0;
+        md.lmd.reorder_since = 0;
+        md.lmd.reorder_ticket = 0;
+        md.lmd.reorder_rounds = 0;
+        md.lmd.reorder_now = 0;
         md.lmd.redundant_copy = false;
         md.lmd.forced_access = ACCESS_NONE;
         md.lmd.forced_seq = 0;

@@ -1,0 +1,73 @@
+//go:build linux
+
+package vectors
+
+// Runs every vector against BMv2 simple_switch_grpc, p4lang's reference target, with the program
+// compiled by p4c from p4/v1model: the same topology, runner and cases as the software UPF.
+// Registers go through BMv2's Thrift runtime, which its P4Runtime server lacks.
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/junction-atsss/junction/p4"
+	"github.com/junction-atsss/junction/test/bmv2"
+	"github.com/junction-atsss/junction/test/netns"
+)
+
+func TestVectorsAgainstBMv2(t *testing.T) {
+	if err := netns.Available(); err != nil {
+		t.Skipf("skipping the packet vectors: %v", err)
+	}
+	root := moduleRoot(t)
+	if err := bmv2.Available(root); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("BMv2 must run in CI: %v", err)
+		}
+		t.Skipf("skipping BMv2: %v", err)
+	}
+	jsonPath, _, err := bmv2.Compile(root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := p4.P4Info() // p4c's, byte for byte (hack/p4-build.sh checks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, tester, ports := vectorTopology(t)
+	sw, err := bmv2.Start(root, target, bmv2.Options{
+		DeviceID: 1, CPUPort: upfCPUPort, GRPCAddr: upfGRPCAddr,
+		Ports: map[uint32]string{1: "u-n3", 2: "u-n6", 3: "u-wifi"}, LogFile: os.Getenv("JUNCTION_BMV2_LOG"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sw.Stop()
+		if t.Failed() {
+			t.Logf("simple_switch_grpc output:\n%s", sw.Logs())
+		}
+	})
+	thrift, err := sw.Thrift(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer thrift.Close()
+	runAllCases(t, Config{
+		Target:       upfGRPCAddr,
+		DeviceID:     1,
+		ElectionID:   [2]uint64{0, 1},
+		P4Info:       info,
+		DeviceConfig: config,
+		Ports:        ports,
+		CPUPort:      upfCPUPort,
+		Dial:         sw.Dial,
+		InNamespace:  tester.Do,
+		Registers:    thrift,
+	})
+}
