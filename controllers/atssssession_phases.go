@@ -133,6 +133,13 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 		return ctrl.Result{RequeueAfter: requeueWaiting}, nil
 	}
 
+	user := a.user
+	if _, err := rt.pathWriteError(&user); err != nil {
+		// Path monitoring cannot suspend or write this user's path state: programmed, not Ready.
+		r.setReady(s, false, ReasonRegisterWriteRefused, fmt.Sprintf(
+			"UserPlaneFunction %s refused path monitoring's register write for user %d: %v", upf.Name, user, err))
+		return ctrl.Result{}, nil
+	}
 	switch {
 	case len(missing) > 0:
 		r.setReady(s, false, ReasonPolicyNotFound, fmt.Sprintf("SteeringPolicy %s does not exist; the session is programmed without it", strings.Join(missing, ", ")))
@@ -227,7 +234,8 @@ func (r *ATSSSSessionReconciler) notProgrammed(s *junctionv1.ATSSSSession, reaso
 
 func warnable(reason string) bool {
 	switch reason {
-	case ReasonUPFNotFound, ReasonUPFNotReady, ReasonTableFull, ReasonConflict, ReasonInvalidSpec, ReasonIndexesExhausted, ReasonWriteFailed, ReasonPolicyNotFound:
+	case ReasonUPFNotFound, ReasonUPFNotReady, ReasonTableFull, ReasonConflict, ReasonInvalidSpec, ReasonIndexesExhausted, ReasonWriteFailed, ReasonPolicyNotFound,
+		ReasonRegisterWriteRefused:
 		return true
 	}
 	return false
@@ -240,7 +248,7 @@ func (r *ATSSSSessionReconciler) setProgrammed(s *junctionv1.ATSSSSession, ok bo
 func (r *ATSSSSessionReconciler) setReady(s *junctionv1.ATSSSSession, ok bool, reason, msg string) {
 	prev := conditionReason(s.Status.Conditions, junctionv1.ConditionReady)
 	setCondition(&s.Status.Conditions, s.Generation, junctionv1.ConditionReady, ok, reason, msg)
-	if !ok && reason == ReasonPolicyNotFound && prev != reason {
+	if !ok && (reason == ReasonPolicyNotFound || reason == ReasonRegisterWriteRefused) && prev != reason {
 		r.Recorder.Event(s, corev1.EventTypeWarning, reason, msg)
 	}
 }

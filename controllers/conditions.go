@@ -47,6 +47,8 @@ const (
 	ReasonIndexesAllocated  = "IndexesAllocated"
 	ReasonPathsSuspended    = "PathUpdatesSuspended"
 	ReasonPathsResumed      = "PathUpdatesResumed"
+	// The device refused a register write (BMv2's P4Runtime server writes no registers).
+	ReasonRegisterWriteRefused = "RegisterWriteRefused"
 )
 
 func setCondition(conds *[]metav1.Condition, generation int64, typ string, ok bool, reason, msg string) (changed bool) {
@@ -66,6 +68,7 @@ func reasonOf(err error) string {
 	var full *TableFullError
 	var conflict *ConflictError
 	var le *loadError
+	var pse *PathStateError
 	switch {
 	case err == nil:
 		return ReasonProgrammed
@@ -75,6 +78,8 @@ func reasonOf(err error) string {
 		return ReasonConflict
 	case errors.As(err, &le):
 		return le.Reason
+	case errors.As(err, &pse):
+		return ReasonRegisterWriteRefused
 	case errors.Is(err, errNotSynced), errors.Is(err, errStopped):
 		return ReasonUPFNotConnected
 	}

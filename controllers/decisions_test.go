@@ -13,40 +13,70 @@ import (
 	"github.com/junction-atsss/junction/internal/desired"
 )
 
+// The resets follow docs/pipeline.md: registers start at 0 ("not suspended", "available, RTT not
+// measured yet"), so a new user on an index unused since the pipeline push needs no write, and
+// any other index gets its new legs and suspension set back to 0.
 func TestInitialPathWrites(t *testing.T) {
+	fresh := func(users ...uint32) func(uint32) bool {
+		return func(u uint32) bool {
+			for _, f := range users {
+				if f == u {
+					return true
+				}
+			}
+			return false
+		}
+	}
 	for _, tc := range []struct {
 		name          string
 		before, after map[uint32]legCount
+		fresh         func(uint32) bool
+		pending       map[uint32]string
 		want          []registerWrite
 	}{
 		{
-			"a new user with both legs is cleared of suspension and marked available on both",
-			nil, map[uint32]legCount{7: {1, 1}},
-			[]registerWrite{{registerSuspended, 7, 0}, {registerRTT3GPP, 7, 1}, {registerRTTNon3GPP, 7, 1}},
-		},
-		{
-			"a user whose legs were already on the device keeps its measured state",
-			map[uint32]legCount{7: {1, 1}}, map[uint32]legCount{7: {2, 1}},
+			"a new user on an index unused since the pipeline push needs no write",
+			nil, map[uint32]legCount{7: {1, 1}}, fresh(7), nil,
 			nil,
 		},
 		{
-			"a second session that adds a leg marks only that leg",
-			map[uint32]legCount{7: {1, 0}}, map[uint32]legCount{7: {1, 1}},
-			[]registerWrite{{registerRTTNon3GPP, 7, 1}},
+			"a new user on an index that may hold state is reset: suspension and both legs",
+			nil, map[uint32]legCount{7: {1, 1}}, fresh(), nil,
+			[]registerWrite{{registerSuspended, 7, 0}, {registerRTT3GPP, 7, 0}, {registerRTTNon3GPP, 7, 0}},
+		},
+		{
+			"a user whose legs were already on the device keeps its measured state",
+			map[uint32]legCount{7: {1, 1}}, map[uint32]legCount{7: {2, 1}}, fresh(), nil,
+			nil,
+		},
+		{
+			"a second session that adds a leg resets only that leg",
+			map[uint32]legCount{7: {1, 0}}, map[uint32]legCount{7: {1, 1}}, fresh(7), nil,
+			[]registerWrite{{registerRTTNon3GPP, 7, 0}},
 		},
 		{
 			"a user whose last session goes needs no write",
-			map[uint32]legCount{7: {1, 1}}, map[uint32]legCount{7: {0, 0}},
+			map[uint32]legCount{7: {1, 1}}, map[uint32]legCount{7: {0, 0}}, fresh(), nil,
+			nil,
+		},
+		{
+			"a user whose reset was refused is reset whole again, even untouched by this round",
+			map[uint32]legCount{7: {1, 1}}, nil, fresh(), map[uint32]string{7: "s"},
+			[]registerWrite{{registerSuspended, 7, 0}, {registerRTT3GPP, 7, 0}, {registerRTTNon3GPP, 7, 0}},
+		},
+		{
+			"a refused user that is gone needs nothing",
+			map[uint32]legCount{7: {1, 1}}, map[uint32]legCount{7: {0, 0}}, fresh(), map[uint32]string{7: "s"},
 			nil,
 		},
 		{
 			"users are written in index order",
-			nil, map[uint32]legCount{9: {0, 1}, 2: {1, 0}},
-			[]registerWrite{{registerSuspended, 2, 0}, {registerRTT3GPP, 2, 1}, {registerSuspended, 9, 0}, {registerRTTNon3GPP, 9, 1}},
+			nil, map[uint32]legCount{9: {0, 1}, 2: {1, 0}}, fresh(), nil,
+			[]registerWrite{{registerSuspended, 2, 0}, {registerRTT3GPP, 2, 0}, {registerSuspended, 9, 0}, {registerRTTNon3GPP, 9, 0}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := initialPathWrites(tc.before, tc.after); !reflect.DeepEqual(got, tc.want) {
+			if got := initialPathWrites(tc.before, tc.after, tc.fresh, tc.pending); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})

@@ -102,28 +102,47 @@ type registerWrite struct {
 	value    uint64
 }
 
-// initialPathWrites decides the path state of users whose legs appear on a device: for every
-// leg no sessions entry of the user had before, rtt_<access>[user] = 1 ("available, RTT not
-// measured yet", so that steering uses the leg before the first probe), and for a user with no
-// entry before, path_updates_suspended[user] = 0. Users whose legs were already there keep
-// their measured state: a replay onto a device that kept its state writes nothing.
-func initialPathWrites(before, after map[uint32]legCount) []registerWrite {
-	users := make([]uint32, 0, len(after))
+// initialPathWrites decides the path-state resets for users whose legs appear on a device.
+// Registers start at 0, which is the state a new user needs ("not suspended", "available, RTT
+// not measured yet": docs/pipeline.md), so only an index that may hold an earlier user's state
+// is written: for a user with no entry before, path_updates_suspended[user] = 0, and for every
+// leg no entry of the user had before, rtt_<access>[user] = 0 — unless fresh says the index
+// has had no sessions entry since the pipeline was pushed. Users whose legs were already there
+// keep their measured state, so a replay onto a device that kept its state writes nothing.
+// pending are users whose last reset failed: they get a whole reset again.
+func initialPathWrites(before, after map[uint32]legCount, fresh func(user uint32) bool, pending map[uint32]string) []registerWrite {
+	users := make([]uint32, 0, len(after)+len(pending))
 	for u := range after {
 		users = append(users, u)
+	}
+	for u := range pending {
+		if _, ok := after[u]; !ok {
+			users = append(users, u)
+		}
 	}
 	sort.Slice(users, func(i, j int) bool { return users[i] < users[j] })
 	var out []registerWrite
 	for _, u := range users {
 		b, a := before[u], after[u]
-		if b.zero() && !a.zero() {
+		if _, ok := after[u]; !ok {
+			a = b // a pending user this round does not touch
+		}
+		if a.zero() {
+			continue // gone: nothing to reset any more
+		}
+		_, retry := pending[u]
+		newUser := b.zero()
+		if newUser && !retry && fresh(u) {
+			continue
+		}
+		if newUser || retry {
 			out = append(out, registerWrite{registerSuspended, u, 0})
 		}
-		if b.n3GPP <= 0 && a.n3GPP > 0 {
-			out = append(out, registerWrite{registerRTT3GPP, u, 1})
+		if (b.n3GPP <= 0 || retry) && a.n3GPP > 0 {
+			out = append(out, registerWrite{registerRTT3GPP, u, 0})
 		}
-		if b.nNon3GPP <= 0 && a.nNon3GPP > 0 {
-			out = append(out, registerWrite{registerRTTNon3GPP, u, 1})
+		if (b.nNon3GPP <= 0 || retry) && a.nNon3GPP > 0 {
+			out = append(out, registerWrite{registerRTTNon3GPP, u, 0})
 		}
 	}
 	return out

@@ -53,6 +53,19 @@ type TableFullError struct {
 func (e *TableFullError) Error() string { return fmt.Sprintf("table %s is full: %v", e.Table, e.Err) }
 func (e *TableFullError) Unwrap() error { return e.Err }
 
+// PathStateError says the device refused to reset a user's path state (a register write), so
+// the user may inherit an earlier user's path state.
+type PathStateError struct {
+	Register string
+	User     uint32
+	Err      error
+}
+
+func (e *PathStateError) Error() string {
+	return fmt.Sprintf("the device refused to reset %s[%d] for this new user: %v", e.Register, e.User, e.Err)
+}
+func (e *PathStateError) Unwrap() error { return e.Err }
+
 // ConflictError says an entry is already owned by another object (e.g. two sessions with one
 // session address on one UPF).
 type ConflictError struct {
@@ -115,6 +128,15 @@ type programmer struct {
 	want      map[string]*builtEntry            // upfclient.EntryKey → the entry an owner wants
 	mirror    map[string]*p4v1.TableEntry       // upfclient.EntryKey → entry on the device
 	legs      map[uint32]legCount               // users' legs, from the mirror's sessions entries
+	// used are the user indices that have had a sessions entry since this programmer saw the
+	// pipeline pushed (usedKnown); their registers may hold state. Without usedKnown (the
+	// pipeline was there already) every index may.
+	used      map[uint32]struct{}
+	usedKnown bool
+	// resetPending are users whose path-state reset the device refused, with the owner told;
+	// resetErr the last refusal.
+	resetPending map[uint32]string
+	resetErr     error
 	usage     map[string]int                    // table → entries on the device
 	dirty     map[string]struct{}               // owners changed since the last round
 	stale     map[string]*p4v1.TableEntry       // keys owners dropped, to delete if on the device
@@ -132,6 +154,7 @@ func newProgrammer(dev entryDevice, log logr.Logger, window time.Duration) *prog
 		kick: make(chan struct{}, 1), replayCh: make(chan uint64, 1),
 		owners: map[string]map[string]*builtEntry{}, claims: map[string]string{}, want: map[string]*builtEntry{},
 		mirror: map[string]*p4v1.TableEntry{}, legs: map[uint32]legCount{}, usage: map[string]int{},
+		used: map[uint32]struct{}{}, resetPending: map[uint32]string{},
 		dirty: map[string]struct{}{}, stale: map[string]*p4v1.TableEntry{},
 		failed: map[string]error{}, full: map[string]string{},
 	}
@@ -320,10 +343,12 @@ func (p *programmer) Down() {
 }
 
 // RequestReplay asks the run loop to replay the whole desired state for generation gen (the
-// pipeline is in place). Applies queue behind it.
-func (p *programmer) RequestReplay(gen uint64) {
+// pipeline is in place; pushed: this operator just pushed it, so every register is 0).
+// Applies queue behind it.
+func (p *programmer) RequestReplay(gen uint64, pushed bool) {
 	p.mu.Lock()
 	p.mode, p.gen = modeReplaying, gen
+	p.used, p.usedKnown = map[uint32]struct{}{}, pushed
 	p.mu.Unlock()
 	select {
 	case <-p.replayCh:
@@ -389,10 +414,11 @@ func sortedKeys[V any](m map[string]V) []string {
 // pendingUpdate is one planned write and whom it is for.
 type pendingUpdate struct {
 	u     *p4v1.Update
-	key   string
+	key   string // "" for a path-state register
 	te    *p4v1.TableEntry
 	table string
-	owner string // "" for stale deletes and path-state registers
+	owner string // "" for stale deletes; for a register, the owner of the sessions entry
+	user  uint32 // a register's user
 }
 
 // round writes the difference for every dirty owner.
@@ -504,9 +530,23 @@ func (p *programmer) write(ctx context.Context, dels, regs, ups []pendingUpdate)
 func (p *programmer) settleLocked(results []writeResult, ownerErr map[string]error) {
 	for _, r := range results {
 		pu, err := r.pu, r.err
-		if pu.key == "" { // a register write
-			if err != nil {
-				p.log.Error(err, "Initial path state not written")
+		if pu.key == "" { // a path-state reset
+			if err == nil {
+				delete(p.resetPending, pu.user)
+				if len(p.resetPending) == 0 {
+					p.resetErr = nil
+				}
+				continue
+			}
+			p.log.Error(err, "Path state not reset", "register", pu.table, "user", pu.user)
+			p.resetPending[pu.user] = pu.owner
+			p.resetErr = &PathStateError{Register: pu.table, User: pu.user, Err: err}
+			if pu.owner != "" {
+				err = &PathStateError{Register: pu.table, User: pu.user, Err: err}
+				if ownerErr[pu.owner] == nil {
+					ownerErr[pu.owner] = err
+				}
+				p.failed[pu.owner] = err
 			}
 			continue
 		}
@@ -578,6 +618,9 @@ type progStatus struct {
 	ReplayErr error
 	Usage     map[string]int
 	Writes    uint64
+	// ResetPending users whose path-state reset the device refused; ResetErr the last refusal.
+	ResetPending int
+	ResetErr     error
 }
 
 func (p *programmer) Status() progStatus {
@@ -587,7 +630,8 @@ func (p *programmer) Status() progStatus {
 	for k, v := range p.usage {
 		u[k] = v
 	}
-	return progStatus{Synced: p.mode == modeSynced, LastSync: p.lastSync, ReplayErr: p.replayErr, Usage: u, Writes: p.writes}
+	return progStatus{Synced: p.mode == modeSynced, LastSync: p.lastSync, ReplayErr: p.replayErr, Usage: u, Writes: p.writes,
+		ResetPending: len(p.resetPending), ResetErr: p.resetErr}
 }
 
 // OwnerState reports whether the owner's entries are all on the device, and the last error.

@@ -35,6 +35,9 @@ func (p *programmer) countLocked(te *p4v1.TableEntry, d int) {
 		return
 	}
 	if user, l, ok := sessionLegs(p.sch, te); ok {
+		if d > 0 {
+			p.used[user] = struct{}{}
+		}
 		c := p.legs[user].add(l, d)
 		if c.zero() {
 			delete(p.legs, user)
@@ -44,22 +47,23 @@ func (p *programmer) countLocked(te *p4v1.TableEntry, d int) {
 	}
 }
 
-// pathInitLocked plans the initial path state of users whose legs appear on the device with
-// this round: rtt_<access>[user] = 1 (available, RTT not measured yet) for every leg that no
-// sessions entry of the user had before, and path_updates_suspended[user] = 0 for a user that
-// had no entry at all (an index freed and reused must not inherit a suspension).
+// pathInitLocked plans the path-state resets of users whose legs appear on the device with this
+// round (initialPathWrites), each tagged with the owner of the user's sessions entry, who is
+// told when the device refuses the write.
 func (p *programmer) pathInitLocked(ups, dels []pendingUpdate) []pendingUpdate {
 	after := map[uint32]legCount{}
-	touch := func(te *p4v1.TableEntry, d int) {
+	owner := map[uint32]string{}
+	touch := func(te *p4v1.TableEntry, d int) (uint32, bool) {
 		user, l, ok := sessionLegs(p.sch, te)
 		if !ok {
-			return
+			return 0, false
 		}
 		c, seen := after[user]
 		if !seen {
 			c = p.legs[user]
 		}
 		after[user] = c.add(l, d)
+		return user, true
 	}
 	for _, pu := range append(append([]pendingUpdate(nil), dels...), ups...) {
 		if pu.table != tableSessions {
@@ -69,17 +73,31 @@ func (p *programmer) pathInitLocked(ups, dels []pendingUpdate) []pendingUpdate {
 			touch(old, -1)
 		}
 		if pu.u.GetType() != p4v1.Update_DELETE {
-			touch(pu.te, +1)
+			if user, ok := touch(pu.te, +1); ok && pu.owner != "" {
+				owner[user] = pu.owner
+			}
 		}
 	}
+	for u, o := range p.resetPending {
+		if _, ok := owner[u]; !ok {
+			owner[u] = o
+		}
+		if _, ok := after[u]; !ok {
+			after[u] = p.legs[u]
+		}
+	}
+	fresh := func(u uint32) bool {
+		_, used := p.used[u]
+		return p.usedKnown && !used
+	}
 	var out []pendingUpdate
-	for _, w := range initialPathWrites(p.legs, after) {
+	for _, w := range initialPathWrites(p.legs, after, fresh, p.resetPending) {
 		u, err := p.sch.RegisterUpdate(w.register, int64(w.user), w.value)
 		if err != nil {
-			p.log.Error(err, "Initial path state not planned", "register", w.register)
+			p.log.Error(err, "Path state reset not planned", "register", w.register)
 			continue
 		}
-		out = append(out, pendingUpdate{u: u, table: w.register})
+		out = append(out, pendingUpdate{u: u, table: w.register, owner: owner[w.user], user: w.user})
 	}
 	return out
 }

@@ -90,7 +90,7 @@ func (r *progRig) replay(t *testing.T) {
 		default:
 		}
 	}
-	r.prog.RequestReplay(r.gen)
+	r.prog.RequestReplay(r.gen, false)
 	select {
 	case <-synced:
 	case <-time.After(10 * time.Second):

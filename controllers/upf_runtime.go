@@ -123,6 +123,9 @@ type upfRuntime struct {
 
 	smu sync.Mutex
 	st  runtimeState
+	// pathWriteErr: users whose path-monitoring register writes the device refused (cleared by
+	// the next write that succeeds), under smu.
+	pathWriteErr map[uint32]error
 }
 
 func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec) *upfRuntime {
@@ -338,7 +341,7 @@ func (rt *upfRuntime) setup(ctx context.Context, dev *upfclient.Device, gen uint
 	if err := rt.ensureCloneSession(ctx, dev); err != nil {
 		rt.log.Error(err, "Clone session for redundant steering not written")
 	}
-	rt.prog.RequestReplay(gen)
+	rt.prog.RequestReplay(gen, pushed)
 	return nil
 }
 
@@ -441,7 +444,41 @@ func (rt *upfRuntime) writeRegister(ctx context.Context, name string, user uint3
 	if d == nil {
 		return upfclient.ErrNotConnected
 	}
-	return d.WriteRegister(ctx, name, int64(user), v)
+	err := d.WriteRegister(ctx, name, int64(user), v)
+	rt.smu.Lock()
+	_, had := rt.pathWriteErr[user]
+	switch {
+	case err != nil:
+		if rt.pathWriteErr == nil {
+			rt.pathWriteErr = map[uint32]error{}
+		}
+		rt.pathWriteErr[user] = err
+	case had:
+		delete(rt.pathWriteErr, user)
+	}
+	rt.smu.Unlock()
+	if err != nil || had { // the UPF's and the user's sessions' conditions change
+		rt.f.enqueueUPF(rt.key)
+		rt.onPathsChanged([]uint32{user})
+	}
+	return err
+}
+
+// pathWriteError is the refused path-monitoring write of user, if any; with user == nil, how
+// many users have one and one of them.
+func (rt *upfRuntime) pathWriteError(user *uint32) (int, error) {
+	rt.smu.Lock()
+	defer rt.smu.Unlock()
+	if user != nil {
+		if err := rt.pathWriteErr[*user]; err != nil {
+			return 1, err
+		}
+		return 0, nil
+	}
+	for _, err := range rt.pathWriteErr {
+		return len(rt.pathWriteErr), err
+	}
+	return 0, nil
 }
 
 // onPathsChanged re-reconciles the sessions of users whose path summary changed.

@@ -73,7 +73,21 @@ func (r *UserPlaneFunctionReconciler) setStatus(upf *junctionv1.UserPlaneFunctio
 	if upfErr != nil {
 		fail(reasonOf(upfErr), "the UPF's own entries: "+upfErr.Error())
 	}
-	setCondition(&s.Conditions, g, junctionv1.ConditionReady, ready, reason, msg)
+	if ps.ResetPending > 0 {
+		fail(ReasonRegisterWriteRefused, fmt.Sprintf("the device refused the path-state reset of %d users (their sessions are not programmed): %v",
+			ps.ResetPending, ps.ResetErr))
+	}
+	if n, err := rt.pathWriteError(nil); n > 0 {
+		fail(ReasonRegisterWriteRefused, fmt.Sprintf("the device refused path monitoring's register writes for %d users: %v", n, err))
+	}
+	prevReason := ""
+	if c := meta.FindStatusCondition(s.Conditions, junctionv1.ConditionReady); c != nil {
+		prevReason = c.Reason // read before setCondition changes the condition in place
+	}
+	if setCondition(&s.Conditions, g, junctionv1.ConditionReady, ready, reason, msg) && reason == ReasonRegisterWriteRefused &&
+		prevReason != reason {
+		r.Recorder.Event(upf, corev1.EventTypeWarning, reason, msg)
+	}
 
 	s.ElectionID = st.electionID
 	if !ps.LastSync.IsZero() {

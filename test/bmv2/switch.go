@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -66,6 +67,7 @@ type Switch struct {
 	logs       *syncBuffer
 	exited     chan struct{}
 	waitErr    error
+	closers    []io.Closer
 }
 
 // Start runs simple_switch_grpc in ns and waits until both its P4Runtime and Thrift ports accept
@@ -140,6 +142,42 @@ func (s *Switch) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	return c, err
 }
 
+// Forward listens on a loopback port of this process's namespace and relays every connection
+// to the switch's P4Runtime port inside its namespace, for clients that cannot dial into a
+// namespace (an operator under test). It returns the address; Stop closes it.
+func (s *Switch) Forward() (string, error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	s.closers = append(s.closers, lis)
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go s.relay(c)
+		}
+	}()
+	return lis.Addr().String(), nil
+}
+
+func (s *Switch) relay(c net.Conn) {
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	up, err := s.Dial(ctx, s.GRPCAddr)
+	cancel()
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(up, c); done <- struct{}{} }()
+	go func() { io.Copy(c, up); done <- struct{}{} }()
+	<-done
+}
+
 // Thrift connects to the switch's Thrift runtime.
 func (s *Switch) Thrift(ctx context.Context) (*Thrift, error) {
 	return DialThrift(ctx, s.ThriftAddr, s.Dial)
@@ -150,6 +188,9 @@ func (s *Switch) Logs() string { return s.logs.String() }
 
 // Stop ends the switch.
 func (s *Switch) Stop() {
+	for _, c := range s.closers {
+		c.Close()
+	}
 	s.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-s.exited:

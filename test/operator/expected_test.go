@@ -115,7 +115,12 @@ func clientEntry(e desired.Entry) upfclient.Entry {
 }
 
 // sameEntries reports the difference between what the UPF holds and what it should hold.
-func sameEntries(u *softUPF, sch *upfclient.Schema, ns, upf string) error {
+// entryReader is a target the tests read entries back from (softUPF, p4rtTarget).
+type entryReader interface {
+	entries(sch *upfclient.Schema) ([]string, error)
+}
+
+func sameEntries(u entryReader, sch *upfclient.Schema, ns, upf string) error {
 	want, err := expectedEntries(ns, upf, sch)
 	if err != nil {
 		return err

@@ -95,15 +95,13 @@ var eventually = testenv.Eventually
 // softUPF is the real software UPF (P4Runtime server and data plane) without network ports:
 // tests read its entries back over P4Runtime.
 type softUPF struct {
+	p4rtTarget
 	// now is the data plane's now_us: a manual clock, so that probe RTTs are exact.
 	now  atomic.Uint32
-	addr string
 	srv  *p4rt.Server
 	dp   *dataplane.Pipeline
 	pool *dataplane.Pool // the data plane's buffers: packets fed to it come from here
-	// clientTLS is how tests reach a UPF that serves TLS.
-	clientTLS *tls.Config
-	gs        *grpc.Server
+	gs   *grpc.Server
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 }
@@ -129,7 +127,7 @@ func startSoftUPFTLS(t testing.TB, addr string, serverTLS, clientTLS *tls.Config
 	if err != nil {
 		t.Fatalf("software UPF: %v", err)
 	}
-	u := &softUPF{addr: lis.Addr().String(), clientTLS: clientTLS}
+	u := &softUPF{p4rtTarget: p4rtTarget{addr: lis.Addr().String(), clientTLS: clientTLS}}
 	u.now.Store(1_000_000)
 	u.pool = dataplane.NewPool(64)
 	dp, err := dataplane.New(dataplane.Config{Pool: u.pool, MaxHeld: 16, CPUPort: 255, Now: u.now.Load})
@@ -161,8 +159,15 @@ func (u *softUPF) stop() {
 // writes is the number of Write RPCs the UPF has served.
 func (u *softUPF) writes() uint64 { return u.srv.Stats().WriteRequests }
 
-// p4rtClient reads the UPF without arbitration (P4Runtime allows reads from any client).
-func (u *softUPF) read(ctx context.Context, entities ...*p4v1.Entity) ([]*p4v1.Entity, error) {
+// p4rtTarget is a P4Runtime server the tests read back: the software UPF or BMv2.
+type p4rtTarget struct {
+	addr string
+	// clientTLS is how tests reach a UPF that serves TLS.
+	clientTLS *tls.Config
+}
+
+// read reads the UPF without arbitration (P4Runtime allows reads from any client).
+func (u *p4rtTarget) read(ctx context.Context, entities ...*p4v1.Entity) ([]*p4v1.Entity, error) {
 	creds := insecure.NewCredentials()
 	if u.clientTLS != nil {
 		creds = credentials.NewTLS(u.clientTLS)
@@ -191,7 +196,7 @@ func (u *softUPF) read(ctx context.Context, entities ...*p4v1.Entity) ([]*p4v1.E
 }
 
 // entries reads every table entry of the UPF, decoded by names, in a stable order.
-func (u *softUPF) entries(sch *upfclient.Schema) ([]string, error) {
+func (u *p4rtTarget) entries(sch *upfclient.Schema) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var out []string
@@ -209,7 +214,7 @@ func (u *softUPF) entries(sch *upfclient.Schema) ([]string, error) {
 }
 
 // register reads one register cell.
-func (u *softUPF) register(sch *upfclient.Schema, name string, index int64) (uint64, error) {
+func (u *p4rtTarget) register(sch *upfclient.Schema, name string, index int64) (uint64, error) {
 	id, err := sch.RegisterID(name)
 	if err != nil {
 		return 0, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/junction-atsss/junction/p4"
 	"os"
 	"testing"
 	"time"
@@ -115,14 +116,14 @@ func TestTargetRestartReplaysEverything(t *testing.T) {
 	for _, s := range p.sessions {
 		waitCondition(t, replayTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 	}
-	// The path state of every user starts again as "available, RTT unknown".
+	// The path state of every user starts again as "available, RTT not measured" (0).
 	var a1 junctionv1.ATSSSSession
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(p.sessions[0]), &a1); err != nil {
 		t.Fatal(err)
 	}
 	for _, reg := range []string{"rtt_3gpp", "rtt_non3gpp"} {
-		if v, err := fresh.register(p.sch, reg, int64(*a1.Status.UserIndex)); err != nil || v != 1 {
-			t.Errorf("after the restart %s[%d] = %d (%v), want 1", reg, *a1.Status.UserIndex, v, err)
+		if v, err := fresh.register(p.sch, reg, int64(*a1.Status.UserIndex)); err != nil || v != 0 {
+			t.Errorf("after the restart %s[%d] = %d (%v), want 0", reg, *a1.Status.UserIndex, v, err)
 		}
 	}
 }
@@ -163,11 +164,49 @@ func TestOperatorRestartWithNothingChangedWritesNothing(t *testing.T) {
 		t.Error(err)
 	}
 
+	// The restarted operator found the pipeline in place, so it cannot know which user indexes
+	// an earlier user left state in: it resets a new user's path state (docs/pipeline.md). Leave
+	// such state (a LINK_DOWN on both legs, a suspension) in the unused indexes the new user
+	// may get.
+	inUse := map[int64]bool{}
+	var list junctionv1.ATSSSSessionList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.Items {
+		inUse[int64(*s.Status.UserIndex)] = true
+	}
+	stale := map[string]uint64{"rtt_3gpp": uint64(p4.RTTDown), "rtt_non3gpp": uint64(p4.RTTDown), "path_updates_suspended": 1}
+	const staleUpTo = 64
+	for idx := int64(0); idx < staleUpTo; idx++ {
+		for reg, v := range stale {
+			id, err := p.sch.RegisterID(reg)
+			if err == nil && !inUse[idx] {
+				err = u.dp.WriteRegister(id, uint32(idx), v)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
 	d1 := session(ns, "d1", "imsi-001010000000004", "10.60.0.9", "upf", "3n", "198.51.100.12", "video")
 	create(t, d1)
 	waitCondition(t, programTimeout, d1, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 	eventually(t, programTimeout, "entries with the new session", func() error { return sameEntries(u, p.sch, ns, "upf") })
 	assertDistinctIndexes(t, ns)
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(d1), d1); err != nil {
+		t.Fatal(err)
+	}
+	user := int64(*d1.Status.UserIndex)
+	if user >= staleUpTo {
+		t.Fatalf("d1 got user index %d, beyond the %d indexes given stale state", user, staleUpTo)
+	}
+	for reg := range stale {
+		if v, err := u.register(p.sch, reg, user); err != nil || v != 0 {
+			t.Errorf("%s[%d] = %d (%v) for a new user, want 0: the earlier user's state was not reset", reg, user, v, err)
+		}
+	}
 }
 
 // assertDistinctIndexes checks that SUPIs, gNBs and exception sessions never share an index.

@@ -39,6 +39,8 @@ control Encap(inout headers_t hdr, inout local_metadata_t md) {
             // The bytes after the Junction header, when one is added or kept.
             bit<16> body_len = md.user_len;
             if (md.reply) {
+                // md.reply is set for a PROBE only, which has a valid Junction header: p4c's
+                // "potentially invalid hdr.junction" warning here is safe.
                 hdr.junction.msg_type = JUNCTION_PROBE_REPLY;
                 hdr.junction_ctl.upf_ts = md.now_us;
                 body_len = JUNCTION_CTL_BYTES;

@@ -24,8 +24,7 @@ const bit<8> BMD_MIRROR_REDUNDANT     = 0x11;
 const bit<8> BMD_MIRROR_TIMER         = 0x12;
 const bit<8> BMD_MIRROR_QUEUE_FREE    = 0x13;
 
-// ig/eg_intr_md_for_dprsr.mirror_type values.
-const bit<4> MIRROR_TYPE_NONE         = 0;
+// ig/eg_intr_md_for_dprsr.mirror_type values (0: no mirror, the deparser's default).
 const bit<4> MIRROR_TYPE_REDUNDANT    = 1;  // I2E: second copy of a redundant packet
 const bit<4> MIRROR_TYPE_TIMER        = 2;  // I2E: reorder timer
 const bit<4> MIRROR_TYPE_QUEUE_FREE   = 3;  // E2E: a reorder queue ran empty

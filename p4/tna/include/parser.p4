@@ -15,6 +15,10 @@
 #ifndef JUNCTION_TNA_PARSER_P4
 #define JUNCTION_TNA_PARSER_P4
 
+// p4c warns that md (md.lmd.now_us among others) and hdr.packet_out may be
+// uninitialized here: safe. Tofino's parser zeroes the metadata it does not write,
+// MetadataInit sets every per-pass field first thing in ingress, and a header no
+// state extracts is invalid, as later stages expect.
 parser JunctionTnaIngressParser(packet_in packet,
                                 out headers_t hdr,
                                 out tna_ingress_metadata_t md,

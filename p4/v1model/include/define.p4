@@ -12,7 +12,6 @@ const port_num_t V1MODEL_CPU_PORT = CPU_PORT;
 // standard_metadata.instance_type values of BMv2 simple_switch.
 const bit<32> PKT_INSTANCE_TYPE_NORMAL        = 0;
 const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
-const bit<32> PKT_INSTANCE_TYPE_RECIRC        = 4;
 
 // Field lists preserved across clone and recirculation (see @field_list in
 // local_metadata_t).

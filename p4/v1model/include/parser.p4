@@ -21,6 +21,8 @@ parser JunctionV1modelParser(packet_in packet,
         }
     }
 
+    // p4c warns hdr.packet_out "may be uninitialized" at the end of this state: safe, an
+    // out header that no state extracts is invalid, which is what every later stage expects.
     state parse_packet_out {
         packet.extract(hdr.packet_out);
         transition accept;

@@ -77,6 +77,9 @@ control Reorder(in headers_t hdr, inout tna_ingress_metadata_t md) {
         }
     };
 
+    // p4c warns that hdr.internal may be invalid where md.lmd.path == PATH_INTERNAL
+    // is tested below: safe, the top level sets PATH_INTERNAL only for a packet whose
+    // internal header was parsed.
     apply {
         md.reorder_decision = REORDER_FORWARD;
         md.timer_result = TIMER_STALE;

@@ -74,6 +74,9 @@ control ReorderQueue(inout headers_t hdr,
         }
     };
 
+    // p4c warns that hdr.internal may be invalid where md.lmd.path == PATH_INTERNAL
+    // is tested below: safe, the top level sets PATH_INTERNAL only for a packet whose
+    // internal header was parsed.
     apply {
         md.queue_owner = md.lmd.user_idx + 1;
         md.reorder_qid = 0;
