@@ -119,15 +119,15 @@ type programmer struct {
 	kick     chan struct{}
 	replayCh chan uint64
 
-	mu        sync.Mutex
-	mode      progMode
-	gen       uint64 // the generation being replayed or synced
-	sch       *upfclient.Schema
-	owners    map[string]map[string]*builtEntry // owner → desired.Entry.Key() → entry
-	claims    map[string]string                 // desired key → owner
-	want      map[string]*builtEntry            // upfclient.EntryKey → the entry an owner wants
-	mirror    map[string]*p4v1.TableEntry       // upfclient.EntryKey → entry on the device
-	legs      map[uint32]legCount               // users' legs, from the mirror's sessions entries
+	mu     sync.Mutex
+	mode   progMode
+	gen    uint64 // the generation being replayed or synced
+	sch    *upfclient.Schema
+	owners map[string]map[string]*builtEntry // owner → desired.Entry.Key() → entry
+	claims map[string]string                 // desired key → owner
+	want   map[string]*builtEntry            // upfclient.EntryKey → the entry an owner wants
+	mirror map[string]*p4v1.TableEntry       // upfclient.EntryKey → entry on the device
+	legs   map[uint32]legCount               // users' legs, from the mirror's sessions entries
 	// used are the user indices that have had a sessions entry since this programmer saw the
 	// pipeline pushed (usedKnown); their registers may hold state. Without usedKnown (the
 	// pipeline was there already) every index may.
@@ -137,15 +137,15 @@ type programmer struct {
 	// resetErr the last refusal.
 	resetPending map[uint32]string
 	resetErr     error
-	usage     map[string]int                    // table → entries on the device
-	dirty     map[string]struct{}               // owners changed since the last round
-	stale     map[string]*p4v1.TableEntry       // keys owners dropped, to delete if on the device
-	waiters   []*waiter
-	failed    map[string]error  // owner → why its last write failed
-	full      map[string]string // owner → the table that was full
-	lastSync  time.Time
-	writes    uint64 // updates written since start (tests and status)
-	replayErr error
+	usage        map[string]int              // table → entries on the device
+	dirty        map[string]struct{}         // owners changed since the last round
+	stale        map[string]*p4v1.TableEntry // keys owners dropped, to delete if on the device
+	waiters      []*waiter
+	failed       map[string]error  // owner → why its last write failed
+	full         map[string]string // owner → the table that was full
+	lastSync     time.Time
+	writes       uint64 // updates written since start (tests and status)
+	replayErr    error
 }
 
 func newProgrammer(dev entryDevice, log logr.Logger, window time.Duration) *programmer {

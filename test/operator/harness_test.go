@@ -97,13 +97,13 @@ var eventually = testenv.Eventually
 type softUPF struct {
 	p4rtTarget
 	// now is the data plane's now_us: a manual clock, so that probe RTTs are exact.
-	now  atomic.Uint32
-	srv  *p4rt.Server
-	dp   *dataplane.Pipeline
-	pool *dataplane.Pool // the data plane's buffers: packets fed to it come from here
-	gs   *grpc.Server
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	now    atomic.Uint32
+	srv    *p4rt.Server
+	dp     *dataplane.Pipeline
+	pool   *dataplane.Pool // the data plane's buffers: packets fed to it come from here
+	gs     *grpc.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // startSoftUPF listens on addr ("127.0.0.1:0" for a new one, an old address to restart it).
