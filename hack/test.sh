@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The whole test run, what CI runs (.ci/run) and what the README tells a newcomer to run:
 #   1. build the pinned tools and the envtest control plane into ./bin (cached);
-#   2. fail if generated code or manifests (deepcopy, CRDs, RBAC, the p4c P4Info) are stale, or
-#      the P4 program does not compile with p4c;
+#   2. fail if generated code or manifests (deepcopy, CRDs, RBAC, the p4c P4Info) are stale, a Go
+#      source is not gofmt-ed, or the P4 program does not compile with p4c;
 #   3. check that the kustomize overlays (operator, samples, UE agent DaemonSet) build;
 #   4. go vet, the concurrent packages under the race detector, and every Go test (envtest
-#      suites, P4Info check, software UPF, chart, packet vectors, the UE agent testbed and its
+#      suites, P4Info check, software UPF, chart, packet vectors on the software UPF and BMv2,
+#      the operator against BMv2, the UE agent testbed and its
 #      short scenarios in network namespaces when run as root), ending with gotestsum's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,13 @@ export KUBEBUILDER_ASSETS
 
 echo "== generated files are current"
 make --no-print-directory verify-generated
+
+echo "== Go sources are gofmt-ed"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [[ -n $unformatted ]]; then
+  printf 'not gofmt-ed (run gofmt -w):\n%s\n' "$unformatted"
+  exit 1
+fi
 
 echo "== the P4 program compiles with p4c (v1model and TNA); p4/p4info.txtpb is p4c's"
 mkdir -p build
