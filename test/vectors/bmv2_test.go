@@ -20,6 +20,13 @@ func TestVectorsAgainstBMv2(t *testing.T) {
 	if err := netns.Available(); err != nil {
 		t.Skipf("skipping the packet vectors: %v", err)
 	}
+	runAllCases(t, startBMv2(t))
+}
+
+// startBMv2 compiles the v1model program with p4c, runs simple_switch_grpc behind
+// vectorTopology and returns the runner's configuration for it (registers through Thrift).
+// Outside CI it skips the test when hack/tools.sh p4tools has not run.
+func startBMv2(t *testing.T) Config {
 	root := moduleRoot(t)
 	if err := bmv2.Available(root); err != nil {
 		if os.Getenv("CI") != "" {
@@ -57,8 +64,8 @@ func TestVectorsAgainstBMv2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer thrift.Close()
-	runAllCases(t, Config{
+	t.Cleanup(func() { thrift.Close() })
+	return Config{
 		Target:       upfGRPCAddr,
 		DeviceID:     1,
 		ElectionID:   [2]uint64{0, 1},
@@ -69,5 +76,5 @@ func TestVectorsAgainstBMv2(t *testing.T) {
 		Dial:         sw.Dial,
 		InNamespace:  tester.Do,
 		Registers:    thrift,
-	})
+	}
 }

@@ -71,6 +71,12 @@ func TestVectorsAgainstSoftUPF(t *testing.T) {
 	if err := netns.Available(); err != nil {
 		t.Skipf("skipping the packet vectors: %v", err)
 	}
+	runAllCases(t, startSoftUPF(t))
+}
+
+// startSoftUPF builds ./cmd/softupf, runs it behind vectorTopology and returns the runner's
+// configuration for it.
+func startSoftUPF(t *testing.T) Config {
 	bin := filepath.Join(t.TempDir(), "softupf")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/softupf")
 	build.Dir = moduleRoot(t)
@@ -118,7 +124,7 @@ func TestVectorsAgainstSoftUPF(t *testing.T) {
 		return c, err
 	}
 	waitListening(t, dial, exited, func() error { return waitErr }, &logs)
-	runAllCases(t, Config{
+	return Config{
 		Target:      upfGRPCAddr,
 		DeviceID:    1,
 		ElectionID:  [2]uint64{0, 1},
@@ -127,7 +133,7 @@ func TestVectorsAgainstSoftUPF(t *testing.T) {
 		CPUPort:     upfCPUPort,
 		Dial:        dial,
 		InNamespace: tester.Do,
-	})
+	}
 }
 
 // vectorTopology builds the two namespaces and one veth pair per logical port: u-<port> on the

@@ -1,0 +1,414 @@
+//go:build linux
+
+package vectors
+
+// The differential test: the software UPF and BMv2 (the P4 program as p4c compiles it) get the
+// same setups and the same frames — every vector's frames and mutations of them — and must
+// agree on everything observable: the frames out, port by port and byte for byte, packet-ins,
+// digests, the drops counter and the path-state and sequence registers. A disagreement is a bug
+// in one of them; each one found is pinned by a vector.
+//
+// What depends on the clock is compared by class, not by value: a PROBE_REPLY's upf_ts, a
+// PROBE_ACK's measured RTT (digest and register). Frames that the reorder would hold
+// (CURRENT_PATH data) are left to the reorder vectors: their timing is each target's own.
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/p4"
+	"github.com/junction-atsss/junction/test/netns"
+)
+
+// mutationsPerFrame is how many mutated frames each vector frame adds to the corpus.
+const mutationsPerFrame = 24
+
+func TestSoftUPFAgreesWithBMv2(t *testing.T) {
+	if err := netns.Available(); err != nil {
+		t.Skipf("skipping the differential test: %v", err)
+	}
+	n := mutationsPerFrame
+	if s := os.Getenv("JUNCTION_DIFF_MUTATIONS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	soft, err := NewRunner(ctx, startSoftUPF(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer soft.Close()
+	bm, err := NewRunner(ctx, startBMv2(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bm.Close()
+	cases, err := LoadCases("cases", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rng := rand.New(rand.NewPCG(2026, 11))
+	var frames, skipped, disagreements int
+	for _, c := range cases {
+		if strings.HasPrefix(c.Name, "reorder-") {
+			continue // held packets: their timing is each target's own
+		}
+		runs := [2]*caseRun{newCaseRun(soft, c), newCaseRun(bm, c)}
+		for _, cr := range runs {
+			if err := cr.setup(ctx); err != nil {
+				t.Fatalf("%s: setup on %s: %v", c.Name, cr.r.cfg.Target, err)
+			}
+		}
+		cells := comparedCells(c)
+		for i, s := range c.Steps {
+			if s.Send == nil {
+				continue
+			}
+			base, err := runs[0].vars.buildFrame(s.Send.Frame, false)
+			if err != nil {
+				t.Fatalf("%s step %d: %v", c.Name, i+1, err)
+			}
+			state := map[string]any{}
+			for k, v := range c.Setup.Registers {
+				state[k] = v
+			}
+			for k, v := range s.SetRegisters {
+				state[k] = v
+			}
+			for k := 0; k <= n; k++ {
+				frame, how := base.bytes, "as in the vector"
+				if k > 0 {
+					frame, how = mutate(rng, base.bytes)
+				}
+				if heldForReorder(frame) {
+					skipped++
+					continue
+				}
+				var outs [2]outcome
+				var errs [2]error
+				var wg sync.WaitGroup
+				for j, cr := range runs {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if errs[j] = cr.writeRegisters(ctx, state); errs[j] == nil {
+							outs[j], errs[j] = cr.observe(ctx, s.Send.Port, frame, cells)
+						}
+					}()
+				}
+				wg.Wait()
+				for j, err := range errs {
+					if err != nil {
+						t.Fatalf("%s step %d on %s: %v", c.Name, i+1, runs[j].r.cfg.Target, err)
+					}
+				}
+				frames++
+				if outs[0].silent() && outs[1].silent() {
+					skipped++ // neither did anything visible in time (a hold): nothing to compare
+					continue
+				}
+				if d := outs[0].diff(outs[1]); d != "" {
+					disagreements++
+					if disagreements <= 20 {
+						t.Errorf("%s step %d, frame %s, sent on %s:\n  %s\n%s", c.Name, i+1, how, s.Send.Port, hex.EncodeToString(frame), d)
+					}
+				}
+			}
+		}
+		for _, cr := range runs {
+			if err := cr.cleanup(ctx); err != nil {
+				t.Fatalf("%s: cleanup on %s: %v", c.Name, cr.r.cfg.Target, err)
+			}
+		}
+	}
+	t.Logf("differential: %d frames through both targets, %d skipped (held), %d disagreements", frames, skipped, disagreements)
+	if frames < 1000 && n >= mutationsPerFrame {
+		t.Errorf("only %d frames compared: the corpus shrank", frames)
+	}
+}
+
+func newCaseRun(r *Runner, c *Case) *caseRun {
+	cr := &caseRun{r: r, c: c, vars: vars{}}
+	for name, n := range r.portNums {
+		cr.vars[name] = uint64(n)
+	}
+	if r.cfg.CPUPort != 0 {
+		cr.vars["cpu"] = uint64(r.cfg.CPUPort)
+	}
+	r.collector.take()
+	r.client.takeEvents()
+	return cr
+}
+
+// comparedCells are the register cells a case sets up, but not the reorder deadline (a time).
+func comparedCells(c *Case) []string {
+	var out []string
+	for k := range c.Setup.Registers {
+		if !strings.HasPrefix(k, "reorder_deadline") {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// outcome is what one frame did on one target.
+type outcome struct {
+	frames    []string // "port hex", by port, in arrival order
+	packetIns []string
+	digests   []string
+	drops     map[int64]int64 // counter index -> packets added
+	regs      map[string]uint64
+	probeAck  bool // the frame was a PROBE_ACK: RTTs are the target's clock
+}
+
+func (o outcome) silent() bool {
+	if len(o.frames)+len(o.packetIns)+len(o.digests) > 0 {
+		return false
+	}
+	for _, d := range o.drops {
+		if d != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (o outcome) diff(b outcome) string {
+	var out []string
+	list := func(what string, x, y []string) {
+		if strings.Join(x, "\n") != strings.Join(y, "\n") {
+			out = append(out, fmt.Sprintf("  %s: software UPF %v\n  %s: BMv2         %v", what, x, what, y))
+		}
+	}
+	list("frames", o.frames, b.frames)
+	list("packet-ins", o.packetIns, b.packetIns)
+	list("digests", o.digests, b.digests)
+	if fmt.Sprint(o.drops) != fmt.Sprint(b.drops) {
+		out = append(out, fmt.Sprintf("  drops: software UPF %v, BMv2 %v", dropNames(o.drops), dropNames(b.drops)))
+	}
+	for _, k := range sortedKeys(o.regs) {
+		x, y := o.regs[k], b.regs[k]
+		if o.probeAck && strings.HasPrefix(k, "rtt_") {
+			x, y = rttClass(x), rttClass(y)
+		}
+		if x != y {
+			out = append(out, fmt.Sprintf("  register %s: software UPF %d, BMv2 %d", k, o.regs[k], b.regs[k]))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// rttClass is what a measured RTT can be compared by across clocks: 0, RTT_DOWN or measured.
+func rttClass(v uint64) uint64 {
+	if v == 0 || v == uint64(p4.RTTDown) {
+		return v
+	}
+	return 1
+}
+
+func dropNames(d map[int64]int64) string {
+	var parts []string
+	for i, n := range d {
+		name := fmt.Sprint(i)
+		for k, v := range DropReasons {
+			if int64(v) == i {
+				name = k
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s+%d", name, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+// observe sends frame on port and collects what it did: output until 10 ms after the first sign
+// of it (frames, stream messages or a drops count), at most 300 ms.
+func (cr *caseRun) observe(ctx context.Context, port string, frame []byte, cells []string) (outcome, error) {
+	r := cr.r
+	p, ok := r.ports[port]
+	if !ok {
+		return outcome{}, fmt.Errorf("unknown port %q", port)
+	}
+	r.collector.take()
+	r.client.takeEvents()
+	before, err := cr.readDrops(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	if err := p.send(frame); err != nil {
+		return outcome{}, err
+	}
+	var after map[int64]int64
+	deadline := time.Now().Add(300 * time.Millisecond)
+	lastDrops := time.Now()
+	for {
+		nd, np := r.client.counts()
+		seen := r.collector.count()+nd+np > 0
+		if !seen && time.Since(lastDrops) >= 10*time.Millisecond {
+			if after, err = cr.readDrops(ctx); err != nil {
+				return outcome{}, err
+			}
+			seen = fmt.Sprint(after) != fmt.Sprint(before)
+			lastDrops = time.Now()
+		}
+		if seen || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond) // a second copy, a count after a frame
+	if after, err = cr.readDrops(ctx); err != nil {
+		return outcome{}, err
+	}
+
+	o := outcome{drops: map[int64]int64{}, regs: map[string]uint64{}, probeAck: isProbeAck(frame)}
+	for i, n := range after {
+		if d := n - before[i]; d != 0 {
+			o.drops[i] = d
+		}
+	}
+	got, rxErrs := r.collector.take()
+	if len(rxErrs) > 0 {
+		return outcome{}, rxErrs[0]
+	}
+	sort.SliceStable(got, func(i, j int) bool { return got[i].port < got[j].port })
+	for _, f := range got {
+		o.frames = append(o.frames, f.port+" "+hex.EncodeToString(maskClock(f.frame)))
+	}
+	events, err := r.client.takeEvents()
+	if err != nil {
+		return outcome{}, err
+	}
+	for _, e := range events {
+		if e.packetIn != nil {
+			o.packetIns = append(o.packetIns, describePacketIn(e.packetIn))
+		}
+		if e.digest != nil {
+			for _, m := range e.digest.GetData() {
+				o.digests = append(o.digests, describeReport(m, o.probeAck))
+			}
+		}
+	}
+	for _, key := range cells {
+		reg, idx, err := cr.registerRef(key)
+		if err != nil {
+			return outcome{}, err
+		}
+		v, err := cr.readRegister(ctx, reg, idx)
+		if err != nil {
+			return outcome{}, err
+		}
+		o.regs[key] = v
+	}
+	return o, nil
+}
+
+func describePacketIn(p *p4v1.PacketIn) string {
+	var meta []string
+	for _, m := range p.GetMetadata() {
+		meta = append(meta, fmt.Sprintf("%d=%x", m.GetMetadataId(), m.GetValue()))
+	}
+	return strings.Join(meta, ",") + " " + hex.EncodeToString(p.GetPayload())
+}
+
+// describeReport renders a probe_reports member list; a PROBE_ACK's rtt_us (the fifth member)
+// is the target's clock, so it is rendered by class.
+func describeReport(m *p4v1.P4Data, probeAck bool) string {
+	var parts []string
+	for i, mem := range m.GetStruct().GetMembers() {
+		v := fromBytestring(mem.GetBitstring())
+		if i == 4 && probeAck {
+			v = rttClass(v)
+		}
+		parts = append(parts, fmt.Sprint(v))
+	}
+	return strings.Join(parts, ",")
+}
+
+// heldForReorder says whether the reorder would hold frame: Junction DATA marked CURRENT_PATH.
+func heldForReorder(frame []byte) bool {
+	var f wire.Frame
+	f.Parse(frame)
+	return f.Has&wire.HasJunction != 0 && f.Junction.Type == wire.TypeData && f.Junction.Marks&wire.MarkCurrentPath != 0
+}
+
+func isProbeAck(frame []byte) bool {
+	var f wire.Frame
+	return f.Parse(frame) == nil && f.Has&wire.HasJunction != 0 && f.Junction.Type == wire.TypeProbeAck
+}
+
+// maskClock zeroes a PROBE_REPLY's upf_ts, the target's clock.
+func maskClock(frame []byte) []byte {
+	var f wire.Frame
+	if f.Parse(frame) != nil || f.Has&wire.HasControl == 0 || f.Junction.Type != wire.TypeProbeReply {
+		return frame
+	}
+	out := append([]byte(nil), frame...)
+	off := f.JunctionOff + wire.HeaderLen + 12
+	copy(out[off:off+4], []byte{0, 0, 0, 0})
+	return out
+}
+
+// mutate returns a copy of frame changed the way broken or hostile traffic is: a byte of the
+// headers changed, a length field set to a neighbouring value, the frame cut short, or bytes
+// appended.
+func mutate(rng *rand.Rand, frame []byte) ([]byte, string) {
+	out := append([]byte(nil), frame...)
+	headers := min(len(out), 90)
+	switch rng.IntN(5) {
+	case 0, 1:
+		i := rng.IntN(headers)
+		out[i] ^= byte(1 << rng.IntN(8))
+		return out, fmt.Sprintf("with bit flipped in byte %d", i)
+	case 2:
+		var f wire.Frame
+		f.Parse(frame)
+		var fields []int // offsets of 16-bit length fields
+		if f.Has&wire.HasIPv4 != 0 {
+			fields = append(fields, f.IPv4Off+2)
+		}
+		if f.Has&wire.HasUDP != 0 {
+			fields = append(fields, f.IPv4Off+wire.IPv4HeaderLen+4)
+		}
+		if f.Has&wire.HasGTPU != 0 {
+			fields = append(fields, f.IPv4Off+wire.IPv4HeaderLen+wire.UDPHeaderLen+2)
+		}
+		if f.Has&wire.HasInnerIPv4 != 0 {
+			fields = append(fields, f.InnerOff+2)
+		}
+		if f.Has&wire.HasJunction != 0 {
+			fields = append(fields, f.JunctionOff+2)
+		}
+		if len(fields) == 0 {
+			return out, "unchanged (no length field)"
+		}
+		off := fields[rng.IntN(len(fields))]
+		v := int(out[off])<<8 | int(out[off+1])
+		v += []int{-21, -9, -1, 1, 4, 9, 100}[rng.IntN(7)]
+		out[off], out[off+1] = byte(v>>8), byte(v)
+		return out, fmt.Sprintf("with the length field at byte %d set to %d", off, v&0xffff)
+	case 3:
+		n := 14 + rng.IntN(max(1, len(out)-14))
+		return out[:n], fmt.Sprintf("cut to %d bytes", n)
+	default:
+		n := 1 + rng.IntN(40)
+		for range n {
+			out = append(out, byte(rng.IntN(256)))
+		}
+		return out, fmt.Sprintf("with %d bytes appended", n)
+	}
+}
