@@ -2,7 +2,7 @@
 //
 // A packet's way: bytes ──ParseIPv4──> IPv4 (version 4, IHL 5, total length within the buffer;
 // the checksum is not verified here, VerifyIPv4Checksum does that) ──> payload b[20:TotalLen].
-// Forwarding: DecrementTTL patches TTL and checksum in place (RFC 1624). Encapsulating:
+// Forwarding: DecrementTTL patches TTL and computes the checksum afresh. Encapsulating:
 // IPv4.Prepend writes a fresh header with its checksum in front of the payload.
 
 package wire
@@ -133,26 +133,18 @@ func VerifyIPv4Checksum(h []byte) bool {
 	return fold(s) == 0xffff
 }
 
-// UpdateChecksum returns the checksum hc after one 16-bit word of the covered data changed from
-// old to new, by RFC 1624 equation 3: HC' = ~(~HC + ~m + m'). It never yields the 0xffff that
-// the RFC 1141 shortcut can produce where a full computation gives 0x0000.
-func UpdateChecksum(hc, old, new uint16) uint16 {
-	s := uint32(^hc) + uint32(^old) + uint32(new)
-	return ^fold(s)
-}
-
-// DecrementTTL decrements the TTL of the IPv4 header at h[:20] in place and updates its checksum
-// incrementally. It reports false, changing nothing, when the TTL was 0 or 1 (the packet expires).
+// DecrementTTL decrements the TTL of the IPv4 header at h[:20] in place and computes its
+// checksum afresh, as a P4 target's deparser does for every header it emits (so a header that
+// arrived with a wrong checksum leaves with a right one; docs/pipeline.md). It reports false,
+// changing nothing, when the TTL is 1 or 0.
 func DecrementTTL(h []byte) bool {
 	_ = h[19]
 	ttl := h[8]
 	if ttl <= 1 {
 		return false
 	}
-	old := uint16(ttl)<<8 | uint16(h[9]) // TTL shares its checksum word with the protocol
 	h[8] = ttl - 1
-	hc := binary.BigEndian.Uint16(h[10:12])
-	binary.BigEndian.PutUint16(h[10:12], UpdateChecksum(hc, old, old-0x100))
+	binary.BigEndian.PutUint16(h[10:12], IPv4Checksum(h))
 	return true
 }
 

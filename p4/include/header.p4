@@ -170,6 +170,7 @@ struct probe_report_t {
 struct local_metadata_t {
     // Set by the parser.
     bool            malformed;      // parsed, but not what it claims to be
+    bool            malformed_user; // the user packet inside Junction DATA is (JunctionCheck)
     // Set by Lengths.
     bool            unsound;        // outer IPv4 or UDP lengths disagree with the frame
     // Carried across a v1model recirculation (field lists 1 and 2); the TNA

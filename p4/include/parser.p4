@@ -157,12 +157,19 @@ parser JunctionParser(packet_in packet,
         transition accept;
     }
 
+    // A user packet with options or another version is malformed_user: JunctionCheck
+    // weighs it against the Junction header around it (a bad header is BAD_JUNCTION first).
     state parse_user_ipv4 {
         packet.extract(hdr.user_ipv4);
         transition select(hdr.user_ipv4.version, hdr.user_ipv4.ihl) {
             (IPV4_VERSION, IPV4_MIN_IHL): parse_user_l4;
-            default: malformed;
+            default: malformed_user;
         }
+    }
+
+    state malformed_user {
+        md.malformed_user = true;
+        transition accept;
     }
 
     state parse_user_l4 {

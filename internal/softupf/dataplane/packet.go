@@ -28,6 +28,10 @@ type Packet struct {
 	buf []byte // the whole buffer, len BufferSize
 	off int    // the frame is buf[off:end]
 	end int
+	// tail is where the received frame's bytes end. What lies past the user packet (Ethernet
+	// padding, bytes beyond its IPv4 total length) stays at the end of the frame sent, after
+	// the packet, as a P4 target's deparser leaves the unparsed payload (docs/pipeline.md).
+	tail int
 	// InPort is the port the frame arrived on; OutPort the port it leaves by.
 	InPort, OutPort uint32
 }
@@ -41,6 +45,7 @@ func (p *Packet) ReadBuffer() []byte { return p.buf[Headroom:] }
 // SetRead records that n bytes were read into ReadBuffer.
 func (p *Packet) SetRead(n int) {
 	p.off, p.end = Headroom, Headroom+min(n, MaxFrame)
+	p.tail = p.end
 }
 
 // SetFrame copies frame into the packet at Headroom; it reports false if it does not fit.
@@ -98,7 +103,7 @@ func (p *Pool) TryGet() *Packet {
 
 // Put returns a packet to the pool.
 func (p *Pool) Put(pkt *Packet) {
-	pkt.InPort, pkt.OutPort, pkt.off, pkt.end = 0, 0, 0, 0
+	pkt.InPort, pkt.OutPort, pkt.off, pkt.end, pkt.tail = 0, 0, 0, 0, 0
 	p.free <- pkt
 }
 

@@ -156,7 +156,7 @@ func (c *proc) downlinkOuter(pkt *Packet) {
 	if f.Has&wire.HasUDP != 0 {
 		ports = wire.Ports{Src: f.UDP.SrcPort, Dst: f.UDP.DstPort}
 	}
-	off := pkt.off + f.IPv4Off // bytes past the IPv4 total length (padding) are cut
+	off := pkt.off + f.IPv4Off // bytes past the IPv4 total length (padding) follow the packet
 	c.downlink(pkt, off, off+int(f.IPv4.TotalLen), f.IPv4, ports)
 }
 
@@ -173,7 +173,14 @@ func (c *proc) malformed(pkt *Packet, err error) {
 	// A Junction header or control body that is there but breaks a rule is BAD_JUNCTION;
 	// anything else, truncation included, is PARSER_ERROR (wire.LayerOf).
 	l := wire.LayerOf(err)
-	if (l == wire.LayerJunction || l == wire.LayerControl) && !errors.Is(err, wire.ErrTruncated) {
+	badJunction := (l == wire.LayerJunction || l == wire.LayerControl) && !errors.Is(err, wire.ErrTruncated)
+	// The pipeline judges a Junction header, and the user packet it carries, after the GTP-U
+	// TEID (P4: JunctionCheck follows Uplink): on the 3GPP leg an unknown TEID comes first.
+	carried := badJunction || (f.Has&wire.HasJunction != 0 && l == wire.LayerIPv4)
+	if carried && f.Has&wire.HasGTPU != 0 && !c.knownTEID(pkt) {
+		return
+	}
+	if badJunction {
 		c.drop(pkt, BadJunction)
 	} else {
 		c.drop(pkt, ParserError)
@@ -200,7 +207,7 @@ func (c *proc) filterTTL(pkt *Packet, off int, fl *flow) bool {
 }
 
 // route looks up the frame's final destination, adds Ethernet and sets the egress port.
-// The packet becomes buf[off:end].
+// The packet becomes buf[off:end] and the received bytes past end (pkt.tail).
 func (c *proc) route(pkt *Packet, off, end int, dst uint32) bool {
 	r, ok := c.t.routes.lookup(dst)
 	if !ok {
@@ -208,7 +215,7 @@ func (c *proc) route(pkt *Packet, off, end int, dst uint32) bool {
 		return false
 	}
 	off = wire.Ethernet{Dst: r.dst, Src: r.src, Type: wire.EtherTypeIPv4}.Prepend(pkt.buf[:end], off)
-	pkt.off, pkt.end, pkt.OutPort = off, end, r.port
+	pkt.off, pkt.end, pkt.OutPort = off, max(end, pkt.tail), r.port
 	return true
 }
 
@@ -302,8 +309,9 @@ func (c *proc) redundantCopy(pkt *Packet, off, end int, sess *session, ep endpoi
 		return
 	}
 	cl.InPort = pkt.InPort
-	n := copy(cl.buf[Headroom:], pkt.buf[off:end])
-	if c.encapJunction(cl, Headroom, Headroom+n, access, sess, ep, hdr, legAddr(sess, access)) {
+	n := copy(cl.buf[Headroom:], pkt.buf[off:max(end, pkt.tail)])
+	cl.tail = Headroom + n
+	if c.encapJunction(cl, Headroom, Headroom+(end-off), access, sess, ep, hdr, legAddr(sess, access)) {
 		c.send(cl)
 	}
 }

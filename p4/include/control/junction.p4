@@ -5,7 +5,10 @@
 // EX-PATH marker, PROBE, PROBE_ACK, LINK_DOWN, LINK_UP; anything else
 // (unknown type, marks other than the allowed ones, a length that disagrees
 // with UDP or with the user packet, a control body whose access is not 1 or
-// 2, PROBE_REPLY sent to the UPF) is dropped as BAD_JUNCTION. The
+// 2, PROBE_REPLY sent to the UPF) is dropped as BAD_JUNCTION; DATA whose header is
+// sound but whose user packet is not (options, a total length below 20 or beyond
+// the Junction payload) is PARSER_ERROR, the order the software UPF's parser
+// checks them in (header, its length, then the packet it carries). The
 // session address that finds the user comes from the user packet's source
 // (DATA), the control body (probes, link messages) or the marker's seq field.
 
@@ -21,6 +24,7 @@ control JunctionCheck(in headers_t hdr, inout local_metadata_t md) {
                 udp_len = hdr.inner_udp.len;
             }
             bit<4> marks = hdr.junction.marks;
+            bool user_fault = false;  // a sound DATA header around an unsound user packet
             bool len_ok = hdr.junction.len == udp_len - (UDP_HDR_BYTES + JUNCTION_HDR_BYTES);
             bool ctl_ok = marks == 0 && hdr.junction.proto == 0 &&
                           hdr.junction.len == JUNCTION_CTL_BYTES && hdr.junction_ctl.isValid() &&
@@ -38,7 +42,15 @@ control JunctionCheck(in headers_t hdr, inout local_metadata_t md) {
                 } else if ((marks & (MARK_EX_PATH | MARK_RESERVED)) == 0 &&
                         ((marks & MARK_CURRENT_PATH) != 0 || (marks & MARK_EPOCH) == 0) &&
                         hdr.junction.proto == PROTO_IPV4 &&
-                        hdr.junction.len >= IPV4_HDR_BYTES && hdr.user_ipv4.isValid() &&
+                        hdr.junction.len >= IPV4_HDR_BYTES &&
+                        (md.malformed_user || !hdr.user_ipv4.isValid() ||
+                         hdr.user_ipv4.total_len < IPV4_HDR_BYTES ||
+                         hdr.user_ipv4.total_len > hdr.junction.len)) {
+                    user_fault = true;
+                } else if ((marks & (MARK_EX_PATH | MARK_RESERVED)) == 0 &&
+                        ((marks & MARK_CURRENT_PATH) != 0 || (marks & MARK_EPOCH) == 0) &&
+                        hdr.junction.proto == PROTO_IPV4 &&
+                        hdr.junction.len >= IPV4_HDR_BYTES &&
                         hdr.user_ipv4.total_len == hdr.junction.len) {
                     md.junction_kind = JK_DATA;
                     md.session_addr = hdr.user_ipv4.src_addr;
@@ -62,7 +74,10 @@ control JunctionCheck(in headers_t hdr, inout local_metadata_t md) {
                 }
             }
 
-            if (md.junction_kind == JK_NONE) {
+            if (user_fault) {
+                md.drop_reason = DROP_PARSER_ERROR;
+                md.done = true;
+            } else if (md.junction_kind == JK_NONE) {
                 md.drop_reason = DROP_BAD_JUNCTION;
                 md.done = true;
             }

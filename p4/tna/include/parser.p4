@@ -34,6 +34,7 @@ parser JunctionTnaIngressParser(packet_in packet,
         md.bridged.qid = 0;
         md.bridged.user_idx = 0;
         md.lmd.malformed = false;
+        md.lmd.malformed_user = false;
         md.lmd.unsound = false;
         md.lmd.reorder_held = false;
         md.lmd.reorder_since = 0;
@@ -139,7 +140,9 @@ control JunctionTnaIngressDeparser(packet_out packet,
                 hdr.tun_ipv4.src_addr, hdr.tun_ipv4.dst_addr
             });
         }
-        if (hdr.ipv4.isValid()) {
+        // Only headers the pipeline wrote or whose TTL it decremented get a checksum; the
+        // rest (a punted frame, headers inside a routed packet) go as they came.
+        if (hdr.ipv4.isValid() && md.lmd.path == PATH_DOWNLINK) {
             hdr.ipv4.hdr_checksum = ipv4_checksum.update({
                 hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
                 hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
@@ -147,7 +150,7 @@ control JunctionTnaIngressDeparser(packet_out packet,
                 hdr.ipv4.src_addr, hdr.ipv4.dst_addr
             });
         }
-        if (hdr.inner_ipv4.isValid()) {
+        if (hdr.inner_ipv4.isValid() && md.lmd.path == PATH_GTPU_UPLINK) {
             hdr.inner_ipv4.hdr_checksum = inner_ipv4_checksum.update({
                 hdr.inner_ipv4.version, hdr.inner_ipv4.ihl, hdr.inner_ipv4.dscp, hdr.inner_ipv4.ecn,
                 hdr.inner_ipv4.total_len, hdr.inner_ipv4.identification, hdr.inner_ipv4.flags,
@@ -155,7 +158,7 @@ control JunctionTnaIngressDeparser(packet_out packet,
                 hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr
             });
         }
-        if (hdr.user_ipv4.isValid()) {
+        if (hdr.user_ipv4.isValid() && md.lmd.path == PATH_JUNCTION) {
             hdr.user_ipv4.hdr_checksum = user_ipv4_checksum.update({
                 hdr.user_ipv4.version, hdr.user_ipv4.ihl, hdr.user_ipv4.dscp, hdr.user_ipv4.ecn,
                 hdr.user_ipv4.total_len, hdr.user_ipv4.identification, hdr.user_ipv4.flags,
