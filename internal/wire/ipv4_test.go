@@ -196,7 +196,6 @@ func TestDecrementTTL(t *testing.T) {
 	}
 }
 
-
 func TestEthernet(t *testing.T) {
 	want := wiretest.Hex("020000000002 | 020000000001 | 0800")
 	e := wire.Ethernet{Dst: wiretest.MAC("02:00:00:00:00:02"), Src: wiretest.MAC("02:00:00:00:00:01"), Type: wire.EtherTypeIPv4}
