@@ -62,6 +62,11 @@ scenarios: ## As root: the paper's evaluation at full length (SCENARIO=Handover|
 	JUNCTION_SCENARIO=full KUBEBUILDER_ASSETS=$$(hack/tools.sh envtest-path) \
 		go test ./test/ueagent -run 'TestScenario$(SCENARIO)' -count=1 -v -timeout 30m
 
+.PHONY: bench-targets
+bench-targets: ## As root: the software UPF beside BMv2 (pps, latency at 10 kpps, P4Runtime writes), a table.
+	hack/tools.sh p4tools
+	go test ./test/vectors -run '^$$' -bench Targets -benchtime 1x -count=1
+
 .PHONY: bench-path
 bench-path: ## As root: one TCP flow through a UE agent session vs wireguard-go vs kernel routing (a table).
 	hack/tools.sh envtest dataplane

@@ -26,7 +26,7 @@ func TestVectorsAgainstBMv2(t *testing.T) {
 // startBMv2 compiles the v1model program with p4c, runs simple_switch_grpc behind
 // vectorTopology and returns the runner's configuration for it (registers through Thrift).
 // Outside CI it skips the test when hack/tools.sh p4tools has not run.
-func startBMv2(t *testing.T) Config {
+func startBMv2(t testing.TB) Config {
 	root := moduleRoot(t)
 	if err := bmv2.Available(root); err != nil {
 		if os.Getenv("CI") != "" {

@@ -58,7 +58,7 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-func moduleRoot(t *testing.T) string {
+func moduleRoot(t testing.TB) string {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil || strings.TrimSpace(string(out)) == "" {
@@ -76,7 +76,7 @@ func TestVectorsAgainstSoftUPF(t *testing.T) {
 
 // startSoftUPF builds ./cmd/softupf, runs it behind vectorTopology and returns the runner's
 // configuration for it.
-func startSoftUPF(t *testing.T) Config {
+func startSoftUPF(t testing.TB) Config {
 	bin := filepath.Join(t.TempDir(), "softupf")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/softupf")
 	build.Dir = moduleRoot(t)
@@ -138,7 +138,7 @@ func startSoftUPF(t *testing.T) Config {
 
 // vectorTopology builds the two namespaces and one veth pair per logical port: u-<port> on the
 // target's side, t-<port> on the runner's.
-func vectorTopology(t *testing.T) (target, tester *netns.Namespace, ports []Port) {
+func vectorTopology(t testing.TB) (target, tester *netns.Namespace, ports []Port) {
 	target = newNamespace(t, "jvupf")
 	tester = newNamespace(t, "jvtst")
 	for _, p := range testPorts {
@@ -181,7 +181,7 @@ func runAllCases(t *testing.T, cfg Config) {
 	t.Logf("vectors: %d passed, %d failed", passed, failed)
 }
 
-func newNamespace(t *testing.T, prefix string) *netns.Namespace {
+func newNamespace(t testing.TB, prefix string) *netns.Namespace {
 	t.Helper()
 	ns, err := netns.New(netns.UniqueName(prefix))
 	if err != nil {
@@ -196,7 +196,7 @@ func newNamespace(t *testing.T, prefix string) *netns.Namespace {
 }
 
 // waitListening waits until the software UPF accepts connections, or fails if it exits.
-func waitListening(t *testing.T, dial func(context.Context, string) (net.Conn, error), exited <-chan struct{}, waitErr func() error, logs *lockedBuffer) {
+func waitListening(t testing.TB, dial func(context.Context, string) (net.Conn, error), exited <-chan struct{}, waitErr func() error, logs *lockedBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
