@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 
 	"golang.org/x/sys/unix"
 )
@@ -265,4 +266,19 @@ func ip(args ...string) error {
 		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
+}
+
+// ForTest creates a namespace named prefix plus random digits that the test's cleanup removes.
+func ForTest(t testing.TB, prefix string) *Namespace {
+	t.Helper()
+	ns, err := New(UniqueName(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ns.Close(); err != nil {
+			t.Errorf("remove %s: %v", ns, err)
+		}
+	})
+	return ns
 }

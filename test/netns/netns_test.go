@@ -12,25 +12,11 @@ import (
 	"time"
 )
 
-func newNS(t *testing.T, prefix string) *Namespace {
-	t.Helper()
-	ns, err := New(UniqueName(prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ns.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return ns
-}
-
 func TestVethCarriesUDPBetweenNamespaces(t *testing.T) {
 	if err := Available(); err != nil {
 		t.Skipf("skipping: %v", err)
 	}
-	a, b := newNS(t, "jnta"), newNS(t, "jntb")
+	a, b := ForTest(t, "jnta"), ForTest(t, "jntb")
 	macA, _ := net.ParseMAC("02:00:00:00:0a:01")
 	macB, _ := net.ParseMAC("02:00:00:00:0b:01")
 	if err := AddVeth(Link{Name: "va", NS: a, MAC: macA}, Link{Name: "vb", NS: b, MAC: macB}); err != nil {

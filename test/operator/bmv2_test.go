@@ -21,10 +21,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,30 +34,8 @@ import (
 )
 
 func TestOperatorProgramsBMv2(t *testing.T) {
-	if err := netns.Available(); err != nil {
-		t.Skipf("skipping BMv2: %v", err)
-	}
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	if err := bmv2.Available(root); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("BMv2 must run in CI: %v", err)
-		}
-		t.Skipf("skipping BMv2: %v", err)
-	}
-	jsonPath, _, err := bmv2.Compile(root, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	deviceConfig, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	swNS, tester := testNamespace(t, "jobsw"), testNamespace(t, "jobts")
+	root, deviceConfig := bmv2.ForTest(t)
+	swNS, tester := netns.ForTest(t, "jobsw"), netns.ForTest(t, "jobts")
 	n3MAC, _ := net.ParseMAC("02:00:00:00:02:01") // newUPF's next hops
 	n6MAC, _ := net.ParseMAC("02:00:00:00:02:03")
 	for _, l := range []struct {
@@ -164,20 +138,6 @@ func TestOperatorProgramsBMv2(t *testing.T) {
 	})
 	// The session whose state needed nothing stays Ready.
 	waitCondition(t, programTimeout, a1, junctionv1.ConditionReady, metav1.ConditionTrue, "")
-}
-
-func testNamespace(t *testing.T, prefix string) *netns.Namespace {
-	t.Helper()
-	ns, err := netns.New(netns.UniqueName(prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ns.Close(); err != nil {
-			t.Errorf("remove %s: %v", ns, err)
-		}
-	})
-	return ns
 }
 
 // downlinkThroughBMv2 sets up the test side: t-n6 is the data network (203.0.113.100, the

@@ -304,7 +304,7 @@ func TestSessionCarriesTrafficOnBothLegs(t *testing.T) {
 func TestAgentServesOnlyItsNode(t *testing.T) {
 	tb := newTestbed(t, 1)
 	a := tb.ues[0]
-	b := &ueNode{UE: &topology.UE{UESpec: topology.UESpec{Node: "ue-node-b", Addr3GPP: a.Addr3GPP, AddrWiFi: a.AddrWiFi}, NS: newNS(t, "jue")}}
+	b := &ueNode{UE: &topology.UE{UESpec: topology.UESpec{Node: "ue-node-b", Addr3GPP: a.Addr3GPP, AddrWiFi: a.AddrWiFi}, NS: netns.ForTest(t, "jue")}}
 	tb.startAgent(a)
 	tb.startAgent(b)
 	s := tb.session("on-b", b, "10.60.0.2", 200, "as-3gpp")

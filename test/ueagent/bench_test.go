@@ -116,7 +116,7 @@ type baseline struct {
 
 func newBaseline(t testing.TB, routed bool) *baseline {
 	t.Helper()
-	bl := &baseline{a: newNS(t, "jba"), b: newNS(t, "jbb")}
+	bl := &baseline{a: netns.ForTest(t, "jba"), b: netns.ForTest(t, "jbb")}
 	if !routed {
 		must(t, netns.AddVeth(netns.Link{Name: "va", NS: bl.a}, netns.Link{Name: "vb", NS: bl.b}))
 		must(t, bl.a.AddAddress("va", netip.MustParsePrefix("172.30.0.1/24")))
@@ -125,7 +125,7 @@ func newBaseline(t testing.TB, routed bool) *baseline {
 		noOffload(t, bl.b, "vb")
 		return bl
 	}
-	bl.r = newNS(t, "jbr")
+	bl.r = netns.ForTest(t, "jbr")
 	must(t, bl.r.Sysctl("net/ipv4/ip_forward", "1"))
 	must(t, netns.AddVeth(netns.Link{Name: "va", NS: bl.a}, netns.Link{Name: "ra", NS: bl.r}))
 	must(t, netns.AddVeth(netns.Link{Name: "vb", NS: bl.b}, netns.Link{Name: "rb", NS: bl.r}))

@@ -247,14 +247,6 @@ type testbed struct {
 	softupf *proc
 }
 
-func newNS(t testing.TB, prefix string) *netns.Namespace {
-	t.Helper()
-	ns, err := netns.New(netns.UniqueName(prefix))
-	must(t, err)
-	t.Cleanup(func() { ns.Close() })
-	return ns
-}
-
 // noOffload is topology.NoOffload for a test.
 func noOffload(t testing.TB, ns *netns.Namespace, iface string) {
 	t.Helper()

@@ -11,7 +11,8 @@ package vectors
 //	forwarding   downlink frames of 64 and 1,400 bytes offered as fast as one AF_PACKET
 //	             sender goes (n6), GTP-U frames counted as the kernel receives them (n3)
 //	latency      the same downlink at a fixed 10 kpps: p50 / p99 from the sender's write to
-//	             the receiver's read, both user space in this process
+//	             the receiver's read, both user space in this process; the same over a bare
+//	             veth pair is the floor (what the measurement itself costs)
 //	writes       3,000 tunnel_peers entries written in batches of 1, 100 and 1,000
 //
 // The target: the software UPF ≥ 20× BMv2's packets per second, p99 < 50 µs at 10 kpps,
@@ -57,6 +58,7 @@ func BenchmarkTargets(b *testing.B) {
 	if err := netns.Available(); err != nil {
 		b.Skipf("skipping: %v", err)
 	}
+	floor50, floor99 := latencyFloor(b)
 	var results []targetResult
 	for _, target := range []struct {
 		name  string
@@ -76,8 +78,8 @@ func BenchmarkTargets(b *testing.B) {
 		fmt.Fprintf(&out, "%-28s %14.0f %14.0f %7.1fx\n", fmt.Sprintf("pps at %d B (offered)", size), s.offered[i], m.offered[i], s.offered[i]/m.offered[i])
 		fmt.Fprintf(&out, "%-28s %14.0f %14.0f %7.1fx\n", fmt.Sprintf("pps at %d B (forwarded)", size), s.pps[i], m.pps[i], s.pps[i]/m.pps[i])
 	}
-	fmt.Fprintf(&out, "%-28s %14s %14s\n", "p50 at 10 kpps", s.p50.Round(time.Microsecond), m.p50.Round(time.Microsecond))
-	fmt.Fprintf(&out, "%-28s %14s %14s\n", "p99 at 10 kpps", s.p99.Round(time.Microsecond), m.p99.Round(time.Microsecond))
+	fmt.Fprintf(&out, "%-28s %14s %14s   (bare veth %s)\n", "p50 at 10 kpps", s.p50.Round(time.Microsecond), m.p50.Round(time.Microsecond), floor50.Round(time.Microsecond))
+	fmt.Fprintf(&out, "%-28s %14s %14s   (bare veth %s)\n", "p99 at 10 kpps", s.p99.Round(time.Microsecond), m.p99.Round(time.Microsecond), floor99.Round(time.Microsecond))
 	fmt.Fprintf(&out, "%-28s %14d %14d\n", "lost at 10 kpps", s.lost, m.lost)
 	for i, batch := range []int{1, 100, 1000} {
 		fmt.Fprintf(&out, "%-28s %14.0f %14.0f %7.1fx\n", fmt.Sprintf("entries/s, batch %d", batch), s.writes[i], m.writes[i], s.writes[i]/m.writes[i])
@@ -141,33 +143,7 @@ func measureTarget(b *testing.B, name string, cfg Config) targetResult {
 		b.Fatal(err)
 	}
 	defer recv.close()
-	n := int(benchLatency.Seconds() * benchRate)
-	sentAt := make([]time.Time, n)
-	start := time.Now()
-	for i := range n {
-		// Sleep, not spin: a spinning sender would take a core from the target and the receiver.
-		time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / benchRate)))
-		sentAt[i] = time.Now()
-		if err := send.send(downlinkFrame(128, uint64(i))); err != nil {
-			b.Fatal(err)
-		}
-	}
-	time.Sleep(300 * time.Millisecond)
-	got, _ := col.take()
-	var lat []time.Duration
-	for _, f := range got {
-		if len(f.frame) < 8 {
-			continue
-		}
-		if i := binary.BigEndian.Uint64(f.frame[len(f.frame)-8:]); i < uint64(n) {
-			lat = append(lat, f.at.Sub(sentAt[i]))
-		}
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	res.lost = n - len(lat)
-	if len(lat) > 0 {
-		res.p50, res.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
-	}
+	res.p50, res.p99, res.lost = measureLatency(b, send, col)
 
 	// P4Runtime writes.
 	for i, batch := range []int{1, 100, 1000} {
@@ -200,6 +176,62 @@ func measureTarget(b *testing.B, name string, cfg Config) targetResult {
 		b.Fatal(err)
 	}
 	return res
+}
+
+// measureLatency sends numbered frames (the last 8 bytes) at benchRate on send and matches
+// what col receives: p50, p99 and how many never came.
+func measureLatency(b *testing.B, send *packetPort, col *collector) (p50, p99 time.Duration, lost int) {
+	n := int(benchLatency.Seconds() * benchRate)
+	sentAt := make([]time.Time, n)
+	start := time.Now()
+	for i := range n {
+		// Sleep, not spin: a spinning sender would take a core from the target and the receiver.
+		time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / benchRate)))
+		sentAt[i] = time.Now()
+		if err := send.send(downlinkFrame(128, uint64(i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	got, _ := col.take()
+	var lat []time.Duration
+	for _, f := range got {
+		if len(f.frame) < 8 {
+			continue
+		}
+		if i := binary.BigEndian.Uint64(f.frame[len(f.frame)-8:]); i < uint64(n) {
+			lat = append(lat, f.at.Sub(sentAt[i]))
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) > 0 {
+		p50, p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	}
+	return p50, p99, n - len(lat)
+}
+
+// latencyFloor is measureLatency over a bare veth pair: what the test's own sender and
+// receiver cost, the floor under both targets' figures.
+func latencyFloor(b *testing.B) (p50, p99 time.Duration) {
+	ns := netns.ForTest(b, "jbflr")
+	if err := netns.AddVeth(netns.Link{Name: "fa", NS: ns}, netns.Link{Name: "fb", NS: ns}); err != nil {
+		b.Fatal(err)
+	}
+	col := newCollector()
+	var send, recv *packetPort
+	if err := ns.Do(func() (err error) {
+		if send, err = openPacketPort("fa", "fa", newCollector()); err != nil {
+			return err
+		}
+		recv, err = openPacketPort("fb", "fb", col)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	defer send.close()
+	defer recv.close()
+	p50, p99, _ = measureLatency(b, send, col)
+	return p50, p99
 }
 
 // downlinkFrame is a UDP frame of size bytes from the data network to the vectors' session

@@ -25,23 +25,9 @@ func TestVectorsAgainstBMv2(t *testing.T) {
 
 // startBMv2 compiles the v1model program with p4c, runs simple_switch_grpc behind
 // vectorTopology and returns the runner's configuration for it (registers through Thrift).
-// Outside CI it skips the test when hack/tools.sh p4tools has not run.
+// Outside CI it skips the test when hack/tools.sh p4tools has not run (bmv2.ForTest).
 func startBMv2(t testing.TB) Config {
-	root := moduleRoot(t)
-	if err := bmv2.Available(root); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("BMv2 must run in CI: %v", err)
-		}
-		t.Skipf("skipping BMv2: %v", err)
-	}
-	jsonPath, _, err := bmv2.Compile(root, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	config, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, config := bmv2.ForTest(t)
 	info, err := p4.P4Info() // p4c's, byte for byte (hack/p4-build.sh checks)
 	if err != nil {
 		t.Fatal(err)

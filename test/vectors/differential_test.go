@@ -161,19 +161,6 @@ func buildWithoutCaptures(v vars, f Frame) (*builtFrame, error) {
 	}
 }
 
-func newCaseRun(r *Runner, c *Case) *caseRun {
-	cr := &caseRun{r: r, c: c, vars: vars{}}
-	for name, n := range r.portNums {
-		cr.vars[name] = uint64(n)
-	}
-	if r.cfg.CPUPort != 0 {
-		cr.vars["cpu"] = uint64(r.cfg.CPUPort)
-	}
-	r.collector.take()
-	r.client.takeEvents()
-	return cr
-}
-
 // comparedCells are the register cells a case sets up, but not the reorder deadline (a time).
 func comparedCells(c *Case) []string {
 	var out []string

@@ -225,9 +225,9 @@ func (cr *caseRun) failf(format string, args ...any) {
 	cr.failures = append(cr.failures, fmt.Sprintf(format, args...))
 }
 
-// RunCase installs a case, runs its steps and removes what it installed.
-func (r *Runner) RunCase(ctx context.Context, c *Case) Result {
-	start := time.Now()
+// newCaseRun starts a case: the ports' numbers and the CPU port as variables, and whatever
+// arrived before it (not this case's business) discarded.
+func newCaseRun(r *Runner, c *Case) *caseRun {
 	cr := &caseRun{r: r, c: c, vars: vars{}}
 	for name, n := range r.portNums {
 		cr.vars[name] = uint64(n)
@@ -235,9 +235,15 @@ func (r *Runner) RunCase(ctx context.Context, c *Case) Result {
 	if r.cfg.CPUPort != 0 {
 		cr.vars["cpu"] = uint64(r.cfg.CPUPort)
 	}
-	// Whatever arrived between cases is not this case's business.
 	r.collector.take()
 	r.client.takeEvents()
+	return cr
+}
+
+// RunCase installs a case, runs its steps and removes what it installed.
+func (r *Runner) RunCase(ctx context.Context, c *Case) Result {
+	start := time.Now()
+	cr := newCaseRun(r, c)
 
 	if err := cr.setup(ctx); err != nil {
 		cr.failf("setup: %v", err)

@@ -139,8 +139,8 @@ func startSoftUPF(t testing.TB) Config {
 // vectorTopology builds the two namespaces and one veth pair per logical port: u-<port> on the
 // target's side, t-<port> on the runner's.
 func vectorTopology(t testing.TB) (target, tester *netns.Namespace, ports []Port) {
-	target = newNamespace(t, "jvupf")
-	tester = newNamespace(t, "jvtst")
+	target = netns.ForTest(t, "jvupf")
+	tester = netns.ForTest(t, "jvtst")
 	for _, p := range testPorts {
 		if err := netns.AddVeth(netns.Link{Name: "u-" + p.Name, NS: target}, netns.Link{Name: "t-" + p.Name, NS: tester}); err != nil {
 			t.Fatal(err)
@@ -179,20 +179,6 @@ func runAllCases(t *testing.T, cfg Config) {
 		})
 	}
 	t.Logf("vectors: %d passed, %d failed", passed, failed)
-}
-
-func newNamespace(t testing.TB, prefix string) *netns.Namespace {
-	t.Helper()
-	ns, err := netns.New(netns.UniqueName(prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ns.Close(); err != nil {
-			t.Errorf("remove %s: %v", ns, err)
-		}
-	})
-	return ns
 }
 
 // waitListening waits until the software UPF accepts connections, or fails if it exits.

@@ -1,0 +1,42 @@
+//go:build linux
+
+package bmv2
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/junction-atsss/junction/test/netns"
+)
+
+// ForTest is what a test needs before it starts a switch: the module root and the BMv2 JSON
+// that p4c compiles from p4/v1model. Without root privileges, or without the toolchain
+// (hack/tools.sh p4tools), it skips the test; in CI ($CI set) a missing toolchain fails it.
+func ForTest(t testing.TB) (root string, deviceConfig []byte) {
+	t.Helper()
+	if err := netns.Available(); err != nil {
+		t.Skipf("skipping BMv2: %v", err)
+	}
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		t.Fatalf("cannot find the module root: %v", err)
+	}
+	root = filepath.Dir(strings.TrimSpace(string(out)))
+	if err := Available(root); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("BMv2 must run in CI: %v", err)
+		}
+		t.Skipf("skipping BMv2: %v", err)
+	}
+	jsonPath, _, err := Compile(root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deviceConfig, err = os.ReadFile(jsonPath); err != nil {
+		t.Fatal(err)
+	}
+	return root, deviceConfig
+}
