@@ -103,9 +103,9 @@ type registerWrite struct {
 }
 
 // initialPathWrites decides the path-state resets for users whose legs appear on a device.
-// Registers start at 0, which is the state a new user needs ("not suspended", "available, RTT
-// not measured yet": docs/pipeline.md), so only an index that may hold an earlier user's state
-// is written: for a user with no entry before, path_updates_suspended[user] = 0, and for every
+// Registers start at 0, which is the state a new user needs (accesses unavailable until the UE
+// reports them, updates not suspended: docs/pipeline.md), so only an index that may hold an
+// earlier user's state is written: for a user with no entry before, path_updates_suspended[user] = 0, and for every
 // leg no entry of the user had before, rtt_<access>[user] = 0 — unless fresh says the index
 // has had no sessions entry since the pipeline was pushed. Users whose legs were already there
 // keep their measured state, so a replay onto a device that kept its state writes nothing.

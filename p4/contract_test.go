@@ -346,12 +346,6 @@ func TestContractEncodings(t *testing.T) {
 			t.Errorf("drop reason %s: pipeline.md says %d, define.p4 has %d", m[2], n, got)
 		}
 	}
-	if got := constValue(t, prog, "RTT_DOWN"); got != int64(RTTDown) {
-		t.Errorf("RTT_DOWN: define.p4 has %#x, p4.RTTDown is %#x", got, RTTDown)
-	}
-	if !strings.Contains(doc, fmt.Sprintf("`RTT_DOWN` = `0x%X`", RTTDown)) {
-		t.Errorf("pipeline.md does not give RTT_DOWN as %#X", RTTDown)
-	}
 	if size := constValue(t, prog, "DROP_REASON_COUNT"); int64(len(reasons)) >= size {
 		t.Errorf("%d drop reasons do not fit the %d cells of drops", len(reasons), size)
 	}

@@ -32,8 +32,3 @@ func P4Info() (*p4configv1.P4Info, error) {
 	}
 	return info, nil
 }
-
-// RTTDown is the path-state value (rtt_3gpp / rtt_non3gpp) that says an access is down;
-// 0, a register never written, says "up, RTT not measured yet" (define.p4 RTT_DOWN,
-// docs/pipeline.md; TestContractEncodings checks both).
-const RTTDown uint32 = 0xFFFFFFFF

@@ -1,8 +1,6 @@
 package pathmon
 
 import (
-	"github.com/junction-atsss/junction/p4"
-
 	"time"
 )
 
@@ -52,7 +50,7 @@ type UserState struct {
 // in-data-plane updates are suspended (link notifications must still take effect).
 type RTTWrite struct {
 	Access Access
-	// Value is the register value: p4.RTTDown unavailable, otherwise the RTT in microseconds.
+	// Value is the register value: 0 unavailable, otherwise the RTT in microseconds.
 	Value uint32
 }
 
@@ -103,7 +101,7 @@ func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 	case KindLinkDown:
 		st.Up[i] = false
 		if st.Suspended {
-			d.Writes = append(d.Writes, RTTWrite{Access: r.Access, Value: p4.RTTDown})
+			d.Writes = append(d.Writes, RTTWrite{Access: r.Access, Value: 0})
 		}
 	case KindLinkUp:
 		st.RTT[i], st.Up[i] = atLeastMicro(r.RTT), true
@@ -167,7 +165,7 @@ func prune(ts []time.Time, since time.Time) []time.Time {
 	return append(ts[:0], ts[n:]...)
 }
 
-// atLeastMicro keeps a measured RTT nonzero: 0 in the registers means "not measured yet".
+// atLeastMicro keeps a measured RTT nonzero: 0 means "unavailable" in the registers.
 func atLeastMicro(d time.Duration) time.Duration {
 	if d < time.Microsecond {
 		return time.Microsecond
@@ -180,8 +178,8 @@ func micros(d time.Duration) uint32 {
 	switch {
 	case us < 1:
 		return 1
-	case us >= time.Duration(p4.RTTDown):
-		return p4.RTTDown - 1
+	case us > 1<<32-1:
+		return 1<<32 - 1
 	}
 	return uint32(us)
 }

@@ -13,7 +13,7 @@ import (
 type Actuator interface {
 	// SetSuspended writes path_updates_suspended[user].
 	SetSuspended(ctx context.Context, user uint32, suspended bool) error
-	// WriteRTT writes rtt_3gpp[user] or rtt_non3gpp[user] (p4.RTTDown: unavailable).
+	// WriteRTT writes rtt_3gpp[user] or rtt_non3gpp[user] (0: unavailable).
 	WriteRTT(ctx context.Context, user uint32, access Access, value uint32) error
 }
 

@@ -26,7 +26,7 @@ typedef bit<16> app_id_t;
 typedef bit<8>  steering_mode_t;
 typedef bit<8>  access_t;
 typedef bit<8>  ratio_t;         // share of packets on 3GPP, in 1/128 units (0..128)
-typedef bit<32> rtt_us_t;        // microseconds; in the path state see RTT_DOWN
+typedef bit<32> rtt_us_t;        // microseconds; 0 in the path state means unavailable
 typedef bit<32> seq_index_t;     // index into session_seq
 typedef bit<32> seq_t;
 typedef bit<32> time_us_t;       // low 32 bits of a microsecond clock, compared modulo 2^32
@@ -94,11 +94,6 @@ const steering_mode_t MODE_LOAD_BALANCE          = 3;
 const steering_mode_t MODE_PRIORITY_BASED        = 4;
 const steering_mode_t MODE_REDUNDANT             = 5;
 const steering_mode_t MODE_AUTONOMOUS_LOAD_BALANCE = 6;
-
-// Path state (rtt_3gpp / rtt_non3gpp): RTT_DOWN says the access is down; 0, what
-// a register holds before anything was written, "up, RTT not measured yet"; a
-// measured RTT is kept within 1..RTT_DOWN-1. So a new user needs no register write.
-const rtt_us_t RTT_DOWN = 0xFFFFFFFF;
 
 const report_kind_t REPORT_RTT       = 1;
 const report_kind_t REPORT_LINK_DOWN = 2;

@@ -257,8 +257,7 @@ struct local_metadata_t {
 
     report_kind_t   report_kind;
     access_t        report_access;
-    rtt_us_t        report_rtt;     // the digest's rtt_us (0 for LINK_DOWN)
-    rtt_us_t        path_rtt;       // what PathState writes (RTT_DOWN for LINK_DOWN)
+    rtt_us_t        report_rtt;
     suspended_t     report_suspended;
 }
 

@@ -78,7 +78,7 @@ func TestOperatorProgramsBMv2(t *testing.T) {
 	eventually(t, programTimeout, "BMv2 holds exactly the desired entries", func() error { return sameEntries(target, sch, ns, "upf") })
 
 	// A new user on a pipeline the operator pushed: nothing was written to its path state, which
-	// is 0 ("available, not measured yet"), read through BMv2's Thrift runtime.
+	// is 0 (unavailable until the UE reports the access), read through BMv2's Thrift runtime.
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(a1), a1); err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +93,22 @@ func TestOperatorProgramsBMv2(t *testing.T) {
 		}
 	}
 
-	// Downlink through the session: data network -> BMv2 port 3 -> GTP-U to the gNB on port 1.
+	// The UE reports its 3GPP leg up (LINK_UP inside GTP-U, from the gNB's side, as the UE agent
+	// does when a leg comes up): the data plane writes the path state itself.
 	gnb := downlinkThroughBMv2(t, tester)
+	linkUp := gnb3GPPLinkUp(uint32(a1.Spec.AccessLegs.ThreeGPP.UplinkTEID), 5000)
+	eventually(t, 10*time.Second, "the LINK_UP sets rtt_3gpp", func() error {
+		if _, err := gnb.WriteToUDP(linkUp, &net.UDPAddr{IP: net.IPv4(192, 0, 2, 1), Port: wire.GTPUPort}); err != nil {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+		if v, err := th.RegisterRead("rtt_3gpp", uint32(*a1.Status.UserIndex)); err != nil || v != 5000 {
+			return fmt.Errorf("rtt_3gpp = %d (%v), want 5000", v, err)
+		}
+		return nil
+	})
+
+	// Downlink through the session: data network -> BMv2 port 3 -> GTP-U to the gNB on port 1.
 	payload := []byte("downlink through BMv2")
 	var got []byte
 	eventually(t, 10*time.Second, "a downlink packet crosses the session", func() error {
@@ -141,16 +155,19 @@ func TestOperatorProgramsBMv2(t *testing.T) {
 }
 
 // downlinkThroughBMv2 sets up the test side: t-n6 is the data network (203.0.113.100, the
-// session's addresses behind BMv2's n6 MAC), t-n3 the gNB (198.51.100.10), whose GTP-U socket
-// it returns.
+// session's addresses behind BMv2's n6 MAC), t-n3 the gNB (198.51.100.10, the UPF's N3 address
+// behind BMv2's n3 MAC), whose GTP-U socket it returns.
 func downlinkThroughBMv2(t *testing.T, tester *netns.Namespace) *net.UDPConn {
 	t.Helper()
-	bmv2N6, _ := net.ParseMAC("02:00:00:00:01:03") // newUPF's n6 port
+	bmv2N6, _ := net.ParseMAC("02:00:00:00:01:03") // newUPF's n6 and n3 ports
+	bmv2N3, _ := net.ParseMAC("02:00:00:00:01:01")
 	steps := []error{
 		tester.AddAddress("t-n6", netip.MustParsePrefix("203.0.113.100/24")),
 		tester.AddAddress("t-n3", netip.MustParsePrefix("198.51.100.10/24")),
 		tester.AddRoute(netip.MustParsePrefix("10.60.0.0/16"), netip.Addr{}, "t-n6"),
 		tester.AddNeighbor("t-n6", netip.MustParseAddr("10.60.0.1"), bmv2N6),
+		tester.AddNeighbor("t-n3", netip.MustParseAddr("192.0.2.1"), bmv2N3),
+		tester.AddRoute(netip.MustParsePrefix("192.0.2.0/24"), netip.Addr{}, "t-n3"),
 		tester.Sysctl("net/ipv4/conf/all/rp_filter", "0"),
 		tester.Sysctl("net/ipv4/conf/t-n3/rp_filter", "0"),
 	}
@@ -168,6 +185,19 @@ func downlinkThroughBMv2(t *testing.T, tester *netns.Namespace) *net.UDPConn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// gnb3GPPLinkUp is the GTP-U payload a gNB forwards for the session a1's UE: LINK_UP about its
+// 3GPP leg with the UE's RTT estimate (docs/junction-header.md), to the UPF's Junction address.
+func gnb3GPPLinkUp(teid, rttUS uint32) []byte {
+	b := make([]byte, 128)
+	off := len(b) - wire.ControlLen
+	wire.Control{Session: [4]byte{10, 60, 0, 1}, Access: wire.Access3GPP, UETime: rttUS}.Put(b[off:])
+	off = wire.Header{Type: wire.TypeLinkUp}.Prepend(b, off)
+	off = wire.TunnelUDP(wire.JunctionPort).Prepend(b, off)
+	off = wire.TunnelIPv4([4]byte{10, 45, 0, 1}, [4]byte{192, 0, 2, 2}).Prepend(b, off)
+	off = wire.TunnelGTPU(teid).Prepend(b, off)
+	return b[off:]
 }
 
 // checkDownlink checks a GTP-U payload against docs/pipeline.md's downlink on the 3GPP leg:

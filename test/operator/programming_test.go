@@ -73,11 +73,11 @@ func TestSessionsAndPoliciesAreProgrammedExactly(t *testing.T) {
 	if n := countTable(entries, "applications"); n != 2 {
 		t.Errorf("%d applications entries for two one-prefix policies (shared by all sessions)", n)
 	}
-	// Initial path state: both legs of UE a are available with an unknown RTT, which is 0
-	// (docs/pipeline.md), what a pipeline the operator pushed itself starts with.
+	// Initial path state: 0 (docs/pipeline.md: both legs unavailable until the UE reports them, not
+	// suspended), what a pipeline the operator pushed itself starts with; nothing written.
 	for _, reg := range []string{"rtt_3gpp", "rtt_non3gpp", "path_updates_suspended"} {
 		if v, err := u.register(sch, reg, int64(*ga1.Status.UserIndex)); err != nil || v != 0 {
-			t.Errorf("%s[%d] = %d (%v), want 0 (available, RTT not measured; not suspended)", reg, *ga1.Status.UserIndex, v, err)
+			t.Errorf("%s[%d] = %d (%v), want 0 (unavailable until reported; not suspended)", reg, *ga1.Status.UserIndex, v, err)
 		}
 	}
 	var gp junctionv1.SteeringPolicy

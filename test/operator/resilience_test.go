@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/junction-atsss/junction/p4"
 	"os"
 	"testing"
 	"time"
@@ -116,7 +115,7 @@ func TestTargetRestartReplaysEverything(t *testing.T) {
 	for _, s := range p.sessions {
 		waitCondition(t, replayTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 	}
-	// The path state of every user starts again as "available, RTT not measured" (0).
+	// The path state of every user starts again at 0 (unavailable until the UE reports the access).
 	var a1 junctionv1.ATSSSSession
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(p.sessions[0]), &a1); err != nil {
 		t.Fatal(err)
@@ -166,7 +165,7 @@ func TestOperatorRestartWithNothingChangedWritesNothing(t *testing.T) {
 
 	// The restarted operator found the pipeline in place, so it cannot know which user indexes
 	// an earlier user left state in: it resets a new user's path state (docs/pipeline.md). Leave
-	// such state (a LINK_DOWN on both legs, a suspension) in the unused indexes the new user
+	// such state (RTTs measured for both legs, a suspension) in the unused indexes the new user
 	// may get.
 	inUse := map[int64]bool{}
 	var list junctionv1.ATSSSSessionList
@@ -176,7 +175,7 @@ func TestOperatorRestartWithNothingChangedWritesNothing(t *testing.T) {
 	for _, s := range list.Items {
 		inUse[int64(*s.Status.UserIndex)] = true
 	}
-	stale := map[string]uint64{"rtt_3gpp": uint64(p4.RTTDown), "rtt_non3gpp": uint64(p4.RTTDown), "path_updates_suspended": 1}
+	stale := map[string]uint64{"rtt_3gpp": 12000, "rtt_non3gpp": 4000, "path_updates_suspended": 1}
 	const staleUpTo = 64
 	for idx := int64(0); idx < staleUpTo; idx++ {
 		for reg, v := range stale {

@@ -18,7 +18,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/junction-atsss/junction/p4"
 	"image/color"
 	"net"
 	"os"
@@ -551,7 +550,7 @@ func TestScenarioSmallestDelay(t *testing.T) {
 	type sample struct {
 		at                   time.Duration
 		ue1WiFi, ue2WiFi, g5 uint64 // cumulative rx bytes
-		rttWiFi, rtt5G       uint64 // UE 2's path state in the UPF, µs (0: down or not measured)
+		rttWiFi, rtt5G       uint64 // UE 2's path state in the UPF, µs
 	}
 	var samples []sample
 	start := time.Now()
@@ -569,7 +568,6 @@ func TestScenarioSmallestDelay(t *testing.T) {
 		a, b := rxBytesAll(t, ue1.NS), rxBytesAll(t, ue2.NS)
 		rw, _ := tb.register("rtt_non3gpp", user2)
 		r5, _ := tb.register("rtt_3gpp", user2)
-		rw, r5 = plotRTT(rw), plotRTT(r5)
 		samples = append(samples, sample{at: time.Since(start), ue1WiFi: a["wlan0"], ue2WiFi: b["wlan0"], g5: b["ran0"], rttWiFi: rw, rtt5G: r5})
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -869,12 +867,4 @@ func TestScenarioReorder(t *testing.T) {
 	if on.median >= off.median {
 		t.Errorf("retransmissions per upload, median: %.0f with the reorder engine, %.0f without; want fewer with it", on.median, off.median)
 	}
-}
-
-// plotRTT is a path-state register as the plots show it: RTT_DOWN (a down access) as 0.
-func plotRTT(v uint64) uint64 {
-	if v == uint64(p4.RTTDown) {
-		return 0
-	}
-	return v
 }

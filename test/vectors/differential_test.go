@@ -28,7 +28,6 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/junction-atsss/junction/internal/wire"
-	"github.com/junction-atsss/junction/p4"
 	"github.com/junction-atsss/junction/test/netns"
 )
 
@@ -220,12 +219,9 @@ func (o outcome) diff(b outcome) string {
 	return strings.Join(out, "\n")
 }
 
-// rttClass is what a measured RTT can be compared by across clocks: 0, RTT_DOWN or measured.
+// rttClass is what a measured RTT can be compared by across clocks: 0 (unavailable) or measured.
 func rttClass(v uint64) uint64 {
-	if v == 0 || v == uint64(p4.RTTDown) {
-		return v
-	}
-	return 1
+	return min(v, 1)
 }
 
 func dropNames(d map[int64]int64) string {

@@ -17,7 +17,6 @@ package dataplane
 import (
 	"github.com/junction-atsss/junction/internal/p4bytes"
 	"github.com/junction-atsss/junction/internal/wire"
-	"github.com/junction-atsss/junction/p4"
 )
 
 // Digest kinds of probe_reports.
@@ -120,20 +119,17 @@ func (c *proc) pathReport(pkt *Packet, typ wire.Type, arrival wire.Access) {
 		return
 	}
 	var access wire.Access
-	var rtt, state uint32 // the digest's rtt_us, the path state written
+	var rtt uint32
 	var kind uint8
 	switch typ {
 	case wire.TypeProbeAck:
 		access, kind = arrival, reportRTT
-		rtt = measured(c.clock() - body.UPFTime) // modulo 2^32
-		state = rtt
+		rtt = max(c.clock()-body.UPFTime, 1) // modulo 2^32; a measured 0 is stored as 1
 	case wire.TypeLinkDown:
 		access, kind = body.Access, reportLinkDown
-		state = p4.RTTDown
 	default:
 		access, kind = body.Access, reportLinkUp
-		rtt = measured(body.UETime)
-		state = rtt
+		rtt = max(body.UETime, 1)
 	}
 	suspended := c.st.regs[rPathUpdatesSuspended].load(sess.user) != 0
 	if !suspended {
@@ -141,15 +137,11 @@ func (c *proc) pathReport(pkt *Packet, typ wire.Type, arrival wire.Access) {
 		if access == wire.AccessNon3GPP {
 			reg = rRTTNon3GPP
 		}
-		c.st.regs[reg].store(sess.user, state)
+		c.st.regs[reg].store(sess.user, rtt)
 	}
 	c.p.digest(c.st, be32(body.Session), sess.user, uint8(access), kind, rtt, suspended)
 	c.drop(pkt, Consumed)
 }
-
-// measured keeps a measured RTT within 1..RTT_DOWN-1: 0 in the path state is "not measured
-// yet", RTT_DOWN "down".
-func measured(rtt uint32) uint32 { return min(max(rtt, 1), p4.RTTDown-1) }
 
 // digest sends one probe_reports message.
 func (p *Pipeline) digest(st *state, sessionAddr, user uint32, access, kind uint8, rtt uint32, suspended bool) {

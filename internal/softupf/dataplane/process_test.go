@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/junction-atsss/junction/internal/p4bytes"
-	"github.com/junction-atsss/junction/p4"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
@@ -131,12 +130,12 @@ func TestDownlinkActiveStandbySummarized(t *testing.T) {
 	expectFrames(t, out, output{portGNB, want3GPP(data(0), userPacket(63, false))})
 
 	t.Run("the standby leg takes over when 3GPP is unavailable", func(t *testing.T) {
-		h.setReg("rtt_3gpp", user, uint64(p4.RTTDown))
+		h.setReg("rtt_3gpp", user, 0)
 		out := h.process(portDN, fromDN(userPacket(64, false)))
 		expectFrames(t, out, output{portWiFi, wantWiFi(data(0), userPacket(63, false))})
 	})
 	t.Run("no available access drops NO_PATH", func(t *testing.T) {
-		h.setReg("rtt_non3gpp", user, uint64(p4.RTTDown))
+		h.setReg("rtt_non3gpp", user, 0)
 		expectDrop(t, h, NoPath, h.process(portDN, fromDN(userPacket(64, false))))
 	})
 }
@@ -403,8 +402,8 @@ func TestLinkNotifications(t *testing.T) {
 	down := wire.Control{Session: addr(sessAddr), Access: wire.Access3GPP}
 	// LINK_DOWN about 3GPP arrives on the other leg.
 	h.process(portWiFi, junctionWiFi(wire.Header{Type: wire.TypeLinkDown}, down))
-	if v := h.reg("rtt_3gpp", user); v != uint64(p4.RTTDown) {
-		t.Errorf("rtt_3gpp after LINK_DOWN = %d, want RTT_DOWN", v)
+	if v := h.reg("rtt_3gpp", user); v != 0 {
+		t.Errorf("rtt_3gpp after LINK_DOWN = %d, want 0", v)
 	}
 	expectDigest(t, h, sessAddr, user, wire.Access3GPP, reportLinkDown, 0, 0)
 	up := down

@@ -9,7 +9,6 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/junction-atsss/junction/internal/wire"
-	"github.com/junction-atsss/junction/p4"
 )
 
 func TestCheckPipeline(t *testing.T) {
@@ -108,7 +107,7 @@ func TestModifyAndDefaultActions(t *testing.T) {
 		h.write(p4v1.Update_MODIFY, h.entry("sessions", map[string]any{"session_addr": ip4(sessAddr)}, 0, "set_session", map[string]uint64{
 			"user_idx": user, "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": dlTEID,
 			"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4("198.51.100.8")}))
-		h.setReg("rtt_3gpp", user, uint64(p4.RTTDown))
+		h.setReg("rtt_3gpp", user, 0)
 		out := h.process(portDN, fromDN(userPacket(64, false)))
 		if len(out) != 1 || out[0].port != portWiFi {
 			t.Fatalf("got %v", out)

@@ -1,7 +1,5 @@
 package dataplane
 
-import "github.com/junction-atsss/junction/p4"
-
 // The downlink steering decision (docs/pipeline.md, "Steering decision"), a pure function of
 // the session's legs, the user's path state and the steering parameters.
 
@@ -39,8 +37,7 @@ func other(a uint8) uint8 {
 	return Access3GPP
 }
 
-// avail: the leg is there and its path state is not RTT_DOWN (0 is "up, not measured yet").
-func (p *paths) avail(a uint8) bool { return p.present[a] && p.rtt[a] != p4.RTTDown }
+func (p *paths) avail(a uint8) bool { return p.present[a] && p.rtt[a] != 0 }
 
 func (p *paths) ok(a uint8, threshold uint32) bool {
 	return p.avail(a) && (threshold == 0 || p.rtt[a] <= threshold)

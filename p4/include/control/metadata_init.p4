@@ -65,7 +65,6 @@ control MetadataInit(inout local_metadata_t md, in time_us_t now_us) {
         md.report_kind = 0;
         md.report_access = ACCESS_NONE;
         md.report_rtt = 0;
-        md.path_rtt = 0;
         md.report_suspended = 0;
     }
 }

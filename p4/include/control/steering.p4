@@ -3,7 +3,7 @@
 //
 // Packet's way (downlink with a session): inputs are the session's legs (a leg
 // is present when its UE address is non-zero), the user's path state
-// (md.rtt_3gpp / md.rtt_non3gpp, RTT_DOWN = unavailable), the steering parameters
+// (md.rtt_3gpp / md.rtt_non3gpp, 0 = unavailable), the steering parameters
 // from applications or session_overrides and the session's seq. Output: the
 // access this copy leaves on, and whether a second (redundant) copy goes on the
 // other access. No available access drops NO_PATH. The second copy of a
@@ -17,8 +17,8 @@ control Steering(inout local_metadata_t md) {
         if (!md.done && md.path == PATH_DOWNLINK && md.session_hit) {
             bool leg_3gpp = md.ue_addr_3gpp != 0;
             bool leg_non3gpp = md.ue_addr_non3gpp != 0;
-            bool avail_3gpp = leg_3gpp && md.rtt_3gpp != RTT_DOWN;
-            bool avail_non3gpp = leg_non3gpp && md.rtt_non3gpp != RTT_DOWN;
+            bool avail_3gpp = leg_3gpp && md.rtt_3gpp != 0;
+            bool avail_non3gpp = leg_non3gpp && md.rtt_non3gpp != 0;
             bool ok_3gpp = avail_3gpp &&
                 (md.rtt_threshold_us == 0 || md.rtt_3gpp <= md.rtt_threshold_us);
             bool ok_non3gpp = avail_non3gpp &&

@@ -3,8 +3,7 @@
 //
 // Packet's way:
 //   downlink with a session  -> reads rtt_3gpp[user] and rtt_non3gpp[user]
-//                               for Steering (RTT_DOWN = access unavailable,
-//                               0 = up, not measured yet).
+//                               for Steering (0 = access unavailable).
 //   PROBE_ACK / LINK_DOWN / LINK_UP (reports from Probes) -> reads
 //                               path_updates_suspended[user]; unless set, writes
 //                               the report into rtt_<access>[user]; always asks
@@ -32,7 +31,7 @@ control PathState(inout local_metadata_t md,
     };
     RegisterAction<rtt_us_t, user_idx_t, void>(rtt_3gpp) write_rtt_3gpp = {
         void apply(inout rtt_us_t value) {
-            value = md.path_rtt;
+            value = md.report_rtt;
         }
     };
     RegisterAction<rtt_us_t, user_idx_t, rtt_us_t>(rtt_non3gpp) read_rtt_non3gpp = {
@@ -42,7 +41,7 @@ control PathState(inout local_metadata_t md,
     };
     RegisterAction<rtt_us_t, user_idx_t, void>(rtt_non3gpp) write_rtt_non3gpp = {
         void apply(inout rtt_us_t value) {
-            value = md.path_rtt;
+            value = md.report_rtt;
         }
     };
     RegisterAction<suspended_t, user_idx_t, suspended_t>(path_updates_suspended) read_suspended = {

@@ -3,8 +3,7 @@
 //
 // Packet's way:
 //   downlink with a session  -> reads rtt_3gpp[user] and rtt_non3gpp[user]
-//                               for Steering (RTT_DOWN = access unavailable,
-//                               0 = up, not measured yet).
+//                               for Steering (0 = access unavailable).
 //   PROBE_ACK / LINK_DOWN / LINK_UP (reports from Probes) -> unless
 //                               path_updates_suspended[user] != 0, writes the
 //                               report into rtt_<access>[user]; always sends
@@ -35,9 +34,9 @@ control PathState(inout local_metadata_t md) {
             if (suspended != 0) {
                 md.report_suspended = 1;
             } else if (md.report_access == ACCESS_3GPP) {
-                rtt_3gpp.write(md.user_idx, md.path_rtt);
+                rtt_3gpp.write(md.user_idx, md.report_rtt);
             } else {
-                rtt_non3gpp.write(md.user_idx, md.path_rtt);
+                rtt_non3gpp.write(md.user_idx, md.report_rtt);
             }
             digest<probe_report_t>(PROBE_REPORT_RECEIVER, {
                 md.session_addr,
