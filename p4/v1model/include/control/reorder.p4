@@ -3,8 +3,9 @@
 //
 // BMv2 cannot pause a queue, so a held packet goes round the recirculation
 // loop: this control leaves its headers untouched, marks it reorder_hold, and
-// the egress control recirculates it with reorder_held, reorder_since and
-// reorder_ticket kept; on every pass it looks at the user's state again.
+// the egress control recirculates it with field list 1 kept (reorder_held,
+// _since, _ticket, _rounds, _now); on every pass it looks at the user's state
+// again.
 //
 // Release order: the loop is FIFO, but a release can fall between two held
 // packets' passes, so each held packet takes a ticket and, once released,
