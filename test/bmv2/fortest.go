@@ -40,3 +40,20 @@ func ForTest(t testing.TB) (root string, deviceConfig []byte) {
 	}
 	return root, deviceConfig
 }
+
+// StartForTest is Start for a test: it fails the test when the switch does not come up, and
+// stops it when the test ends, printing its output if the test failed.
+func StartForTest(t testing.TB, root string, ns *netns.Namespace, o Options) *Switch {
+	t.Helper()
+	sw, err := Start(root, ns, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sw.Stop()
+		if t.Failed() {
+			t.Logf("simple_switch_grpc output:\n%s", sw.Logs())
+		}
+	})
+	return sw
+}

@@ -46,16 +46,7 @@ func TestOperatorProgramsBMv2(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sw, err := bmv2.Start(root, swNS, bmv2.Options{DeviceID: 1, CPUPort: 255, Ports: map[uint32]string{1: "u-n3", 3: "u-n6"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sw.Stop()
-		if t.Failed() {
-			t.Logf("simple_switch_grpc output:\n%s", sw.Logs())
-		}
-	})
+	sw := bmv2.StartForTest(t, root, swNS, bmv2.Options{DeviceID: 1, CPUPort: 255, Ports: map[uint32]string{1: "u-n3", 3: "u-n6"}})
 	addr, err := sw.Forward()
 	if err != nil {
 		t.Fatal(err)

@@ -33,18 +33,9 @@ func startBMv2(t testing.TB) Config {
 		t.Fatal(err)
 	}
 	target, tester, ports := vectorTopology(t)
-	sw, err := bmv2.Start(root, target, bmv2.Options{
+	sw := bmv2.StartForTest(t, root, target, bmv2.Options{
 		DeviceID: 1, CPUPort: upfCPUPort, GRPCAddr: upfGRPCAddr,
 		Ports: map[uint32]string{1: "u-n3", 2: "u-n6", 3: "u-wifi"}, LogFile: os.Getenv("JUNCTION_BMV2_LOG"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sw.Stop()
-		if t.Failed() {
-			t.Logf("simple_switch_grpc output:\n%s", sw.Logs())
-		}
 	})
 	thrift, err := sw.Thrift(context.Background())
 	if err != nil {
