@@ -5,7 +5,6 @@ import (
 	"math"
 	"net"
 	"net/netip"
-	"os"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -25,12 +24,7 @@ type testLink struct {
 
 func newTestLink(t *testing.T, aToB, bToA *Shaper) *testLink {
 	t.Helper()
-	if err := netns.Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the link emulator tests need network namespaces and CI must run them: %v", err)
-		}
-		t.Skip(err)
-	}
+	netns.Require(t)
 	ns := func(p string) *netns.Namespace {
 		n, err := netns.New(netns.UniqueName(p))
 		if err != nil {

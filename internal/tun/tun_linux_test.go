@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +14,7 @@ import (
 // inNamespace gives the test a fresh network namespace; CI must run it (root).
 func inNamespace(t *testing.T) *netns.Namespace {
 	t.Helper()
-	if err := netns.Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the TUN tests need network namespaces and CI must run them: %v", err)
-		}
-		t.Skip(err)
-	}
+	netns.Require(t)
 	ns, err := netns.New(netns.UniqueName("jtun"))
 	if err != nil {
 		t.Fatal(err)

@@ -17,9 +17,7 @@ import (
 // (hack/tools.sh p4tools), it skips the test; in CI ($CI set) a missing toolchain fails it.
 func ForTest(t testing.TB) (root string, deviceConfig []byte) {
 	t.Helper()
-	if err := netns.Available(); err != nil {
-		t.Skipf("skipping BMv2: %v", err)
-	}
+	netns.Require(t)
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil || strings.TrimSpace(string(out)) == "" {
 		t.Fatalf("cannot find the module root: %v", err)

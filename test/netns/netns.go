@@ -268,6 +268,18 @@ func ip(args ...string) error {
 	return nil
 }
 
+// Require skips t when this process cannot build topologies, except in CI ($CI set), where
+// such a test must run: there it fails instead, since a skipped test proves nothing.
+func Require(t testing.TB) {
+	t.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("this test needs network namespaces and CI must run it (as root): %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+}
+
 // ForTest creates a namespace named prefix plus random digits that the test's cleanup removes.
 func ForTest(t testing.TB, prefix string) *Namespace {
 	t.Helper()

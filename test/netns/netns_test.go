@@ -13,9 +13,7 @@ import (
 )
 
 func TestVethCarriesUDPBetweenNamespaces(t *testing.T) {
-	if err := Available(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	Require(t)
 	a, b := ForTest(t, "jnta"), ForTest(t, "jntb")
 	macA, _ := net.ParseMAC("02:00:00:00:0a:01")
 	macB, _ := net.ParseMAC("02:00:00:00:0b:01")
@@ -95,9 +93,7 @@ func TestVethCarriesUDPBetweenNamespaces(t *testing.T) {
 }
 
 func TestCloseRemovesNamespaceAndLinks(t *testing.T) {
-	if err := Available(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	Require(t)
 	ns, err := New(UniqueName("jntc"))
 	if err != nil {
 		t.Fatal(err)
@@ -132,9 +128,7 @@ func TestCloseRemovesNamespaceAndLinks(t *testing.T) {
 }
 
 func TestErrorsNameTheCommand(t *testing.T) {
-	if err := Available(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	Require(t)
 	err := (&Namespace{Name: UniqueName("jmissing")}).AddAddress("eth0", netip.MustParsePrefix("10.0.0.1/24"))
 	if err == nil || !strings.Contains(err.Error(), "ip -n jmissing") {
 		t.Fatalf("err = %v; want one naming the ip command", err)

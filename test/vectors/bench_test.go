@@ -55,9 +55,7 @@ type targetResult struct {
 }
 
 func BenchmarkTargets(b *testing.B) {
-	if err := netns.Available(); err != nil {
-		b.Skipf("skipping: %v", err)
-	}
+	netns.Require(b)
 	floor50, floor99 := latencyFloor(b)
 	var results []targetResult
 	for _, target := range []struct {

@@ -17,9 +17,7 @@ import (
 )
 
 func TestVectorsAgainstBMv2(t *testing.T) {
-	if err := netns.Available(); err != nil {
-		t.Skipf("skipping the packet vectors: %v", err)
-	}
+	netns.Require(t)
 	runAllCases(t, startBMv2(t))
 }
 

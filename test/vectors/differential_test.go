@@ -35,9 +35,7 @@ import (
 const mutationsPerFrame = 24
 
 func TestSoftUPFAgreesWithBMv2(t *testing.T) {
-	if err := netns.Available(); err != nil {
-		t.Skipf("skipping the differential test: %v", err)
-	}
+	netns.Require(t)
 	n := mutationsPerFrame
 	if s := os.Getenv("JUNCTION_DIFF_MUTATIONS"); s != "" {
 		n, _ = strconv.Atoi(s)

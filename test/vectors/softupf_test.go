@@ -68,9 +68,7 @@ func moduleRoot(t testing.TB) string {
 }
 
 func TestVectorsAgainstSoftUPF(t *testing.T) {
-	if err := netns.Available(); err != nil {
-		t.Skipf("skipping the packet vectors: %v", err)
-	}
+	netns.Require(t)
 	runAllCases(t, startSoftUPF(t))
 }
 
