@@ -4,25 +4,17 @@ package bmv2
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/junction-atsss/junction/test/netns"
 )
 
-// ForTest is what a test needs before it starts a switch: the module root and the BMv2 JSON
-// that p4c compiles from p4/v1model. Without root privileges, or without the toolchain
-// (hack/tools.sh p4tools), it skips the test; in CI ($CI set) a missing toolchain fails it.
-func ForTest(t testing.TB) (root string, deviceConfig []byte) {
+// ForTest is what a test needs before it starts a switch: the BMv2 JSON that p4c compiles from
+// p4/v1model under the module root. Without root privileges, or without the toolchain
+// (hack/tools.sh p4tools), it skips the test; in CI ($CI set) either fails it.
+func ForTest(t testing.TB, root string) (deviceConfig []byte) {
 	t.Helper()
 	netns.Require(t)
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" {
-		t.Fatalf("cannot find the module root: %v", err)
-	}
-	root = filepath.Dir(strings.TrimSpace(string(out)))
 	if err := Available(root); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("BMv2 must run in CI: %v", err)
@@ -36,7 +28,7 @@ func ForTest(t testing.TB) (root string, deviceConfig []byte) {
 	if deviceConfig, err = os.ReadFile(jsonPath); err != nil {
 		t.Fatal(err)
 	}
-	return root, deviceConfig
+	return deviceConfig
 }
 
 // StartForTest is Start for a test: it fails the test when the switch does not come up, and

@@ -28,13 +28,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/test/bmv2"
 	"github.com/junction-atsss/junction/test/netns"
 )
 
 func TestOperatorProgramsBMv2(t *testing.T) {
-	root, deviceConfig := bmv2.ForTest(t)
+	root := testenv.RepoRoot()
+	deviceConfig := bmv2.ForTest(t, root)
 	swNS, tester := netns.ForTest(t, "jobsw"), netns.ForTest(t, "jobts")
 	n3MAC, _ := net.ParseMAC("02:00:00:00:02:01") // newUPF's next hops
 	n6MAC, _ := net.ParseMAC("02:00:00:00:02:03")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/p4"
 	"github.com/junction-atsss/junction/test/bmv2"
 	"github.com/junction-atsss/junction/test/netns"
@@ -25,7 +26,8 @@ func TestVectorsAgainstBMv2(t *testing.T) {
 // vectorTopology and returns the runner's configuration for it (registers through Thrift).
 // Outside CI it skips the test when hack/tools.sh p4tools has not run (bmv2.ForTest).
 func startBMv2(t testing.TB) Config {
-	root, config := bmv2.ForTest(t)
+	root := testenv.RepoRoot()
+	config := bmv2.ForTest(t, root)
 	info, err := p4.P4Info() // p4c's, byte for byte (hack/p4-build.sh checks)
 	if err != nil {
 		t.Fatal(err)

@@ -20,11 +20,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/p4"
 	"github.com/junction-atsss/junction/test/netns"
 )
@@ -58,15 +58,6 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-func moduleRoot(t testing.TB) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" {
-		t.Fatalf("cannot find the module root: %v", err)
-	}
-	return filepath.Dir(strings.TrimSpace(string(out)))
-}
-
 func TestVectorsAgainstSoftUPF(t *testing.T) {
 	netns.Require(t)
 	runAllCases(t, startSoftUPF(t))
@@ -77,7 +68,7 @@ func TestVectorsAgainstSoftUPF(t *testing.T) {
 func startSoftUPF(t testing.TB) Config {
 	bin := filepath.Join(t.TempDir(), "softupf")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/softupf")
-	build.Dir = moduleRoot(t)
+	build.Dir = testenv.RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/softupf: %v\n%s", err, out)
 	}
