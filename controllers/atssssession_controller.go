@@ -3,9 +3,10 @@ package controllers
 import (
 	"context"
 	"errors"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -38,6 +39,8 @@ type ATSSSSessionReconciler struct {
 	MaxConcurrentReconciles int
 	// Now is the clock (tests substitute it); default time.Now.
 	Now func() time.Time
+
+	counted sessionCounter // junction_sessions
 }
 
 // Reconcile follows the cluster-api skeleton: fetch, finalizer first, deferred status patch,
@@ -45,6 +48,9 @@ type ATSSSSessionReconciler struct {
 func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	s := &junctionv1.ATSSSSession{}
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.counted.observe(req.NamespacedName, "", "")
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// The finalizer goes on before anything is allocated or written. The reconcile goes on
@@ -54,7 +60,13 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	before := s.DeepCopy()
 	defer func() {
-		s.Status.ObservedGeneration = s.Generation
+		// A failed reconcile has not observed this generation (cluster-api, kstatus).
+		if retErr == nil {
+			s.Status.ObservedGeneration = s.Generation
+		}
+		setProgressConditions(&s.Status.Conditions, s.Generation)
+		r.counted.observe(req.NamespacedName, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.UPFRef.Name}.String(),
+			conditionReason(s.Status.Conditions, junctionv1.ConditionProgrammed))
 		if err := patchStatus(ctx, r.Client, before, s, &before.Status, &s.Status); apierrors.IsConflict(err) || apierrors.IsConflict(retErr) {
 			// The UE agent wrote its status fields meanwhile: run again on the new version.
 			res, retErr = ctrl.Result{Requeue: true}, nil

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
 
 // Condition reasons and event reasons (CamelCase, as Kubernetes conventions ask).
@@ -61,6 +63,37 @@ func setCondition(conds *[]metav1.Condition, generation int64, typ string, ok bo
 
 func setUnknown(conds *[]metav1.Condition, generation int64, typ, reason, msg string) {
 	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: reason, Message: msg, ObservedGeneration: generation})
+}
+
+// stalledReasons are the not-Ready reasons the operator cannot get past by retrying: the object,
+// or one it names, has to change (a full table counts: room comes from deleting something).
+// Every other reason is transient, and the object is Reconciling meanwhile.
+var stalledReasons = map[string]bool{
+	ReasonTableFull: true, ReasonConflict: true, ReasonInvalidSpec: true, ReasonIndexesExhausted: true,
+	ReasonUPFNotFound: true, ReasonPolicyNotFound: true, ReasonConfigMapNotFound: true, ReasonSecretNotFound: true,
+	ReasonInvalidPipeline: true, ReasonInvalidTLS: true, ReasonPipelineMismatch: true, ReasonRegisterWriteRefused: true,
+}
+
+// setProgressConditions derives Reconciling and Stalled from Ready, as the last step before the
+// status is written: Ready True clears both; a stalled reason sets Stalled; any other state
+// (Ready False for a transient reason, Unknown, or not decided yet) sets Reconciling.
+func setProgressConditions(conds *[]metav1.Condition, generation int64) {
+	ready := meta.FindStatusCondition(*conds, junctionv1.ConditionReady)
+	switch {
+	case ready != nil && ready.Status == metav1.ConditionTrue:
+		meta.RemoveStatusCondition(conds, junctionv1.ConditionReconciling)
+		meta.RemoveStatusCondition(conds, junctionv1.ConditionStalled)
+	case ready != nil && ready.Status == metav1.ConditionFalse && stalledReasons[ready.Reason]:
+		meta.RemoveStatusCondition(conds, junctionv1.ConditionReconciling)
+		setCondition(conds, generation, junctionv1.ConditionStalled, true, ready.Reason, ready.Message)
+	default:
+		reason, msg := "Progressing", "the operator has not decided yet"
+		if ready != nil {
+			reason, msg = ready.Reason, ready.Message
+		}
+		meta.RemoveStatusCondition(conds, junctionv1.ConditionStalled)
+		setCondition(conds, generation, junctionv1.ConditionReconciling, true, reason, msg)
+	}
 }
 
 // reasonOf maps a programming error to the condition reason that explains it.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
@@ -263,5 +264,48 @@ func TestParseOwner(t *testing.T) {
 		if kind != tc.kind || key.String() != tc.key || ok != tc.ok {
 			t.Errorf("parseOwner(%q) = %q %q %v", tc.owner, kind, key, ok)
 		}
+	}
+}
+
+// Reconciling and Stalled follow Ready as kstatus reads them (api/v1alpha1/common_types.go).
+func TestProgressConditions(t *testing.T) {
+	ready := func(st metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: junctionv1.ConditionReady, Status: st, Reason: reason, Message: "m"}
+	}
+	for _, tc := range []struct {
+		name        string
+		conds       []metav1.Condition
+		reconciling string // reason of Reconciling=True, "" when absent
+		stalled     string // reason of Stalled=True, "" when absent
+	}{
+		{"an object not decided yet is reconciling", nil, "Progressing", ""},
+		{"a ready object is neither reconciling nor stalled, and earlier ones are cleared",
+			[]metav1.Condition{ready(metav1.ConditionTrue, "Programmed"), {Type: junctionv1.ConditionStalled, Status: metav1.ConditionTrue, Reason: "TableFull"},
+				{Type: junctionv1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Replaying"}}, "", ""},
+		{"a full table stalls", []metav1.Condition{ready(metav1.ConditionFalse, "TableFull")}, "", "TableFull"},
+		{"a missing UPF stalls", []metav1.Condition{ready(metav1.ConditionFalse, "UPFNotFound")}, "", "UPFNotFound"},
+		{"a missing pipeline ConfigMap stalls", []metav1.Condition{ready(metav1.ConditionFalse, "ConfigMapNotFound")}, "", "ConfigMapNotFound"},
+		{"an address conflict stalls", []metav1.Condition{ready(metav1.ConditionFalse, "AddressConflict")}, "", "AddressConflict"},
+		{"a device that refuses register writes stalls", []metav1.Condition{ready(metav1.ConditionFalse, "RegisterWriteRefused")}, "", "RegisterWriteRefused"},
+		{"a UPF not connected yet is reconciling", []metav1.Condition{ready(metav1.ConditionFalse, "UPFNotConnected")}, "UPFNotConnected", ""},
+		{"a replay in progress is reconciling", []metav1.Condition{ready(metav1.ConditionFalse, "Replaying")}, "Replaying", ""},
+		{"a failed write is retried, so reconciling", []metav1.Condition{ready(metav1.ConditionFalse, "WriteFailed")}, "WriteFailed", ""},
+		{"a stalled object that becomes transient is reconciling, not stalled",
+			[]metav1.Condition{ready(metav1.ConditionFalse, "UPFNotReady"), {Type: junctionv1.ConditionStalled, Status: metav1.ConditionTrue, Reason: "TableFull"}}, "UPFNotReady", ""},
+		{"Ready Unknown is reconciling", []metav1.Condition{ready(metav1.ConditionUnknown, "TableFull")}, "TableFull", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conds := append([]metav1.Condition(nil), tc.conds...)
+			setProgressConditions(&conds, 3)
+			for typ, want := range map[string]string{junctionv1.ConditionReconciling: tc.reconciling, junctionv1.ConditionStalled: tc.stalled} {
+				c := meta.FindStatusCondition(conds, typ)
+				switch {
+				case want == "" && c != nil:
+					t.Errorf("%s present: %+v", typ, *c)
+				case want != "" && (c == nil || c.Status != metav1.ConditionTrue || c.Reason != want || c.ObservedGeneration != 3):
+					t.Errorf("%s = %+v, want True for %s at generation 3", typ, c, want)
+				}
+			}
+		})
 	}
 }

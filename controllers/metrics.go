@@ -1,9 +1,13 @@
 package controllers
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/junction-atsss/junction/internal/pathmon"
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
@@ -28,11 +32,54 @@ var (
 		Name: "junction_table_size",
 		Help: "Capacity of each table of a UPF, from its P4Info.",
 	}, []string{"upf", "table"})
+	sessionsByReason = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "junction_sessions",
+		Help: "ATSSSSessions by UPF and the reason of their Programmed condition (Programmed while programmed).",
+	}, []string{"upf", "reason"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(sessionProgramSeconds, tableEntries, tableSize)
+	metrics.Registry.MustRegister(sessionProgramSeconds, tableEntries, tableSize, sessionsByReason)
 	if err := P4RuntimeMetrics.Register(metrics.Registry); err != nil {
 		panic(err)
 	}
+}
+
+// Collectors lists every metric the operator serves besides controller-runtime's own: its own,
+// the P4Runtime clients' and path monitoring's. The chart's alerts and dashboard are checked
+// against it (test/chart).
+func Collectors() []prometheus.Collector {
+	out := []prometheus.Collector{sessionProgramSeconds, tableEntries, tableSize, sessionsByReason}
+	out = append(out, P4RuntimeMetrics.Collectors()...)
+	return append(out, pathmon.Collectors()...)
+}
+
+// sessionCounter keeps junction_sessions: the labels each session was last counted under, so
+// that a change moves it from one series to the other and a deleted session leaves.
+type sessionCounter struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName][2]string // upf, reason
+}
+
+// observe counts the session under upf and reason; reason "" forgets it.
+func (c *sessionCounter) observe(key types.NamespacedName, upf, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := [2]string{upf, reason}
+	old, ok := c.last[key]
+	if ok && old == now {
+		return
+	}
+	if ok {
+		sessionsByReason.WithLabelValues(old[0], old[1]).Dec()
+		delete(c.last, key)
+	}
+	if reason == "" {
+		return
+	}
+	if c.last == nil {
+		c.last = map[types.NamespacedName][2]string{}
+	}
+	sessionsByReason.WithLabelValues(upf, reason).Inc()
+	c.last[key] = now
 }

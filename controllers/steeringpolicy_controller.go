@@ -45,7 +45,11 @@ func (r *SteeringPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	before := p.DeepCopy()
 	defer func() {
-		p.Status.ObservedGeneration = p.Generation
+		// A failed reconcile has not observed this generation (cluster-api, kstatus).
+		if retErr == nil {
+			p.Status.ObservedGeneration = p.Generation
+		}
+		setProgressConditions(&p.Status.Conditions, p.Generation)
 		if err := patchStatus(ctx, r.Client, before, p, &before.Status, &p.Status); err != nil {
 			retErr = errors.Join(retErr, err)
 		}

@@ -48,7 +48,11 @@ func (r *UserPlaneFunctionReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 	before := upf.DeepCopy()
 	defer func() {
-		upf.Status.ObservedGeneration = upf.Generation
+		// A failed reconcile has not observed this generation (cluster-api, kstatus).
+		if retErr == nil {
+			upf.Status.ObservedGeneration = upf.Generation
+		}
+		setProgressConditions(&upf.Status.Conditions, upf.Generation)
 		if err := patchStatus(ctx, r.Client, before, upf, &before.Status, &upf.Status); err != nil {
 			retErr = errors.Join(retErr, err)
 		}

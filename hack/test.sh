@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-hack/tools.sh controller-gen kustomize helm gotestsum envtest
+hack/tools.sh controller-gen kustomize helm gotestsum promtool envtest
 # The namespace testbeds (UE agent, benchmarks) need the data-plane tools; installing Debian
 # packages needs root, which is also what those tests need to run at all.
 if [[ $(id -u) == 0 ]]; then

@@ -3,9 +3,9 @@
 # (and Debian packages for the data-plane tools). A tool whose stamp matches its pinned
 # version is not rebuilt, so a second run takes seconds.
 #
-#   hack/tools.sh [tool...]      tools: controller-gen kustomize helm gotestsum envtest kubectl
+#   hack/tools.sh [tool...]      tools: controller-gen kustomize helm gotestsum promtool envtest kubectl
 #                                       wireguard-go dataplane p4tools
-#                                       (default: controller-gen kustomize helm gotestsum envtest)
+#                                       (default: controller-gen kustomize helm gotestsum promtool envtest)
 #   hack/tools.sh envtest-path   prints the directory to use as KUBEBUILDER_ASSETS
 #
 # dataplane is what the network-namespace testbed runs besides Junction: wireguard-go (built
@@ -23,6 +23,9 @@ CONTROLLER_GEN_VERSION=v0.18.0
 KUSTOMIZE_VERSION=v5.8.2        # its latest needs a newer Go than some machines have
 HELM_VERSION=v3.18.6
 GOTESTSUM_VERSION=v1.12.3
+# promtool checks and unit-tests the chart's alerting rules (test/chart); a large build (cold: ~8
+# min on 2 cores), cached like the others.
+PROMTOOL_VERSION=v0.316.0
 KUBE_VERSION=v1.33.13           # kube-apiserver; every staging module is published at v0.33.13
 ETCD_VERSION=v3.5.21
 # wireguard-go has no tagged release on the Go module proxy, only pseudo-versions; this one (its
@@ -149,6 +152,7 @@ build() {
     kustomize) go_install kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION" ;;
     helm) go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
     gotestsum) go_install gotestsum gotest.tools/gotestsum "$GOTESTSUM_VERSION" ;;
+    promtool) go_install promtool github.com/prometheus/prometheus/cmd/promtool "$PROMTOOL_VERSION" ;;
     kubectl) build_kubectl ;;
     envtest) build_envtest ;;
     wireguard-go) go_install wireguard-go golang.zx2c4.com/wireguard "$WIREGUARD_GO_VERSION" "-s -w" ;;
@@ -165,5 +169,5 @@ if [[ ${1:-} == envtest-path ]]; then
 fi
 
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen kustomize helm gotestsum envtest)
+[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen kustomize helm gotestsum promtool envtest)
 for t in "${tools[@]}"; do build "$t"; done

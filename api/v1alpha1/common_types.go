@@ -26,6 +26,16 @@ const (
 	// ConditionAgentReady says the UE agent on the session's node has built the session's tunnel
 	// and at least one leg works. Only the agent writes it.
 	ConditionAgentReady = "AgentReady"
+
+	// ConditionReconciling and ConditionStalled are kstatus's (sigs.k8s.io/cli-utils), which Flux's
+	// health checks use and deploy/argocd/health.lua reads the same way. kstatus knows no Junction
+	// kind: it calls an object InProgress while status.observedGeneration lags or Reconciling is
+	// True, Failed while Stalled is True, and Current otherwise. Both are present only while True.
+	// ConditionReconciling says the operator is still working towards Ready.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled says the object cannot become Ready until it, or an object it names,
+	// changes (a full table, a conflict, a dangling reference, a pipeline or TLS that is invalid).
+	ConditionStalled = "Stalled"
 )
 
 // Field managers that write ATSSSSession status. Each owns its own fields, so that neither

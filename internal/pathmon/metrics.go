@@ -42,8 +42,14 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(rttSeconds, reportsTotal, reportsDropped, switchesTotal,
-		suspensionsTotal, usersSuspended, actuationErrors)
+	metrics.Registry.MustRegister(Collectors()...)
+}
+
+// Collectors lists path monitoring's metrics (registered by init; dashboards and alerts are
+// checked against this list).
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{rttSeconds, reportsTotal, reportsDropped, switchesTotal,
+		suspensionsTotal, usersSuspended, actuationErrors}
 }
 
 // forgetMetrics drops a UPF's series when its monitor stops.

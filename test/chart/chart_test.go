@@ -18,6 +18,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -36,7 +37,17 @@ var (
 
 // every optional part of the chart switched on.
 var allOptional = []string{"--set", "ueAgent.enabled=true", "--set", "metrics.serviceMonitor.enabled=true",
-	"--set", "pipeline.create=true", "--set-file", "pipeline.p4info=" + filepath.Join(root, "p4", "p4info.txtpb")}
+	"--set", "pipeline.create=true", "--set-file", "pipeline.p4info=" + filepath.Join(root, "p4", "p4info.txtpb"),
+	"--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.dashboard.enabled=true",
+	"--set", "softupf.enabled=true", "--set", "softupf.ports[0].number=1", "--set", "softupf.ports[0].interface=n3",
+	"--set", "softupf.ports[1].number=3", "--set", "softupf.ports[1].interface=n6",
+	"--set", "softupf.networks[0].name=n3-net", "--set", "softupf.networks[0].interface=n3",
+	"--set", "softupf.networks[1].name=n6-net", "--set", "softupf.networks[1].interface=n6",
+	"--set", "p4runtimeTLS.certManager.enabled=true", "--set", "p4runtimeTLS.certManager.issuerRef.name=switch-ca"}
+
+// needForeignCRDs are the values whose objects need CRDs the envtest API server lacks
+// (Prometheus Operator, cert-manager).
+var needForeignCRDs = []string{"metrics.serviceMonitor", "metrics.prometheusRule", "p4runtimeTLS.certManager"}
 
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
@@ -97,7 +108,9 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 	for _, want := range []string{"Deployment/j-operator", "ClusterRole/j-operator", "Role/j-leader-election",
 		"PodDisruptionBudget/j-operator", "Service/j-operator-metrics", "ServiceMonitor/j-operator",
 		"ConfigMap/junction-upf-pipeline", "DaemonSet/j-ue-agent", "ClusterRole/j-ue-agent",
-		"ClusterRole/j-metrics-auth", "ClusterRoleBinding/j-metrics-auth", "ClusterRole/j-metrics-reader"} {
+		"ClusterRole/j-metrics-auth", "ClusterRoleBinding/j-metrics-auth", "ClusterRole/j-metrics-reader",
+		"PrometheusRule/j-operator", "ConfigMap/j-dashboard", "Deployment/j-softupf", "Service/j-softupf",
+		"Certificate/j-p4runtime-client"} {
 		if objs[want] == nil {
 			t.Errorf("%s not rendered", want)
 		}
@@ -176,14 +189,34 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"image.pullPolicy=Sometimes", "pullPolicy"},
 		{"operator.pathStatusInterval=soon", "pathStatusInterval"},
 		{"nonsense=1", "nonsense"},
+		{"softupf.ports[0].number=600", "number"},
+		{"softupf.ports[0].interface=a-name-longer-than-15", "interface"},
+		{"metrics.prometheusRule.tableUsageRatio=2", "tableUsageRatio"},
+		{"p4runtimeTLS.certManager.issuerRef.kind=Vault", "kind"},
 	} {
 		out, err := run(t, "template", "j", chart, "--kube-version", "1.33.0", "--set", tc.set)
 		if err == nil || !strings.Contains(out, tc.want) {
 			t.Errorf("--set %s: %v, want an error naming %s:\n%s", tc.set, err, tc.want, out)
 		}
 	}
-	if out, err := run(t, "template", "j", chart, "--kube-version", "1.33.0", "--set", "pipeline.create=true"); err == nil || !strings.Contains(out, "pipeline.p4info") {
-		t.Errorf("a pipeline ConfigMap without its P4Info: %v\n%s", err, out)
+	for _, tc := range []struct {
+		what string
+		set  []string
+		want string
+	}{
+		{"a pipeline ConfigMap without its P4Info", []string{"pipeline.create=true"}, "pipeline.p4info"},
+		{"a TLS Secret without its CA", []string{"p4runtimeTLS.create=true"}, "p4runtimeTLS.caCrt"},
+		{"a certificate without an issuer", []string{"p4runtimeTLS.certManager.enabled=true"}, "issuerRef.name"},
+		{"both ways of making the TLS Secret", []string{"p4runtimeTLS.create=true", "p4runtimeTLS.caCrt=x",
+			"p4runtimeTLS.certManager.enabled=true", "p4runtimeTLS.certManager.issuerRef.name=ca"}, "choose one"},
+	} {
+		args := []string{"template", "j", chart, "--kube-version", "1.33.0"}
+		for _, v := range tc.set {
+			args = append(args, "--set", v)
+		}
+		if out, err := run(t, args...); err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: %v, want an error naming %s:\n%s", tc.what, err, tc.want, out)
+		}
 	}
 }
 
@@ -233,7 +266,8 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		return *d.Spec.Replicas, nil
 	}
 
-	helmAt(append([]string{"install", "j", chart, "--create-namespace"}, allOptionalButServiceMonitor()...)...)
+	installable := append(installableOptional(), "--set", "p4runtimeTLS.create=true", "--set-file", "p4runtimeTLS.caCrt="+writeCA(t))
+	helmAt(append([]string{"install", "j", chart, "--create-namespace"}, installable...)...)
 	if n, err := replicas(); err != nil || n != 2 {
 		t.Fatalf("after install: operator replicas %d, %v; want 2", n, err)
 	}
@@ -254,8 +288,15 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "j-ue-agent"}, ds); err != nil {
 		t.Fatalf("UE agent DaemonSet: %v", err)
 	}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "j-softupf"}, &appsv1.Deployment{}); err != nil {
+		t.Fatalf("software UPF Deployment: %v", err)
+	}
+	sec := &corev1.Secret{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "junction-p4runtime-tls"}, sec); err != nil || len(sec.Data["ca.crt"]) == 0 {
+		t.Fatalf("P4Runtime TLS Secret: %v (ca.crt %d bytes)", err, len(sec.Data["ca.crt"]))
+	}
 
-	helmAt(append([]string{"upgrade", "j", chart, "--set", "operator.replicas=3"}, allOptionalButServiceMonitor()...)...)
+	helmAt(append([]string{"upgrade", "j", chart, "--set", "operator.replicas=3"}, installable...)...)
 	if n, err := replicas(); err != nil || n != 3 {
 		t.Fatalf("after upgrade: operator replicas %d, %v; want 3", n, err)
 	}
@@ -277,13 +318,17 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 }
 
-// allOptionalButServiceMonitor: the envtest API server has no Prometheus Operator CRDs.
-func allOptionalButServiceMonitor() []string {
+// installableOptional is allOptional without what needs foreign CRDs.
+func installableOptional() []string {
 	var out []string
+next:
 	for i := 0; i < len(allOptional); i += 2 {
-		if !strings.HasPrefix(allOptional[i+1], "metrics.serviceMonitor") {
-			out = append(out, allOptional[i], allOptional[i+1])
+		for _, p := range needForeignCRDs {
+			if strings.HasPrefix(allOptional[i+1], p) {
+				continue next
+			}
 		}
+		out = append(out, allOptional[i], allOptional[i+1])
 	}
 	return out
 }

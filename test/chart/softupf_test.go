@@ -1,0 +1,82 @@
+package chart
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The software UPF pod gets its P4 ports from the values, on Multus networks or the host's
+// interfaces, and no capability but CAP_NET_RAW (Dockerfile: packet sockets).
+func TestSoftUPFPod(t *testing.T) {
+	objs := render(t, allOptional...)
+	dep := objs["Deployment/j-softupf"]
+	if dep == nil {
+		t.Fatal("Deployment/j-softupf not rendered")
+	}
+	pod, _, _ := unstructured.NestedMap(dep.Object, "spec", "template", "spec")
+	c := pod["containers"].([]any)[0].(map[string]any)
+	for _, arg := range []string{"-i=1@n3", "-i=3@n6", "--grpc-addr=0.0.0.0:9559", "--device-id=1", "--cpu-port=255"} {
+		if !contains(c["args"], arg) {
+			t.Errorf("args %v lack %s", c["args"], arg)
+		}
+	}
+	sc := c["securityContext"].(map[string]any)
+	want := map[string]any{"drop": []any{"ALL"}, "add": []any{"NET_RAW"}}
+	if !reflect.DeepEqual(sc["capabilities"], want) || sc["allowPrivilegeEscalation"] != false || sc["readOnlyRootFilesystem"] != true {
+		t.Errorf("security context %v: want only NET_RAW added, no privilege escalation, a read-only root", sc)
+	}
+	if pod["hostNetwork"] != false {
+		t.Errorf("hostNetwork %v with Multus networks", pod["hostNetwork"])
+	}
+	ann, _, _ := unstructured.NestedString(dep.Object, "spec", "template", "metadata", "annotations", "k8s.v1.cni.cncf.io/networks")
+	var nets []map[string]string
+	if err := json.Unmarshal([]byte(ann), &nets); err != nil || len(nets) != 2 || nets[0]["name"] != "n3-net" || nets[1]["interface"] != "n6" {
+		t.Errorf("Multus annotation %q (%v): want the two networks of the values", ann, err)
+	}
+	if port, _, _ := unstructured.NestedSlice(objs["Service/j-softupf"].Object, "spec", "ports"); len(port) != 1 || port[0].(map[string]any)["port"] != float64(9559) {
+		t.Errorf("Service ports %v: want P4Runtime on 9559", port)
+	}
+
+	host := render(t, "--set", "softupf.enabled=true", "--set", "softupf.hostNetwork=true", "--set", "softupf.ports[0].number=1", "--set", "softupf.ports[0].interface=ens1f0")
+	pod, _, _ = unstructured.NestedMap(host["Deployment/j-softupf"].Object, "spec", "template", "spec")
+	if pod["hostNetwork"] != true || pod["dnsPolicy"] != "ClusterFirstWithHostNet" {
+		t.Errorf("host network: hostNetwork %v, dnsPolicy %v", pod["hostNetwork"], pod["dnsPolicy"])
+	}
+	if _, ok, _ := unstructured.NestedFieldNoCopy(host["Deployment/j-softupf"].Object, "spec", "template", "metadata", "annotations"); ok {
+		t.Error("a Multus annotation without networks")
+	}
+}
+
+// writeCA writes a self-signed CA certificate (PEM) and returns its path: the ca.crt of a TLS
+// Secret made from files.
+func writeCA(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "switch CA"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,196 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	lua "github.com/yuin/gopher-lua"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/testenv"
+)
+
+// TestGitOpsHealth puts each kind in each state the GitOps tools tell apart and reads the objects
+// back from the API server: kstatus (what Flux and `kubectl wait --for` judge by) must say Current
+// for a Ready object, InProgress while the operator is still working, Failed for a terminal error;
+// and Argo CD's health check (gitops/argocd/health.lua, run in gopher-lua as Argo CD runs it) must
+// say Healthy, Progressing and Degraded for the same objects. A stalled object recovers: once the
+// missing ConfigMap appears the UPF is Current and Healthy.
+func TestGitOpsHealth(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "gitops", "argocd", "health.lua"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Working objects, and terminal errors beside them: a policy that finds the applications
+	// table full, a session naming a UPF that does not exist.
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	cm, _ := pipelineConfigMap(t, ns, "pipeline", func(info *p4configv1.P4Info) {
+		for _, tb := range info.GetTables() {
+			if tb.GetPreamble().GetName() == "applications" {
+				tb.Size = 1
+			}
+		}
+	})
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	create(t, cm, upf)
+	startOperator(t, ns, operatorOptions{})
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	video := loadBalancePolicy(ns, "video", 10, 50, "198.18.10.0/24")
+	create(t, video)
+	waitCondition(t, programTimeout, video, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	full := activeStandbyPolicy(ns, "full", 20, "198.18.20.0/24")
+	good := session(ns, "good", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
+	lost := session(ns, "lost", "imsi-001010000000002", "10.60.0.2", "elsewhere", "n", "")
+	create(t, full, good, lost)
+
+	// Work in progress: a UPF whose P4Runtime address answers nothing, and what depends on it.
+	nsWaiting := newNamespace(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent := l.Addr().String()
+	l.Close()
+	cmWaiting, _ := pipelineConfigMap(t, nsWaiting, "pipeline", nil)
+	upfWaiting := newUPF(nsWaiting, "upf", silent, "pipeline")
+	policyWaiting := loadBalancePolicy(nsWaiting, "video", 10, 50, "198.18.10.0/24")
+	sessionWaiting := session(nsWaiting, "waiting", "imsi-001010000000003", "10.60.0.3", "upf", "n", "")
+	create(t, cmWaiting, upfWaiting, policyWaiting, sessionWaiting)
+	startOperator(t, nsWaiting, operatorOptions{})
+
+	// A UPF whose pipeline ConfigMap does not exist (a dangling reference).
+	nsDangling := newNamespace(t)
+	u2 := startSoftUPF(t, "127.0.0.1:0")
+	upfDangling := newUPF(nsDangling, "upf", u2.addr, "pipeline")
+	create(t, upfDangling)
+	startOperator(t, nsDangling, operatorOptions{})
+
+	for _, tc := range []struct {
+		obj     client.Object
+		kstatus status.Status
+		argo    string
+		reason  string // of Stalled, for Failed
+	}{
+		{upf, status.CurrentStatus, "Healthy", ""},
+		{video, status.CurrentStatus, "Healthy", ""},
+		{good, status.CurrentStatus, "Healthy", ""},
+		{full, status.FailedStatus, "Degraded", "TableFull"},
+		{lost, status.FailedStatus, "Degraded", "UPFNotFound"},
+		{upfDangling, status.FailedStatus, "Degraded", "ConfigMapNotFound"},
+		{upfWaiting, status.InProgressStatus, "Progressing", ""},
+		{policyWaiting, status.InProgressStatus, "Progressing", ""},
+		{sessionWaiting, status.InProgressStatus, "Progressing", ""},
+	} {
+		checkHealth(t, tc.obj, tc.kstatus, tc.argo, tc.reason, script)
+	}
+
+	cmDangling, _ := pipelineConfigMap(t, nsDangling, "pipeline", nil)
+	create(t, cmDangling)
+	checkHealth(t, upfDangling, status.CurrentStatus, "Healthy", "", script)
+}
+
+// checkHealth waits until kstatus computes want for obj (and, for Failed, names the reason), then
+// runs the Argo CD health check on the same object read.
+func checkHealth(t *testing.T, obj client.Object, want status.Status, wantArgo, reason string, script []byte) {
+	t.Helper()
+	var u *unstructured.Unstructured
+	name := fmt.Sprintf("%T %s/%s", obj, obj.GetNamespace(), obj.GetName())
+	eventually(t, programTimeout, name+" is "+want.String(), func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		u = &unstructured.Unstructured{Object: m}
+		res, err := status.Compute(u)
+		if err != nil {
+			return err
+		}
+		if res.Status != want {
+			return fmt.Errorf("kstatus %s: %s", res.Status, res.Message)
+		}
+		if reason != "" {
+			c, _ := condition(obj, junctionv1.ConditionStalled)
+			if c.Reason != reason {
+				return fmt.Errorf("Stalled for %q (%s), want %s", c.Reason, c.Message, reason)
+			}
+		}
+		return nil
+	})
+	got, msg, err := argoHealth(script, u.Object)
+	if err != nil {
+		t.Fatalf("%s: the Argo CD health check: %v", name, err)
+	}
+	if got != wantArgo {
+		t.Errorf("%s: Argo CD says %s (%s), kstatus %s; want %s", name, got, msg, want, wantArgo)
+	}
+}
+
+// argoHealth runs an Argo CD health script the way Argo CD does: the object, decoded from its
+// JSON form into Lua tables, is the global obj, and the script returns a table with status and
+// message. Only the libraries Argo CD opens are available.
+func argoHealth(script []byte, obj map[string]any) (string, string, error) {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true})
+	defer L.Close()
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	L.SetGlobal("obj", luaValue(L, obj))
+	if err := L.DoString(string(script)); err != nil {
+		return "", "", err
+	}
+	hs, ok := L.Get(-1).(*lua.LTable)
+	if !ok {
+		return "", "", fmt.Errorf("the script returned %s, not a table", L.Get(-1).Type())
+	}
+	return hs.RawGetString("status").String(), hs.RawGetString("message").String(), nil
+}
+
+// luaValue converts a JSON-shaped Go value: objects become tables with string keys, arrays
+// tables indexed from 1, numbers LNumber.
+func luaValue(L *lua.LState, v any) lua.LValue {
+	switch v := v.(type) {
+	case map[string]any:
+		t := L.NewTable()
+		for k, x := range v {
+			t.RawSetString(k, luaValue(L, x))
+		}
+		return t
+	case []any:
+		t := L.NewTable()
+		for _, x := range v {
+			t.Append(luaValue(L, x))
+		}
+		return t
+	case string:
+		return lua.LString(v)
+	case bool:
+		return lua.LBool(v)
+	case int64:
+		return lua.LNumber(v)
+	case float64:
+		return lua.LNumber(v)
+	case nil:
+		return lua.LNil
+	}
+	panic(fmt.Sprintf("a %T in an object", v))
+}
