@@ -50,6 +50,12 @@ run: ## Run everything on this machine: API server, software UPF, operator, samp
 	if [ "$$(id -u)" = 0 ]; then hack/tools.sh dataplane; fi
 	go run ./hack/local
 
+.PHONY: kind-up kind-down
+kind-up: ## With Docker: a kind cluster with the image, the chart (operator, software UPF, UE agents) and the samples Programmed.
+	hack/kind.sh up
+kind-down: ## Delete the kind cluster of kind-up.
+	hack/kind.sh down
+
 .PHONY: p4
 p4: ## Compile the P4 program with p4c (both profiles) and write p4c's P4Info to p4/p4info.txtpb.
 	hack/p4-build.sh --write

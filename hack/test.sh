@@ -3,7 +3,7 @@
 #   1. build the pinned tools and the envtest control plane into ./bin (cached);
 #   2. fail if generated code or manifests (deepcopy, CRDs, RBAC, the p4c P4Info) are stale, a Go
 #      source is not gofmt-ed, or the P4 program does not compile with p4c;
-#   3. check that the kustomize overlays (operator, samples, UE agent DaemonSet) build;
+#   3. check that the kustomize overlays (operator, samples, UE agent DaemonSet, kind's objects) build;
 #   4. go vet, the concurrent packages under the race detector, and every Go test (envtest
 #      suites, P4Info check, software UPF, chart, packet vectors on the software UPF and BMv2,
 #      the operator against BMv2, the UE agent testbed and its
@@ -40,7 +40,7 @@ grep '^p4-build' build/p4-build.log
 echo "p4c warnings: $(grep -c 'warning:' build/p4-build.log) (full output: build/p4-build.log)"
 
 echo "== kustomize overlays build"
-for overlay in config/default config/samples ue-daemonset; do
+for overlay in config/default config/samples ue-daemonset hack/kind/objects; do
   bin/kustomize build "$overlay" >/dev/null
 done
 

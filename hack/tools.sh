@@ -3,7 +3,7 @@
 # (and Debian packages for the data-plane tools). A tool whose stamp matches its pinned
 # version is not rebuilt, so a second run takes seconds.
 #
-#   hack/tools.sh [tool...]      tools: controller-gen kustomize helm gotestsum promtool envtest kubectl
+#   hack/tools.sh [tool...]      tools: controller-gen kustomize helm gotestsum promtool envtest kubectl kind
 #                                       wireguard-go dataplane p4tools
 #                                       (default: controller-gen kustomize helm gotestsum promtool envtest)
 #   hack/tools.sh envtest-path   prints the directory to use as KUBEBUILDER_ASSETS
@@ -26,6 +26,7 @@ GOTESTSUM_VERSION=v1.12.3
 # promtool checks and unit-tests the chart's alerting rules (test/chart); a large build (cold: ~8
 # min on 2 cores), cached like the others.
 PROMTOOL_VERSION=v0.316.0
+KIND_VERSION=v0.33.0            # hack/kind.sh only (needs Docker)
 KUBE_VERSION=v1.33.13           # kube-apiserver; every staging module is published at v0.33.13
 ETCD_VERSION=v3.5.21
 # wireguard-go has no tagged release on the Go module proxy, only pseudo-versions; this one (its
@@ -153,6 +154,7 @@ build() {
     helm) go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
     gotestsum) go_install gotestsum gotest.tools/gotestsum "$GOTESTSUM_VERSION" ;;
     promtool) go_install promtool github.com/prometheus/prometheus/cmd/promtool "$PROMTOOL_VERSION" ;;
+    kind) go_install kind sigs.k8s.io/kind "$KIND_VERSION" ;;
     kubectl) build_kubectl ;;
     envtest) build_envtest ;;
     wireguard-go) go_install wireguard-go golang.zx2c4.com/wireguard "$WIREGUARD_GO_VERSION" "-s -w" ;;

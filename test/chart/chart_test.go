@@ -296,6 +296,26 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Fatalf("P4Runtime TLS Secret: %v (ca.crt %d bytes)", err, len(sec.Data["ca.crt"]))
 	}
 
+	// What hack/kind.sh applies after the chart (kustomize build hack/kind/objects) is accepted.
+	objects, err := exec.Command(filepath.Join(root, "bin", "kustomize"), "build", filepath.Join(root, "hack", "kind", "objects")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kustomize build hack/kind/objects: %v\n%s", err, objects)
+	}
+	kinds := map[string]int{}
+	for _, doc := range strings.Split(string(objects), "\n---") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := k8s.Create(ctx, u); err != nil {
+			t.Fatalf("hack/kind/objects: %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		kinds[u.GetKind()]++
+	}
+	if kinds["UserPlaneFunction"] != 1 || kinds["ATSSSSession"] < 4 || kinds["SteeringPolicy"] < 4 {
+		t.Fatalf("hack/kind/objects: %v", kinds)
+	}
+
 	helmAt(append([]string{"upgrade", "j", chart, "--set", "operator.replicas=3"}, installable...)...)
 	if n, err := replicas(); err != nil || n != 3 {
 		t.Fatalf("after upgrade: operator replicas %d, %v; want 3", n, err)

@@ -286,6 +286,9 @@ type operator struct {
 type operatorOptions struct {
 	leaseName string // "" disables leader election
 	path      pathmon.Config
+	// who the operator acts as (zero: the envtest admin), e.g. the chart's ServiceAccount, so
+	// that only its RBAC applies.
+	impersonate rest.ImpersonationConfig
 }
 
 // startOperator runs the operator's controllers in a manager watching namespace ns.
@@ -293,7 +296,9 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 	t.Helper()
 	skip := true
 	lease, renew, retry := 3*time.Second, 2*time.Second, 200*time.Millisecond
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+	cfg := rest.CopyConfig(restCfg)
+	cfg.Impersonate = o.impersonate
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.Scheme,
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",

@@ -1,0 +1,178 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/testenv"
+)
+
+// TestChartRBACIsEnoughForTheSamples runs the operator as the chart's ServiceAccount
+// (impersonation), with only the roles and bindings the chart renders: with leader election it
+// programs config/samples (the UPF, every policy and every session), and the ServiceAccount is
+// refused what the operator never does.
+func TestChartRBACIsEnoughForTheSamples(t *testing.T) {
+	ns := newNamespace(t)
+	release := ns // cluster-scoped names (ClusterRole, ClusterRoleBinding) start with it: one per test
+	sa := applyChartRBAC(t, ns, release)
+
+	u := startSoftUPF(t, "127.0.0.1:0")
+	cm, sch := pipelineConfigMap(t, ns, "junction-upf-pipeline", nil)
+	create(t, cm)
+	objs := samples(t, ns, u.addr)
+	create(t, objs...)
+	startOperator(t, ns, operatorOptions{leaseName: "junction-operator", impersonate: rest.ImpersonationConfig{
+		UserName: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}})
+
+	sessions := 0
+	for _, o := range objs {
+		if _, ok := o.(*junctionv1.ATSSSSession); ok {
+			sessions++
+			waitCondition(t, programTimeout, o, junctionv1.ConditionProgrammed, "True", "Programmed")
+		} else {
+			waitCondition(t, programTimeout, o, junctionv1.ConditionReady, "True", "")
+		}
+	}
+	if sessions < 4 {
+		t.Fatalf("%d sessions in config/samples", sessions)
+	}
+	if n := countTable(mustEntries(t, u, sch), "sessions"); n != sessions {
+		t.Errorf("%d sessions entries on the UPF for %d sessions", n, sessions)
+	}
+
+	for _, tc := range []struct {
+		verb, group, resource, subresource, namespace string
+		allowed                                       bool
+	}{
+		// What the operator does.
+		{"patch", junctionv1.GroupVersion.Group, "atssssessions", "status", ns, true},
+		{"update", junctionv1.GroupVersion.Group, "userplanefunctions", "finalizers", ns, true},
+		{"watch", "", "secrets", "", ns, true},
+		{"create", "events.k8s.io", "events", "", ns, true},
+		{"update", "coordination.k8s.io", "leases", "", ns, true},
+		// What it never does.
+		{"create", junctionv1.GroupVersion.Group, "atssssessions", "", ns, false},
+		{"delete", junctionv1.GroupVersion.Group, "atssssessions", "", ns, false},
+		{"delete", junctionv1.GroupVersion.Group, "userplanefunctions", "", ns, false},
+		{"update", "", "secrets", "", ns, false},
+		{"create", "", "configmaps", "", ns, false},
+		{"get", "", "pods", "", ns, false},
+		{"list", "", "nodes", "", "", false},
+		{"update", "coordination.k8s.io", "leases", "", "kube-system", false},
+		{"create", "rbac.authorization.k8s.io", "clusterroles", "", "", false},
+		{"impersonate", "", "serviceaccounts", "", ns, false},
+		{"create", "apiextensions.k8s.io", "customresourcedefinitions", "", "", false},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: tc.namespace, Verb: tc.verb, Group: tc.group, Resource: tc.resource, Subresource: tc.subresource},
+		}}
+		if err := k8s.Create(context.Background(), sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != tc.allowed {
+			t.Errorf("%s %s.%s/%s in %q: allowed %v, want %v (%s)", tc.verb, tc.resource, tc.group, tc.subresource, tc.namespace, sar.Status.Allowed, tc.allowed, sar.Status.Reason)
+		}
+	}
+}
+
+// applyChartRBAC creates the chart's ServiceAccount, roles and bindings for a release in ns and
+// returns the ServiceAccount's user name.
+func applyChartRBAC(t *testing.T, ns, release string) string {
+	t.Helper()
+	root := testenv.RepoRoot()
+	out, err := exec.Command(filepath.Join(root, "bin", "helm"), "template", release, filepath.Join(root, "charts", "junction"),
+		"-n", ns, "--kube-version", "1.33.0").CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template (hack/tools.sh helm): %v\n%s", err, out)
+	}
+	rbac := map[string]bool{"ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true}
+	var sa string
+	for _, doc := range strings.Split(string(out), "\n---") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if !rbac[u.GetKind()] {
+			continue
+		}
+		for _, r := range rules(u) {
+			for _, f := range []string{"apiGroups", "resources", "verbs"} {
+				if strings.Contains(fmt.Sprint(r[f]), "*") {
+					t.Errorf("%s %s grants a wildcard: %v", u.GetKind(), u.GetName(), r)
+				}
+			}
+		}
+		if u.GetKind() != "ClusterRole" && u.GetKind() != "ClusterRoleBinding" {
+			u.SetNamespace(ns)
+		}
+		if u.GetKind() == "ServiceAccount" && strings.HasSuffix(u.GetName(), "-operator") {
+			sa = "system:serviceaccount:" + ns + ":" + u.GetName()
+		}
+		if err := k8s.Create(context.Background(), u); err != nil {
+			t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), u) })
+	}
+	if sa == "" {
+		t.Fatal("the chart renders no operator ServiceAccount")
+	}
+	return sa
+}
+
+func rules(u *unstructured.Unstructured) []map[string]any {
+	var out []map[string]any
+	list, _, _ := unstructured.NestedSlice(u.Object, "rules")
+	for _, r := range list {
+		out = append(out, r.(map[string]any))
+	}
+	return out
+}
+
+// samples reads config/samples into typed objects in ns, the UPF pointed at addr.
+func samples(t *testing.T, ns, addr string) []client.Object {
+	t.Helper()
+	var objs []client.Object
+	for _, f := range []string{"upf.yaml", "policies.yaml", "sessions.yaml"} {
+		b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(b), "\n---") {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			typed, err := k8s.Scheme().New(u.GroupVersionKind())
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			o := typed.(client.Object)
+			o.SetNamespace(ns)
+			if upf, ok := o.(*junctionv1.UserPlaneFunction); ok {
+				upf.Spec.P4Runtime.Address = addr
+			}
+			objs = append(objs, o)
+		}
+	}
+	return objs
+}
