@@ -110,7 +110,7 @@ type programmer struct {
 	log    logr.Logger
 	window time.Duration
 	// onRoom is told the owners that failed for a full table once entries of that table were
-	// deleted; onWrite after every round or replay (for status refreshes).
+	// deleted, and the owners refused for a conflict once the key they wanted was released.
 	onRoom   func(owners []string)
 	onSynced func()
 	// onReplayFailed is told a generation whose replay failed (to set it up again later).
@@ -143,6 +143,10 @@ type programmer struct {
 	waiters      []*waiter
 	failed       map[string]error  // owner → why its last write failed
 	full         map[string]string // owner → the table that was full
+	// blocked are the owners refused a key another owner claims (ConflictError), woken through
+	// onRoom as soon as the claim is released; freed collects them until the lock is released.
+	blocked map[string]map[string]struct{} // desired key → owners
+	freed   []string
 	lastSync     time.Time
 	writes       uint64 // updates written since start (tests and status)
 	replayErr    error
@@ -156,7 +160,7 @@ func newProgrammer(dev entryDevice, log logr.Logger, window time.Duration) *prog
 		mirror: map[string]*p4v1.TableEntry{}, legs: map[uint32]legCount{}, usage: map[string]int{},
 		used: map[uint32]struct{}{}, resetPending: map[uint32]string{},
 		dirty: map[string]struct{}{}, stale: map[string]*p4v1.TableEntry{},
-		failed: map[string]error{}, full: map[string]string{},
+		failed: map[string]error{}, full: map[string]string{}, blocked: map[string]map[string]struct{}{},
 	}
 }
 
@@ -218,12 +222,19 @@ func (p *programmer) Apply(ctx context.Context, changes ...Change) (map[string]e
 		p.dirty[c.Owner] = struct{}{}
 		w.owners[c.Owner] = struct{}{}
 	}
+	freed := p.freed
+	p.freed = nil
+	if len(w.owners) > 0 {
+		p.waiters = append(p.waiters, w)
+	}
+	p.mu.Unlock()
+	if len(freed) > 0 {
+		sort.Strings(freed)
+		p.onRoom(freed) // woken now, as TableFull waiters are, not by a requeue a minute later
+	}
 	if len(w.owners) == 0 {
-		p.mu.Unlock()
 		return out, nil
 	}
-	p.waiters = append(p.waiters, w)
-	p.mu.Unlock()
 	select {
 	case p.kick <- struct{}{}:
 	default:
@@ -247,6 +258,10 @@ func (p *programmer) setLocked(c Change) (dropped bool, err error) {
 	for _, e := range c.Entries {
 		k := e.Key()
 		if o, taken := p.claims[k]; taken && o != c.Owner {
+			if p.blocked[k] == nil {
+				p.blocked[k] = map[string]struct{}{}
+			}
+			p.blocked[k][c.Owner] = struct{}{}
 			return false, &ConflictError{Table: e.Table, Owner: o}
 		}
 		next[k] = nil
@@ -257,6 +272,10 @@ func (p *programmer) setLocked(c Change) (dropped bool, err error) {
 			continue
 		}
 		delete(p.claims, k)
+		for o := range p.blocked[k] {
+			p.freed = append(p.freed, o)
+		}
+		delete(p.blocked, k)
 		p.unwantLocked(be)
 		if be.te != nil {
 			p.stale[be.key] = be.te

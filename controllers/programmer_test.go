@@ -233,6 +233,19 @@ func TestProgrammerOwnershipAndDeletion(t *testing.T) {
 			t.Errorf("%d sessions entries left", n)
 		}
 	})
+	t.Run("the owner refused for the conflict is woken when the key is released", func(t *testing.T) {
+		select {
+		case owners := <-r.room:
+			if len(owners) != 1 || owners[0] != "session/ns/b" {
+				t.Errorf("woken %v, want session/ns/b", owners)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("session/ns/b not woken after session/ns/a released the key")
+		}
+		if res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/b", Entries: sessionEntries(t, 1)}); err != nil || res["session/ns/b"] != nil {
+			t.Fatalf("retry: %v %v", err, res)
+		}
+	})
 }
 
 func TestProgrammerTableFullThenRoom(t *testing.T) {

@@ -177,3 +177,28 @@ func TestPushNeverOnlyVerifiesThePipeline(t *testing.T) {
 	})
 	eventually(t, programTimeout, "entries", func() error { return sameEntries(u, sch, ns, "upf") })
 }
+
+// TestConflictWaiterIsProgrammedWhenTheOwnerGoes: a session whose address another session holds
+// reports AddressConflict, and is programmed as soon as the owner is deleted, not after the
+// one-minute requeue (roomTimeout is well under it).
+func TestConflictWaiterIsProgrammedWhenTheOwnerGoes(t *testing.T) {
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	create(t, cm, upf)
+	startOperator(t, ns, operatorOptions{})
+	owner := session(ns, "owner", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
+	create(t, owner)
+	waitCondition(t, programTimeout, owner, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	waiter := session(ns, "waiter", "imsi-001010000000002", "10.60.0.1", "upf", "n", "")
+	create(t, waiter)
+	waitCondition(t, programTimeout, waiter, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "AddressConflict")
+	eventually(t, programTimeout, "an AddressConflict event", func() error { return findEvent(ns, "waiter", "Warning", "AddressConflict") })
+
+	if err := k8s.Delete(context.Background(), owner); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, roomTimeout, waiter, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	eventually(t, programTimeout, "the waiter's entries", func() error { return sameEntries(u, sch, ns, "upf") })
+}
