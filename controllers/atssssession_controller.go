@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,7 +41,7 @@ type ATSSSSessionReconciler struct {
 	// Now is the clock (tests substitute it); default time.Now.
 	Now func() time.Time
 
-	counted sessionCounter // junction_sessions
+	metrics sessionMetrics // junction_sessions, junction_session_programming_seconds
 }
 
 // Reconcile follows the cluster-api skeleton: fetch, finalizer first, deferred status patch,
@@ -49,7 +50,7 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	s := &junctionv1.ATSSSSession{}
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.counted.observe(req.NamespacedName, "", "")
+			r.metrics.observe(req.NamespacedName, "", "", false, 0)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -65,8 +66,9 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			s.Status.ObservedGeneration = s.Generation
 		}
 		setProgressConditions(&s.Status.Conditions, s.Generation)
-		r.counted.observe(req.NamespacedName, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.UPFRef.Name}.String(),
-			conditionReason(s.Status.Conditions, junctionv1.ConditionProgrammed))
+		r.metrics.observe(req.NamespacedName, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.UPFRef.Name}.String(),
+			conditionReason(s.Status.Conditions, junctionv1.ConditionProgrammed),
+			meta.IsStatusConditionTrue(before.Status.Conditions, junctionv1.ConditionProgrammed), r.now().Sub(s.CreationTimestamp.Time))
 		if err := patchStatus(ctx, r.Client, before, s, &before.Status, &s.Status); apierrors.IsConflict(err) || apierrors.IsConflict(retErr) {
 			// The UE agent wrote its status fields meanwhile: run again on the new version.
 			res, retErr = ctrl.Result{Requeue: true}, nil

@@ -212,13 +212,9 @@ func recordAllocation(st *junctionv1.ATSSSSessionStatus, a sessionAlloc) bool {
 	return true
 }
 
-// programmed sets Programmed=True (recording how long the first programming took).
+// programmed sets Programmed=True (the first time is timed by sessionMetrics).
 func (r *ATSSSSessionReconciler) programmed(s *junctionv1.ATSSSSession, upf string, entries int) {
-	first := !meta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionProgrammed) && s.Status.ObservedGeneration == 0
 	r.setProgrammed(s, true, ReasonProgrammed, fmt.Sprintf("%d entries on UserPlaneFunction %s", entries, upf))
-	if first {
-		sessionProgramSeconds.Observe(r.now().Sub(s.CreationTimestamp.Time).Seconds())
-	}
 }
 
 // notProgrammed sets Programmed and Ready to False with one reason; a new reason of a

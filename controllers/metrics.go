@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,17 +55,33 @@ func Collectors() []prometheus.Collector {
 	return append(out, pathmon.Collectors()...)
 }
 
-// sessionCounter keeps junction_sessions: the labels each session was last counted under, so
-// that a change moves it from one series to the other and a deleted session leaves.
-type sessionCounter struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName][2]string // upf, reason
+// sessionMetrics keeps junction_sessions (the labels each session was last counted under, so
+// that a change moves it from one series to the other and a deleted session leaves) and
+// junction_session_programming_seconds (once per session, when it is first Programmed, however
+// many reconciles that took). A session Programmed before this operator started is not timed;
+// one that lost Programmed before a restart and regains it after is timed from its creation.
+type sessionMetrics struct {
+	mu         sync.Mutex
+	last       map[types.NamespacedName][2]string // upf, reason
+	programmed map[types.NamespacedName]bool      // seen Programmed by this operator
 }
 
-// observe counts the session under upf and reason; reason "" forgets it.
-func (c *sessionCounter) observe(key types.NamespacedName, upf, reason string) {
+// observe counts the session under upf and reason (its Programmed condition's, "" forgets it);
+// wasProgrammed is the condition before this reconcile, age the session's age now.
+func (c *sessionMetrics) observe(key types.NamespacedName, upf, reason string, wasProgrammed bool, age time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.last == nil {
+		c.last, c.programmed = map[types.NamespacedName][2]string{}, map[types.NamespacedName]bool{}
+	}
+	if reason == "" {
+		delete(c.programmed, key)
+	} else if (reason == ReasonProgrammed || wasProgrammed) && !c.programmed[key] {
+		c.programmed[key] = true
+		if !wasProgrammed {
+			sessionProgramSeconds.Observe(age.Seconds())
+		}
+	}
 	now := [2]string{upf, reason}
 	old, ok := c.last[key]
 	if ok && old == now {
@@ -74,12 +91,8 @@ func (c *sessionCounter) observe(key types.NamespacedName, upf, reason string) {
 		sessionsByReason.WithLabelValues(old[0], old[1]).Dec()
 		delete(c.last, key)
 	}
-	if reason == "" {
-		return
+	if reason != "" {
+		sessionsByReason.WithLabelValues(upf, reason).Inc()
+		c.last[key] = now
 	}
-	if c.last == nil {
-		c.last = map[types.NamespacedName][2]string{}
-	}
-	sessionsByReason.WithLabelValues(upf, reason).Inc()
-	c.last[key] = now
 }

@@ -9,6 +9,7 @@ import (
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
@@ -35,6 +36,7 @@ func TestFullTableGivesTableFullAndRoomProgramsTheSession(t *testing.T) {
 	startOperator(t, ns, operatorOptions{})
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
 
+	timed := programmingsTimed(t)
 	ss := []*junctionv1.ATSSSSession{
 		session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", ""),
 		session(ns, "s2", "imsi-001010000000002", "10.60.0.2", "upf", "n", ""),
@@ -83,6 +85,29 @@ func TestFullTableGivesTableFullAndRoomProgramsTheSession(t *testing.T) {
 	}
 	waitCondition(t, roomTimeout, full, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 	eventually(t, programTimeout, "entries after room appeared", func() error { return sameEntries(u, sch, ns, "upf") })
+	// Each of the three sessions was timed once, the one that waited for room too.
+	eventually(t, programTimeout, "three programming times observed", func() error {
+		if n := programmingsTimed(t) - timed; n != 3 {
+			return fmt.Errorf("junction_session_programming_seconds counted %d sessions", n)
+		}
+		return nil
+	})
+}
+
+// programmingsTimed is the sample count of junction_session_programming_seconds.
+func programmingsTimed(t *testing.T) uint64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "junction_session_programming_seconds" {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatal("junction_session_programming_seconds is not registered")
+	return 0
 }
 
 // TestDanglingReferencesGiveConditions: a session on a missing UPF, a session selecting a missing
