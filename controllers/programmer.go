@@ -145,11 +145,11 @@ type programmer struct {
 	full         map[string]string // owner → the table that was full
 	// blocked are the owners refused a key another owner claims (ConflictError), woken through
 	// onRoom as soon as the claim is released; freed collects them until the lock is released.
-	blocked map[string]map[string]struct{} // desired key → owners
-	freed   []string
-	lastSync     time.Time
-	writes       uint64 // updates written since start (tests and status)
-	replayErr    error
+	blocked   map[string]map[string]struct{} // desired key → owners
+	freed     []string
+	lastSync  time.Time
+	writes    uint64 // updates written since start (tests and status)
+	replayErr error
 }
 
 func newProgrammer(dev entryDevice, log logr.Logger, window time.Duration) *programmer {
