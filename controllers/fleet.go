@@ -148,14 +148,6 @@ func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) 
 	return rt, nil
 }
 
-// lookup returns the UPF's runtime if it exists.
-func (f *Fleet) lookup(key types.NamespacedName) *upfRuntime {
-	f.init()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.upfs[key]
-}
-
 // inNamespace returns the runtimes of the UPFs of a namespace.
 func (f *Fleet) inNamespace(ns string) []*upfRuntime {
 	f.init()

@@ -653,16 +653,6 @@ func (p *programmer) Status() progStatus {
 		ResetPending: len(p.resetPending), ResetErr: p.resetErr}
 }
 
-// OwnerState reports whether the owner's entries are all on the device, and the last error.
-func (p *programmer) OwnerState(owner string) (inSync bool, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mode != modeSynced {
-		return false, errNotSynced
-	}
-	return p.inSyncLocked(owner), p.failed[owner]
-}
-
 func sameDesired(a, b desired.Entry) bool {
 	return a.Key() == b.Key() && a.SameAction(b)
 }

@@ -142,14 +142,6 @@ func (rt *upfRuntime) release(key string) (freedPeers []string, freedUsers []uin
 	return freedPeers, freedUsers
 }
 
-// allocation returns what the session holds now.
-func (rt *upfRuntime) allocation(key string) (sessionAlloc, bool) {
-	rt.amu.Lock()
-	defer rt.amu.Unlock()
-	a, ok := rt.sessions[key]
-	return a, ok
-}
-
 // setAllocLocked records a session's allocation and keeps the user → sessions index.
 func (rt *upfRuntime) setAllocLocked(key string, a sessionAlloc) {
 	if old, ok := rt.sessions[key]; ok && old.supi != "" {

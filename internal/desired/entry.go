@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
 )
 
@@ -76,11 +75,6 @@ func (e Entry) SameAction(o Entry) bool {
 		}
 	}
 	return true
-}
-
-// Sort orders entries by table then key, for stable output and tests.
-func Sort(es []Entry) {
-	sort.Slice(es, func(i, j int) bool { return es[i].Key() < es[j].Key() })
 }
 
 func u8(v uint8) []byte   { return []byte{v} }

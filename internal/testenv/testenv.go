@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"sort"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -60,6 +59,3 @@ func Start() (*rest.Config, func() error, error) {
 	}
 	return cfg, env.Stop, nil
 }
-
-// GVK returns the GroupVersionKind of a Junction kind by name.
-func GVK(kind string) schema.GroupVersionKind { return junctionv1.GroupVersion.WithKind(kind) }

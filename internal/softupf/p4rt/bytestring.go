@@ -54,13 +54,6 @@ func compareCanonical(a, b []byte) int {
 	return 0
 }
 
-// alignedBytes left-pads the canonical v with zeros to n bytes (n >= len(v)), into a new slice.
-func alignedBytes(v []byte, n int) []byte {
-	out := make([]byte, n)
-	copy(out[n-len(v):], v)
-	return out
-}
-
 // trailingZeroBits counts the zero bits at the least significant end of v, width bits wide.
 func trailingZeroBits(v []byte, width int) int {
 	n := 0
