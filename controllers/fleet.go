@@ -35,7 +35,8 @@ type Fleet struct {
 	Log    logr.Logger
 	// Window is how long the programmer of a UPF gathers changes into one write (default 2ms).
 	Window time.Duration
-	// ElectionLow gives the low 64 bits of the P4Runtime election ID, once this process leads.
+	// ElectionLow gives the leadership epoch of the P4Runtime election IDs (electionIDs), once
+	// this process leads.
 	ElectionLow func(context.Context) (uint64, error)
 	// Metrics of the P4Runtime clients (registered by the caller); nil records nothing.
 	Metrics *upfclient.Metrics

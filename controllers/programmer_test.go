@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -282,4 +283,54 @@ func TestProgrammerTableFullThenRoom(t *testing.T) {
 	if res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/s2", Entries: sessionEntries(t, 2)}); err != nil || res["session/ns/s2"] != nil {
 		t.Fatalf("retry: %v %v", err, res)
 	}
+}
+
+// A reconnect of the leader wins over its own earlier stream that the switch still holds (a
+// healed partition): the new stream's election ID is higher, not a duplicate the switch refuses.
+// A later leader outranks every stream of the earlier one.
+func TestReconnectOutranksItsOwnHalfDeadStream(t *testing.T) {
+	dp, err := dataplane.New(dataplane.Config{Pool: dataplane.NewPool(16), MaxHeld: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := p4rt.New(dp, p4rt.Options{DeviceID: 1})
+	gs := grpc.NewServer()
+	p4v1.RegisterP4RuntimeServer(gs, srv)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(gs.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	var high atomic.Uint64
+	leader := electionIDs(&high, 7)
+	connect := func(ids func() (uint64, uint64)) *upfclient.Device {
+		dev, err := upfclient.New(upfclient.Config{Address: lis.Addr().String(), DeviceID: 1, ElectionID: ids})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = dev.Run(ctx) }()
+		return dev
+	}
+	primary := func(dev *upfclient.Device, what string) {
+		t.Helper()
+		wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer wcancel()
+		if _, err := dev.WaitPrimary(wctx); err != nil {
+			t.Fatalf("%s is not primary: %v (%+v)", what, err, dev.State())
+		}
+	}
+	old := connect(leader)
+	primary(old, "the first stream")
+	// The same leader connects again while the switch still holds its first stream.
+	primary(connect(leader), "the leader's reconnect")
+	for deadline := time.Now().Add(5 * time.Second); old.State().Primary; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the earlier stream is still primary")
+		}
+	}
+	primary(connect(electionIDs(&high, 8)), "the next leader")
 }

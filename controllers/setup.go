@@ -16,8 +16,9 @@ import (
 
 // Options configure the operator's controllers (cmd/manager maps its flags to them).
 type Options struct {
-	// ElectionLow gives the low 64 bits of the P4Runtime election ID once this process leads;
-	// see LeaseElectionLow and StartTimeElectionLow.
+	// ElectionLow gives the leadership epoch, the upper half of the P4Runtime election ID's low
+	// 64 bits, once this process leads (below 2^32); see LeaseElectionLow, StartTimeElectionLow
+	// and electionIDs.
 	ElectionLow func(context.Context) (uint64, error)
 	// MaxConcurrentReconciles of the session controller (default 64): concurrent sessions
 	// share WriteRequests.
@@ -59,7 +60,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) (*Fleet,
 	return fleet, nil
 }
 
-// LeaseElectionLow derives the low 64 bits of the P4Runtime election ID from the leader-election
+// LeaseElectionLow derives the leadership epoch of the P4Runtime election IDs from the leader-election
 // Lease this process holds once elected: its leaseTransitions + 1. Every change of holder
 // increments leaseTransitions, so a newly elected leader always outranks every earlier leader,
 // whatever the clocks say.
@@ -78,7 +79,7 @@ func LeaseElectionLow(r client.Reader, namespace, name string) func(context.Cont
 }
 
 // StartTimeElectionLow is for a single operator without leader election: the process start
-// time in seconds, so that a restarted operator outranks its predecessor.
+// time in seconds (below 2^32 until 2106), so that a restarted operator outranks its predecessor.
 func StartTimeElectionLow(start time.Time) func(context.Context) (uint64, error) {
 	return func(context.Context) (uint64, error) { return uint64(start.Unix()), nil }
 }

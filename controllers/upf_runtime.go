@@ -227,10 +227,21 @@ func (rt *upfRuntime) configure(cp connParams, pipe *pipelineSpec, upf *junction
 	rt.connect(cp)
 }
 
+// electionIDs gives the election ID of each arbitration: high from the UPF's spec, low the
+// leadership epoch (Options.ElectionLow) in its upper 32 bits and a count of this runtime's
+// arbitrations below. A new leader outranks every stream of the old one (a higher epoch), and a
+// reconnect outranks its own earlier stream, which a switch may still hold after a network
+// partition healed: with one ID for both, the switch refuses the new stream as a duplicate until
+// the old one times out.
+func electionIDs(high *atomic.Uint64, epoch uint64) func() (uint64, uint64) {
+	var n atomic.Uint64
+	return func() (uint64, uint64) { return high.Load(), epoch<<32 | n.Add(1)&0xffffffff }
+}
+
 func (rt *upfRuntime) connect(cp connParams) {
 	dev, err := upfclient.New(upfclient.Config{
 		Name: rt.key.String(), Address: cp.address, DeviceID: cp.deviceID, Role: cp.role, TLS: cp.tls,
-		ElectionID: func() (uint64, uint64) { return rt.electionHigh.Load(), rt.f.low },
+		ElectionID: electionIDs(&rt.electionHigh, rt.f.low),
 		Log:        rt.log.WithName("p4runtime"), Metrics: rt.f.Metrics, Backoff: rt.f.ReconnectBackoff,
 		DigestHandler: rt.onDigests,
 	})
