@@ -1,6 +1,7 @@
 package vectors
 
 import (
+	"encoding/hex"
 	"testing"
 
 	"github.com/junction-atsss/junction/p4"
@@ -138,6 +139,57 @@ func TestCasesResolveAgainstP4Info(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// The builder lays frames out as the header specs say. The expected bytes were written from RFC
+// 791 and 768 (IPv4 header and checksums, UDP with the pseudo-header), TS 29.281 (GTP-U G-PDU)
+// and docs/junction-header.md (DATA, proto 4, length of the user packet), not by the builder:
+// downlink-active-standby-threshold's first step, the user packet from the data network and the
+// GTP-U frame the UPF sends toward the gNB.
+func TestFramesFollowTheHeaderSpecs(t *testing.T) {
+	cases, err := LoadCases("cases", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var step *Step
+	for _, c := range cases {
+		if c.Name == "downlink-active-standby-threshold" {
+			step = &c.Steps[0]
+		}
+	}
+	if step == nil || step.Send == nil || len(step.Expect["n3"]) != 1 {
+		t.Fatal("downlink-active-standby-threshold: its first step is not a send with one frame on n3")
+	}
+	v := vars{"n3": 1, "n6": 2, "wifi": 3}
+	// IPv4 (TTL 63), UDP 443 → 40000 with checksum 0 ("none", RFC 768: the builder computes IPv4
+	// and TCP checksums, not UDP ones unless a case gives them).
+	const user = "4500003c000000003f117993cb00710ac612000101bb9c4000280000" +
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f" // payload: 32, the 00 01 02 ... pattern
+	for _, tc := range []struct {
+		what  string
+		frame Frame
+		want  string
+	}{
+		{"the user packet from the data network", step.Send.Frame,
+			"020000000106020000000206" + "0800" + "4500003c0000000040117893cb00710ac6120001" + user[40:]},
+		{"the GTP-U frame toward the gNB", step.Expect["n3"][0],
+			"020000000203020000000103" + "0800" +
+				"45000084000000004011f65dc0000201c000020a" + // outer IPv4 192.0.2.1 → 192.0.2.10, 132 bytes
+				"0868086800700000" + // UDP 2152 → 2152, checksum 0
+				"30ff006000000200" + // GTP-U version 1, PT 1, G-PDU, length 96, TEID 0x200
+				"45000060000000004011f177c0000202c6120101" + // IPv4 192.0.2.2 → 198.18.1.1
+				"08690869004c0000" + // UDP 2153 → 2153, checksum 0
+				"00" + "04" + "003c" + "00000000" + // Junction DATA, no marks, proto 4, length 60, seq 0
+				user},
+	} {
+		b, err := v.buildFrame(tc.frame, false)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.what, err)
+		}
+		if got := hex.EncodeToString(b.bytes); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.what, got, tc.want)
 		}
 	}
 }
