@@ -139,6 +139,9 @@ func runScale(b *testing.B, n int) scaleResult {
 	quiet := upf.srv.Stats().WriteRequests
 	time.Sleep(5 * time.Second)
 	steady := upf.srv.Stats().WriteRequests - quiet
+	if steady != 0 {
+		b.Errorf("%d sessions: %d WriteRequests in 5 s with nothing changed; steady state writes nothing", n, steady)
+	}
 
 	// Replay: a fresh UPF on the same address holds nothing until the operator replays. The
 	// replay time runs from the restart (reconnect backoff and pipeline push included); the
