@@ -14,7 +14,9 @@ import (
 
 // discardServer accepts every WriteRequest and does nothing with it: what the same requests
 // cost in gRPC and protobuf alone, the baseline of BenchmarkWrite.
-type discardServer struct{ p4v1.UnimplementedP4RuntimeServer }
+type discardServer struct {
+	p4v1.UnimplementedP4RuntimeServer
+}
 
 func (discardServer) Write(context.Context, *p4v1.WriteRequest) (*p4v1.WriteResponse, error) {
 	return &p4v1.WriteResponse{}, nil
