@@ -51,6 +51,8 @@ const (
 	ReasonPathsResumed      = "PathUpdatesResumed"
 	// The device refused a register write (BMv2's P4Runtime server writes no registers).
 	ReasonRegisterWriteRefused = "RegisterWriteRefused"
+	// The device refused the digest configuration or the clone session the pipeline needs.
+	ReasonDeviceSetupFailed = "DeviceSetupFailed"
 )
 
 func setCondition(conds *[]metav1.Condition, generation int64, typ string, ok bool, reason, msg string) (changed bool) {

@@ -12,6 +12,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,9 @@ type runtimeState struct {
 	pipelineReason     string
 	pipelineErr        error
 	cookie             uint64
+	// setupErr says what of the digest configuration and the clone session the device refused
+	// (retried every setupRetry on the same stream); the pipeline and the entries work without.
+	setupErr error
 }
 
 // deviceSwitch forwards to the current device; none: not connected.
@@ -281,7 +285,7 @@ func (rt *upfRuntime) disconnect() {
 // watch follows the device's state and sets up every new primary generation.
 func (rt *upfRuntime) watch(ctx context.Context, dev *upfclient.Device) {
 	var done uint64 // the generation set up last
-	var retry <-chan time.Time
+	var retry, retryExtras <-chan time.Time
 	primaryGen := func() (uint64, bool) {
 		st := dev.State()
 		return st.Generation, st.Primary
@@ -310,6 +314,12 @@ func (rt *upfRuntime) watch(ctx context.Context, dev *upfclient.Device) {
 			}
 			continue
 		case <-retry:
+		case <-retryExtras:
+			retryExtras = nil
+			if gen, primary := primaryGen(); primary && gen == done && !rt.ensureExtras(ctx, dev) {
+				retryExtras = time.After(setupRetry)
+			}
+			continue
 		}
 		retry = nil
 		gen, primary := primaryGen()
@@ -321,6 +331,9 @@ func (rt *upfRuntime) watch(ctx context.Context, dev *upfclient.Device) {
 			continue
 		}
 		done = gen
+		if rt.state().setupErr != nil {
+			retryExtras = time.After(setupRetry)
+		}
 	}
 }
 
@@ -346,14 +359,30 @@ func (rt *upfRuntime) setup(ctx context.Context, dev *upfclient.Device, gen uint
 	rt.setState(func(s *runtimeState) {
 		s.pipelineOK, s.pipelineReason, s.pipelineErr, s.cookie = true, "", nil, pipe.cookie
 	})
+	rt.ensureExtras(ctx, dev)
+	rt.prog.RequestReplay(gen, pushed)
+	return nil
+}
+
+// ensureExtras puts the digest configuration and the clone session in place and records what
+// failed in the runtime state, which the UPF's Ready condition shows (and an event); it
+// reports whether both are in place.
+func (rt *upfRuntime) ensureExtras(ctx context.Context, dev *upfclient.Device) bool {
+	var errs []error
 	if err := rt.ensureDigest(ctx, dev); err != nil {
 		rt.log.Error(err, "Probe reports not configured: path monitoring is blind")
+		errs = append(errs, fmt.Errorf("the %s digest is not configured (path monitoring is blind): %w", digestProbeReports, err))
 	}
 	if err := rt.ensureCloneSession(ctx, dev); err != nil {
 		rt.log.Error(err, "Clone session for redundant steering not written")
+		errs = append(errs, fmt.Errorf("clone session %d is not written (redundant steering cannot duplicate): %w", redundantCloneSession, err))
 	}
-	rt.prog.RequestReplay(gen, pushed)
-	return nil
+	err := errors.Join(errs...)
+	if prev := rt.state().setupErr; (prev == nil) != (err == nil) || (err != nil && prev.Error() != err.Error()) {
+		rt.setState(func(s *runtimeState) { s.setupErr = err })
+		rt.f.enqueueUPF(rt.key)
+	}
+	return err == nil
 }
 
 // ensureDigest configures probe_reports unless the device has that configuration already.

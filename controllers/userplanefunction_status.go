@@ -80,12 +80,15 @@ func (r *UserPlaneFunctionReconciler) setStatus(upf *junctionv1.UserPlaneFunctio
 	if n, err := rt.pathWriteError(nil); n > 0 {
 		fail(ReasonRegisterWriteRefused, fmt.Sprintf("the device refused path monitoring's register writes for %d users: %v", n, err))
 	}
+	if st.setupErr != nil && st.pipelineOK {
+		fail(ReasonDeviceSetupFailed, st.setupErr.Error()+" (retried)")
+	}
 	prevReason := ""
 	if c := meta.FindStatusCondition(s.Conditions, junctionv1.ConditionReady); c != nil {
 		prevReason = c.Reason // read before setCondition changes the condition in place
 	}
-	if setCondition(&s.Conditions, g, junctionv1.ConditionReady, ready, reason, msg) && reason == ReasonRegisterWriteRefused &&
-		prevReason != reason {
+	if setCondition(&s.Conditions, g, junctionv1.ConditionReady, ready, reason, msg) &&
+		(reason == ReasonRegisterWriteRefused || reason == ReasonDeviceSetupFailed) && prevReason != reason {
 		r.Recorder.Event(upf, corev1.EventTypeWarning, reason, msg)
 	}
 

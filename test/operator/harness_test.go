@@ -113,8 +113,8 @@ func startSoftUPF(t testing.TB, addr string) *softUPF {
 }
 
 // startSoftUPFTLS serves P4Runtime over TLS with serverTLS (nil: plaintext); tests read it back
-// with clientTLS.
-func startSoftUPFTLS(t testing.TB, addr string, serverTLS, clientTLS *tls.Config) *softUPF {
+// with clientTLS. extra server options can make it refuse what a target cannot do.
+func startSoftUPFTLS(t testing.TB, addr string, serverTLS, clientTLS *tls.Config, extra ...grpc.ServerOption) *softUPF {
 	t.Helper()
 	var lis net.Listener
 	var err error
@@ -135,7 +135,7 @@ func startSoftUPFTLS(t testing.TB, addr string, serverTLS, clientTLS *tls.Config
 		t.Fatal(err)
 	}
 	u.dp, u.srv = dp, p4rt.New(dp, p4rt.Options{DeviceID: 1})
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(64 << 20)}
+	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(64 << 20)}, extra...)
 	if serverTLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(serverTLS)))
 	}

@@ -3,10 +3,16 @@ package operator
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -226,4 +232,40 @@ func TestConflictWaiterIsProgrammedWhenTheOwnerGoes(t *testing.T) {
 	}
 	waitCondition(t, roomTimeout, waiter, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 	eventually(t, programTimeout, "the waiter's entries", func() error { return sameEntries(u, sch, ns, "upf") })
+}
+
+// TestRefusedDeviceSetupIsReported: a target without a packet replication engine refuses the
+// clone session redundant steering needs. The UPF says so (Ready=False DeviceSetupFailed and a
+// Warning event) instead of Ready, its sessions are still programmed (the rest of the data plane
+// works), and the operator retries: once the target takes the clone session the UPF is Ready.
+func TestRefusedDeviceSetupIsReported(t *testing.T) {
+	ns := newNamespace(t)
+	var refusing atomic.Bool
+	refusing.Store(true)
+	noPRE := grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if w, ok := req.(*p4v1.WriteRequest); ok && refusing.Load() {
+			for _, u := range w.GetUpdates() {
+				if u.GetEntity().GetPacketReplicationEngineEntry() != nil {
+					return nil, status.Error(codes.Unimplemented, "this target has no packet replication engine")
+				}
+			}
+		}
+		return handler(ctx, req)
+	})
+	u := startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, noPRE)
+	cm, _ := pipelineConfigMap(t, ns, "pipeline", nil)
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
+	create(t, cm, upf, s)
+	startOperator(t, ns, operatorOptions{})
+
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionFalse, "DeviceSetupFailed")
+	if c, _ := condition(upf, junctionv1.ConditionReady); !strings.Contains(c.Message, "clone session") {
+		t.Errorf("Ready's message %q does not name the clone session", c.Message)
+	}
+	eventually(t, programTimeout, "a DeviceSetupFailed event", func() error { return findEvent(ns, "upf", "Warning", "DeviceSetupFailed") })
+	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+
+	refusing.Store(false)
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
 }
