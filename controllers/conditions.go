@@ -53,6 +53,8 @@ const (
 	ReasonRegisterWriteRefused = "RegisterWriteRefused"
 	// The device refused the digest configuration or the clone session the pipeline needs.
 	ReasonDeviceSetupFailed = "DeviceSetupFailed"
+	// The device refused to delete entries no object wants any more (retried).
+	ReasonDeleteRefused = "DeleteRefused"
 )
 
 func setCondition(conds *[]metav1.Condition, generation int64, typ string, ok bool, reason, msg string) (changed bool) {

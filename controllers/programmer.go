@@ -113,6 +113,8 @@ type programmer struct {
 	// deleted, and the owners refused for a conflict once the key they wanted was released.
 	onRoom   func(owners []string)
 	onSynced func()
+	// onStatus is told when what Status shows changed outside a replay (refused deletes).
+	onStatus func()
 	// onReplayFailed is told a generation whose replay failed (to set it up again later).
 	onReplayFailed func(gen uint64)
 
@@ -137,14 +139,20 @@ type programmer struct {
 	// resetErr the last refusal.
 	resetPending map[uint32]string
 	resetErr     error
-	usage        map[string]int              // table → entries on the device
-	dirty        map[string]struct{}         // owners changed since the last round
-	stale        map[string]*p4v1.TableEntry // keys owners dropped, to delete if on the device
+	usage        map[string]int        // table → entries on the device
+	dirty        map[string]struct{}   // owners changed since the last round
+	stale        map[string]staleEntry // keys owners dropped, to delete if on the device
+	// staleRefused are the entries nobody wants whose delete the device refused (kept in stale
+	// and retried every staleRetry); staleErr the last refusal.
+	staleRefused map[string]struct{}
+	staleErr     error
+	staleArmed   bool // a retry of stale deletes is scheduled
 	waiters      []*waiter
 	failed       map[string]error  // owner → why its last write failed
 	full         map[string]string // owner → the table that was full
 	// blocked are the owners refused a key another owner claims (ConflictError), woken through
-	// onRoom as soon as the claim is released; freed collects them until the lock is released.
+	// onRoom as soon as the claim is released; freed collects them, and owners whose refused
+	// deletes went through, until the lock is released.
 	blocked   map[string]map[string]struct{} // desired key → owners
 	freed     []string
 	lastSync  time.Time
@@ -154,12 +162,12 @@ type programmer struct {
 
 func newProgrammer(dev entryDevice, log logr.Logger, window time.Duration) *programmer {
 	return &programmer{
-		dev: dev, log: log, window: window, onRoom: func([]string) {}, onSynced: func() {}, onReplayFailed: func(uint64) {},
+		dev: dev, log: log, window: window, onRoom: func([]string) {}, onSynced: func() {}, onStatus: func() {}, onReplayFailed: func(uint64) {},
 		kick: make(chan struct{}, 1), replayCh: make(chan uint64, 1),
 		owners: map[string]map[string]*builtEntry{}, claims: map[string]string{}, want: map[string]*builtEntry{},
 		mirror: map[string]*p4v1.TableEntry{}, legs: map[uint32]legCount{}, usage: map[string]int{},
 		used: map[uint32]struct{}{}, resetPending: map[uint32]string{},
-		dirty: map[string]struct{}{}, stale: map[string]*p4v1.TableEntry{},
+		dirty: map[string]struct{}{}, stale: map[string]staleEntry{}, staleRefused: map[string]struct{}{},
 		failed: map[string]error{}, full: map[string]string{}, blocked: map[string]map[string]struct{}{},
 	}
 }
@@ -278,7 +286,7 @@ func (p *programmer) setLocked(c Change) (dropped bool, err error) {
 		delete(p.blocked, k)
 		p.unwantLocked(be)
 		if be.te != nil {
-			p.stale[be.key] = be.te
+			p.stale[be.key] = staleEntry{be.te, c.Owner}
 		}
 		dropped = true
 	}
@@ -336,6 +344,13 @@ func (p *programmer) inSyncLocked(owner string) bool {
 	}
 	if _, f := p.failed[owner]; f {
 		return false
+	}
+	if len(p.owners[owner]) == 0 {
+		for _, st := range p.stale { // a removed owner whose entries are still on the device
+			if st.owner == owner {
+				return false
+			}
+		}
 	}
 	for _, be := range p.owners[owner] {
 		if be == nil || be.te == nil {
@@ -436,7 +451,8 @@ type pendingUpdate struct {
 	key   string // "" for a path-state register
 	te    *p4v1.TableEntry
 	table string
-	owner string // "" for stale deletes; for a register, the owner of the sessions entry
+	owner string // for a stale delete, the owner that dropped it ("" found on the device); for a register, the owner of the sessions entry
+	stale bool   // a delete of an entry nobody wants
 	user  uint32 // a register's user
 }
 
@@ -469,9 +485,10 @@ func (p *programmer) round(ctx context.Context) {
 		}
 		delete(p.failed, o)
 	}
-	for key, te := range p.stale {
+	for _, key := range sortedKeys(p.stale) {
+		st := p.stale[key]
 		if _, onDev := p.mirror[key]; onDev && p.want[key] == nil {
-			dels = append(dels, pendingUpdate{u: upfclient.Delete(te), key: key, te: te, table: p.sch.TableName(te.GetTableId())})
+			dels = append(dels, pendingUpdate{u: upfclient.Delete(st.te), key: key, te: st.te, table: p.sch.TableName(st.te.GetTableId()), owner: st.owner, stale: true})
 		}
 	}
 	clear(p.stale)
@@ -481,6 +498,7 @@ func (p *programmer) round(ctx context.Context) {
 	results := p.write(ctx, dels, regs, ups)
 
 	p.mu.Lock()
+	hadRefused := len(p.staleRefused) > 0
 	p.settleLocked(results, ownerErr)
 	for _, w := range waiters {
 		w.errs = map[string]error{}
@@ -493,10 +511,15 @@ func (p *programmer) round(ctx context.Context) {
 		}
 		close(w.done)
 	}
-	room := p.roomLocked(results)
+	room := append(p.roomLocked(results), p.freed...)
+	p.freed = nil
+	statusChanged := (len(p.staleRefused) > 0) != hadRefused
 	p.mu.Unlock()
 	if len(room) > 0 {
 		p.onRoom(room)
+	}
+	if statusChanged {
+		p.onStatus()
 	}
 }
 
@@ -592,10 +615,12 @@ func (p *programmer) settleLocked(results []writeResult, ownerErr map[string]err
 				p.delMirrorLocked(pu.key)
 			}
 		}
-		if err == nil || pu.owner == "" {
-			if err != nil {
-				p.log.Error(err, "Stale entry not deleted", "table", pu.table)
+		if pu.stale {
+			p.settleStaleLocked(pu, err)
+			if err == nil || pu.owner == "" {
+				continue
 			}
+		} else if err == nil {
 			continue
 		}
 		if code == codes.ResourceExhausted {
@@ -608,6 +633,50 @@ func (p *programmer) settleLocked(results []writeResult, ownerErr map[string]err
 			ownerErr[pu.owner] = err
 		}
 		p.failed[pu.owner] = err
+	}
+}
+
+// staleEntry is an entry its owner dropped ("" for one only the device had), to be deleted.
+type staleEntry struct {
+	te    *p4v1.TableEntry
+	owner string
+}
+
+// staleRetry is the wait before deleting again entries the device refused to delete.
+const staleRetry = 5 * time.Second
+
+// settleStaleLocked keeps a refused delete of an entry nobody wants for the next round, and
+// schedules that round: the entry may steer traffic nobody asked for, so it is never forgotten.
+func (p *programmer) settleStaleLocked(pu pendingUpdate, err error) {
+	if err == nil {
+		if _, refused := p.staleRefused[pu.key]; refused {
+			delete(p.staleRefused, pu.key)
+			if pu.owner != "" {
+				p.freed = append(p.freed, pu.owner) // its deletion can finish now
+			}
+		}
+		if len(p.staleRefused) == 0 {
+			p.staleErr = nil
+		}
+		return
+	}
+	p.log.Error(err, "Entry nobody wants not deleted; retrying", "table", pu.table, "owner", pu.owner)
+	if p.want[pu.key] == nil {
+		p.stale[pu.key] = staleEntry{pu.te, pu.owner}
+		p.staleRefused[pu.key] = struct{}{}
+	}
+	p.staleErr = fmt.Errorf("the device refused to delete a %s entry nobody wants: %w", pu.table, err)
+	if !p.staleArmed {
+		p.staleArmed = true
+		time.AfterFunc(staleRetry, func() {
+			p.mu.Lock()
+			p.staleArmed = false
+			p.mu.Unlock()
+			select {
+			case p.kick <- struct{}{}:
+			default:
+			}
+		})
 	}
 }
 
@@ -640,6 +709,8 @@ type progStatus struct {
 	// ResetPending users whose path-state reset the device refused; ResetErr the last refusal.
 	ResetPending int
 	ResetErr     error
+	// StaleErr is the last refused delete of entries nobody wants, while any is pending.
+	StaleErr error
 }
 
 func (p *programmer) Status() progStatus {
@@ -649,8 +720,12 @@ func (p *programmer) Status() progStatus {
 	for k, v := range p.usage {
 		u[k] = v
 	}
+	var staleErr error
+	if len(p.staleRefused) > 0 {
+		staleErr = p.staleErr
+	}
 	return progStatus{Synced: p.mode == modeSynced, LastSync: p.lastSync, ReplayErr: p.replayErr, Usage: u, Writes: p.writes,
-		ResetPending: len(p.resetPending), ResetErr: p.resetErr}
+		ResetPending: len(p.resetPending), ResetErr: p.resetErr, StaleErr: staleErr}
 }
 
 func sameDesired(a, b desired.Entry) bool {

@@ -71,10 +71,11 @@ func (p *programmer) replay(ctx context.Context, gen uint64) {
 	for _, k := range sortedKeys(p.mirror) {
 		if p.want[k] == nil {
 			te := p.mirror[k]
-			dels = append(dels, pendingUpdate{u: upfclient.Delete(te), key: k, te: te, table: sch.TableName(te.GetTableId())})
+			dels = append(dels, pendingUpdate{u: upfclient.Delete(te), key: k, te: te, table: sch.TableName(te.GetTableId()), stale: true})
 		}
 	}
 	clear(p.stale)
+	clear(p.staleRefused)
 	clear(p.failed)
 	regs := p.pathInitLocked(ups, dels)
 	p.mu.Unlock()

@@ -80,6 +80,9 @@ func (r *UserPlaneFunctionReconciler) setStatus(upf *junctionv1.UserPlaneFunctio
 	if n, err := rt.pathWriteError(nil); n > 0 {
 		fail(ReasonRegisterWriteRefused, fmt.Sprintf("the device refused path monitoring's register writes for %d users: %v", n, err))
 	}
+	if ps.StaleErr != nil {
+		fail(ReasonDeleteRefused, ps.StaleErr.Error()+" (retried)")
+	}
 	if st.setupErr != nil && st.pipelineOK {
 		fail(ReasonDeviceSetupFailed, st.setupErr.Error()+" (retried)")
 	}
@@ -88,7 +91,7 @@ func (r *UserPlaneFunctionReconciler) setStatus(upf *junctionv1.UserPlaneFunctio
 		prevReason = c.Reason // read before setCondition changes the condition in place
 	}
 	if setCondition(&s.Conditions, g, junctionv1.ConditionReady, ready, reason, msg) &&
-		(reason == ReasonRegisterWriteRefused || reason == ReasonDeviceSetupFailed) && prevReason != reason {
+		(reason == ReasonRegisterWriteRefused || reason == ReasonDeviceSetupFailed || reason == ReasonDeleteRefused) && prevReason != reason {
 		r.Recorder.Event(upf, corev1.EventTypeWarning, reason, msg)
 	}
 

@@ -269,3 +269,50 @@ func TestRefusedDeviceSetupIsReported(t *testing.T) {
 	refusing.Store(false)
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
 }
+
+// TestRefusedDeleteIsRetriedNotForgotten: while the device refuses deletes, a deleted session
+// keeps its finalizer and says why (Programmed=False Deleting), the UPF is Ready=False
+// DeleteRefused with an event, and the entries stay known; once the device takes deletes again
+// the entries go, the session is gone and the UPF is Ready.
+func TestRefusedDeleteIsRetriedNotForgotten(t *testing.T) {
+	ns := newNamespace(t)
+	var refusing atomic.Bool
+	noDeletes := grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if w, ok := req.(*p4v1.WriteRequest); ok && refusing.Load() {
+			for _, u := range w.GetUpdates() {
+				if u.GetType() == p4v1.Update_DELETE {
+					return nil, status.Error(codes.Internal, "deletes are refused for now")
+				}
+			}
+		}
+		return handler(ctx, req)
+	})
+	u := startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, noDeletes)
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
+	create(t, cm, upf, s)
+	startOperator(t, ns, operatorOptions{})
+	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+
+	refusing.Store(true)
+	if err := k8s.Delete(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "Deleting")
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionFalse, "DeleteRefused")
+	eventually(t, programTimeout, "a DeleteRefused event", func() error { return findEvent(ns, "upf", "Warning", "DeleteRefused") })
+	if n := countTable(mustEntries(t, u, sch), "sessions"); n != 1 {
+		t.Fatalf("%d sessions entries while deletes are refused", n)
+	}
+
+	refusing.Store(false)
+	eventually(t, programTimeout, "the session deleted", func() error { return gone(s) })
+	eventually(t, programTimeout, "no sessions entry left", func() error {
+		if n := countTable(mustEntries(t, u, sch), "sessions"); n != 0 {
+			return fmt.Errorf("%d sessions entries", n)
+		}
+		return nil
+	})
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+}
