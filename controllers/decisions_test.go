@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/alloc"
 	"github.com/junction-atsss/junction/internal/desired"
 )
 
@@ -308,4 +309,27 @@ func TestProgressConditions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A new policy never gets an application ID that an override still names.
+func TestAcquireUnnamedPassesOverNamedIDs(t *testing.T) {
+	pool := alloc.NewPool("application ID", 1, 8)
+	named := map[uint32]bool{1: true, 2: true}
+	id, err := acquireUnnamed(pool, "policy/ns/new", func(i uint32) bool { return named[i] })
+	if err != nil || id != 3 {
+		t.Fatalf("got %d, %v; want 3, the first ID no override names", id, err)
+	}
+	// The IDs passed over are free again for later, once nothing names them.
+	delete(named, 1)
+	if id, err := acquireUnnamed(pool, "policy/ns/later", func(i uint32) bool { return named[i] }); err != nil || id != 4 {
+		t.Fatalf("next allocation: %d, %v; want 4 (round-robin goes on)", id, err)
+	}
+	if got := pool.Used(); got != 2 {
+		t.Errorf("%d IDs in use, want 2: the passed-over ones are not kept", got)
+	}
+	t.Run("every free ID named is exhaustion, not a loop", func(t *testing.T) {
+		if _, err := acquireUnnamed(pool, "policy/ns/x", func(uint32) bool { return true }); err == nil {
+			t.Fatal("no error with every ID named")
+		}
+	})
 }

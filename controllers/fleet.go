@@ -194,11 +194,57 @@ func (f *Fleet) appID(ctx context.Context, pol *junctionv1.SteeringPolicy) (id u
 		}
 		// The recorded ID is taken (restored for another policy first): allocate anew.
 	}
-	idx, err := f.apps.Acquire(owner, owner)
+	idx, err := acquireUnnamed(f.apps, owner, func(id uint32) bool { return f.appIDNamed(uint16(id)) })
 	if err != nil {
 		return 0, false, err
 	}
 	return uint16(idx), true, nil
+}
+
+// acquireUnnamed allocates owner an index of pool that named reports free of references. A
+// deleted policy's application ID is freed at once, but its sessions drop the session_overrides
+// naming it in their own reconciles (and a device may be slow to delete them): an ID an override
+// still names, wanted or on a device, is passed over, or the new policy would inherit the old
+// one's per-session steering.
+func acquireUnnamed(pool *alloc.Pool, owner string, named func(uint32) bool) (uint32, error) {
+	var passed []string // held while looking further, so that Acquire moves on
+	defer func() {
+		for _, q := range passed {
+			pool.Release(q, q)
+		}
+	}()
+	for {
+		idx, err := pool.Acquire(owner, owner)
+		if err != nil {
+			return 0, err
+		}
+		if !named(idx) {
+			return idx, nil
+		}
+		pool.Release(owner, owner)
+		q := fmt.Sprintf("still-named/%d", idx)
+		if err := pool.Restore(q, q, idx); err != nil {
+			return 0, err
+		}
+		passed = append(passed, q)
+	}
+}
+
+// appIDNamed reports whether a session_overrides entry on any UPF, wanted or on the device,
+// names the application ID.
+func (f *Fleet) appIDNamed(id uint16) bool {
+	f.mu.Lock()
+	rts := make([]*upfRuntime, 0, len(f.upfs))
+	for _, rt := range f.upfs {
+		rts = append(rts, rt)
+	}
+	f.mu.Unlock()
+	for _, rt := range rts {
+		if rt.prog.AppIDInUse(id) {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *Fleet) releaseApp(pol *junctionv1.SteeringPolicy) {

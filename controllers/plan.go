@@ -16,6 +16,8 @@ import (
 // P4Info names the operator uses outside internal/desired (docs/pipeline.md).
 const (
 	tableSessions         = "sessions"
+	tableOverrides        = "session_overrides"
+	fieldAppID            = "app_id"
 	registerRTT3GPP       = "rtt_3gpp"
 	registerRTTNon3GPP    = "rtt_non3gpp"
 	registerSuspended     = "path_updates_suspended"

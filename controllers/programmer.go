@@ -636,6 +636,56 @@ func (p *programmer) settleLocked(results []writeResult, ownerErr map[string]err
 	}
 }
 
+// AppIDInUse reports whether a session_overrides entry an owner wants, or one the device still
+// holds, names application ID id: a policy's ID is freed only once none does, or a new policy
+// given the same ID would inherit the old one's overrides.
+func (p *programmer) AppIDInUse(id uint16) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, entries := range p.owners {
+		for _, be := range entries {
+			if be.e.Table != tableOverrides {
+				continue
+			}
+			for _, m := range be.e.Match {
+				if m.Field == fieldAppID && bigEndian(m.Value) == uint64(id) {
+					return true
+				}
+			}
+		}
+	}
+	if p.sch == nil {
+		return false
+	}
+	tid, err := p.sch.TableID(tableOverrides)
+	if err != nil {
+		return false
+	}
+	fid, err := p.sch.MatchFieldID(tableOverrides, fieldAppID)
+	if err != nil {
+		return false
+	}
+	for _, te := range p.mirror {
+		if te.GetTableId() != tid {
+			continue
+		}
+		for _, fm := range te.GetMatch() {
+			if fm.GetFieldId() == fid && bigEndian(fm.GetExact().GetValue()) == uint64(id) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func bigEndian(b []byte) uint64 {
+	var v uint64
+	for _, x := range b {
+		v = v<<8 | uint64(x)
+	}
+	return v
+}
+
 // staleEntry is an entry its owner dropped ("" for one only the device had), to be deleted.
 type staleEntry struct {
 	te    *p4v1.TableEntry

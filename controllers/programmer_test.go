@@ -334,3 +334,51 @@ func TestReconnectOutranksItsOwnHalfDeadStream(t *testing.T) {
 	}
 	primary(connect(electionIDs(&high, 8)), "the next leader")
 }
+
+// AppIDInUse sees an application ID in an override an owner wants and, after the owner dropped
+// it, in the override the device still holds until its delete went through.
+func TestAppIDInUseWhileAnOverrideNamesIt(t *testing.T) {
+	r := newProgRig(t, nil)
+	ctx := context.Background()
+	seq := uint32(0)
+	lb := junctionv1.SteeringPolicySpec{Precedence: 10,
+		TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: []junctionv1.IPv4Prefix{"198.18.10.0/24"}},
+		Steering:          junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance, LoadBalance: &junctionv1.LoadBalance{ThreeGPPPercent: ptrTo(int32(30))}}}
+	es, err := desired.SessionEntries(desired.Session{
+		Name: "s", UserIndex: 1, SequenceIndex: &seq, Policies: []desired.Policy{{Name: "video", AppID: 5, Spec: lb}},
+		Spec: junctionv1.ATSSSSessionSpec{SessionAddress: "10.60.0.1",
+			AccessLegs: junctionv1.AccessLegs{NonThreeGPP: &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.1"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/s", Entries: es}); err != nil || res["session/ns/s"] != nil {
+		t.Fatal(err, res)
+	}
+	if n := r.count(t, "session_overrides"); n != 1 {
+		t.Fatalf("%d session_overrides entries, want the session's one", n)
+	}
+	if !r.prog.AppIDInUse(5) || r.prog.AppIDInUse(6) {
+		t.Fatalf("in use: 5 %v, 6 %v; want only 5", r.prog.AppIDInUse(5), r.prog.AppIDInUse(6))
+	}
+	// Nobody wants the override any more, but the device holds it until its delete goes through
+	// (the mirror says so).
+	r.prog.mu.Lock()
+	wanted := r.prog.owners["session/ns/s"]
+	delete(r.prog.owners, "session/ns/s")
+	r.prog.mu.Unlock()
+	if !r.prog.AppIDInUse(5) {
+		t.Error("an override on the device does not count")
+	}
+	r.prog.mu.Lock()
+	r.prog.owners["session/ns/s"] = wanted
+	r.prog.mu.Unlock()
+	if res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/s"}); err != nil || res["session/ns/s"] != nil {
+		t.Fatal(err, res)
+	}
+	if r.prog.AppIDInUse(5) {
+		t.Error("still in use after the override was deleted from the device")
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

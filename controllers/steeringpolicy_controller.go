@@ -167,7 +167,28 @@ func (r *SteeringPolicyReconciler) reconcileDelete(ctx context.Context, p *junct
 		return ctrl.Result{}, err
 	}
 	owner := policyOwner(p.Namespace, p.Name)
-	for _, rt := range r.Fleet.inNamespace(p.Namespace) {
+	// Every UPF of the namespace, its runtime created if the operator just started: a runtime
+	// not made yet would be skipped, leaving the entries and the ID's overrides unchecked.
+	var upfs junctionv1.UserPlaneFunctionList
+	if err := r.List(ctx, &upfs, client.InNamespace(p.Namespace)); err != nil {
+		return ctrl.Result{}, err
+	}
+	var rts []*upfRuntime
+	for i := range upfs.Items {
+		if upfs.Items[i].DeletionTimestamp != nil {
+			continue
+		}
+		rt, err := r.Fleet.runtime(ctx, &upfs.Items[i])
+		var le *loadError
+		switch {
+		case errors.As(err, &le):
+			continue // not configured: its first replay deletes what nobody wants
+		case err != nil:
+			return ctrl.Result{}, err
+		}
+		rts = append(rts, rt)
+	}
+	for _, rt := range rts {
 		res, err := rt.prog.Apply(ctx, Change{Owner: owner})
 		if err != nil {
 			return ctrl.Result{}, err

@@ -48,6 +48,14 @@ func (p *Pool) Restore(owner, referrer string, index uint32) error {
 	}
 	p.byKey[owner], p.byIdx[index] = index, owner
 	p.ref(owner, referrer)
+	// Allocation goes on after the highest restored index, as it would have without a restart:
+	// a freed index is handed out again only after the pool went round once.
+	if index >= p.next {
+		p.next = index + 1
+		if p.next >= p.size {
+			p.next = p.first
+		}
+	}
 	return nil
 }
 

@@ -24,6 +24,19 @@ func TestPool(t *testing.T) {
 			t.Errorf("used %d", p.Used())
 		}
 	})
+	t.Run("a restored pool goes on after the highest restored index, as before a restart", func(t *testing.T) {
+		p := NewPool("application ID", 1, 8)
+		for i, owner := range map[uint32]string{3: "policy/a", 5: "policy/b"} {
+			if err := p.Restore(owner, owner, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// 1, 2 and 4 are free, but the last allocation before the restart reached 5: a policy
+		// deleted then (its sessions' overrides may still name its ID) is not succeeded at once.
+		if got, _ := p.Acquire("policy/c", "policy/c"); got != 6 {
+			t.Errorf("first allocation after the restore: %d, want 6", got)
+		}
+	})
 	t.Run("a restored pool never hands out an index it restored", func(t *testing.T) {
 		p := NewPool("user index", 0, 3)
 		if err := p.Restore("imsi-1", "ns/s1", 0); err != nil {

@@ -235,6 +235,19 @@ func (s *Schema) TableID(name string) (uint32, error) {
 	return t.id, nil
 }
 
+// MatchFieldID resolves a match field of a table.
+func (s *Schema) MatchFieldID(table, field string) (uint32, error) {
+	t, err := s.table(table)
+	if err != nil {
+		return 0, err
+	}
+	f := t.fieldsByName[field]
+	if f == nil {
+		return 0, fmt.Errorf("table %q has no match field %q", table, field)
+	}
+	return f.id, nil
+}
+
 // TableSize is the table's capacity from the P4Info (0 when unknown).
 func (s *Schema) TableSize(name string) (int64, error) {
 	t, err := s.table(name)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -289,6 +290,9 @@ type operatorOptions struct {
 	// who the operator acts as (zero: the envtest admin), e.g. the chart's ServiceAccount, so
 	// that only its RBAC applies.
 	impersonate rest.ImpersonationConfig
+	// slowSessionStatus delays every status write of an ATSSSSession by this much: a busy API
+	// server, under which session reconciles lag behind policy ones.
+	slowSessionStatus time.Duration
 }
 
 // startOperator runs the operator's controllers in a manager watching namespace ns.
@@ -298,6 +302,16 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 	lease, renew, retry := 3*time.Second, 2*time.Second, 200*time.Millisecond
 	cfg := rest.CopyConfig(restCfg)
 	cfg.Impersonate = o.impersonate
+	if d := o.slowSessionStatus; d > 0 {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				if req.Method == http.MethodPatch && strings.Contains(req.URL.Path, "/atssssessions/") && strings.HasSuffix(req.URL.Path, "/status") {
+					time.Sleep(d)
+				}
+				return rt.RoundTrip(req)
+			})
+		})
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.Scheme,
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
@@ -336,6 +350,10 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 	t.Cleanup(op.stop)
 	return op
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // stop ends the manager and waits for it (its P4Runtime streams are closed on return).
 func (o *operator) stop() {

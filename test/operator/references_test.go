@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,14 +11,17 @@ import (
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/softupf/p4rt"
 )
 
 // roomTimeout is shorter than the TableFull requeue (30s): a session waiting for room must be
@@ -315,4 +319,145 @@ func TestRefusedDeleteIsRetriedNotForgotten(t *testing.T) {
 		return nil
 	})
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+}
+
+// TestApplicationIDIsFreedOnlyWhenNoOverrideNamesIt: a deleted policy's sessions drop their
+// session_overrides in their own writes, apart from the policy's. While those overrides are still
+// on the device (here: the device refuses to delete them for a while, as a busy switch or API
+// server delays them), the old policy's application ID must not go to a new policy, or the device
+// would steer the new policy's traffic by the old policy's per-session overrides. The device is
+// read every few milliseconds throughout; no read may show the new policy's applications entry
+// beside an override with its ID. The operator is restarted first: IDs are handed out
+// round-robin, and a restarted operator used to start again at the lowest free ID, the old
+// policy's. (controllers' TestAcquireUnnamedPassesOverNamedIDs covers an ID reached again after
+// the pool went round.)
+func TestApplicationIDIsFreedOnlyWhenNoOverrideNamesIt(t *testing.T) {
+	ns := newNamespace(t)
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
+	overridesID, err := sch.TableID("session_overrides")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refusing atomic.Bool
+	u := startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, grpc.UnaryInterceptor(refuseDeletesIn(overridesID, &refusing)))
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	create(t, cm, upf)
+	first := startOperator(t, ns, operatorOptions{})
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	old := loadBalancePolicy(ns, "old", 10, 50, "198.18.10.0/24")
+	create(t, old)
+	const n = 20
+	for i := 1; i <= n; i++ {
+		create(t, session(ns, fmt.Sprintf("s%d", i), fmt.Sprintf("imsi-0010100000%05d", i), fmt.Sprintf("10.60.0.%d", i), "upf", "n", "", "old"))
+	}
+	eventually(t, programTimeout, "an override per session", func() error {
+		if got := countTable(mustEntries(t, u, sch), "session_overrides"); got != n {
+			return fmt.Errorf("%d session_overrides entries", got)
+		}
+		return nil
+	})
+	first.stop()
+	startOperator(t, ns, operatorOptions{})
+	waitCondition(t, replayTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+
+	override := regexp.MustCompile(`^session_overrides app_id=([0-9a-f]+) `)
+	newApp := regexp.MustCompile(`^applications .*c61214.* -> set_application\(.*app_id=([0-9a-f]+)`) // 198.18.20.0/24
+	stop, found := make(chan struct{}), make(chan string, 1)
+	go func() {
+		defer close(found)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if entries, err := u.entries(sch); err == nil {
+				ids, newID := map[string]int{}, ""
+				for _, e := range entries {
+					if m := override.FindStringSubmatch(e); m != nil {
+						ids[m[1]]++
+					}
+					if m := newApp.FindStringSubmatch(e); m != nil {
+						newID = m[1]
+					}
+				}
+				if newID != "" && ids[newID] > 0 {
+					found <- fmt.Sprintf("the new policy has application %s while %d overrides of the old policy name it", newID, ids[newID])
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	refusing.Store(true)
+	if err := k8s.Delete(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	fresh := loadBalancePolicy(ns, "new", 20, 50, "198.18.20.0/24")
+	create(t, fresh)
+	waitCondition(t, programTimeout, fresh, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	time.Sleep(settleTime) // the old overrides stay while deletes are refused
+	refusing.Store(false)
+	eventually(t, programTimeout, "the old policy gone", func() error { return gone(old) })
+	eventually(t, programTimeout, "no override left", func() error {
+		if got := countTable(mustEntries(t, u, sch), "session_overrides"); got != 0 {
+			return fmt.Errorf("%d session_overrides entries", got)
+		}
+		return nil
+	})
+	close(stop)
+	for msg := range found {
+		t.Error(msg)
+	}
+}
+
+// refuseDeletesIn makes the software UPF refuse, while refusing is set, every delete in one
+// table (per update, as a switch reports errors: the rest of the batch is written).
+func refuseDeletesIn(tableID uint32, refusing *atomic.Bool) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		w, ok := req.(*p4v1.WriteRequest)
+		if !ok || !refusing.Load() {
+			return handler(ctx, req)
+		}
+		keep := &p4v1.WriteRequest{DeviceId: w.DeviceId, Role: w.Role, ElectionId: w.ElectionId, Atomicity: w.Atomicity}
+		refused := make([]bool, len(w.Updates))
+		for i, up := range w.Updates {
+			if up.GetType() == p4v1.Update_DELETE && up.GetEntity().GetTableEntry().GetTableId() == tableID {
+				refused[i] = true
+				continue
+			}
+			keep.Updates = append(keep.Updates, up)
+		}
+		var kept []*p4v1.Error
+		if len(keep.Updates) > 0 {
+			if _, err := handler(ctx, keep); err != nil {
+				if kept = p4rt.BatchErrors(err); kept == nil {
+					return nil, err
+				}
+			}
+		}
+		st := &spb.Status{Code: int32(codes.Unknown), Message: "some deletes refused"}
+		failed := 0
+		for i := range w.Updates {
+			pe := &p4v1.Error{CanonicalCode: int32(codes.OK)}
+			switch {
+			case refused[i]:
+				pe = &p4v1.Error{CanonicalCode: int32(codes.Internal), Message: "deletes in this table are refused for now"}
+			case len(kept) > 0:
+				pe, kept = kept[0], kept[1:]
+			}
+			if pe.GetCanonicalCode() != int32(codes.OK) {
+				failed++
+			}
+			a, err := anypb.New(pe)
+			if err != nil {
+				return nil, err
+			}
+			st.Details = append(st.Details, a)
+		}
+		if failed == 0 {
+			return &p4v1.WriteResponse{}, nil
+		}
+		return nil, status.ErrorProto(st)
+	}
 }
