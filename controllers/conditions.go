@@ -20,6 +20,7 @@ const (
 	ReasonPrimary           = "Primary"
 	ReasonBackup            = "Backup"
 	ReasonDisconnected      = "Disconnected"
+	ReasonConnecting        = "Connecting"
 	ReasonPipelineInstalled = "PipelineInstalled"
 	ReasonPipelineMismatch  = "PipelineMismatch"
 	ReasonPushFailed        = "PushFailed"

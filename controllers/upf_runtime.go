@@ -45,6 +45,9 @@ type runtimeState struct {
 	generation         uint64
 	electionID         string
 	connErr            error
+	// connecting: a stream is being opened and has not reported yet (connected or failed), as
+	// after a start or a takeover; the status says Connecting, not Disconnected.
+	connecting bool
 	pipelineOK         bool
 	pipelineReason     string
 	pipelineErr        error
@@ -260,6 +263,7 @@ func (rt *upfRuntime) connect(cp connParams) {
 	rt.conn, rt.hasConn, rt.devCancel, rt.devDone = cp, true, cancel, done
 	rt.cmu.Unlock()
 	rt.dev.cur.Store(dev)
+	rt.setState(func(st *runtimeState) { st.connecting = true })
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = dev.Run(ctx) }()
@@ -298,6 +302,7 @@ func (rt *upfRuntime) watch(ctx context.Context, dev *upfclient.Device) {
 		case st := <-dev.States():
 			rt.setState(func(s *runtimeState) {
 				s.connected, s.primary, s.generation, s.connErr = st.Connected, st.Primary, st.Generation, st.Err
+				s.connecting = false
 				s.electionID = fmt.Sprintf("%d:%d", st.ElectionID.GetHigh(), st.ElectionID.GetLow())
 			})
 			rt.f.enqueueUPF(rt.key)

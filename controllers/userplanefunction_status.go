@@ -19,6 +19,7 @@ func (r *UserPlaneFunctionReconciler) setStatus(upf *junctionv1.UserPlaneFunctio
 	s := &upf.Status
 	g := upf.Generation
 	wasConnected := meta.IsStatusConditionTrue(s.Conditions, junctionv1.ConditionConnected)
+	wasDisconnected := meta.IsStatusConditionFalse(s.Conditions, junctionv1.ConditionConnected)
 
 	ready, reason, msg := true, ReasonReady, "primary, pipeline in place, desired state replayed"
 	fail := func(rs, m string) {
@@ -33,6 +34,11 @@ func (r *UserPlaneFunctionReconciler) setStatus(upf *junctionv1.UserPlaneFunctio
 		if !wasConnected {
 			r.Recorder.Event(upf, corev1.EventTypeNormal, ReasonPrimary, "Connected as the primary controller")
 		}
+	case st.connecting:
+		// Not known yet, not down: a takeover or a start must not read as an outage.
+		m := fmt.Sprintf("connecting to %s", upf.Spec.P4Runtime.Address)
+		setUnknown(&s.Conditions, g, junctionv1.ConditionConnected, ReasonConnecting, m)
+		fail(ReasonConnecting, m)
 	case st.connected:
 		m := fmt.Sprintf("connected as a backup with election ID %s: another controller is primary", st.electionID)
 		setCondition(&s.Conditions, g, junctionv1.ConditionConnected, false, ReasonBackup, m)
@@ -43,7 +49,7 @@ func (r *UserPlaneFunctionReconciler) setStatus(upf *junctionv1.UserPlaneFunctio
 			m += ": " + st.connErr.Error()
 		}
 		setCondition(&s.Conditions, g, junctionv1.ConditionConnected, false, ReasonDisconnected, m)
-		if wasConnected {
+		if !wasDisconnected { // connected, connecting or new: each outage gets one event
 			r.Recorder.Event(upf, corev1.EventTypeWarning, ReasonDisconnected, m)
 		}
 		fail(ReasonDisconnected, m)

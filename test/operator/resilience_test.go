@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -272,6 +273,28 @@ func TestTwoManagersOnePrimaryTheOtherTakesOver(t *testing.T) {
 	writes := u.writes()
 	before := mustEntries(t, u, p.sch)
 
+	// Watch the UPF's Connected condition through the takeover: neither leader may report the
+	// device disconnected (it never was), the old one on its way out nor the new one before its
+	// first connection.
+	watchStop, seen := make(chan struct{}), make(chan []string, 1)
+	go func() {
+		var bad []string
+		defer func() { seen <- bad }()
+		for {
+			select {
+			case <-watchStop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			upf := &junctionv1.UserPlaneFunction{}
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(p.upf), upf); err != nil {
+				continue
+			}
+			if c := meta.FindStatusCondition(upf.Status.Conditions, junctionv1.ConditionConnected); c != nil && c.Status == metav1.ConditionFalse {
+				bad = append(bad, c.Reason+": "+c.Message)
+			}
+		}
+	}()
 	leader.stop()
 	eventually(t, takeoverTimeout, "the standby leads", func() error {
 		if !elected(standby) {
@@ -288,6 +311,13 @@ func TestTwoManagersOnePrimaryTheOtherTakesOver(t *testing.T) {
 		return nil
 	})
 	time.Sleep(settleTime)
+	close(watchStop)
+	if bad := <-seen; len(bad) > 0 {
+		t.Errorf("Connected=False seen %d times during the takeover, first: %s", len(bad), bad[0])
+	}
+	if err := findEvent(ns, p.upf.Name, "Warning", "Disconnected"); err == nil {
+		t.Error("a Warning Disconnected event for a takeover: the device was never disconnected")
+	}
 	if got := u.writes(); got != writes {
 		t.Errorf("the new leader sent %d Write RPCs to a UPF that held everything, want 0", got-writes)
 	}
