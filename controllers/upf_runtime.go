@@ -47,11 +47,11 @@ type runtimeState struct {
 	connErr            error
 	// connecting: a stream is being opened and has not reported yet (connected or failed), as
 	// after a start or a takeover; the status says Connecting, not Disconnected.
-	connecting bool
-	pipelineOK         bool
-	pipelineReason     string
-	pipelineErr        error
-	cookie             uint64
+	connecting     bool
+	pipelineOK     bool
+	pipelineReason string
+	pipelineErr    error
+	cookie         uint64
 	// setupErr says what of the digest configuration and the clone session the device refused
 	// (retried every setupRetry on the same stream); the pipeline and the entries work without.
 	setupErr error
