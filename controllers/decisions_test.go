@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -332,4 +333,46 @@ func TestAcquireUnnamedPassesOverNamedIDs(t *testing.T) {
 			t.Fatal("no error with every ID named")
 		}
 	})
+}
+
+// A session event requeues the policies that count the session, not every policy of its namespace.
+func TestPoliciesCountingASession(t *testing.T) {
+	policy := func(name string, labels map[string]string) junctionv1.SteeringPolicy {
+		return junctionv1.SteeringPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: labels}}
+	}
+	all := []junctionv1.SteeringPolicy{
+		policy("video", map[string]string{"class": "streaming"}),
+		policy("music", map[string]string{"class": "streaming"}),
+		policy("voice", map[string]string{"class": "realtime"}),
+		policy("backup", nil),
+	}
+	names := func(s *junctionv1.ATSSSSession) string {
+		var out []string
+		for _, r := range policiesCounting(s, all) {
+			out = append(out, r.Name)
+		}
+		sort.Strings(out)
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		name string
+		spec junctionv1.ATSSSSessionSpec
+		want string
+	}{
+		{"a session with references requeues those names, existing or not",
+			junctionv1.ATSSSSessionSpec{PolicyRefs: []junctionv1.LocalObjectReference{{Name: "voice"}, {Name: "later"}}}, "later,voice"},
+		{"a selector requeues only the policies it matches",
+			junctionv1.ATSSSSessionSpec{PolicySelector: &metav1.LabelSelector{MatchLabels: map[string]string{"class": "streaming"}}}, "music,video"},
+		{"references and a selector together, each policy once",
+			junctionv1.ATSSSSessionSpec{PolicyRefs: []junctionv1.LocalObjectReference{{Name: "video"}},
+				PolicySelector: &metav1.LabelSelector{MatchLabels: map[string]string{"class": "streaming"}}}, "music,video"},
+		{"a session selecting nothing requeues nothing", junctionv1.ATSSSSessionSpec{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &junctionv1.ATSSSSession{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Spec: tc.spec}
+			if got := names(s); got != tc.want {
+				t.Errorf("requeued %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

@@ -249,17 +249,48 @@ func (r *SteeringPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// policiesOfSession requests the policies whose session count the session is part of (the map
+// handler calls it with the old and the new object of an update): those it names and, for a
+// selector, those that match it, not every policy of the namespace.
 func (r *SteeringPolicyReconciler) policiesOfSession(ctx context.Context, o client.Object) []reconcile.Request {
 	s, ok := o.(*junctionv1.ATSSSSession)
 	if !ok {
 		return nil
 	}
+	var all []junctionv1.SteeringPolicy
 	if s.Spec.PolicySelector != nil {
-		return r.policiesInNamespace(ctx, o)
+		var list junctionv1.SteeringPolicyList
+		if err := r.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
+			logf.FromContext(ctx).Error(err, "Listing policies failed")
+			return nil
+		}
+		all = list.Items
 	}
-	out := make([]reconcile.Request, 0, len(s.Spec.PolicyRefs))
+	return policiesCounting(s, all)
+}
+
+// policiesCounting are the policies that count session s: every name in its policyRefs (a
+// policy appearing later counts it too) and those of all that its selector matches.
+func policiesCounting(s *junctionv1.ATSSSSession, all []junctionv1.SteeringPolicy) []reconcile.Request {
+	var out []reconcile.Request
+	seen := map[string]bool{}
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: s.Namespace, Name: name}})
+		}
+	}
 	for _, ref := range s.Spec.PolicyRefs {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: s.Namespace, Name: ref.Name}})
+		add(ref.Name)
+	}
+	if s.Spec.PolicySelector != nil {
+		sel, _, pending := desired.SelectPolicies(s, all)
+		for _, p := range sel {
+			add(p.Name)
+		}
+		for _, name := range pending {
+			add(name)
+		}
 	}
 	return out
 }
