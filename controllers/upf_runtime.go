@@ -174,7 +174,7 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 	}
 	rt.mon = pathmon.NewMonitor(pathmon.Options{
 		UPF: key.String(), Config: f.PathConfig, Act: rt, Interval: f.StatusInterval,
-		Notify: rt.onPathsChanged, Log: log.WithName("pathmon"),
+		Notify: rt.onPathsChanged, Log: log.WithName("pathmon"), Known: rt.users.Taken,
 	})
 	return rt
 }

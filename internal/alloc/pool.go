@@ -119,6 +119,14 @@ func (p *Pool) Refs(owner string) int {
 	return len(p.refs[owner])
 }
 
+// Taken reports whether the index is allocated.
+func (p *Pool) Taken(index uint32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.byIdx[index]
+	return ok
+}
+
 // Used is the number of allocated indexes.
 func (p *Pool) Used() int {
 	p.mu.Lock()

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -276,5 +278,26 @@ func TestMonitorSuspendsResumesAndNotifiesAtABoundedRate(t *testing.T) {
 	}
 	if got := strings.Join(act.writes, ","); got != "suspend,resume" {
 		t.Errorf("device writes %s, want suspend,resume", got)
+	}
+}
+
+// Reports about a user index no session holds (a late digest after the user was forgotten) are
+// dropped: the monitor keeps state only for users that exist, and its map does not grow.
+func TestMonitorKeepsOnlyKnownUsers(t *testing.T) {
+	known := map[uint32]bool{7: true}
+	m := NewMonitor(Options{UPF: "test-known", Known: func(u uint32) bool { return known[u] }})
+	ctx := context.Background()
+	m.Observe(ctx, rtt(Access3GPP, 30), t0) // user 7
+	if _, ok := m.Summary(7); !ok {
+		t.Fatal("no state for a known user")
+	}
+	m.Forget(7)
+	delete(known, 7)
+	m.Observe(ctx, rtt(Access3GPP, 30), t0.Add(time.Second)) // late, after Forget
+	if s, ok := m.Summary(7); ok {
+		t.Errorf("state for a forgotten user came back: %+v", s)
+	}
+	if got := testutil.ToFloat64(reportsDropped.WithLabelValues("test-known")); got != 1 {
+		t.Errorf("%v reports counted dropped, want the late one", got)
 	}
 }

@@ -46,6 +46,7 @@ type Monitor struct {
 	every  time.Duration
 	now    func() time.Time
 	log    logr.Logger
+	known  func(user uint32) bool
 
 	in chan Report
 
@@ -68,6 +69,10 @@ type Options struct {
 	Queue    int           // reports buffered between the digest loop and Run; default 4096
 	Now      func() time.Time
 	Log      logr.Logger
+	// Known says whether a user index belongs to a session now; reports about others (late
+	// digests of a user just forgotten) are dropped and counted, so the user map holds only
+	// users that exist. Default: every user is known.
+	Known func(user uint32) bool
 }
 
 // NewMonitor returns a monitor with no users.
@@ -87,8 +92,11 @@ func NewMonitor(o Options) *Monitor {
 	if o.Notify == nil {
 		o.Notify = func([]uint32) {}
 	}
+	if o.Known == nil {
+		o.Known = func(uint32) bool { return true }
+	}
 	return &Monitor{
-		upf: o.UPF, cfg: o.Config, act: o.Act, notify: o.Notify, every: o.Interval, now: o.Now, log: o.Log,
+		upf: o.UPF, cfg: o.Config, act: o.Act, notify: o.Notify, every: o.Interval, now: o.Now, log: o.Log, known: o.Known,
 		in: make(chan Report, o.Queue), users: map[uint32]*UserState{},
 		suspended: map[uint32]struct{}{}, dirty: map[uint32]struct{}{},
 	}
@@ -136,6 +144,11 @@ func (m *Monitor) Observe(ctx context.Context, r Report, now time.Time) {
 	m.mu.Lock()
 	st := m.users[r.User]
 	if st == nil {
+		if !m.known(r.User) {
+			m.mu.Unlock()
+			reportsDropped.WithLabelValues(m.upf).Inc()
+			return
+		}
 		st = &UserState{}
 		m.users[r.User] = st
 	}
