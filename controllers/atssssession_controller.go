@@ -101,7 +101,7 @@ func (r *ATSSSSessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&junctionv1.ATSSSSession{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletingPredicate()))).
 		Watches(&junctionv1.UserPlaneFunction{}, handler.EnqueueRequestsFromMapFunc(r.sessionsOfUPF), builder.WithPredicates(upfChangedForDependents())).
 		Watches(&junctionv1.SteeringPolicy{}, handler.EnqueueRequestsFromMapFunc(r.sessionsOfPolicy), builder.WithPredicates(policyChangedForSessions())).
-		WatchesRawSource(source.Channel(r.Fleet.sessionEvents, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.Fleet.sessionEvents.ch, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: n}).
 		Named("atssssession").
 		Complete(r)

@@ -9,7 +9,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/alloc"
@@ -43,10 +42,10 @@ type Fleet struct {
 	// PathConfig tunes flip-flop detection; StatusInterval bounds path status refreshes.
 	PathConfig     pathmon.Config
 	StatusInterval time.Duration
-	// DialOptions are added to every P4Runtime connection (tests).
+	// ReconnectBackoff shapes the P4Runtime clients' reconnect delays.
 	ReconnectBackoff upfclient.Backoff
 
-	sessionEvents, policyEvents, upfEvents chan event.GenericEvent
+	sessionEvents, policyEvents, upfEvents *requests
 
 	startOnce sync.Once
 	started   chan struct{}
@@ -63,9 +62,9 @@ func (f *Fleet) init() {
 	f.startOnce.Do(func() {
 		f.started = make(chan struct{})
 		f.upfs = map[types.NamespacedName]*upfRuntime{}
-		f.sessionEvents = make(chan event.GenericEvent, 1024)
-		f.policyEvents = make(chan event.GenericEvent, 1024)
-		f.upfEvents = make(chan event.GenericEvent, 256)
+		f.sessionEvents = newRequests(func() client.Object { return &junctionv1.ATSSSSession{} })
+		f.policyEvents = newRequests(func() client.Object { return &junctionv1.SteeringPolicy{} })
+		f.upfEvents = newRequests(func() client.Object { return &junctionv1.UserPlaneFunction{} })
 		// Application IDs are 16 bits; 0 is the default application (traffic no policy matches).
 		f.apps = alloc.NewPool("application ID", 1, 1<<16)
 		if f.Window <= 0 {
@@ -94,6 +93,9 @@ func (f *Fleet) Start(ctx context.Context) error {
 		}
 	}
 	f.ctx, f.low = ctx, low
+	for _, q := range []*requests{f.sessionEvents, f.policyEvents, f.upfEvents} {
+		go q.run(ctx)
+	}
 	f.Log.Info("Fleet started", "electionIDLow", low)
 	close(f.started)
 	<-ctx.Done()
@@ -277,45 +279,8 @@ func (f *Fleet) restoreApps(ctx context.Context) error {
 	return nil
 }
 
-// enqueue sends reconcile requests for objects without blocking the caller.
-func (f *Fleet) enqueue(ch chan event.GenericEvent, objs []client.Object) {
-	if len(objs) == 0 {
-		return
-	}
-	go func() {
-		for _, o := range objs {
-			select {
-			case ch <- event.GenericEvent{Object: o}:
-			case <-f.ctx.Done():
-				return
-			}
-		}
-	}()
-}
+func (f *Fleet) enqueueSessions(keys []types.NamespacedName) { f.sessionEvents.add(keys...) }
 
-func (f *Fleet) enqueueSessions(keys []types.NamespacedName) {
-	objs := make([]client.Object, len(keys))
-	for i, k := range keys {
-		objs[i] = &junctionv1.ATSSSSession{}
-		objs[i].SetNamespace(k.Namespace)
-		objs[i].SetName(k.Name)
-	}
-	f.enqueue(f.sessionEvents, objs)
-}
+func (f *Fleet) enqueuePolicies(keys []types.NamespacedName) { f.policyEvents.add(keys...) }
 
-func (f *Fleet) enqueuePolicies(keys []types.NamespacedName) {
-	objs := make([]client.Object, len(keys))
-	for i, k := range keys {
-		objs[i] = &junctionv1.SteeringPolicy{}
-		objs[i].SetNamespace(k.Namespace)
-		objs[i].SetName(k.Name)
-	}
-	f.enqueue(f.policyEvents, objs)
-}
-
-func (f *Fleet) enqueueUPF(key types.NamespacedName) {
-	o := &junctionv1.UserPlaneFunction{}
-	o.SetNamespace(key.Namespace)
-	o.SetName(key.Name)
-	f.enqueue(f.upfEvents, []client.Object{o})
-}
+func (f *Fleet) enqueueUPF(key types.NamespacedName) { f.upfEvents.add(key) }

@@ -98,15 +98,20 @@ func (p *programmer) replay(ctx context.Context, gen uint64) {
 	p.onSynced()
 }
 
+// failReplay records a failed replay; the callbacks run after the lock is released (they only
+// queue: no goroutine outlives the programmer).
 func (p *programmer) failReplay(gen uint64, err error) {
 	p.log.Error(err, "Replay failed", "generation", gen)
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.gen == gen {
+	current := p.gen == gen
+	if current {
 		p.replayErr = err
 		p.mode = modeDown
 		p.releaseWaitersLocked(errNotSynced)
-		go p.onReplayFailed(gen)
 	}
-	go p.onSynced()
+	p.mu.Unlock()
+	if current {
+		p.onReplayFailed(gen)
+	}
+	p.onSynced()
 }

@@ -244,7 +244,7 @@ func (r *SteeringPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&junctionv1.SteeringPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletingPredicate()))).
 		Watches(&junctionv1.ATSSSSession{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfSession), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
 		Watches(&junctionv1.UserPlaneFunction{}, handler.EnqueueRequestsFromMapFunc(r.policiesInNamespace), builder.WithPredicates(upfChangedForDependents())).
-		WatchesRawSource(source.Channel(r.Fleet.policyEvents, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.Fleet.policyEvents.ch, &handler.EnqueueRequestForObject{})).
 		Named("steeringpolicy").
 		Complete(r)
 }

@@ -134,7 +134,7 @@ func (r *UserPlaneFunctionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&junctionv1.UserPlaneFunction{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFConfigMap))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFSecret))).
-		WatchesRawSource(source.Channel(r.Fleet.upfEvents, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.Fleet.upfEvents.ch, &handler.EnqueueRequestForObject{})).
 		Named("userplanefunction").
 		Complete(r)
 }
