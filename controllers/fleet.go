@@ -54,6 +54,7 @@ type Fleet struct {
 
 	mu        sync.Mutex
 	upfs      map[types.NamespacedName]*upfRuntime
+	creating  map[types.NamespacedName]*creation
 	apps      *alloc.Pool
 	appsReady bool
 }
@@ -62,6 +63,7 @@ func (f *Fleet) init() {
 	f.startOnce.Do(func() {
 		f.started = make(chan struct{})
 		f.upfs = map[types.NamespacedName]*upfRuntime{}
+		f.creating = map[types.NamespacedName]*creation{}
 		f.sessionEvents = newRequests(func() client.Object { return &junctionv1.ATSSSSession{} })
 		f.policyEvents = newRequests(func() client.Object { return &junctionv1.SteeringPolicy{} })
 		f.upfEvents = newRequests(func() client.Object { return &junctionv1.UserPlaneFunction{} })
@@ -123,31 +125,69 @@ func (f *Fleet) wait(ctx context.Context) error {
 }
 
 // runtime returns the UPF's runtime, creating it, with its allocations restored from the API
-// server and its desired state seeded, on first use.
+// server and its desired state seeded, on first use. The creation (a ConfigMap read and two
+// uncached lists, seconds at 100k sessions) runs outside the Fleet's lock: other UPFs' runtimes
+// stay available meanwhile, and concurrent callers for the same UPF wait for the one creation.
 func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) (*upfRuntime, error) {
 	if err := f.wait(ctx); err != nil {
 		return nil, err
 	}
 	key := client.ObjectKeyFromObject(upf)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if rt := f.upfs[key]; rt != nil {
-		if rt.uid == upf.UID {
-			return rt, nil
+	for {
+		f.mu.Lock()
+		if rt := f.upfs[key]; rt != nil {
+			if rt.uid == upf.UID {
+				f.mu.Unlock()
+				return rt, nil
+			}
+			delete(f.upfs, key) // deleted and created again under the same name
+			go rt.stop()
 		}
-		delete(f.upfs, key) // deleted and created again under the same name
-		go rt.stop()
+		c := f.creating[key]
+		if c == nil {
+			c = &creation{done: make(chan struct{})}
+			f.creating[key] = c
+			f.mu.Unlock()
+			rt, err := f.create(ctx, upf)
+			f.mu.Lock()
+			delete(f.creating, key)
+			if err == nil {
+				f.upfs[key] = rt
+			}
+			c.err = err
+			close(c.done)
+			f.mu.Unlock()
+			return rt, err
+		}
+		f.mu.Unlock()
+		select {
+		case <-c.done:
+			if c.err != nil {
+				return nil, c.err
+			}
+			// Created: look it up again (its UID is checked there).
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
+}
+
+// creation is a runtime being created; done closes when it is in f.upfs or err says why not.
+type creation struct {
+	done chan struct{}
+	err  error
+}
+
+func (f *Fleet) create(ctx context.Context, upf *junctionv1.UserPlaneFunction) (*upfRuntime, error) {
 	pipe, err := loadPipeline(ctx, f.Reader, upf)
 	if err != nil {
 		return nil, err
 	}
 	rt := newRuntime(f, upf, pipe)
 	if err := f.restore(ctx, rt, upf); err != nil {
-		return nil, fmt.Errorf("restoring the allocations of UserPlaneFunction %s: %w", key, err)
+		return nil, fmt.Errorf("restoring the allocations of UserPlaneFunction %s: %w", client.ObjectKeyFromObject(upf), err)
 	}
 	rt.start(f.ctx)
-	f.upfs[key] = rt
 	return rt, nil
 }
 

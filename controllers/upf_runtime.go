@@ -122,6 +122,9 @@ type upfRuntime struct {
 	repush       chan struct{}
 	replayFailed chan uint64
 
+	// configMu makes configure one step: two calls cannot both see a changed endpoint and both
+	// connect. cmu guards the connection fields that connect, disconnect and configure share.
+	configMu  sync.Mutex
 	cmu       sync.Mutex
 	conn      connParams
 	hasConn   bool
@@ -207,6 +210,8 @@ func (rt *upfRuntime) stop() {
 // configure (re)connects when the connection parameters changed, re-arbitrates when the
 // election ID's high bits changed, and re-ensures the pipeline when its cookie changed.
 func (rt *upfRuntime) configure(cp connParams, pipe *pipelineSpec, upf *junctionv1.UserPlaneFunction) {
+	rt.configMu.Lock()
+	defer rt.configMu.Unlock()
 	if hi := uint64(upf.Spec.P4Runtime.ElectionIDHigh); rt.electionHigh.Swap(hi) != hi {
 		if d := rt.dev.cur.Load(); d != nil {
 			if err := d.Reelect(); err != nil {

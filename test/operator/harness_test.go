@@ -290,9 +290,9 @@ type operatorOptions struct {
 	// who the operator acts as (zero: the envtest admin), e.g. the chart's ServiceAccount, so
 	// that only its RBAC applies.
 	impersonate rest.ImpersonationConfig
-	// slowSessionStatus delays every status write of an ATSSSSession by this much: a busy API
-	// server, under which session reconciles lag behind policy ones.
-	slowSessionStatus time.Duration
+	// slowFirstRestore delays the operator's first uncached list of ATSSSSessions (a UPF
+	// runtime's restore) by this much, as 100k sessions would.
+	slowFirstRestore time.Duration
 }
 
 // startOperator runs the operator's controllers in a manager watching namespace ns.
@@ -302,10 +302,13 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 	lease, renew, retry := 3*time.Second, 2*time.Second, 200*time.Millisecond
 	cfg := rest.CopyConfig(restCfg)
 	cfg.Impersonate = o.impersonate
-	if d := o.slowSessionStatus; d > 0 {
+	if d := o.slowFirstRestore; d > 0 {
+		var slowed atomic.Bool
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-				if req.Method == http.MethodPatch && strings.Contains(req.URL.Path, "/atssssessions/") && strings.HasSuffix(req.URL.Path, "/status") {
+				// An uncached list: no resourceVersion (an informer's list sends one) and no watch.
+				if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/atssssessions") &&
+					!req.URL.Query().Has("resourceVersion") && !req.URL.Query().Has("watch") && slowed.CompareAndSwap(false, true) {
 					time.Sleep(d)
 				}
 				return rt.RoundTrip(req)

@@ -331,3 +331,30 @@ func TestTwoManagersOnePrimaryTheOtherTakesOver(t *testing.T) {
 	eventually(t, programTimeout, "entries with the new session", func() error { return sameEntries(u, p.sch, ns, "upf") })
 	assertDistinctIndexes(t, ns)
 }
+
+// TestSlowRestoreBlocksNoOtherUPF: a runtime's restore lists every session of its namespace
+// from the API server (seconds at 100k sessions). While one UPF's restore is stalled, another
+// UPF is connected and Ready: the restore does not hold the lock every reconcile needs.
+func TestSlowRestoreBlocksNoOtherUPF(t *testing.T) {
+	ns := newNamespace(t)
+	cm, _ := pipelineConfigMap(t, ns, "pipeline", nil)
+	a := newUPF(ns, "a", startSoftUPF(t, "127.0.0.1:0").addr, "pipeline")
+	b := newUPF(ns, "b", startSoftUPF(t, "127.0.0.1:0").addr, "pipeline")
+	create(t, cm, a, b)
+	const stall = 6 * time.Second
+	start := time.Now()
+	startOperator(t, ns, operatorOptions{slowFirstRestore: stall})
+	eventually(t, stall, "one UPF Ready while the other's restore is stalled", func() error {
+		for _, u := range []*junctionv1.UserPlaneFunction{a, b} {
+			if c, err := condition(u, junctionv1.ConditionReady); err == nil && c.Status == metav1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("neither is Ready")
+	})
+	if took := time.Since(start); took >= stall {
+		t.Fatalf("the first UPF was Ready after %s, behind the stalled restore", took)
+	}
+	waitCondition(t, programTimeout, a, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	waitCondition(t, programTimeout, b, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+}
