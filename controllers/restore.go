@@ -48,8 +48,15 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 		return fmt.Errorf("listing SteeringPolicies: %w", err)
 	}
 	var changes []Change
+	// An object whose entries cannot be built is left out of the seed (the first replay deletes
+	// what it had on the device) and reconciled again, which reports why on the object itself.
+	var unbuilt []string
+	var unbuiltSessions, unbuiltPolicies []types.NamespacedName
 	if es, err := desired.UPFEntries(upf.Spec); err == nil {
 		changes = append(changes, Change{Owner: ownerUPF, Entries: es})
+	} else {
+		unbuilt = append(unbuilt, fmt.Sprintf("UserPlaneFunction %s: %v", upf.Name, err))
+		f.enqueueUPF(client.ObjectKeyFromObject(upf))
 	}
 	for i := range policies.Items {
 		p := &policies.Items[i]
@@ -57,9 +64,12 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 			continue
 		}
 		es, err := desired.ApplicationEntries(desired.Policy{Name: p.Name, AppID: uint16(*p.Status.ApplicationID), Spec: p.Spec})
-		if err == nil {
-			changes = append(changes, Change{Owner: policyOwner(p.Namespace, p.Name), Entries: es})
+		if err != nil {
+			unbuilt = append(unbuilt, fmt.Sprintf("SteeringPolicy %s: %v", p.Name, err))
+			unbuiltPolicies = append(unbuiltPolicies, client.ObjectKeyFromObject(p))
+			continue
 		}
+		changes = append(changes, Change{Owner: policyOwner(p.Namespace, p.Name), Entries: es})
 	}
 	restored := 0
 	for i := range sessions.Items {
@@ -78,11 +88,13 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 			continue // the reconcile allocates what is missing
 		}
 		ds, err := buildSession(s, upf, a, sel)
-		if err != nil {
-			continue
+		var es []desired.Entry
+		if err == nil {
+			es, err = desired.SessionEntries(ds)
 		}
-		es, err := desired.SessionEntries(ds)
 		if err != nil {
+			unbuilt = append(unbuilt, fmt.Sprintf("ATSSSSession %s: %v", s.Name, err))
+			unbuiltSessions = append(unbuiltSessions, client.ObjectKeyFromObject(s))
 			continue
 		}
 		changes = append(changes, Change{Owner: sessionOwner(s.Namespace, s.Name), Entries: es})
@@ -92,6 +104,11 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 	}
 	if err := rt.prog.Seed(changes...); err != nil {
 		rt.log.Error(err, "Some recorded entries conflict; their objects are reconciled again")
+	}
+	if len(unbuilt) > 0 {
+		rt.log.Error(fmt.Errorf("%s", strings.Join(unbuilt, "; ")), "Recorded objects whose entries cannot be built; reconciling them again", "objects", len(unbuilt))
+		f.enqueueSessions(unbuiltSessions)
+		f.enqueuePolicies(unbuiltPolicies)
 	}
 	rt.log.Info("Restored allocations", "sessions", restored, "users", rt.users.Used(), "tunnelPeers", rt.peers.Used(), "sequenceIndexes", rt.seqs.Used(), "owners", len(changes))
 	return nil
