@@ -44,6 +44,12 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 		}
 		return ctrl.Result{}, err
 	}
+	if st := rt.state(); st.connected && !st.primary {
+		// Another controller holds the device: what this operator wrote may be gone, and
+		// nothing it writes lands. The UPF's Connected condition brings the session back.
+		r.notProgrammed(s, ReasonUPFNotPrimary, fmt.Sprintf("UserPlaneFunction %s: another controller is primary on the device", upf.Name))
+		return ctrl.Result{}, nil
+	}
 
 	var policies junctionv1.SteeringPolicyList
 	if err := r.List(ctx, &policies, client.InNamespace(s.Namespace)); err != nil {
@@ -230,7 +236,7 @@ func (r *ATSSSSessionReconciler) notProgrammed(s *junctionv1.ATSSSSession, reaso
 
 func warnable(reason string) bool {
 	switch reason {
-	case ReasonUPFNotFound, ReasonUPFNotReady, ReasonTableFull, ReasonConflict, ReasonInvalidSpec, ReasonIndexesExhausted, ReasonWriteFailed, ReasonPolicyNotFound,
+	case ReasonUPFNotFound, ReasonUPFNotReady, ReasonUPFNotPrimary, ReasonTableFull, ReasonConflict, ReasonInvalidSpec, ReasonIndexesExhausted, ReasonWriteFailed, ReasonPolicyNotFound,
 		ReasonRegisterWriteRefused:
 		return true
 	}

@@ -17,10 +17,14 @@ import (
 
 // Condition reasons and event reasons (CamelCase, as Kubernetes conventions ask).
 const (
-	ReasonPrimary           = "Primary"
-	ReasonBackup            = "Backup"
-	ReasonDisconnected      = "Disconnected"
-	ReasonConnecting        = "Connecting"
+	ReasonPrimary      = "Primary"
+	ReasonBackup       = "Backup"
+	ReasonDisconnected = "Disconnected"
+	ReasonConnecting   = "Connecting"
+	// Another UserPlaneFunction names the same device and programs it.
+	ReasonDuplicateDevice = "DuplicateDevice"
+	// Connected, but another controller is primary: nothing written here lands.
+	ReasonUPFNotPrimary     = "UPFNotPrimary"
 	ReasonPipelineInstalled = "PipelineInstalled"
 	ReasonPipelineMismatch  = "PipelineMismatch"
 	ReasonPushFailed        = "PushFailed"
@@ -77,6 +81,7 @@ var stalledReasons = map[string]bool{
 	ReasonTableFull: true, ReasonConflict: true, ReasonInvalidSpec: true, ReasonIndexesExhausted: true,
 	ReasonUPFNotFound: true, ReasonPolicyNotFound: true, ReasonConfigMapNotFound: true, ReasonSecretNotFound: true,
 	ReasonInvalidPipeline: true, ReasonInvalidTLS: true, ReasonPipelineMismatch: true, ReasonRegisterWriteRefused: true,
+	ReasonDuplicateDevice: true,
 }
 
 // setProgressConditions derives Reconciling and Stalled from Ready, as the last step before the

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -133,6 +134,13 @@ func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) 
 		return nil, err
 	}
 	key := client.ObjectKeyFromObject(upf)
+	if other, err := f.deviceHolder(ctx, upf); err != nil {
+		return nil, err
+	} else if other != nil {
+		f.remove(key) // in case it programmed the device before the other one appeared
+		return nil, &loadError{ReasonDuplicateDevice, fmt.Errorf("UserPlaneFunction %s/%s names the same device (%s) and programs it; this one waits until it goes",
+			other.Namespace, other.Name, upf.Spec.P4Runtime.Address)}
+	}
 	for {
 		f.mu.Lock()
 		if rt := f.upfs[key]; rt != nil {
@@ -170,6 +178,38 @@ func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) 
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// deviceHolder returns the UserPlaneFunction that programs upf's device when it is another one.
+// Two objects naming one device (address, device ID, role) would each take primary in turn and
+// delete each other's entries in their replays: the oldest one programs it (then the first by
+// namespace and name), the others wait.
+func (f *Fleet) deviceHolder(ctx context.Context, upf *junctionv1.UserPlaneFunction) (*junctionv1.UserPlaneFunction, error) {
+	var list junctionv1.UserPlaneFunctionList
+	if err := f.Client.List(ctx, &list, client.MatchingFields{indexUPFDevice: deviceKey(upf)}); err != nil {
+		return nil, err
+	}
+	holder := upf
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.DeletionTimestamp != nil || o.UID == upf.UID {
+			continue
+		}
+		if o.CreationTimestamp.Before(&holder.CreationTimestamp) || (o.CreationTimestamp.Equal(&holder.CreationTimestamp) &&
+			client.ObjectKeyFromObject(o).String() < client.ObjectKeyFromObject(holder).String()) {
+			holder = o
+		}
+	}
+	if holder == upf {
+		return nil, nil
+	}
+	return holder, nil
+}
+
+// deviceKey identifies the P4Runtime device a UserPlaneFunction programs.
+func deviceKey(upf *junctionv1.UserPlaneFunction) string {
+	ep := upf.Spec.P4Runtime
+	return fmt.Sprintf("%s|%d|%s", strings.ToLower(ep.Address), ep.DeviceID, ep.Role)
 }
 
 // creation is a runtime being created; done closes when it is in f.upfs or err says why not.

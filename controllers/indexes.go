@@ -19,6 +19,7 @@ const (
 	indexSessionSelector = "spec.policySelector"
 	indexUPFConfigMap    = "spec.pipeline.configMapRef.name"
 	indexUPFSecret       = "spec.p4runtime.tls.secretRef.name"
+	indexUPFDevice       = "spec.p4runtime.device" // address, device ID and role: one P4Runtime device
 )
 
 // indexer registers the field indexes on a manager's cache.
@@ -51,6 +52,9 @@ func setupIndexes(ctx context.Context, idx indexer) error {
 		}},
 		{&junctionv1.UserPlaneFunction{}, indexUPFConfigMap, func(o client.Object) []string {
 			return []string{o.(*junctionv1.UserPlaneFunction).Spec.Pipeline.ConfigMapRef.Name}
+		}},
+		{&junctionv1.UserPlaneFunction{}, indexUPFDevice, func(o client.Object) []string {
+			return []string{deviceKey(o.(*junctionv1.UserPlaneFunction))}
 		}},
 		{&junctionv1.UserPlaneFunction{}, indexUPFSecret, func(o client.Object) []string {
 			if t := o.(*junctionv1.UserPlaneFunction).Spec.P4Runtime.TLS; t != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -83,9 +85,17 @@ func (r *UserPlaneFunctionReconciler) reconcileNormal(ctx context.Context, upf *
 		r.notReady(upf, junctionv1.ConditionConnected, le.Reason, le.Error())
 		return ctrl.Result{}, nil // the Secret watch brings the UPF back
 	}
+	if err := r.deviceConflict(ctx, upf); err != nil {
+		return ctrl.Result{}, err
+	}
 	rt, err := r.Fleet.runtime(ctx, upf)
 	if err != nil {
-		return ctrl.Result{}, err
+		var le *loadError
+		if !errors.As(err, &le) {
+			return ctrl.Result{}, err
+		}
+		r.notReady(upf, junctionv1.ConditionConnected, le.Reason, le.Error())
+		return ctrl.Result{}, nil // the UPF watch brings it back when the other one goes
 	}
 	rt.configure(cp, pipe, upf)
 
@@ -120,6 +130,61 @@ func (r *UserPlaneFunctionReconciler) reconcileDelete(ctx context.Context, upf *
 	return ctrl.Result{}, r.Patch(ctx, upf, patch)
 }
 
+// deviceConflict sets DeviceConflict when other UserPlaneFunctions name this one's device, on
+// each of them, saying which one programs it (Fleet.deviceHolder), with a Warning event when it
+// appears; it removes the condition when the conflict is gone.
+func (r *UserPlaneFunctionReconciler) deviceConflict(ctx context.Context, upf *junctionv1.UserPlaneFunction) error {
+	var list junctionv1.UserPlaneFunctionList
+	if err := r.List(ctx, &list, client.MatchingFields{indexUPFDevice: deviceKey(upf)}); err != nil {
+		return err
+	}
+	var others []string
+	for i := range list.Items {
+		if o := &list.Items[i]; o.UID != upf.UID && o.DeletionTimestamp == nil {
+			others = append(others, client.ObjectKeyFromObject(o).String())
+		}
+	}
+	if len(others) == 0 {
+		meta.RemoveStatusCondition(&upf.Status.Conditions, junctionv1.ConditionDeviceConflict)
+		return nil
+	}
+	holder, err := r.Fleet.deviceHolder(ctx, upf)
+	if err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("UserPlaneFunction %s names the same device (%s, device ID %d); this one programs it",
+		strings.Join(others, ", "), upf.Spec.P4Runtime.Address, upf.Spec.P4Runtime.DeviceID)
+	if holder != nil {
+		msg = fmt.Sprintf("UserPlaneFunction %s names the same device (%s, device ID %d) and programs it, being older; this one waits",
+			client.ObjectKeyFromObject(holder), upf.Spec.P4Runtime.Address, upf.Spec.P4Runtime.DeviceID)
+	}
+	if setCondition(&upf.Status.Conditions, upf.Generation, junctionv1.ConditionDeviceConflict, true, ReasonDuplicateDevice, msg) {
+		r.Recorder.Event(upf, corev1.EventTypeWarning, ReasonDuplicateDevice, msg)
+	}
+	return nil
+}
+
+// sameDevice requests the other UserPlaneFunctions that name o's device (one appearing or
+// going changes who programs it).
+func (r *UserPlaneFunctionReconciler) sameDevice(ctx context.Context, o client.Object) []reconcile.Request {
+	upf, ok := o.(*junctionv1.UserPlaneFunction)
+	if !ok {
+		return nil
+	}
+	var list junctionv1.UserPlaneFunctionList
+	if err := r.List(ctx, &list, client.MatchingFields{indexUPFDevice: deviceKey(upf)}); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing the UPFs of a device failed")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].UID != upf.UID {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
 // notReady records a problem with a referenced object (condition typ) and Ready=False.
 func (r *UserPlaneFunctionReconciler) notReady(upf *junctionv1.UserPlaneFunction, typ, reason, msg string) {
 	if setCondition(&upf.Status.Conditions, upf.Generation, typ, false, reason, msg) {
@@ -133,6 +198,8 @@ func (r *UserPlaneFunctionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Fleet.init()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&junctionv1.UserPlaneFunction{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
+		Watches(&junctionv1.UserPlaneFunction{}, handler.EnqueueRequestsFromMapFunc(r.sameDevice),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFConfigMap))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFSecret))).
 		WatchesRawSource(source.Channel(r.Fleet.upfEvents.ch, &handler.EnqueueRequestForObject{})).

@@ -26,6 +26,9 @@ const (
 	// ConditionAgentReady says the UE agent on the session's node has built the session's tunnel
 	// and at least one leg works. Only the agent writes it.
 	ConditionAgentReady = "AgentReady"
+	// ConditionDeviceConflict says another UserPlaneFunction names the same P4Runtime device
+	// (address, device ID, role); its message says which one programs it.
+	ConditionDeviceConflict = "DeviceConflict"
 
 	// ConditionReconciling and ConditionStalled are kstatus's (sigs.k8s.io/cli-utils), which Flux's
 	// health checks use and deploy/argocd/health.lua reads the same way. kstatus knows no Junction

@@ -14,6 +14,7 @@ import (
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -460,4 +461,96 @@ func refuseDeletesIn(tableID uint32, refusing *atomic.Bool) grpc.UnaryServerInte
 		}
 		return nil, status.ErrorProto(st)
 	}
+}
+
+// TestTwoUPFsOnOneDevice: a second UserPlaneFunction naming the device of a first (same address
+// and device ID, a higher electionIDHigh) must not take it over: the first, older, keeps
+// programming it and its sessions stay on it; the second reports DuplicateDevice (Ready=False,
+// with an event) and its sessions are not Programmed; both carry DeviceConflict. Once the first
+// is deleted, the second programs the device.
+func TestTwoUPFsOnOneDevice(t *testing.T) {
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
+	first := newUPF(ns, "first", u.addr, "pipeline")
+	s1 := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "first", "n", "")
+	create(t, cm, first, s1)
+	startOperator(t, ns, operatorOptions{})
+	waitCondition(t, programTimeout, s1, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	firstID := upfStatus(t, first).ElectionID
+
+	second := newUPF(ns, "second", u.addr, "pipeline")
+	second.Spec.P4Runtime.ElectionIDHigh = 5
+	s2 := session(ns, "s2", "imsi-001010000000002", "10.60.0.2", "second", "n", "")
+	create(t, second, s2)
+	waitCondition(t, programTimeout, second, junctionv1.ConditionReady, metav1.ConditionFalse, "DuplicateDevice")
+	waitCondition(t, programTimeout, second, junctionv1.ConditionDeviceConflict, metav1.ConditionTrue, "DuplicateDevice")
+	waitCondition(t, programTimeout, first, junctionv1.ConditionDeviceConflict, metav1.ConditionTrue, "DuplicateDevice")
+	eventually(t, programTimeout, "a DuplicateDevice event", func() error { return findEvent(ns, "second", "Warning", "DuplicateDevice") })
+	waitCondition(t, programTimeout, s2, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "UPFNotReady")
+
+	time.Sleep(settleTime) // give the second (wrongly) time to take the device
+	if c, _ := condition(first, junctionv1.ConditionReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("first: Ready %s %s: %s", c.Status, c.Reason, c.Message)
+	}
+	if id := upfStatus(t, first).ElectionID; id != firstID {
+		t.Errorf("first's election ID went from %s to %s", firstID, id)
+	}
+	if c, _ := condition(s1, junctionv1.ConditionProgrammed); c.Status != metav1.ConditionTrue {
+		t.Errorf("s1: Programmed %s %s", c.Status, c.Reason)
+	}
+	if err := sameEntries(u, sch, ns, "first"); err != nil {
+		t.Errorf("the device no longer holds the first UPF's state: %v", err)
+	}
+
+	if err := k8s.Delete(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, programTimeout, second, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	waitCondition(t, programTimeout, s2, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	if c, _ := condition(second, junctionv1.ConditionDeviceConflict); c.Status != "" {
+		t.Errorf("DeviceConflict %s after the first UPF went", c.Status)
+	}
+}
+
+// TestSessionsAreNotProgrammedWhileAnotherControllerIsPrimary: another controller arbitrates
+// with a higher election ID. The operator is a backup: nothing it writes lands and the device
+// holds what the other one wants, so its sessions say Programmed=False UPFNotPrimary. The device
+// remembers the highest election ID it has seen (P4Runtime 5.3), so after the other controller
+// goes the operator needs a higher electionIDHigh to be primary again; then they are Programmed.
+func TestSessionsAreNotProgrammedWhileAnotherControllerIsPrimary(t *testing.T) {
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	cm, _ := pipelineConfigMap(t, ns, "pipeline", nil)
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
+	create(t, cm, upf, s)
+	startOperator(t, ns, operatorOptions{})
+	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+
+	conn, err := grpc.NewClient(u.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := p4v1.NewP4RuntimeClient(conn).StreamChannel(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{Arbitration: &p4v1.MasterArbitrationUpdate{
+		DeviceId: 1, ElectionId: &p4v1.Uint128{High: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionConnected, metav1.ConditionFalse, "Backup")
+	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "UPFNotPrimary")
+
+	cancel() // the other controller goes
+	before := upf.DeepCopy()
+	upf.Spec.P4Runtime.ElectionIDHigh = 1
+	if err := k8s.Patch(context.Background(), upf, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionConnected, metav1.ConditionTrue, "Primary")
+	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 }
