@@ -32,7 +32,8 @@ type progRig struct {
 	room chan []string
 }
 
-func newProgRig(t *testing.T, edit func(*p4configv1.P4Info)) *progRig {
+// startSoftUPF serves the software UPF's P4Runtime server (no ports) on a loopback address.
+func startSoftUPF(t *testing.T) (*p4rt.Server, string) {
 	t.Helper()
 	dp, err := dataplane.New(dataplane.Config{Pool: dataplane.NewPool(16), MaxHeld: 4})
 	if err != nil {
@@ -47,8 +48,14 @@ func newProgRig(t *testing.T, edit func(*p4configv1.P4Info)) *progRig {
 	}
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
+	return srv, lis.Addr().String()
+}
 
-	dev, err := upfclient.New(upfclient.Config{Address: lis.Addr().String(), DeviceID: 1})
+func newProgRig(t *testing.T, edit func(*p4configv1.P4Info)) *progRig {
+	t.Helper()
+	srv, addr := startSoftUPF(t)
+
+	dev, err := upfclient.New(upfclient.Config{Address: addr, DeviceID: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,26 +296,14 @@ func TestProgrammerTableFullThenRoom(t *testing.T) {
 // healed partition): the new stream's election ID is higher, not a duplicate the switch refuses.
 // A later leader outranks every stream of the earlier one.
 func TestReconnectOutranksItsOwnHalfDeadStream(t *testing.T) {
-	dp, err := dataplane.New(dataplane.Config{Pool: dataplane.NewPool(16), MaxHeld: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := p4rt.New(dp, p4rt.Options{DeviceID: 1})
-	gs := grpc.NewServer()
-	p4v1.RegisterP4RuntimeServer(gs, srv)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(gs.Stop)
+	_, addr := startSoftUPF(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
 	var high atomic.Uint64
 	leader := electionIDs(&high, 7)
 	connect := func(ids func() (uint64, uint64)) *upfclient.Device {
-		dev, err := upfclient.New(upfclient.Config{Address: lis.Addr().String(), DeviceID: 1, ElectionID: ids})
+		dev, err := upfclient.New(upfclient.Config{Address: addr, DeviceID: 1, ElectionID: ids})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -247,17 +247,8 @@ func TestRefusedDeviceSetupIsReported(t *testing.T) {
 	ns := newNamespace(t)
 	var refusing atomic.Bool
 	refusing.Store(true)
-	noPRE := grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if w, ok := req.(*p4v1.WriteRequest); ok && refusing.Load() {
-			for _, u := range w.GetUpdates() {
-				if u.GetEntity().GetPacketReplicationEngineEntry() != nil {
-					return nil, status.Error(codes.Unimplemented, "this target has no packet replication engine")
-				}
-			}
-		}
-		return handler(ctx, req)
-	})
-	u := startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, noPRE)
+	u := startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, refuseUpdates(&refusing, "this target has no packet replication engine",
+		func(up *p4v1.Update) bool { return up.GetEntity().GetPacketReplicationEngineEntry() != nil }))
 	cm, _ := pipelineConfigMap(t, ns, "pipeline", nil)
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
 	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
@@ -282,17 +273,8 @@ func TestRefusedDeviceSetupIsReported(t *testing.T) {
 func TestRefusedDeleteIsRetriedNotForgotten(t *testing.T) {
 	ns := newNamespace(t)
 	var refusing atomic.Bool
-	noDeletes := grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if w, ok := req.(*p4v1.WriteRequest); ok && refusing.Load() {
-			for _, u := range w.GetUpdates() {
-				if u.GetType() == p4v1.Update_DELETE {
-					return nil, status.Error(codes.Internal, "deletes are refused for now")
-				}
-			}
-		}
-		return handler(ctx, req)
-	})
-	u := startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, noDeletes)
+	u := startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, refuseUpdates(&refusing, "deletes are refused for now",
+		func(up *p4v1.Update) bool { return up.GetType() == p4v1.Update_DELETE }))
 	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
 	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
@@ -340,7 +322,10 @@ func TestApplicationIDIsFreedOnlyWhenNoOverrideNamesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	var refusing atomic.Bool
-	u := startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, grpc.UnaryInterceptor(refuseDeletesIn(overridesID, &refusing)))
+	u := startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, refuseUpdates(&refusing, "deletes in this table are refused for now",
+		func(up *p4v1.Update) bool {
+			return up.GetType() == p4v1.Update_DELETE && up.GetEntity().GetTableEntry().GetTableId() == overridesID
+		}))
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
 	create(t, cm, upf)
 	first := startOperator(t, ns, operatorOptions{})
@@ -412,22 +397,21 @@ func TestApplicationIDIsFreedOnlyWhenNoOverrideNamesIt(t *testing.T) {
 	}
 }
 
-// refuseDeletesIn makes the software UPF refuse, while refusing is set, every delete in one
-// table (per update, as a switch reports errors: the rest of the batch is written).
-func refuseDeletesIn(tableID uint32, refusing *atomic.Bool) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// refuseUpdates makes the software UPF refuse, while refusing is set, the updates refused
+// matches, with code INTERNAL and msg, per update as a switch reports errors: the rest of the
+// batch is written. It stands for what a target cannot or will not do for a while.
+func refuseUpdates(refusing *atomic.Bool, msg string, refused func(*p4v1.Update) bool) grpc.ServerOption {
+	return grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		w, ok := req.(*p4v1.WriteRequest)
 		if !ok || !refusing.Load() {
 			return handler(ctx, req)
 		}
 		keep := &p4v1.WriteRequest{DeviceId: w.DeviceId, Role: w.Role, ElectionId: w.ElectionId, Atomicity: w.Atomicity}
-		refused := make([]bool, len(w.Updates))
+		refuse := make([]bool, len(w.Updates))
 		for i, up := range w.Updates {
-			if up.GetType() == p4v1.Update_DELETE && up.GetEntity().GetTableEntry().GetTableId() == tableID {
-				refused[i] = true
-				continue
+			if refuse[i] = refused(up); !refuse[i] {
+				keep.Updates = append(keep.Updates, up)
 			}
-			keep.Updates = append(keep.Updates, up)
 		}
 		var kept []*p4v1.Error
 		if len(keep.Updates) > 0 {
@@ -437,13 +421,13 @@ func refuseDeletesIn(tableID uint32, refusing *atomic.Bool) grpc.UnaryServerInte
 				}
 			}
 		}
-		st := &spb.Status{Code: int32(codes.Unknown), Message: "some deletes refused"}
+		st := &spb.Status{Code: int32(codes.Unknown), Message: msg}
 		failed := 0
 		for i := range w.Updates {
 			pe := &p4v1.Error{CanonicalCode: int32(codes.OK)}
 			switch {
-			case refused[i]:
-				pe = &p4v1.Error{CanonicalCode: int32(codes.Internal), Message: "deletes in this table are refused for now"}
+			case refuse[i]:
+				pe = &p4v1.Error{CanonicalCode: int32(codes.Internal), Message: msg}
 			case len(kept) > 0:
 				pe, kept = kept[0], kept[1:]
 			}
@@ -460,7 +444,7 @@ func refuseDeletesIn(tableID uint32, refusing *atomic.Bool) grpc.UnaryServerInte
 			return &p4v1.WriteResponse{}, nil
 		}
 		return nil, status.ErrorProto(st)
-	}
+	})
 }
 
 // TestTwoUPFsOnOneDevice: a second UserPlaneFunction naming the device of a first (same address
