@@ -11,6 +11,8 @@ import (
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/junction-atsss/junction/internal/testenv"
 )
 
 const (
@@ -335,21 +337,16 @@ func TestGeneratedP4Info(t *testing.T) {
 		if path == "" {
 			path = filepath.Join("..", "build", "p4", "v1model", "p4info.txtpb")
 		}
-		if _, err := os.Stat(path); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("p4c's P4Info: %v (hack/p4-build.sh writes it)", err)
-			}
-			t.Skipf("p4c's P4Info: %v (run hack/p4-build.sh)", err)
-		}
+		_, err := os.Stat(path)
+		testenv.Require(t, "p4c's P4Info (hack/p4-build.sh writes it)", err)
 		compare(t, path, false)
 	})
-	t.Run("TNA by bf-p4c", func(t *testing.T) {
-		path := os.Getenv("JUNCTION_GENERATED_TNA_P4INFO")
-		if path == "" {
-			t.Skip("bf-p4c (Intel SDE) not present: hack/p4-build.sh compares its P4Info where it is")
-		}
-		compare(t, path, true)
-	})
+	// bf-p4c is in no public registry: this half exists only where hack/p4-build.sh found it
+	// and names its output. Elsewhere TestTNADeclaresSameObjects holds the TNA program to the same
+	// objects and IDs through the model of p4c's serializer.
+	if path := os.Getenv("JUNCTION_GENERATED_TNA_P4INFO"); path != "" {
+		t.Run("TNA by bf-p4c", func(t *testing.T) { compare(t, path, true) })
+	}
 }
 
 // namesAndIDs compares the objects two P4Infos name, and their IDs. bf-p4c

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"testing"
 
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -58,4 +59,18 @@ func Start() (*rest.Config, func() error, error) {
 		return nil, nil, fmt.Errorf("start envtest from %s: %w", assets, err)
 	}
 	return cfg, env.Stop, nil
+}
+
+// Require lets a test go on when err is nil. Otherwise it fails the test in CI ($CI set, where
+// every test must run: a skipped one proves nothing) and skips it elsewhere, naming what is
+// missing (what, e.g. "network namespaces (run as root)").
+func Require(t testing.TB, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("this test needs %s and CI must run it: %v", what, err)
+	}
+	t.Skipf("skipping, no %s: %v", what, err)
 }

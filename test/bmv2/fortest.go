@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/test/netns"
 )
 
@@ -15,12 +16,7 @@ import (
 func ForTest(t testing.TB, root string) (deviceConfig []byte) {
 	t.Helper()
 	netns.Require(t)
-	if err := Available(root); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("BMv2 must run in CI: %v", err)
-		}
-		t.Skipf("skipping BMv2: %v", err)
-	}
+	testenv.Require(t, "BMv2 and p4c (hack/tools.sh p4tools)", Available(root))
 	jsonPath, _, err := Compile(root, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

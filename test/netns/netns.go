@@ -26,6 +26,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/junction-atsss/junction/internal/testenv"
 )
 
 // runDir is where `ip netns add` bind-mounts named namespaces.
@@ -268,16 +270,11 @@ func ip(args ...string) error {
 	return nil
 }
 
-// Require skips t when this process cannot build topologies, except in CI ($CI set), where
-// such a test must run: there it fails instead, since a skipped test proves nothing.
+// Require skips t when this process cannot build topologies, and fails it in CI
+// (testenv.Require).
 func Require(t testing.TB) {
 	t.Helper()
-	if err := Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("this test needs network namespaces and CI must run it (as root): %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
+	testenv.Require(t, "network namespaces (run as root)", Available())
 }
 
 // ForTest creates a namespace named prefix plus random digits that the test's cleanup removes.

@@ -4,19 +4,23 @@
 package p4rtshell
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/junction-atsss/junction/internal/testenv"
 )
 
 func TestP4RuntimeShellDrivesSoftUPF(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("skipping: python3 is not installed")
+	_, err := exec.LookPath("python3")
+	testenv.Require(t, "python3", err)
+	out, err := exec.Command("python3", "-m", "venv", "--help").CombinedOutput()
+	if err != nil {
+		err = fmt.Errorf("%v: %s", err, out)
 	}
-	if out, err := exec.Command("python3", "-m", "venv", "--help").CombinedOutput(); err != nil {
-		t.Skipf("skipping: python3 cannot create virtual environments: %v\n%s", err, out)
-	}
-	out, err := exec.Command("./run.sh").CombinedOutput()
+	testenv.Require(t, "python3 with venv", err)
+	out, err = exec.Command("./run.sh").CombinedOutput()
 	t.Logf("run.sh:\n%s", out)
 	if err != nil {
 		t.Fatalf("run.sh: %v", err)

@@ -99,13 +99,7 @@ func toolsPresent() error {
 // requireTools skips the test when the tools are missing, or fails it under CI, which must run it.
 func requireTools(t *testing.T) {
 	t.Helper()
-	if missing == nil {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("CI must run the UE DaemonSet tests: %v", missing)
-	}
-	t.Skipf("UE DaemonSet tests skipped: %v", missing)
+	testenv.Require(t, "the UE DaemonSet tests' tools", missing)
 }
 
 // build runs bin/kustomize on ue-daemonset and returns its objects, in output order.

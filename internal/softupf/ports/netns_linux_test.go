@@ -12,6 +12,7 @@ package ports
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -27,6 +28,8 @@ import (
 	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
+
+	"github.com/junction-atsss/junction/internal/testenv"
 )
 
 // testbed is a pair of namespaces with two veth pairs between them.
@@ -44,12 +47,11 @@ func ipCmd(t testing.TB, args ...string) {
 
 func newTestbed(t testing.TB) *testbed {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates network namespaces and veth pairs")
+	err := errors.New("not root")
+	if os.Geteuid() == 0 {
+		_, err = exec.LookPath("ip")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs the ip command (iproute2)")
-	}
+	testenv.Require(t, "root and the ip command, for namespaces and veth pairs", err)
 	id := fmt.Sprintf("%04x", rand.Uint32()&0xffff)
 	tb := &testbed{upf: "jtu" + id, peer: "jtp" + id, u1: "jtu1" + id, u2: "jtu2" + id, p1: "jtp1" + id, p2: "jtp2" + id}
 	for _, ns := range []string{tb.upf, tb.peer} {
