@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -134,9 +135,11 @@ func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) 
 		return nil, err
 	}
 	key := client.ObjectKeyFromObject(upf)
-	if other, err := f.deviceHolder(ctx, upf); err != nil {
+	peers, err := devicePeers(ctx, f.Client, upf)
+	if err != nil {
 		return nil, err
-	} else if other != nil {
+	}
+	if other := deviceHolder(upf, peers); other != nil {
 		f.remove(key) // in case it programmed the device before the other one appeared
 		return nil, &loadError{ReasonDuplicateDevice, fmt.Errorf("UserPlaneFunction %s/%s names the same device (%s) and programs it; this one waits until it goes",
 			other.Namespace, other.Name, upf.Spec.P4Runtime.Address)}
@@ -180,19 +183,30 @@ func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) 
 	}
 }
 
-// deviceHolder returns the UserPlaneFunction that programs upf's device when it is another one.
-// Two objects naming one device (address, device ID, role) would each take primary in turn and
-// delete each other's entries in their replays: the oldest one programs it (then the first by
-// namespace and name), the others wait.
-func (f *Fleet) deviceHolder(ctx context.Context, upf *junctionv1.UserPlaneFunction) (*junctionv1.UserPlaneFunction, error) {
+// devicePeers lists the other UserPlaneFunctions that name upf's device (deleting ones included).
+func devicePeers(ctx context.Context, c client.Reader, upf *junctionv1.UserPlaneFunction) ([]junctionv1.UserPlaneFunction, error) {
 	var list junctionv1.UserPlaneFunctionList
-	if err := f.Client.List(ctx, &list, client.MatchingFields{indexUPFDevice: deviceKey(upf)}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingFields{indexUPFDevice: deviceKey(upf)}); err != nil {
 		return nil, err
 	}
+	out := list.Items[:0]
+	for _, o := range list.Items {
+		if o.UID != upf.UID {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// deviceHolder returns, of upf's peers on one device, the one that programs it when it is not
+// upf itself. Two objects naming one device (address, device ID, role) would each take primary
+// in turn and delete each other's entries in their replays: the oldest one programs it (then the
+// first by namespace and name), the others wait.
+func deviceHolder(upf *junctionv1.UserPlaneFunction, peers []junctionv1.UserPlaneFunction) *junctionv1.UserPlaneFunction {
 	holder := upf
-	for i := range list.Items {
-		o := &list.Items[i]
-		if o.DeletionTimestamp != nil || o.UID == upf.UID {
+	for i := range peers {
+		o := &peers[i]
+		if o.DeletionTimestamp != nil {
 			continue
 		}
 		if o.CreationTimestamp.Before(&holder.CreationTimestamp) || (o.CreationTimestamp.Equal(&holder.CreationTimestamp) &&
@@ -201,9 +215,9 @@ func (f *Fleet) deviceHolder(ctx context.Context, upf *junctionv1.UserPlaneFunct
 		}
 	}
 	if holder == upf {
-		return nil, nil
+		return nil
 	}
-	return holder, nil
+	return holder
 }
 
 // deviceKey identifies the P4Runtime device a UserPlaneFunction programs.
@@ -231,18 +245,31 @@ func (f *Fleet) create(ctx context.Context, upf *junctionv1.UserPlaneFunction) (
 	return rt, nil
 }
 
-// inNamespace returns the runtimes of the UPFs of a namespace.
-func (f *Fleet) inNamespace(ns string) []*upfRuntime {
-	f.init()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []*upfRuntime
-	for k, rt := range f.upfs {
-		if k.Namespace == ns {
-			out = append(out, rt)
+// runtimesIn returns the runtimes of the namespace's UPFs, each created if the operator just
+// started (one not made yet would be skipped), and the names of those that cannot have one
+// (their pipeline or TLS material is missing or invalid). Deleting UPFs are left out.
+func (f *Fleet) runtimesIn(ctx context.Context, ns string) (rts []*upfRuntime, notReady []string, err error) {
+	var upfs junctionv1.UserPlaneFunctionList
+	if err := f.Client.List(ctx, &upfs, client.InNamespace(ns)); err != nil {
+		return nil, nil, err
+	}
+	for i := range upfs.Items {
+		upf := &upfs.Items[i]
+		if upf.DeletionTimestamp != nil {
+			continue
+		}
+		rt, err := f.runtime(ctx, upf)
+		var le *loadError
+		switch {
+		case errors.As(err, &le):
+			notReady = append(notReady, upf.Name)
+		case err != nil:
+			return nil, nil, err
+		default:
+			rts = append(rts, rt)
 		}
 	}
-	return out
+	return rts, notReady, nil
 }
 
 // remove stops and forgets the UPF's runtime.

@@ -89,37 +89,27 @@ func (r *SteeringPolicyReconciler) reconcileNormal(ctx context.Context, p *junct
 	}
 	p.Status.Entries = int32(len(entries))
 
-	var upfs junctionv1.UserPlaneFunctionList
-	if err := r.List(ctx, &upfs, client.InNamespace(p.Namespace)); err != nil {
+	rts, notReady, err := r.Fleet.runtimesIn(ctx, p.Namespace)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	owner := policyOwner(p.Namespace, p.Name)
 	problems := map[string][]string{} // reason → UPFs
+	if len(notReady) > 0 {
+		problems[ReasonUPFNotReady] = notReady
+	}
 	var full []string
 	written := 0
-	for i := range upfs.Items {
-		upf := &upfs.Items[i]
-		if upf.DeletionTimestamp != nil {
-			continue
-		}
-		rt, err := r.Fleet.runtime(ctx, upf)
-		if err != nil {
-			var le *loadError
-			if !errors.As(err, &le) {
-				return ctrl.Result{}, err
-			}
-			problems[ReasonUPFNotReady] = append(problems[ReasonUPFNotReady], upf.Name)
-			continue
-		}
+	for _, rt := range rts {
 		res, err := rt.prog.Apply(ctx, Change{Owner: owner, Entries: entries})
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if werr := res[owner]; werr != nil {
 			reason := reasonOf(werr)
-			problems[reason] = append(problems[reason], upf.Name)
+			problems[reason] = append(problems[reason], rt.key.Name)
 			if reason == ReasonTableFull {
-				full = append(full, fmt.Sprintf("%s: %v", upf.Name, werr))
+				full = append(full, fmt.Sprintf("%s: %v", rt.key.Name, werr))
 			}
 			continue
 		}
@@ -150,7 +140,7 @@ func (r *SteeringPolicyReconciler) reconcileNormal(ctx context.Context, p *junct
 			return ctrl.Result{RequeueAfter: requeueWaiting}, nil
 		}
 		return ctrl.Result{}, nil // UPF status changes bring the policy back
-	case len(upfs.Items) == 0:
+	case len(rts)+len(notReady) == 0:
 		r.setReady(p, true, ReasonNoUPF, "no UserPlaneFunction in the namespace yet; written to each one that appears")
 	default:
 		r.setReady(p, true, ReasonProgrammed, fmt.Sprintf("application %d: %d entries on %d UserPlaneFunctions", id, len(entries), written))
@@ -167,26 +157,10 @@ func (r *SteeringPolicyReconciler) reconcileDelete(ctx context.Context, p *junct
 		return ctrl.Result{}, err
 	}
 	owner := policyOwner(p.Namespace, p.Name)
-	// Every UPF of the namespace, its runtime created if the operator just started: a runtime
-	// not made yet would be skipped, leaving the entries and the ID's overrides unchecked.
-	var upfs junctionv1.UserPlaneFunctionList
-	if err := r.List(ctx, &upfs, client.InNamespace(p.Namespace)); err != nil {
+	// A UPF not configured is left out: its first replay deletes what nobody wants.
+	rts, _, err := r.Fleet.runtimesIn(ctx, p.Namespace)
+	if err != nil {
 		return ctrl.Result{}, err
-	}
-	var rts []*upfRuntime
-	for i := range upfs.Items {
-		if upfs.Items[i].DeletionTimestamp != nil {
-			continue
-		}
-		rt, err := r.Fleet.runtime(ctx, &upfs.Items[i])
-		var le *loadError
-		switch {
-		case errors.As(err, &le):
-			continue // not configured: its first replay deletes what nobody wants
-		case err != nil:
-			return ctrl.Result{}, err
-		}
-		rts = append(rts, rt)
 	}
 	for _, rt := range rts {
 		res, err := rt.prog.Apply(ctx, Change{Owner: owner})

@@ -131,30 +131,26 @@ func (r *UserPlaneFunctionReconciler) reconcileDelete(ctx context.Context, upf *
 }
 
 // deviceConflict sets DeviceConflict when other UserPlaneFunctions name this one's device, on
-// each of them, saying which one programs it (Fleet.deviceHolder), with a Warning event when it
+// each of them, saying which one programs it (deviceHolder), with a Warning event when it
 // appears; it removes the condition when the conflict is gone.
 func (r *UserPlaneFunctionReconciler) deviceConflict(ctx context.Context, upf *junctionv1.UserPlaneFunction) error {
-	var list junctionv1.UserPlaneFunctionList
-	if err := r.List(ctx, &list, client.MatchingFields{indexUPFDevice: deviceKey(upf)}); err != nil {
+	peers, err := devicePeers(ctx, r.Client, upf)
+	if err != nil {
 		return err
 	}
 	var others []string
-	for i := range list.Items {
-		if o := &list.Items[i]; o.UID != upf.UID && o.DeletionTimestamp == nil {
-			others = append(others, client.ObjectKeyFromObject(o).String())
+	for i := range peers {
+		if peers[i].DeletionTimestamp == nil {
+			others = append(others, client.ObjectKeyFromObject(&peers[i]).String())
 		}
 	}
 	if len(others) == 0 {
 		meta.RemoveStatusCondition(&upf.Status.Conditions, junctionv1.ConditionDeviceConflict)
 		return nil
 	}
-	holder, err := r.Fleet.deviceHolder(ctx, upf)
-	if err != nil {
-		return err
-	}
 	msg := fmt.Sprintf("UserPlaneFunction %s names the same device (%s, device ID %d); this one programs it",
 		strings.Join(others, ", "), upf.Spec.P4Runtime.Address, upf.Spec.P4Runtime.DeviceID)
-	if holder != nil {
+	if holder := deviceHolder(upf, peers); holder != nil {
 		msg = fmt.Sprintf("UserPlaneFunction %s names the same device (%s, device ID %d) and programs it, being older; this one waits",
 			client.ObjectKeyFromObject(holder), upf.Spec.P4Runtime.Address, upf.Spec.P4Runtime.DeviceID)
 	}
@@ -171,16 +167,14 @@ func (r *UserPlaneFunctionReconciler) sameDevice(ctx context.Context, o client.O
 	if !ok {
 		return nil
 	}
-	var list junctionv1.UserPlaneFunctionList
-	if err := r.List(ctx, &list, client.MatchingFields{indexUPFDevice: deviceKey(upf)}); err != nil {
+	peers, err := devicePeers(ctx, r.Client, upf)
+	if err != nil {
 		logf.FromContext(ctx).Error(err, "Listing the UPFs of a device failed")
 		return nil
 	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if list.Items[i].UID != upf.UID {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
+	out := make([]reconcile.Request, len(peers))
+	for i := range peers {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&peers[i])}
 	}
 	return out
 }

@@ -432,6 +432,36 @@ func newUPF(ns, name, addr, configMap string) *junctionv1.UserPlaneFunction {
 	}
 }
 
+// upfRig is a namespace with a software UPF, its pipeline ConfigMap (the checked-in P4Info) and
+// a UserPlaneFunction on it, the start of most tests.
+type upfRig struct {
+	ns  string
+	u   *softUPF
+	sch *upfclient.Schema
+	upf *junctionv1.UserPlaneFunction
+}
+
+// newUPFRig creates the rig with UserPlaneFunction name; opts are the software UPF's extra server
+// options (refuseUpdates).
+func newUPFRig(t *testing.T, name string, opts ...grpc.ServerOption) upfRig {
+	t.Helper()
+	r := upfRig{ns: newNamespace(t), u: startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, opts...)}
+	var cm *corev1.ConfigMap
+	cm, r.sch = pipelineConfigMap(t, r.ns, "pipeline", nil)
+	r.upf = newUPF(r.ns, name, r.u.addr, "pipeline")
+	create(t, cm, r.upf)
+	return r
+}
+
+// programmedSession creates a WiFi-only session on the rig's UPF and waits until it is Programmed.
+func (r upfRig) programmedSession(t *testing.T, name, supi, addr string) *junctionv1.ATSSSSession {
+	t.Helper()
+	s := session(r.ns, name, supi, addr, r.upf.Name, "n", "")
+	create(t, s)
+	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	return s
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // session builds an ATSSSSession; legs: "3" a 3GPP leg behind gnb, "n" a WiFi leg.

@@ -218,15 +218,10 @@ func TestPushNeverOnlyVerifiesThePipeline(t *testing.T) {
 // reports AddressConflict, and is programmed as soon as the owner is deleted, not after the
 // one-minute requeue (roomTimeout is well under it).
 func TestConflictWaiterIsProgrammedWhenTheOwnerGoes(t *testing.T) {
-	ns := newNamespace(t)
-	u := startSoftUPF(t, "127.0.0.1:0")
-	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
-	upf := newUPF(ns, "upf", u.addr, "pipeline")
-	create(t, cm, upf)
+	r := newUPFRig(t, "upf")
+	ns := r.ns
 	startOperator(t, ns, operatorOptions{})
-	owner := session(ns, "owner", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
-	create(t, owner)
-	waitCondition(t, programTimeout, owner, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	owner := r.programmedSession(t, "owner", "imsi-001010000000001", "10.60.0.1")
 	waiter := session(ns, "waiter", "imsi-001010000000002", "10.60.0.1", "upf", "n", "")
 	create(t, waiter)
 	waitCondition(t, programTimeout, waiter, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "AddressConflict")
@@ -236,7 +231,7 @@ func TestConflictWaiterIsProgrammedWhenTheOwnerGoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, roomTimeout, waiter, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
-	eventually(t, programTimeout, "the waiter's entries", func() error { return sameEntries(u, sch, ns, "upf") })
+	eventually(t, programTimeout, "the waiter's entries", func() error { return sameEntries(r.u, r.sch, ns, "upf") })
 }
 
 // TestRefusedDeviceSetupIsReported: a target without a packet replication engine refuses the
@@ -244,15 +239,13 @@ func TestConflictWaiterIsProgrammedWhenTheOwnerGoes(t *testing.T) {
 // Warning event) instead of Ready, its sessions are still programmed (the rest of the data plane
 // works), and the operator retries: once the target takes the clone session the UPF is Ready.
 func TestRefusedDeviceSetupIsReported(t *testing.T) {
-	ns := newNamespace(t)
 	var refusing atomic.Bool
 	refusing.Store(true)
-	u := startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, refuseUpdates(&refusing, "this target has no packet replication engine",
+	r := newUPFRig(t, "upf", refuseUpdates(&refusing, "this target has no packet replication engine",
 		func(up *p4v1.Update) bool { return up.GetEntity().GetPacketReplicationEngineEntry() != nil }))
-	cm, _ := pipelineConfigMap(t, ns, "pipeline", nil)
-	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	ns, upf := r.ns, r.upf
 	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
-	create(t, cm, upf, s)
+	create(t, s)
 	startOperator(t, ns, operatorOptions{})
 
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionFalse, "DeviceSetupFailed")
@@ -271,16 +264,12 @@ func TestRefusedDeviceSetupIsReported(t *testing.T) {
 // DeleteRefused with an event, and the entries stay known; once the device takes deletes again
 // the entries go, the session is gone and the UPF is Ready.
 func TestRefusedDeleteIsRetriedNotForgotten(t *testing.T) {
-	ns := newNamespace(t)
 	var refusing atomic.Bool
-	u := startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, refuseUpdates(&refusing, "deletes are refused for now",
+	r := newUPFRig(t, "upf", refuseUpdates(&refusing, "deletes are refused for now",
 		func(up *p4v1.Update) bool { return up.GetType() == p4v1.Update_DELETE }))
-	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
-	upf := newUPF(ns, "upf", u.addr, "pipeline")
-	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
-	create(t, cm, upf, s)
+	ns, u, sch, upf := r.ns, r.u, r.sch, r.upf
 	startOperator(t, ns, operatorOptions{})
-	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	s := r.programmedSession(t, "s1", "imsi-001010000000001", "10.60.0.1")
 
 	refusing.Store(true)
 	if err := k8s.Delete(context.Background(), s); err != nil {
@@ -453,14 +442,10 @@ func refuseUpdates(refusing *atomic.Bool, msg string, refused func(*p4v1.Update)
 // with an event) and its sessions are not Programmed; both carry DeviceConflict. Once the first
 // is deleted, the second programs the device.
 func TestTwoUPFsOnOneDevice(t *testing.T) {
-	ns := newNamespace(t)
-	u := startSoftUPF(t, "127.0.0.1:0")
-	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
-	first := newUPF(ns, "first", u.addr, "pipeline")
-	s1 := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "first", "n", "")
-	create(t, cm, first, s1)
+	r := newUPFRig(t, "first")
+	ns, u, sch, first := r.ns, r.u, r.sch, r.upf
 	startOperator(t, ns, operatorOptions{})
-	waitCondition(t, programTimeout, s1, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	s1 := r.programmedSession(t, "s1", "imsi-001010000000001", "10.60.0.1")
 	firstID := upfStatus(t, first).ElectionID
 
 	second := newUPF(ns, "second", u.addr, "pipeline")
@@ -503,16 +488,12 @@ func TestTwoUPFsOnOneDevice(t *testing.T) {
 // remembers the highest election ID it has seen (P4Runtime 5.3), so after the other controller
 // goes the operator needs a higher electionIDHigh to be primary again; then they are Programmed.
 func TestSessionsAreNotProgrammedWhileAnotherControllerIsPrimary(t *testing.T) {
-	ns := newNamespace(t)
-	u := startSoftUPF(t, "127.0.0.1:0")
-	cm, _ := pipelineConfigMap(t, ns, "pipeline", nil)
-	upf := newUPF(ns, "upf", u.addr, "pipeline")
-	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
-	create(t, cm, upf, s)
+	r := newUPFRig(t, "upf")
+	ns, upf := r.ns, r.upf
 	startOperator(t, ns, operatorOptions{})
-	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	s := r.programmedSession(t, "s1", "imsi-001010000000001", "10.60.0.1")
 
-	conn, err := grpc.NewClient(u.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(r.u.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
