@@ -7,7 +7,7 @@
 // UE agent per node, sends application traffic through the sessions, and shows it live while a
 // scripted story plays.
 //
-//	go run ./hack/local            # what `make run` does; Ctrl-C stops everything
+//	go run ./hack/local            # what `make run` does (built first); Ctrl-C stops everything
 //	go run ./hack/local --once     # exit after the story (or, without root, after printing)
 package main
 
