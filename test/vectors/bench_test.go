@@ -104,7 +104,7 @@ func measureTarget(b *testing.B, name string, cfg Config) targetResult {
 	res := targetResult{name: name}
 
 	// The runner's n3 socket would copy every frame of the blast: close it; the kernel counts.
-	r.ports["n3"].close()
+	r.ports["n3"].Close()
 	delete(r.ports, "n3")
 	send := r.ports["n6"]
 	for i, size := range []int{64, 1400} {
@@ -116,7 +116,7 @@ func measureTarget(b *testing.B, name string, cfg Config) targetResult {
 		sent, start := 0, time.Now()
 		for time.Since(start) < benchBlast {
 			for range 64 {
-				if send.send(frame) == nil {
+				if send.Send(frame) == nil {
 					sent++
 				}
 			}
@@ -140,7 +140,7 @@ func measureTarget(b *testing.B, name string, cfg Config) targetResult {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	defer recv.close()
+	defer recv.Close()
 	res.p50, res.p99, res.lost = measureLatency(b, send, col)
 
 	// P4Runtime writes.
@@ -178,7 +178,7 @@ func measureTarget(b *testing.B, name string, cfg Config) targetResult {
 
 // measureLatency sends numbered frames (the last 8 bytes) at benchRate on send and matches
 // what col receives: p50, p99 and how many never came.
-func measureLatency(b *testing.B, send *packetPort, col *collector) (p50, p99 time.Duration, lost int) {
+func measureLatency(b *testing.B, send PortIO, col *collector) (p50, p99 time.Duration, lost int) {
 	n := int(benchLatency.Seconds() * benchRate)
 	sentAt := make([]time.Time, n)
 	start := time.Now()
@@ -186,7 +186,7 @@ func measureLatency(b *testing.B, send *packetPort, col *collector) (p50, p99 ti
 		// Sleep, not spin: a spinning sender would take a core from the target and the receiver.
 		time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / benchRate)))
 		sentAt[i] = time.Now()
-		if err := send.send(downlinkFrame(128, uint64(i))); err != nil {
+		if err := send.Send(downlinkFrame(128, uint64(i))); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -226,8 +226,8 @@ func latencyFloor(b *testing.B) (p50, p99 time.Duration) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	defer send.close()
-	defer recv.close()
+	defer send.Close()
+	defer recv.Close()
 	p50, p99, _ = measureLatency(b, send, col)
 	return p50, p99
 }

@@ -251,7 +251,7 @@ func (cr *caseRun) observe(ctx context.Context, port string, frame []byte, cells
 	if err != nil {
 		return outcome{}, err
 	}
-	if err := p.send(frame); err != nil {
+	if err := p.Send(frame); err != nil {
 		return outcome{}, err
 	}
 	var after map[int64]int64

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,53 +18,6 @@ import (
 
 // maxFrame is larger than any frame a vector sends or a target emits on a 1500-MTU link.
 const maxFrame = 9216
-
-// received is one frame seen on a test-side interface.
-type received struct {
-	port  string
-	at    time.Time
-	frame []byte
-}
-
-// collector gathers received frames from every port.
-type collector struct {
-	mu     sync.Mutex
-	frames []received
-	errs   []error
-	notify chan struct{}
-}
-
-func newCollector() *collector { return &collector{notify: make(chan struct{}, 1)} }
-
-func (c *collector) add(r received) {
-	c.mu.Lock()
-	c.frames = append(c.frames, r)
-	c.mu.Unlock()
-	select {
-	case c.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (c *collector) fail(err error) {
-	c.mu.Lock()
-	c.errs = append(c.errs, err)
-	c.mu.Unlock()
-}
-
-func (c *collector) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.frames)
-}
-
-func (c *collector) take() ([]received, []error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f, e := c.frames, c.errs
-	c.frames, c.errs = nil, nil
-	return f, e
-}
 
 // packetPort is one open test-side interface.
 type packetPort struct {
@@ -131,15 +83,15 @@ func (p *packetPort) receive(c *collector) {
 	}
 }
 
-// send puts one frame on the wire unchanged.
-func (p *packetPort) send(frame []byte) error {
+// Send puts one frame on the wire unchanged.
+func (p *packetPort) Send(frame []byte) error {
 	if _, err := p.file.Write(frame); err != nil {
 		return fmt.Errorf("port %s: send on %s: %w", p.name, p.iface, err)
 	}
 	return nil
 }
 
-func (p *packetPort) close() {
+func (p *packetPort) Close() {
 	p.file.Close()
 	<-p.done
 }

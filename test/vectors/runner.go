@@ -70,6 +70,9 @@ type Config struct {
 	// InNamespace, when set, runs the function that opens the packet sockets (e.g. on a thread
 	// inside the namespace that holds the test-side interfaces).
 	InNamespace func(func() error) error
+	// Wire, when set, carries the frames instead of AF_PACKET sockets on the ports' Iface (which
+	// it ignores).
+	Wire Wire
 	// Registers, when set, reads and writes register cells instead of P4Runtime: BMv2's
 	// P4Runtime server implements neither, so on BMv2 they go through its Thrift runtime
 	// (bmv2.Thrift). Nil: P4Runtime RegisterEntry (the software UPF, a Tofino).
@@ -100,7 +103,7 @@ type Runner struct {
 	schema    *schema
 	client    *client
 	collector *collector
-	ports     map[string]*packetPort
+	ports     map[string]PortIO
 	portNums  map[string]uint32
 	portNames map[uint32]string
 }
@@ -124,7 +127,7 @@ func NewRunner(ctx context.Context, cfg Config) (*Runner, error) {
 		cfg.ElectionID = [2]uint64{0, 1}
 	}
 	r := &Runner{cfg: cfg, schema: newSchema(cfg.P4Info), collector: newCollector(),
-		ports: map[string]*packetPort{}, portNums: map[string]uint32{}, portNames: map[uint32]string{}}
+		ports: map[string]PortIO{}, portNums: map[string]uint32{}, portNames: map[uint32]string{}}
 	for _, p := range cfg.Ports {
 		if _, dup := r.portNums[p.Name]; dup {
 			return nil, fmt.Errorf("port %s given twice", p.Name)
@@ -155,11 +158,19 @@ func NewRunner(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	open := func() error {
 		for _, p := range cfg.Ports {
-			pp, err := openPacketPort(p.Name, p.Iface, r.collector)
+			var pio PortIO
+			if cfg.Wire != nil {
+				name := p.Name
+				pio, err = cfg.Wire.Attach(p, func(frame []byte) {
+					r.collector.add(received{port: name, at: time.Now(), frame: append([]byte(nil), frame...)})
+				})
+			} else {
+				pio, err = openPacketPort(p.Name, p.Iface, r.collector)
+			}
 			if err != nil {
 				return err
 			}
-			r.ports[p.Name] = pp
+			r.ports[p.Name] = pio
 		}
 		return nil
 	}
@@ -204,7 +215,7 @@ func (r *Runner) enableDigests(ctx context.Context) error {
 // Close releases the ports and the connection.
 func (r *Runner) Close() {
 	for _, p := range r.ports {
-		p.close()
+		p.Close()
 	}
 	if r.client != nil {
 		r.client.close()

@@ -29,17 +29,6 @@ import (
 	"github.com/junction-atsss/junction/test/netns"
 )
 
-const (
-	upfGRPCAddr = "127.0.0.1:9559"
-	upfCPUPort  = 255
-)
-
-var testPorts = []Port{
-	{Name: "n3", Number: 1},
-	{Name: "n6", Number: 2},
-	{Name: "wifi", Number: 3},
-}
-
 // lockedBuffer collects the software UPF's output for failure messages.
 type lockedBuffer struct {
 	mu  sync.Mutex
@@ -137,37 +126,6 @@ func vectorTopology(t testing.TB) (target, tester *netns.Namespace, ports []Port
 		ports = append(ports, Port{Name: p.Name, Number: p.Number, Iface: "t-" + p.Name})
 	}
 	return target, tester, ports
-}
-
-// runAllCases runs every case in cases/ against the target of cfg, one subtest each.
-func runAllCases(t *testing.T, cfg Config) {
-	cases, err := LoadCases("cases", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	r, err := NewRunner(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-
-	passed, failed := 0, 0
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			res := r.RunCase(ctx, c)
-			for _, f := range res.Failures {
-				t.Error(f)
-			}
-			if res.Passed() {
-				passed++
-			} else {
-				failed++
-			}
-		})
-	}
-	t.Logf("vectors: %d passed, %d failed", passed, failed)
 }
 
 // waitListening waits until the software UPF accepts connections, or fails if it exits.

@@ -82,7 +82,7 @@ func (cr *caseRun) step(ctx context.Context, i int) bool {
 			return false
 		}
 		start = time.Now()
-		if err := port.send(in.bytes); err != nil {
+		if err := port.Send(in.bytes); err != nil {
 			fail("%v", err)
 			return false
 		}
