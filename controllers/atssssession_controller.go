@@ -54,10 +54,11 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	// The finalizer goes on before anything is allocated or written. The reconcile goes on
-	// right away: a metadata change does not pass the watch's predicates.
-	if err := ensureFinalizer(ctx, r.Client, s); err != nil {
+	// The finalizer goes on before anything is allocated or written.
+	if added, err := ensureFinalizer(ctx, r.Client, s); err != nil {
 		return ctrl.Result{}, err
+	} else if added {
+		return ctrl.Result{Requeue: true}, nil
 	}
 	before := s.DeepCopy()
 	defer func() {

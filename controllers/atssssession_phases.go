@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/desired"
@@ -22,7 +21,6 @@ import (
 
 // reconcileNormal: UPF → policies → indexes (recorded in status first) → entries → status.
 func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctionv1.ATSSSSession) (ctrl.Result, error) {
-	log := logf.FromContext(ctx)
 	key, owner := sessionKey(s.Namespace, s.Name), sessionOwner(s.Namespace, s.Name)
 	wasProgrammed := meta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionProgrammed)
 
@@ -115,29 +113,14 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 	s.Status.Steering = steeringSummary(s, sel)
 	r.pathStatus(s, rt, a.user)
 
-	switch reason := reasonOf(werr); reason {
-	case ReasonProgrammed:
-		r.programmed(s, upf.Name, len(entries))
-	case ReasonTableFull:
-		r.notProgrammed(s, reason, fmt.Sprintf("UserPlaneFunction %s: %v; programmed when room appears", upf.Name, werr))
-		return ctrl.Result{RequeueAfter: requeueTableFull}, nil
-	case ReasonUPFNotConnected:
-		// The replay's UPF status change brings the session back. Entries written before and
-		// unchanged since (same generation) are still on the device as far as anyone knows: the
-		// UPF's Connected condition tells the disconnection, and Programmed does not flap on
-		// every operator restart or stream loss.
-		if !wasProgrammed || s.Status.ObservedGeneration != s.Generation {
-			r.notProgrammed(s, reason, fmt.Sprintf("UserPlaneFunction %s is not connected; its next replay writes the session", upf.Name))
+	if werr != nil {
+		o := sessionWriteOutcome(upf.Name, werr, wasProgrammed, s.Status.ObservedGeneration == s.Generation)
+		if o.reason != "" {
+			r.notProgrammed(s, o.reason, o.msg)
 		}
-		return ctrl.Result{}, nil
-	case ReasonConflict:
-		r.notProgrammed(s, reason, fmt.Sprintf("UserPlaneFunction %s: %v", upf.Name, werr))
-		return ctrl.Result{RequeueAfter: requeueWaiting}, nil
-	default:
-		r.notProgrammed(s, reason, werr.Error())
-		log.Error(werr, "Session not programmed")
-		return ctrl.Result{RequeueAfter: requeueWaiting}, nil
+		return o.result()
 	}
+	r.programmed(s, upf.Name, len(entries))
 
 	user := a.user
 	if _, err := rt.pathWriteError(&user); err != nil {

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -148,14 +152,16 @@ func conditionReason(conds []metav1.Condition, typ string) string {
 }
 
 // ensureFinalizer adds Junction's finalizer to a live object, first of all, so that its
-// entries are always removed from the UPF before the object goes.
-func ensureFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
+// entries are always removed from the UPF before the object goes. It reports whether it added
+// it: the reconcile then ends and runs again on the object the API server returned (cluster-api's
+// order), requeued because a metadata change does not pass the watches' predicates.
+func ensureFinalizer(ctx context.Context, c client.Client, obj client.Object) (added bool, err error) {
 	if obj.GetDeletionTimestamp() != nil || controllerutil.ContainsFinalizer(obj, finalizerName) {
-		return nil
+		return false, nil
 	}
 	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
 	controllerutil.AddFinalizer(obj, finalizerName)
-	return c.Patch(ctx, obj, patch)
+	return true, c.Patch(ctx, obj, patch)
 }
 
 // patchStatus writes the status when it changed; a deleted object is not an error.
@@ -181,4 +187,76 @@ func lockedMergeFrom(before, after client.Object) client.Patch {
 	base := before.DeepCopyObject().(client.Object)
 	base.SetResourceVersion(after.GetResourceVersion())
 	return client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+}
+
+// outcome is how a reconcile ends after writing to its UPFs: the condition it sets (reason ""
+// leaves the condition as it was) and what it returns. A failed write to the device returns err,
+// as cluster-api reconcilers do: the controller backs off exponentially, counts the error, and
+// the generation stays unobserved. Waiting on something outside the operator (room in a table,
+// another object's entries) is not a failure: it requeues after a while.
+type outcome struct {
+	reason, msg  string
+	requeueAfter time.Duration
+	err          error
+}
+
+// sessionWriteOutcome chooses the Programmed condition and the result of a session's reconcile
+// whose write to UserPlaneFunction upf failed with werr (not nil). A session written before and
+// unchanged since (wasProgrammed, generationObserved) stays Programmed while its UPF is away:
+// the UPF's Connected condition tells that, and the replay writes it back.
+func sessionWriteOutcome(upf string, werr error, wasProgrammed, generationObserved bool) outcome {
+	switch reason := reasonOf(werr); reason {
+	case ReasonTableFull:
+		return outcome{reason: reason, msg: fmt.Sprintf("UserPlaneFunction %s: %v; programmed when room appears", upf, werr),
+			requeueAfter: requeueTableFull}
+	case ReasonUPFNotConnected:
+		if wasProgrammed && generationObserved {
+			return outcome{}
+		}
+		return outcome{reason: reason, msg: fmt.Sprintf("UserPlaneFunction %s is not connected; its next replay writes the session", upf)}
+	case ReasonConflict:
+		return outcome{reason: reason, msg: fmt.Sprintf("UserPlaneFunction %s: %v", upf, werr), requeueAfter: requeueWaiting}
+	default:
+		msg := fmt.Sprintf("UserPlaneFunction %s: %v", upf, werr)
+		return outcome{reason: reason, msg: msg, err: errors.New(msg)}
+	}
+}
+
+// policyWriteOutcome chooses the Ready condition and the result of a policy's reconcile from
+// what each UPF of its namespace did with its entries: problems maps a reason to the UPFs
+// (sorted) where it arose, full describes the full tables, written counts the UPFs that hold
+// the entries now.
+func policyWriteOutcome(appID uint16, entries, written int, problems map[string][]string, full []string, wasReady, generationObserved bool) (ok bool, o outcome) {
+	switch {
+	case len(full) > 0:
+		return false, outcome{reason: ReasonTableFull, msg: "applications table full on " + strings.Join(full, "; ") + "; written when room appears",
+			requeueAfter: requeueTableFull}
+	case len(problems) == 1 && len(problems[ReasonUPFNotConnected]) > 0 && wasReady && generationObserved:
+		// Written before and unchanged since: disconnected UPFs get the entries by their replay,
+		// and Ready does not flap on every operator restart.
+		return false, outcome{}
+	case len(problems) > 0:
+		reasons := make([]string, 0, len(problems))
+		for rs := range problems {
+			reasons = append(reasons, rs)
+		}
+		sort.Strings(reasons)
+		var parts []string
+		for _, rs := range reasons {
+			parts = append(parts, fmt.Sprintf("%s on %s", rs, strings.Join(problems[rs], ", ")))
+		}
+		o := outcome{reason: reasons[0], msg: "not written everywhere: " + strings.Join(parts, "; ")}
+		if _, failed := problems[ReasonWriteFailed]; failed {
+			o.err = errors.New(o.msg)
+		}
+		return false, o // otherwise UPF status changes bring the policy back
+	case written == 0:
+		return true, outcome{reason: ReasonNoUPF, msg: "no UserPlaneFunction in the namespace yet; written to each one that appears"}
+	}
+	return true, outcome{reason: ReasonProgrammed, msg: fmt.Sprintf("application %d: %d entries on %d UserPlaneFunctions", appID, entries, written)}
+}
+
+// result is the reconcile's return value for o.
+func (o outcome) result() (ctrl.Result, error) {
+	return ctrl.Result{RequeueAfter: o.requeueAfter}, o.err
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -372,6 +373,96 @@ func TestPoliciesCountingASession(t *testing.T) {
 			s := &junctionv1.ATSSSSession{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Spec: tc.spec}
 			if got := names(s); got != tc.want {
 				t.Errorf("requeued %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The outcomes follow cluster-api's semantics: a failed write is an error (back-off, counted,
+// generation unobserved); waiting for room or for another object is a requeue; a UPF that is away
+// is the replay's business.
+func TestSessionWriteOutcome(t *testing.T) {
+	full := fmt.Errorf("write: %w", &TableFullError{Table: "sessions", Err: errors.New("no room")})
+	away := fmt.Errorf("%w: stream lost", errNotSynced)
+	for _, tc := range []struct {
+		name                    string
+		werr                    error
+		wasProgrammed, observed bool
+		reason                  string
+		requeueAfter            time.Duration
+		fails                   bool
+	}{
+		{"a full table waits for room, not an error", full, false, true, ReasonTableFull, requeueTableFull, false},
+		{"an entry another object owns waits for it", &ConflictError{Table: "sessions", Owner: "session/ns/other"}, false, true, ReasonConflict, requeueWaiting, false},
+		{"a new session on a UPF that is away says so and waits for the replay", away, false, false, ReasonUPFNotConnected, 0, false},
+		{"a changed session on a UPF that is away says so", away, true, false, ReasonUPFNotConnected, 0, false},
+		{"a programmed unchanged session stays Programmed while its UPF is away", away, true, true, "", 0, false},
+		{"a write the device refused fails the reconcile", errors.New("INVALID_ARGUMENT: bad entry"), true, true, ReasonWriteFailed, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := sessionWriteOutcome("upf-1", tc.werr, tc.wasProgrammed, tc.observed)
+			if o.reason != tc.reason || o.requeueAfter != tc.requeueAfter || (o.err != nil) != tc.fails {
+				t.Errorf("got reason %q, requeue after %v, error %v; want %q, %v, error %v", o.reason, o.requeueAfter, o.err, tc.reason, tc.requeueAfter, tc.fails)
+			}
+			if o.reason != "" && !strings.Contains(o.msg, "upf-1") {
+				t.Errorf("message %q does not name the UserPlaneFunction", o.msg)
+			}
+			if tc.fails && !strings.Contains(o.err.Error(), "bad entry") {
+				t.Errorf("error %q loses the device's answer", o.err)
+			}
+		})
+	}
+}
+
+func TestPolicyWriteOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		written             int
+		problems            map[string][]string
+		full                []string
+		wasReady, observed  bool
+		ready               bool
+		reason, msgContains string
+		requeueAfter        time.Duration
+		fails               bool
+	}{
+		{"written on every UPF is Ready and Programmed", 2, nil, nil, false, false, true, ReasonProgrammed, "on 2 UserPlaneFunctions", 0, false},
+		{"no UPF in the namespace is Ready: each new one gets the entries", 0, nil, nil, false, false, true, ReasonNoUPF, "no UserPlaneFunction", 0, false},
+		{"a full table on one UPF waits for room", 1, map[string][]string{ReasonTableFull: {"b"}}, []string{"b: no room"}, true, true, false, ReasonTableFull, "b: no room", requeueTableFull, false},
+		{"a ready unchanged policy stays Ready while a UPF is away", 1, map[string][]string{ReasonUPFNotConnected: {"b"}}, nil, true, true, false, "", "", 0, false},
+		{"a changed policy on a UPF that is away is not Ready and waits for the replay", 1, map[string][]string{ReasonUPFNotConnected: {"b"}}, nil, true, false, false, ReasonUPFNotConnected, "UPFNotConnected on b", 0, false},
+		{"a refused write fails the reconcile and names every problem", 0, map[string][]string{ReasonWriteFailed: {"a"}, ReasonUPFNotReady: {"b"}}, nil, true, true, false, ReasonUPFNotReady, "UPFNotReady on b; WriteFailed on a", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ready, o := policyWriteOutcome(7, 3, tc.written, tc.problems, tc.full, tc.wasReady, tc.observed)
+			if o.reason != tc.reason || o.requeueAfter != tc.requeueAfter || (o.err != nil) != tc.fails {
+				t.Errorf("got reason %q, requeue after %v, error %v; want %q, %v, error %v", o.reason, o.requeueAfter, o.err, tc.reason, tc.requeueAfter, tc.fails)
+			}
+			if o.reason != "" && ready != tc.ready {
+				t.Errorf("Ready %v, want %v", ready, tc.ready)
+			}
+			if !strings.Contains(o.msg, tc.msgContains) {
+				t.Errorf("message %q does not say %q", o.msg, tc.msgContains)
+			}
+		})
+	}
+}
+
+func TestWarningEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		reason string
+		warn   bool
+	}{
+		{"a full table needs the operator's attention", ReasonTableFull, true},
+		{"a refused write needs it", ReasonWriteFailed, true},
+		{"a missing UPF needs it", ReasonUPFNotFound, true},
+		{"a UPF that is away is told by the UPF's own condition, not once per session", ReasonUPFNotConnected, false},
+		{"being programmed is no warning", ReasonProgrammed, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := warnable(tc.reason); got != tc.warn {
+				t.Errorf("warnable(%s) = %v, want %v", tc.reason, got, tc.warn)
 			}
 		})
 	}

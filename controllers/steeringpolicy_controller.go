@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,8 +38,10 @@ func (r *SteeringPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if err := ensureFinalizer(ctx, r.Client, p); err != nil {
+	if added, err := ensureFinalizer(ctx, r.Client, p); err != nil {
 		return ctrl.Result{}, err
+	} else if added {
+		return ctrl.Result{Requeue: true}, nil
 	}
 	before := p.DeepCopy()
 	defer func() {
@@ -116,36 +116,11 @@ func (r *SteeringPolicyReconciler) reconcileNormal(ctx context.Context, p *junct
 		written++
 	}
 
-	switch {
-	case len(full) > 0:
-		msg := "applications table full on " + strings.Join(full, "; ") + "; written when room appears"
-		r.setReady(p, false, ReasonTableFull, msg)
-		return ctrl.Result{RequeueAfter: requeueTableFull}, nil
-	case len(problems) == 1 && len(problems[ReasonUPFNotConnected]) > 0 && wasReady && p.Status.ObservedGeneration == p.Generation:
-		// Written before and unchanged since: disconnected UPFs get the entries by their replay,
-		// and Ready does not flap on every operator restart.
-		return ctrl.Result{}, nil
-	case len(problems) > 0:
-		reasons := make([]string, 0, len(problems))
-		for rs := range problems {
-			reasons = append(reasons, rs)
-		}
-		sort.Strings(reasons)
-		var parts []string
-		for _, rs := range reasons {
-			parts = append(parts, fmt.Sprintf("%s on %s", rs, strings.Join(problems[rs], ", ")))
-		}
-		r.setReady(p, false, reasons[0], "not written everywhere: "+strings.Join(parts, "; "))
-		if _, ok := problems[ReasonWriteFailed]; ok {
-			return ctrl.Result{RequeueAfter: requeueWaiting}, nil
-		}
-		return ctrl.Result{}, nil // UPF status changes bring the policy back
-	case len(rts)+len(notReady) == 0:
-		r.setReady(p, true, ReasonNoUPF, "no UserPlaneFunction in the namespace yet; written to each one that appears")
-	default:
-		r.setReady(p, true, ReasonProgrammed, fmt.Sprintf("application %d: %d entries on %d UserPlaneFunctions", id, len(entries), written))
+	ok, o := policyWriteOutcome(id, len(entries), written, problems, full, wasReady, p.Status.ObservedGeneration == p.Generation)
+	if o.reason != "" {
+		r.setReady(p, ok, o.reason, o.msg)
 	}
-	return ctrl.Result{}, nil
+	return o.result()
 }
 
 // reconcileDelete: entries removed from every UPF → application ID freed → finalizer removed.

@@ -46,8 +46,10 @@ func (r *UserPlaneFunctionReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if err := ensureFinalizer(ctx, r.Client, upf); err != nil {
+	if added, err := ensureFinalizer(ctx, r.Client, upf); err != nil {
 		return ctrl.Result{}, err
+	} else if added {
+		return ctrl.Result{Requeue: true}, nil
 	}
 	before := upf.DeepCopy()
 	defer func() {
