@@ -61,6 +61,7 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{Requeue: true}, nil
 	}
 	before := s.DeepCopy()
+	release := false // set by reconcileDelete once the entries are gone
 	defer func() {
 		// A failed reconcile has not observed this generation (cluster-api, kstatus).
 		if retErr == nil {
@@ -73,12 +74,18 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if err := patchStatus(ctx, r.Client, before, s, &before.Status, &s.Status); apierrors.IsConflict(err) || apierrors.IsConflict(retErr) {
 			// The UE agent wrote its status fields meanwhile: run again on the new version.
 			res, retErr = ctrl.Result{Requeue: true}, nil
+			return
 		} else if err != nil {
 			retErr = errors.Join(retErr, err)
 		}
+		if release && retErr == nil {
+			retErr = removeFinalizer(ctx, r.Client, s)
+		}
 	}()
 	if s.DeletionTimestamp != nil {
-		return r.reconcileDelete(ctx, s)
+		var err error
+		release, err = r.reconcileDelete(ctx, s)
+		return ctrl.Result{}, err
 	}
 	return r.reconcileNormal(ctx, s)
 }

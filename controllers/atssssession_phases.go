@@ -140,34 +140,34 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 	return ctrl.Result{}, nil
 }
 
-// reconcileDelete: entries removed → indexes freed → finalizer removed.
-func (r *ATSSSSessionReconciler) reconcileDelete(ctx context.Context, s *junctionv1.ATSSSSession) (ctrl.Result, error) {
+// reconcileDelete: entries removed → indexes freed → the finalizer goes (after the status).
+func (r *ATSSSSessionReconciler) reconcileDelete(ctx context.Context, s *junctionv1.ATSSSSession) (release bool, _ error) {
 	if !controllerutil.ContainsFinalizer(s, finalizerName) {
-		return ctrl.Result{}, nil
+		return false, nil
 	}
 	key, owner := sessionKey(s.Namespace, s.Name), sessionOwner(s.Namespace, s.Name)
 	upf := &junctionv1.UserPlaneFunction{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.UPFRef.Name}, upf)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+		return false, err
 	}
 	var rt *upfRuntime
 	if err == nil && upf.DeletionTimestamp == nil {
 		rt, err = r.Fleet.runtime(ctx, upf)
 		var le *loadError
 		if err != nil && !errors.As(err, &le) {
-			return ctrl.Result{}, err
+			return false, err
 		}
 	}
 	if rt != nil {
 		res, err := rt.prog.Apply(ctx, Change{Owner: owner})
 		if err != nil {
-			return ctrl.Result{}, err
+			return false, err
 		}
 		// errNotSynced: the device is away and its next replay deletes what nobody wants.
 		if werr := res[owner]; werr != nil && !errors.Is(werr, errNotSynced) {
 			r.setProgrammed(s, false, ReasonDeleting, fmt.Sprintf("removing the entries failed: %v", werr))
-			return ctrl.Result{}, werr
+			return false, werr
 		}
 		r.setProgrammed(s, false, ReasonEntriesRemoved, "entries removed from the UPF")
 		peers, users := rt.release(key)
@@ -177,9 +177,7 @@ func (r *ATSSSSessionReconciler) reconcileDelete(ctx context.Context, s *junctio
 		}
 		r.Recorder.Event(s, corev1.EventTypeNormal, ReasonEntriesRemoved, "Entries removed and indexes freed")
 	}
-	patch := client.MergeFrom(s.DeepCopy())
-	controllerutil.RemoveFinalizer(s, finalizerName)
-	return ctrl.Result{}, r.Patch(ctx, s, patch)
+	return true, nil
 }
 
 // recordAllocation writes the allocation into the status; true when it changed.

@@ -164,6 +164,15 @@ func ensureFinalizer(ctx context.Context, c client.Client, obj client.Object) (a
 	return true, c.Patch(ctx, obj, patch)
 }
 
+// removeFinalizer lets a deleted object go once its entries are gone. It runs after the status
+// patch, which is locked to the resourceVersion a metadata patch would change, so that an object
+// another finalizer keeps shows why Junction let it go.
+func removeFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	controllerutil.RemoveFinalizer(obj, finalizerName)
+	return client.IgnoreNotFound(c.Patch(ctx, obj, patch))
+}
+
 // patchStatus writes the status when it changed; a deleted object is not an error.
 //
 // The patch is a JSON merge patch locked to the resourceVersion the operator last saw (after's):

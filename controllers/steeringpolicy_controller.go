@@ -44,6 +44,7 @@ func (r *SteeringPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{Requeue: true}, nil
 	}
 	before := p.DeepCopy()
+	release := false // set by reconcileDelete once the entries are gone
 	defer func() {
 		// A failed reconcile has not observed this generation (cluster-api, kstatus).
 		if retErr == nil {
@@ -53,9 +54,14 @@ func (r *SteeringPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		if err := patchStatus(ctx, r.Client, before, p, &before.Status, &p.Status); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
+		if release && retErr == nil {
+			retErr = removeFinalizer(ctx, r.Client, p)
+		}
 	}()
 	if p.DeletionTimestamp != nil {
-		return r.reconcileDelete(ctx, p)
+		var err error
+		release, err = r.reconcileDelete(ctx, p)
+		return ctrl.Result{}, err
 	}
 	return r.reconcileNormal(ctx, p)
 }
@@ -123,35 +129,34 @@ func (r *SteeringPolicyReconciler) reconcileNormal(ctx context.Context, p *junct
 	return o.result()
 }
 
-// reconcileDelete: entries removed from every UPF → application ID freed → finalizer removed.
-func (r *SteeringPolicyReconciler) reconcileDelete(ctx context.Context, p *junctionv1.SteeringPolicy) (ctrl.Result, error) {
+// reconcileDelete: entries removed from every UPF → application ID freed → the finalizer goes (after the status).
+func (r *SteeringPolicyReconciler) reconcileDelete(ctx context.Context, p *junctionv1.SteeringPolicy) (release bool, _ error) {
 	if !controllerutil.ContainsFinalizer(p, finalizerName) {
-		return ctrl.Result{}, nil
+		return false, nil
 	}
 	if err := r.Fleet.wait(ctx); err != nil {
-		return ctrl.Result{}, err
+		return false, err
 	}
 	owner := policyOwner(p.Namespace, p.Name)
 	// A UPF not configured is left out: its first replay deletes what nobody wants.
 	rts, _, err := r.Fleet.runtimesIn(ctx, p.Namespace)
 	if err != nil {
-		return ctrl.Result{}, err
+		return false, err
 	}
 	for _, rt := range rts {
 		res, err := rt.prog.Apply(ctx, Change{Owner: owner})
 		if err != nil {
-			return ctrl.Result{}, err
+			return false, err
 		}
 		if werr := res[owner]; werr != nil && !errors.Is(werr, errNotSynced) {
 			r.setReady(p, false, ReasonDeleting, fmt.Sprintf("removing the entries from %s failed: %v", rt.key.Name, werr))
-			return ctrl.Result{}, werr
+			return false, werr
 		}
 	}
 	r.Fleet.releaseApp(p)
 	r.Recorder.Event(p, corev1.EventTypeNormal, ReasonEntriesRemoved, "Entries removed and application ID freed")
-	patch := client.MergeFrom(p.DeepCopy())
-	controllerutil.RemoveFinalizer(p, finalizerName)
-	return ctrl.Result{}, r.Patch(ctx, p, patch)
+	r.setReady(p, false, ReasonEntriesRemoved, "entries removed from every UserPlaneFunction")
+	return true, nil
 }
 
 // countSessions counts the sessions that select the policy, by name or by selector.

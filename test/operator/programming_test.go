@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,13 +128,23 @@ func TestSessionsAndPoliciesAreProgrammedExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, programTimeout, "a1 gone", func() error { return gone(a1) })
+	// Junction's finalizer was the last: the status went with the object, the event stays.
+	eventually(t, programTimeout, "an EntriesRemoved event for a1", func() error { return findEvent(ns, "a1", "Normal", "EntriesRemoved") })
 	eventually(t, programTimeout, "entries after deleting a1", func() error { return sameEntries(u, sch, ns, "upf") })
 	if n := countTable(mustEntries(t, u, sch), "tunnel_peers"); n != 1 {
 		t.Errorf("%d tunnel_peers entries while b1 still uses its gNB", n)
 	}
+	// b1 has another finalizer too (a GitOps tool's, say): once its entries are gone it stays
+	// with Programmed=False EntriesRemoved until that one goes.
+	const hold = "test.junction.dev/hold"
+	patchSession(t, b1, func(s *junctionv1.ATSSSSession) { s.Finalizers = append(s.Finalizers, hold) })
 	if err := k8s.Delete(ctx, b1); err != nil {
 		t.Fatal(err)
 	}
+	waitCondition(t, programTimeout, b1, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "EntriesRemoved")
+	patchSession(t, b1, func(s *junctionv1.ATSSSSession) {
+		s.Finalizers = slices.DeleteFunc(s.Finalizers, func(f string) bool { return f == hold })
+	})
 	eventually(t, programTimeout, "b1 gone and its gNB's tunnel peer removed", func() error {
 		if err := gone(b1); err != nil {
 			return err
@@ -147,6 +158,7 @@ func TestSessionsAndPoliciesAreProgrammedExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, programTimeout, "policy video gone", func() error { return gone(lb) })
+	eventually(t, programTimeout, "an EntriesRemoved event for the policy", func() error { return findEvent(ns, lb.Name, "Normal", "EntriesRemoved") })
 	waitCondition(t, programTimeout, a2, junctionv1.ConditionReady, metav1.ConditionFalse, "PolicyNotFound")
 	waitCondition(t, programTimeout, a2, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 	eventually(t, programTimeout, "entries after deleting the policy", func() error { return sameEntries(u, sch, ns, "upf") })
