@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -496,6 +497,7 @@ func (p *programmer) round(ctx context.Context) {
 	p.mu.Unlock()
 
 	results := p.write(ctx, dels, regs, ups)
+	p.rollbackFull(ctx, results)
 
 	p.mu.Lock()
 	hadRefused := len(p.staleRefused) > 0
@@ -520,6 +522,52 @@ func (p *programmer) round(ctx context.Context) {
 	}
 	if statusChanged {
 		p.onStatus()
+	}
+}
+
+// errRolledBack marks an insert that rollbackFull undid: not on the device, and not the owner's
+// error (the entry that did not fit is).
+var errRolledBack = errors.New("rolled back: another entry of the same object did not fit")
+
+// rollbackFull deletes the entries a write inserted for owners that also hit a full table: an
+// object's entries go in all or none, so that one waiting for room holds none another object
+// could use (a session's tunnels, most of a large policy). They stay wanted, and go in whole
+// once room appears. The deletes are no room: the owner would be woken by its own rollback.
+func (p *programmer) rollbackFull(ctx context.Context, results []writeResult) {
+	full := map[string]bool{}
+	for _, r := range results {
+		if r.pu.key != "" && !r.pu.stale && upfclient.Code(r.err) == codes.ResourceExhausted {
+			full[r.pu.owner] = true
+		}
+	}
+	if len(full) == 0 {
+		return
+	}
+	var dels []*p4v1.Update
+	var keys []string
+	for _, r := range results {
+		if full[r.pu.owner] && r.err == nil && r.pu.key != "" && r.pu.u.GetType() == p4v1.Update_INSERT {
+			dels = append(dels, upfclient.Delete(r.pu.te))
+			keys = append(keys, r.pu.key)
+		}
+	}
+	if len(dels) == 0 {
+		return
+	}
+	errs := p.dev.Write(ctx, dels)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.writes += uint64(len(dels))
+	for i, r := range results {
+		if !full[r.pu.owner] || r.err != nil || r.pu.key == "" || r.pu.u.GetType() != p4v1.Update_INSERT {
+			continue
+		}
+		j := slices.Index(keys, r.pu.key)
+		if errs != nil && errs[j] != nil && upfclient.Code(errs[j]) != codes.NotFound {
+			continue // still on the device, and wanted: nothing is lost
+		}
+		// Settled as not inserted: the mirror will not hold it, and the next round inserts it.
+		results[i].err = errRolledBack
 	}
 }
 
@@ -614,6 +662,9 @@ func (p *programmer) settleLocked(results []writeResult, ownerErr map[string]err
 			case code == codes.NotFound:
 				p.delMirrorLocked(pu.key)
 			}
+		}
+		if err == errRolledBack {
+			continue
 		}
 		if pu.stale {
 			p.settleStaleLocked(pu, err)

@@ -81,6 +81,7 @@ func (p *programmer) replay(ctx context.Context, gen uint64) {
 	p.mu.Unlock()
 
 	results := p.write(ctx, dels, regs, ups)
+	p.rollbackFull(ctx, results)
 
 	p.mu.Lock()
 	p.settleLocked(results, ownerErr)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -377,3 +378,70 @@ func TestAppIDInUseWhileAnOverrideNamesIt(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// An object's entries go in all or none (the README: a full table disturbs nothing else): a
+// policy whose three applications entries meet room for two leaves none on the device, so that
+// a smaller policy still fits, and it goes in whole once room appears.
+func TestAnObjectThatDoesNotFitLeavesNothingOnTheDevice(t *testing.T) {
+	r := newProgRig(t, func(info *p4configv1.P4Info) {
+		for _, tb := range info.GetTables() {
+			if tb.GetPreamble().GetName() == "applications" {
+				tb.Size = 3
+			}
+		}
+	})
+	ctx := context.Background()
+	apply := func(owner string, id uint16, prefixes ...junctionv1.IPv4Prefix) error {
+		t.Helper()
+		var es []desired.Entry
+		if len(prefixes) > 0 {
+			var err error
+			es, err = desired.ApplicationEntries(desired.Policy{Name: owner, AppID: id, Spec: junctionv1.SteeringPolicySpec{
+				Precedence:        int32(id),
+				TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: prefixes},
+				Steering:          junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay, SmallestDelay: &junctionv1.SmallestDelay{}},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := r.prog.Apply(ctx, Change{Owner: owner, Entries: es})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[owner]
+	}
+	if err := apply("policy/ns/filler", 1, "198.18.0.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	var full *TableFullError
+	if err := apply("policy/ns/big", 2, "198.18.1.0/24", "198.18.2.0/24", "198.18.3.0/24"); !errors.As(err, &full) || full.Table != "applications" {
+		t.Fatalf("got %v, want TableFull on applications", err)
+	}
+	if n := r.count(t, "applications"); n != 1 {
+		t.Fatalf("%d applications entries, want only the filler's 1: the policy that did not fit left some", n)
+	}
+	if err := apply("policy/ns/small", 3, "198.18.9.0/24"); err != nil {
+		t.Fatalf("a policy that fits in what is left: %v", err)
+	}
+	if err := apply("policy/ns/filler", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply("policy/ns/small", 3); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case owners := <-r.room:
+		if !slices.Contains(owners, "policy/ns/big") {
+			t.Fatalf("room for %v, want policy/ns/big", owners)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no room notification")
+	}
+	if err := apply("policy/ns/big", 2, "198.18.1.0/24", "198.18.2.0/24", "198.18.3.0/24"); err != nil {
+		t.Fatalf("with room for all three: %v", err)
+	}
+	if n := r.count(t, "applications"); n != 3 {
+		t.Fatalf("%d applications entries, want the big policy's 3", n)
+	}
+}

@@ -30,8 +30,9 @@ import (
 const roomTimeout = 15 * time.Second
 
 // TestFullTableGivesTableFullAndRoomProgramsTheSession runs the UPF with a P4Info whose sessions
-// table holds 2 entries: the third session reports TableFull (condition and event) while the
-// others stay programmed, and it is programmed as soon as one of them is deleted.
+// table holds 2 entries: the third session reports TableFull (condition and event), with none of
+// its entries on the device, while the others stay programmed, and it is programmed as soon as
+// one of them is deleted.
 func TestFullTableGivesTableFullAndRoomProgramsTheSession(t *testing.T) {
 	ns := newNamespace(t)
 	u := startSoftUPF(t, "127.0.0.1:0")
@@ -49,9 +50,9 @@ func TestFullTableGivesTableFullAndRoomProgramsTheSession(t *testing.T) {
 
 	timed := programmingsTimed(t)
 	ss := []*junctionv1.ATSSSSession{
-		session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", ""),
-		session(ns, "s2", "imsi-001010000000002", "10.60.0.2", "upf", "n", ""),
-		session(ns, "s3", "imsi-001010000000003", "10.60.0.3", "upf", "n", ""),
+		session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10"),
+		session(ns, "s2", "imsi-001010000000002", "10.60.0.2", "upf", "3n", "198.51.100.10"),
+		session(ns, "s3", "imsi-001010000000003", "10.60.0.3", "upf", "3n", "198.51.100.10"),
 	}
 	for _, s := range ss {
 		create(t, s)
@@ -81,6 +82,10 @@ func TestFullTableGivesTableFullAndRoomProgramsTheSession(t *testing.T) {
 	eventually(t, programTimeout, "a TableFull event", func() error { return findEvent(ns, full.Name, "Warning", "TableFull") })
 	if n := countTable(mustEntries(t, u, sch), "sessions"); n != 2 {
 		t.Errorf("%d sessions entries in a table of 2", n)
+	}
+	// All or none: the waiting session holds no uplink tunnel either.
+	if n := countTable(mustEntries(t, u, sch), "uplink_tunnels"); n != 2 {
+		t.Errorf("%d uplink_tunnels entries for 2 programmed sessions", n)
 	}
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "") // nothing else disturbed
 
