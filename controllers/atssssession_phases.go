@@ -42,7 +42,9 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 		}
 		return ctrl.Result{}, err
 	}
-	if st := rt.state(); st.connected && !st.primary {
+	if st := rt.state(); st.deposed {
+		return ctrl.Result{}, nil // the newer leader reconciles the session
+	} else if st.connected && !st.primary {
 		// Another controller holds the device: what this operator wrote may be gone, and
 		// nothing it writes lands. The UPF's Connected condition brings the session back.
 		r.notProgrammed(s, ReasonUPFNotPrimary, fmt.Sprintf("UserPlaneFunction %s: another controller is primary on the device", upf.Name))

@@ -12,9 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/alloc"
 	"github.com/junction-atsss/junction/internal/desired"
+	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
 // The resets follow docs/pipeline.md: registers start at 0 ("not suspended", "available, RTT not
@@ -463,6 +466,27 @@ func TestWarningEvents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := warnable(tc.reason); got != tc.warn {
 				t.Errorf("warnable(%s) = %v, want %v", tc.reason, got, tc.warn)
+			}
+		})
+	}
+}
+
+func TestDeposedBy(t *testing.T) {
+	id := func(high, epoch uint64) *p4v1.Uint128 { return &p4v1.Uint128{High: high, Low: epoch<<32 | 7} }
+	for _, tc := range []struct {
+		name string
+		st   upfclient.State
+		want bool
+	}{
+		{"a backup under a newer leader of this operator is deposed", upfclient.State{Connected: true, ElectionID: id(5, 3), Highest: id(5, 4)}, true},
+		{"the primary is not", upfclient.State{Connected: true, Primary: true, ElectionID: id(5, 3), Highest: id(5, 3)}, false},
+		{"a backup under another controller (another electionIDHigh) is not", upfclient.State{Connected: true, ElectionID: id(5, 3), Highest: id(9, 1)}, false},
+		{"a backup under an older leader's half-dead stream is not", upfclient.State{Connected: true, ElectionID: id(5, 3), Highest: id(5, 3)}, false},
+		{"a disconnected device says nothing", upfclient.State{ElectionID: id(5, 3), Highest: id(5, 4)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := deposedBy(tc.st, 3); got != tc.want {
+				t.Errorf("deposedBy = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -46,6 +46,9 @@ type Fleet struct {
 	StatusInterval time.Duration
 	// ReconnectBackoff shapes the P4Runtime clients' reconnect delays.
 	ReconnectBackoff upfclient.Backoff
+	// OnDeposed is called when a UPF's primary turns out to be a newer leader of this operator
+	// (deposedBy): cmd/manager stops the process, as losing the lease would.
+	OnDeposed func(upf types.NamespacedName)
 
 	sessionEvents, policyEvents, upfEvents *requests
 

@@ -31,6 +31,8 @@ type Options struct {
 	StatusInterval time.Duration
 	// ReconnectBackoff shapes P4Runtime reconnects (zero: the client's defaults).
 	ReconnectBackoff upfclient.Backoff
+	// OnDeposed: see Fleet.OnDeposed.
+	OnDeposed func(upf types.NamespacedName)
 }
 
 // SetupWithManager adds the fleet of UPF runtimes and the three controllers to mgr.
@@ -39,6 +41,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) (*Fleet,
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Log: mgr.GetLogger().WithName("fleet"),
 		Window: o.WriteWindow, ElectionLow: o.ElectionLow, Metrics: P4RuntimeMetrics,
 		PathConfig: o.PathConfig, StatusInterval: o.StatusInterval, ReconnectBackoff: o.ReconnectBackoff,
+		OnDeposed: o.OnDeposed,
 	}
 	fleet.init()
 	if err := mgr.Add(fleet); err != nil {

@@ -42,7 +42,9 @@ const (
 // runtimeState is the device as the UPF status shows it.
 type runtimeState struct {
 	connected, primary bool
-	generation         uint64
+	// deposed: the device's primary is a newer leader of this operator (deposedBy).
+	deposed    bool
+	generation uint64
 	electionID         string
 	connErr            error
 	// connecting: a stream is being opened and has not reported yet (connected or failed), as
@@ -251,6 +253,15 @@ func electionIDs(high *atomic.Uint64, epoch uint64) func() (uint64, uint64) {
 	return func() (uint64, uint64) { return high.Load(), epoch<<32 | n.Add(1)&0xffffffff }
 }
 
+// deposedBy reports whether the device's primary is a newer leader of this same operator: the
+// same electionIDHigh (the UPF's spec) with a higher leadership epoch than this process's. Such a
+// process lost its leadership without knowing it yet (paused, or cut off from the API server
+// until its lease renewal gives up): what it would write to the API server is stale.
+func deposedBy(st upfclient.State, epoch uint64) bool {
+	h, mine := st.Highest, st.ElectionID
+	return st.Connected && !st.Primary && h != nil && mine != nil && h.GetHigh() == mine.GetHigh() && h.GetLow()>>32 > epoch
+}
+
 func (rt *upfRuntime) connect(cp connParams) {
 	dev, err := upfclient.New(upfclient.Config{
 		Name: rt.key.String(), Address: cp.address, DeviceID: cp.deviceID, Role: cp.role, TLS: cp.tls,
@@ -305,11 +316,20 @@ func (rt *upfRuntime) watch(ctx context.Context, dev *upfclient.Device) {
 		case <-ctx.Done():
 			return
 		case st := <-dev.States():
+			wasDeposed := rt.state().deposed
 			rt.setState(func(s *runtimeState) {
 				s.connected, s.primary, s.generation, s.connErr = st.Connected, st.Primary, st.Generation, st.Err
 				s.connecting = false
 				s.electionID = fmt.Sprintf("%d:%d", st.ElectionID.GetHigh(), st.ElectionID.GetLow())
+				s.deposed = deposedBy(st, rt.f.low)
 			})
+			if now := rt.state().deposed; now && !wasDeposed {
+				rt.log.Info("Deposed: a newer leader of this operator is primary on the UPF; its status is left to that leader",
+					"primaryElectionIDHigh", st.Highest.GetHigh(), "primaryElectionIDLow", st.Highest.GetLow())
+				if rt.f.OnDeposed != nil {
+					rt.f.OnDeposed(rt.key)
+				}
+			}
 			rt.f.enqueueUPF(rt.key)
 			if !st.Primary {
 				rt.prog.Down()

@@ -15,6 +15,9 @@ import (
 // setStatus shows the runtime's connection, pipeline, replay and table usage.
 func (r *UserPlaneFunctionReconciler) setStatus(upf *junctionv1.UserPlaneFunction, rt *upfRuntime, pipe *pipelineSpec, upfErr error) {
 	st := rt.state()
+	if st.deposed {
+		return // the new leader's status, not this process's stale view
+	}
 	ps := rt.prog.Status()
 	s := &upf.Status
 	g := upf.Generation

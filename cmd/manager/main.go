@@ -3,7 +3,9 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -113,13 +116,20 @@ func run() error {
 	if leaderElect {
 		electionLow = controllers.LeaseElectionLow(mgr.GetAPIReader(), leaseNamespace, leaseName)
 	}
-	ctx := ctrl.SetupSignalHandler()
+	// A process that finds a newer leader of this operator primary on a UPF stops, as one that
+	// lost its lease does: it was paused or cut off, and its view is stale.
+	ctx, stop := context.WithCancelCause(ctrl.SetupSignalHandler())
+	defer stop(nil)
+	onDeposed := func(upf types.NamespacedName) {
+		stop(fmt.Errorf("deposed: a newer leader of this operator is primary on UserPlaneFunction %s", upf))
+	}
 	if _, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 		ElectionLow:             electionLow,
 		MaxConcurrentReconciles: maxConcurrent,
 		WriteWindow:             writeWindow,
 		StatusInterval:          statusInterval,
 		PathConfig:              pathmon.Config{MaxSwitches: flipSwitches, Window: flipWindow, Settle: settle, Reassert: def.Reassert},
+		OnDeposed:               onDeposed,
 	}); err != nil {
 		return err
 	}
@@ -130,7 +140,13 @@ func run() error {
 		return err
 	}
 	log.Info("Starting the manager", "leaderElection", leaderElect, "leaseNamespace", leaseNamespace, "metrics", metricsAddr, "secureMetrics", secureMetrics)
-	return mgr.Start(ctx)
+	if err := mgr.Start(ctx); err != nil {
+		return err
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause // exit non-zero: Kubernetes restarts the pod as a follower
+	}
+	return nil
 }
 
 // podNamespace is the namespace the operator runs in.

@@ -127,6 +127,9 @@ type State struct {
 	Generation uint64
 	// ElectionID is the election ID this controller last sent.
 	ElectionID *p4v1.Uint128
+	// Highest is the highest election ID the device has seen for the role, from its last
+	// arbitration notice: the primary's while this controller is a backup (spec 5.4).
+	Highest *p4v1.Uint128
 	// Err is why the last stream ended or the last connect failed; nil while connected.
 	Err error
 	// Since is when this state began.

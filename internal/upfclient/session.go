@@ -186,7 +186,7 @@ func (d *Device) onArbitration(s *session, a *p4v1.MasterArbitrationUpdate) {
 	was := s.primary.Swap(primary)
 	var gen uint64
 	d.update(func(st *State) {
-		st.Connected, st.Primary, st.Err, st.ElectionID = true, primary, nil, s.electionID()
+		st.Connected, st.Primary, st.Err, st.ElectionID, st.Highest = true, primary, nil, s.electionID(), a.GetElectionId()
 		if primary && !was {
 			st.Generation++
 		}

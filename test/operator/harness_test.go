@@ -30,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -293,6 +294,10 @@ type operatorOptions struct {
 	// slowFirstRestore delays the operator's first uncached list of ATSSSSessions (a UPF
 	// runtime's restore) by this much, as 100k sessions would.
 	slowFirstRestore time.Duration
+	// epoch, when set, is the leadership epoch of the election IDs instead of the start time or
+	// the lease's; onDeposed is controllers.Options.OnDeposed.
+	epoch     uint64
+	onDeposed func(types.NamespacedName)
 }
 
 // startOperator runs the operator's controllers in a manager watching namespace ns.
@@ -336,6 +341,9 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 	if o.leaseName != "" {
 		low = controllers.LeaseElectionLow(mgr.GetAPIReader(), ns, o.leaseName)
 	}
+	if o.epoch != 0 {
+		low = func(context.Context) (uint64, error) { return o.epoch, nil }
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	fleet, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 		ElectionLow:      low,
@@ -343,6 +351,7 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 		StatusInterval:   time.Second,
 		PathConfig:       o.path,
 		ReconnectBackoff: upfclient.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond},
+		OnDeposed:        o.onDeposed,
 	})
 	if err != nil {
 		cancel()

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
@@ -330,6 +333,71 @@ func TestTwoManagersOnePrimaryTheOtherTakesOver(t *testing.T) {
 	waitCondition(t, programTimeout, d1, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 	eventually(t, programTimeout, "entries with the new session", func() error { return sameEntries(u, p.sch, ns, "upf") })
 	assertDistinctIndexes(t, ns)
+}
+
+// TestADeposedLeaderLeavesTheStatusToTheNewOne: a leader that lost its lease without knowing it
+// yet (a paused process, one cut off from the API server until its renewal gives up) finds a
+// newer leader primary on the device. It must not report the UPF disconnected or its sessions
+// UPFNotPrimary over the new leader's status, and it stops (cmd/manager exits) at once. The two
+// managers run without leader election and with fixed epochs: what the switch sees is the same.
+func TestADeposedLeaderLeavesTheStatusToTheNewOne(t *testing.T) {
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	p := setupProgrammed(t, u, ns)
+	deposed := make(chan types.NamespacedName, 4)
+	old := startOperator(t, ns, operatorOptions{epoch: 1, onDeposed: func(k types.NamespacedName) { deposed <- k }})
+	p.waitProgrammed(t, u, programTimeout)
+	waitCondition(t, programTimeout, p.upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+
+	// Watch the UPF's Connected and the sessions' Programmed from now on.
+	watchStop, seen := make(chan struct{}), make(chan []string, 1)
+	go func() {
+		var bad []string
+		defer func() { seen <- bad }()
+		for {
+			select {
+			case <-watchStop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			upf := &junctionv1.UserPlaneFunction{}
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(p.upf), upf); err == nil {
+				if c := meta.FindStatusCondition(upf.Status.Conditions, junctionv1.ConditionConnected); c != nil && c.Status == metav1.ConditionFalse {
+					bad = append(bad, "UPF "+c.Reason+": "+c.Message)
+				}
+			}
+			for _, s := range p.sessions {
+				cur := &junctionv1.ATSSSSession{}
+				if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(s), cur); err == nil {
+					if c := meta.FindStatusCondition(cur.Status.Conditions, junctionv1.ConditionProgrammed); c != nil && c.Status != metav1.ConditionTrue {
+						bad = append(bad, "session "+s.Name+" "+c.Reason+": "+c.Message)
+					}
+				}
+			}
+		}
+	}()
+	startOperator(t, ns, operatorOptions{epoch: 2})
+	select {
+	case k := <-deposed:
+		if k.Name != p.upf.Name {
+			t.Errorf("deposed on %s, want %s", k, p.upf.Name)
+		}
+	case <-time.After(takeoverTimeout):
+		t.Fatal("the old leader never noticed the newer one on the device")
+	}
+	time.Sleep(settleTime) // the old manager still runs: it must stay quiet
+	old.stop()
+	close(watchStop)
+	if bad := <-seen; len(bad) > 0 {
+		t.Errorf("stale status written %d times after the newer leader took the device, first: %s", len(bad), bad[0])
+	}
+	eventually(t, programTimeout, "the UPF's status is the new leader's (epoch 2)", func() error {
+		_, low, _ := strings.Cut(upfStatus(t, p.upf).ElectionID, ":")
+		if n, err := strconv.ParseUint(low, 10, 64); err != nil || n>>32 != 2 {
+			return fmt.Errorf("election ID %q", upfStatus(t, p.upf).ElectionID)
+		}
+		return nil
+	})
 }
 
 // TestSlowRestoreBlocksNoOtherUPF: a runtime's restore lists every session of its namespace
