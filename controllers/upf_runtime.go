@@ -45,8 +45,8 @@ type runtimeState struct {
 	// deposed: the device's primary is a newer leader of this operator (deposedBy).
 	deposed    bool
 	generation uint64
-	electionID         string
-	connErr            error
+	electionID string
+	connErr    error
 	// connecting: a stream is being opened and has not reported yet (connected or failed), as
 	// after a start or a takeover; the status says Connecting, not Disconnected.
 	connecting     bool
