@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -44,21 +45,27 @@ type ATSSSSessionReconciler struct {
 	metrics sessionMetrics // junction_sessions, junction_session_programming_seconds
 }
 
-// Reconcile follows the cluster-api skeleton: fetch, finalizer first, deferred status patch,
-// then reconcileNormal or reconcileDelete.
+// Reconcile follows the cluster-api skeleton (fetch, deferred status patch, reconcileNormal or
+// reconcileDelete) without a finalizer: the UPF's programmer holds every session's desired
+// entries, so a session that is gone (NotFound) has its entries removed and its indexes freed
+// then, and one deleted while the operator was down has its entries deleted by the replay that
+// follows the restart, which deletes whatever no object wants. That saves each session an API
+// write, the API server being what limits how fast sessions are programmed.
 func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	s := &junctionv1.ATSSSSession{}
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.metrics.observe(req.NamespacedName, "", "", false, 0)
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	// The finalizer goes on before anything is allocated or written.
-	if added, err := ensureFinalizer(ctx, r.Client, s); err != nil {
+		r.metrics.observe(req.NamespacedName, "", "", false, 0)
+		_, err := r.removeEntries(ctx, req.NamespacedName)
 		return ctrl.Result{}, err
-	} else if added {
-		return ctrl.Result{Requeue: true}, nil
+	}
+	// Sessions programmed by earlier versions carry a finalizer; it goes, once.
+	if s.DeletionTimestamp == nil && controllerutil.ContainsFinalizer(s, finalizerName) {
+		if err := removeFinalizer(ctx, r.Client, s); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	before := s.DeepCopy()
 	release := false // set by reconcileDelete once the entries are gone

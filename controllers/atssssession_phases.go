@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,18 +67,16 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 		return ctrl.Result{}, nil
 	}
 
-	// Indexes: recorded in the status before any entry uses them, so that a restart restores
-	// exactly what the device holds.
+	// Indexes: recorded in the status by the same patch as Programmed, one API write per
+	// session. A restart restores them from there; a session the operator programmed but could
+	// not record before it stopped is written again with fresh indexes once the replay removed
+	// its old entries (README, "The operator").
 	a, err := rt.acquire(key, n)
 	if err != nil {
 		r.notProgrammed(s, ReasonIndexesExhausted, err.Error())
 		return ctrl.Result{RequeueAfter: requeueTableFull}, nil
 	}
-	if before := s.DeepCopy(); recordAllocation(&s.Status, a) {
-		if err := r.Status().Patch(ctx, s, lockedMergeFrom(before, s)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("recording the indexes before programming: %w", err)
-		}
-	}
+	recordAllocation(&s.Status, a)
 
 	ds, err := buildSession(s, upf, a, sel)
 	if err != nil {
@@ -142,44 +141,44 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 	return ctrl.Result{}, nil
 }
 
-// reconcileDelete: entries removed → indexes freed → the finalizer goes (after the status).
+// reconcileDelete: a deleted session that other finalizers keep has its entries removed, says
+// so, and lets go of the finalizer earlier versions put on it.
 func (r *ATSSSSessionReconciler) reconcileDelete(ctx context.Context, s *junctionv1.ATSSSSession) (release bool, _ error) {
-	if !controllerutil.ContainsFinalizer(s, finalizerName) {
-		return false, nil
-	}
-	key, owner := sessionKey(s.Namespace, s.Name), sessionOwner(s.Namespace, s.Name)
-	upf := &junctionv1.UserPlaneFunction{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.UPFRef.Name}, upf)
-	if err != nil && !apierrors.IsNotFound(err) {
+	removed, err := r.removeEntries(ctx, client.ObjectKeyFromObject(s))
+	if err != nil {
+		r.setProgrammed(s, false, ReasonDeleting, fmt.Sprintf("removing the entries failed: %v", err))
 		return false, err
 	}
-	var rt *upfRuntime
-	if err == nil && upf.DeletionTimestamp == nil {
-		rt, err = r.Fleet.runtime(ctx, upf)
-		var le *loadError
-		if err != nil && !errors.As(err, &le) {
-			return false, err
-		}
+	if removed || meta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionProgrammed) {
+		r.setProgrammed(s, false, ReasonEntriesRemoved, "entries removed from the UPF")
 	}
-	if rt != nil {
+	return controllerutil.ContainsFinalizer(s, finalizerName), nil
+}
+
+// removeEntries removes a deleted session's entries from the UPF that holds its indexes and
+// frees them, with an EntriesRemoved event; removed is false when no UPF held any. A device that
+// refuses the deletes keeps the entries and the indexes (an index is free only once no entry
+// names it): the error retries. A device that is away deletes them in its replay.
+func (r *ATSSSSessionReconciler) removeEntries(ctx context.Context, key types.NamespacedName) (removed bool, _ error) {
+	k, owner := sessionKey(key.Namespace, key.Name), sessionOwner(key.Namespace, key.Name)
+	for _, rt := range r.Fleet.runtimesHolding(k) {
 		res, err := rt.prog.Apply(ctx, Change{Owner: owner})
 		if err != nil {
-			return false, err
+			return removed, err
 		}
-		// errNotSynced: the device is away and its next replay deletes what nobody wants.
 		if werr := res[owner]; werr != nil && !errors.Is(werr, errNotSynced) {
-			r.setProgrammed(s, false, ReasonDeleting, fmt.Sprintf("removing the entries failed: %v", werr))
-			return false, werr
+			return removed, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, werr)
 		}
-		r.setProgrammed(s, false, ReasonEntriesRemoved, "entries removed from the UPF")
-		peers, users := rt.release(key)
+		peers, users := rt.release(k)
 		rt.dropPeers(peers)
 		for _, u := range users {
 			rt.mon.Forget(u)
 		}
-		r.Recorder.Event(s, corev1.EventTypeNormal, ReasonEntriesRemoved, "Entries removed and indexes freed")
+		removed = true
+		ref := &junctionv1.ATSSSSession{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		r.Recorder.Event(ref, corev1.EventTypeNormal, ReasonEntriesRemoved, "Entries removed from UserPlaneFunction "+rt.key.Name+" and indexes freed")
 	}
-	return true, nil
+	return removed, nil
 }
 
 // recordAllocation writes the allocation into the status; true when it changed.

@@ -164,6 +164,11 @@ func ensureFinalizer(ctx context.Context, c client.Client, obj client.Object) (a
 	return true, c.Patch(ctx, obj, patch)
 }
 
+// afterFinalizer runs the reconcile again at once on the object with Junction's finalizer. Not
+// Requeue: that goes through the controller's rate limiter, whose shared token bucket (10/s)
+// would hold a burst of new objects back; RequeueAfter does not.
+var afterFinalizer = ctrl.Result{RequeueAfter: time.Millisecond}
+
 // removeFinalizer lets a deleted object go once its entries are gone. It runs after the status
 // patch, which is locked to the resourceVersion a metadata patch would change, so that an object
 // another finalizer keeps shows why Junction let it go.

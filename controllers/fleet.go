@@ -275,6 +275,24 @@ func (f *Fleet) runtimesIn(ctx context.Context, ns string) (rts []*upfRuntime, n
 	return rts, notReady, nil
 }
 
+// runtimesHolding returns the runtimes that hold indexes for session key (ns/name): one, or
+// none once they are freed.
+func (f *Fleet) runtimesHolding(key string) []*upfRuntime {
+	f.mu.Lock()
+	rts := make([]*upfRuntime, 0, len(f.upfs))
+	for _, rt := range f.upfs {
+		rts = append(rts, rt)
+	}
+	f.mu.Unlock()
+	var out []*upfRuntime
+	for _, rt := range rts {
+		if rt.holds(key) {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
 // remove stops and forgets the UPF's runtime.
 func (f *Fleet) remove(key types.NamespacedName) {
 	f.init()

@@ -41,7 +41,7 @@ func (r *SteeringPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if added, err := ensureFinalizer(ctx, r.Client, p); err != nil {
 		return ctrl.Result{}, err
 	} else if added {
-		return ctrl.Result{Requeue: true}, nil
+		return afterFinalizer, nil
 	}
 	before := p.DeepCopy()
 	release := false // set by reconcileDelete once the entries are gone

@@ -121,6 +121,15 @@ func (rt *upfRuntime) commit(key string, next sessionAlloc) (freedPeers []string
 	return freedPeers, freedUsers
 }
 
+// holds reports whether the session has indexes here, committed or pending.
+func (rt *upfRuntime) holds(key string) bool {
+	rt.amu.Lock()
+	defer rt.amu.Unlock()
+	_, committed := rt.sessions[key]
+	_, pending := rt.pending[key]
+	return committed || pending
+}
+
 // release frees everything a deleted session holds or acquired.
 func (rt *upfRuntime) release(key string) (freedPeers []string, freedUsers []uint32) {
 	rt.amu.Lock()

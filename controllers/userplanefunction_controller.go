@@ -49,7 +49,7 @@ func (r *UserPlaneFunctionReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	if added, err := ensureFinalizer(ctx, r.Client, upf); err != nil {
 		return ctrl.Result{}, err
 	} else if added {
-		return ctrl.Result{Requeue: true}, nil
+		return afterFinalizer, nil
 	}
 	before := upf.DeepCopy()
 	defer func() {

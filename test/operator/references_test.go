@@ -265,9 +265,9 @@ func TestRefusedDeviceSetupIsReported(t *testing.T) {
 }
 
 // TestRefusedDeleteIsRetriedNotForgotten: while the device refuses deletes, a deleted session
-// keeps its finalizer and says why (Programmed=False Deleting), the UPF is Ready=False
-// DeleteRefused with an event, and the entries stay known; once the device takes deletes again
-// the entries go, the session is gone and the UPF is Ready.
+// (gone from the API server at once: sessions carry no finalizer) leaves its entries known, the
+// UPF is Ready=False DeleteRefused with an event, and its indexes stay taken; once the device
+// takes deletes again the entries go and the UPF is Ready.
 func TestRefusedDeleteIsRetriedNotForgotten(t *testing.T) {
 	var refusing atomic.Bool
 	r := newUPFRig(t, "upf", refuseUpdates(&refusing, "deletes are refused for now",
@@ -280,15 +280,18 @@ func TestRefusedDeleteIsRetriedNotForgotten(t *testing.T) {
 	if err := k8s.Delete(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "Deleting")
+	eventually(t, programTimeout, "the session deleted", func() error { return gone(s) })
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionFalse, "DeleteRefused")
 	eventually(t, programTimeout, "a DeleteRefused event", func() error { return findEvent(ns, "upf", "Warning", "DeleteRefused") })
 	if n := countTable(mustEntries(t, u, sch), "sessions"); n != 1 {
 		t.Fatalf("%d sessions entries while deletes are refused", n)
 	}
 
+	if st := upfStatus(t, upf); st.Users != 1 {
+		t.Errorf("%d users allocated while the deleted session's entries are on the device, want 1", st.Users)
+	}
+
 	refusing.Store(false)
-	eventually(t, programTimeout, "the session deleted", func() error { return gone(s) })
 	eventually(t, programTimeout, "no sessions entry left", func() error {
 		if n := countTable(mustEntries(t, u, sch), "sessions"); n != 0 {
 			return fmt.Errorf("%d sessions entries", n)
@@ -296,6 +299,12 @@ func TestRefusedDeleteIsRetriedNotForgotten(t *testing.T) {
 		return nil
 	})
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	eventually(t, programTimeout, "the user index freed", func() error {
+		if n := upfStatus(t, upf).Users; n != 0 {
+			return fmt.Errorf("%d users allocated", n)
+		}
+		return nil
+	})
 }
 
 // TestApplicationIDIsFreedOnlyWhenNoOverrideNamesIt: a deleted policy's sessions drop their
