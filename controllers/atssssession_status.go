@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/desired"
-	"github.com/junction-atsss/junction/internal/pathmon"
 )
 
 // steeringSummary names the steering modes in effect: the override, or the selected policies'
@@ -45,11 +45,11 @@ func (r *ATSSSSessionReconciler) pathStatus(s *junctionv1.ATSSSSession, rt *upfR
 		return
 	}
 	st := &s.Status
-	legs := map[pathmon.Access]bool{
-		pathmon.Access3GPP:    s.Spec.AccessLegs.ThreeGPP != nil,
-		pathmon.AccessNon3GPP: s.Spec.AccessLegs.NonThreeGPP != nil,
+	legs := map[contract.Access]bool{
+		contract.Access3GPP:    s.Spec.AccessLegs.ThreeGPP != nil,
+		contract.AccessNon3GPP: s.Spec.AccessLegs.NonThreeGPP != nil,
 	}
-	path := func(a pathmon.Access) *junctionv1.PathStatus {
+	path := func(a contract.Access) *junctionv1.PathStatus {
 		if !legs[a] {
 			return nil
 		}
@@ -60,11 +60,11 @@ func (r *ATSSSSessionReconciler) pathStatus(s *junctionv1.ATSSSSession, rt *upfR
 		}
 		return ps
 	}
-	st.Paths = junctionv1.SessionPaths{ThreeGPP: path(pathmon.Access3GPP), NonThreeGPP: path(pathmon.AccessNon3GPP)}
+	st.Paths = junctionv1.SessionPaths{ThreeGPP: path(contract.Access3GPP), NonThreeGPP: path(contract.AccessNon3GPP)}
 	switch sum.Active {
-	case pathmon.Access3GPP:
+	case contract.Access3GPP:
 		st.ActiveAccess = junctionv1.Access3GPP
-	case pathmon.AccessNon3GPP:
+	case contract.AccessNon3GPP:
 		st.ActiveAccess = junctionv1.AccessNon3GPP
 	default:
 		st.ActiveAccess = ""
@@ -83,7 +83,7 @@ func (r *ATSSSSessionReconciler) pathStatus(s *junctionv1.ATSSSSession, rt *upfR
 	st.PathUpdatesSuspended = sum.Suspended
 
 	var down []string
-	for _, a := range []pathmon.Access{pathmon.Access3GPP, pathmon.AccessNon3GPP} {
+	for _, a := range []contract.Access{contract.Access3GPP, contract.AccessNon3GPP} {
 		if up, _, seen := sum.Path(a); legs[a] && seen && !up {
 			down = append(down, a.String())
 		}

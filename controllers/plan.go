@@ -15,14 +15,13 @@ import (
 
 // P4Info names the operator uses outside internal/desired (docs/pipeline.md).
 const (
-	tableSessions         = "sessions"
-	tableOverrides        = "session_overrides"
-	fieldAppID            = "app_id"
-	registerRTT3GPP       = "rtt_3gpp"
-	registerRTTNon3GPP    = "rtt_non3gpp"
-	registerSuspended     = "path_updates_suspended"
-	digestProbeReports    = "probe_reports"
-	redundantCloneSession = 100 // REDUNDANT_CLONE_SESSION
+	tableSessions      = "sessions"
+	tableOverrides     = "session_overrides"
+	fieldAppID         = "app_id"
+	registerRTT3GPP    = "rtt_3gpp"
+	registerRTTNon3GPP = "rtt_non3gpp"
+	registerSuspended  = "path_updates_suspended"
+	digestProbeReports = "probe_reports"
 )
 
 // toClientEntry converts an entry by names of internal/desired into the client's form.

@@ -25,6 +25,7 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/alloc"
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/pathmon"
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
@@ -406,7 +407,7 @@ func (rt *upfRuntime) ensureExtras(ctx context.Context, dev *upfclient.Device) b
 	}
 	if err := rt.ensureCloneSession(ctx, dev); err != nil {
 		rt.log.Error(err, "Clone session for redundant steering not written")
-		errs = append(errs, fmt.Errorf("clone session %d is not written (redundant steering cannot duplicate): %w", redundantCloneSession, err))
+		errs = append(errs, fmt.Errorf("clone session %d is not written (redundant steering cannot duplicate): %w", contract.RedundantCloneSession, err))
 	}
 	err := errors.Join(errs...)
 	if prev := rt.state().setupErr; (prev == nil) != (err == nil) || (err != nil && prev.Error() != err.Error()) {
@@ -438,19 +439,19 @@ func (rt *upfRuntime) ensureDigest(ctx context.Context, dev *upfclient.Device) e
 // ensureCloneSession writes REDUNDANT_CLONE_SESSION (redundant mode duplicates through it)
 // unless the device has it with the same replica.
 func (rt *upfRuntime) ensureCloneSession(ctx context.Context, dev *upfclient.Device) error {
-	want := &p4v1.CloneSessionEntry{SessionId: redundantCloneSession, Replicas: []*p4v1.Replica{
+	want := &p4v1.CloneSessionEntry{SessionId: contract.RedundantCloneSession, Replicas: []*p4v1.Replica{
 		{PortKind: &p4v1.Replica_Port{Port: upfclient.Uint(uint64(rt.clonePort.Load()))}, Instance: 0},
 	}}
 	pre := func(cs *p4v1.CloneSessionEntry) *p4v1.Entity {
 		return &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
 			Type: &p4v1.PacketReplicationEngineEntry_CloneSessionEntry{CloneSessionEntry: cs}}}}
 	}
-	got, err := dev.Read(ctx, []*p4v1.Entity{pre(&p4v1.CloneSessionEntry{SessionId: redundantCloneSession})})
+	got, err := dev.Read(ctx, []*p4v1.Entity{pre(&p4v1.CloneSessionEntry{SessionId: contract.RedundantCloneSession})})
 	op := p4v1.Update_INSERT
 	if err == nil {
 		for _, e := range got {
 			cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry()
-			if cs.GetSessionId() != redundantCloneSession {
+			if cs.GetSessionId() != contract.RedundantCloneSession {
 				continue
 			}
 			if proto.Equal(cs, want) {
@@ -502,9 +503,9 @@ func (rt *upfRuntime) SetSuspended(ctx context.Context, user uint32, suspended b
 	return rt.writeRegister(ctx, registerSuspended, user, v)
 }
 
-func (rt *upfRuntime) WriteRTT(ctx context.Context, user uint32, access pathmon.Access, value uint32) error {
+func (rt *upfRuntime) WriteRTT(ctx context.Context, user uint32, access contract.Access, value uint32) error {
 	reg := registerRTT3GPP
-	if access == pathmon.AccessNon3GPP {
+	if access == contract.AccessNon3GPP {
 		reg = registerRTTNon3GPP
 	}
 	return rt.writeRegister(ctx, reg, user, uint64(value))

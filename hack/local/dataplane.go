@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/linkem"
-	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/test/topology"
 )
 
@@ -364,9 +364,9 @@ func (v *view) print(ctx context.Context, el time.Duration) {
 			fmt.Printf("%5.0fs  ** %s: %s\n", el.Seconds(), s.Name, what)
 			v.suspended[s.Name] = now
 		}
-		d5, u5 := rate(wire.Access3GPP.String(), "rx"), rate(wire.Access3GPP.String(), "tx")
-		dw, uw := rate(wire.AccessNon3GPP.String(), "rx"), rate(wire.AccessNon3GPP.String(), "tx")
-		for _, a := range []wire.Access{wire.Access3GPP, wire.AccessNon3GPP} {
+		d5, u5 := rate(contract.Access3GPP.String(), "rx"), rate(contract.Access3GPP.String(), "tx")
+		dw, uw := rate(contract.AccessNon3GPP.String(), "rx"), rate(contract.AccessNon3GPP.String(), "tx")
+		for _, a := range []contract.Access{contract.Access3GPP, contract.AccessNon3GPP} {
 			access := a.String()
 			k := key + "|up|" + access
 			if up, ok := series[k]; ok {
@@ -378,7 +378,7 @@ func (v *view) print(ctx context.Context, el time.Duration) {
 			}
 		}
 		fmt.Printf("%5.0fs  %-15s %-10s %6.1f/%-8.1f %6.1f/%-8.1f %-15s %-15s %-5s %s\n", el.Seconds(), s.Name, node,
-			d5, u5, dw, uw, rtts(s, series, key, wire.Access3GPP), rtts(s, series, key, wire.AccessNon3GPP), on(d5+u5, dw+uw), s.Status.Steering)
+			d5, u5, dw, uw, rtts(s, series, key, contract.Access3GPP), rtts(s, series, key, contract.AccessNon3GPP), on(d5+u5, dw+uw), s.Status.Steering)
 		v.lines++
 	}
 }
@@ -394,10 +394,10 @@ func hasApp(session string) bool {
 }
 
 // rtts is "UPF/UE": the operator's path status and the agent's last probe ("-": not measured).
-func rtts(s junctionv1.ATSSSSession, series map[string]float64, key string, access wire.Access) string {
+func rtts(s junctionv1.ATSSSSession, series map[string]float64, key string, access contract.Access) string {
 	upf := "-"
 	p := s.Status.Paths.ThreeGPP
-	if access == wire.AccessNon3GPP {
+	if access == contract.AccessNon3GPP {
 		p = s.Status.Paths.NonThreeGPP
 	}
 	switch {

@@ -6,28 +6,19 @@ import (
 	"time"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 )
 
 // Encodings of docs/pipeline.md ("Encodings shared by every part").
 const (
-	access3GPP    = 1
-	accessNon3GPP = 2
-
-	modeActiveStandby    = 1
-	modeSmallestDelay    = 2
-	modeLoadBalance      = 3
-	modePriorityBased    = 4
-	modeRedundant        = 5
-	modeAutonomousLB     = 6
-	ratioScale           = 128 // load-balance ratios are in 1/128 units
 	maxPriority          = 65535
 	defaultApplicationID = 0 // traffic no policy matches
 )
 
 // Steering is a steering mode as the pipeline's action parameters encode it.
 type Steering struct {
-	Mode           uint8
-	Access         uint8
+	Mode           contract.Mode
+	Access         contract.Access
 	Ratio3GPP      uint8
 	RTTThresholdUS uint32
 }
@@ -37,7 +28,7 @@ type Steering struct {
 // remove duplicates (paper V-C3, "design limitation").
 func (s Steering) NeedsSequence() bool {
 	switch s.Mode {
-	case modeLoadBalance, modeAutonomousLB, modePriorityBased, modeRedundant:
+	case contract.ModeLoadBalance, contract.ModeAutonomousLoadBalance, contract.ModePriorityBased, contract.ModeRedundant:
 		return true
 	}
 	return false
@@ -48,17 +39,17 @@ func (s Steering) NeedsSequence() bool {
 // other, which the uplink reorder contract marks, does not happen in it.
 func (s Steering) Spreads() bool {
 	switch s.Mode {
-	case modeLoadBalance, modeAutonomousLB, modeRedundant:
+	case contract.ModeLoadBalance, contract.ModeAutonomousLoadBalance, contract.ModeRedundant:
 		return true
 	}
 	return false
 }
 
-func accessCode(a junctionv1.Access) uint8 {
+func accessCode(a junctionv1.Access) contract.Access {
 	if a == junctionv1.AccessNon3GPP {
-		return accessNon3GPP
+		return contract.AccessNon3GPP
 	}
-	return access3GPP
+	return contract.Access3GPP
 }
 
 // micros converts an API duration to microseconds; empty is 0 (no threshold).
@@ -94,19 +85,19 @@ func EncodeSteering(m junctionv1.SteeringMode, th *junctionv1.Thresholds) (Steer
 		if m.ActiveStandby == nil {
 			return s, fmt.Errorf("steering.activeStandby: required for mode ActiveStandby")
 		}
-		s.Mode, s.Access = modeActiveStandby, accessCode(m.ActiveStandby.Active)
+		s.Mode, s.Access = contract.ModeActiveStandby, accessCode(m.ActiveStandby.Active)
 	case junctionv1.ModeSmallestDelay:
-		s.Mode = modeSmallestDelay
+		s.Mode = contract.ModeSmallestDelay
 	case junctionv1.ModeLoadBalance:
 		lb := m.LoadBalance
 		switch {
 		case lb == nil:
 			return s, fmt.Errorf("steering.loadBalance: required for mode LoadBalance")
 		case lb.Autonomous:
-			s.Mode = modeAutonomousLB
+			s.Mode = contract.ModeAutonomousLoadBalance
 		case lb.ThreeGPPPercent != nil:
-			s.Mode = modeLoadBalance
-			s.Ratio3GPP = uint8(math.Round(float64(*lb.ThreeGPPPercent) * ratioScale / 100))
+			s.Mode = contract.ModeLoadBalance
+			s.Ratio3GPP = uint8(math.Round(float64(*lb.ThreeGPPPercent) * contract.RatioScale / 100))
 		default:
 			return s, fmt.Errorf("steering.loadBalance: set threeGPPPercent or autonomous")
 		}
@@ -115,12 +106,12 @@ func EncodeSteering(m junctionv1.SteeringMode, th *junctionv1.Thresholds) (Steer
 		if pb == nil {
 			return s, fmt.Errorf("steering.priorityBased: required for mode PriorityBased")
 		}
-		s.Mode, s.Access = modePriorityBased, accessCode(pb.PriorityAccess)
+		s.Mode, s.Access = contract.ModePriorityBased, accessCode(pb.PriorityAccess)
 		if s.RTTThresholdUS, err = micros("steering.priorityBased.rttThreshold", pb.RTTThreshold); err != nil {
 			return s, err
 		}
 	case junctionv1.ModeRedundant:
-		s.Mode = modeRedundant
+		s.Mode = contract.ModeRedundant
 	default:
 		return s, fmt.Errorf("steering.mode: unknown mode %q", m.Mode)
 	}
@@ -130,8 +121,8 @@ func EncodeSteering(m junctionv1.SteeringMode, th *junctionv1.Thresholds) (Steer
 // params are the steering parameters in the order both actions declare them.
 func (s Steering) params() []Param {
 	return []Param{
-		{"mode", u8(s.Mode)},
-		{"access", u8(s.Access)},
+		{"mode", u8(uint8(s.Mode))},
+		{"access", u8(uint8(s.Access))},
 		{"ratio_3gpp", u8(s.Ratio3GPP)},
 		{"rtt_threshold_us", u32(s.RTTThresholdUS)},
 	}

@@ -2,6 +2,8 @@ package pathmon
 
 import (
 	"time"
+
+	"github.com/junction-atsss/junction/internal/contract"
 )
 
 // Config tunes flip-flop detection.
@@ -28,13 +30,13 @@ func DefaultConfig() Config {
 // UserState is what the operator knows about one user's two paths. The zero value is a user
 // with no report yet.
 type UserState struct {
-	// RTT is the last RTT per access (index Access.slot()); Up says the access is available.
+	// RTT is the last RTT per access (index slot(Access)); Up says the access is available.
 	RTT [2]time.Duration
 	Up  [2]bool
 	// Seen says a report arrived for the access (an access never reported is not "down").
 	Seen [2]bool
-	// Active is the access smallest-delay steering would pick now (AccessNone: neither is up).
-	Active Access
+	// Active is the access smallest-delay steering would pick now (contract.AccessNone: neither is up).
+	Active contract.Access
 	// LastSwitch is when Active last changed from one access to another.
 	LastSwitch time.Time
 	// Switches are the times of Active's changes within the current window.
@@ -49,7 +51,7 @@ type UserState struct {
 // RTTWrite is a path-state register write the operator must do itself while the user's
 // in-data-plane updates are suspended (link notifications must still take effect).
 type RTTWrite struct {
-	Access Access
+	Access contract.Access
 	// Value is the register value: 0 unavailable, otherwise the RTT in microseconds.
 	Value uint32
 }
@@ -70,40 +72,40 @@ type Decision struct {
 // available access with the smaller RTT, a tie going to 3GPP (docs/pipeline.md). It is the
 // access whose changes the detector counts, whatever the steering modes of the user's
 // applications: it is the one that moves when the measured paths compete.
-func ActiveAccess(up [2]bool, rtt [2]time.Duration) Access {
+func ActiveAccess(up [2]bool, rtt [2]time.Duration) contract.Access {
 	switch {
 	case up[0] && up[1]:
 		if rtt[1] < rtt[0] {
-			return AccessNon3GPP
+			return contract.AccessNon3GPP
 		}
-		return Access3GPP
+		return contract.Access3GPP
 	case up[0]:
-		return Access3GPP
+		return contract.Access3GPP
 	case up[1]:
-		return AccessNon3GPP
+		return contract.AccessNon3GPP
 	}
-	return AccessNone
+	return contract.AccessNone
 }
 
 // Observe applies one report to the user's state and decides what to do. It never blocks and
 // does no I/O.
 func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 	var d Decision
-	if !r.Access.valid() {
+	if !r.Access.Valid() {
 		return d
 	}
-	i := r.Access.slot()
+	i := slot(r.Access)
 	before := *st
 	st.Seen[i] = true
 	switch r.Kind {
-	case KindRTT:
+	case contract.ReportRTT:
 		st.RTT[i], st.Up[i] = atLeastMicro(r.RTT), true
-	case KindLinkDown:
+	case contract.ReportLinkDown:
 		st.Up[i] = false
 		if st.Suspended {
 			d.Writes = append(d.Writes, RTTWrite{Access: r.Access, Value: 0})
 		}
-	case KindLinkUp:
+	case contract.ReportLinkUp:
 		st.RTT[i], st.Up[i] = atLeastMicro(r.RTT), true
 		if st.Suspended {
 			d.Writes = append(d.Writes, RTTWrite{Access: r.Access, Value: micros(st.RTT[i])})
@@ -123,7 +125,7 @@ func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 
 	active := ActiveAccess(st.Up, st.RTT)
 	if active != st.Active {
-		if st.Active != AccessNone && active != AccessNone {
+		if st.Active != contract.AccessNone && active != contract.AccessNone {
 			d.Switched = true
 			st.LastSwitch = now
 			st.Switches = append(st.Switches, now)

@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func rtt(a Access, ms int) Report {
-	return Report{User: 7, Access: a, Kind: KindRTT, RTT: time.Duration(ms) * time.Millisecond}
+func rtt(a contract.Access, ms int) Report {
+	return Report{User: 7, Access: a, Kind: contract.ReportRTT, RTT: time.Duration(ms) * time.Millisecond}
 }
 
 func TestActiveAccess(t *testing.T) {
@@ -22,12 +23,12 @@ func TestActiveAccess(t *testing.T) {
 		name string
 		up   [2]bool
 		rtt  [2]time.Duration
-		want Access
+		want contract.Access
 	}{
-		{"no available access gives none", [2]bool{}, [2]time.Duration{}, AccessNone},
-		{"the only available access wins whatever its RTT", [2]bool{false, true}, [2]time.Duration{time.Millisecond, time.Second}, AccessNon3GPP},
-		{"the smaller RTT wins", [2]bool{true, true}, [2]time.Duration{30 * time.Millisecond, 10 * time.Millisecond}, AccessNon3GPP},
-		{"a tie goes to 3GPP", [2]bool{true, true}, [2]time.Duration{10 * time.Millisecond, 10 * time.Millisecond}, Access3GPP},
+		{"no available access gives none", [2]bool{}, [2]time.Duration{}, contract.AccessNone},
+		{"the only available access wins whatever its RTT", [2]bool{false, true}, [2]time.Duration{time.Millisecond, time.Second}, contract.AccessNon3GPP},
+		{"the smaller RTT wins", [2]bool{true, true}, [2]time.Duration{30 * time.Millisecond, 10 * time.Millisecond}, contract.AccessNon3GPP},
+		{"a tie goes to 3GPP", [2]bool{true, true}, [2]time.Duration{10 * time.Millisecond, 10 * time.Millisecond}, contract.Access3GPP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ActiveAccess(tc.up, tc.rtt); got != tc.want {
@@ -42,37 +43,37 @@ func TestObserve(t *testing.T) {
 
 	t.Run("the first measurements set the active access without counting a switch", func(t *testing.T) {
 		var st UserState
-		d := Observe(&st, rtt(Access3GPP, 30), t0, cfg)
-		if d.Switched || st.Active != Access3GPP || !d.Changed {
+		d := Observe(&st, rtt(contract.Access3GPP, 30), t0, cfg)
+		if d.Switched || st.Active != contract.Access3GPP || !d.Changed {
 			t.Fatalf("decision %+v state %+v", d, st)
 		}
-		d = Observe(&st, rtt(AccessNon3GPP, 40), t0.Add(time.Second), cfg)
-		if d.Switched || st.Active != Access3GPP {
+		d = Observe(&st, rtt(contract.AccessNon3GPP, 40), t0.Add(time.Second), cfg)
+		if d.Switched || st.Active != contract.Access3GPP {
 			t.Fatalf("decision %+v state %+v", d, st)
 		}
 	})
 
 	t.Run("a faster other access is a switch", func(t *testing.T) {
 		var st UserState
-		Observe(&st, rtt(Access3GPP, 30), t0, cfg)
-		Observe(&st, rtt(AccessNon3GPP, 40), t0, cfg)
-		d := Observe(&st, rtt(Access3GPP, 50), t0.Add(time.Second), cfg)
-		if !d.Switched || st.Active != AccessNon3GPP || !st.LastSwitch.Equal(t0.Add(time.Second)) {
+		Observe(&st, rtt(contract.Access3GPP, 30), t0, cfg)
+		Observe(&st, rtt(contract.AccessNon3GPP, 40), t0, cfg)
+		d := Observe(&st, rtt(contract.Access3GPP, 50), t0.Add(time.Second), cfg)
+		if !d.Switched || st.Active != contract.AccessNon3GPP || !st.LastSwitch.Equal(t0.Add(time.Second)) {
 			t.Fatalf("decision %+v state %+v", d, st)
 		}
 	})
 
 	t.Run("more switches than allowed within the window suspend the user once", func(t *testing.T) {
 		var st UserState
-		Observe(&st, rtt(Access3GPP, 30), t0, cfg)
-		Observe(&st, rtt(AccessNon3GPP, 40), t0, cfg)
+		Observe(&st, rtt(contract.Access3GPP, 30), t0, cfg)
+		Observe(&st, rtt(contract.AccessNon3GPP, 40), t0, cfg)
 		suspends := 0
 		for i := 1; i <= 6; i++ {
 			ms := 50
 			if i%2 == 0 {
 				ms = 20
 			}
-			if d := Observe(&st, rtt(Access3GPP, ms), t0.Add(time.Duration(i)*time.Second), cfg); d.Suspend {
+			if d := Observe(&st, rtt(contract.Access3GPP, ms), t0.Add(time.Duration(i)*time.Second), cfg); d.Suspend {
 				suspends++
 				if i != 3 {
 					t.Errorf("suspended at switch %d, want at the 3rd (MaxSwitches 2)", i)
@@ -86,14 +87,14 @@ func TestObserve(t *testing.T) {
 
 	t.Run("switches spread wider than the window do not suspend", func(t *testing.T) {
 		var st UserState
-		Observe(&st, rtt(Access3GPP, 30), t0, cfg)
-		Observe(&st, rtt(AccessNon3GPP, 40), t0, cfg)
+		Observe(&st, rtt(contract.Access3GPP, 30), t0, cfg)
+		Observe(&st, rtt(contract.AccessNon3GPP, 40), t0, cfg)
 		for i := 1; i <= 10; i++ {
 			ms := 50
 			if i%2 == 0 {
 				ms = 20
 			}
-			if d := Observe(&st, rtt(Access3GPP, ms), t0.Add(time.Duration(i)*6*time.Second), cfg); d.Suspend {
+			if d := Observe(&st, rtt(contract.Access3GPP, ms), t0.Add(time.Duration(i)*6*time.Second), cfg); d.Suspend {
 				t.Fatalf("suspended at switch %d", i)
 			}
 		}
@@ -103,34 +104,34 @@ func TestObserve(t *testing.T) {
 	})
 
 	t.Run("a link down while suspended is written by the operator", func(t *testing.T) {
-		st := UserState{Suspended: true, SuspendedAt: t0, Up: [2]bool{true, true}, RTT: [2]time.Duration{time.Millisecond, 2 * time.Millisecond}, Active: Access3GPP}
-		d := Observe(&st, Report{User: 7, Access: Access3GPP, Kind: KindLinkDown, Suspended: true}, t0.Add(time.Second), cfg)
-		if len(d.Writes) != 1 || d.Writes[0] != (RTTWrite{Access3GPP, 0}) {
+		st := UserState{Suspended: true, SuspendedAt: t0, Up: [2]bool{true, true}, RTT: [2]time.Duration{time.Millisecond, 2 * time.Millisecond}, Active: contract.Access3GPP}
+		d := Observe(&st, Report{User: 7, Access: contract.Access3GPP, Kind: contract.ReportLinkDown, Suspended: true}, t0.Add(time.Second), cfg)
+		if len(d.Writes) != 1 || d.Writes[0] != (RTTWrite{contract.Access3GPP, 0}) {
 			t.Fatalf("writes %+v", d.Writes)
 		}
-		if st.Active != AccessNon3GPP {
+		if st.Active != contract.AccessNon3GPP {
 			t.Errorf("active %v after 3GPP went down", st.Active)
 		}
-		d = Observe(&st, Report{User: 7, Access: Access3GPP, Kind: KindLinkUp, RTT: 15 * time.Millisecond, Suspended: true}, t0.Add(2*time.Second), cfg)
-		if len(d.Writes) != 1 || d.Writes[0] != (RTTWrite{Access3GPP, 15000}) {
+		d = Observe(&st, Report{User: 7, Access: contract.Access3GPP, Kind: contract.ReportLinkUp, RTT: 15 * time.Millisecond, Suspended: true}, t0.Add(2*time.Second), cfg)
+		if len(d.Writes) != 1 || d.Writes[0] != (RTTWrite{contract.Access3GPP, 15000}) {
 			t.Fatalf("writes %+v", d.Writes)
 		}
 	})
 
 	t.Run("a link down while not suspended is left to the data plane", func(t *testing.T) {
 		var st UserState
-		Observe(&st, rtt(Access3GPP, 30), t0, cfg)
-		if d := Observe(&st, Report{User: 7, Access: Access3GPP, Kind: KindLinkDown}, t0, cfg); len(d.Writes) != 0 {
+		Observe(&st, rtt(contract.Access3GPP, 30), t0, cfg)
+		if d := Observe(&st, Report{User: 7, Access: contract.Access3GPP, Kind: contract.ReportLinkDown}, t0, cfg); len(d.Writes) != 0 {
 			t.Fatalf("writes %+v", d.Writes)
 		}
-		if st.Active != AccessNone {
+		if st.Active != contract.AccessNone {
 			t.Errorf("active %v with no access up", st.Active)
 		}
 	})
 
 	t.Run("a suspension found on the device is adopted", func(t *testing.T) {
 		var st UserState
-		r := rtt(Access3GPP, 30)
+		r := rtt(contract.Access3GPP, 30)
 		r.Suspended = true
 		d := Observe(&st, r, t0, cfg)
 		if !st.Suspended || d.Suspend || !d.Changed {
@@ -140,18 +141,18 @@ func TestObserve(t *testing.T) {
 
 	t.Run("a suspension the device lost is written again after the grace period only", func(t *testing.T) {
 		st := UserState{Suspended: true, SuspendedAt: t0}
-		if d := Observe(&st, rtt(Access3GPP, 30), t0.Add(time.Second), cfg); d.Suspend {
+		if d := Observe(&st, rtt(contract.Access3GPP, 30), t0.Add(time.Second), cfg); d.Suspend {
 			t.Fatal("re-suspended while reports from before the write may still arrive")
 		}
-		if d := Observe(&st, rtt(Access3GPP, 30), t0.Add(6*time.Second), cfg); !d.Suspend {
+		if d := Observe(&st, rtt(contract.Access3GPP, 30), t0.Add(6*time.Second), cfg); !d.Suspend {
 			t.Fatal("not re-suspended after the grace period")
 		}
 	})
 
 	t.Run("an unchanged RTT report changes nothing", func(t *testing.T) {
 		var st UserState
-		Observe(&st, rtt(Access3GPP, 30), t0, cfg)
-		if d := Observe(&st, rtt(Access3GPP, 30), t0.Add(time.Second), cfg); d.Changed {
+		Observe(&st, rtt(contract.Access3GPP, 30), t0, cfg)
+		if d := Observe(&st, rtt(contract.Access3GPP, 30), t0.Add(time.Second), cfg); d.Changed {
 			t.Fatalf("decision %+v", d)
 		}
 	})
@@ -185,7 +186,7 @@ func TestDecodeReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Report{SessionAddr: netip.MustParseAddr("10.0.0.1"), User: 258, Access: AccessNon3GPP, Kind: KindRTT, RTT: 10 * time.Millisecond, Suspended: true}
+	want := Report{SessionAddr: netip.MustParseAddr("10.0.0.1"), User: 258, Access: contract.AccessNon3GPP, Kind: contract.ReportRTT, RTT: 10 * time.Millisecond, Suspended: true}
 	if r != want {
 		t.Errorf("got %+v, want %+v", r, want)
 	}
@@ -228,7 +229,7 @@ func (a *recordingActuator) SetSuspended(_ context.Context, user uint32, s bool)
 	return nil
 }
 
-func (a *recordingActuator) WriteRTT(_ context.Context, user uint32, access Access, v uint32) error {
+func (a *recordingActuator) WriteRTT(_ context.Context, user uint32, access contract.Access, v uint32) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.writes = append(a.writes, "rtt")
@@ -249,15 +250,15 @@ func TestMonitorSuspendsResumesAndNotifiesAtABoundedRate(t *testing.T) {
 		Notify: func(u []uint32) { notified = append(notified, u) }})
 	ctx := context.Background()
 	now := t0
-	m.Observe(ctx, rtt(Access3GPP, 30), now)
-	m.Observe(ctx, rtt(AccessNon3GPP, 40), now)
+	m.Observe(ctx, rtt(contract.Access3GPP, 30), now)
+	m.Observe(ctx, rtt(contract.AccessNon3GPP, 40), now)
 	for i := 1; i <= 20; i++ { // a probe pair every second, the faster access alternating
 		now = now.Add(time.Second)
 		ms := 50
 		if i%2 == 0 {
 			ms = 20
 		}
-		m.Observe(ctx, act.report(rtt(Access3GPP, ms)), now)
+		m.Observe(ctx, act.report(rtt(contract.Access3GPP, ms)), now)
 	}
 	if s, _ := m.Summary(7); !s.Suspended {
 		t.Fatalf("not suspended: %+v", s)
@@ -270,7 +271,7 @@ func TestMonitorSuspendsResumesAndNotifiesAtABoundedRate(t *testing.T) {
 	// The paths calm down: 3GPP stays faster.
 	for i := 0; i < 30; i++ {
 		now = now.Add(time.Second)
-		m.Observe(ctx, act.report(rtt(Access3GPP, 20)), now)
+		m.Observe(ctx, act.report(rtt(contract.Access3GPP, 20)), now)
 		m.Tick(ctx, now)
 	}
 	if s, _ := m.Summary(7); s.Suspended {
@@ -287,13 +288,13 @@ func TestMonitorKeepsOnlyKnownUsers(t *testing.T) {
 	known := map[uint32]bool{7: true}
 	m := NewMonitor(Options{UPF: "test-known", Known: func(u uint32) bool { return known[u] }})
 	ctx := context.Background()
-	m.Observe(ctx, rtt(Access3GPP, 30), t0) // user 7
+	m.Observe(ctx, rtt(contract.Access3GPP, 30), t0) // user 7
 	if _, ok := m.Summary(7); !ok {
 		t.Fatal("no state for a known user")
 	}
 	m.Forget(7)
 	delete(known, 7)
-	m.Observe(ctx, rtt(Access3GPP, 30), t0.Add(time.Second)) // late, after Forget
+	m.Observe(ctx, rtt(contract.Access3GPP, 30), t0.Add(time.Second)) // late, after Forget
 	if s, ok := m.Summary(7); ok {
 		t.Errorf("state for a forgotten user came back: %+v", s)
 	}

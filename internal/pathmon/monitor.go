@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/junction-atsss/junction/internal/contract"
 )
 
 // Actuator writes the registers path monitoring owns on one device.
@@ -14,12 +15,12 @@ type Actuator interface {
 	// SetSuspended writes path_updates_suspended[user].
 	SetSuspended(ctx context.Context, user uint32, suspended bool) error
 	// WriteRTT writes rtt_3gpp[user] or rtt_non3gpp[user] (0: unavailable).
-	WriteRTT(ctx context.Context, user uint32, access Access, value uint32) error
+	WriteRTT(ctx context.Context, user uint32, access contract.Access, value uint32) error
 }
 
 // Summary is a user's paths as the ATSSSSession status shows them.
 type Summary struct {
-	Active     Access
+	Active     contract.Access
 	Up         [2]bool
 	Seen       [2]bool
 	RTT        [2]time.Duration
@@ -29,11 +30,11 @@ type Summary struct {
 
 // Path returns the availability and last RTT of one access, and whether any report about it
 // arrived.
-func (s Summary) Path(a Access) (up bool, rtt time.Duration, seen bool) {
-	if !a.valid() {
+func (s Summary) Path(a contract.Access) (up bool, rtt time.Duration, seen bool) {
+	if !a.Valid() {
 		return false, 0, false
 	}
-	return s.Up[a.slot()], s.RTT[a.slot()], s.Seen[a.slot()]
+	return s.Up[slot(a)], s.RTT[slot(a)], s.Seen[slot(a)]
 }
 
 // Monitor consumes one UPF's probe reports. Create it with NewMonitor, feed it with Report
@@ -138,8 +139,8 @@ func (m *Monitor) Run(ctx context.Context) error {
 // Observe handles one report at time now (Run calls it; tests call it with their own clock).
 func (m *Monitor) Observe(ctx context.Context, r Report, now time.Time) {
 	reportsTotal.WithLabelValues(m.upf, r.Kind.String()).Inc()
-	if r.Kind == KindRTT {
-		rttSeconds.WithLabelValues(m.upf, r.Access.String()).Observe(r.RTT.Seconds())
+	if r.Kind == contract.ReportRTT {
+		rttSeconds.WithLabelValues(m.upf, r.Access.Label()).Observe(r.RTT.Seconds())
 	}
 	m.mu.Lock()
 	st := m.users[r.User]

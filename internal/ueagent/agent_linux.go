@@ -35,7 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
-	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/internal/contract"
 )
 
 // NodeNameField is the ATSSSSession selectable field the agent's watch is filtered by.
@@ -211,7 +211,7 @@ func (a *Agent) ensureTunnel(key types.NamespacedName, cfg Config, log logr.Logg
 		// its own leg addresses, as each PDU session has its own UE address.
 		for acc, addr := range cfg.Legs {
 			if addr.IsValid() && t.Config().Legs[acc] == addr {
-				return nil, fmt.Errorf("%s: %s is already a leg address of session %s on this node; each session needs its own", legField(wire.Access(acc)), addr, k)
+				return nil, fmt.Errorf("%s: %s is already a leg address of session %s on this node; each session needs its own", legField(contract.Access(acc)), addr, k)
 			}
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/desired"
-	"github.com/junction-atsss/junction/internal/wire"
 )
 
 // Config is everything a session's tunnel is built from, gathered from the ATSSSSession, its
@@ -17,7 +17,7 @@ type Config struct {
 	Session netip.Addr
 	// UPF is the UPF tunnel endpoint's junctionAddress, where both legs send.
 	UPF netip.Addr
-	// Legs are the UE addresses of the legs, indexed by wire.Access; invalid when absent.
+	// Legs are the UE addresses of the legs, indexed by contract.Access; invalid when absent.
 	Legs [3]netip.Addr
 	// Policies are the selected policies (desired.SelectPolicies, as the operator selects them).
 	Policies []desired.Policy
@@ -73,12 +73,12 @@ func BuildConfig(s *junctionv1.ATSSSSession, upf *junctionv1.UserPlaneFunction, 
 		return c, nil, err
 	}
 	if leg := s.Spec.AccessLegs.ThreeGPP; leg != nil {
-		if c.Legs[wire.Access3GPP], err = parseIPv4(legField(wire.Access3GPP), leg.UEAddress); err != nil {
+		if c.Legs[contract.Access3GPP], err = parseIPv4(legField(contract.Access3GPP), leg.UEAddress); err != nil {
 			return c, nil, err
 		}
 	}
 	if leg := s.Spec.AccessLegs.NonThreeGPP; leg != nil {
-		if c.Legs[wire.AccessNon3GPP], err = parseIPv4(legField(wire.AccessNon3GPP), leg.UEAddress); err != nil {
+		if c.Legs[contract.AccessNon3GPP], err = parseIPv4(legField(contract.AccessNon3GPP), leg.UEAddress); err != nil {
 			return c, nil, err
 		}
 	}
@@ -96,8 +96,8 @@ func tunnelEndpoint(upf *junctionv1.UserPlaneFunction, name string) (junctionv1.
 }
 
 // legField is the spec field that holds a leg's UE address.
-func legField(a wire.Access) string {
-	if a == wire.Access3GPP {
+func legField(a contract.Access) string {
+	if a == contract.Access3GPP {
 		return "spec.accessLegs.threeGPP.ueAddress"
 	}
 	return "spec.accessLegs.nonThreeGPP.ueAddress"

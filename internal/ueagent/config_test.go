@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/desired"
-	"github.com/junction-atsss/junction/internal/wire"
 )
 
 func testUPF() *junctionv1.UserPlaneFunction {
@@ -57,7 +57,7 @@ func TestBuildConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := [3]netip.Addr{wire.Access3GPP: netip.MustParseAddr("10.45.0.1"), wire.AccessNon3GPP: netip.MustParseAddr("203.0.113.11")}
+	want := [3]netip.Addr{contract.Access3GPP: netip.MustParseAddr("10.45.0.1"), contract.AccessNon3GPP: netip.MustParseAddr("203.0.113.11")}
 	if c.Session != netip.MustParseAddr("10.60.0.1") || c.UPF != netip.MustParseAddr("192.0.2.2") || c.Legs != want || c.Generation != 3 {
 		t.Errorf("config %+v: want session 10.60.0.1, the first endpoint's junctionAddress 192.0.2.2, both legs, generation 3", c)
 	}
@@ -70,7 +70,7 @@ func TestBuildConfig(t *testing.T) {
 		s.Spec.TunnelEndpoint = "edge"
 		s.Spec.AccessLegs.NonThreeGPP = nil
 	}), testUPF(), nil)
-	if err != nil || c.UPF != netip.MustParseAddr("192.0.2.102") || c.Legs[wire.AccessNon3GPP].IsValid() {
+	if err != nil || c.UPF != netip.MustParseAddr("192.0.2.102") || c.Legs[contract.AccessNon3GPP].IsValid() {
 		t.Errorf("endpoint edge, no WiFi leg: %+v, %v", c, err)
 	}
 
@@ -113,7 +113,7 @@ func TestPrefixes(t *testing.T) {
 
 func TestSameTunnel(t *testing.T) {
 	base := Config{Session: netip.MustParseAddr("10.60.0.1"), UPF: netip.MustParseAddr("192.0.2.2"),
-		Legs: [3]netip.Addr{wire.Access3GPP: netip.MustParseAddr("10.45.0.1")}}
+		Legs: [3]netip.Addr{contract.Access3GPP: netip.MustParseAddr("10.45.0.1")}}
 	steer := base
 	steer.Policies = []desired.Policy{{Name: "video"}}
 	steer.Generation = 9
@@ -123,7 +123,7 @@ func TestSameTunnel(t *testing.T) {
 	for name, mod := range map[string]func(*Config){
 		"session address": func(c *Config) { c.Session = netip.MustParseAddr("10.60.0.2") },
 		"UPF":             func(c *Config) { c.UPF = netip.MustParseAddr("192.0.2.3") },
-		"a leg added":     func(c *Config) { c.Legs[wire.AccessNon3GPP] = netip.MustParseAddr("203.0.113.11") },
+		"a leg added":     func(c *Config) { c.Legs[contract.AccessNon3GPP] = netip.MustParseAddr("203.0.113.11") },
 	} {
 		o := base
 		mod(&o)
@@ -136,8 +136,8 @@ func TestSameTunnel(t *testing.T) {
 func TestAgentView(t *testing.T) {
 	probe := time.Date(2026, 11, 24, 10, 0, 0, 700e6, time.UTC)
 	legs := []LegView{
-		{Access: wire.Access3GPP, State: junctionv1.LegUp, Interface: "ran0", RTT: 12345678 * time.Nanosecond, LastProbe: probe},
-		{Access: wire.AccessNon3GPP, State: junctionv1.LegDown, Reason: "LinkDown", Interface: "wlan0"},
+		{Access: contract.Access3GPP, State: junctionv1.LegUp, Interface: "ran0", RTT: 12345678 * time.Nanosecond, LastProbe: probe},
+		{Access: contract.AccessNon3GPP, State: junctionv1.LegDown, Reason: "LinkDown", Interface: "wlan0"},
 	}
 	st, c := agentView("node-a", "jx0a3c0001", 4, legs, []string{"gone"}, condition{})
 	if st.NodeName != "node-a" || st.Interface != "jx0a3c0001" || st.ObservedGeneration != 4 || len(st.Legs) != 2 {

@@ -1,6 +1,9 @@
 package ueagent
 
-import "github.com/junction-atsss/junction/internal/wire"
+import (
+	"github.com/junction-atsss/junction/internal/contract"
+	"github.com/junction-atsss/junction/internal/wire"
+)
 
 // rxKind is what a datagram from the UPF turned out to be.
 type rxKind uint8
@@ -24,7 +27,7 @@ type rx struct {
 // (docs/junction-header.md): the UPF sends the UE only DATA without marks carrying an IPv4
 // packet to the session address, and PROBE_REPLY about this session and this leg. Anything else
 // is dropped with a reason; it never panics on any input (FuzzParseDownlink).
-func parseDownlink(b []byte, session [4]byte, on wire.Access) rx {
+func parseDownlink(b []byte, session [4]byte, on contract.Access) rx {
 	h, payload, err := wire.ParseJunction(b)
 	if err != nil {
 		return rx{reason: "BadJunction"}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
@@ -37,27 +38,27 @@ func control(typ wire.Type, c wire.Control) []byte {
 // The cases follow docs/junction-header.md: what the UPF may send a UE, and what it must not.
 func TestParseDownlink(t *testing.T) {
 	user := ipv4Packet([4]byte{198, 18, 0, 10}, testSession, "hello")
-	reply := wire.Control{Session: testSession, Access: wire.AccessNon3GPP, UETime: 7, UPFTime: 9}
+	reply := wire.Control{Session: testSession, Access: contract.AccessNon3GPP, UETime: 7, UPFTime: 9}
 	for _, tc := range []struct {
 		name   string
 		in     []byte
-		on     wire.Access
+		on     contract.Access
 		kind   rxKind
 		reason string
 	}{
-		{"unsequenced data", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4}, user), wire.Access3GPP, rxData, ""},
-		{"sequenced data", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: 42}, user), wire.AccessNon3GPP, rxData, ""},
-		{"probe reply on its leg", control(wire.TypeProbeReply, reply), wire.AccessNon3GPP, rxProbeReply, ""},
-		{"probe reply for the other leg", control(wire.TypeProbeReply, reply), wire.Access3GPP, rxDrop, "BadProbeReply"},
-		{"probe reply for another session", control(wire.TypeProbeReply, wire.Control{Session: otherAddr, Access: wire.AccessNon3GPP}), wire.AccessNon3GPP, rxDrop, "BadProbeReply"},
-		{"data for another session", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4}, ipv4Packet(testSession, otherAddr, "x")), wire.Access3GPP, rxDrop, "NotForSession"},
-		{"marks on downlink", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Marks: wire.MarkCurrentPath}, user), wire.Access3GPP, rxDrop, "MarksOnDownlink"},
-		{"IPv6 payload", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4}, append([]byte{0x60}, user[1:]...)), wire.Access3GPP, rxDrop, "NotIPv4"},
-		{"a PROBE (UE to UPF only)", control(wire.TypeProbe, reply), wire.AccessNon3GPP, rxDrop, "UnexpectedType"},
-		{"LINK_DOWN (UE to UPF only)", control(wire.TypeLinkDown, reply), wire.AccessNon3GPP, rxDrop, "UnexpectedType"},
-		{"length beyond the datagram", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4}, user)[:30], wire.Access3GPP, rxDrop, "BadJunction"},
-		{"short header", []byte{0x00, 0x04}, wire.Access3GPP, rxDrop, "BadJunction"},
-		{"empty", nil, wire.Access3GPP, rxDrop, "BadJunction"},
+		{"unsequenced data", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4}, user), contract.Access3GPP, rxData, ""},
+		{"sequenced data", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: 42}, user), contract.AccessNon3GPP, rxData, ""},
+		{"probe reply on its leg", control(wire.TypeProbeReply, reply), contract.AccessNon3GPP, rxProbeReply, ""},
+		{"probe reply for the other leg", control(wire.TypeProbeReply, reply), contract.Access3GPP, rxDrop, "BadProbeReply"},
+		{"probe reply for another session", control(wire.TypeProbeReply, wire.Control{Session: otherAddr, Access: contract.AccessNon3GPP}), contract.AccessNon3GPP, rxDrop, "BadProbeReply"},
+		{"data for another session", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4}, ipv4Packet(testSession, otherAddr, "x")), contract.Access3GPP, rxDrop, "NotForSession"},
+		{"marks on downlink", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Marks: wire.MarkCurrentPath}, user), contract.Access3GPP, rxDrop, "MarksOnDownlink"},
+		{"IPv6 payload", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4}, append([]byte{0x60}, user[1:]...)), contract.Access3GPP, rxDrop, "NotIPv4"},
+		{"a PROBE (UE to UPF only)", control(wire.TypeProbe, reply), contract.AccessNon3GPP, rxDrop, "UnexpectedType"},
+		{"LINK_DOWN (UE to UPF only)", control(wire.TypeLinkDown, reply), contract.AccessNon3GPP, rxDrop, "UnexpectedType"},
+		{"length beyond the datagram", frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4}, user)[:30], contract.Access3GPP, rxDrop, "BadJunction"},
+		{"short header", []byte{0x00, 0x04}, contract.Access3GPP, rxDrop, "BadJunction"},
+		{"empty", nil, contract.Access3GPP, rxDrop, "BadJunction"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := parseDownlink(tc.in, testSession, tc.on)
@@ -84,10 +85,10 @@ func TestParseDownlink(t *testing.T) {
 func FuzzParseDownlink(f *testing.F) {
 	user := ipv4Packet([4]byte{198, 18, 0, 10}, testSession, "seed")
 	f.Add(frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: 1}, user), uint8(1))
-	f.Add(control(wire.TypeProbeReply, wire.Control{Session: testSession, Access: wire.Access3GPP}), uint8(1))
+	f.Add(control(wire.TypeProbeReply, wire.Control{Session: testSession, Access: contract.Access3GPP}), uint8(1))
 	f.Add([]byte{0x10, 0, 0, 16, 0, 0, 0, 0}, uint8(2))
 	f.Fuzz(func(t *testing.T, b []byte, on uint8) {
-		leg := wire.Access(on%2 + 1)
+		leg := contract.Access(on%2 + 1)
 		r := parseDownlink(b, testSession, leg)
 		switch r.kind {
 		case rxData:
@@ -113,7 +114,7 @@ func FuzzParseDownlink(f *testing.F) {
 
 func TestParseDownlinkDoesNotAllocate(t *testing.T) {
 	in := frame(wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: 3}, ipv4Packet([4]byte{198, 18, 0, 10}, testSession, "x"))
-	if n := testing.AllocsPerRun(100, func() { parseDownlink(in, testSession, wire.Access3GPP) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { parseDownlink(in, testSession, contract.Access3GPP) }); n != 0 {
 		t.Fatalf("%.1f allocations per datagram, want 0", n)
 	}
 }
@@ -123,6 +124,6 @@ func BenchmarkParseDownlink(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
 	for i := 0; i < b.N; i++ {
-		parseDownlink(in, testSession, wire.Access3GPP)
+		parseDownlink(in, testSession, contract.Access3GPP)
 	}
 }

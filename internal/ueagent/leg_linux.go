@@ -9,6 +9,7 @@ import (
 	"time"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/ueagent/steer"
 	"github.com/junction-atsss/junction/internal/wire"
 )
@@ -17,7 +18,7 @@ import (
 // uplink steers by.
 type leg struct {
 	t      *Tunnel
-	access wire.Access
+	access contract.Access
 	local  netip.Addr
 	m      *legMetrics
 
@@ -33,7 +34,7 @@ type leg struct {
 	noAddr  bool
 }
 
-func newLeg(t *Tunnel, a wire.Access, local netip.Addr) *leg {
+func newLeg(t *Tunnel, a contract.Access, local netip.Addr) *leg {
 	l := &leg{t: t, access: a, local: local, m: t.m.leg(a), state: steer.NewLeg(t.clock, steer.DefaultLegConfig())}
 	l.gsoOK.Store(true)
 	return l

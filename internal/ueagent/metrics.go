@@ -3,8 +3,8 @@ package ueagent
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/ueagent/steer"
-	"github.com/junction-atsss/junction/internal/wire"
 )
 
 // Metrics are the agent's Prometheus series, per session and leg, registered once per process.
@@ -68,7 +68,7 @@ func (m *Metrics) forSession(session string) *tunnelMetrics {
 	return &tunnelMetrics{m: m, session: session, markers: m.markers.WithLabelValues(session)}
 }
 
-func (tm *tunnelMetrics) leg(a wire.Access) *legMetrics {
+func (tm *tunnelMetrics) leg(a contract.Access) *legMetrics {
 	m, s, as := tm.m, tm.session, a.String()
 	return &legMetrics{
 		rtt: m.legRTT.WithLabelValues(s, as), up: m.legUp.WithLabelValues(s, as), downs: m.legDowns.WithLabelValues(s, as),

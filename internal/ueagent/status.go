@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
-	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/internal/contract"
 )
 
 // condition is the AgentReady condition the agent writes; the zero value means "derive it from
@@ -25,7 +25,7 @@ func notReady(reason, message string) condition {
 
 // LegView is one leg's state as the tunnel reports it.
 type LegView struct {
-	Access    wire.Access
+	Access    contract.Access
 	State     junctionv1.LegState
 	Reason    string
 	Interface string
@@ -90,8 +90,8 @@ func legStatesEqual(a, b junctionv1.AgentStatus) bool {
 	return true
 }
 
-func apiAccess(a wire.Access) junctionv1.Access {
-	if a == wire.AccessNon3GPP {
+func apiAccess(a contract.Access) junctionv1.Access {
+	if a == contract.AccessNon3GPP {
 		return junctionv1.AccessNon3GPP
 	}
 	return junctionv1.Access3GPP

@@ -26,6 +26,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/netnsexec"
 	"github.com/junction-atsss/junction/internal/tun"
 	"github.com/junction-atsss/junction/internal/ueagent/steer"
@@ -69,7 +70,7 @@ type Tunnel struct {
 	upf     netip.AddrPort
 	log     logr.Logger
 	dev     *tun.Device
-	legs    [3]*leg // by wire.Access; nil when the session has no such leg
+	legs    [3]*leg // by contract.Access; nil when the session has no such leg
 	steer   atomic.Pointer[steering]
 	session [4]byte
 	clock   *steer.Clock
@@ -113,14 +114,14 @@ func newTunnel(n *node, cfg Config, exp Experiment, log logr.Logger, m *Metrics,
 	t.reorder = steer.NewReorder[*packet](reorderCapacity, t.deliver, t.release)
 
 	mtu3, mtuN := -1, -1
-	for a := wire.Access3GPP; a <= wire.AccessNon3GPP; a++ {
+	for a := contract.Access3GPP; a <= contract.AccessNon3GPP; a++ {
 		if !cfg.Legs[a].IsValid() {
 			continue
 		}
 		l := newLeg(t, a, cfg.Legs[a])
 		t.legs[a] = l
 		mtu := l.refresh()
-		if a == wire.Access3GPP {
+		if a == contract.Access3GPP {
 			mtu3 = mtu
 		} else {
 			mtuN = mtu
@@ -214,10 +215,10 @@ func (t *Tunnel) closeLegs() {
 
 // pathRTTs are the uplink's path state: the legs' RTTs in µs, 0 for an absent or down leg.
 func (t *Tunnel) pathRTTs() (r3, rn uint32) {
-	if l := t.legs[wire.Access3GPP]; l != nil {
+	if l := t.legs[contract.Access3GPP]; l != nil {
 		r3 = l.rttUS.Load()
 	}
-	if l := t.legs[wire.AccessNon3GPP]; l != nil {
+	if l := t.legs[contract.AccessNon3GPP]; l != nil {
 		rn = l.rttUS.Load()
 	}
 	return r3, rn
@@ -265,25 +266,25 @@ func (t *Tunnel) sendUp(now time.Time, st *steering, buf []byte, n int) {
 	}
 	r3, rn := t.pathRTTs()
 	first, second := steer.Choose(s, r3, rn, t.upSeq)
-	if e := t.exp; e.SwitchEvery > 0 && second == wire.AccessNone && r3 != 0 && rn != 0 {
-		first = wire.AccessNon3GPP
+	if e := t.exp; e.SwitchEvery > 0 && second == contract.AccessNone && r3 != 0 && rn != 0 {
+		first = contract.AccessNon3GPP
 		if t.expCount/e.SwitchEvery%2 == 1 {
-			first = wire.Access3GPP
+			first = contract.Access3GPP
 		}
 		t.expCount++
 	}
-	if first == wire.AccessNone {
+	if first == contract.AccessNone {
 		t.m.drop("NoPath")
 		return
 	}
 	h := wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Length: uint16(n)}
 	if !s.Spreads() && !t.exp.NoMarks {
 		var timeout time.Duration
-		if l := t.switcher.Leg(); l != wire.AccessNone && l != first {
+		if l := t.switcher.Leg(); l != contract.AccessNone && l != first {
 			timeout = t.reorderTimeout(first) // fixed at the switch; ignored otherwise
 		}
 		d := t.switcher.Next(now, first, timeout)
-		if d.ExPath != wire.AccessNone {
+		if d.ExPath != contract.AccessNone {
 			t.sendMarker(d.ExPath, d.MarkerMarks)
 		}
 		h.Marks, h.Seq = d.Marks, d.Seq
@@ -292,7 +293,7 @@ func (t *Tunnel) sendUp(now time.Time, st *steering, buf []byte, n int) {
 	frame := buf[headroom-wire.HeaderLen : headroom+n]
 	t.gso.add(t.legs[first], frame)
 	t.legs[first].traffic()
-	if second != wire.AccessNone {
+	if second != contract.AccessNone {
 		t.gso.flush() // redundant copies: the second leg's copy goes right after the first
 		t.legs[second].send(frame)
 		t.legs[second].traffic()
@@ -301,7 +302,7 @@ func (t *Tunnel) sendUp(now time.Time, st *steering, buf []byte, n int) {
 
 // reorderTimeout is how long the UPF should hold packets after a switch to leg to: the old
 // leg's RTT minus the new one's, plus a margin for their variation.
-func (t *Tunnel) reorderTimeout(to wire.Access) time.Duration {
+func (t *Tunnel) reorderTimeout(to contract.Access) time.Duration {
 	from := t.legs[to.Other()]
 	l := t.legs[to]
 	if from == nil || l == nil {
@@ -314,7 +315,7 @@ func (t *Tunnel) reorderTimeout(to wire.Access) time.Duration {
 
 // sendMarker sends the EX-PATH marker on the leg the uplink left: DATA, EX_PATH with the new
 // epoch, no payload, the session address in seq.
-func (t *Tunnel) sendMarker(on wire.Access, marks wire.Marks) {
+func (t *Tunnel) sendMarker(on contract.Access, marks wire.Marks) {
 	l := t.legs[on]
 	if l == nil {
 		return
@@ -331,7 +332,7 @@ func addrSeq(a [4]byte) uint32 {
 }
 
 // sendControl sends a control message on leg on.
-func (t *Tunnel) sendControl(on wire.Access, typ wire.Type, c wire.Control) {
+func (t *Tunnel) sendControl(on contract.Access, typ wire.Type, c wire.Control) {
 	l := t.legs[on]
 	if l == nil {
 		return
@@ -472,7 +473,7 @@ func (t *Tunnel) bufferTimeout() time.Duration {
 			r[a], v[a] = l.rtt()
 		}
 	}
-	return steer.BufferTimeout(r[wire.Access3GPP], r[wire.AccessNon3GPP], v[wire.Access3GPP], v[wire.AccessNon3GPP])
+	return steer.BufferTimeout(r[contract.Access3GPP], r[contract.AccessNon3GPP], v[contract.Access3GPP], v[contract.AccessNon3GPP])
 }
 
 // Legs returns the legs' states for the status.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -396,7 +397,7 @@ func probeTopology(t testing.TB, u *softUPF, d *Device, user uint64) func(rtt ui
 			wire.Ethernet{},
 			wire.IPv4{Src: ue.As4(), Dst: jAddr.As4()}, wire.UDP{},
 			wire.Header{Type: wire.TypeProbeAck},
-			wire.Control{Session: sess.As4(), Access: wire.AccessNon3GPP, UETime: 5, UPFTime: u.now.Load() - rtt},
+			wire.Control{Session: sess.As4(), Access: contract.AccessNon3GPP, UETime: 5, UPFTime: u.now.Load() - rtt},
 		)
 	}
 }

@@ -3,6 +3,7 @@ package wire_test
 import (
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -36,7 +37,7 @@ func hotPath() map[string]func() {
 		"ParseControl": func() {
 			sinkControl, sinkErr = wire.ParseControl(control)
 		},
-		"ControlPut": func() { wire.Control{Session: session, Access: wire.Access3GPP, UETime: 1}.Put(out) },
+		"ControlPut": func() { wire.Control{Session: session, Access: contract.Access3GPP, UETime: 1}.Put(out) },
 		"ParseIPv4":  func() { sinkIPv4, sinkErr = wire.ParseIPv4(ipv4) },
 		"IPv4Put":    func() { sinkIPv4.Put(out) },
 		"VerifyIPv4Checksum": func() {

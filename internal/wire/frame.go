@@ -17,6 +17,8 @@
 
 package wire
 
+import "github.com/junction-atsss/junction/internal/contract"
+
 // Layers is a set of the headers a Frame holds.
 type Layers uint16
 
@@ -61,15 +63,15 @@ type Frame struct {
 }
 
 // JunctionAccess returns the access a Junction message arrived on: 3GPP when it came inside
-// GTP-U, non-3GPP otherwise, AccessNone without a Junction header.
-func (f *Frame) JunctionAccess() Access {
+// GTP-U, non-3GPP otherwise, contract.AccessNone without a Junction header.
+func (f *Frame) JunctionAccess() contract.Access {
 	switch {
 	case f.Has&HasJunction == 0:
-		return AccessNone
+		return contract.AccessNone
 	case f.Has&HasGTPU != 0:
-		return Access3GPP
+		return contract.Access3GPP
 	}
-	return AccessNon3GPP
+	return contract.AccessNon3GPP
 }
 
 // Parse parses frame from its Ethernet header on. A frame that is not IPv4 is not an error: Has

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -101,7 +102,7 @@ func TestEncapsulationInHeadroom(t *testing.T) {
 		if f.User.Src != server || f.User.TTL != 63 || f.Ports != (wire.Ports{Src: 53, Dst: 40000}) {
 			t.Errorf("user %+v ports %+v", f.User, f.Ports)
 		}
-		if f.JunctionAccess() != wire.Access3GPP {
+		if f.JunctionAccess() != contract.Access3GPP {
 			t.Errorf("JunctionAccess = %s", f.JunctionAccess())
 		}
 	})
@@ -111,7 +112,7 @@ func TestFrameParseLayouts(t *testing.T) {
 	eth := wire.Ethernet{Dst: macUPF, Src: macNext}
 	user := userPacket()
 	tcpUser := wiretest.Build(wire.IPv4{Src: session, Dst: server}, wiretest.TCP{SrcPort: 40001, DstPort: 443, Flags: 0x02})
-	probe := wire.Control{Session: session, Access: wire.AccessNon3GPP, UETime: 1234}
+	probe := wire.Control{Session: session, Access: contract.AccessNon3GPP, UETime: 1234}
 	base := wire.HasEthernet | wire.HasIPv4
 
 	for _, tc := range []struct {
@@ -120,7 +121,7 @@ func TestFrameParseLayouts(t *testing.T) {
 		has    wire.Layers
 		user   []byte // the user packet Frame.Parse must find, if any
 		ports  wire.Ports
-		access wire.Access
+		access contract.Access
 		check  func(t *testing.T, f *wire.Frame)
 	}{
 		{
@@ -169,7 +170,7 @@ func TestFrameParseLayouts(t *testing.T) {
 				wire.Header{Type: wire.TypeData, Marks: wire.MarkCurrentPath, Proto: 4, Seq: 3000}, tcpUser),
 			has: base | wire.HasUDP | wire.HasGTPU | wire.HasInnerIPv4 | wire.HasInnerUDP | wire.HasJunction |
 				wire.HasUser | wire.HasPorts,
-			user: tcpUser, ports: wire.Ports{Src: 40001, Dst: 443}, access: wire.Access3GPP,
+			user: tcpUser, ports: wire.Ports{Src: 40001, Dst: 443}, access: contract.Access3GPP,
 			check: func(t *testing.T, f *wire.Frame) {
 				if f.Junction.Marks != wire.MarkCurrentPath || f.Junction.Seq != 3000 || f.InnerIPv4.Src != ue3GPP {
 					t.Errorf("junction %+v inner %+v", f.Junction, f.InnerIPv4)
@@ -181,7 +182,7 @@ func TestFrameParseLayouts(t *testing.T) {
 			frame: wiretest.Build(eth, wire.IPv4{Src: ueNon3GPP, Dst: upfJunc}, wire.UDP{},
 				wire.Header{Type: wire.TypeData, Proto: 4}, tcpUser),
 			has:  base | wire.HasUDP | wire.HasJunction | wire.HasUser | wire.HasPorts,
-			user: tcpUser, ports: wire.Ports{Src: 40001, Dst: 443}, access: wire.AccessNon3GPP,
+			user: tcpUser, ports: wire.Ports{Src: 40001, Dst: 443}, access: contract.AccessNon3GPP,
 			check: func(t *testing.T, f *wire.Frame) {
 				if f.JunctionOff != 14+20+8 || f.UserOff != 14+20+8+8 {
 					t.Errorf("junction at %d, user at %d", f.JunctionOff, f.UserOff)
@@ -192,7 +193,7 @@ func TestFrameParseLayouts(t *testing.T) {
 			name: "a PROBE on the non-3GPP leg carries its control body",
 			frame: wiretest.Build(eth, wire.IPv4{Src: ueNon3GPP, Dst: upfJunc}, wire.UDP{},
 				wire.Header{Type: wire.TypeProbe}, probe),
-			has: base | wire.HasUDP | wire.HasJunction | wire.HasControl, access: wire.AccessNon3GPP,
+			has: base | wire.HasUDP | wire.HasJunction | wire.HasControl, access: contract.AccessNon3GPP,
 			check: func(t *testing.T, f *wire.Frame) {
 				if f.Control != probe || f.Junction.Length != 16 {
 					t.Errorf("control %+v header %+v", f.Control, f.Junction)
@@ -203,11 +204,11 @@ func TestFrameParseLayouts(t *testing.T) {
 			name: "a LINK_DOWN on the 3GPP leg carries its control body inside GTP-U",
 			frame: wiretest.Build(eth, wire.IPv4{Src: gNB, Dst: upfN3}, wire.UDP{}, wire.GTPU{TEID: 7},
 				wire.IPv4{Src: ue3GPP, Dst: upfJunc}, wire.UDP{},
-				wire.Header{Type: wire.TypeLinkDown}, wire.Control{Session: session, Access: wire.AccessNon3GPP}),
+				wire.Header{Type: wire.TypeLinkDown}, wire.Control{Session: session, Access: contract.AccessNon3GPP}),
 			has:    base | wire.HasUDP | wire.HasGTPU | wire.HasInnerIPv4 | wire.HasInnerUDP | wire.HasJunction | wire.HasControl,
-			access: wire.Access3GPP,
+			access: contract.Access3GPP,
 			check: func(t *testing.T, f *wire.Frame) {
-				if f.Junction.Type != wire.TypeLinkDown || f.Control.Access != wire.AccessNon3GPP {
+				if f.Junction.Type != wire.TypeLinkDown || f.Control.Access != contract.AccessNon3GPP {
 					t.Errorf("junction %+v control %+v", f.Junction, f.Control)
 				}
 			},
@@ -216,7 +217,7 @@ func TestFrameParseLayouts(t *testing.T) {
 			name: "the EX-PATH marker has no user packet",
 			frame: wiretest.Build(eth, wire.IPv4{Src: ueNon3GPP, Dst: upfJunc}, wire.UDP{},
 				wire.Header{Type: wire.TypeData, Marks: wire.MarkExPath | wire.MarkEpoch}),
-			has: base | wire.HasUDP | wire.HasJunction, access: wire.AccessNon3GPP,
+			has: base | wire.HasUDP | wire.HasJunction, access: contract.AccessNon3GPP,
 			check: func(t *testing.T, f *wire.Frame) {
 				if !f.Junction.IsExPathMarker() || f.Junction.Marks.Epoch() != 1 {
 					t.Errorf("junction %+v", f.Junction)

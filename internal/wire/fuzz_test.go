@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -141,7 +142,7 @@ func FuzzParseFrame(f *testing.F) {
 	f.Add(wiretest.Build(eth, wire.IPv4{Src: gNB, Dst: upfN3}, wire.UDP{},
 		wire.GTPU{TEID: 7, NextExt: wire.GTPUExtPDUSession, PSC: [2]byte{0x10, 5}}, tcpUser))
 	f.Add(wiretest.Build(eth, wire.IPv4{Src: ueNon3GPP, Dst: upfJunc}, wire.UDP{},
-		wire.Header{Type: wire.TypeProbe}, wire.Control{Session: session, Access: wire.AccessNon3GPP}))
+		wire.Header{Type: wire.TypeProbe}, wire.Control{Session: session, Access: contract.AccessNon3GPP}))
 	f.Add(wiretest.Build(eth, wire.IPv4{Src: ueNon3GPP, Dst: upfJunc}, wire.UDP{},
 		wire.Header{Type: wire.TypeData, Marks: wire.MarkExPath}))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -210,9 +211,9 @@ func FuzzEncapsulation(f *testing.F) {
 			!bytes.Equal(buf[off+fr.UserOff:off+fr.UserEnd], user) {
 			t.Fatalf("parsed %+v", fr)
 		}
-		want := wire.AccessNon3GPP
+		want := contract.AccessNon3GPP
 		if threeGPP {
-			want = wire.Access3GPP
+			want = contract.Access3GPP
 			if fr.GTPU.TEID != teid || fr.InnerIPv4.Dst != ue3GPP {
 				t.Fatalf("GTP-U %+v inner %+v", fr.GTPU, fr.InnerIPv4)
 			}

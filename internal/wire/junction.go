@@ -10,6 +10,8 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/junction-atsss/junction/internal/contract"
 )
 
 // Type is the message type, the high nibble of byte 0.
@@ -79,38 +81,6 @@ func (m Marks) String() string {
 
 // Epoch returns the switch epoch bit as 0 or 1.
 func (m Marks) Epoch() uint8 { return uint8(m&MarkEpoch) >> 2 }
-
-// Access is an access network, in the body's access field and in every part of Junction.
-type Access uint8
-
-const (
-	AccessNone    Access = 0
-	Access3GPP    Access = 1 // 5G NR, the GTP-U leg
-	AccessNon3GPP Access = 2 // WiFi or wireline
-)
-
-func (a Access) String() string {
-	switch a {
-	case AccessNone:
-		return "none"
-	case Access3GPP:
-		return "3GPP"
-	case AccessNon3GPP:
-		return "non-3GPP"
-	}
-	return fmt.Sprintf("Access(%d)", uint8(a))
-}
-
-// Other returns the other access of the two, AccessNone for anything else.
-func (a Access) Other() Access {
-	switch a {
-	case Access3GPP:
-		return AccessNon3GPP
-	case AccessNon3GPP:
-		return Access3GPP
-	}
-	return AccessNone
-}
 
 // Header is the 8-byte Junction header. Type and Marks must fit in 4 bits each.
 type Header struct {
@@ -249,8 +219,8 @@ func (h Header) IsExPathMarker() bool { return h.Type == TypeData && h.Marks&Mar
 type Control struct {
 	// Session is the MA PDU session's address, the session ID.
 	Session [4]byte
-	// Access is the leg a probe is sent on, or the access a link message is about.
-	Access Access
+	// contract.Access is the leg a probe is sent on, or the access a link message is about.
+	Access contract.Access
 	// UETime is ue_ts on probes (the UE's µs clock, low 32 bits, echoed by the UPF) and rtt_us
 	// on link messages (the UE's last RTT for that access on LINK_UP, 0 on LINK_DOWN).
 	UETime uint32
@@ -274,7 +244,7 @@ func (c Control) Append(b []byte) []byte {
 	return append(b, a[:]...)
 }
 
-// ParseControl decodes the body at the start of b. Access must be 3GPP or non-3GPP; the
+// ParseControl decodes the body at the start of b. contract.Access must be 3GPP or non-3GPP; the
 // reserved bytes are ignored (senders write 0), so that they can be given a meaning later.
 func ParseControl(b []byte) (Control, error) {
 	if len(b) < ControlLen {
@@ -282,11 +252,11 @@ func ParseControl(b []byte) (Control, error) {
 	}
 	c := Control{
 		Session: [4]byte(b[0:4]),
-		Access:  Access(b[4]),
+		Access:  contract.Access(b[4]),
 		UETime:  binary.BigEndian.Uint32(b[8:12]),
 		UPFTime: binary.BigEndian.Uint32(b[12:16]),
 	}
-	if c.Access != Access3GPP && c.Access != AccessNon3GPP {
+	if c.Access != contract.Access3GPP && c.Access != contract.AccessNon3GPP {
 		return c, invalid(LayerControl, "access", int(c.Access), "1 (3GPP) or 2 (non-3GPP)")
 	}
 	return c, nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -207,13 +208,13 @@ var controlCases = []struct {
 	hex  string // session address | access reserved | ue_ts / rtt_us | upf_ts
 }{
 	{"a PROBE body carries the session address, the leg and the UE's send time, upf_ts 0",
-		wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: wire.AccessNon3GPP, UETime: 0x01020304},
+		wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.AccessNon3GPP, UETime: 0x01020304},
 		"0a2d0007 02 000000 01020304 00000000"},
 	{"a PROBE_REPLY body echoes the probe and adds the UPF's time",
-		wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: wire.Access3GPP, UETime: 0x01020304, UPFTime: 0xa0b0c0d0},
+		wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.Access3GPP, UETime: 0x01020304, UPFTime: 0xa0b0c0d0},
 		"0a2d0007 01 000000 01020304 a0b0c0d0"},
 	{"a LINK_UP body carries the access that came up and the UE's RTT for it",
-		wire.Control{Session: [4]byte{192, 0, 2, 255}, Access: wire.Access3GPP, UETime: 15000},
+		wire.Control{Session: [4]byte{192, 0, 2, 255}, Access: contract.Access3GPP, UETime: 15000},
 		"c00002ff 01 000000 00003a98 00000000"},
 }
 
@@ -246,7 +247,7 @@ func TestControlBytes(t *testing.T) {
 func TestParseControl(t *testing.T) {
 	t.Run("reserved bytes are ignored on receipt", func(t *testing.T) {
 		c, err := wire.ParseControl(wiretest.Hex("0a2d0007 02 ffffff 00000001 00000002"))
-		want := wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: wire.AccessNon3GPP, UETime: 1, UPFTime: 2}
+		want := wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.AccessNon3GPP, UETime: 1, UPFTime: 2}
 		if err != nil || c != want {
 			t.Errorf("got %+v %v, want %+v", c, err, want)
 		}
@@ -275,9 +276,9 @@ func TestNames(t *testing.T) {
 		{(wire.MarkCurrentPath | wire.MarkEpoch).String(), "CURRENT_PATH|EPOCH"},
 		{wire.Marks(0).String(), "none"},
 		{wire.Marks(0x9).String(), "EX_PATH|RESERVED"},
-		{wire.AccessNon3GPP.String(), "non-3GPP"},
-		{wire.Access3GPP.Other().String(), "non-3GPP"},
-		{wire.AccessNone.Other().String(), "none"},
+		{contract.AccessNon3GPP.String(), "non-3GPP"},
+		{contract.Access3GPP.Other().String(), "non-3GPP"},
+		{contract.AccessNone.Other().String(), "none"},
 		{wire.LayerGTPU.String(), "gtp-u"},
 	} {
 		if tc.got != tc.want {

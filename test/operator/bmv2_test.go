@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/test/bmv2"
@@ -185,7 +186,7 @@ func downlinkThroughBMv2(t *testing.T, tester *netns.Namespace) *net.UDPConn {
 func gnb3GPPLinkUp(teid, rttUS uint32) []byte {
 	b := make([]byte, 128)
 	off := len(b) - wire.ControlLen
-	wire.Control{Session: [4]byte{10, 60, 0, 1}, Access: wire.Access3GPP, UETime: rttUS}.Put(b[off:])
+	wire.Control{Session: [4]byte{10, 60, 0, 1}, Access: contract.Access3GPP, UETime: rttUS}.Put(b[off:])
 	off = wire.Header{Type: wire.TypeLinkUp}.Prepend(b, off)
 	off = wire.TunnelUDP(wire.JunctionPort).Prepend(b, off)
 	off = wire.TunnelIPv4([4]byte{10, 45, 0, 1}, [4]byte{192, 0, 2, 2}).Prepend(b, off)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/pathmon"
 	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 	"github.com/junction-atsss/junction/internal/wire"
@@ -21,14 +22,14 @@ import (
 // probeAck sends the data plane the UE's PROBE_ACK of one leg of session s, answering a
 // PROBE_REPLY stamped rtt ago: the data plane measures rtt, writes the path state (unless
 // suspended) and sends a probe_reports digest to the operator.
-func (u *softUPF) probeAck(t *testing.T, s *junctionv1.ATSSSSession, access wire.Access, rtt time.Duration) {
+func (u *softUPF) probeAck(t *testing.T, s *junctionv1.ATSSSSession, access contract.Access, rtt time.Duration) {
 	t.Helper()
 	now := u.now.Add(1000) // 1 ms between reports
 	body := wire.Control{Session: addr4(string(s.Spec.SessionAddress)), Access: access, UETime: 1, UPFTime: now - uint32(rtt/time.Microsecond)}
 	junction := []any{wire.UDP{}, wire.Header{Type: wire.TypeProbeAck}, body}
 	var frame []byte
 	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
-	if access == wire.Access3GPP {
+	if access == contract.Access3GPP {
 		leg := s.Spec.AccessLegs.ThreeGPP
 		inner := wire.IPv4{Src: addr4(string(leg.UEAddress)), Dst: addr4("192.0.2.2")}
 		frame = wiretest.Build(append([]any{eth, wire.IPv4{Src: addr4(string(leg.GNBAddress)), Dst: addr4("192.0.2.1")},
@@ -96,8 +97,8 @@ func TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem(t *testing.T) 
 		}
 	}()
 	for i := 0; i < 200; i++ { // 3GPP stays faster: no switch, but every RTT is new
-		u.probeAck(t, s, wire.Access3GPP, time.Duration(20000+i)*time.Microsecond)
-		u.probeAck(t, s, wire.AccessNon3GPP, 45*time.Millisecond)
+		u.probeAck(t, s, contract.Access3GPP, time.Duration(20000+i)*time.Microsecond)
+		u.probeAck(t, s, contract.AccessNon3GPP, 45*time.Millisecond)
 		time.Sleep(10 * time.Millisecond)
 	}
 	if n := <-modified; n > 4 {
@@ -127,7 +128,7 @@ func TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem(t *testing.T) 
 		if i%2 == 0 {
 			rtt = 60 * time.Millisecond
 		}
-		u.probeAck(t, s, wire.Access3GPP, rtt)
+		u.probeAck(t, s, contract.Access3GPP, rtt)
 		time.Sleep(100 * time.Millisecond)
 	}
 	eventually(t, programTimeout, "the user is suspended on the device", func() error {
@@ -139,7 +140,7 @@ func TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem(t *testing.T) 
 	})
 	// Suspended: the data plane keeps the path state it had.
 	frozen, _ := u.register(sch, "rtt_3gpp", user)
-	u.probeAck(t, s, wire.Access3GPP, 90*time.Millisecond)
+	u.probeAck(t, s, contract.Access3GPP, 90*time.Millisecond)
 	if v, _ := u.register(sch, "rtt_3gpp", user); v != frozen {
 		t.Errorf("rtt_3gpp changed from %d to %d while suspended", frozen, v)
 	}
@@ -157,8 +158,8 @@ func TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem(t *testing.T) 
 
 	// The paths settle: 3GPP stays faster for longer than the settle period.
 	eventually(t, programTimeout, "the user is resumed once its paths settle", func() error {
-		u.probeAck(t, s, wire.Access3GPP, 20*time.Millisecond)
-		u.probeAck(t, s, wire.AccessNon3GPP, 45*time.Millisecond)
+		u.probeAck(t, s, contract.Access3GPP, 20*time.Millisecond)
+		u.probeAck(t, s, contract.AccessNon3GPP, 45*time.Millisecond)
 		v, err := u.register(sch, "path_updates_suspended", user)
 		if err != nil || v != 0 {
 			return fmt.Errorf("path_updates_suspended[%d] = %d (%v)", user, v, err)

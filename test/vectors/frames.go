@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -453,7 +454,7 @@ func (s *layerSpec) wireStruct(next *layerSpec) any {
 		if r, ok := e["rtt_us"]; ok {
 			ts = r
 		}
-		return wire.Control{Session: ip4("session"), Access: wire.Access(e["access"]), UETime: uint32(ts), UPFTime: uint32(e["upf_ts"])}
+		return wire.Control{Session: ip4("session"), Access: contract.Access(e["access"]), UETime: uint32(ts), UPFTime: uint32(e["upf_ts"])}
 	}
 	return s.payload
 }

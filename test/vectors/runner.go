@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/protobuf/proto"
@@ -33,12 +34,17 @@ const (
 	DefaultQuiet  = 50 * time.Millisecond
 )
 
-// DropReasons are the indices of the `drops` counter (docs/pipeline.md, "Drop reasons").
-var DropReasons = map[string]uint32{
-	"PARSER_ERROR": 1, "UNKNOWN_TEID": 2, "NO_SESSION": 3, "NO_PATH": 4, "NO_ROUTE": 5,
-	"FILTERED": 6, "TTL_EXPIRED": 7, "BAD_JUNCTION": 8, "NO_TUNNEL_PEER": 9, "NO_ENDPOINT": 10,
-	"COPY_FAILED": 11, "REORDER_OVERFLOW": 12, "CONSUMED": 13,
-}
+// DropReasons are the indices of the `drops` counter by the names cases use (internal/contract,
+// docs/pipeline.md "Drop reasons").
+var DropReasons = func() map[string]uint32 {
+	m := map[string]uint32{}
+	for _, r := range contract.DropReasons() {
+		if r != contract.DropNone {
+			m[r.String()] = uint32(r)
+		}
+	}
+	return m
+}()
 
 // dropsCounter is the counter the drop reasons index.
 const dropsCounter = "drops"

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -37,8 +38,8 @@ func benchSetup(b *testing.B, n int) (*harness, [][]byte) {
 	h.pool = h.p.pool
 	for i, port := range []uint64{53, 80, 443, 8443} {
 		h.insert("applications", map[string]any{"proto": tv{17, 0xff}, "remote_port": rv{port, port}}, int32(100+i),
-			"set_application", map[string]uint64{"app_id": uint64(10 + i), "mode": ModeSmallestDelay,
-				"access": Access3GPP, "ratio_3gpp": 0, "rtt_threshold_us": 30000})
+			"set_application", map[string]uint64{"app_id": uint64(10 + i), "mode": uint64(contract.ModeSmallestDelay),
+				"access": uint64(contract.Access3GPP), "ratio_3gpp": 0, "rtt_threshold_us": 30000})
 	}
 	installUsers(h, n)
 	base := ip4("10.0.0.0")
@@ -65,7 +66,7 @@ func installUsers(h *harness, n int) {
 			"ue_addr_3gpp": ip4("10.60.0.1") + uint64(i), "ue_addr_non3gpp": ip4("198.51.100.0") + uint64(i%250)})
 		if i%8 == 0 && i/8 < 16384 {
 			h.insert("session_overrides", map[string]any{"session_addr": sa, "app_id": uint64(12)}, 0,
-				"override_steering", map[string]uint64{"mode": ModeLoadBalance, "access": Access3GPP, "ratio_3gpp": 64,
+				"override_steering", map[string]uint64{"mode": uint64(contract.ModeLoadBalance), "access": uint64(contract.Access3GPP), "ratio_3gpp": 64,
 					"rtt_threshold_us": 0, "seq_index": uint64(i / 8)})
 		}
 		h.setReg("rtt_3gpp", uint32(i), uint64(10000+i%5000))

@@ -7,6 +7,7 @@ import (
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
@@ -60,7 +61,7 @@ func TestConcurrentProcessingAndWrites(t *testing.T) {
 		h.setReg("rtt_3gpp", user, uint64(1000+i))
 		h.setReg("reorder_state", user, 0)
 		h.reg("rtt_non3gpp", user)
-		h.drops(NoPath)
+		h.drops(contract.DropNoPath)
 		h.process(portWiFi, junctionWiFi(wire.Header{Type: wire.TypeProbeAck}, wire.Control{Session: addr(sessAddr), Access: 2}))
 		if i == 150 {
 			if err := h.p.CommitPipeline(h.info, nil); err != nil {

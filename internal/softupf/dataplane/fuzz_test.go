@@ -3,6 +3,7 @@ package dataplane
 import (
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
@@ -19,7 +20,7 @@ func FuzzProcess(f *testing.F) {
 	f.Add(junctionWiFi(wire.Header{Type: wire.TypeProbe}, wire.Control{Session: addr(sessAddr), Access: 2}))
 	f.Add(junction3GPP(wire.Header{Type: wire.TypeLinkUp}, wire.Control{Session: addr(sessAddr), Access: 1, UETime: 9}))
 	h := topology(f)
-	overrideSession(h, ModeRedundant, Access3GPP, 0, 0)
+	overrideSession(h, uint64(contract.ModeRedundant), uint64(contract.Access3GPP), 0, 0)
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		if len(frame) > MaxFrame {
 			return

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/p4bytes"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
@@ -321,8 +322,8 @@ func specP4Info() *p4configv1.P4Info {
 	info.Counters = append(info.Counters, &p4configv1.Counter{Preamble: &p4configv1.Preamble{Id: 0x12000001, Name: "drops"},
 		Spec: &p4configv1.CounterSpec{Unit: p4configv1.CounterSpec_BOTH}, Size: 32})
 	st := &p4configv1.P4StructTypeSpec{}
-	for _, m := range probeDigestMembers {
-		st.Members = append(st.Members, &p4configv1.P4StructTypeSpec_Member{Name: m.name, TypeSpec: bitT(m.bits)})
+	for _, m := range contract.ProbeReportMembers {
+		st.Members = append(st.Members, &p4configv1.P4StructTypeSpec_Member{Name: m.Name, TypeSpec: bitT(int32(m.Width))})
 	}
 	info.TypeInfo.Structs["probe_report_t"] = st
 	info.Digests = append(info.Digests, &p4configv1.Digest{Preamble: &p4configv1.Preamble{Id: 0x18000001, Name: "probe_reports"},

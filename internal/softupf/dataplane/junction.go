@@ -15,18 +15,12 @@ package dataplane
 //	PROBE_REPLY (a UPF-to-UE message) ──> drop BAD_JUNCTION
 
 import (
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/p4bytes"
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
-// Digest kinds of probe_reports.
-const (
-	reportRTT      = 1
-	reportLinkDown = 2
-	reportLinkUp   = 3
-)
-
-func (c *proc) junction(pkt *Packet, arrival wire.Access) {
+func (c *proc) junction(pkt *Packet, arrival contract.Access) {
 	f := &c.f
 	h := f.Junction
 	switch h.Type {
@@ -34,11 +28,11 @@ func (c *proc) junction(pkt *Packet, arrival wire.Access) {
 		if h.IsExPathMarker() {
 			sess, ok := c.t.sessions.lookup(h.Seq)
 			if !ok {
-				c.drop(pkt, NoSession)
+				c.drop(pkt, contract.DropNoSession)
 				return
 			}
 			c.marker(sess.user, h.Marks.Epoch())
-			c.drop(pkt, Consumed)
+			c.drop(pkt, contract.DropConsumed)
 			return
 		}
 		c.uplinkData(pkt, h)
@@ -47,7 +41,7 @@ func (c *proc) junction(pkt *Packet, arrival wire.Access) {
 	case wire.TypeProbeAck, wire.TypeLinkDown, wire.TypeLinkUp:
 		c.pathReport(pkt, h.Type, arrival)
 	default:
-		c.drop(pkt, BadJunction)
+		c.drop(pkt, contract.DropBadJunction)
 	}
 }
 
@@ -55,12 +49,12 @@ func (c *proc) uplinkData(pkt *Packet, h wire.Header) {
 	f := &c.f
 	user := f.User
 	if int(user.TotalLen) != int(h.Length) {
-		c.drop(pkt, BadJunction) // the Junction length must be the user packet's
+		c.drop(pkt, contract.DropBadJunction) // the Junction length must be the user packet's
 		return
 	}
 	sess, ok := c.t.sessions.lookup(be32(user.Src))
 	if !ok {
-		c.drop(pkt, NoSession)
+		c.drop(pkt, contract.DropNoSession)
 		return
 	}
 	off := pkt.off
@@ -75,28 +69,28 @@ func (c *proc) uplinkData(pkt *Packet, h wire.Header) {
 }
 
 // probe answers PROBE with PROBE_REPLY on the leg it came on, built in place over the probe.
-func (c *proc) probe(pkt *Packet, arrival wire.Access) {
+func (c *proc) probe(pkt *Packet, arrival contract.Access) {
 	f := &c.f
 	sess, ok := c.t.sessions.lookup(be32(f.Control.Session))
 	if !ok {
-		c.drop(pkt, NoSession)
+		c.drop(pkt, contract.DropNoSession)
 		return
 	}
 	dst := be32(f.IPv4.Src) // non-3GPP: back to the probe's source
-	if arrival == wire.Access3GPP {
+	if arrival == contract.Access3GPP {
 		dst = sess.ue3GPP
 	}
 	if dst == 0 {
-		c.drop(pkt, NoPath) // the session has no 3GPP leg to answer on
+		c.drop(pkt, contract.DropNoPath) // the session has no 3GPP leg to answer on
 		return
 	}
 	ep := c.t.endpoint(sess.endpoint)
 	if !ep.ok {
-		c.drop(pkt, NoEndpoint)
+		c.drop(pkt, contract.DropNoEndpoint)
 		return
 	}
-	if arrival == wire.Access3GPP && !c.t.peer(sess.peer).ok {
-		c.drop(pkt, NoTunnelPeer)
+	if arrival == contract.Access3GPP && !c.t.peer(sess.peer).ok {
+		c.drop(pkt, contract.DropNoTunnelPeer)
 		return
 	}
 	reply := f.Control
@@ -105,46 +99,46 @@ func (c *proc) probe(pkt *Packet, arrival wire.Access) {
 	end := bodyOff + wire.ControlLen
 	reply.Put(pkt.buf[bodyOff:end])
 	hdr := wire.Header{Type: wire.TypeProbeReply}
-	if c.encapJunction(pkt, bodyOff, end, uint8(arrival), &sess, ep, hdr, dst) {
+	if c.encapJunction(pkt, bodyOff, end, arrival, &sess, ep, hdr, dst) {
 		c.send(pkt)
 	}
 }
 
 // pathReport handles PROBE_ACK, LINK_DOWN and LINK_UP: path state and a digest.
-func (c *proc) pathReport(pkt *Packet, typ wire.Type, arrival wire.Access) {
+func (c *proc) pathReport(pkt *Packet, typ wire.Type, arrival contract.Access) {
 	body := c.f.Control
 	sess, ok := c.t.sessions.lookup(be32(body.Session))
 	if !ok {
-		c.drop(pkt, NoSession)
+		c.drop(pkt, contract.DropNoSession)
 		return
 	}
-	var access wire.Access
+	var access contract.Access
 	var rtt uint32
-	var kind uint8
+	var kind contract.ReportKind
 	switch typ {
 	case wire.TypeProbeAck:
-		access, kind = arrival, reportRTT
+		access, kind = arrival, contract.ReportRTT
 		rtt = max(c.clock()-body.UPFTime, 1) // modulo 2^32; a measured 0 is stored as 1
 	case wire.TypeLinkDown:
-		access, kind = body.Access, reportLinkDown
+		access, kind = body.Access, contract.ReportLinkDown
 	default:
-		access, kind = body.Access, reportLinkUp
+		access, kind = body.Access, contract.ReportLinkUp
 		rtt = max(body.UETime, 1)
 	}
 	suspended := c.st.regs[rPathUpdatesSuspended].load(sess.user) != 0
 	if !suspended {
 		reg := rRTT3GPP
-		if access == wire.AccessNon3GPP {
+		if access == contract.AccessNon3GPP {
 			reg = rRTTNon3GPP
 		}
 		c.st.regs[reg].store(sess.user, rtt)
 	}
-	c.p.digest(c.st, be32(body.Session), sess.user, uint8(access), kind, rtt, suspended)
-	c.drop(pkt, Consumed)
+	c.p.digest(c.st, be32(body.Session), sess.user, access, kind, rtt, suspended)
+	c.drop(pkt, contract.DropConsumed)
 }
 
 // digest sends one probe_reports message.
-func (p *Pipeline) digest(st *state, sessionAddr, user uint32, access, kind uint8, rtt uint32, suspended bool) {
+func (p *Pipeline) digest(st *state, sessionAddr, user uint32, access contract.Access, kind contract.ReportKind, rtt uint32, suspended bool) {
 	ev := p.events
 	if ev == nil {
 		return

@@ -24,10 +24,6 @@ import (
 	"github.com/junction-atsss/junction/internal/softupf/p4rt"
 )
 
-// RedundantCloneSession is the clone session that duplicates redundant-mode packets
-// (REDUNDANT_CLONE_SESSION in the P4 program).
-const RedundantCloneSession = 100
-
 // Sink sends the packets the pipeline emits outside Process: reorder releases and packet-outs.
 // Transmit owns the packets (it returns them to the pool) but not the slice.
 type Sink interface {

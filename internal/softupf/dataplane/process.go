@@ -28,6 +28,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
@@ -120,7 +121,7 @@ func (c *proc) ingress(pkt *Packet) {
 			return
 		}
 		if f.Has&wire.HasJunction != 0 {
-			c.junction(pkt, wire.Access3GPP)
+			c.junction(pkt, contract.Access3GPP)
 			return
 		}
 		// Plain GTP-U uplink: the T-PDU is the user packet.
@@ -134,7 +135,7 @@ func (c *proc) ingress(pkt *Packet) {
 			c.send(pkt)
 		}
 	case f.Has&wire.HasJunction != 0:
-		c.junction(pkt, wire.AccessNon3GPP)
+		c.junction(pkt, contract.AccessNon3GPP)
 	default:
 		c.punt(pkt)
 	}
@@ -142,7 +143,7 @@ func (c *proc) ingress(pkt *Packet) {
 
 func (c *proc) knownTEID(pkt *Packet) bool {
 	if _, ok := c.t.uplink.lookup(c.f.GTPU.TEID); !ok {
-		c.drop(pkt, UnknownTEID)
+		c.drop(pkt, contract.DropUnknownTEID)
 		return false
 	}
 	return true
@@ -181,9 +182,9 @@ func (c *proc) malformed(pkt *Packet, err error) {
 		return
 	}
 	if badJunction {
-		c.drop(pkt, BadJunction)
+		c.drop(pkt, contract.DropBadJunction)
 	} else {
-		c.drop(pkt, ParserError)
+		c.drop(pkt, contract.DropParserError)
 	}
 }
 
@@ -196,11 +197,11 @@ func flowOf(ip wire.IPv4, ports wire.Ports) flow {
 // filterTTL applies filters and the TTL decrement to the user packet at buf[off:].
 func (c *proc) filterTTL(pkt *Packet, off int, fl *flow) bool {
 	if c.t.filtered(fl) {
-		c.drop(pkt, Filtered)
+		c.drop(pkt, contract.DropFiltered)
 		return false
 	}
 	if !wire.DecrementTTL(pkt.buf[off:]) {
-		c.drop(pkt, TTLExpired)
+		c.drop(pkt, contract.DropTTLExpired)
 		return false
 	}
 	return true
@@ -211,7 +212,7 @@ func (c *proc) filterTTL(pkt *Packet, off int, fl *flow) bool {
 func (c *proc) route(pkt *Packet, off, end int, dst uint32) bool {
 	r, ok := c.t.routes.lookup(dst)
 	if !ok {
-		c.drop(pkt, NoRoute)
+		c.drop(pkt, contract.DropNoRoute)
 		return false
 	}
 	off = wire.Ethernet{Dst: r.dst, Src: r.src, Type: wire.EtherTypeIPv4}.Prepend(pkt.buf[:end], off)
@@ -257,28 +258,28 @@ func (c *proc) downlink(pkt *Packet, off, end int, ip wire.IPv4, ports wire.Port
 		seq = c.st.nextSeq(ov.seqIndex)
 	}
 	var ps paths
-	ps.present[Access3GPP], ps.present[AccessNon3GPP] = sess.ue3GPP != 0, sess.ueNon3GP != 0
-	ps.rtt[Access3GPP] = c.st.regs[rRTT3GPP].load(sess.user)
-	ps.rtt[AccessNon3GPP] = c.st.regs[rRTTNon3GPP].load(sess.user)
+	ps.present[contract.Access3GPP], ps.present[contract.AccessNon3GPP] = sess.ue3GPP != 0, sess.ueNon3GP != 0
+	ps.rtt[contract.Access3GPP] = c.st.regs[rRTT3GPP].load(sess.user)
+	ps.rtt[contract.AccessNon3GPP] = c.st.regs[rRTTNon3GPP].load(sess.user)
 	first, second := decide(&ps, params, seq)
-	if first == AccessNone {
-		c.drop(pkt, NoPath)
+	if first == contract.AccessNone {
+		c.drop(pkt, contract.DropNoPath)
 		return
 	}
 	ep := c.t.endpoint(sess.endpoint)
 	if !ep.ok {
-		c.drop(pkt, NoEndpoint)
+		c.drop(pkt, contract.DropNoEndpoint)
 		return
 	}
-	if first == Access3GPP && !c.t.peer(sess.peer).ok {
-		c.drop(pkt, NoTunnelPeer)
+	if first == contract.Access3GPP && !c.t.peer(sess.peer).ok {
+		c.drop(pkt, contract.DropNoTunnelPeer)
 		return
 	}
 	if !c.filterTTL(pkt, off, &fl) {
 		return
 	}
 	hdr := wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: seq}
-	if second != AccessNone {
+	if second != contract.AccessNone {
 		c.redundantCopy(pkt, off, end, &sess, ep, second, hdr)
 	}
 	if c.encapJunction(pkt, off, end, first, &sess, ep, hdr, legAddr(&sess, first)) {
@@ -286,8 +287,8 @@ func (c *proc) downlink(pkt *Packet, off, end int, ip wire.IPv4, ports wire.Port
 	}
 }
 
-func legAddr(s *session, access uint8) uint32 {
-	if access == Access3GPP {
+func legAddr(s *session, access contract.Access) uint32 {
+	if access == contract.Access3GPP {
 		return s.ue3GPP
 	}
 	return s.ueNon3GP
@@ -295,17 +296,17 @@ func legAddr(s *session, access uint8) uint32 {
 
 // redundantCopy sends the second copy of a redundant packet, as the clone of clone session
 // REDUNDANT_CLONE_SESSION does on v1model.
-func (c *proc) redundantCopy(pkt *Packet, off, end int, sess *session, ep endpoint, access uint8, hdr wire.Header) {
-	if _, ok := c.st.clones[RedundantCloneSession]; !ok {
+func (c *proc) redundantCopy(pkt *Packet, off, end int, sess *session, ep endpoint, access contract.Access, hdr wire.Header) {
+	if _, ok := c.st.clones[contract.RedundantCloneSession]; !ok {
 		return // as on every P4 target: no clone session, no copy, nothing to count
 	}
-	if access == Access3GPP && !c.t.peer(sess.peer).ok {
-		c.st.count(NoTunnelPeer, c.inLen)
+	if access == contract.Access3GPP && !c.t.peer(sess.peer).ok {
+		c.st.count(contract.DropNoTunnelPeer, c.inLen)
 		return
 	}
 	cl := c.p.pool.TryGet()
 	if cl == nil {
-		c.st.count(CopyFailed, c.inLen)
+		c.st.count(contract.DropCopyFailed, c.inLen)
 		return
 	}
 	cl.InPort = pkt.InPort
@@ -319,13 +320,13 @@ func (c *proc) redundantCopy(pkt *Packet, off, end int, sess *session, ep endpoi
 // encapJunction wraps the packet at buf[off:end] in IPv4/UDP:2153/<hdr> toward ue on the
 // given access (plus IPv4/UDP:2152/GTP-U toward the session's gNB on 3GPP) and routes it.
 // hdr.Length is set from what follows it.
-func (c *proc) encapJunction(pkt *Packet, off, end int, access uint8, sess *session, ep endpoint, hdr wire.Header, ue uint32) bool {
+func (c *proc) encapJunction(pkt *Packet, off, end int, access contract.Access, sess *session, ep endpoint, hdr wire.Header, ue uint32) bool {
 	b := pkt.buf[:end]
 	off = hdr.Prepend(b, off)
 	off = wire.TunnelUDP(wire.JunctionPort).Prepend(b, off)
 	off = wire.TunnelIPv4(addr4(ep.junction), addr4(ue)).Prepend(b, off)
 	dst := ue
-	if access == Access3GPP {
+	if access == contract.Access3GPP {
 		pr := c.t.peer(sess.peer)
 		off = wire.TunnelGTPU(sess.teid).Prepend(b, off)
 		off = wire.TunnelUDP(wire.GTPUPort).Prepend(b, off)
@@ -339,12 +340,12 @@ func (c *proc) encapJunction(pkt *Packet, off, end int, access uint8, sess *sess
 func (c *proc) downlinkGTPU(pkt *Packet, off, end int, fl *flow, tun dlTunnel) {
 	ep := c.t.endpoint(tun.endpoint)
 	if !ep.ok {
-		c.drop(pkt, NoEndpoint)
+		c.drop(pkt, contract.DropNoEndpoint)
 		return
 	}
 	pr := c.t.peer(tun.peer)
 	if !pr.ok {
-		c.drop(pkt, NoTunnelPeer)
+		c.drop(pkt, contract.DropNoTunnelPeer)
 		return
 	}
 	if !c.filterTTL(pkt, off, fl) {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/p4bytes"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -136,7 +137,7 @@ func TestDownlinkActiveStandbySummarized(t *testing.T) {
 	})
 	t.Run("no available access drops NO_PATH", func(t *testing.T) {
 		h.setReg("rtt_non3gpp", user, 0)
-		expectDrop(t, h, NoPath, h.process(portDN, fromDN(userPacket(64, false))))
+		expectDrop(t, h, contract.DropNoPath, h.process(portDN, fromDN(userPacket(64, false))))
 	})
 }
 
@@ -155,10 +156,10 @@ func TestDownlinkApplicationSteering(t *testing.T) {
 	h := topology(t)
 	// UDP from port 443 of any server: smallest-delay (non-3GPP at 5 ms wins over 20 ms).
 	h.insert("applications", map[string]any{"proto": tv{17, 0xff}, "remote_port": rv{443, 443}}, 100,
-		"set_application", map[string]uint64{"app_id": 9, "mode": ModeSmallestDelay, "access": Access3GPP, "ratio_3gpp": 0, "rtt_threshold_us": 0})
+		"set_application", map[string]uint64{"app_id": 9, "mode": uint64(contract.ModeSmallestDelay), "access": uint64(contract.Access3GPP), "ratio_3gpp": 0, "rtt_threshold_us": 0})
 	// A lower-priority catch-all that must not win.
 	h.insert("applications", map[string]any{"remote_addr": tv{0, 0}}, 1,
-		"set_application", map[string]uint64{"app_id": 1, "mode": ModeActiveStandby, "access": Access3GPP, "ratio_3gpp": 0, "rtt_threshold_us": 0})
+		"set_application", map[string]uint64{"app_id": 1, "mode": uint64(contract.ModeActiveStandby), "access": uint64(contract.Access3GPP), "ratio_3gpp": 0, "rtt_threshold_us": 0})
 	out := h.process(portDN, fromDN(userPacket(64, false)))
 	expectFrames(t, out, output{portWiFi, wantWiFi(data(0), userPacket(63, false))})
 
@@ -178,7 +179,7 @@ func overrideSession(h *harness, mode, access, ratio uint64, threshold uint64) {
 
 func TestDownlinkLoadBalanceSequence(t *testing.T) {
 	h := topology(t)
-	overrideSession(h, ModeLoadBalance, Access3GPP, 64, 0) // half the packets on 3GPP
+	overrideSession(h, uint64(contract.ModeLoadBalance), uint64(contract.Access3GPP), 64, 0) // half the packets on 3GPP
 	h.setReg("session_seq", 5, 62)
 	// seq 63 → 63 % 128 < 64: 3GPP; seq 64: non-3GPP.
 	out := h.process(portDN, fromDN(userPacket(64, false)))
@@ -192,7 +193,7 @@ func TestDownlinkLoadBalanceSequence(t *testing.T) {
 
 func TestDownlinkPriorityOverflow(t *testing.T) {
 	h := topology(t)
-	overrideSession(h, ModePriority, Access3GPP, 0, 10000) // 3GPP while its RTT <= 10 ms
+	overrideSession(h, uint64(contract.ModePriorityBased), uint64(contract.Access3GPP), 0, 10000) // 3GPP while its RTT <= 10 ms
 	out := h.process(portDN, fromDN(userPacket(64, false)))
 	expectFrames(t, out, output{portWiFi, wantWiFi(data(1), userPacket(63, false))})
 	h.setReg("rtt_3gpp", user, 8000)
@@ -202,17 +203,17 @@ func TestDownlinkPriorityOverflow(t *testing.T) {
 
 func TestDownlinkRedundant(t *testing.T) {
 	h := topology(t)
-	overrideSession(h, ModeRedundant, Access3GPP, 0, 0)
+	overrideSession(h, uint64(contract.ModeRedundant), uint64(contract.Access3GPP), 0, 0)
 
 	t.Run("without clone session 100 only the first copy goes out", func(t *testing.T) {
 		out := h.process(portDN, fromDN(userPacket(64, false)))
 		expectFrames(t, out, output{portGNB, want3GPP(data(1), userPacket(63, false))})
-		if n := h.drops(CopyFailed); n != 0 {
+		if n := h.drops(contract.DropCopyFailed); n != 0 {
 			t.Errorf("drops[COPY_FAILED] = %d, want 0 (a missing clone session is invisible, as on P4 targets)", n)
 		}
 	})
 	t.Run("with clone session 100 both legs get a copy with the same seq", func(t *testing.T) {
-		if err := h.p.WriteCloneSession(RedundantCloneSession, []*p4v1.Replica{{PortKind: &p4v1.Replica_EgressPort{EgressPort: 1}}}); err != nil {
+		if err := h.p.WriteCloneSession(contract.RedundantCloneSession, []*p4v1.Replica{{PortKind: &p4v1.Replica_EgressPort{EgressPort: 1}}}); err != nil {
 			t.Fatal(err)
 		}
 		out := h.process(portDN, fromDN(userPacket(64, false)))
@@ -245,15 +246,15 @@ func TestPlainRoutingAndFilters(t *testing.T) {
 	expectFrames(t, out, output{portDN, wiretest.Build(wire.Ethernet{Dst: dnMAC, Src: srcMAC}, pkt(server, 8))})
 
 	t.Run("TTL 1 expires", func(t *testing.T) {
-		expectDrop(t, h, TTLExpired, h.process(portWiFi, wiretest.Build(wire.Ethernet{Dst: upfMAC, Src: wifiMAC}, pkt(server, 1))))
+		expectDrop(t, h, contract.DropTTLExpired, h.process(portWiFi, wiretest.Build(wire.Ethernet{Dst: upfMAC, Src: wifiMAC}, pkt(server, 1))))
 	})
 	t.Run("a deny filter drops FILTERED", func(t *testing.T) {
 		h.insert("filters", map[string]any{"proto": tv{6, 0xff}, "dst_port": rv{22, 22}}, 10, "deny", nil)
-		expectDrop(t, h, Filtered, h.process(portWiFi, wiretest.Build(wire.Ethernet{Dst: upfMAC, Src: wifiMAC}, pkt(server, 9))))
+		expectDrop(t, h, contract.DropFiltered, h.process(portWiFi, wiretest.Build(wire.Ethernet{Dst: upfMAC, Src: wifiMAC}, pkt(server, 9))))
 	})
 	t.Run("no route drops NO_ROUTE", func(t *testing.T) {
 		h.write(p4v1.Update_DELETE, h.entry("routes", map[string]any{"dst_addr": lv{0, 0}}, 0, "", nil))
-		expectDrop(t, h, NoRoute, h.process(portWiFi, wiretest.Build(wire.Ethernet{Dst: upfMAC, Src: wifiMAC},
+		expectDrop(t, h, contract.DropNoRoute, h.process(portWiFi, wiretest.Build(wire.Ethernet{Dst: upfMAC, Src: wifiMAC},
 			wiretest.Build(wire.IPv4{Src: addr(ueWiFi), Dst: addr(server), TTL: 9}, []byte("x")))))
 	})
 }
@@ -269,7 +270,7 @@ func TestUplinkPlainGTPU(t *testing.T) {
 	out := h.process(portGNB, fromGNB(ulTEID, userPacket(64, true)))
 	expectFrames(t, out, output{portDN, wiretest.Build(wire.Ethernet{Dst: dnMAC, Src: srcMAC}, userPacket(63, true))})
 	t.Run("an unknown TEID drops UNKNOWN_TEID", func(t *testing.T) {
-		expectDrop(t, h, UnknownTEID, h.process(portGNB, fromGNB(0x999, userPacket(64, true))))
+		expectDrop(t, h, contract.DropUnknownTEID, h.process(portGNB, fromGNB(0x999, userPacket(64, true))))
 	})
 }
 
@@ -300,19 +301,19 @@ func TestUplinkJunctionData(t *testing.T) {
 	t.Run("an unknown session address drops NO_SESSION", func(t *testing.T) {
 		h := topology(t)
 		stranger := wiretest.Build(wire.IPv4{Src: addr("10.45.9.9"), Dst: addr(server)}, []byte("x"))
-		expectDrop(t, h, NoSession, h.process(portWiFi, junctionWiFi(data(0), stranger)))
+		expectDrop(t, h, contract.DropNoSession, h.process(portWiFi, junctionWiFi(data(0), stranger)))
 	})
 	t.Run("a Junction length that is not the user packet's drops BAD_JUNCTION", func(t *testing.T) {
 		h := topology(t)
 		pkt := append(userPacket(64, true), 0, 0, 0, 0) // 4 bytes after the user packet
-		expectDrop(t, h, BadJunction, h.process(portWiFi, junctionWiFi(data(0), pkt)))
+		expectDrop(t, h, contract.DropBadJunction, h.process(portWiFi, junctionWiFi(data(0), pkt)))
 	})
 }
 
 func TestProbeExchange(t *testing.T) {
 	h := topology(t)
 	h.now = 1_000_000
-	body := wire.Control{Session: addr(sessAddr), Access: wire.AccessNon3GPP, UETime: 4242}
+	body := wire.Control{Session: addr(sessAddr), Access: contract.AccessNon3GPP, UETime: 4242}
 	probe := wire.Header{Type: wire.TypeProbe}
 
 	t.Run("PROBE on non-3GPP is answered to its source with upf_ts", func(t *testing.T) {
@@ -323,7 +324,7 @@ func TestProbeExchange(t *testing.T) {
 	})
 	t.Run("PROBE on 3GPP is answered inside GTP-U toward the gNB", func(t *testing.T) {
 		b := body
-		b.Access = wire.Access3GPP
+		b.Access = contract.Access3GPP
 		out := h.process(portGNB, junction3GPP(probe, b))
 		reply := b
 		reply.UPFTime = 1_000_000
@@ -334,13 +335,13 @@ func TestProbeExchange(t *testing.T) {
 		ack := body
 		ack.UPFTime = 1_000_000
 		out := h.process(portGNB, junction3GPP(wire.Header{Type: wire.TypeProbeAck}, ack))
-		if len(out) != 0 || h.drops(Consumed) != 1 {
-			t.Fatalf("the ACK must be consumed: %d frames, CONSUMED %d", len(out), h.drops(Consumed))
+		if len(out) != 0 || h.drops(contract.DropConsumed) != 1 {
+			t.Fatalf("the ACK must be consumed: %d frames, CONSUMED %d", len(out), h.drops(contract.DropConsumed))
 		}
 		if v := h.reg("rtt_3gpp", user); v != 7500 {
 			t.Errorf("rtt_3gpp[%d] = %d, want 7500", user, v)
 		}
-		expectDigest(t, h, sessAddr, user, wire.Access3GPP, reportRTT, 7500, 0)
+		expectDigest(t, h, sessAddr, user, contract.Access3GPP, uint8(contract.ReportRTT), 7500, 0)
 	})
 	t.Run("a suspended user's RTT is reported but not written", func(t *testing.T) {
 		h.setReg("path_updates_suspended", user, 1)
@@ -351,7 +352,7 @@ func TestProbeExchange(t *testing.T) {
 		if v := h.reg("rtt_non3gpp", user); v != 5000 {
 			t.Errorf("rtt_non3gpp = %d, want 5000 (unchanged)", v)
 		}
-		expectDigest(t, h, sessAddr, user, wire.AccessNon3GPP, reportRTT, 900, 1)
+		expectDigest(t, h, sessAddr, user, contract.AccessNon3GPP, uint8(contract.ReportRTT), 900, 1)
 		h.setReg("path_updates_suspended", user, 0)
 	})
 	t.Run("an RTT of 0 is stored as 1", func(t *testing.T) {
@@ -363,15 +364,15 @@ func TestProbeExchange(t *testing.T) {
 		}
 	})
 	t.Run("PROBE_REPLY sent to the UPF is malformed", func(t *testing.T) {
-		n := h.drops(BadJunction)
+		n := h.drops(contract.DropBadJunction)
 		h.process(portWiFi, junctionWiFi(wire.Header{Type: wire.TypeProbeReply}, body))
-		if h.drops(BadJunction) != n+1 {
+		if h.drops(contract.DropBadJunction) != n+1 {
 			t.Error("PROBE_REPLY was not counted BAD_JUNCTION")
 		}
 	})
 }
 
-func expectDigest(t *testing.T, h *harness, session string, user uint32, access wire.Access, kind uint8, rtt uint32, suspended uint8) {
+func expectDigest(t *testing.T, h *harness, session string, user uint32, access contract.Access, kind uint8, rtt uint32, suspended uint8) {
 	t.Helper()
 	h.ev.mu.Lock()
 	defer h.ev.mu.Unlock()
@@ -399,21 +400,21 @@ func expectDigest(t *testing.T, h *harness, session string, user uint32, access 
 
 func TestLinkNotifications(t *testing.T) {
 	h := topology(t)
-	down := wire.Control{Session: addr(sessAddr), Access: wire.Access3GPP}
+	down := wire.Control{Session: addr(sessAddr), Access: contract.Access3GPP}
 	// LINK_DOWN about 3GPP arrives on the other leg.
 	h.process(portWiFi, junctionWiFi(wire.Header{Type: wire.TypeLinkDown}, down))
 	if v := h.reg("rtt_3gpp", user); v != 0 {
 		t.Errorf("rtt_3gpp after LINK_DOWN = %d, want 0", v)
 	}
-	expectDigest(t, h, sessAddr, user, wire.Access3GPP, reportLinkDown, 0, 0)
+	expectDigest(t, h, sessAddr, user, contract.Access3GPP, uint8(contract.ReportLinkDown), 0, 0)
 	up := down
 	up.UETime = 12345
 	h.process(portWiFi, junctionWiFi(wire.Header{Type: wire.TypeLinkUp}, up))
 	if v := h.reg("rtt_3gpp", user); v != 12345 {
 		t.Errorf("rtt_3gpp after LINK_UP = %d, want 12345", v)
 	}
-	expectDigest(t, h, sessAddr, user, wire.Access3GPP, reportLinkUp, 12345, 0)
-	if n := h.drops(Consumed); n != 2 {
+	expectDigest(t, h, sessAddr, user, contract.Access3GPP, uint8(contract.ReportLinkUp), 12345, 0)
+	if n := h.drops(contract.DropConsumed); n != 2 {
 		t.Errorf("CONSUMED = %d, want 2", n)
 	}
 }
@@ -425,39 +426,39 @@ func TestDropsByReason(t *testing.T) {
 		reason DropReason
 		frame  func() []byte
 	}{
-		{"a frame shorter than Ethernet", ParserError, func() []byte { return []byte{1, 2, 3} }},
-		{"IPv4 with options", ParserError, func() []byte {
+		{"a frame shorter than Ethernet", contract.DropParserError, func() []byte { return []byte{1, 2, 3} }},
+		{"IPv4 with options", contract.DropParserError, func() []byte {
 			b := fromDN(userPacket(64, false))
 			b[14] = 0x46
 			return b
 		}},
-		{"IPv4 total length beyond the frame", ParserError, func() []byte {
+		{"IPv4 total length beyond the frame", contract.DropParserError, func() []byte {
 			b := fromDN(userPacket(64, false))
 			return b[:len(b)-4]
 		}},
-		{"GTP-U with an unknown extension", ParserError, func() []byte {
+		{"GTP-U with an unknown extension", contract.DropParserError, func() []byte {
 			return wiretest.Build(eth, wire.IPv4{Src: addr(gnbAddr), Dst: addr(n3Addr)}, wire.UDP{},
 				wire.GTPU{Flags: 0x34, TEID: ulTEID, NextExt: 0x40}, []byte{1, 0, 0, 0}, userPacket(64, true))
 		}},
-		{"a Junction header cut short", ParserError, func() []byte {
+		{"a Junction header cut short", contract.DropParserError, func() []byte {
 			return wiretest.Build(wire.Ethernet{Dst: upfMAC, Src: wifiMAC}, wire.IPv4{Src: addr(ueWiFi), Dst: addr(jAddr)},
 				wire.UDP{SrcPort: wire.JunctionPort, DstPort: wire.JunctionPort}, []byte{0x00, 0x04})
 		}},
-		{"a Junction header of unknown type", BadJunction, func() []byte {
+		{"a Junction header of unknown type", contract.DropBadJunction, func() []byte {
 			return junctionWiFi(wire.Header{Type: 9, Length: 16}, make([]byte, 16))
 		}},
-		{"a session without an endpoint", NoEndpoint, nil},
-		{"a 3GPP leg without a tunnel peer", NoTunnelPeer, nil},
+		{"a session without an endpoint", contract.DropNoEndpoint, nil},
+		{"a 3GPP leg without a tunnel peer", contract.DropNoTunnelPeer, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h := topology(t)
 			switch c.reason {
-			case NoEndpoint:
+			case contract.DropNoEndpoint:
 				h.write(p4v1.Update_DELETE, h.entry("tunnel_endpoints", map[string]any{"endpoint_idx": uint64(endpointIx)}, 0, "", nil))
 				expectDrop(t, h, c.reason, h.process(portDN, fromDN(userPacket(64, false))))
 				return
-			case NoTunnelPeer:
+			case contract.DropNoTunnelPeer:
 				h.write(p4v1.Update_DELETE, h.entry("tunnel_peers", map[string]any{"peer_idx": uint64(peerIx)}, 0, "", nil))
 				expectDrop(t, h, c.reason, h.process(portDN, fromDN(userPacket(64, false))))
 				return
@@ -516,11 +517,11 @@ func TestTunnelPortsThatAreNotTunnels(t *testing.T) {
 		h := topology(t)
 		echo := wiretest.Build(wire.Ethernet{Dst: upfMAC, Src: gnbMAC}, wire.IPv4{Src: addr(gnbAddr), Dst: addr(n3Addr)},
 			wire.UDP{SrcPort: 2152, DstPort: 2152}, []byte{0x32, 0x01, 0x00, 0x04, 0, 0, 0, 0, 0x00, 0x01, 0, 0})
-		expectDrop(t, h, ParserError, h.process(portGNB, echo))
+		expectDrop(t, h, contract.DropParserError, h.process(portGNB, echo))
 	})
 	t.Run("a G-PDU that does not carry IPv4 is a parser error", func(t *testing.T) {
 		h := topology(t)
-		expectDrop(t, h, ParserError, h.process(portGNB, fromGNB(ulTEID, append([]byte{0x60}, make([]byte, 39)...))))
+		expectDrop(t, h, contract.DropParserError, h.process(portGNB, fromGNB(ulTEID, append([]byte{0x60}, make([]byte, 39)...))))
 	})
 	t.Run("UDP:2153 through the UPF is routed like any downlink packet", func(t *testing.T) {
 		h := topology(t)
@@ -538,13 +539,13 @@ func TestProbeOnAMissingLeg(t *testing.T) {
 	h.write(p4v1.Update_MODIFY, h.entry("sessions", map[string]any{"session_addr": ip4(sessAddr)}, 0, "set_session", map[string]uint64{
 		"user_idx": user, "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": dlTEID,
 		"ue_addr_3gpp": 0, "ue_addr_non3gpp": ip4(ueWiFi)}))
-	probe := junction3GPP(wire.Header{Type: wire.TypeProbe}, wire.Control{Session: addr(sessAddr), Access: wire.Access3GPP})
-	expectDrop(t, h, NoPath, h.process(portGNB, probe))
+	probe := junction3GPP(wire.Header{Type: wire.TypeProbe}, wire.Control{Session: addr(sessAddr), Access: contract.Access3GPP})
+	expectDrop(t, h, contract.DropNoPath, h.process(portGNB, probe))
 }
 
 func TestSequenceSkipsZero(t *testing.T) {
 	h := topology(t)
-	overrideSession(h, ModeActiveStandby, Access3GPP, 0, 0)
+	overrideSession(h, uint64(contract.ModeActiveStandby), uint64(contract.Access3GPP), 0, 0)
 	h.setReg("session_seq", 5, 0xffffffff)
 	out := h.process(portDN, fromDN(userPacket(64, false)))
 	expectFrames(t, out, output{portGNB, want3GPP(data(1), userPacket(63, false))})

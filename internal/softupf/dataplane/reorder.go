@@ -23,6 +23,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/junction-atsss/junction/internal/contract"
 )
 
 // Tuning constants.
@@ -157,7 +159,7 @@ func (c *proc) reorder(pkt *Packet, user uint32, epoch uint8, timeout uint32) {
 		return
 	}
 	// No room: keep the order by sending what is held, then this packet.
-	c.st.count(ReorderOverflow, c.inLen)
+	c.st.count(contract.DropReorderOverflow, c.inLen)
 	c.out, s = r.release(user, s, c.out)
 	c.send(pkt)
 	stReg.store(user, s)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -56,7 +57,7 @@ func TestReorderMarkerReleasesInOrder(t *testing.T) {
 	expectFrames(t, h.process(portGNB, junction3GPP(data(0), upPacket(0, 64))), forwarded(0))
 	out := h.process(portGNB, junction3GPP(exPath(1)))
 	expectFrames(t, out, forwarded(1), forwarded(2), forwarded(3))
-	if n := h.drops(Consumed); n != 1 {
+	if n := h.drops(contract.DropConsumed); n != 1 {
 		t.Errorf("CONSUMED = %d, want 1 (the marker)", n)
 	}
 	if s := h.reg("reorder_state", user); s != rsReleasedValid|rsReleasedEpoch {
@@ -117,7 +118,7 @@ func TestReorderOverflow(t *testing.T) {
 		want = append(want, forwarded(i))
 	}
 	expectFrames(t, out, want...)
-	if n := h.drops(ReorderOverflow); n != 1 {
+	if n := h.drops(contract.DropReorderOverflow); n != 1 {
 		t.Errorf("REORDER_OVERFLOW = %d, want 1", n)
 	}
 }

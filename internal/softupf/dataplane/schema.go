@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 )
 
@@ -174,11 +175,6 @@ const (
 	packetOutName    = "packet_out"
 )
 
-// probeDigestMembers is the probe_reports struct, in member order.
-var probeDigestMembers = []paramSpec{
-	{"session_addr", 32}, {"user_idx", 32}, {"access", 8}, {"kind", 8}, {"rtt_us", 32}, {"suspended", 8},
-}
-
 // schema is a P4Info resolved against the specs: P4Info IDs to this package's kinds, and the
 // position of each match field and action param in the spec order.
 type schema struct {
@@ -344,14 +340,14 @@ func checkDigest(info *p4configv1.P4Info, s *schema) error {
 		return fmt.Errorf("digest %q is not a struct in the P4Info's type_info", probeDigestName)
 	}
 	m := st.GetMembers()
-	if len(m) != len(probeDigestMembers) {
-		return fmt.Errorf("digest %q has %d members, want %d", probeDigestName, len(m), len(probeDigestMembers))
+	if len(m) != len(contract.ProbeReportMembers) {
+		return fmt.Errorf("digest %q has %d members, want %d", probeDigestName, len(m), len(contract.ProbeReportMembers))
 	}
-	for i, want := range probeDigestMembers {
+	for i, want := range contract.ProbeReportMembers {
 		w := m[i].GetTypeSpec().GetBitstring().GetBit().GetBitwidth()
-		if m[i].GetName() != want.name || w != want.bits {
+		if m[i].GetName() != want.Name || int(w) != want.Width {
 			return fmt.Errorf("digest %q member %d is %s bit<%d>, want %s bit<%d>",
-				probeDigestName, i, m[i].GetName(), w, want.name, want.bits)
+				probeDigestName, i, m[i].GetName(), w, want.Name, want.Width)
 		}
 	}
 	s.digestID = d.GetPreamble().GetId()

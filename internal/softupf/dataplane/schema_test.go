@@ -8,6 +8,7 @@ import (
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
@@ -126,7 +127,7 @@ func TestModifyAndDefaultActions(t *testing.T) {
 			t.Fatalf("permitted packet: %v", out)
 		}
 		other := fromDN(wiretestUser("203.0.113.99"))
-		expectDrop(t, h, Filtered, h.process(portDN, other))
+		expectDrop(t, h, contract.DropFiltered, h.process(portDN, other))
 		if err := h.p.SetDefaultAction(h.table("filters").GetPreamble().GetId(), nil); err != nil {
 			t.Fatal(err)
 		}

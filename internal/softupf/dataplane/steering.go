@@ -1,28 +1,9 @@
 package dataplane
 
+import "github.com/junction-atsss/junction/internal/contract"
+
 // The downlink steering decision (docs/pipeline.md, "Steering decision"), a pure function of
 // the session's legs, the user's path state and the steering parameters.
-
-// Accesses and steering modes, as encoded in the P4Info contract.
-const (
-	AccessNone    = 0
-	Access3GPP    = 1
-	AccessNon3GPP = 2
-
-	ModeActiveStandby = 1
-	ModeSmallestDelay = 2
-	ModeLoadBalance   = 3
-	ModePriority      = 4
-	ModeRedundant     = 5
-	ModeAutonomousLB  = 6
-)
-
-// Specification constants of the modes.
-const (
-	ratioUnits    = 128 // ratio_3gpp is in 1/128 of the packets
-	autoLBPeriod  = 4   // autonomous load-balance: 3 of every 4 packets on the faster access
-	autoLBSlowSeq = 3
-)
 
 // paths is what the decision reads: leg presence and RTTs, indexed by access (1, 2).
 type paths struct {
@@ -30,106 +11,106 @@ type paths struct {
 	rtt     [3]uint32
 }
 
-func other(a uint8) uint8 {
-	if a == Access3GPP {
-		return AccessNon3GPP
+func other(a contract.Access) contract.Access {
+	if a == contract.Access3GPP {
+		return contract.AccessNon3GPP
 	}
-	return Access3GPP
+	return contract.Access3GPP
 }
 
-func (p *paths) avail(a uint8) bool { return p.present[a] && p.rtt[a] != 0 }
+func (p *paths) avail(a contract.Access) bool { return p.present[a] && p.rtt[a] != 0 }
 
-func (p *paths) ok(a uint8, threshold uint32) bool {
+func (p *paths) ok(a contract.Access, threshold uint32) bool {
 	return p.avail(a) && (threshold == 0 || p.rtt[a] <= threshold)
 }
 
 // smallest picks the access with the smaller RTT among those good(a) accepts (tie: 3GPP).
-func (p *paths) smallest(good func(uint8) bool) uint8 {
-	g3, gn := good(Access3GPP), good(AccessNon3GPP)
+func (p *paths) smallest(good func(contract.Access) bool) contract.Access {
+	g3, gn := good(contract.Access3GPP), good(contract.AccessNon3GPP)
 	switch {
 	case g3 && gn:
-		if p.rtt[AccessNon3GPP] < p.rtt[Access3GPP] {
-			return AccessNon3GPP
+		if p.rtt[contract.AccessNon3GPP] < p.rtt[contract.Access3GPP] {
+			return contract.AccessNon3GPP
 		}
-		return Access3GPP
+		return contract.Access3GPP
 	case g3:
-		return Access3GPP
+		return contract.Access3GPP
 	case gn:
-		return AccessNon3GPP
+		return contract.AccessNon3GPP
 	}
-	return AccessNone
+	return contract.AccessNone
 }
 
-// decide returns the chosen access and, for redundant, the second access (or AccessNone).
-// AccessNone as the first result means no path.
-func decide(p *paths, s steering, seq uint32) (first, second uint8) {
-	a := uint8(Access3GPP)
-	if s.access == AccessNon3GPP {
-		a = AccessNon3GPP
+// decide returns the chosen access and, for redundant, the second access (or contract.AccessNone).
+// contract.AccessNone as the first result means no path.
+func decide(p *paths, s steering, seq uint32) (first, second contract.Access) {
+	a := contract.Access3GPP
+	if s.access == contract.AccessNon3GPP {
+		a = contract.AccessNon3GPP
 	}
 	b := other(a)
 	th := s.threshold
 	avail := p.avail
-	ok := func(x uint8) bool { return p.ok(x, th) }
+	ok := func(x contract.Access) bool { return p.ok(x, th) }
 	// loadBalanceFallback is load-balance without both accesses ok.
-	loadBalanceFallback := func() uint8 {
-		if x := p.smallest(ok); x != AccessNone {
+	loadBalanceFallback := func() contract.Access {
+		if x := p.smallest(ok); x != contract.AccessNone {
 			return x
 		}
 		return p.smallest(avail)
 	}
 
 	switch s.mode {
-	case ModeSmallestDelay:
-		return p.smallest(avail), AccessNone
-	case ModeLoadBalance:
-		if ok(Access3GPP) && ok(AccessNon3GPP) {
-			if seq%ratioUnits < uint32(s.ratio) {
-				return Access3GPP, AccessNone
+	case contract.ModeSmallestDelay:
+		return p.smallest(avail), contract.AccessNone
+	case contract.ModeLoadBalance:
+		if ok(contract.Access3GPP) && ok(contract.AccessNon3GPP) {
+			if seq%contract.RatioScale < uint32(s.ratio) {
+				return contract.Access3GPP, contract.AccessNone
 			}
-			return AccessNon3GPP, AccessNone
+			return contract.AccessNon3GPP, contract.AccessNone
 		}
-		return loadBalanceFallback(), AccessNone
-	case ModeAutonomousLB:
-		if ok(Access3GPP) && ok(AccessNon3GPP) {
+		return loadBalanceFallback(), contract.AccessNone
+	case contract.ModeAutonomousLoadBalance:
+		if ok(contract.Access3GPP) && ok(contract.AccessNon3GPP) {
 			fast := p.smallest(avail)
-			if seq%autoLBPeriod != autoLBSlowSeq {
-				return fast, AccessNone
+			if seq%contract.AutonomousPeriod != contract.AutonomousSlowSeq {
+				return fast, contract.AccessNone
 			}
-			return other(fast), AccessNone
+			return other(fast), contract.AccessNone
 		}
-		return loadBalanceFallback(), AccessNone
-	case ModePriority:
+		return loadBalanceFallback(), contract.AccessNone
+	case contract.ModePriorityBased:
 		switch {
 		case avail(a) && (th == 0 || p.rtt[a] <= th):
-			return a, AccessNone
+			return a, contract.AccessNone
 		case avail(b):
-			return b, AccessNone // overflow
+			return b, contract.AccessNone // overflow
 		case avail(a):
-			return a, AccessNone
+			return a, contract.AccessNone
 		}
-		return AccessNone, AccessNone
-	case ModeRedundant:
+		return contract.AccessNone, contract.AccessNone
+	case contract.ModeRedundant:
 		switch {
-		case avail(Access3GPP) && avail(AccessNon3GPP):
-			return Access3GPP, AccessNon3GPP
-		case avail(Access3GPP):
-			return Access3GPP, AccessNone
-		case avail(AccessNon3GPP):
-			return AccessNon3GPP, AccessNone
+		case avail(contract.Access3GPP) && avail(contract.AccessNon3GPP):
+			return contract.Access3GPP, contract.AccessNon3GPP
+		case avail(contract.Access3GPP):
+			return contract.Access3GPP, contract.AccessNone
+		case avail(contract.AccessNon3GPP):
+			return contract.AccessNon3GPP, contract.AccessNone
 		}
-		return AccessNone, AccessNone
+		return contract.AccessNone, contract.AccessNone
 	default: // active-standby, and any unknown mode
-		for _, x := range [...]uint8{a, b} {
+		for _, x := range [...]contract.Access{a, b} {
 			if ok(x) {
-				return x, AccessNone
+				return x, contract.AccessNone
 			}
 		}
-		for _, x := range [...]uint8{a, b} {
+		for _, x := range [...]contract.Access{a, b} {
 			if avail(x) {
-				return x, AccessNone
+				return x, contract.AccessNone
 			}
 		}
-		return AccessNone, AccessNone
+		return contract.AccessNone, contract.AccessNone
 	}
 }

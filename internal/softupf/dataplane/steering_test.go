@@ -1,12 +1,16 @@
 package dataplane
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/junction-atsss/junction/internal/contract"
+)
 
 func TestDecide(t *testing.T) {
 	const (
-		g = Access3GPP
-		n = AccessNon3GPP
-		x = AccessNone
+		g = contract.Access3GPP
+		n = contract.AccessNon3GPP
+		x = contract.AccessNone
 	)
 	both := func(r3, rn uint32) paths {
 		return paths{present: [3]bool{false, true, true}, rtt: [3]uint32{0, r3, rn}}
@@ -19,35 +23,35 @@ func TestDecide(t *testing.T) {
 		p             paths
 		s             steering
 		seq           uint32
-		first, second uint8
+		first, second contract.Access
 	}{
-		{"active-standby uses the active access when it is ok", both(20, 5), steering{mode: ModeActiveStandby, access: g}, 0, g, x},
-		{"active-standby on non-3GPP uses non-3GPP", both(20, 5), steering{mode: ModeActiveStandby, access: n}, 0, n, x},
-		{"active-standby moves to the standby when the active is over the threshold", both(20, 5), steering{mode: ModeActiveStandby, access: g, threshold: 10}, 0, n, x},
-		{"active-standby keeps the active when both are over the threshold", both(20, 30), steering{mode: ModeActiveStandby, access: g, threshold: 10}, 0, g, x},
-		{"active-standby moves to the standby when the active is down", both(0, 5), steering{mode: ModeActiveStandby, access: g}, 0, n, x},
-		{"active-standby has no path when both are down", both(0, 0), steering{mode: ModeActiveStandby, access: g}, 0, x, x},
-		{"a leg without a UE address is not available even with an RTT", only3(0, 5), steering{mode: ModeActiveStandby, access: n}, 0, x, x},
+		{"active-standby uses the active access when it is ok", both(20, 5), steering{mode: contract.ModeActiveStandby, access: g}, 0, g, x},
+		{"active-standby on non-3GPP uses non-3GPP", both(20, 5), steering{mode: contract.ModeActiveStandby, access: n}, 0, n, x},
+		{"active-standby moves to the standby when the active is over the threshold", both(20, 5), steering{mode: contract.ModeActiveStandby, access: g, threshold: 10}, 0, n, x},
+		{"active-standby keeps the active when both are over the threshold", both(20, 30), steering{mode: contract.ModeActiveStandby, access: g, threshold: 10}, 0, g, x},
+		{"active-standby moves to the standby when the active is down", both(0, 5), steering{mode: contract.ModeActiveStandby, access: g}, 0, n, x},
+		{"active-standby has no path when both are down", both(0, 0), steering{mode: contract.ModeActiveStandby, access: g}, 0, x, x},
+		{"a leg without a UE address is not available even with an RTT", only3(0, 5), steering{mode: contract.ModeActiveStandby, access: n}, 0, x, x},
 		{"an unknown mode behaves as active-standby", both(20, 5), steering{mode: 42, access: g}, 0, g, x},
-		{"smallest-delay picks the smaller RTT", both(20, 5), steering{mode: ModeSmallestDelay}, 0, n, x},
-		{"smallest-delay gives a tie to 3GPP", both(5, 5), steering{mode: ModeSmallestDelay}, 0, g, x},
-		{"smallest-delay ignores an unavailable access", both(20, 0), steering{mode: ModeSmallestDelay}, 0, g, x},
-		{"load-balance sends seq below the ratio to 3GPP", both(20, 5), steering{mode: ModeLoadBalance, ratio: 32}, 31, g, x},
-		{"load-balance sends seq at the ratio to non-3GPP", both(20, 5), steering{mode: ModeLoadBalance, ratio: 32}, 32, n, x},
-		{"load-balance counts seq modulo 128", both(20, 5), steering{mode: ModeLoadBalance, ratio: 32}, 128 + 3, g, x},
-		{"load-balance with ratio 128 always uses 3GPP", both(20, 5), steering{mode: ModeLoadBalance, ratio: 128}, 127, g, x},
-		{"load-balance falls back to the ok access when one exceeds the threshold", both(20, 5), steering{mode: ModeLoadBalance, ratio: 128, threshold: 10}, 0, n, x},
-		{"load-balance falls back to the smaller available RTT when none is ok", both(20, 30), steering{mode: ModeLoadBalance, ratio: 0, threshold: 10}, 0, g, x},
-		{"autonomous load-balance gives 3 of 4 packets to the faster access", both(20, 5), steering{mode: ModeAutonomousLB}, 6, n, x},
-		{"autonomous load-balance gives every fourth packet to the slower access", both(20, 5), steering{mode: ModeAutonomousLB}, 7, g, x},
-		{"autonomous load-balance with one access down uses the other", both(0, 5), steering{mode: ModeAutonomousLB}, 7, n, x},
-		{"priority-based uses the priority access under the threshold", both(8, 5), steering{mode: ModePriority, access: g, threshold: 10}, 0, g, x},
-		{"priority-based overflows to the other access over the threshold", both(20, 5), steering{mode: ModePriority, access: g, threshold: 10}, 0, n, x},
-		{"priority-based keeps the priority access over the threshold when the other is down", both(20, 0), steering{mode: ModePriority, access: g, threshold: 10}, 0, g, x},
-		{"priority-based without a threshold always uses the priority access", both(900, 5), steering{mode: ModePriority, access: g}, 0, g, x},
-		{"redundant duplicates on both available accesses", both(20, 5), steering{mode: ModeRedundant}, 0, g, n},
-		{"redundant with one access down sends one copy", both(20, 0), steering{mode: ModeRedundant}, 0, g, x},
-		{"redundant with no access has no path", both(0, 0), steering{mode: ModeRedundant}, 0, x, x},
+		{"smallest-delay picks the smaller RTT", both(20, 5), steering{mode: contract.ModeSmallestDelay}, 0, n, x},
+		{"smallest-delay gives a tie to 3GPP", both(5, 5), steering{mode: contract.ModeSmallestDelay}, 0, g, x},
+		{"smallest-delay ignores an unavailable access", both(20, 0), steering{mode: contract.ModeSmallestDelay}, 0, g, x},
+		{"load-balance sends seq below the ratio to 3GPP", both(20, 5), steering{mode: contract.ModeLoadBalance, ratio: 32}, 31, g, x},
+		{"load-balance sends seq at the ratio to non-3GPP", both(20, 5), steering{mode: contract.ModeLoadBalance, ratio: 32}, 32, n, x},
+		{"load-balance counts seq modulo 128", both(20, 5), steering{mode: contract.ModeLoadBalance, ratio: 32}, 128 + 3, g, x},
+		{"load-balance with ratio 128 always uses 3GPP", both(20, 5), steering{mode: contract.ModeLoadBalance, ratio: 128}, 127, g, x},
+		{"load-balance falls back to the ok access when one exceeds the threshold", both(20, 5), steering{mode: contract.ModeLoadBalance, ratio: 128, threshold: 10}, 0, n, x},
+		{"load-balance falls back to the smaller available RTT when none is ok", both(20, 30), steering{mode: contract.ModeLoadBalance, ratio: 0, threshold: 10}, 0, g, x},
+		{"autonomous load-balance gives 3 of 4 packets to the faster access", both(20, 5), steering{mode: contract.ModeAutonomousLoadBalance}, 6, n, x},
+		{"autonomous load-balance gives every fourth packet to the slower access", both(20, 5), steering{mode: contract.ModeAutonomousLoadBalance}, 7, g, x},
+		{"autonomous load-balance with one access down uses the other", both(0, 5), steering{mode: contract.ModeAutonomousLoadBalance}, 7, n, x},
+		{"priority-based uses the priority access under the threshold", both(8, 5), steering{mode: contract.ModePriorityBased, access: g, threshold: 10}, 0, g, x},
+		{"priority-based overflows to the other access over the threshold", both(20, 5), steering{mode: contract.ModePriorityBased, access: g, threshold: 10}, 0, n, x},
+		{"priority-based keeps the priority access over the threshold when the other is down", both(20, 0), steering{mode: contract.ModePriorityBased, access: g, threshold: 10}, 0, g, x},
+		{"priority-based without a threshold always uses the priority access", both(900, 5), steering{mode: contract.ModePriorityBased, access: g}, 0, g, x},
+		{"redundant duplicates on both available accesses", both(20, 5), steering{mode: contract.ModeRedundant}, 0, g, n},
+		{"redundant with one access down sends one copy", both(20, 0), steering{mode: contract.ModeRedundant}, 0, g, x},
+		{"redundant with no access has no path", both(0, 0), steering{mode: contract.ModeRedundant}, 0, x, x},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

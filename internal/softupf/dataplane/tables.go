@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/p4bytes"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -31,8 +32,8 @@ type session struct {
 type steering struct {
 	threshold uint32
 	app       uint16
-	mode      uint8
-	access    uint8
+	mode      contract.Mode
+	access    contract.Access
 	ratio     uint8
 }
 
@@ -170,7 +171,7 @@ func (k *filterKey) match(f *flow) bool {
 }
 
 // defaultApplication is set_default_application: app 0, active-standby on 3GPP.
-var defaultApplication = steering{app: 0, mode: ModeActiveStandby, access: Access3GPP}
+var defaultApplication = steering{app: 0, mode: contract.ModeActiveStandby, access: contract.Access3GPP}
 
 // tables holds every match-action table of one committed pipeline.
 type tables struct {
@@ -340,12 +341,12 @@ func (d *decodedAction) session() session {
 
 func (d *decodedAction) steering() steering {
 	p := d.params
-	return steering{app: uint16(p[0]), mode: uint8(p[1]), access: uint8(p[2]), ratio: uint8(p[3]), threshold: uint32(p[4])}
+	return steering{app: uint16(p[0]), mode: contract.Mode(p[1]), access: contract.Access(p[2]), ratio: uint8(p[3]), threshold: uint32(p[4])}
 }
 
 func (d *decodedAction) override() override {
 	p := d.params
-	return override{steering: steering{mode: uint8(p[0]), access: uint8(p[1]), ratio: uint8(p[2]),
+	return override{steering: steering{mode: contract.Mode(p[0]), access: contract.Access(p[1]), ratio: uint8(p[2]),
 		threshold: uint32(p[3])}, seqIndex: uint32(p[4])}
 }
 

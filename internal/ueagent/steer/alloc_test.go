@@ -5,8 +5,8 @@ import (
 	"time"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/desired"
-	"github.com/junction-atsss/junction/internal/wire"
 )
 
 // The per-packet calls allocate nothing.
@@ -35,21 +35,21 @@ func TestPerPacketCallsDoNotAllocate(t *testing.T) {
 		c.Classify(bad)
 	})
 
-	s := desired.Steering{Mode: modeAutonomousLB}
+	s := desired.Steering{Mode: contract.ModeAutonomousLoadBalance}
 	var seq uint32
 	wantNoAllocs(t, "Choose", func() {
 		seq++
 		Choose(s, 10000, 20000, seq)
-		Choose(desired.Steering{Mode: modeRedundant}, 10000, 20000, seq)
+		Choose(desired.Steering{Mode: contract.ModeRedundant}, 10000, 20000, seq)
 	})
 
 	var sw Switcher
 	now := t0
 	wantNoAllocs(t, "Switcher.Next", func() {
 		now = now.Add(time.Millisecond)
-		leg := wire.Access3GPP
+		leg := contract.Access3GPP
 		if now.UnixMilli()%7 == 0 {
-			leg = wire.AccessNon3GPP
+			leg = contract.AccessNon3GPP
 		}
 		sw.Next(now, leg, ReorderTimeout(ms(20), ms(10), ms(1)))
 	})

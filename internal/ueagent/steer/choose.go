@@ -4,55 +4,48 @@ package steer
 // applies to the downlink, applied by the UE to its uplink.
 
 import (
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/desired"
-	"github.com/junction-atsss/junction/internal/wire"
-)
-
-// Specification constants of the modes.
-const (
-	ratioUnits    = 128 // load-balance: ratio_3gpp is in 1/128 of the packets
-	autoLBPeriod  = 4   // autonomous load-balance: of every 4 packets...
-	autoLBSlowSeq = 3   // ...the one with seq%4 == 3 goes on the slower access
 )
 
 // paths is the path state the decision reads: RTTs in µs, 0 for an unavailable access.
 type paths struct{ r3, rn uint32 }
 
-func (p paths) rtt(a wire.Access) uint32 {
-	if a == wire.Access3GPP {
+func (p paths) rtt(a contract.Access) uint32 {
+	if a == contract.Access3GPP {
 		return p.r3
 	}
 	return p.rn
 }
 
 // avail is the pipeline's avail(a); the caller folds leg presence into the RTT (0 when absent).
-func (p paths) avail(a wire.Access) bool { return p.rtt(a) != 0 }
+func (p paths) avail(a contract.Access) bool { return p.rtt(a) != 0 }
 
 // ok is avail(a) within the threshold (0: none).
-func (p paths) ok(a wire.Access, threshold uint32) bool {
+func (p paths) ok(a contract.Access, threshold uint32) bool {
 	return p.avail(a) && (threshold == 0 || p.rtt(a) <= threshold)
 }
 
 // faster is the access with the smaller RTT, a tie going to 3GPP; meaningful when both are
 // available.
-func (p paths) faster() wire.Access {
+func (p paths) faster() contract.Access {
 	if p.rn < p.r3 {
-		return wire.AccessNon3GPP
+		return contract.AccessNon3GPP
 	}
-	return wire.Access3GPP
+	return contract.Access3GPP
 }
 
 // smallest is smallest-delay over the accesses that good3 and goodN admit.
-func (p paths) smallest(good3, goodN bool) wire.Access {
+func (p paths) smallest(good3, goodN bool) contract.Access {
 	switch {
 	case good3 && goodN:
 		return p.faster()
 	case good3:
-		return wire.Access3GPP
+		return contract.Access3GPP
 	case goodN:
-		return wire.AccessNon3GPP
+		return contract.AccessNon3GPP
 	}
-	return wire.AccessNone
+	return contract.AccessNone
 }
 
 // Choose picks the access(es) a packet leaves on, given its steering parameters, the path state
@@ -62,67 +55,67 @@ func (p paths) smallest(good3, goodN bool) wire.Access {
 // second is set only by redundant mode with both accesses available: the copy on non-3GPP,
 // first being 3GPP. A mode the pipeline does not know steers like active-standby, as the
 // pipeline does.
-func Choose(s desired.Steering, r3, rn uint32, seq uint32) (first, second wire.Access) {
+func Choose(s desired.Steering, r3, rn uint32, seq uint32) (first, second contract.Access) {
 	p := paths{r3, rn}
-	a := wire.Access3GPP // the parameter access A; anything but non-3GPP means 3GPP
-	if s.Access == uint8(wire.AccessNon3GPP) {
-		a = wire.AccessNon3GPP
+	a := contract.Access3GPP // the parameter access A; anything but non-3GPP means 3GPP
+	if s.Access == contract.AccessNon3GPP {
+		a = contract.AccessNon3GPP
 	}
 	b := a.Other()
 	th := s.RTTThresholdUS
-	ok3, okN := p.ok(wire.Access3GPP, th), p.ok(wire.AccessNon3GPP, th)
-	av3, avN := p.avail(wire.Access3GPP), p.avail(wire.AccessNon3GPP)
+	ok3, okN := p.ok(contract.Access3GPP, th), p.ok(contract.AccessNon3GPP, th)
+	av3, avN := p.avail(contract.Access3GPP), p.avail(contract.AccessNon3GPP)
 
 	switch s.Mode {
-	case modeSmallestDelay:
-		return p.smallest(av3, avN), wire.AccessNone
+	case contract.ModeSmallestDelay:
+		return p.smallest(av3, avN), contract.AccessNone
 
-	case modeLoadBalance, modeAutonomousLB:
+	case contract.ModeLoadBalance, contract.ModeAutonomousLoadBalance:
 		if !ok3 || !okN {
-			if x := p.smallest(ok3, okN); x != wire.AccessNone {
-				return x, wire.AccessNone
+			if x := p.smallest(ok3, okN); x != contract.AccessNone {
+				return x, contract.AccessNone
 			}
-			return p.smallest(av3, avN), wire.AccessNone
+			return p.smallest(av3, avN), contract.AccessNone
 		}
-		if s.Mode == modeLoadBalance {
-			if seq%ratioUnits < uint32(s.Ratio3GPP) {
-				return wire.Access3GPP, wire.AccessNone
+		if s.Mode == contract.ModeLoadBalance {
+			if seq%contract.RatioScale < uint32(s.Ratio3GPP) {
+				return contract.Access3GPP, contract.AccessNone
 			}
-			return wire.AccessNon3GPP, wire.AccessNone
+			return contract.AccessNon3GPP, contract.AccessNone
 		}
-		if seq%autoLBPeriod == autoLBSlowSeq {
-			return p.faster().Other(), wire.AccessNone
+		if seq%contract.AutonomousPeriod == contract.AutonomousSlowSeq {
+			return p.faster().Other(), contract.AccessNone
 		}
-		return p.faster(), wire.AccessNone
+		return p.faster(), contract.AccessNone
 
-	case modePriority:
+	case contract.ModePriorityBased:
 		switch {
 		case p.ok(a, th):
-			return a, wire.AccessNone
+			return a, contract.AccessNone
 		case p.avail(b):
-			return b, wire.AccessNone // overflow
+			return b, contract.AccessNone // overflow
 		case p.avail(a):
-			return a, wire.AccessNone
+			return a, contract.AccessNone
 		}
-		return wire.AccessNone, wire.AccessNone
+		return contract.AccessNone, contract.AccessNone
 
-	case modeRedundant:
+	case contract.ModeRedundant:
 		if av3 && avN {
-			return wire.Access3GPP, wire.AccessNon3GPP
+			return contract.Access3GPP, contract.AccessNon3GPP
 		}
-		return p.smallest(av3, avN), wire.AccessNone
+		return p.smallest(av3, avN), contract.AccessNone
 
 	default: // active-standby
 		switch {
 		case p.ok(a, th):
-			return a, wire.AccessNone
+			return a, contract.AccessNone
 		case p.ok(b, th):
-			return b, wire.AccessNone
+			return b, contract.AccessNone
 		case p.avail(a):
-			return a, wire.AccessNone
+			return a, contract.AccessNone
 		case p.avail(b):
-			return b, wire.AccessNone
+			return b, contract.AccessNone
 		}
-		return wire.AccessNone, wire.AccessNone
+		return contract.AccessNone, contract.AccessNone
 	}
 }

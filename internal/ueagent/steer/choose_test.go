@@ -4,14 +4,14 @@ import (
 	"testing"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/desired"
-	"github.com/junction-atsss/junction/internal/wire"
 )
 
 const (
-	g  = wire.Access3GPP
-	n  = wire.AccessNon3GPP
-	no = wire.AccessNone
+	g  = contract.Access3GPP
+	n  = contract.AccessNon3GPP
+	no = contract.AccessNone
 )
 
 // enc encodes an API mode (and optional RTT threshold) as the operator does.
@@ -44,7 +44,7 @@ func TestChoose(t *testing.T) {
 		mode          junctionv1.SteeringMode
 		threshold     string // thresholds.rtt
 		r3, rn, seq   uint32
-		first, second wire.Access
+		first, second contract.Access
 	}
 	for _, c := range []tc{
 		// active-standby: first of ok(A)→A, ok(B)→B, avail(A)→A, avail(B)→B.
@@ -115,7 +115,7 @@ func TestChoose(t *testing.T) {
 
 func TestChooseUnknownModeSteersLikeActiveStandby(t *testing.T) {
 	// The pipeline's default branch: any mode it does not know is active-standby.
-	s := desired.Steering{Mode: 9, Access: uint8(wire.AccessNon3GPP)}
+	s := desired.Steering{Mode: 9, Access: contract.AccessNon3GPP}
 	if first, second := Choose(s, 10000, 30000, 0); first != n || second != no {
 		t.Errorf("got (%v, %v), want (non-3GPP, none)", first, second)
 	}

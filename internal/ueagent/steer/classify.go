@@ -14,25 +14,16 @@ import (
 	"sort"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/desired"
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
-// Encodings of docs/pipeline.md: access and steering mode codes.
-const (
-	modeActiveStandby = 1
-	modeSmallestDelay = 2
-	modeLoadBalance   = 3
-	modePriority      = 4
-	modeRedundant     = 5
-	modeAutonomousLB  = 6
-
-	// defaultAppID is set_default_application's application: traffic no policy describes.
-	defaultAppID = 0
-)
+// defaultAppID is set_default_application's application: traffic no policy describes.
+const defaultAppID = 0
 
 // defaultSteering is set_default_application's steering: active-standby on 3GPP.
-var defaultSteering = desired.Steering{Mode: modeActiveStandby, Access: uint8(wire.Access3GPP)}
+var defaultSteering = desired.Steering{Mode: contract.ModeActiveStandby, Access: contract.Access3GPP}
 
 // ternary is a ternary match on up to 32 bits; a zero mask matches anything.
 type ternary struct{ value, mask uint32 }
@@ -208,9 +199,9 @@ func decodeRule(e desired.Entry) (rule, error) {
 		case "app_id":
 			r.app = uint16(v)
 		case "mode":
-			r.steering.Mode = uint8(v)
+			r.steering.Mode = contract.Mode(v)
 		case "access":
-			r.steering.Access = uint8(v)
+			r.steering.Access = contract.Access(v)
 		case "ratio_3gpp":
 			r.steering.Ratio3GPP = uint8(v)
 		case "rtt_threshold_us":

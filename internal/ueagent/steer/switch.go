@@ -13,6 +13,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
@@ -55,7 +56,7 @@ type Decision struct {
 	// ExPath is the leg to send the EX-PATH marker on before the packet (AccessNone: no
 	// marker); MarkerMarks are the marker's marks, EX_PATH|the new epoch. The marker's seq is the
 	// session address (docs/junction-header.md), which the caller knows.
-	ExPath      wire.Access
+	ExPath      contract.Access
 	MarkerMarks wire.Marks
 }
 
@@ -63,11 +64,11 @@ type Decision struct {
 // epoch 0. Feed it every data packet of a single-path decision (not those of modes that spread
 // a flow over both legs, desired.Steering.Spreads); it is not safe for concurrent use.
 type Switcher struct {
-	leg      wire.Access   // the leg of the last packet; AccessNone before the first
-	epoch    wire.Marks    // 0 or MarkEpoch: the current switch epoch
-	since    time.Time     // when the current epoch began
-	timeout  time.Duration // the current epoch's reorder timeout
-	marking  bool          // within the marking window of the current epoch
+	leg      contract.Access // the leg of the last packet; AccessNone before the first
+	epoch    wire.Marks      // 0 or MarkEpoch: the current switch epoch
+	since    time.Time       // when the current epoch began
+	timeout  time.Duration   // the current epoch's reorder timeout
+	marking  bool            // within the marking window of the current epoch
 	switches uint64
 }
 
@@ -77,12 +78,12 @@ type Switcher struct {
 // switch; later calls' timeout is ignored until the next switch) for as long as timeout after
 // the switch. The first packet ever is not a switch. AccessNone (no path: the packet is not
 // sent) changes nothing.
-func (s *Switcher) Next(now time.Time, leg wire.Access, timeout time.Duration) Decision {
+func (s *Switcher) Next(now time.Time, leg contract.Access, timeout time.Duration) Decision {
 	var d Decision
 	switch {
-	case leg == wire.AccessNone:
+	case leg == contract.AccessNone:
 		return d
-	case s.leg == wire.AccessNone:
+	case s.leg == contract.AccessNone:
 		s.leg = leg
 		return d
 	case leg != s.leg:
@@ -104,11 +105,11 @@ func (s *Switcher) Next(now time.Time, leg wire.Access, timeout time.Duration) D
 // Reset forgets the last leg (the next packet is not a switch) and ends a marking window; the
 // epoch is kept, so that the next switch still toggles it.
 func (s *Switcher) Reset() {
-	s.leg, s.marking = wire.AccessNone, false
+	s.leg, s.marking = contract.AccessNone, false
 }
 
 // Leg is the leg of the last packet (AccessNone before the first).
-func (s *Switcher) Leg() wire.Access { return s.leg }
+func (s *Switcher) Leg() contract.Access { return s.leg }
 
 // Epoch is the current switch epoch, 0 or 1.
 func (s *Switcher) Epoch() uint8 { return s.epoch.Epoch() }

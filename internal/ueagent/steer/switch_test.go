@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
@@ -18,7 +19,7 @@ func TestSwitcher(t *testing.T) {
 	type step struct {
 		name    string
 		at      time.Duration // since t0
-		leg     wire.Access
+		leg     contract.Access
 		timeout time.Duration
 		want    Decision
 	}
@@ -54,7 +55,7 @@ func TestSwitcher(t *testing.T) {
 func TestSwitcherMarksAreValidJunctionHeaders(t *testing.T) {
 	var s Switcher
 	s.Next(t0, g, ms(10))
-	for i, leg := range []wire.Access{n, g, n} {
+	for i, leg := range []contract.Access{n, g, n} {
 		d := s.Next(t0.Add(time.Duration(i+1)*time.Second), leg, ms(10))
 		marker := wire.Header{Type: wire.TypeData, Marks: d.MarkerMarks, Seq: 0x0a2d0007}
 		if err := marker.Check(); err != nil || !marker.IsExPathMarker() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -28,7 +29,7 @@ func TestBuildFillsFields(t *testing.T) {
 			[]any{wire.UDP{SrcPort: 1, DstPort: 2, Length: 99}, wire.Header{Type: wire.TypeProbe, Length: 3}},
 			"0001 0002 0063 0000 | 10 00 0003 00000000"},
 		{"a Junction header counts the bytes after it",
-			[]any{wire.Header{Type: wire.TypeProbeReply}, wire.Control{Session: dst, Access: wire.Access3GPP, UETime: 1, UPFTime: 2}},
+			[]any{wire.Header{Type: wire.TypeProbeReply}, wire.Control{Session: dst, Access: contract.Access3GPP, UETime: 1, UPFTime: 2}},
 			"20 00 0010 00000000 | 0a000001 01 000000 00000001 00000002"},
 		{"IPv4 in IPv4 gets protocol 4, TTL 64 and both total lengths",
 			[]any{wire.IPv4{Src: src, Dst: dst}, wire.IPv4{Src: dst, Dst: src, Proto: 253}},
