@@ -279,25 +279,7 @@ func TestTwoManagersOnePrimaryTheOtherTakesOver(t *testing.T) {
 	// Watch the UPF's Connected condition through the takeover: neither leader may report the
 	// device disconnected (it never was), the old one on its way out nor the new one before its
 	// first connection.
-	watchStop, seen := make(chan struct{}), make(chan []string, 1)
-	go func() {
-		var bad []string
-		defer func() { seen <- bad }()
-		for {
-			select {
-			case <-watchStop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			upf := &junctionv1.UserPlaneFunction{}
-			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(p.upf), upf); err != nil {
-				continue
-			}
-			if c := meta.FindStatusCondition(upf.Status.Conditions, junctionv1.ConditionConnected); c != nil && c.Status == metav1.ConditionFalse {
-				bad = append(bad, c.Reason+": "+c.Message)
-			}
-		}
-	}()
+	stopWatch := watchBadStatus(p.upf, nil)
 	leader.stop()
 	eventually(t, takeoverTimeout, "the standby leads", func() error {
 		if !elected(standby) {
@@ -314,8 +296,7 @@ func TestTwoManagersOnePrimaryTheOtherTakesOver(t *testing.T) {
 		return nil
 	})
 	time.Sleep(settleTime)
-	close(watchStop)
-	if bad := <-seen; len(bad) > 0 {
+	if bad := stopWatch(); len(bad) > 0 {
 		t.Errorf("Connected=False seen %d times during the takeover, first: %s", len(bad), bad[0])
 	}
 	if err := findEvent(ns, p.upf.Name, "Warning", "Disconnected"); err == nil {
@@ -350,32 +331,7 @@ func TestADeposedLeaderLeavesTheStatusToTheNewOne(t *testing.T) {
 	waitCondition(t, programTimeout, p.upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
 
 	// Watch the UPF's Connected and the sessions' Programmed from now on.
-	watchStop, seen := make(chan struct{}), make(chan []string, 1)
-	go func() {
-		var bad []string
-		defer func() { seen <- bad }()
-		for {
-			select {
-			case <-watchStop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			upf := &junctionv1.UserPlaneFunction{}
-			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(p.upf), upf); err == nil {
-				if c := meta.FindStatusCondition(upf.Status.Conditions, junctionv1.ConditionConnected); c != nil && c.Status == metav1.ConditionFalse {
-					bad = append(bad, "UPF "+c.Reason+": "+c.Message)
-				}
-			}
-			for _, s := range p.sessions {
-				cur := &junctionv1.ATSSSSession{}
-				if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(s), cur); err == nil {
-					if c := meta.FindStatusCondition(cur.Status.Conditions, junctionv1.ConditionProgrammed); c != nil && c.Status != metav1.ConditionTrue {
-						bad = append(bad, "session "+s.Name+" "+c.Reason+": "+c.Message)
-					}
-				}
-			}
-		}
-	}()
+	stopWatch := watchBadStatus(p.upf, p.sessions)
 	startOperator(t, ns, operatorOptions{epoch: 2})
 	select {
 	case k := <-deposed:
@@ -387,8 +343,7 @@ func TestADeposedLeaderLeavesTheStatusToTheNewOne(t *testing.T) {
 	}
 	time.Sleep(settleTime) // the old manager still runs: it must stay quiet
 	old.stop()
-	close(watchStop)
-	if bad := <-seen; len(bad) > 0 {
+	if bad := stopWatch(); len(bad) > 0 {
 		t.Errorf("stale status written %d times after the newer leader took the device, first: %s", len(bad), bad[0])
 	}
 	eventually(t, programTimeout, "the UPF's status is the new leader's (epoch 2)", func() error {
@@ -398,6 +353,38 @@ func TestADeposedLeaderLeavesTheStatusToTheNewOne(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// watchBadStatus polls every 20 ms until stopped, and collects every sight of the UPF's
+// Connected=False and of a session not Programmed.
+func watchBadStatus(upf *junctionv1.UserPlaneFunction, sessions []*junctionv1.ATSSSSession) (stop func() []string) {
+	done, seen := make(chan struct{}), make(chan []string, 1)
+	go func() {
+		var bad []string
+		defer func() { seen <- bad }()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			cur := &junctionv1.UserPlaneFunction{}
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(upf), cur); err == nil {
+				if c := meta.FindStatusCondition(cur.Status.Conditions, junctionv1.ConditionConnected); c != nil && c.Status == metav1.ConditionFalse {
+					bad = append(bad, "UPF "+c.Reason+": "+c.Message)
+				}
+			}
+			for _, s := range sessions {
+				cur := &junctionv1.ATSSSSession{}
+				if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(s), cur); err == nil {
+					if c := meta.FindStatusCondition(cur.Status.Conditions, junctionv1.ConditionProgrammed); c != nil && c.Status != metav1.ConditionTrue {
+						bad = append(bad, "session "+s.Name+" "+c.Reason+": "+c.Message)
+					}
+				}
+			}
+		}
+	}()
+	return func() []string { close(done); return <-seen }
 }
 
 // TestSlowRestoreBlocksNoOtherUPF: a runtime's restore lists every session of its namespace
