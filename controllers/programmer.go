@@ -149,8 +149,10 @@ type programmer struct {
 	staleErr     error
 	staleArmed   bool // a retry of stale deletes is scheduled
 	waiters      []*waiter
-	failed       map[string]error  // owner → why its last write failed
-	full         map[string]string // owner → the table that was full
+	// registers are path monitoring's register writes for the next round (WriteRegister).
+	registers []registerRequest
+	failed    map[string]error  // owner → why its last write failed
+	full      map[string]string // owner → the table that was full
 	// blocked are the owners refused a key another owner claims (ConflictError), woken through
 	// onRoom as soon as the claim is released; freed collects them, and owners whose refused
 	// deletes went through, until the lock is released.
@@ -377,6 +379,45 @@ func (p *programmer) Down() {
 	p.releaseWaitersLocked(errNotSynced)
 }
 
+// registerRequest is one register cell path monitoring wants written, and where its answer goes.
+type registerRequest struct {
+	u     *p4v1.Update
+	name  string
+	index uint32
+	reply chan error
+}
+
+// WriteRegister writes one register cell in the next round, after that round's table writes and
+// path-state resets, and returns the device's answer: path monitoring writes the device through
+// the programmer like everyone else, so that nothing reaches the device out of order with a
+// round or during a replay (one during a replay waits for the round after it). Down:
+// errNotSynced, nothing written.
+func (p *programmer) WriteRegister(ctx context.Context, name string, index uint32, value uint64) error {
+	p.mu.Lock()
+	if p.mode == modeDown || p.sch == nil {
+		p.mu.Unlock()
+		return errNotSynced
+	}
+	u, err := p.sch.RegisterUpdate(name, int64(index), value)
+	if err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	r := registerRequest{u: u, name: name, index: index, reply: make(chan error, 1)}
+	p.registers = append(p.registers, r)
+	p.mu.Unlock()
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+	select {
+	case err := <-r.reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // RequestReplay asks the run loop to replay the whole desired state for generation gen (the
 // pipeline is in place; pushed: this operator just pushed it, so every register is 0).
 // Applies queue behind it.
@@ -393,6 +434,10 @@ func (p *programmer) RequestReplay(gen uint64, pushed bool) {
 }
 
 func (p *programmer) releaseWaitersLocked(err error) {
+	for _, r := range p.registers {
+		r.reply <- err
+	}
+	p.registers = nil
 	for _, w := range p.waiters {
 		w.errs = map[string]error{}
 		for o := range w.owners {
@@ -455,12 +500,14 @@ type pendingUpdate struct {
 	owner string // for a stale delete, the owner that dropped it ("" found on the device); for a register, the owner of the sessions entry
 	stale bool   // a delete of an entry nobody wants
 	user  uint32 // a register's user
+	// monitor receives the result of a path monitoring register write (not settled here).
+	monitor chan error
 }
 
 // round writes the difference for every dirty owner.
 func (p *programmer) round(ctx context.Context) {
 	p.mu.Lock()
-	if p.mode != modeSynced || (len(p.dirty) == 0 && len(p.waiters) == 0 && len(p.stale) == 0) {
+	if p.mode != modeSynced || (len(p.dirty) == 0 && len(p.waiters) == 0 && len(p.stale) == 0 && len(p.registers) == 0) {
 		p.mu.Unlock()
 		return
 	}
@@ -494,9 +541,11 @@ func (p *programmer) round(ctx context.Context) {
 	}
 	clear(p.stale)
 	regs := p.pathInitLocked(ups, dels)
+	monitored := p.registers
+	p.registers = nil
 	p.mu.Unlock()
 
-	results := p.write(ctx, dels, regs, ups)
+	results := p.write(ctx, dels, regs, ups, monitored)
 	p.rollbackFull(ctx, results)
 
 	p.mu.Lock()
@@ -589,11 +638,16 @@ type writeResult struct {
 	err error
 }
 
-// write sends deletes first (so that they make room), then path-state registers and the
-// inserts and modifies, and returns every update's result.
-func (p *programmer) write(ctx context.Context, dels, regs, ups []pendingUpdate) []writeResult {
+// write sends deletes first (so that they make room), then path-state resets, the inserts and
+// modifies, and path monitoring's register writes last (newer than any reset), and returns every
+// table or reset update's result; the monitored writes get theirs on their reply channel.
+func (p *programmer) write(ctx context.Context, dels, regs, ups []pendingUpdate, monitored []registerRequest) []writeResult {
 	var out []writeResult
-	for _, batch := range [][]pendingUpdate{dels, append(regs, ups...)} {
+	second := append(regs, ups...)
+	for _, r := range monitored {
+		second = append(second, pendingUpdate{u: r.u, table: r.name, user: r.index, monitor: r.reply})
+	}
+	for _, batch := range [][]pendingUpdate{dels, second} {
 		if len(batch) == 0 {
 			continue
 		}
@@ -606,6 +660,10 @@ func (p *programmer) write(ctx context.Context, dels, regs, ups []pendingUpdate)
 			var err error
 			if errs != nil {
 				err = errs[i]
+			}
+			if pu.monitor != nil {
+				pu.monitor <- err
+				continue
 			}
 			out = append(out, writeResult{pu: pu, err: err})
 		}

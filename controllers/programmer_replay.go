@@ -80,7 +80,7 @@ func (p *programmer) replay(ctx context.Context, gen uint64) {
 	regs := p.pathInitLocked(ups, dels)
 	p.mu.Unlock()
 
-	results := p.write(ctx, dels, regs, ups)
+	results := p.write(ctx, dels, regs, ups, nil)
 	p.rollbackFull(ctx, results)
 
 	p.mu.Lock()

@@ -445,3 +445,67 @@ func TestAnObjectThatDoesNotFitLeavesNothingOnTheDevice(t *testing.T) {
 		t.Fatalf("%d applications entries, want the big policy's 3", n)
 	}
 }
+
+// Path monitoring writes the device through the programmer, the device's one writer: its
+// register writes for programmed users share the rounds of other sessions' table writes (few
+// WriteRequests for many), and while the device is down nothing is written.
+func TestPathMonitoringWritesGoThroughTheProgrammer(t *testing.T) {
+	r := newProgRig(t, nil)
+	const n = 100
+	entries := make([][]desired.Entry, 2*n)
+	for i := range entries {
+		entries[i] = sessionEntries(t, i)
+	}
+	apply := func(i int) error {
+		owner := fmt.Sprintf("session/ns/s%d", i)
+		res, err := r.prog.Apply(context.Background(), Change{Owner: owner, Entries: entries[i]})
+		return errors.Join(err, res[owner])
+	}
+	for i := range n {
+		if err := apply(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Users 0..n-1 are programmed: path monitoring writes their RTTs while sessions n..2n-1
+	// (new users, whose path state the programmer resets) are applied.
+	before := r.srv.Stats().WriteRequests
+	var wg sync.WaitGroup
+	errs := make([]error, 2*n)
+	for i := range n {
+		wg.Add(2)
+		go func() { defer wg.Done(); errs[i] = apply(n + i) }()
+		go func() {
+			defer wg.Done()
+			errs[n+i] = r.prog.WriteRegister(context.Background(), registerRTTNon3GPP, uint32(i), uint64(1000+i))
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if writes := r.srv.Stats().WriteRequests - before; writes > n/10 {
+		t.Errorf("%d applies and %d register writes took %d WriteRequests, want them in shared rounds (at most %d)", n, n, writes, n/10)
+	}
+	got, err := r.dev.ReadRegisters(context.Background(), registerRTTNon3GPP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 * n {
+		want := uint64(0) // a new user's path state starts at 0
+		if i < n {
+			want = uint64(1000 + i)
+		}
+		if got[int64(i)] != want {
+			t.Fatalf("rtt_non3gpp[%d] = %d, want %d", i, got[int64(i)], want)
+		}
+	}
+
+	r.prog.Down()
+	before = r.srv.Stats().WriteRequests
+	if err := r.prog.WriteRegister(context.Background(), registerRTTNon3GPP, 1, 5); !errors.Is(err, errNotSynced) {
+		t.Errorf("a register write while down: %v, want errNotSynced", err)
+	}
+	if writes := r.srv.Stats().WriteRequests - before; writes != 0 {
+		t.Errorf("%d WriteRequests reached a device the programmer is down for", writes)
+	}
+}

@@ -512,11 +512,10 @@ func (rt *upfRuntime) WriteRTT(ctx context.Context, user uint32, access contract
 }
 
 func (rt *upfRuntime) writeRegister(ctx context.Context, name string, user uint32, v uint64) error {
-	d := rt.dev.cur.Load()
-	if d == nil {
-		return upfclient.ErrNotConnected
+	err := rt.prog.WriteRegister(ctx, name, user, v)
+	if errors.Is(err, errNotSynced) {
+		return err // away, not refused: the UPF's Connected condition says so
 	}
-	err := d.WriteRegister(ctx, name, int64(user), v)
 	rt.smu.Lock()
 	_, had := rt.pathWriteErr[user]
 	switch {
