@@ -7,8 +7,13 @@ package controllers
 //	                        new primary generation ─> setup: EnsurePipeline (push when the cookie
 //	                        differs), digest config and clone session (written only when they
 //	                        differ) ─> programmer.RequestReplay ─> UPF status refreshed
-//	digest lists (probe_reports) ─> pathmon.Monitor ─> suspensions written on the device,
-//	                        changed users' sessions re-reconciled at a bounded rate
+//	digest lists (probe_reports) ─> pathmon.Monitor ─> register writes (suspensions, pinned RTTs)
+//	                        through programmer.WriteRegister, in its rounds; changed users'
+//	                        sessions re-reconciled at a bounded rate
+//
+// The programmer writes the device's entries and registers; setup writes the pipeline, the
+// digest configuration and the clone session, while the programmer is down or replaying for that
+// generation (their retries, every setupRetry, are the one write outside it).
 
 import (
 	"context"
