@@ -6,10 +6,8 @@ package controllers
 import (
 	"sort"
 
-	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
-	"github.com/junction-atsss/junction/internal/desired"
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
@@ -23,32 +21,6 @@ const (
 	registerSuspended  = "path_updates_suspended"
 	digestProbeReports = "probe_reports"
 )
-
-// toClientEntry converts an entry by names of internal/desired into the client's form.
-func toClientEntry(e desired.Entry) upfclient.Entry {
-	out := upfclient.Entry{Table: e.Table, Action: e.Action, Priority: e.Priority}
-	for _, m := range e.Match {
-		cm := upfclient.Match{Field: m.Field, Value: m.Value, Mask: m.Mask, PrefixLen: m.PrefixLen, Low: m.Low, High: m.High}
-		switch m.Kind {
-		case desired.Exact:
-			cm.Kind = p4configv1.MatchField_EXACT
-		case desired.LPM:
-			cm.Kind = p4configv1.MatchField_LPM
-		case desired.Ternary:
-			cm.Kind = p4configv1.MatchField_TERNARY
-		case desired.Range:
-			cm.Kind = p4configv1.MatchField_RANGE
-		}
-		out.Match = append(out.Match, cm)
-	}
-	if e.Action != "" {
-		out.Params = make(map[string][]byte, len(e.Params))
-		for _, p := range e.Params {
-			out.Params[p.Name] = p.Value
-		}
-	}
-	return out
-}
 
 // legs is the set of access legs of a sessions entry.
 type legs uint8

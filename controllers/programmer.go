@@ -331,7 +331,7 @@ func (p *programmer) build(be *builtEntry) {
 		return
 	}
 	p.unwantLocked(be)
-	be.te, be.err = p.sch.Build(toClientEntry(be.e))
+	be.te, be.err = p.sch.Build(be.e.Client())
 	be.key = ""
 	if be.err == nil {
 		be.key = upfclient.EntryKey(be.te)

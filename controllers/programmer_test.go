@@ -196,11 +196,11 @@ func TestProgrammerReplayRepairsTheDevice(t *testing.T) {
 	}
 	// Someone else deletes one of ours and adds a stranger.
 	sch := r.dev.Schema()
-	ours, err := sch.Build(toClientEntry(sessionEntries(t, 0)[0]))
+	ours, err := sch.Build(sessionEntries(t, 0)[0].Client())
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger, err := sch.Build(toClientEntry(sessionEntries(t, 9)[0]))
+	stranger, err := sch.Build(sessionEntries(t, 9)[0].Client())
 	if err != nil {
 		t.Fatal(err)
 	}

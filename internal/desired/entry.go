@@ -9,6 +9,10 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+
+	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
 // MatchKind is a P4 match kind.
@@ -114,3 +118,22 @@ func parsePrefix(field, s string) (netip.Prefix, error) {
 
 // prefixMask is the 4-byte netmask of an IPv4 prefix length (a shift by 32 yields 0 in Go).
 func prefixMask(bits int) []byte { return u32(^uint32(0) << (32 - bits)) }
+
+// Client is the entry in the P4Runtime client's form, resolved against a P4Info by
+// upfclient.Schema.Build: the one conversion from the desired state to the wire.
+func (e Entry) Client() upfclient.Entry {
+	out := upfclient.Entry{Table: e.Table, Action: e.Action, Priority: e.Priority}
+	kinds := [...]p4configv1.MatchField_MatchType{Exact: p4configv1.MatchField_EXACT, LPM: p4configv1.MatchField_LPM,
+		Ternary: p4configv1.MatchField_TERNARY, Range: p4configv1.MatchField_RANGE}
+	for _, m := range e.Match {
+		out.Match = append(out.Match, upfclient.Match{Field: m.Field, Kind: kinds[m.Kind], Value: m.Value, Mask: m.Mask,
+			PrefixLen: m.PrefixLen, Low: m.Low, High: m.High})
+	}
+	if e.Action != "" {
+		out.Params = make(map[string][]byte, len(e.Params))
+		for _, p := range e.Params {
+			out.Params[p.Name] = p.Value
+		}
+	}
+	return out
+}

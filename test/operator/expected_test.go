@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
@@ -89,7 +88,7 @@ func expectedEntries(ns, upfName string, sch *upfclient.Schema) ([]string, error
 
 	out := make([]string, 0, len(all))
 	for _, e := range all {
-		te, err := sch.Build(clientEntry(e))
+		te, err := sch.Build(e.Client())
 		if err != nil {
 			return nil, err
 		}
@@ -97,21 +96,6 @@ func expectedEntries(ns, upfName string, sch *upfclient.Schema) ([]string, error
 	}
 	sort.Strings(out)
 	return out, nil
-}
-
-func clientEntry(e desired.Entry) upfclient.Entry {
-	out := upfclient.Entry{Table: e.Table, Action: e.Action, Priority: e.Priority, Params: map[string][]byte{}}
-	kinds := map[desired.MatchKind]p4configv1.MatchField_MatchType{
-		desired.Exact: p4configv1.MatchField_EXACT, desired.LPM: p4configv1.MatchField_LPM,
-		desired.Ternary: p4configv1.MatchField_TERNARY, desired.Range: p4configv1.MatchField_RANGE,
-	}
-	for _, m := range e.Match {
-		out.Match = append(out.Match, upfclient.Match{Field: m.Field, Kind: kinds[m.Kind], Value: m.Value, Mask: m.Mask, PrefixLen: m.PrefixLen, Low: m.Low, High: m.High})
-	}
-	for _, p := range e.Params {
-		out.Params[p.Name] = p.Value
-	}
-	return out
 }
 
 // sameEntries reports the difference between what the UPF holds and what it should hold.
