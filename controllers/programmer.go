@@ -118,6 +118,13 @@ type programmer struct {
 	onStatus func()
 	// onReplayFailed is told a generation whose replay failed (to set it up again later).
 	onReplayFailed func(gen uint64)
+	// extras puts the device's other state in place (the digest configuration and the clone
+	// session: upfRuntime.ensureExtras) and reports what failed. The programmer runs it first in
+	// every replay and again every setupRetry while it fails, between its rounds: it is the
+	// device's one writer.
+	extras func(ctx context.Context) error
+	// extrasRetry is the wait before running a failed extras again (default setupRetry).
+	extrasRetry time.Duration
 
 	kick     chan struct{}
 	replayCh chan uint64
@@ -457,13 +464,29 @@ func (p *programmer) run(ctx context.Context) {
 		p.releaseWaitersLocked(errStopped)
 		p.mu.Unlock()
 	}()
+	var extrasRetry <-chan time.Time
+	retryAfter := p.extrasRetry
+	if retryAfter == 0 {
+		retryAfter = setupRetry
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case gen := <-p.replayCh:
-			p.replay(ctx, gen)
+			extrasRetry = nil
+			if !p.replay(ctx, gen) {
+				extrasRetry = time.After(retryAfter)
+			}
 			p.round(ctx) // whatever changed while the replay read the device
+		case <-extrasRetry:
+			extrasRetry = nil
+			p.mu.Lock()
+			synced := p.mode == modeSynced
+			p.mu.Unlock()
+			if synced && p.extras != nil && p.extras(ctx) != nil {
+				extrasRetry = time.After(retryAfter)
+			}
 		case <-p.kick:
 			// Coalesce: let concurrent reconciles add their changes to this round.
 			t := time.NewTimer(p.window)
@@ -473,7 +496,10 @@ func (p *programmer) run(ctx context.Context) {
 				return
 			case gen := <-p.replayCh:
 				t.Stop()
-				p.replay(ctx, gen)
+				extrasRetry = nil
+				if !p.replay(ctx, gen) {
+					extrasRetry = time.After(retryAfter)
+				}
 			case <-t.C:
 			}
 			p.round(ctx)

@@ -9,13 +9,15 @@ import (
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
-// replay reads the device back and writes the difference to the whole desired state.
-func (p *programmer) replay(ctx context.Context, gen uint64) {
+// replay puts the device's other state in place (extras), reads its entries back and writes the
+// difference to the whole desired state. It reports whether the extras are in place.
+func (p *programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 	sch := p.dev.Schema()
 	if sch == nil {
 		p.failReplay(gen, upfclient.ErrNoPipeline)
-		return
+		return true
 	}
+	extrasOK = p.extras == nil || p.extras(ctx) == nil
 	p.mu.Lock()
 	if p.sch != sch {
 		p.sch = sch
@@ -33,7 +35,7 @@ func (p *programmer) replay(ctx context.Context, gen uint64) {
 		entries, err := p.dev.ReadTable(ctx, t.GetPreamble().GetName())
 		if err != nil {
 			p.failReplay(gen, err)
-			return
+			return extrasOK
 		}
 		for _, te := range entries {
 			read[upfclient.EntryKey(te)] = te
@@ -43,7 +45,7 @@ func (p *programmer) replay(ctx context.Context, gen uint64) {
 	p.mu.Lock()
 	if p.gen != gen || p.mode != modeReplaying {
 		p.mu.Unlock()
-		return // superseded by a newer generation or the device went down
+		return extrasOK // superseded by a newer generation or the device went down
 	}
 	p.mirror, p.legs, p.usage = map[string]*p4v1.TableEntry{}, map[uint32]legCount{}, map[string]int{}
 	for k, te := range read {
@@ -97,6 +99,7 @@ func (p *programmer) replay(ctx context.Context, gen uint64) {
 		p.onRoom(room)
 	}
 	p.onSynced()
+	return extrasOK
 }
 
 // failReplay records a failed replay; the callbacks run after the lock is released (they only

@@ -509,3 +509,58 @@ func TestPathMonitoringWritesGoThroughTheProgrammer(t *testing.T) {
 		t.Errorf("%d WriteRequests reached a device the programmer is down for", writes)
 	}
 }
+
+// writeTracker is a device that knows whether a Write is in flight.
+type writeTracker struct {
+	*deviceSwitch
+	inWrite atomic.Int32
+}
+
+func (w *writeTracker) Write(ctx context.Context, updates []*p4v1.Update) []error {
+	w.inWrite.Add(1)
+	defer w.inWrite.Add(-1)
+	return w.deviceSwitch.Write(ctx, updates)
+}
+
+// The programmer is the device's one writer for its other state too: the extras (the digest
+// configuration and the clone session) run first in a replay and, while refused, again between
+// rounds, never while one of its writes is in flight.
+func TestExtrasRunBetweenTheProgrammersWrites(t *testing.T) {
+	rig := newProgRig(t, nil)
+	dev := &writeTracker{deviceSwitch: &deviceSwitch{}}
+	dev.cur.Store(rig.dev)
+	p := newProgrammer(dev, logr.Discard(), time.Millisecond)
+	p.extrasRetry = 10 * time.Millisecond
+	var calls, overlaps atomic.Int32
+	p.extras = func(context.Context) error {
+		if dev.inWrite.Load() != 0 {
+			overlaps.Add(1)
+		}
+		if calls.Add(1) <= 5 {
+			return errors.New("refused")
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.run(ctx)
+	p.RequestReplay(rig.gen, false)
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; calls.Load() < 6; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("extras ran %d times in 10s, want a first run in the replay and retries until it succeeds", calls.Load())
+		}
+		owner := fmt.Sprintf("session/ns/s%d", i%50)
+		if _, err := p.Apply(ctx, Change{Owner: owner, Entries: sessionEntries(t, i%50)}); err != nil {
+			t.Fatal(err)
+		}
+		_ = p.WriteRegister(ctx, registerRTT3GPP, uint32(i%50), uint64(i))
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := calls.Load(); n != 6 {
+		t.Errorf("extras ran %d times, want 6: no more retries once it succeeded", n)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("extras ran %d times while a write was in flight", n)
+	}
+}

@@ -5,15 +5,16 @@ package controllers
 //	UPF controller ─> configure(connection, pipeline) ─> upfclient.Device.Run (reconnects with backoff)
 //	Device.States ─> watch: not primary ─> programmer.Down
 //	                        new primary generation ─> setup: EnsurePipeline (push when the cookie
-//	                        differs), digest config and clone session (written only when they
-//	                        differ) ─> programmer.RequestReplay ─> UPF status refreshed
+//	                        differs) ─> programmer.RequestReplay: digest config and clone session
+//	                        (written only when they differ, retried while refused), then the
+//	                        entries ─> UPF status refreshed
 //	digest lists (probe_reports) ─> pathmon.Monitor ─> register writes (suspensions, pinned RTTs)
 //	                        through programmer.WriteRegister, in its rounds; changed users'
 //	                        sessions re-reconciled at a bounded rate
 //
-// The programmer writes the device's entries and registers; setup writes the pipeline, the
-// digest configuration and the clone session, while the programmer is down or replaying for that
-// generation (their retries, every setupRetry, are the one write outside it).
+// The programmer is the device's one writer once the pipeline is in place: entries, registers,
+// the digest configuration and the clone session. setup writes only the pipeline, while the
+// programmer is down for that generation.
 
 import (
 	"context"
@@ -61,7 +62,7 @@ type runtimeState struct {
 	pipelineErr    error
 	cookie         uint64
 	// setupErr says what of the digest configuration and the clone session the device refused
-	// (retried every setupRetry on the same stream); the pipeline and the entries work without.
+	// (the programmer retries every setupRetry); the pipeline and the entries work without.
 	setupErr error
 }
 
@@ -177,6 +178,7 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 	rt.prog.onRoom = rt.onRoom
 	rt.prog.onSynced = func() { f.enqueueUPF(key) }
 	rt.prog.onStatus = func() { f.enqueueUPF(key) }
+	rt.prog.extras = rt.ensureExtras
 	rt.prog.onReplayFailed = func(gen uint64) {
 		select {
 		case rt.replayFailed <- gen:
@@ -312,7 +314,7 @@ func (rt *upfRuntime) disconnect() {
 // watch follows the device's state and sets up every new primary generation.
 func (rt *upfRuntime) watch(ctx context.Context, dev *upfclient.Device) {
 	var done uint64 // the generation set up last
-	var retry, retryExtras <-chan time.Time
+	var retry <-chan time.Time
 	primaryGen := func() (uint64, bool) {
 		st := dev.State()
 		return st.Generation, st.Primary
@@ -351,12 +353,6 @@ func (rt *upfRuntime) watch(ctx context.Context, dev *upfclient.Device) {
 			}
 			continue
 		case <-retry:
-		case <-retryExtras:
-			retryExtras = nil
-			if gen, primary := primaryGen(); primary && gen == done && !rt.ensureExtras(ctx, dev) {
-				retryExtras = time.After(setupRetry)
-			}
-			continue
 		}
 		retry = nil
 		gen, primary := primaryGen()
@@ -368,9 +364,6 @@ func (rt *upfRuntime) watch(ctx context.Context, dev *upfclient.Device) {
 			continue
 		}
 		done = gen
-		if rt.state().setupErr != nil {
-			retryExtras = time.After(setupRetry)
-		}
 	}
 }
 
@@ -396,15 +389,18 @@ func (rt *upfRuntime) setup(ctx context.Context, dev *upfclient.Device, gen uint
 	rt.setState(func(s *runtimeState) {
 		s.pipelineOK, s.pipelineReason, s.pipelineErr, s.cookie = true, "", nil, pipe.cookie
 	})
-	rt.ensureExtras(ctx, dev)
-	rt.prog.RequestReplay(gen, pushed)
+	rt.prog.RequestReplay(gen, pushed) // the replay puts the digest configuration and the clone session first
 	return nil
 }
 
 // ensureExtras puts the digest configuration and the clone session in place and records what
-// failed in the runtime state, which the UPF's Ready condition shows (and an event); it
-// reports whether both are in place.
-func (rt *upfRuntime) ensureExtras(ctx context.Context, dev *upfclient.Device) bool {
+// failed in the runtime state, which the UPF's Ready condition shows (and an event). The
+// programmer runs it (programmer.extras), between its writes.
+func (rt *upfRuntime) ensureExtras(ctx context.Context) error {
+	dev := rt.dev.cur.Load()
+	if dev == nil {
+		return upfclient.ErrNotConnected
+	}
 	var errs []error
 	if err := rt.ensureDigest(ctx, dev); err != nil {
 		rt.log.Error(err, "Probe reports not configured: path monitoring is blind")
@@ -419,7 +415,7 @@ func (rt *upfRuntime) ensureExtras(ctx context.Context, dev *upfclient.Device) b
 		rt.setState(func(s *runtimeState) { s.setupErr = err })
 		rt.f.enqueueUPF(rt.key)
 	}
-	return err == nil
+	return err
 }
 
 // ensureDigest configures probe_reports unless the device has that configuration already.
