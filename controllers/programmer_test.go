@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,7 +36,7 @@ type progRig struct {
 }
 
 // startSoftUPF serves the software UPF's P4Runtime server (no ports) on a loopback address.
-func startSoftUPF(t *testing.T) (*p4rt.Server, string) {
+func startSoftUPF(t testing.TB) (*p4rt.Server, string) {
 	t.Helper()
 	dp, err := dataplane.New(dataplane.Config{Pool: dataplane.NewPool(16), MaxHeld: 4})
 	if err != nil {
@@ -52,7 +54,7 @@ func startSoftUPF(t *testing.T) (*p4rt.Server, string) {
 	return srv, lis.Addr().String()
 }
 
-func newProgRig(t *testing.T, edit func(*p4configv1.P4Info)) *progRig {
+func newProgRig(t testing.TB, edit func(*p4configv1.P4Info)) *progRig {
 	t.Helper()
 	srv, addr := startSoftUPF(t)
 
@@ -90,7 +92,7 @@ func newProgRig(t *testing.T, edit func(*p4configv1.P4Info)) *progRig {
 }
 
 // replay asks for a replay and waits until the programmer is synced again.
-func (r *progRig) replay(t *testing.T) {
+func (r *progRig) replay(t testing.TB) {
 	t.Helper()
 	synced := make(chan struct{}, 1)
 	r.prog.onSynced = func() {
@@ -562,5 +564,54 @@ func TestExtrasRunBetweenTheProgrammersWrites(t *testing.T) {
 	}
 	if n := overlaps.Load(); n != 0 {
 		t.Errorf("extras ran %d times while a write was in flight", n)
+	}
+}
+
+// BenchmarkProgrammerReplay replays the desired state of JUNCTION_BENCH_SESSIONS sessions
+// (default 100,000; both legs: a sessions and an uplink_tunnels entry each) onto an empty
+// software UPF and then onto one that holds it all: the programmer, the P4Runtime client and
+// the server in one process, without the API server. The operator benchmark (test/operator)
+// measures the same replay inside the whole system.
+//
+//	go test -run '^$' -bench ProgrammerReplay -benchtime 1x ./controllers
+func BenchmarkProgrammerReplay(b *testing.B) {
+	n := 100_000
+	if env := os.Getenv("JUNCTION_BENCH_SESSIONS"); env != "" {
+		var err error
+		if n, err = strconv.Atoi(env); err != nil {
+			b.Fatalf("JUNCTION_BENCH_SESSIONS: %v", err)
+		}
+	}
+	changes := make([]Change, n)
+	for i := range changes {
+		es, err := desired.SessionEntries(desired.Session{
+			Name: fmt.Sprint("s", i), UserIndex: uint32(i), PeerIndex: 1,
+			Spec: junctionv1.ATSSSSessionSpec{
+				SessionAddress: junctionv1.IPv4Address(fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)),
+				AccessLegs: junctionv1.AccessLegs{
+					ThreeGPP:    &junctionv1.ThreeGPPLeg{UEAddress: "100.64.0.1", GNBAddress: "198.51.100.1", UplinkTEID: int64(i + 1), DownlinkTEID: int64(i + 1)},
+					NonThreeGPP: &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.1"},
+				},
+			},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		changes[i] = Change{Owner: fmt.Sprint("session/ns/s", i), Entries: es}
+	}
+	for range b.N {
+		r := newProgRig(b, nil)
+		if err := r.prog.Seed(changes...); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		r.replay(b)
+		empty := time.Since(start)
+		start = time.Now()
+		r.replay(b)
+		full := time.Since(start)
+		b.ReportMetric(empty.Seconds(), "s-onto-empty")
+		b.ReportMetric(full.Seconds(), "s-onto-full")
+		b.ReportMetric(float64(n)/empty.Seconds(), "sessions/s")
 	}
 }
