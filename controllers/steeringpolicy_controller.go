@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -124,10 +125,21 @@ func (r *SteeringPolicyReconciler) reconcileNormal(ctx context.Context, p *junct
 
 	ok, o := policyWriteOutcome(id, len(entries), written, problems, full, wasReady, p.Status.ObservedGeneration == p.Generation)
 	if o.reason != "" {
+		if th := p.Spec.Thresholds; th != nil && th.PacketLossPercent != nil {
+			o.msg += "; " + lossNotEnforced
+			if c := meta.FindStatusCondition(p.Status.Conditions, junctionv1.ConditionReady); c == nil || !strings.Contains(c.Message, lossNotEnforced) {
+				r.Recorder.Event(p, corev1.EventTypeWarning, ReasonThresholdNotEnforced, "thresholds.packetLossPercent: "+lossNotEnforced)
+			}
+		}
 		r.setReady(p, ok, o.reason, o.msg)
 	}
 	return o.result()
 }
+
+// lossNotEnforced says what becomes of a packet-loss threshold today: the UE agents measure
+// each leg's loss from their probes (status.agent.legs[].lossPercent), and no part steers by it
+// yet. Accepted, not silently: the Ready message and a Warning event say so.
+const lossNotEnforced = "the packet-loss threshold is not enforced yet (the UE agents report each leg's loss in the sessions' status)"
 
 // reconcileDelete: entries removed from every UPF → application ID freed → the finalizer goes (after the status).
 func (r *SteeringPolicyReconciler) reconcileDelete(ctx context.Context, p *junctionv1.SteeringPolicy) (release bool, _ error) {

@@ -261,6 +261,14 @@ type AgentLeg struct {
 	// lastProbe is when the UE last received a probe reply on this leg.
 	// +optional
 	LastProbe *metav1.Time `json:"lastProbe,omitempty"`
+
+	// lossPercent is the share of the leg's last 20 probes that went unanswered, shown once 10
+	// have been answered or missed: the measurement the Rel-17 packetLossPercent threshold is
+	// about (the threshold itself is not enforced yet).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	LossPercent *int32 `json:"lossPercent,omitempty"`
 }
 
 // AgentStatus is the UE agent's view of a session on its node.

@@ -106,8 +106,10 @@ type Thresholds struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1ms') && duration(self) <= duration('10s')",message="rtt must be between 1ms and 10s"
 	RTT Duration `json:"rtt,omitempty"`
 
-	// packetLossPercent is the largest acceptable packet loss rate, 0 to 100 percent. The
-	// operator measures loss from the UE agent's probes and steers away from an access above it.
+	// packetLossPercent is the largest acceptable packet loss rate, 0 to 100 percent. The UE
+	// agents measure each leg's loss from their probes (status.agent.legs[].lossPercent of the
+	// sessions); steering away from an access above the threshold is not built yet: the policy's
+	// Ready message and a Warning event (ThresholdNotEnforced) say so.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +optional

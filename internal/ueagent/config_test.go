@@ -136,8 +136,9 @@ func TestSameTunnel(t *testing.T) {
 func TestAgentView(t *testing.T) {
 	probe := time.Date(2026, 11, 24, 10, 0, 0, 700e6, time.UTC)
 	legs := []LegView{
-		{Access: contract.Access3GPP, State: junctionv1.LegUp, Interface: "ran0", RTT: 12345678 * time.Nanosecond, LastProbe: probe},
-		{Access: contract.AccessNon3GPP, State: junctionv1.LegDown, Reason: "LinkDown", Interface: "wlan0"},
+		{Access: contract.Access3GPP, State: junctionv1.LegUp, Interface: "ran0", RTT: 12345678 * time.Nanosecond, LastProbe: probe,
+			LossPercent: 25, LossProbes: 20},
+		{Access: contract.AccessNon3GPP, State: junctionv1.LegDown, Reason: "LinkDown", Interface: "wlan0", LossPercent: 100, LossProbes: 3},
 	}
 	st, c := agentView("node-a", "jx0a3c0001", 4, legs, []string{"gone"}, condition{})
 	if st.NodeName != "node-a" || st.Interface != "jx0a3c0001" || st.ObservedGeneration != 4 || len(st.Legs) != 2 {
@@ -146,7 +147,11 @@ func TestAgentView(t *testing.T) {
 	if l := st.Legs[0]; l.Access != junctionv1.Access3GPP || l.RTT != "12.346ms" || l.LastProbe == nil || !l.LastProbe.Time.Equal(probe.Truncate(time.Second)) {
 		t.Errorf("3GPP leg %+v: want RTT 12.346ms (µs precision) and the probe time in whole seconds", l)
 	}
-	if l := st.Legs[1]; l.Access != junctionv1.AccessNon3GPP || l.State != junctionv1.LegDown || l.Reason != "LinkDown" || l.RTT != "" || l.LastProbe != nil {
+	if l := st.Legs[0]; l.LossPercent == nil || *l.LossPercent != 25 {
+		t.Errorf("3GPP leg loss %v, want 25%% (20 probes counted)", l.LossPercent)
+	}
+	if l := st.Legs[1]; l.Access != junctionv1.AccessNon3GPP || l.State != junctionv1.LegDown || l.Reason != "LinkDown" || l.RTT != "" || l.LastProbe != nil ||
+		l.LossPercent != nil { // 3 probes are too few to say
 		t.Errorf("WiFi leg %+v", l)
 	}
 	if c.status != metav1.ConditionTrue || c.reason != "TunnelUp" || !strings.Contains(c.message, "Non3GPP Down (LinkDown)") || !strings.Contains(c.message, "gone") {

@@ -215,6 +215,9 @@ func (l *leg) tick(now time.Time) time.Time {
 		l.m.probes.Inc()
 	}
 	l.m.lost.Set(float64(l.state.ProbesLost()))
+	if p, n := l.state.Loss(); n >= steer.LossWindow/2 {
+		l.m.loss.Set(float64(p))
+	}
 	l.transitionLocked()
 	return l.state.NextDeadline(now)
 }
@@ -262,6 +265,7 @@ func (l *leg) view() LegView {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	v := LegView{Access: l.access, Interface: l.iface, LastProbe: l.state.LastReply()}
+	v.LossPercent, v.LossProbes = l.state.Loss()
 	switch {
 	case l.noAddr:
 		v.State, v.Reason, v.Interface = junctionv1.LegNoAddress, "AddressNotOnNode", ""

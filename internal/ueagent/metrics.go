@@ -18,6 +18,7 @@ type Metrics struct {
 	probes      *prometheus.CounterVec
 	replies     *prometheus.CounterVec
 	probesLost  *prometheus.GaugeVec
+	legLoss     *prometheus.GaugeVec
 	drops       *prometheus.CounterVec
 	markers     *prometheus.CounterVec
 	reorder     *prometheus.GaugeVec
@@ -38,13 +39,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		probes:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_probes_sent_total", Help: "PROBE messages sent on the leg."}, ll),
 		replies:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_probe_replies_total", Help: "PROBE_REPLY messages that matched an outstanding probe."}, ll),
 		probesLost:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "junction_ue_probes_lost", Help: "Probes on the leg that went unanswered, since the tunnel started."}, ll),
+		legLoss:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "junction_ue_leg_loss_percent", Help: "Share of the leg's last 20 probes that went unanswered, in percent."}, ll),
 		drops:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_drops_total", Help: "Packets the agent dropped, by reason."}, append(sl, "reason")),
 		markers:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_exp_path_markers_total", Help: "EX-PATH markers sent on uplink path switches."}, sl),
 		reorder:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "junction_ue_reorder_packets", Help: "Downlink reorder buffer counters since the tunnel started, by kind."}, append(sl, "kind")),
 		statusWrite: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_status_writes_total", Help: "Server-side applies of session status by result."}, []string{"result"}),
 	}
 	reg.MustRegister(m.legRTT, m.legUp, m.legDowns, m.packets, m.bytes, m.txErrors, m.probes, m.replies,
-		m.probesLost, m.drops, m.markers, m.reorder, m.statusWrite)
+		m.probesLost, m.legLoss, m.drops, m.markers, m.reorder, m.statusWrite)
 	return m
 }
 
@@ -61,7 +63,7 @@ type legMetrics struct {
 	downs                                  prometheus.Counter
 	txPackets, txBytes, rxPackets, rxBytes prometheus.Counter
 	txErrors, probes, replies              prometheus.Counter
-	lost                                   prometheus.Gauge
+	lost, loss                             prometheus.Gauge
 }
 
 func (m *Metrics) forSession(session string) *tunnelMetrics {
@@ -75,7 +77,7 @@ func (tm *tunnelMetrics) leg(a contract.Access) *legMetrics {
 		txPackets: m.packets.WithLabelValues(s, as, "tx"), txBytes: m.bytes.WithLabelValues(s, as, "tx"),
 		rxPackets: m.packets.WithLabelValues(s, as, "rx"), rxBytes: m.bytes.WithLabelValues(s, as, "rx"),
 		txErrors: m.txErrors.WithLabelValues(s, as), probes: m.probes.WithLabelValues(s, as),
-		replies: m.replies.WithLabelValues(s, as), lost: m.probesLost.WithLabelValues(s, as),
+		replies: m.replies.WithLabelValues(s, as), lost: m.probesLost.WithLabelValues(s, as), loss: m.legLoss.WithLabelValues(s, as),
 	}
 }
 
@@ -98,7 +100,7 @@ func (tm *tunnelMetrics) forget() {
 	l := prometheus.Labels{"session": tm.session}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		tm.m.legRTT, tm.m.legUp, tm.m.legDowns, tm.m.packets, tm.m.bytes, tm.m.txErrors, tm.m.probes,
-		tm.m.replies, tm.m.probesLost, tm.m.drops, tm.m.markers, tm.m.reorder,
+		tm.m.replies, tm.m.probesLost, tm.m.legLoss, tm.m.drops, tm.m.markers, tm.m.reorder,
 	} {
 		v.DeletePartialMatch(l)
 	}

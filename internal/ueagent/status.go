@@ -9,6 +9,7 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/contract"
+	"github.com/junction-atsss/junction/internal/ueagent/steer"
 )
 
 // condition is the AgentReady condition the agent writes; the zero value means "derive it from
@@ -31,6 +32,8 @@ type LegView struct {
 	Interface string
 	RTT       time.Duration
 	LastProbe time.Time
+	// LossPercent over LossProbes probes (steer.Leg.Loss).
+	LossPercent, LossProbes int
 }
 
 // agentView is the status the agent writes for a session: its view of the legs and the
@@ -48,6 +51,10 @@ func agentView(node, tun string, generation int64, legs []LegView, unresolved []
 		if !l.LastProbe.IsZero() {
 			t := metav1.NewTime(l.LastProbe.Truncate(time.Second))
 			al.LastProbe = &t
+		}
+		if l.LossProbes >= steer.LossWindow/2 {
+			p := int32(l.LossPercent)
+			al.LossPercent = &p
 		}
 		st.Legs = append(st.Legs, al)
 		desc := fmt.Sprintf("%s %s", al.Access, l.State)
@@ -75,7 +82,7 @@ func agentView(node, tun string, generation int64, legs []LegView, unresolved []
 	return st, c
 }
 
-// legStatesEqual reports whether two views differ only in RTTs and probe times, which are
+// legStatesEqual reports whether two views differ only in RTTs, losses and probe times, which are
 // written at most once per status interval; anything else is written at once.
 func legStatesEqual(a, b junctionv1.AgentStatus) bool {
 	if a.NodeName != b.NodeName || a.Interface != b.Interface || a.ObservedGeneration != b.ObservedGeneration || len(a.Legs) != len(b.Legs) {

@@ -51,6 +51,25 @@ func TestSamplesProgramTheEntriesWrittenByHand(t *testing.T) {
 	if err := diffLists(mustEntries(t, u, sch), want); err != nil {
 		t.Error(err)
 	}
+
+	// voice's packet-loss threshold is accepted but not enforced: said, not silent.
+	for _, o := range objs {
+		p, ok := o.(*junctionv1.SteeringPolicy)
+		if !ok {
+			continue
+		}
+		c, err := condition(p, junctionv1.ConditionReady)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hasLoss := p.Spec.Thresholds != nil && p.Spec.Thresholds.PacketLossPercent != nil
+		if says := strings.Contains(c.Message, "not enforced"); says != hasLoss {
+			t.Errorf("SteeringPolicy %s (packet-loss threshold: %v): Ready says %q", p.Name, hasLoss, c.Message)
+		}
+		if hasLoss {
+			eventually(t, programTimeout, "a ThresholdNotEnforced event", func() error { return findEvent(ns, p.Name, "Warning", "ThresholdNotEnforced") })
+		}
+	}
 }
 
 // allocatedIndexes reads the indexes the operator recorded in the objects' status, keyed

@@ -10,6 +10,7 @@ package steer
 // (caller). Or: Tick past the probe's timeout ─> missed; MissThreshold in a row ─> Down.
 
 import (
+	"math/bits"
 	"time"
 )
 
@@ -75,6 +76,9 @@ const (
 	probeRing = 8
 	// eventQueue is how many events wait for Event; each call makes at most one.
 	eventQueue = 4
+	// LossWindow is how many of the leg's last resolved probes Loss counts (2 s of probes while
+	// busy, 20 s idle); a late reply does not undo a loss, the probe having waited 3 RTTs.
+	LossWindow = 20
 )
 
 // LegConfig tunes a leg's probing.
@@ -155,6 +159,9 @@ type Leg struct {
 	evLen  int
 
 	sent, replies, lost uint64
+	// outcomes holds the last lossN resolved probes, newest in bit 0: 1 lost, 0 answered.
+	outcomes uint32
+	lossN    int
 }
 
 // NewLeg returns a leg that stamps its probes with clock. Zero fields of cfg take
@@ -266,6 +273,7 @@ func (l *Leg) Tick(now time.Time) {
 func (l *Leg) miss(now time.Time, p *probe) {
 	p.state = slotMissed
 	l.lost++
+	l.outcome(true)
 	l.missed++
 	if l.missed >= l.cfg.MissThreshold && l.state != LegDown {
 		l.transition(now, LegDown, ReasonProbeTimeout)
@@ -294,6 +302,9 @@ func (l *Leg) Reply(now time.Time, ueTS uint32) (rtt time.Duration, ok bool) {
 		return 0, false
 	}
 	rtt = max(now.Sub(p.sent), 0)
+	if p.state == slotPending {
+		l.outcome(false)
+	}
 	p.state = slotFree
 	l.replies++
 	l.lastReply = now
@@ -321,6 +332,7 @@ func (l *Leg) LinkDown(now time.Time, reason string) {
 	l.present, l.sentAny = false, false
 	l.probes = [probeRing]probe{}
 	l.missed = 0
+	l.outcomes, l.lossN = 0, 0 // a new life of the link starts a new count
 	if l.state == LegDown {
 		l.reason = reason
 		return
@@ -404,3 +416,22 @@ func (l *Leg) RepliesReceived() uint64 { return l.replies }
 
 // ProbesLost counts the probes that timed out (some may have been answered late).
 func (l *Leg) ProbesLost() uint64 { return l.lost }
+
+func (l *Leg) outcome(lost bool) {
+	l.outcomes <<= 1
+	if lost {
+		l.outcomes |= 1
+	}
+	l.outcomes &= 1<<LossWindow - 1
+	l.lossN = min(l.lossN+1, LossWindow)
+}
+
+// Loss is the share of the last LossWindow resolved probes that went unanswered, in percent
+// (rounded), and how many probes it counts (fewer while the leg is new).
+func (l *Leg) Loss() (percent, probes int) {
+	if l.lossN == 0 {
+		return 0, 0
+	}
+	lost := bits.OnesCount32(l.outcomes)
+	return (200*lost + l.lossN) / (2 * l.lossN), l.lossN
+}

@@ -440,3 +440,45 @@ func TestSilentFailureIsConfirmedAtTimeoutPace(t *testing.T) {
 		t.Errorf("probe interval while Down: %v, want %v", got, cfg.Busy)
 	}
 }
+
+// Loss counts the leg's last LossWindow resolved probes: a timeout is a loss (a late reply does
+// not undo it), a reply in time is not, and a new life of the link starts a new count.
+func TestLegLoss(t *testing.T) {
+	clock := NewClock(time.Unix(0, 0))
+	l := NewLeg(clock, LegConfig{Idle: 100 * time.Millisecond, Busy: 100 * time.Millisecond, MissThreshold: 100})
+	now := time.Unix(10, 0)
+	l.LinkUp(now)
+	if p, n := l.Loss(); p != 0 || n != 0 {
+		t.Fatalf("a new leg: loss %d%% of %d probes, want 0 of 0", p, n)
+	}
+	// 30 probes: every fourth unanswered, the others answered after 10 ms.
+	var late uint32
+	for i := range 30 {
+		ts := l.Sent(now)
+		if i%4 == 3 {
+			late = ts
+			now = now.Add(3 * time.Second) // past any timeout
+			l.Tick(now)
+		} else {
+			now = now.Add(10 * time.Millisecond)
+			if _, ok := l.Reply(now, ts); !ok {
+				t.Fatalf("probe %d: reply not accepted", i)
+			}
+		}
+		now = now.Add(90 * time.Millisecond)
+	}
+	// The last 20 of the 30: probes 10..29, of which 11, 15, 19, 23 and 27 went unanswered.
+	if p, n := l.Loss(); p != 25 || n != LossWindow {
+		t.Errorf("loss %d%% of %d probes, want 25%% of %d", p, n, LossWindow)
+	}
+	if _, ok := l.Reply(now, late); !ok {
+		t.Fatal("a late reply to a missed probe is still an RTT sample")
+	}
+	if p, _ := l.Loss(); p != 25 {
+		t.Errorf("after a late reply: loss %d%%, want 25%% (a probe that waited 3 RTTs is lost)", p)
+	}
+	l.LinkDown(now, "LinkDown")
+	if p, n := l.Loss(); p != 0 || n != 0 {
+		t.Errorf("after the link went down: loss %d%% of %d probes, want a new count", p, n)
+	}
+}
