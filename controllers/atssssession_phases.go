@@ -20,7 +20,7 @@ import (
 	"github.com/junction-atsss/junction/internal/desired"
 )
 
-// reconcileNormal: UPF → policies → indexes (recorded in status first) → entries → status.
+// reconcileNormal: UPF → policies → indexes → entries → status (with the indexes).
 func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctionv1.ATSSSSession) (ctrl.Result, error) {
 	key, owner := sessionKey(s.Namespace, s.Name), sessionOwner(s.Namespace, s.Name)
 	wasProgrammed := meta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionProgrammed)

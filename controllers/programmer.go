@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -619,11 +618,11 @@ func (p *programmer) rollbackFull(ctx context.Context, results []writeResult) {
 		return
 	}
 	var dels []*p4v1.Update
-	var keys []string
-	for _, r := range results {
+	var undone []int // results' indexes, in dels' order
+	for i, r := range results {
 		if full[r.pu.owner] && r.err == nil && r.pu.key != "" && r.pu.u.GetType() == p4v1.Update_INSERT {
 			dels = append(dels, upfclient.Delete(r.pu.te))
-			keys = append(keys, r.pu.key)
+			undone = append(undone, i)
 		}
 	}
 	if len(dels) == 0 {
@@ -633,11 +632,7 @@ func (p *programmer) rollbackFull(ctx context.Context, results []writeResult) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.writes += uint64(len(dels))
-	for i, r := range results {
-		if !full[r.pu.owner] || r.err != nil || r.pu.key == "" || r.pu.u.GetType() != p4v1.Update_INSERT {
-			continue
-		}
-		j := slices.Index(keys, r.pu.key)
+	for j, i := range undone {
 		if errs != nil && errs[j] != nil && upfclient.Code(errs[j]) != codes.NotFound {
 			continue // still on the device, and wanted: nothing is lost
 		}
