@@ -233,8 +233,8 @@ func sessionWriteOutcome(upf string, werr error, wasProgrammed, generationObserv
 	case ReasonConflict:
 		return outcome{reason: reason, msg: fmt.Sprintf("UserPlaneFunction %s: %v", upf, werr), requeueAfter: requeueWaiting}
 	default:
-		msg := fmt.Sprintf("UserPlaneFunction %s: %v", upf, werr)
-		return outcome{reason: reason, msg: msg, err: errors.New(msg)}
+		err := fmt.Errorf("UserPlaneFunction %s: %w", upf, werr)
+		return outcome{reason: reason, msg: err.Error(), err: err}
 	}
 }
 

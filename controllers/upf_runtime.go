@@ -164,9 +164,9 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 		f: f, key: key, uid: upf.UID, log: log,
 		// User indexes index the path-state registers; sequence indexes session_seq; tunnel
 		// peer 0 means "no 3GPP leg" in a sessions entry, so peers start at 1.
-		users:        alloc.NewPool("user index", 0, size(regSize(registerRTT3GPP), 262144)),
-		seqs:         alloc.NewPool("sequence index", 0, size(regSize("session_seq"), 16384)),
-		peers:        alloc.NewPool("tunnel peer index", 1, min(size(func() (int64, error) { return sch.TableSize("tunnel_peers") }, 4096), 1<<16)),
+		users:        alloc.NewPool("user index", 0, size(regSize(registerRTT3GPP), contract.MaxUsers)),
+		seqs:         alloc.NewPool("sequence index", 0, size(regSize("session_seq"), contract.MaxSessionOverrides)),
+		peers:        alloc.NewPool("tunnel peer index", 1, min(size(func() (int64, error) { return sch.TableSize("tunnel_peers") }, contract.MaxTunnelPeers), 1<<16)),
 		sessions:     map[string]sessionAlloc{},
 		byUser:       map[uint32]map[string]struct{}{},
 		repush:       make(chan struct{}, 1),

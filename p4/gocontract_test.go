@@ -57,12 +57,8 @@ func TestGoContractMatchesTheP4Source(t *testing.T) {
 		}
 	}
 	for name, v := range map[string]int64{
-		"DROP_REASON_COUNT": contract.DropReasonCount, "REDUNDANT_CLONE_SESSION": contract.RedundantCloneSession,
-		"MAX_USERS": contract.MaxUsers, "MAX_SESSION_OVERRIDES": contract.MaxSessionOverrides,
-		"MAX_TUNNEL_PEERS": contract.MaxTunnelPeers, "MAX_APPLICATIONS": contract.MaxApplications,
-		"MAX_SESSIONS": contract.MaxSessions, "MAX_UPLINK_TUNNELS": contract.MaxUplinkTunnels,
-		"MAX_DOWNLINK_TUNNELS": contract.MaxDownlinkTunnels, "MAX_TUNNEL_ENDPOINTS": contract.MaxTunnelEndpoints,
-		"MAX_LOCAL_ADDRESSES": contract.MaxLocalAddresses, "MAX_FILTERS": contract.MaxFilters, "MAX_ROUTES": contract.MaxRoutes,
+		"REDUNDANT_CLONE_SESSION": contract.RedundantCloneSession, "MAX_USERS": contract.MaxUsers,
+		"MAX_SESSION_OVERRIDES": contract.MaxSessionOverrides, "MAX_TUNNEL_PEERS": contract.MaxTunnelPeers,
 	} {
 		check(name, v)
 	}

@@ -119,9 +119,6 @@ const (
 	DropConsumed        DropReason = 13 // probe ACKs, link notifications, EX-PATH markers end here
 )
 
-// DropReasonCount is the size of the drops counter (DROP_REASON_COUNT): room for new reasons.
-const DropReasonCount = 32
-
 // dropNames are the reasons' names without the DROP_ prefix, by index.
 var dropNames = [...]string{"NONE", "PARSER_ERROR", "UNKNOWN_TEID", "NO_SESSION", "NO_PATH", "NO_ROUTE",
 	"FILTERED", "TTL_EXPIRED", "BAD_JUNCTION", "NO_TUNNEL_PEER", "NO_ENDPOINT", "COPY_FAILED",
@@ -144,16 +141,6 @@ func (r DropReason) String() string {
 	return fmt.Sprintf("DROP_%d", uint8(r))
 }
 
-// DropReasonNamed returns the reason whose String is name.
-func DropReasonNamed(name string) (DropReason, bool) {
-	for i, n := range dropNames {
-		if n == name {
-			return DropReason(i), true
-		}
-	}
-	return 0, false
-}
-
 // RedundantCloneSession duplicates redundant-mode packets (REDUNDANT_CLONE_SESSION): a clone
 // session on v1model, a mirror session on TNA.
 const RedundantCloneSession = 100
@@ -174,12 +161,4 @@ const (
 	MaxUsers            = 262144 // MAX_USERS: path-state registers, user indexes
 	MaxSessionOverrides = 16384  // MAX_SESSION_OVERRIDES: also the session_seq register
 	MaxTunnelPeers      = 4096   // MAX_TUNNEL_PEERS
-	MaxApplications     = 1024   // MAX_APPLICATIONS
-	MaxSessions         = 524288 // MAX_SESSIONS
-	MaxUplinkTunnels    = 524288 // MAX_UPLINK_TUNNELS
-	MaxDownlinkTunnels  = 65536  // MAX_DOWNLINK_TUNNELS
-	MaxTunnelEndpoints  = 16     // MAX_TUNNEL_ENDPOINTS
-	MaxLocalAddresses   = 64     // MAX_LOCAL_ADDRESSES
-	MaxFilters          = 1024   // MAX_FILTERS
-	MaxRoutes           = 4096   // MAX_ROUTES
 )

@@ -215,7 +215,7 @@ func (l *leg) tick(now time.Time) time.Time {
 		l.m.probes.Inc()
 	}
 	l.m.lost.Set(float64(l.state.ProbesLost()))
-	if p, n := l.state.Loss(); n >= steer.LossWindow/2 {
+	if p, n := l.state.Loss(); n >= steer.LossMinProbes {
 		l.m.loss.Set(float64(p))
 	}
 	l.transitionLocked()

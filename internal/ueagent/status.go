@@ -52,7 +52,7 @@ func agentView(node, tun string, generation int64, legs []LegView, unresolved []
 			t := metav1.NewTime(l.LastProbe.Truncate(time.Second))
 			al.LastProbe = &t
 		}
-		if l.LossProbes >= steer.LossWindow/2 {
+		if l.LossProbes >= steer.LossMinProbes {
 			p := int32(l.LossPercent)
 			al.LossPercent = &p
 		}

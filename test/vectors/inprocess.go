@@ -38,6 +38,9 @@ type InProcess struct {
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 
+	portList []Port
+	cpuPort  uint32
+
 	mu      sync.RWMutex
 	ports   map[uint32]bool
 	deliver map[uint32]func([]byte)
@@ -45,8 +48,8 @@ type InProcess struct {
 
 // StartInProcess starts a software UPF with the given ports and CPU port. Close stops it.
 func StartInProcess(ports []Port, cpuPort uint32) (*InProcess, error) {
-	ip := &InProcess{pool: dataplane.NewPool(inProcessBuffers), ports: map[uint32]bool{},
-		deliver: map[uint32]func([]byte){}}
+	ip := &InProcess{pool: dataplane.NewPool(inProcessBuffers), portList: ports, cpuPort: cpuPort,
+		ports: map[uint32]bool{}, deliver: map[uint32]func([]byte){}}
 	for _, p := range ports {
 		ip.ports[p.Number] = true
 	}
@@ -67,13 +70,13 @@ func StartInProcess(ports []Port, cpuPort uint32) (*InProcess, error) {
 }
 
 // Config is the runner's configuration for this UPF running info.
-func (ip *InProcess) Config(info *p4configv1.P4Info, ports []Port, cpuPort uint32) Config {
+func (ip *InProcess) Config(info *p4configv1.P4Info) Config {
 	return Config{
 		Target:   "in-process",
 		DeviceID: 1,
 		P4Info:   info,
-		Ports:    ports,
-		CPUPort:  cpuPort,
+		Ports:    ip.portList,
+		CPUPort:  ip.cpuPort,
 		Dial:     func(ctx context.Context, _ string) (net.Conn, error) { return ip.lis.DialContext(ctx) },
 		Wire:     ip,
 	}

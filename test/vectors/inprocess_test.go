@@ -32,7 +32,7 @@ func TestVectorsInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer upf.Close()
-	runAllCases(t, upf.Config(info, testPorts, upfCPUPort))
+	runAllCases(t, upf.Config(info))
 }
 
 // runAllCases runs every case in cases/ against the target of cfg, one subtest each.

@@ -79,6 +79,8 @@ const (
 	// LossWindow is how many of the leg's last resolved probes Loss counts (2 s of probes while
 	// busy, 20 s idle); a late reply does not undo a loss, the probe having waited 3 RTTs.
 	LossWindow = 20
+	// LossMinProbes is how many resolved probes a loss figure needs before it is shown.
+	LossMinProbes = LossWindow / 2
 )
 
 // LegConfig tunes a leg's probing.
