@@ -28,6 +28,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc"
@@ -39,6 +41,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
@@ -53,6 +56,9 @@ func main() {
 	upfAddr := flag.String("upf-address", "127.0.0.1:9559", "P4Runtime address of the software UPF (config/samples/upf.yaml uses 127.0.0.1:9559)")
 	timeout := flag.Duration("timeout", 3*time.Minute, "how long to wait for the sessions to be Programmed")
 	flag.Parse()
+	// The API clients and envtest log through controller-runtime; this program prints its own
+	// view, and the operator, a process of its own, logs to its file.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *upfAddr, *timeout, *once); err != nil {
