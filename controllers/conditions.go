@@ -40,7 +40,7 @@ const (
 	ReasonReady             = "Ready"
 	ReasonProgrammed        = "Programmed"
 	ReasonUPFNotFound       = "UPFNotFound"
-	// A policy's thresholds.packetLossPercent is accepted but nothing steers by it yet.
+	// A policy sets thresholds its steering mode does not read.
 	ReasonThresholdNotEnforced = "ThresholdNotEnforced"
 	ReasonUPFNotReady          = "UPFNotReady"
 	ReasonUPFNotConnected      = "UPFNotConnected"

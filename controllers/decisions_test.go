@@ -47,9 +47,9 @@ func TestInitialPathWrites(t *testing.T) {
 			nil,
 		},
 		{
-			"a new user on an index that may hold state is reset: suspension and both legs",
+			"a new user on an index that may hold state is reset: suspension and both legs' RTT and loss",
 			nil, map[uint32]legCount{7: {1, 1}}, fresh(), nil,
-			[]registerWrite{{registerSuspended, 7, 0}, {registerRTT3GPP, 7, 0}, {registerRTTNon3GPP, 7, 0}},
+			[]registerWrite{{registerSuspended, 7, 0}, {registerRTT3GPP, 7, 0}, {registerLoss3GPP, 7, 0}, {registerRTTNon3GPP, 7, 0}, {registerLossNon3GPP, 7, 0}},
 		},
 		{
 			"a user whose legs were already on the device keeps its measured state",
@@ -59,7 +59,7 @@ func TestInitialPathWrites(t *testing.T) {
 		{
 			"a second session that adds a leg resets only that leg",
 			map[uint32]legCount{7: {1, 0}}, map[uint32]legCount{7: {1, 1}}, fresh(7), nil,
-			[]registerWrite{{registerRTTNon3GPP, 7, 0}},
+			[]registerWrite{{registerRTTNon3GPP, 7, 0}, {registerLossNon3GPP, 7, 0}},
 		},
 		{
 			"a user whose last session goes needs no write",
@@ -69,7 +69,7 @@ func TestInitialPathWrites(t *testing.T) {
 		{
 			"a user whose reset was refused is reset whole again, even untouched by this round",
 			map[uint32]legCount{7: {1, 1}}, nil, fresh(), map[uint32]string{7: "s"},
-			[]registerWrite{{registerSuspended, 7, 0}, {registerRTT3GPP, 7, 0}, {registerRTTNon3GPP, 7, 0}},
+			[]registerWrite{{registerSuspended, 7, 0}, {registerRTT3GPP, 7, 0}, {registerLoss3GPP, 7, 0}, {registerRTTNon3GPP, 7, 0}, {registerLossNon3GPP, 7, 0}},
 		},
 		{
 			"a refused user that is gone needs nothing",
@@ -79,7 +79,7 @@ func TestInitialPathWrites(t *testing.T) {
 		{
 			"users are written in index order",
 			nil, map[uint32]legCount{9: {0, 1}, 2: {1, 0}}, fresh(), nil,
-			[]registerWrite{{registerSuspended, 2, 0}, {registerRTT3GPP, 2, 0}, {registerSuspended, 9, 0}, {registerRTTNon3GPP, 9, 0}},
+			[]registerWrite{{registerSuspended, 2, 0}, {registerRTT3GPP, 2, 0}, {registerLoss3GPP, 2, 0}, {registerSuspended, 9, 0}, {registerRTTNon3GPP, 9, 0}, {registerLossNon3GPP, 9, 0}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -231,6 +231,32 @@ func TestSteeringSummary(t *testing.T) {
 			s := &junctionv1.ATSSSSession{Spec: junctionv1.ATSSSSessionSpec{ModeOverride: tc.override}}
 			if got := steeringSummary(s, tc.policies); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// docs/pipeline.md: smallest-delay and redundant read no threshold; the other modes read both.
+func TestThresholdsUnread(t *testing.T) {
+	loss := &junctionv1.Thresholds{PacketLossPercent: i32(5)}
+	for _, tc := range []struct {
+		name   string
+		mode   junctionv1.SteeringModeName
+		th     *junctionv1.Thresholds
+		unread bool
+	}{
+		{"a policy without thresholds has nothing to say", junctionv1.ModeSmallestDelay, nil, false},
+		{"smallest-delay reads no threshold", junctionv1.ModeSmallestDelay, loss, true},
+		{"redundant reads no threshold", junctionv1.ModeRedundant, &junctionv1.Thresholds{RTT: "20ms"}, true},
+		{"active-standby reads the loss threshold", junctionv1.ModeActiveStandby, loss, false},
+		{"priority-based reads the loss threshold", junctionv1.ModePriorityBased, loss, false},
+		{"load-balance reads the loss threshold", junctionv1.ModeLoadBalance, loss, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := junctionv1.SteeringPolicySpec{Steering: junctionv1.SteeringMode{Mode: tc.mode}, Thresholds: tc.th}
+			got := thresholdsUnread(spec)
+			if (got != "") != tc.unread || (tc.unread && !strings.Contains(got, string(tc.mode))) {
+				t.Errorf("thresholdsUnread = %q, want a note naming the mode: %v", got, tc.unread)
 			}
 		})
 	}

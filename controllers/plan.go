@@ -13,13 +13,15 @@ import (
 
 // P4Info names the operator uses outside internal/desired (docs/pipeline.md).
 const (
-	tableSessions      = "sessions"
-	tableOverrides     = "session_overrides"
-	fieldAppID         = "app_id"
-	registerRTT3GPP    = "rtt_3gpp"
-	registerRTTNon3GPP = "rtt_non3gpp"
-	registerSuspended  = "path_updates_suspended"
-	digestProbeReports = "probe_reports"
+	tableSessions       = "sessions"
+	tableOverrides      = "session_overrides"
+	fieldAppID          = "app_id"
+	registerRTT3GPP     = "rtt_3gpp"
+	registerRTTNon3GPP  = "rtt_non3gpp"
+	registerLoss3GPP    = "loss_3gpp"
+	registerLossNon3GPP = "loss_non3gpp"
+	registerSuspended   = "path_updates_suspended"
+	digestProbeReports  = "probe_reports"
 )
 
 // legs is the set of access legs of a sessions entry.
@@ -79,7 +81,7 @@ type registerWrite struct {
 // Registers start at 0, which is the state a new user needs (accesses unavailable until the UE
 // reports them, updates not suspended: docs/pipeline.md), so only an index that may hold an
 // earlier user's state is written: for a user with no entry before, path_updates_suspended[user] = 0, and for every
-// leg no entry of the user had before, rtt_<access>[user] = 0 — unless fresh says the index
+// leg no entry of the user had before, rtt_<access>[user] = 0 and loss_<access>[user] = 0 — unless fresh says the index
 // has had no sessions entry since the pipeline was pushed. Users whose legs were already there
 // keep their measured state, so a replay onto a device that kept its state writes nothing.
 // pending are users whose last reset failed: they get a whole reset again.
@@ -112,10 +114,10 @@ func initialPathWrites(before, after map[uint32]legCount, fresh func(user uint32
 			out = append(out, registerWrite{registerSuspended, u, 0})
 		}
 		if (b.n3GPP <= 0 || retry) && a.n3GPP > 0 {
-			out = append(out, registerWrite{registerRTT3GPP, u, 0})
+			out = append(out, registerWrite{registerRTT3GPP, u, 0}, registerWrite{registerLoss3GPP, u, 0})
 		}
 		if (b.nNon3GPP <= 0 || retry) && a.nNon3GPP > 0 {
-			out = append(out, registerWrite{registerRTTNon3GPP, u, 0})
+			out = append(out, registerWrite{registerRTTNon3GPP, u, 0}, registerWrite{registerLossNon3GPP, u, 0})
 		}
 	}
 	return out

@@ -125,10 +125,10 @@ func (r *SteeringPolicyReconciler) reconcileNormal(ctx context.Context, p *junct
 
 	ok, o := policyWriteOutcome(id, len(entries), written, problems, full, wasReady, p.Status.ObservedGeneration == p.Generation)
 	if o.reason != "" {
-		if th := p.Spec.Thresholds; th != nil && th.PacketLossPercent != nil {
-			o.msg += "; " + lossNotEnforced
-			if c := meta.FindStatusCondition(p.Status.Conditions, junctionv1.ConditionReady); c == nil || !strings.Contains(c.Message, lossNotEnforced) {
-				r.Recorder.Event(p, corev1.EventTypeWarning, ReasonThresholdNotEnforced, "thresholds.packetLossPercent: "+lossNotEnforced)
+		if note := thresholdsUnread(p.Spec); note != "" {
+			o.msg += "; " + note
+			if c := meta.FindStatusCondition(p.Status.Conditions, junctionv1.ConditionReady); c == nil || !strings.Contains(c.Message, note) {
+				r.Recorder.Event(p, corev1.EventTypeWarning, ReasonThresholdNotEnforced, note)
 			}
 		}
 		r.setReady(p, ok, o.reason, o.msg)
@@ -136,10 +136,18 @@ func (r *SteeringPolicyReconciler) reconcileNormal(ctx context.Context, p *junct
 	return o.result()
 }
 
-// lossNotEnforced says what becomes of a packet-loss threshold today: the UE agents measure
-// each leg's loss from their probes (status.agent.legs[].lossPercent), and no part steers by it
-// yet. Accepted, not silently: the Ready message and a Warning event say so.
-const lossNotEnforced = "the packet-loss threshold is not enforced yet (the UE agents report each leg's loss in the sessions' status)"
+// thresholdsUnread says when a policy's thresholds mean nothing: smallest-delay and redundant
+// use every available access whatever its RTT or loss (docs/pipeline.md, "Steering decision").
+// Accepted, not silently: the Ready message and a Warning event say so.
+func thresholdsUnread(spec junctionv1.SteeringPolicySpec) string {
+	switch m := spec.Steering.Mode; {
+	case spec.Thresholds == nil:
+		return ""
+	case m == junctionv1.ModeSmallestDelay || m == junctionv1.ModeRedundant:
+		return fmt.Sprintf("thresholds are not enforced: mode %s reads none", m)
+	}
+	return ""
+}
 
 // reconcileDelete: entries removed from every UPF → application ID freed → the finalizer goes (after the status).
 func (r *SteeringPolicyReconciler) reconcileDelete(ctx context.Context, p *junctionv1.SteeringPolicy) (release bool, _ error) {

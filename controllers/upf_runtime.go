@@ -495,7 +495,7 @@ func (rt *upfRuntime) onDigests(_ context.Context, l upfclient.DigestList) {
 	}
 }
 
-// SetSuspended and WriteRTT let the path monitor write the device (pathmon.Actuator).
+// SetSuspended, WriteRTT and WriteLoss let the path monitor write the device (pathmon.Actuator).
 func (rt *upfRuntime) SetSuspended(ctx context.Context, user uint32, suspended bool) error {
 	v := uint64(0)
 	if suspended {
@@ -510,6 +510,14 @@ func (rt *upfRuntime) WriteRTT(ctx context.Context, user uint32, access contract
 		reg = registerRTTNon3GPP
 	}
 	return rt.writeRegister(ctx, reg, user, uint64(value))
+}
+
+func (rt *upfRuntime) WriteLoss(ctx context.Context, user uint32, access contract.Access, percent uint8) error {
+	reg := registerLoss3GPP
+	if access == contract.AccessNon3GPP {
+		reg = registerLossNon3GPP
+	}
+	return rt.writeRegister(ctx, reg, user, uint64(percent))
 }
 
 func (rt *upfRuntime) writeRegister(ctx context.Context, name string, user uint32, v uint64) error {

@@ -263,8 +263,8 @@ type AgentLeg struct {
 	LastProbe *metav1.Time `json:"lastProbe,omitempty"`
 
 	// lossPercent is the share of the leg's last 20 probes that went unanswered, shown once 10
-	// have been answered or missed: the measurement the Rel-17 packetLossPercent threshold is
-	// about (the threshold itself is not enforced yet).
+	// have been answered or missed: the measurement policies' packetLossPercent thresholds are
+	// compared with.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +optional

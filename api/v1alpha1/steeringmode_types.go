@@ -106,10 +106,12 @@ type Thresholds struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1ms') && duration(self) <= duration('10s')",message="rtt must be between 1ms and 10s"
 	RTT Duration `json:"rtt,omitempty"`
 
-	// packetLossPercent is the largest acceptable packet loss rate, 0 to 100 percent. The UE
-	// agents measure each leg's loss from their probes (status.agent.legs[].lossPercent of the
-	// sessions); steering away from an access above the threshold is not built yet: the policy's
-	// Ready message and a Warning event (ThresholdNotEnforced) say so.
+	// packetLossPercent is the largest acceptable packet loss rate, 0 to 100 percent, measured
+	// by the UE agents on each leg over its last 20 probes (status.agent.legs[].lossPercent of
+	// the sessions) and reported to the UPF with the probes; the UPF (downlink) and the UE agent
+	// (uplink) both steer by it. Like rtt, it is read by ActiveStandby, PriorityBased and
+	// LoadBalance; SmallestDelay and Redundant read no threshold (a Warning event,
+	// ThresholdNotEnforced, says so).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +optional

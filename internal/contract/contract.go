@@ -153,7 +153,7 @@ type Member struct {
 
 // ProbeReportMembers is the probe_reports digest's struct (probe_report_t), in member order.
 var ProbeReportMembers = []Member{
-	{"session_addr", 32}, {"user_idx", 32}, {"access", 8}, {"kind", 8}, {"rtt_us", 32}, {"suspended", 8},
+	{"session_addr", 32}, {"user_idx", 32}, {"access", 8}, {"kind", 8}, {"rtt_us", 32}, {"loss_pct", 8}, {"suspended", 8},
 }
 
 // Sizes the operator assumes when a P4Info does not give one (size.p4).

@@ -35,6 +35,10 @@ func TestEncodeSteering(t *testing.T) {
 		{"priority-based carries the access and its threshold in microseconds", junctionv1.SteeringMode{Mode: junctionv1.ModePriorityBased, PriorityBased: &junctionv1.PriorityBased{PriorityAccess: junctionv1.Access3GPP, RTTThreshold: "40ms"}}, nil, Steering{Mode: 4, Access: 1, RTTThresholdUS: 40000}},
 		{"redundant has no parameters", junctionv1.SteeringMode{Mode: junctionv1.ModeRedundant}, nil, Steering{Mode: 5}},
 		{"a Rel-17 RTT threshold applies to other modes", smallestDelay, &junctionv1.Thresholds{RTT: "150ms"}, Steering{Mode: 2, RTTThresholdUS: 150000}},
+		// docs/pipeline.md: loss_limit_pct is packetLossPercent + 1, 0 being no limit.
+		{"a 10 percent loss threshold is a limit of 11", activeWiFi, &junctionv1.Thresholds{PacketLossPercent: ptr[int32](10)}, Steering{Mode: 1, Access: 2, LossLimitPct: 11}},
+		{"a 0 percent loss threshold is a limit of 1, not none", activeWiFi, &junctionv1.Thresholds{PacketLossPercent: ptr[int32](0)}, Steering{Mode: 1, Access: 2, LossLimitPct: 1}},
+		{"a 100 percent loss threshold still fits in 8 bits", activeWiFi, &junctionv1.Thresholds{RTT: "20ms", PacketLossPercent: ptr[int32](100)}, Steering{Mode: 1, Access: 2, RTTThresholdUS: 20000, LossLimitPct: 101}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := EncodeSteering(tc.mode, tc.th)
@@ -82,7 +86,7 @@ func TestApplicationEntries(t *testing.T) {
 				t.Errorf("match %d = %+v, want %+v", i, e.Match[i], want[i])
 			}
 		}
-		wantParams := []Param{{"app_id", []byte{0, 7}}, {"mode", []byte{3}}, {"access", []byte{0}}, {"ratio_3gpp", []byte{38}}, {"rtt_threshold_us", []byte{0, 0, 0, 0}}}
+		wantParams := []Param{{"app_id", []byte{0, 7}}, {"mode", []byte{3}}, {"access", []byte{0}}, {"ratio_3gpp", []byte{38}}, {"rtt_threshold_us", []byte{0, 0, 0, 0}}, {"loss_limit_pct", []byte{0}}}
 		if !e.SameAction(Entry{Action: "set_application", Params: wantParams}) {
 			t.Errorf("params %+v", e.Params)
 		}
@@ -225,7 +229,7 @@ func TestSessionEntries(t *testing.T) {
 			t.Fatalf("tables %v", got)
 		}
 		o := es[len(es)-1]
-		if !bytes.Equal(o.Match[1].Value, []byte{0, 7}) || !bytes.Equal(o.Params[4].Value, []byte{0, 0, 0, 11}) {
+		if !bytes.Equal(o.Match[1].Value, []byte{0, 7}) || !bytes.Equal(o.Params[5].Value, []byte{0, 0, 0, 11}) {
 			t.Errorf("override %+v", o)
 		}
 	})

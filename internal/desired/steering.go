@@ -21,6 +21,9 @@ type Steering struct {
 	Access         contract.Access
 	Ratio3GPP      uint8
 	RTTThresholdUS uint32
+	// LossLimitPct is loss_limit_pct: 0 none, else an access meets the threshold while its
+	// loss (percent) is below it, so a packetLossPercent p is written as p+1.
+	LossLimitPct uint8
 }
 
 // NeedsSequence reports whether the mode sends one session's packets on both accesses, so the
@@ -69,15 +72,21 @@ func micros(field string, d junctionv1.Duration) (uint32, error) {
 }
 
 // EncodeSteering turns an API steering mode and optional Rel-17 thresholds into pipeline
-// parameters. Priority-based carries its own threshold; for the other modes the RTT threshold
-// marks an access as not meeting the thresholds. The packet-loss threshold is enforced by the
-// operator from measured loss, not in the data plane.
+// parameters. Priority-based carries its own RTT threshold; for the other modes the RTT threshold
+// marks an access as not meeting the thresholds. The packet-loss threshold applies in every mode
+// that reads thresholds, against the loss the UE agents report in their probes.
 func EncodeSteering(m junctionv1.SteeringMode, th *junctionv1.Thresholds) (Steering, error) {
 	var s Steering
 	var err error
 	if th != nil {
 		if s.RTTThresholdUS, err = micros("thresholds.rtt", th.RTT); err != nil {
 			return s, err
+		}
+		if p := th.PacketLossPercent; p != nil {
+			if *p < 0 || *p > 100 {
+				return s, fmt.Errorf("thresholds.packetLossPercent: %d is not between 0 and 100", *p)
+			}
+			s.LossLimitPct = uint8(*p + 1)
 		}
 	}
 	switch m.Mode {
@@ -125,5 +134,6 @@ func (s Steering) params() []Param {
 		{"access", u8(uint8(s.Access))},
 		{"ratio_3gpp", u8(s.Ratio3GPP)},
 		{"rtt_threshold_us", u32(s.RTTThresholdUS)},
+		{"loss_limit_pct", u8(s.LossLimitPct)},
 	}
 }

@@ -33,6 +33,9 @@ type UserState struct {
 	// RTT is the last RTT per access (index slot(Access)); Up says the access is available.
 	RTT [2]time.Duration
 	Up  [2]bool
+	// Loss is the loss per access (percent) as the device holds it, where LossKnown.
+	Loss      [2]uint8
+	LossKnown [2]bool
 	// Seen says a report arrived for the access (an access never reported is not "down").
 	Seen [2]bool
 	// Active is the access smallest-delay steering would pick now (contract.AccessNone: neither is up).
@@ -48,11 +51,14 @@ type UserState struct {
 	LastChange  time.Time
 }
 
-// RTTWrite is a path-state register write the operator must do itself while the user's
-// in-data-plane updates are suspended (link notifications must still take effect).
-type RTTWrite struct {
+// PathWrite is a path-state register write the operator must do itself while the user's
+// in-data-plane updates are suspended: link notifications must still take effect, and the loss
+// keeps following the reports (the RTTs stay frozen: that is what stops the flip-flop).
+type PathWrite struct {
 	Access contract.Access
-	// Value is the register value: 0 unavailable, otherwise the RTT in microseconds.
+	// Loss says the register is loss_<access> (Value in percent); otherwise rtt_<access> (Value
+	// 0 unavailable, otherwise the RTT in microseconds).
+	Loss  bool
 	Value uint32
 }
 
@@ -63,7 +69,7 @@ type Decision struct {
 	// Suspend / Resume: write path_updates_suspended[user] = 1 / 0.
 	Suspend, Resume bool
 	// Writes are path-state writes that the suspended data plane would have done.
-	Writes []RTTWrite
+	Writes []PathWrite
 	// Changed: the summary differs from before (the status should be refreshed).
 	Changed bool
 }
@@ -99,18 +105,32 @@ func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 	st.Seen[i] = true
 	switch r.Kind {
 	case contract.ReportRTT:
+		wasUp := st.Up[i]
 		st.RTT[i], st.Up[i] = atLeastMicro(r.RTT), true
+		if st.Suspended && !wasUp {
+			// The access is back without a LINK_UP (lost: it is sent once, on the leg that
+			// just recovered): the register still says unavailable, and only the operator
+			// writes it until the suspension lifts.
+			d.Writes = append(d.Writes, PathWrite{Access: r.Access, Value: micros(st.RTT[i])})
+		}
 	case contract.ReportLinkDown:
 		st.Up[i] = false
 		if st.Suspended {
-			d.Writes = append(d.Writes, RTTWrite{Access: r.Access, Value: 0})
+			d.Writes = append(d.Writes, PathWrite{Access: r.Access, Value: 0})
 		}
 	case contract.ReportLinkUp:
 		st.RTT[i], st.Up[i] = atLeastMicro(r.RTT), true
 		if st.Suspended {
-			d.Writes = append(d.Writes, RTTWrite{Access: r.Access, Value: micros(st.RTT[i])})
+			d.Writes = append(d.Writes, PathWrite{Access: r.Access, Value: micros(st.RTT[i])})
 		}
 	}
+	// The data plane wrote the report's loss unless it was suspended; then the operator writes
+	// it, when it differs from what the device holds or that is not known (a suspension adopted
+	// from an earlier operator).
+	if r.Suspended && (r.Loss != st.Loss[i] || !st.LossKnown[i]) {
+		d.Writes = append(d.Writes, PathWrite{Access: r.Access, Loss: true, Value: uint32(r.Loss)})
+	}
+	st.Loss[i], st.LossKnown[i] = r.Loss, true
 
 	switch {
 	case r.Suspended && !st.Suspended:

@@ -3,6 +3,7 @@ package pathmon
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -104,17 +105,61 @@ func TestObserve(t *testing.T) {
 	})
 
 	t.Run("a link down while suspended is written by the operator", func(t *testing.T) {
-		st := UserState{Suspended: true, SuspendedAt: t0, Up: [2]bool{true, true}, RTT: [2]time.Duration{time.Millisecond, 2 * time.Millisecond}, Active: contract.Access3GPP}
+		st := UserState{Suspended: true, SuspendedAt: t0, Up: [2]bool{true, true}, RTT: [2]time.Duration{time.Millisecond, 2 * time.Millisecond},
+			LossKnown: [2]bool{true, true}, Active: contract.Access3GPP}
 		d := Observe(&st, Report{User: 7, Access: contract.Access3GPP, Kind: contract.ReportLinkDown, Suspended: true}, t0.Add(time.Second), cfg)
-		if len(d.Writes) != 1 || d.Writes[0] != (RTTWrite{contract.Access3GPP, 0}) {
+		if len(d.Writes) != 1 || d.Writes[0] != (PathWrite{Access: contract.Access3GPP, Value: 0}) {
 			t.Fatalf("writes %+v", d.Writes)
 		}
 		if st.Active != contract.AccessNon3GPP {
 			t.Errorf("active %v after 3GPP went down", st.Active)
 		}
 		d = Observe(&st, Report{User: 7, Access: contract.Access3GPP, Kind: contract.ReportLinkUp, RTT: 15 * time.Millisecond, Suspended: true}, t0.Add(2*time.Second), cfg)
-		if len(d.Writes) != 1 || d.Writes[0] != (RTTWrite{contract.Access3GPP, 15000}) {
+		if len(d.Writes) != 1 || d.Writes[0] != (PathWrite{Access: contract.Access3GPP, Value: 15000}) {
 			t.Fatalf("writes %+v", d.Writes)
+		}
+	})
+
+	t.Run("while suspended an RTT report brings back an access whose LINK_UP was lost", func(t *testing.T) {
+		st := UserState{Suspended: true, SuspendedAt: t0, Up: [2]bool{true, false}, RTT: [2]time.Duration{time.Millisecond, 2 * time.Millisecond},
+			LossKnown: [2]bool{true, true}, Active: contract.Access3GPP}
+		r := Report{User: 7, Access: contract.AccessNon3GPP, Kind: contract.ReportRTT, RTT: 9 * time.Millisecond, Suspended: true}
+		if d := Observe(&st, r, t0.Add(time.Second), cfg); len(d.Writes) != 1 || d.Writes[0] != (PathWrite{Access: contract.AccessNon3GPP, Value: 9000}) {
+			t.Fatalf("writes %+v, want rtt_non3gpp = 9000", d.Writes)
+		}
+		r.RTT = 3 * time.Millisecond
+		if d := Observe(&st, r, t0.Add(2*time.Second), cfg); len(d.Writes) != 0 {
+			t.Fatalf("the next report on the access, up now: writes %+v, want none (the RTT stays frozen)", d.Writes)
+		}
+	})
+
+	// docs/pipeline.md: during a suspension the RTTs stay frozen, the loss follows the reports.
+	t.Run("while suspended the operator writes the loss the reports carry, not their RTT", func(t *testing.T) {
+		st := UserState{Suspended: true, SuspendedAt: t0, Up: [2]bool{true, true}, RTT: [2]time.Duration{time.Millisecond, 2 * time.Millisecond},
+			Loss: [2]uint8{0, 5}, LossKnown: [2]bool{true, true}, Active: contract.Access3GPP}
+		ack := func(loss uint8, suspended bool) Decision {
+			return Observe(&st, Report{User: 7, Access: contract.AccessNon3GPP, Kind: contract.ReportRTT, RTT: 9 * time.Millisecond, Loss: loss, Suspended: suspended}, t0.Add(time.Second), cfg)
+		}
+		if d := ack(30, true); len(d.Writes) != 1 || d.Writes[0] != (PathWrite{Access: contract.AccessNon3GPP, Loss: true, Value: 30}) {
+			t.Fatalf("a new loss: writes %+v, want loss_non3gpp = 30 only", d.Writes)
+		}
+		if d := ack(30, true); len(d.Writes) != 0 {
+			t.Fatalf("the same loss again: writes %+v, want none", d.Writes)
+		}
+		if d := ack(10, false); len(d.Writes) != 0 {
+			t.Fatalf("a report the device sent unsuspended (it wrote the loss itself): writes %+v, want none", d.Writes)
+		}
+		d := Observe(&st, Report{User: 7, Access: contract.AccessNon3GPP, Kind: contract.ReportLinkDown, Suspended: true}, t0.Add(2*time.Second), cfg)
+		if want := []PathWrite{{Access: contract.AccessNon3GPP}, {Access: contract.AccessNon3GPP, Loss: true}}; !slices.Equal(d.Writes, want) {
+			t.Fatalf("a link down: writes %+v, want %+v (both registers to 0, as the data plane would)", d.Writes, want)
+		}
+	})
+
+	t.Run("an adopted suspension writes the first loss of each access, whatever it is", func(t *testing.T) {
+		var st UserState
+		d := Observe(&st, Report{User: 7, Access: contract.Access3GPP, Kind: contract.ReportRTT, RTT: time.Millisecond, Suspended: true}, t0, cfg)
+		if len(d.Writes) != 1 || d.Writes[0] != (PathWrite{Access: contract.Access3GPP, Loss: true, Value: 0}) {
+			t.Fatalf("writes %+v, want loss_3gpp = 0 (the device's value is unknown)", d.Writes)
 		}
 	})
 
@@ -177,16 +222,16 @@ func TestTick(t *testing.T) {
 	})
 }
 
-func members(addr, user, access, kind, rtt, susp []byte) map[string][]byte {
-	return map[string][]byte{"session_addr": addr, "user_idx": user, "access": access, "kind": kind, "rtt_us": rtt, "suspended": susp}
+func members(addr, user, access, kind, rtt, loss, susp []byte) map[string][]byte {
+	return map[string][]byte{"session_addr": addr, "user_idx": user, "access": access, "kind": kind, "rtt_us": rtt, "loss_pct": loss, "suspended": susp}
 }
 
 func TestDecodeReport(t *testing.T) {
-	r, err := DecodeReport(members([]byte{10, 0, 0, 1}, []byte{0x01, 0x02}, []byte{2}, []byte{1}, []byte{0x27, 0x10}, []byte{1}))
+	r, err := DecodeReport(members([]byte{10, 0, 0, 1}, []byte{0x01, 0x02}, []byte{2}, []byte{1}, []byte{0x27, 0x10}, []byte{35}, []byte{1}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Report{SessionAddr: netip.MustParseAddr("10.0.0.1"), User: 258, Access: contract.AccessNon3GPP, Kind: contract.ReportRTT, RTT: 10 * time.Millisecond, Suspended: true}
+	want := Report{SessionAddr: netip.MustParseAddr("10.0.0.1"), User: 258, Access: contract.AccessNon3GPP, Kind: contract.ReportRTT, RTT: 10 * time.Millisecond, Loss: 35, Suspended: true}
 	if r != want {
 		t.Errorf("got %+v, want %+v", r, want)
 	}
@@ -197,9 +242,10 @@ func TestDecodeReport(t *testing.T) {
 		want    string
 	}{
 		{"a missing member is named", map[string][]byte{"session_addr": one}, "member user_idx is missing"},
-		{"an access of 3 is rejected naming the member", members(one, one, []byte{3}, one, one, one), "member access"},
-		{"an unknown kind is rejected naming the member", members(one, one, one, []byte{9}, one, one), "member kind"},
-		{"a too wide user index is rejected naming the member", members(one, []byte{1, 0, 0, 0, 0}, one, one, one, one), "member user_idx"},
+		{"an access of 3 is rejected naming the member", members(one, one, []byte{3}, one, one, one, one), "member access"},
+		{"an unknown kind is rejected naming the member", members(one, one, one, []byte{9}, one, one, one), "member kind"},
+		{"a loss wider than 8 bits is rejected naming the member", members(one, one, one, one, one, []byte{1, 0}, one), "member loss_pct"},
+		{"a too wide user index is rejected naming the member", members(one, []byte{1, 0, 0, 0, 0}, one, one, one, one, one), "member user_idx"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := DecodeReport(tc.members); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -233,6 +279,13 @@ func (a *recordingActuator) WriteRTT(_ context.Context, user uint32, access cont
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.writes = append(a.writes, "rtt")
+	return nil
+}
+
+func (a *recordingActuator) WriteLoss(_ context.Context, user uint32, access contract.Access, v uint8) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.writes = append(a.writes, "loss")
 	return nil
 }
 

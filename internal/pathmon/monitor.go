@@ -16,6 +16,8 @@ type Actuator interface {
 	SetSuspended(ctx context.Context, user uint32, suspended bool) error
 	// WriteRTT writes rtt_3gpp[user] or rtt_non3gpp[user] (0: unavailable).
 	WriteRTT(ctx context.Context, user uint32, access contract.Access, value uint32) error
+	// WriteLoss writes loss_3gpp[user] or loss_non3gpp[user] (percent).
+	WriteLoss(ctx context.Context, user uint32, access contract.Access, percent uint8) error
 }
 
 // Summary is a user's paths as the ATSSSSession status shows them.
@@ -235,7 +237,13 @@ func (m *Monitor) carryOut(ctx context.Context, user uint32, d Decision) {
 		}
 	}
 	for _, w := range d.Writes {
-		if err := m.act.WriteRTT(ctx, user, w.Access, w.Value); err != nil {
+		var err error
+		if w.Loss {
+			err = m.act.WriteLoss(ctx, user, w.Access, uint8(w.Value))
+		} else {
+			err = m.act.WriteRTT(ctx, user, w.Access, w.Value)
+		}
+		if err != nil {
 			m.fail(err, "write path state", user)
 		}
 	}

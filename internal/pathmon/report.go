@@ -27,6 +27,8 @@ type Report struct {
 	Access      contract.Access
 	Kind        contract.ReportKind
 	RTT         time.Duration // microsecond resolution; 0 for a link-down
+	// Loss is the loss (percent) the UE reported for the access: 0 for a link-down.
+	Loss uint8
 	// Suspended says path_updates_suspended[user] was set on the device when it sent the
 	// report (the data plane then left the path-state registers alone).
 	Suspended bool
@@ -35,7 +37,7 @@ type Report struct {
 // DecodeReport reads one digest message given as its members' bytestrings by name (as
 // upfclient decodes a digest list). Errors name the member at fault.
 func DecodeReport(members map[string][]byte) (Report, error) {
-	var v [6]uint64
+	var v [7]uint64
 	for i, m := range contract.ProbeReportMembers {
 		b, ok := members[m.Name]
 		if !ok {
@@ -53,7 +55,8 @@ func DecodeReport(members map[string][]byte) (Report, error) {
 		Access:      contract.Access(v[2]),
 		Kind:        contract.ReportKind(v[3]),
 		RTT:         time.Duration(v[4]) * time.Microsecond,
-		Suspended:   v[5] != 0,
+		Loss:        uint8(v[5]),
+		Suspended:   v[6] != 0,
 	}
 	if !r.Access.Valid() {
 		return Report{}, fmt.Errorf("probe_reports member access: %d is neither 1 (3GPP) nor 2 (non-3GPP)", v[2])

@@ -14,8 +14,8 @@ import (
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
-// leg is one access of a tunnel: its UDP socket toward the UPF, its probe state and the RTT the
-// uplink steers by.
+// leg is one access of a tunnel: its UDP socket toward the UPF, its probe state and the RTT and
+// loss the uplink steers by.
 type leg struct {
 	t      *Tunnel
 	access contract.Access
@@ -23,7 +23,7 @@ type leg struct {
 	m      *legMetrics
 
 	conn  atomic.Pointer[net.UDPConn]
-	rttUS atomic.Uint32 // the uplink's path state: 0 while the leg is not Up
+	path  atomic.Uint64 // the uplink's path state: steer.Path packed by packPath
 	busy  atomic.Bool   // traffic since the last tick: probe at the busy interval
 	gsoOK atomic.Bool   // the socket takes UDP_SEGMENT (gso_linux.go)
 
@@ -33,6 +33,11 @@ type leg struct {
 	ifindex int
 	noAddr  bool
 }
+
+// packPath and unpackPath keep a steer.Path in one atomic word: the uplink reads it per packet.
+func packPath(p steer.Path) uint64 { return uint64(p.RTT) | uint64(p.Loss)<<32 }
+
+func unpackPath(v uint64) steer.Path { return steer.Path{RTT: uint32(v), Loss: uint8(v >> 32)} }
 
 func newLeg(t *Tunnel, a contract.Access, local netip.Addr) *leg {
 	l := &leg{t: t, access: a, local: local, m: t.m.leg(a), state: steer.NewLeg(t.clock, steer.DefaultLegConfig())}
@@ -189,7 +194,7 @@ func (l *leg) reply(c wire.Control) {
 	l.mu.Lock()
 	rtt, ok := l.state.Reply(now, c.UETime)
 	if ok {
-		l.t.sendControl(l.access, wire.TypeProbeAck, wire.Control{Access: l.access, UETime: c.UETime, UPFTime: c.UPFTime})
+		l.t.sendControl(l.access, wire.TypeProbeAck, wire.Control{Access: l.access, LossPercent: l.state.PathLoss(), UETime: c.UETime, UPFTime: c.UPFTime})
 		l.m.rtt.Set(rtt.Seconds())
 		l.m.replies.Inc()
 	}
@@ -222,11 +227,11 @@ func (l *leg) tick(now time.Time) time.Time {
 	return l.state.NextDeadline(now)
 }
 
-// transitionLocked publishes the leg's RTT to the uplink and acts on the leg's state changes:
-// LINK_DOWN goes on the other leg (this one may be gone), LINK_UP with the last RTT on this one
-// (docs/junction-header.md), and the status is told.
+// transitionLocked publishes the leg's path state to the uplink and acts on the leg's state
+// changes: LINK_DOWN goes on the other leg (this one may be gone), LINK_UP with the last RTT and
+// loss on this one (docs/junction-header.md), and the status is told.
 func (l *leg) transitionLocked() {
-	l.rttUS.Store(l.state.PathRTT())
+	l.path.Store(packPath(steer.Path{RTT: l.state.PathRTT(), Loss: l.state.PathLoss()}))
 	changed := false
 	for {
 		e, ok := l.state.Event()
@@ -239,7 +244,8 @@ func (l *leg) transitionLocked() {
 			l.t.sendControl(l.access.Other(), wire.TypeLinkDown, wire.Control{Access: l.access})
 			l.m.downs.Inc()
 		case e.SendLinkUp():
-			l.t.sendControl(l.access, wire.TypeLinkUp, wire.Control{Access: l.access, UETime: max(uint32(e.RTT.Microseconds()), 1)})
+			l.t.sendControl(l.access, wire.TypeLinkUp, wire.Control{Access: l.access, LossPercent: l.state.PathLoss(),
+				UETime: max(uint32(e.RTT.Microseconds()), 1)})
 		}
 	}
 	if l.state.Up() {

@@ -213,15 +213,16 @@ func (t *Tunnel) closeLegs() {
 	}
 }
 
-// pathRTTs are the uplink's path state: the legs' RTTs in µs, 0 for an absent or down leg.
-func (t *Tunnel) pathRTTs() (r3, rn uint32) {
+// paths are the uplink's path state: the legs' RTTs in µs (0 for an absent or down leg) and
+// losses.
+func (t *Tunnel) paths() (p3, pn steer.Path) {
 	if l := t.legs[contract.Access3GPP]; l != nil {
-		r3 = l.rttUS.Load()
+		p3 = unpackPath(l.path.Load())
 	}
 	if l := t.legs[contract.AccessNon3GPP]; l != nil {
-		rn = l.rttUS.Load()
+		pn = unpackPath(l.path.Load())
 	}
-	return r3, rn
+	return p3, pn
 }
 
 // uplink reads user packets from the TUN and sends them on the chosen legs.
@@ -264,9 +265,9 @@ func (t *Tunnel) sendUp(now time.Time, st *steering, buf []byte, n int) {
 			t.upSeq = 1
 		}
 	}
-	r3, rn := t.pathRTTs()
-	first, second := steer.Choose(s, r3, rn, t.upSeq)
-	if e := t.exp; e.SwitchEvery > 0 && second == contract.AccessNone && r3 != 0 && rn != 0 {
+	p3, pn := t.paths()
+	first, second := steer.Choose(s, p3, pn, t.upSeq)
+	if e := t.exp; e.SwitchEvery > 0 && second == contract.AccessNone && p3.RTT != 0 && pn.RTT != 0 {
 		first = contract.AccessNon3GPP
 		if t.expCount/e.SwitchEvery%2 == 1 {
 			first = contract.Access3GPP

@@ -221,6 +221,9 @@ type Control struct {
 	Session [4]byte
 	// contract.Access is the leg a probe is sent on, or the access a link message is about.
 	Access contract.Access
+	// LossPercent is loss_pct: the UE's measured loss on the access (PROBE_ACK, LINK_UP), 0 in
+	// the other messages.
+	LossPercent uint8
 	// UETime is ue_ts on probes (the UE's µs clock, low 32 bits, echoed by the UPF) and rtt_us
 	// on link messages (the UE's last RTT for that access on LINK_UP, 0 on LINK_DOWN).
 	UETime uint32
@@ -232,7 +235,7 @@ type Control struct {
 func (c Control) Put(b []byte) {
 	_ = b[15]
 	copy(b[0:4], c.Session[:])
-	b[4], b[5], b[6], b[7] = byte(c.Access), 0, 0, 0
+	b[4], b[5], b[6], b[7] = byte(c.Access), c.LossPercent, 0, 0
 	binary.BigEndian.PutUint32(b[8:12], c.UETime)
 	binary.BigEndian.PutUint32(b[12:16], c.UPFTime)
 }
@@ -251,10 +254,11 @@ func ParseControl(b []byte) (Control, error) {
 		return Control{}, truncated(LayerControl, "body", len(b), ControlLen)
 	}
 	c := Control{
-		Session: [4]byte(b[0:4]),
-		Access:  contract.Access(b[4]),
-		UETime:  binary.BigEndian.Uint32(b[8:12]),
-		UPFTime: binary.BigEndian.Uint32(b[12:16]),
+		Session:     [4]byte(b[0:4]),
+		Access:      contract.Access(b[4]),
+		LossPercent: b[5],
+		UETime:      binary.BigEndian.Uint32(b[8:12]),
+		UPFTime:     binary.BigEndian.Uint32(b[12:16]),
 	}
 	if c.Access != contract.Access3GPP && c.Access != contract.AccessNon3GPP {
 		return c, invalid(LayerControl, "access", int(c.Access), "1 (3GPP) or 2 (non-3GPP)")

@@ -205,17 +205,20 @@ func TestHeaderPrependFillsTheLength(t *testing.T) {
 var controlCases = []struct {
 	name string
 	c    wire.Control
-	hex  string // session address | access reserved | ue_ts / rtt_us | upf_ts
+	hex  string // session address | access loss_pct reserved | ue_ts / rtt_us | upf_ts
 }{
 	{"a PROBE body carries the session address, the leg and the UE's send time, upf_ts 0",
 		wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.AccessNon3GPP, UETime: 0x01020304},
-		"0a2d0007 02 000000 01020304 00000000"},
+		"0a2d0007 02 00 0000 01020304 00000000"},
 	{"a PROBE_REPLY body echoes the probe and adds the UPF's time",
 		wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.Access3GPP, UETime: 0x01020304, UPFTime: 0xa0b0c0d0},
-		"0a2d0007 01 000000 01020304 a0b0c0d0"},
-	{"a LINK_UP body carries the access that came up and the UE's RTT for it",
-		wire.Control{Session: [4]byte{192, 0, 2, 255}, Access: contract.Access3GPP, UETime: 15000},
-		"c00002ff 01 000000 00003a98 00000000"},
+		"0a2d0007 01 00 0000 01020304 a0b0c0d0"},
+	{"a PROBE_ACK body carries the loss the UE measured on the leg in its sixth byte",
+		wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.AccessNon3GPP, LossPercent: 35, UETime: 0x01020304, UPFTime: 0xa0b0c0d0},
+		"0a2d0007 02 23 0000 01020304 a0b0c0d0"},
+	{"a LINK_UP body carries the access that came up and the UE's RTT and loss for it",
+		wire.Control{Session: [4]byte{192, 0, 2, 255}, Access: contract.Access3GPP, LossPercent: 100, UETime: 15000},
+		"c00002ff 01 64 0000 00003a98 00000000"},
 }
 
 func TestControlBytes(t *testing.T) {
@@ -246,8 +249,8 @@ func TestControlBytes(t *testing.T) {
 
 func TestParseControl(t *testing.T) {
 	t.Run("reserved bytes are ignored on receipt", func(t *testing.T) {
-		c, err := wire.ParseControl(wiretest.Hex("0a2d0007 02 ffffff 00000001 00000002"))
-		want := wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.AccessNon3GPP, UETime: 1, UPFTime: 2}
+		c, err := wire.ParseControl(wiretest.Hex("0a2d0007 02 05 ffff 00000001 00000002"))
+		want := wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.AccessNon3GPP, LossPercent: 5, UETime: 1, UPFTime: 2}
 		if err != nil || c != want {
 			t.Errorf("got %+v %v, want %+v", c, err, want)
 		}

@@ -105,7 +105,8 @@ header junction_t {
 header junction_ctl_t {
     session_addr_t session_addr;
     access_t       access;
-    bit<24>        reserved;
+    loss_pct_t     loss_pct; // PROBE_ACK, LINK_UP: the UE's loss measured on that access
+    bit<16>        reserved;
     bit<32>        ue_ts;   // probes: the UE clock; LINK_UP: rtt_us
     bit<32>        upf_ts;
 }
@@ -161,6 +162,7 @@ struct probe_report_t {
     access_t       access;
     report_kind_t  kind;
     rtt_us_t       rtt_us;
+    loss_pct_t     loss_pct;
     suspended_t    suspended;
 }
 
@@ -234,11 +236,14 @@ struct local_metadata_t {
     access_t        param_access;
     ratio_t         ratio_3gpp;
     rtt_us_t        rtt_threshold_us;
+    loss_pct_t      loss_limit_pct;  // 0: none; else an access is ok while its loss is below it
     bool            has_override;
     seq_index_t     seq_index;
     seq_t           seq;
     rtt_us_t        rtt_3gpp;
     rtt_us_t        rtt_non3gpp;
+    loss_pct_t      loss_3gpp;
+    loss_pct_t      loss_non3gpp;
     access_t        access;         // the access this copy leaves on
     bool            redundant;      // send a second copy on the other access
 
@@ -258,6 +263,7 @@ struct local_metadata_t {
     report_kind_t   report_kind;
     access_t        report_access;
     rtt_us_t        report_rtt;
+    loss_pct_t      report_loss;
     suspended_t     report_suspended;
 }
 

@@ -24,8 +24,8 @@ CONTRACT_TABLES = {
     "applications", "session_overrides", "downlink_tunnels", "filters", "routes",
 }
 CONTRACT_REGISTERS = {
-    "rtt_3gpp", "rtt_non3gpp", "path_updates_suspended", "session_seq", "reorder_state",
-    "reorder_deadline",
+    "rtt_3gpp", "rtt_non3gpp", "path_updates_suspended", "loss_3gpp", "loss_non3gpp",
+    "session_seq", "reorder_state", "reorder_deadline",
 }
 
 results = []

@@ -17,21 +17,23 @@ import (
 // The model (docs/results.md, "Table V"). Memory is counted in bits of entries (match key plus
 // the widest action's data) and register cells; exact and ternary memory are not told apart.
 // The budget is what the Junction program allocates to the structures the four designs differ
-// in: sessions, applications, session_overrides, session_seq, rtt_3gpp and rtt_non3gpp. A design
+// in: sessions, applications, session_overrides, session_seq and the path state (rtt_<access>,
+// loss_<access>). A design
 // fits U users with k sessions each when shared + U·(perUser + k·perSession) <= budget:
 //
 //	naive:     one flat entry per session keyed by session and application (the paper's Fig. 7a:
-//	           each session serves one application), a sequence counter and an RTT pair per session
+//	           each session serves one application), a sequence counter and a path state (RTT
+//	           and loss of both accesses) per session
 //	HTL only:  a sessions entry per session, the applications table shared by all, and for the
-//	           exception share x of the sessions a session_overrides entry with its counter; an
-//	           RTT pair per session
-//	UTSS only: the naive flat entry and counter per session, one RTT pair per user
-//	Junction:  HTL's entries and UTSS's RTT pair per user
+//	           exception share x of the sessions a session_overrides entry with its counter; a
+//	           path state per session
+//	UTSS only: the naive flat entry and counter per session, one path state per user
+//	Junction:  HTL's entries and UTSS's path state per user
 //
 // x is the program's own ratio of session_overrides to sessions.
 type widths struct {
-	session, application, override, seq, rttPair float64 // bits per entry or cell
-	budget, applications, exceptionShare         float64
+	session, application, override, seq, pathState float64 // bits per entry or cell(s)
+	budget, applications, exceptionShare           float64
 }
 
 func fromP4Info(t *testing.T) widths {
@@ -80,11 +82,13 @@ func fromP4Info(t *testing.T) widths {
 	w.application, w.applications = entry("applications")
 	w.override, nOverrides = entry("session_overrides")
 	w.seq, nSeq = cell("session_seq")
-	rtt3, nRTT3 := cell("rtt_3gpp")
-	rttN, nRTTN := cell("rtt_non3gpp")
-	w.rttPair = rtt3 + rttN
 	w.exceptionShare = nOverrides / nSessions
-	w.budget = nSessions*w.session + w.applications*w.application + nOverrides*w.override + nSeq*w.seq + nRTT3*rtt3 + nRTTN*rttN
+	w.budget = nSessions*w.session + w.applications*w.application + nOverrides*w.override + nSeq*w.seq
+	for _, r := range []string{"rtt_3gpp", "rtt_non3gpp", "loss_3gpp", "loss_non3gpp"} {
+		bits, n := cell(r)
+		w.pathState += bits
+		w.budget += n * bits
+	}
 	return w
 }
 
@@ -94,15 +98,15 @@ func (w widths) users(design string, k float64) float64 {
 	var shared, perUser, perSession float64
 	switch design {
 	case "naive":
-		perSession = flat + w.seq + w.rttPair
+		perSession = flat + w.seq + w.pathState
 	case "HTL only":
 		shared = w.applications * w.application
-		perSession = w.session + w.exceptionShare*(w.override+w.seq) + w.rttPair
+		perSession = w.session + w.exceptionShare*(w.override+w.seq) + w.pathState
 	case "UTSS only":
-		perUser, perSession = w.rttPair, flat+w.seq
+		perUser, perSession = w.pathState, flat+w.seq
 	case "Junction":
 		shared = w.applications * w.application
-		perUser, perSession = w.rttPair, w.session+w.exceptionShare*(w.override+w.seq)
+		perUser, perSession = w.pathState, w.session+w.exceptionShare*(w.override+w.seq)
 	}
 	return float64(int64((w.budget - shared) / (perUser + k*perSession)))
 }
@@ -120,8 +124,8 @@ var paper = map[float64][4]float64{
 func TestTableV(t *testing.T) {
 	w := fromP4Info(t)
 	fmt.Printf("\nTable V: users that fit the %.1f Mbit this program gives its session, application and path state\n", w.budget/1e6)
-	fmt.Printf("(entry bits: sessions %.0f, applications %.0f, overrides %.0f, seq %.0f, RTT pair %.0f; exception share %.3f)\n",
-		w.session, w.application, w.override, w.seq, w.rttPair, w.exceptionShare)
+	fmt.Printf("(entry bits: sessions %.0f, applications %.0f, overrides %.0f, seq %.0f, path state %.0f; exception share %.3f)\n",
+		w.session, w.application, w.override, w.seq, w.pathState, w.exceptionShare)
 	fmt.Printf("%-9s %12s %12s %12s %12s %10s %10s\n", "sess/user", designs[0], designs[1], designs[2], designs[3], "J/naive", "paper")
 	for _, k := range []float64{1, 2, 4, 8} {
 		var u [4]float64
@@ -136,7 +140,7 @@ func TestTableV(t *testing.T) {
 			t.Errorf("%v sessions per user: %v does not order naive < HTL <= Junction, naive <= UTSS <= Junction", k, u)
 		}
 		if k == 1 && u[2] != u[0] {
-			t.Errorf("one session per user: UTSS %v != naive %v, but one RTT pair per user is one per session", u[2], u[0])
+			t.Errorf("one session per user: UTSS %v != naive %v, but one path state per user is one per session", u[2], u[0])
 		}
 	}
 	// Junction's advantage over naive grows with sessions per user (the paper: 1.22x to 1.63x).
@@ -147,7 +151,7 @@ func TestTableV(t *testing.T) {
 
 // The formula, checked by hand on round numbers: a 1000-bit budget, 10-bit entries.
 func TestUsersFormula(t *testing.T) {
-	w := widths{session: 10, application: 10, override: 10, seq: 10, rttPair: 10, budget: 1000, applications: 10, exceptionShare: 0.5}
+	w := widths{session: 10, application: 10, override: 10, seq: 10, pathState: 10, budget: 1000, applications: 10, exceptionShare: 0.5}
 	for _, c := range []struct {
 		design string
 		k      float64

@@ -123,6 +123,21 @@ func pace(start time.Time, d, failAt time.Duration, fail func(), send func(i int
 	}
 }
 
+// paceAt calls send at the packet rate of rate bit/s in cbrPayload datagrams for d.
+func paceAt(rate float64, d time.Duration, send func()) {
+	start, pps := time.Now(), rate/8/cbrPayload
+	for i := 0; ; i++ {
+		due := start.Add(time.Duration(float64(i) / pps * float64(time.Second)))
+		if due.Sub(start) >= d {
+			return
+		}
+		if w := time.Until(due); w > 0 {
+			time.Sleep(w)
+		}
+		send()
+	}
+}
+
 // newEmulation gives every UE's radio ran's properties and the shared WiFi cell wifi's, both
 // directions alike.
 func newEmulation(ran, wifi linkem.Params) *topology.Emulation {
@@ -633,20 +648,8 @@ func (tb *testbed) cbrTo(t *testing.T, u *ueNode, addr string, rate float64) fun
 			}
 		}
 	}()
-	return func(d time.Duration) {
-		start, pps := time.Now(), rate/8/cbrPayload
-		msg := make([]byte, cbrPayload)
-		for i := 0; ; i++ {
-			due := start.Add(time.Duration(float64(i) / pps * float64(time.Second)))
-			if due.Sub(start) >= d {
-				return
-			}
-			if w := time.Until(due); w > 0 {
-				time.Sleep(w)
-			}
-			tx.Write(msg)
-		}
-	}
+	msg := make([]byte, cbrPayload)
+	return func(d time.Duration) { paceAt(rate, d, func() { tx.Write(msg) }) }
 }
 
 // writeSmallestDelay writes the CSV and the two plots (throughput, UE 2's RTTs) of the full run.
@@ -780,6 +783,131 @@ func TestScenarioPriority(t *testing.T) {
 	if shares[0] < 0.9 || shares[1] > 0.1 || shares[2] < 0.9 {
 		t.Errorf("share of the stream on WiFi per phase: %.2f", shares)
 	}
+}
+
+// Beyond the paper: the Rel-17 packet-loss threshold. Active-standby on WiFi with
+// packetLossPercent 5; WiFi clean, then losing 20% each way (about 36% of the probes, which cross
+// it twice: far enough above the threshold that a 20-probe window seldom reads 5% or less), then
+// clean again. The UE agent measures each leg's loss over its last 20 probes and
+// reports it in its PROBE_ACKs; the UPF keeps it in loss_<access>[user] and steers the downlink by
+// it, the agent the uplink. Each phase waits until the UPF's path state says WiFi meets the
+// threshold or not, as the phase wants, then measures the share of a 25 Mbit/s downlink stream
+// the UE's WiFi interface received and of a 2 Mbit/s uplink stream it sent on WiFi.
+//
+//	go test ./test/ueagent -run TestScenarioLossThreshold                   # short: 2 s per phase
+//	make scenarios SCENARIO=LossThreshold                                   # 10 s per phase
+func TestScenarioLossThreshold(t *testing.T) {
+	measure := 2 * time.Second
+	if os.Getenv("JUNCTION_SCENARIO") == "full" {
+		measure = 10 * time.Second
+	}
+	const (
+		threshold = 5    // packetLossPercent
+		wifiLoss  = 0.20 // each way
+		settle    = 60 * time.Second
+	)
+	wifi := linkem.Params{Rate: 100e6, Delay: 5 * time.Millisecond, Queue: 400_000}
+	em := newEmulation(linkem.Params{Rate: 100e6, Delay: 10 * time.Millisecond, Queue: 400_000}, wifi)
+	tb := newEmulatedTestbed(t, 1, em)
+	u := tb.ues[0]
+	tb.startAgent(u)
+	pol := tb.policy("p", activeStandby(junctionv1.AccessNon3GPP))
+	limit := int32(threshold)
+	pol.Spec.Thresholds = &junctionv1.Thresholds{PacketLossPercent: &limit}
+	create(t, pol, tb.session("s1", u, sessionAddr, 100, "p"))
+	s := tb.waitReady("s1")
+	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
+	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
+	user := userIndex(t, s)
+	upload := tb.uplinkCBR(t, u, 2e6)
+	download := tb.cbrTo(t, u, sessionAddr, cbrRate)
+
+	setWiFiLoss := func(loss float64) {
+		for _, sh := range em.Cell {
+			p := sh.Params()
+			p.Loss = loss
+			sh.Set(p)
+		}
+	}
+	// waitOK keeps traffic flowing until the UPF's path state says whether WiFi meets the
+	// threshold (available, loss_non3gpp below packetLossPercent + 1: docs/pipeline.md) as
+	// wanted, and says how long that took. (A lossy leg may also go down for a while: three
+	// probes lost in a row.)
+	waitOK := func(want bool) time.Duration {
+		start := time.Now()
+		for time.Since(start) < settle {
+			rtt, err := tb.register("rtt_non3gpp", user)
+			must(t, err)
+			loss, err := tb.register("loss_non3gpp", user)
+			must(t, err)
+			if ok := rtt != 0 && loss < threshold+1; ok == want {
+				return time.Since(start)
+			}
+			download(200 * time.Millisecond)
+		}
+		t.Fatalf("WiFi's path state for user %d: meets the threshold %v after %v, want %v", user, !want, settle, want)
+		return 0
+	}
+	type phase struct {
+		name             string
+		loss             float64
+		settled          time.Duration
+		downWiFi, upWiFi float64
+	}
+	phases := []phase{{name: "clean"}, {name: "20% loss each way", loss: wifiLoss}, {name: "clean again"}}
+	for i := range phases {
+		p := &phases[i]
+		setWiFiLoss(p.loss)
+		p.settled = waitOK(p.loss == 0)
+		dw0, dg0 := rxBytes(t, u.NS, "wlan0"), rxBytes(t, u.NS, "ran0")
+		uw0, ug0 := txBytes(t, u.NS, "wlan0"), txBytes(t, u.NS, "ran0")
+		done := make(chan struct{})
+		go func() { defer close(done); upload(measure) }()
+		download(measure)
+		<-done
+		dw, dg := float64(rxBytes(t, u.NS, "wlan0")-dw0), float64(rxBytes(t, u.NS, "ran0")-dg0)
+		uw, ug := float64(txBytes(t, u.NS, "wlan0")-uw0), float64(txBytes(t, u.NS, "ran0")-ug0)
+		p.downWiFi, p.upWiFi = dw/(dw+dg), uw/(uw+ug)
+	}
+	fmt.Printf("\nActive-standby on WiFi, packetLossPercent %d: share on WiFi per phase\n", threshold)
+	fmt.Printf("%-20s %12s %10s %10s\n", "WiFi", "settled in", "downlink", "uplink")
+	for _, p := range phases {
+		fmt.Printf("%-20s %12v %9.0f%% %9.0f%%\n", p.name, p.settled.Round(100*time.Millisecond), 100*p.downWiFi, 100*p.upWiFi)
+	}
+	for i, want := range []bool{true, false, true} {
+		p := phases[i]
+		if on := p.downWiFi > 0.9 && p.upWiFi > 0.9; want && !on {
+			t.Errorf("WiFi %s: %.0f%% of the downlink and %.0f%% of the uplink on WiFi, want it all", p.name, 100*p.downWiFi, 100*p.upWiFi)
+		}
+		if off := p.downWiFi < 0.1 && p.upWiFi < 0.1; !want && !off {
+			t.Errorf("WiFi %s: %.0f%% of the downlink and %.0f%% of the uplink on WiFi, want none", p.name, 100*p.downWiFi, 100*p.upWiFi)
+		}
+	}
+}
+
+// uplinkCBR opens a UDP stream of rate bit/s from UE u's session address to the data network
+// and returns the function that sends it for a while; the sockets close with the test.
+func (tb *testbed) uplinkCBR(t *testing.T, u *ueNode, rate float64) func(time.Duration) {
+	var rx, tx *net.UDPConn
+	must(t, tb.DN.Do(func() (err error) {
+		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IP(dnHost.AsSlice()), Port: 7002})
+		return err
+	}))
+	must(t, u.NS.Do(func() (err error) {
+		tx, err = net.DialUDP("udp4", &net.UDPAddr{IP: net.ParseIP(sessionAddr)}, &net.UDPAddr{IP: net.IP(dnHost.AsSlice()), Port: 7002})
+		return err
+	}))
+	t.Cleanup(func() { rx.Close(); tx.Close() })
+	go func() { // drain: the server
+		buf := make([]byte, 2048)
+		for {
+			if _, err := rx.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	msg := make([]byte, cbrPayload)
+	return func(d time.Duration) { paceAt(rate, d, func() { tx.Write(msg) }) }
 }
 
 // The paper's Table IV (uplink reordering): the UE alternates its uplink between 5G (2-5 ms

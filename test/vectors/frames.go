@@ -103,7 +103,8 @@ var layerDefs = map[string]*layerDef{
 	"control": {name: "control", fields: []fieldDef{
 		{name: "session", off: 0, bits: 32, addr: true},
 		{name: "access", off: 32, bits: 8, syms: accesses},
-		{name: "reserved", off: 40, bits: 24},
+		{name: "loss_pct", off: 40, bits: 8},
+		{name: "reserved", off: 48, bits: 16},
 		{name: "ue_ts", off: 64, bits: 32},
 		{name: "rtt_us", off: 64, bits: 32}, // the same bytes, named for link messages
 		{name: "upf_ts", off: 96, bits: 32},
@@ -454,7 +455,8 @@ func (s *layerSpec) wireStruct(next *layerSpec) any {
 		if r, ok := e["rtt_us"]; ok {
 			ts = r
 		}
-		return wire.Control{Session: ip4("session"), Access: contract.Access(e["access"]), UETime: uint32(ts), UPFTime: uint32(e["upf_ts"])}
+		return wire.Control{Session: ip4("session"), Access: contract.Access(e["access"]), LossPercent: uint8(e["loss_pct"]),
+			UETime: uint32(ts), UPFTime: uint32(e["upf_ts"])}
 	}
 	return s.payload
 }

@@ -39,7 +39,7 @@ func benchSetup(b *testing.B, n int) (*harness, [][]byte) {
 	for i, port := range []uint64{53, 80, 443, 8443} {
 		h.insert("applications", map[string]any{"proto": tv{17, 0xff}, "remote_port": rv{port, port}}, int32(100+i),
 			"set_application", map[string]uint64{"app_id": uint64(10 + i), "mode": uint64(contract.ModeSmallestDelay),
-				"access": uint64(contract.Access3GPP), "ratio_3gpp": 0, "rtt_threshold_us": 30000})
+				"access": uint64(contract.Access3GPP), "ratio_3gpp": 0, "rtt_threshold_us": 30000, "loss_limit_pct": 0})
 	}
 	installUsers(h, n)
 	base := ip4("10.0.0.0")
@@ -67,7 +67,7 @@ func installUsers(h *harness, n int) {
 		if i%8 == 0 && i/8 < 16384 {
 			h.insert("session_overrides", map[string]any{"session_addr": sa, "app_id": uint64(12)}, 0,
 				"override_steering", map[string]uint64{"mode": uint64(contract.ModeLoadBalance), "access": uint64(contract.Access3GPP), "ratio_3gpp": 64,
-					"rtt_threshold_us": 0, "seq_index": uint64(i / 8)})
+					"rtt_threshold_us": 0, "loss_limit_pct": 0, "seq_index": uint64(i / 8)})
 		}
 		h.setReg("rtt_3gpp", uint32(i), uint64(10000+i%5000))
 		h.setReg("rtt_non3gpp", uint32(i), uint64(5000+i%9000))

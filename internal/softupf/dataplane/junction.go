@@ -94,7 +94,7 @@ func (c *proc) probe(pkt *Packet, arrival contract.Access) {
 		return
 	}
 	reply := f.Control
-	reply.UPFTime = c.clock()
+	reply.UPFTime, reply.LossPercent = c.clock(), 0
 	bodyOff := pkt.off + f.JunctionOff + wire.HeaderLen
 	end := bodyOff + wire.ControlLen
 	reply.Put(pkt.buf[bodyOff:end])
@@ -114,31 +114,34 @@ func (c *proc) pathReport(pkt *Packet, typ wire.Type, arrival contract.Access) {
 	}
 	var access contract.Access
 	var rtt uint32
+	var loss uint8
 	var kind contract.ReportKind
 	switch typ {
 	case wire.TypeProbeAck:
 		access, kind = arrival, contract.ReportRTT
 		rtt = max(c.clock()-body.UPFTime, 1) // modulo 2^32; a measured 0 is stored as 1
+		loss = body.LossPercent
 	case wire.TypeLinkDown:
 		access, kind = body.Access, contract.ReportLinkDown
 	default:
 		access, kind = body.Access, contract.ReportLinkUp
-		rtt = max(body.UETime, 1)
+		rtt, loss = max(body.UETime, 1), body.LossPercent
 	}
 	suspended := c.st.regs[rPathUpdatesSuspended].load(sess.user) != 0
 	if !suspended {
-		reg := rRTT3GPP
+		rttReg, lossReg := rRTT3GPP, rLoss3GPP
 		if access == contract.AccessNon3GPP {
-			reg = rRTTNon3GPP
+			rttReg, lossReg = rRTTNon3GPP, rLossNon3GPP
 		}
-		c.st.regs[reg].store(sess.user, rtt)
+		c.st.regs[rttReg].store(sess.user, rtt)
+		c.st.regs[lossReg].store(sess.user, uint32(loss))
 	}
-	c.p.digest(c.st, be32(body.Session), sess.user, access, kind, rtt, suspended)
+	c.p.digest(c.st, be32(body.Session), sess.user, access, kind, rtt, loss, suspended)
 	c.drop(pkt, contract.DropConsumed)
 }
 
 // digest sends one probe_reports message.
-func (p *Pipeline) digest(st *state, sessionAddr, user uint32, access contract.Access, kind contract.ReportKind, rtt uint32, suspended bool) {
+func (p *Pipeline) digest(st *state, sessionAddr, user uint32, access contract.Access, kind contract.ReportKind, rtt uint32, loss uint8, suspended bool) {
 	ev := p.events
 	if ev == nil {
 		return
@@ -149,6 +152,6 @@ func (p *Pipeline) digest(st *state, sessionAddr, user uint32, access contract.A
 	}
 	ev.Digest(st.schema.digestID, [][]byte{
 		p4bytes.Uint(uint64(sessionAddr)), p4bytes.Uint(uint64(user)), p4bytes.Uint(uint64(access)),
-		p4bytes.Uint(uint64(kind)), p4bytes.Uint(uint64(rtt)), p4bytes.Uint(s),
+		p4bytes.Uint(uint64(kind)), p4bytes.Uint(uint64(rtt)), p4bytes.Uint(uint64(loss)), p4bytes.Uint(s),
 	})
 }

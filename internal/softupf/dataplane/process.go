@@ -261,6 +261,8 @@ func (c *proc) downlink(pkt *Packet, off, end int, ip wire.IPv4, ports wire.Port
 	ps.present[contract.Access3GPP], ps.present[contract.AccessNon3GPP] = sess.ue3GPP != 0, sess.ueNon3GP != 0
 	ps.rtt[contract.Access3GPP] = c.st.regs[rRTT3GPP].load(sess.user)
 	ps.rtt[contract.AccessNon3GPP] = c.st.regs[rRTTNon3GPP].load(sess.user)
+	ps.loss[contract.Access3GPP] = uint8(c.st.regs[rLoss3GPP].load(sess.user))
+	ps.loss[contract.AccessNon3GPP] = uint8(c.st.regs[rLossNon3GPP].load(sess.user))
 	first, second := decide(&ps, params, seq)
 	if first == contract.AccessNone {
 		c.drop(pkt, contract.DropNoPath)

@@ -156,10 +156,10 @@ func TestDownlinkApplicationSteering(t *testing.T) {
 	h := topology(t)
 	// UDP from port 443 of any server: smallest-delay (non-3GPP at 5 ms wins over 20 ms).
 	h.insert("applications", map[string]any{"proto": tv{17, 0xff}, "remote_port": rv{443, 443}}, 100,
-		"set_application", map[string]uint64{"app_id": 9, "mode": uint64(contract.ModeSmallestDelay), "access": uint64(contract.Access3GPP), "ratio_3gpp": 0, "rtt_threshold_us": 0})
+		"set_application", map[string]uint64{"app_id": 9, "mode": uint64(contract.ModeSmallestDelay), "access": uint64(contract.Access3GPP), "ratio_3gpp": 0, "rtt_threshold_us": 0, "loss_limit_pct": 0})
 	// A lower-priority catch-all that must not win.
 	h.insert("applications", map[string]any{"remote_addr": tv{0, 0}}, 1,
-		"set_application", map[string]uint64{"app_id": 1, "mode": uint64(contract.ModeActiveStandby), "access": uint64(contract.Access3GPP), "ratio_3gpp": 0, "rtt_threshold_us": 0})
+		"set_application", map[string]uint64{"app_id": 1, "mode": uint64(contract.ModeActiveStandby), "access": uint64(contract.Access3GPP), "ratio_3gpp": 0, "rtt_threshold_us": 0, "loss_limit_pct": 0})
 	out := h.process(portDN, fromDN(userPacket(64, false)))
 	expectFrames(t, out, output{portWiFi, wantWiFi(data(0), userPacket(63, false))})
 
@@ -170,11 +170,12 @@ func TestDownlinkApplicationSteering(t *testing.T) {
 	})
 }
 
-// overrideSession gives the session a session_overrides entry for app 0 with seq_index 5.
+// overrideSession gives the session a session_overrides entry for app 0 with seq_index 5, no
+// loss limit.
 func overrideSession(h *harness, mode, access, ratio uint64, threshold uint64) {
 	h.insert("session_overrides", map[string]any{"session_addr": ip4(sessAddr), "app_id": uint64(0)}, 0,
 		"override_steering", map[string]uint64{"mode": mode, "access": access, "ratio_3gpp": ratio,
-			"rtt_threshold_us": threshold, "seq_index": 5})
+			"rtt_threshold_us": threshold, "loss_limit_pct": 0, "seq_index": 5})
 }
 
 func TestDownlinkLoadBalanceSequence(t *testing.T) {
@@ -330,10 +331,10 @@ func TestProbeExchange(t *testing.T) {
 		reply.UPFTime = 1_000_000
 		expectFrames(t, out, output{portGNB, want3GPP(wire.Header{Type: wire.TypeProbeReply}, reply.Append(nil))})
 	})
-	t.Run("PROBE_ACK writes the RTT of its leg and reports it", func(t *testing.T) {
+	t.Run("PROBE_ACK writes the RTT and loss of its leg and reports them", func(t *testing.T) {
 		h.now = 1_000_000 + 7_500
 		ack := body
-		ack.UPFTime = 1_000_000
+		ack.UPFTime, ack.LossPercent = 1_000_000, 25
 		out := h.process(portGNB, junction3GPP(wire.Header{Type: wire.TypeProbeAck}, ack))
 		if len(out) != 0 || h.drops(contract.DropConsumed) != 1 {
 			t.Fatalf("the ACK must be consumed: %d frames, CONSUMED %d", len(out), h.drops(contract.DropConsumed))
@@ -341,7 +342,10 @@ func TestProbeExchange(t *testing.T) {
 		if v := h.reg("rtt_3gpp", user); v != 7500 {
 			t.Errorf("rtt_3gpp[%d] = %d, want 7500", user, v)
 		}
-		expectDigest(t, h, sessAddr, user, contract.Access3GPP, uint8(contract.ReportRTT), 7500, 0)
+		if v := h.reg("loss_3gpp", user); v != 25 {
+			t.Errorf("loss_3gpp[%d] = %d, want 25", user, v)
+		}
+		expectDigest(t, h, sessAddr, user, contract.Access3GPP, uint8(contract.ReportRTT), 7500, 25, 0)
 	})
 	t.Run("a suspended user's RTT is reported but not written", func(t *testing.T) {
 		h.setReg("path_updates_suspended", user, 1)
@@ -352,7 +356,7 @@ func TestProbeExchange(t *testing.T) {
 		if v := h.reg("rtt_non3gpp", user); v != 5000 {
 			t.Errorf("rtt_non3gpp = %d, want 5000 (unchanged)", v)
 		}
-		expectDigest(t, h, sessAddr, user, contract.AccessNon3GPP, uint8(contract.ReportRTT), 900, 1)
+		expectDigest(t, h, sessAddr, user, contract.AccessNon3GPP, uint8(contract.ReportRTT), 900, 0, 1)
 		h.setReg("path_updates_suspended", user, 0)
 	})
 	t.Run("an RTT of 0 is stored as 1", func(t *testing.T) {
@@ -372,7 +376,7 @@ func TestProbeExchange(t *testing.T) {
 	})
 }
 
-func expectDigest(t *testing.T, h *harness, session string, user uint32, access contract.Access, kind uint8, rtt uint32, suspended uint8) {
+func expectDigest(t *testing.T, h *harness, session string, user uint32, access contract.Access, kind uint8, rtt uint32, loss, suspended uint8) {
 	t.Helper()
 	h.ev.mu.Lock()
 	defer h.ev.mu.Unlock()
@@ -381,7 +385,7 @@ func expectDigest(t *testing.T, h *harness, session string, user uint32, access 
 	}
 	got := h.ev.digests[len(h.ev.digests)-1]
 	want := [][]byte{p4bytes.Uint(ip4(session)), p4bytes.Uint(uint64(user)), p4bytes.Uint(uint64(access)),
-		p4bytes.Uint(uint64(kind)), p4bytes.Uint(uint64(rtt)), p4bytes.Uint(uint64(suspended))}
+		p4bytes.Uint(uint64(kind)), p4bytes.Uint(uint64(rtt)), p4bytes.Uint(uint64(loss)), p4bytes.Uint(uint64(suspended))}
 	for i := range want {
 		if i >= len(got) || !bytes.Equal(got[i], want[i]) {
 			t.Fatalf("digest = %x, want %x", got, want)
@@ -406,14 +410,14 @@ func TestLinkNotifications(t *testing.T) {
 	if v := h.reg("rtt_3gpp", user); v != 0 {
 		t.Errorf("rtt_3gpp after LINK_DOWN = %d, want 0", v)
 	}
-	expectDigest(t, h, sessAddr, user, contract.Access3GPP, uint8(contract.ReportLinkDown), 0, 0)
+	expectDigest(t, h, sessAddr, user, contract.Access3GPP, uint8(contract.ReportLinkDown), 0, 0, 0)
 	up := down
 	up.UETime = 12345
 	h.process(portWiFi, junctionWiFi(wire.Header{Type: wire.TypeLinkUp}, up))
 	if v := h.reg("rtt_3gpp", user); v != 12345 {
 		t.Errorf("rtt_3gpp after LINK_UP = %d, want 12345", v)
 	}
-	expectDigest(t, h, sessAddr, user, contract.Access3GPP, uint8(contract.ReportLinkUp), 12345, 0)
+	expectDigest(t, h, sessAddr, user, contract.Access3GPP, uint8(contract.ReportLinkUp), 12345, 0, 0)
 	if n := h.drops(contract.DropConsumed); n != 2 {
 		t.Errorf("CONSUMED = %d, want 2", n)
 	}

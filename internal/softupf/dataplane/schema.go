@@ -63,6 +63,8 @@ const (
 	rRTT3GPP registerKind = iota
 	rRTTNon3GPP
 	rPathUpdatesSuspended
+	rLoss3GPP
+	rLossNon3GPP
 	rSessionSeq
 	rReorderState
 	rReorderDeadline
@@ -146,10 +148,10 @@ var actionSpecs = [numActions]actionSpec{
 		{"teid", 32}, {"ue_addr_3gpp", 32}, {"ue_addr_non3gpp", 32}}},
 	aMissSession: {"miss_session", nil},
 	aSetApplication: {"set_application", []paramSpec{{"app_id", 16}, {"mode", 8}, {"access", 8},
-		{"ratio_3gpp", 8}, {"rtt_threshold_us", 32}}},
+		{"ratio_3gpp", 8}, {"rtt_threshold_us", 32}, {"loss_limit_pct", 8}}},
 	aSetDefaultApplication: {"set_default_application", nil},
 	aOverrideSteering: {"override_steering", []paramSpec{{"mode", 8}, {"access", 8}, {"ratio_3gpp", 8},
-		{"rtt_threshold_us", 32}, {"seq_index", 32}}},
+		{"rtt_threshold_us", 32}, {"loss_limit_pct", 8}, {"seq_index", 32}}},
 	aNoOverride:  {"no_override", nil},
 	aEncapGTPU:   {"encap_gtpu", []paramSpec{{"teid", 32}, {"peer_idx", 16}, {"endpoint_idx", 8}}},
 	aNoTunnel:    {"no_tunnel", nil},
@@ -163,6 +165,8 @@ var registerSpecs = [numRegisters]paramSpec{
 	rRTT3GPP:              {"rtt_3gpp", 32},
 	rRTTNon3GPP:           {"rtt_non3gpp", 32},
 	rPathUpdatesSuspended: {"path_updates_suspended", 8},
+	rLoss3GPP:             {"loss_3gpp", 8},
+	rLossNon3GPP:          {"loss_non3gpp", 8},
 	rSessionSeq:           {"session_seq", 32},
 	rReorderState:         {"reorder_state", 8},
 	rReorderDeadline:      {"reorder_deadline", 32},

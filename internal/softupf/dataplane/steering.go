@@ -5,10 +5,12 @@ import "github.com/junction-atsss/junction/internal/contract"
 // The downlink steering decision (docs/pipeline.md, "Steering decision"), a pure function of
 // the session's legs, the user's path state and the steering parameters.
 
-// paths is what the decision reads: leg presence and RTTs, indexed by access (1, 2).
+// paths is what the decision reads: leg presence, RTTs and losses (percent), indexed by access
+// (1, 2).
 type paths struct {
 	present [3]bool
 	rtt     [3]uint32
+	loss    [3]uint8
 }
 
 func other(a contract.Access) contract.Access {
@@ -20,8 +22,10 @@ func other(a contract.Access) contract.Access {
 
 func (p *paths) avail(a contract.Access) bool { return p.present[a] && p.rtt[a] != 0 }
 
-func (p *paths) ok(a contract.Access, threshold uint32) bool {
-	return p.avail(a) && (threshold == 0 || p.rtt[a] <= threshold)
+// ok is avail(a) meeting the steering parameters' thresholds.
+func (p *paths) ok(a contract.Access, s steering) bool {
+	return p.avail(a) && (s.threshold == 0 || p.rtt[a] <= s.threshold) &&
+		(s.lossLimit == 0 || p.loss[a] < s.lossLimit)
 }
 
 // smallest picks the access with the smaller RTT among those good(a) accepts (tie: 3GPP).
@@ -49,9 +53,8 @@ func decide(p *paths, s steering, seq uint32) (first, second contract.Access) {
 		a = contract.AccessNon3GPP
 	}
 	b := other(a)
-	th := s.threshold
 	avail := p.avail
-	ok := func(x contract.Access) bool { return p.ok(x, th) }
+	ok := func(x contract.Access) bool { return p.ok(x, s) }
 	// loadBalanceFallback is load-balance without both accesses ok.
 	loadBalanceFallback := func() contract.Access {
 		if x := p.smallest(ok); x != contract.AccessNone {
@@ -82,7 +85,7 @@ func decide(p *paths, s steering, seq uint32) (first, second contract.Access) {
 		return loadBalanceFallback(), contract.AccessNone
 	case contract.ModePriorityBased:
 		switch {
-		case avail(a) && (th == 0 || p.rtt[a] <= th):
+		case ok(a):
 			return a, contract.AccessNone
 		case avail(b):
 			return b, contract.AccessNone // overflow

@@ -15,6 +15,10 @@ func TestDecide(t *testing.T) {
 	both := func(r3, rn uint32) paths {
 		return paths{present: [3]bool{false, true, true}, rtt: [3]uint32{0, r3, rn}}
 	}
+	// lossy: both accesses up at 20 and 5 ms with the given losses (percent).
+	lossy := func(l3, ln uint8) paths {
+		return paths{present: [3]bool{false, true, true}, rtt: [3]uint32{0, 20, 5}, loss: [3]uint8{0, l3, ln}}
+	}
 	only3 := func(r3, rn uint32) paths {
 		return paths{present: [3]bool{false, true, false}, rtt: [3]uint32{0, r3, rn}}
 	}
@@ -49,6 +53,14 @@ func TestDecide(t *testing.T) {
 		{"priority-based overflows to the other access over the threshold", both(20, 5), steering{mode: contract.ModePriorityBased, access: g, threshold: 10}, 0, n, x},
 		{"priority-based keeps the priority access over the threshold when the other is down", both(20, 0), steering{mode: contract.ModePriorityBased, access: g, threshold: 10}, 0, g, x},
 		{"priority-based without a threshold always uses the priority access", both(900, 5), steering{mode: contract.ModePriorityBased, access: g}, 0, g, x},
+		{"a loss limit of 0 is no limit", lossy(0, 100), steering{mode: contract.ModeActiveStandby, access: n}, 0, n, x},
+		{"active-standby keeps the active while its loss is below the limit", lossy(0, 10), steering{mode: contract.ModeActiveStandby, access: n, lossLimit: 11}, 0, n, x},
+		{"active-standby moves to the standby when the active's loss reaches the limit", lossy(0, 11), steering{mode: contract.ModeActiveStandby, access: n, lossLimit: 11}, 0, g, x},
+		{"active-standby keeps the active when both are lossier than the limit", lossy(50, 30), steering{mode: contract.ModeActiveStandby, access: n, lossLimit: 11}, 0, n, x},
+		{"an access must meet both the RTT and the loss threshold", lossy(0, 0), steering{mode: contract.ModeActiveStandby, access: g, threshold: 10, lossLimit: 11}, 0, n, x},
+		{"priority-based overflows when the priority access is lossy", lossy(0, 20), steering{mode: contract.ModePriorityBased, access: n, threshold: 30, lossLimit: 6}, 0, g, x},
+		{"load-balance sends everything to the access within the loss limit", lossy(25, 0), steering{mode: contract.ModeLoadBalance, ratio: 128, lossLimit: 6}, 0, n, x},
+		{"smallest-delay reads no threshold", lossy(0, 100), steering{mode: contract.ModeSmallestDelay, lossLimit: 6}, 0, n, x},
 		{"redundant duplicates on both available accesses", both(20, 5), steering{mode: contract.ModeRedundant}, 0, g, n},
 		{"redundant with one access down sends one copy", both(20, 0), steering{mode: contract.ModeRedundant}, 0, g, x},
 		{"redundant with no access has no path", both(0, 0), steering{mode: contract.ModeRedundant}, 0, x, x},

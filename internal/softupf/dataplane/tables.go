@@ -35,6 +35,7 @@ type steering struct {
 	mode      contract.Mode
 	access    contract.Access
 	ratio     uint8
+	lossLimit uint8 // loss_limit_pct: 0 none
 }
 
 type override struct {
@@ -341,13 +342,14 @@ func (d *decodedAction) session() session {
 
 func (d *decodedAction) steering() steering {
 	p := d.params
-	return steering{app: uint16(p[0]), mode: contract.Mode(p[1]), access: contract.Access(p[2]), ratio: uint8(p[3]), threshold: uint32(p[4])}
+	return steering{app: uint16(p[0]), mode: contract.Mode(p[1]), access: contract.Access(p[2]), ratio: uint8(p[3]),
+		threshold: uint32(p[4]), lossLimit: uint8(p[5])}
 }
 
 func (d *decodedAction) override() override {
 	p := d.params
 	return override{steering: steering{mode: contract.Mode(p[0]), access: contract.Access(p[1]), ratio: uint8(p[2]),
-		threshold: uint32(p[3])}, seqIndex: uint32(p[4])}
+		threshold: uint32(p[3]), lossLimit: uint8(p[4])}, seqIndex: uint32(p[5])}
 }
 
 func (d *decodedAction) dlTunnel() dlTunnel {

@@ -8,28 +8,39 @@ import (
 	"github.com/junction-atsss/junction/internal/desired"
 )
 
-// paths is the path state the decision reads: RTTs in µs, 0 for an unavailable access.
-type paths struct{ r3, rn uint32 }
+// Path is one access's path state as the decision reads it.
+type Path struct {
+	// RTT in µs; 0 is an unavailable access (absent leg, leg down or never measured).
+	RTT uint32
+	// Loss is the leg's measured loss in percent (0 until measured).
+	Loss uint8
+}
 
-func (p paths) rtt(a contract.Access) uint32 {
+// paths is the path state of both accesses.
+type paths struct{ p3, pn Path }
+
+func (p paths) of(a contract.Access) Path {
 	if a == contract.Access3GPP {
-		return p.r3
+		return p.p3
 	}
-	return p.rn
+	return p.pn
 }
 
 // avail is the pipeline's avail(a); the caller folds leg presence into the RTT (0 when absent).
-func (p paths) avail(a contract.Access) bool { return p.rtt(a) != 0 }
+func (p paths) avail(a contract.Access) bool { return p.of(a).RTT != 0 }
 
-// ok is avail(a) within the threshold (0: none).
-func (p paths) ok(a contract.Access, threshold uint32) bool {
-	return p.avail(a) && (threshold == 0 || p.rtt(a) <= threshold)
+// ok is avail(a) meeting the thresholds: RTT within rtt_threshold_us and loss below
+// loss_limit_pct (0: none).
+func (p paths) ok(a contract.Access, s desired.Steering) bool {
+	x := p.of(a)
+	return x.RTT != 0 && (s.RTTThresholdUS == 0 || x.RTT <= s.RTTThresholdUS) &&
+		(s.LossLimitPct == 0 || x.Loss < s.LossLimitPct)
 }
 
 // faster is the access with the smaller RTT, a tie going to 3GPP; meaningful when both are
 // available.
 func (p paths) faster() contract.Access {
-	if p.rn < p.r3 {
+	if p.pn.RTT < p.p3.RTT {
 		return contract.AccessNon3GPP
 	}
 	return contract.Access3GPP
@@ -49,21 +60,19 @@ func (p paths) smallest(good3, goodN bool) contract.Access {
 }
 
 // Choose picks the access(es) a packet leaves on, given its steering parameters, the path state
-// of both accesses (RTT in µs, 0 when the access is unavailable: absent leg, leg down or never
-// measured) and the packet's sequence number (the modes that split a flow use it; 0 for a
+// of both accesses and the packet's sequence number (the modes that split a flow use it; 0 for a
 // packet without one). first is AccessNone when no access is available (the UPF's NO_PATH).
 // second is set only by redundant mode with both accesses available: the copy on non-3GPP,
 // first being 3GPP. A mode the pipeline does not know steers like active-standby, as the
 // pipeline does.
-func Choose(s desired.Steering, r3, rn uint32, seq uint32) (first, second contract.Access) {
-	p := paths{r3, rn}
+func Choose(s desired.Steering, p3, pn Path, seq uint32) (first, second contract.Access) {
+	p := paths{p3, pn}
 	a := contract.Access3GPP // the parameter access A; anything but non-3GPP means 3GPP
 	if s.Access == contract.AccessNon3GPP {
 		a = contract.AccessNon3GPP
 	}
 	b := a.Other()
-	th := s.RTTThresholdUS
-	ok3, okN := p.ok(contract.Access3GPP, th), p.ok(contract.AccessNon3GPP, th)
+	ok3, okN := p.ok(contract.Access3GPP, s), p.ok(contract.AccessNon3GPP, s)
 	av3, avN := p.avail(contract.Access3GPP), p.avail(contract.AccessNon3GPP)
 
 	switch s.Mode {
@@ -90,7 +99,7 @@ func Choose(s desired.Steering, r3, rn uint32, seq uint32) (first, second contra
 
 	case contract.ModePriorityBased:
 		switch {
-		case p.ok(a, th):
+		case p.ok(a, s):
 			return a, contract.AccessNone
 		case p.avail(b):
 			return b, contract.AccessNone // overflow
@@ -107,9 +116,9 @@ func Choose(s desired.Steering, r3, rn uint32, seq uint32) (first, second contra
 
 	default: // active-standby
 		switch {
-		case p.ok(a, th):
+		case p.ok(a, s):
 			return a, contract.AccessNone
-		case p.ok(b, th):
+		case p.ok(b, s):
 			return b, contract.AccessNone
 		case p.avail(a):
 			return a, contract.AccessNone

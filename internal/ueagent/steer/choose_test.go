@@ -105,7 +105,40 @@ func TestChoose(t *testing.T) {
 		{"redundant with no available access sends nothing", apiRedundant, "", 0, 0, 5, no, no},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			first, second := Choose(enc(t, c.mode, c.threshold), c.r3, c.rn, c.seq)
+			first, second := Choose(enc(t, c.mode, c.threshold), Path{RTT: c.r3}, Path{RTT: c.rn}, c.seq)
+			if first != c.first || second != c.second {
+				t.Errorf("got (%v, %v), want (%v, %v)", first, second, c.first, c.second)
+			}
+		})
+	}
+}
+
+// TestChooseLossThreshold follows the same table with a policy's packetLossPercent: an access
+// meets it while its loss is at most that percent (docs/pipeline.md, ok(a)), in the modes that
+// read thresholds. Losses are in percent; both accesses are up (3GPP 30 ms, WiFi 10 ms).
+func TestChooseLossThreshold(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		mode          junctionv1.SteeringMode
+		percent       int32 // thresholds.packetLossPercent
+		l3, ln        uint8
+		first, second contract.Access
+	}{
+		{"active-standby keeps WiFi at exactly the threshold", apiActiveWiFi, 10, 0, 10, n, no},
+		{"active-standby leaves WiFi above the threshold", apiActiveWiFi, 10, 0, 15, g, no},
+		{"active-standby keeps WiFi when 5G is as lossy", apiActiveWiFi, 10, 50, 15, n, no},
+		{"a threshold of 0 tolerates no loss", apiActiveWiFi, 0, 0, 5, g, no},
+		{"priority-based overflows from a lossy priority access", priority(junctionv1.AccessNon3GPP, "40ms"), 2, 0, 5, g, no},
+		{"load-balance sends everything on the access within the threshold", lb(50), 5, 20, 0, n, no},
+		{"smallest-delay reads no threshold", junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay}, 5, 0, 90, n, no},
+		{"redundant reads no threshold", apiRedundant, 5, 90, 90, g, n},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := desired.EncodeSteering(c.mode, &junctionv1.Thresholds{PacketLossPercent: ptr(c.percent)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, second := Choose(s, Path{RTT: 30000, Loss: c.l3}, Path{RTT: 10000, Loss: c.ln}, 1)
 			if first != c.first || second != c.second {
 				t.Errorf("got (%v, %v), want (%v, %v)", first, second, c.first, c.second)
 			}
@@ -116,10 +149,10 @@ func TestChoose(t *testing.T) {
 func TestChooseUnknownModeSteersLikeActiveStandby(t *testing.T) {
 	// The pipeline's default branch: any mode it does not know is active-standby.
 	s := desired.Steering{Mode: 9, Access: contract.AccessNon3GPP}
-	if first, second := Choose(s, 10000, 30000, 0); first != n || second != no {
+	if first, second := Choose(s, Path{RTT: 10000}, Path{RTT: 30000}, 0); first != n || second != no {
 		t.Errorf("got (%v, %v), want (non-3GPP, none)", first, second)
 	}
-	if first, _ := Choose(s, 10000, 0, 0); first != g {
+	if first, _ := Choose(s, Path{RTT: 10000}, Path{}, 0); first != g {
 		t.Errorf("got %v, want 3GPP once non-3GPP is unavailable", first)
 	}
 }
@@ -130,7 +163,7 @@ func TestDefaultApplicationSteersOn3GPP(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, s := c.Classify(pkt{src: ue, dst: server, proto: udp}.bytes())
-	if first, _ := Choose(s, 30000, 10000, 0); first != g {
+	if first, _ := Choose(s, Path{RTT: 30000}, Path{RTT: 10000}, 0); first != g {
 		t.Errorf("the default application went on %v, want 3GPP (active-standby on 3GPP)", first)
 	}
 }

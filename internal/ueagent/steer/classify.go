@@ -206,6 +206,8 @@ func decodeRule(e desired.Entry) (rule, error) {
 			r.steering.Ratio3GPP = uint8(v)
 		case "rtt_threshold_us":
 			r.steering.RTTThresholdUS = uint32(v)
+		case "loss_limit_pct":
+			r.steering.LossLimitPct = uint8(v)
 		default:
 			return r, fmt.Errorf("unknown set_application parameter %q", p.Name)
 		}

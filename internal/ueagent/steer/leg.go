@@ -195,26 +195,25 @@ func (l *Leg) busy(now time.Time) bool {
 }
 
 // NextProbe is when the next PROBE is due: at once when the leg's address appears, then one
-// interval (Busy while traffic flowed in the last second, else Idle) after the last probe. After
-// a missed probe on a leg not yet Down, the next goes one probe timeout after the last instead
-// (as BFD confirms a suspected failure): a silent failure is declared after MissThreshold
-// timeouts, not MissThreshold intervals. Zero: never (the leg has no address).
+// interval after the last probe: Busy while traffic flowed in the last second or while the loss
+// window holds a lost probe (a loss threshold waits on that figure: at Idle it would take 20 s to
+// clear), else Idle. After a missed probe on a leg not yet Down, the next goes one probe timeout
+// after the last instead (as BFD confirms a suspected failure): a silent failure is declared
+// after MissThreshold timeouts, not MissThreshold intervals. Zero: never (the leg has no address).
 func (l *Leg) NextProbe(now time.Time) time.Time {
+	interval := l.cfg.Idle
+	if l.busy(now) || l.outcomes != 0 {
+		interval = l.cfg.Busy
+	}
 	switch {
 	case !l.present:
 		return time.Time{}
 	case !l.sentAny:
 		return l.presentSince
 	case l.missed > 0 && l.state != LegDown:
-		interval := l.cfg.Idle
-		if l.busy(now) {
-			interval = l.cfg.Busy
-		}
 		return l.lastSent.Add(min(interval, l.probeTimeout()))
-	case l.busy(now):
-		return l.lastSent.Add(l.cfg.Busy)
 	}
-	return l.lastSent.Add(l.cfg.Idle)
+	return l.lastSent.Add(interval)
 }
 
 // NextDeadline is the earliest of NextProbe and the timeout of a probe waiting for its reply:
@@ -275,7 +274,11 @@ func (l *Leg) Tick(now time.Time) {
 func (l *Leg) miss(now time.Time, p *probe) {
 	p.state = slotMissed
 	l.lost++
-	l.outcome(true)
+	if l.state == LegUp {
+		// Probes to a leg not up yet, or already known down, measure the wait or the outage,
+		// not the leg: counted, they would keep it "lossy" for a whole window once it is up.
+		l.outcome(true)
+	}
 	l.missed++
 	if l.missed >= l.cfg.MissThreshold && l.state != LegDown {
 		l.transition(now, LegDown, ReasonProbeTimeout)
@@ -419,6 +422,15 @@ func (l *Leg) RepliesReceived() uint64 { return l.replies }
 // ProbesLost counts the probes that timed out (some may have been answered late).
 func (l *Leg) ProbesLost() uint64 { return l.lost }
 
+// PathLoss is the leg's loss as the path state carries it (docs/junction-header.md, loss_pct):
+// Loss once LossMinProbes probes are resolved, else 0 (not measured yet).
+func (l *Leg) PathLoss() uint8 {
+	if p, n := l.Loss(); n >= LossMinProbes {
+		return uint8(p)
+	}
+	return 0
+}
+
 func (l *Leg) outcome(lost bool) {
 	l.outcomes <<= 1
 	if lost {
@@ -429,7 +441,8 @@ func (l *Leg) outcome(lost bool) {
 }
 
 // Loss is the share of the last LossWindow resolved probes that went unanswered, in percent
-// (rounded), and how many probes it counts (fewer while the leg is new).
+// (rounded), and how many probes it counts (fewer while the leg is new). Only probes missed
+// while the leg is Up count.
 func (l *Leg) Loss() (percent, probes int) {
 	if l.lossN == 0 {
 		return 0, 0

@@ -89,6 +89,30 @@ func TestLegProbeSchedule(t *testing.T) {
 			t.Errorf("a second after the traffic the next probe is due %v, want 1 s after the last", got)
 		}
 	})
+	t.Run("an idle leg that lost a probe is probed every 100 ms until its window is clean", func(t *testing.T) {
+		l := upLeg(t, ms(10)) // up at 10 ms RTT: timeout 30 ms
+		now := at(time.Second)
+		l.Sent(now)
+		now = now.Add(ms(100))
+		l.Tick(now) // missed
+		if _, n := l.Loss(); n != 2 {
+			t.Fatalf("%d resolved probes, want 2", n)
+		}
+		for i := range LossWindow {
+			ts := l.Sent(now)
+			if _, ok := l.Reply(now.Add(ms(10)), ts); !ok {
+				t.Fatalf("probe %d: reply not accepted", i)
+			}
+			want := now.Add(ms(100))
+			if i == LossWindow-1 {
+				want = now.Add(time.Second) // the loss left the window: idle again
+			}
+			if got := l.NextProbe(now.Add(ms(10))); !got.Equal(want) {
+				t.Fatalf("after %d answered probes the next is due %v after the last, want %v", i+1, got.Sub(now), want.Sub(now))
+			}
+			now = now.Add(ms(100))
+		}
+	})
 	t.Run("NextDeadline is the earlier of the next probe and a probe's timeout", func(t *testing.T) {
 		l := NewLeg(NewClock(t0), DefaultLegConfig())
 		l.LinkUp(t0)
@@ -480,5 +504,49 @@ func TestLegLoss(t *testing.T) {
 	l.LinkDown(now, "LinkDown")
 	if p, n := l.Loss(); p != 0 || n != 0 {
 		t.Errorf("after the link went down: loss %d%% of %d probes, want a new count", p, n)
+	}
+}
+
+func TestLegPathLoss(t *testing.T) {
+	clock := NewClock(time.Unix(0, 0))
+	l := NewLeg(clock, LegConfig{Idle: 100 * time.Millisecond, Busy: 100 * time.Millisecond, MissThreshold: 3})
+	now := time.Unix(10, 0)
+	l.LinkUp(now)
+	answer := func(i int) {
+		ts := l.Sent(now)
+		now = now.Add(10 * time.Millisecond)
+		if _, ok := l.Reply(now, ts); !ok {
+			t.Fatalf("probe %d: reply not accepted", i)
+		}
+		now = now.Add(90 * time.Millisecond)
+	}
+	lose := func() {
+		l.Sent(now)
+		now = now.Add(3 * time.Second) // past any timeout
+		l.Tick(now)
+	}
+	lose() // before the leg is up: the UPF may not know the session yet, not a loss
+	for i := range LossMinProbes - 2 {
+		answer(i)
+	}
+	lose()
+	if got := l.PathLoss(); got != 0 {
+		t.Errorf("after %d probes: path loss %d%%, want 0 (not measured yet)", LossMinProbes-1, got)
+	}
+	answer(0)
+	if got := l.PathLoss(); got != 10 {
+		t.Errorf("after %d probes, one lost: path loss %d%%, want 10%%", LossMinProbes, got)
+	}
+	// Three more misses take the leg down (MissThreshold 3); ten more while it is down do not
+	// count: the window still holds 4 misses of 13.
+	for range 13 {
+		lose()
+	}
+	if l.State() != LegDown {
+		t.Fatalf("leg %v after 13 misses in a row, want down", l.State())
+	}
+	answer(1)
+	if p, n := l.Loss(); p != 29 || n != 14 {
+		t.Errorf("back up: loss %d%% of %d probes, want 29%% (4 of 14: the misses while down do not count)", p, n)
 	}
 }

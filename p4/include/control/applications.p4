@@ -16,15 +16,17 @@ control Applications(inout local_metadata_t md) {
 
     @name(".set_application") @id(0x0100000B)
     action set_application(app_id_t app_id, steering_mode_t mode, access_t access,
-                           ratio_t ratio_3gpp, rtt_us_t rtt_threshold_us) {
+                           ratio_t ratio_3gpp, rtt_us_t rtt_threshold_us,
+                           loss_pct_t loss_limit_pct) {
         md.app_id = app_id;
         md.mode = mode;
         md.param_access = access;
         md.ratio_3gpp = ratio_3gpp;
         md.rtt_threshold_us = rtt_threshold_us;
+        md.loss_limit_pct = loss_limit_pct;
     }
 
-    // Application 0: active-standby with 3GPP active, no threshold.
+    // Application 0: active-standby with 3GPP active, no thresholds.
     @name(".set_default_application") @id(0x0100000C)
     action set_default_application() {
         md.app_id = 0;
@@ -32,6 +34,7 @@ control Applications(inout local_metadata_t md) {
         md.param_access = ACCESS_3GPP;
         md.ratio_3gpp = 0;
         md.rtt_threshold_us = 0;
+        md.loss_limit_pct = 0;
     }
 
     @name(".applications") @id(0x02000006)
@@ -54,12 +57,14 @@ control Applications(inout local_metadata_t md) {
 
     @name(".override_steering") @id(0x0100000D)
     action override_steering(steering_mode_t mode, access_t access, ratio_t ratio_3gpp,
-                             rtt_us_t rtt_threshold_us, seq_index_t seq_index) {
+                             rtt_us_t rtt_threshold_us, loss_pct_t loss_limit_pct,
+                             seq_index_t seq_index) {
         md.has_override = true;
         md.mode = mode;
         md.param_access = access;
         md.ratio_3gpp = ratio_3gpp;
         md.rtt_threshold_us = rtt_threshold_us;
+        md.loss_limit_pct = loss_limit_pct;
         md.seq_index = seq_index;
     }
 

@@ -44,11 +44,14 @@ control MetadataInit(inout local_metadata_t md, in time_us_t now_us) {
         md.param_access = ACCESS_NONE;
         md.ratio_3gpp = 0;
         md.rtt_threshold_us = 0;
+        md.loss_limit_pct = 0;
         md.has_override = false;
         md.seq_index = 0;
         md.seq = 0;
         md.rtt_3gpp = 0;
         md.rtt_non3gpp = 0;
+        md.loss_3gpp = 0;
+        md.loss_non3gpp = 0;
         md.access = ACCESS_NONE;
         md.redundant = false;
         md.downlink_tunnel_hit = false;
@@ -65,6 +68,7 @@ control MetadataInit(inout local_metadata_t md, in time_us_t now_us) {
         md.report_kind = 0;
         md.report_access = ACCESS_NONE;
         md.report_rtt = 0;
+        md.report_loss = 0;
         md.report_suspended = 0;
     }
 }

@@ -3,9 +3,10 @@
 // Packet's way (Junction control message with a session):
 //   PROBE      -> answered with PROBE_REPLY on the same leg (Tunnels + Encap),
 //                 upf_ts = now_us, every other body field echoed.
-//   PROBE_ACK  -> rtt = now_us - upf_ts (0 -> 1) for the arrival access.
-//   LINK_DOWN  -> rtt 0 for the access in the body.
-//   LINK_UP    -> max(rtt_us, 1) for the access in the body.
+//   PROBE_ACK  -> rtt = now_us - upf_ts (0 -> 1) and the body's loss for the
+//                 arrival access.
+//   LINK_DOWN  -> rtt 0 and loss 0 for the access in the body.
+//   LINK_UP    -> max(rtt_us, 1) and the body's loss for the access in the body.
 // The last three are reports: PathState writes them into the user's path state
 // unless updates are suspended and sends the probe_reports digest; the message
 // itself is consumed.
@@ -26,6 +27,7 @@ control Probes(in headers_t hdr, inout local_metadata_t md) {
                 md.report_kind = REPORT_RTT;
                 md.report_access = md.arrival_access;
                 md.report_rtt = rtt;
+                md.report_loss = hdr.junction_ctl.loss_pct;
                 md.consume = true;
                 md.done = true;
             } else if (md.junction_kind == JK_LINK_DOWN) {
@@ -42,6 +44,7 @@ control Probes(in headers_t hdr, inout local_metadata_t md) {
                 md.report_kind = REPORT_LINK_UP;
                 md.report_access = hdr.junction_ctl.access;
                 md.report_rtt = rtt;
+                md.report_loss = hdr.junction_ctl.loss_pct;
                 md.consume = true;
                 md.done = true;
             }

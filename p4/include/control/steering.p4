@@ -3,7 +3,8 @@
 //
 // Packet's way (downlink with a session): inputs are the session's legs (a leg
 // is present when its UE address is non-zero), the user's path state
-// (md.rtt_3gpp / md.rtt_non3gpp, 0 = unavailable), the steering parameters
+// (md.rtt_3gpp / md.rtt_non3gpp, 0 = unavailable; md.loss_3gpp /
+// md.loss_non3gpp, percent), the steering parameters
 // from applications or session_overrides and the session's seq. Output: the
 // access this copy leaves on, and whether a second (redundant) copy goes on the
 // other access. No available access drops NO_PATH. The second copy of a
@@ -20,9 +21,11 @@ control Steering(inout local_metadata_t md) {
             bool avail_3gpp = leg_3gpp && md.rtt_3gpp != 0;
             bool avail_non3gpp = leg_non3gpp && md.rtt_non3gpp != 0;
             bool ok_3gpp = avail_3gpp &&
-                (md.rtt_threshold_us == 0 || md.rtt_3gpp <= md.rtt_threshold_us);
+                (md.rtt_threshold_us == 0 || md.rtt_3gpp <= md.rtt_threshold_us) &&
+                (md.loss_limit_pct == 0 || md.loss_3gpp < md.loss_limit_pct);
             bool ok_non3gpp = avail_non3gpp &&
-                (md.rtt_threshold_us == 0 || md.rtt_non3gpp <= md.rtt_threshold_us);
+                (md.rtt_threshold_us == 0 || md.rtt_non3gpp <= md.rtt_threshold_us) &&
+                (md.loss_limit_pct == 0 || md.loss_non3gpp < md.loss_limit_pct);
             // The faster access; a tie goes to 3GPP.
             access_t faster = ACCESS_NON3GPP;
             if (md.rtt_3gpp <= md.rtt_non3gpp) {

@@ -120,6 +120,7 @@ control JunctionTnaIngressDeparser(packet_out packet,
                 md.lmd.report_access,
                 md.lmd.report_kind,
                 md.lmd.report_rtt,
+                md.lmd.report_loss,
                 md.lmd.report_suspended
             });
         }

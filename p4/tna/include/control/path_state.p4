@@ -2,12 +2,14 @@
 // V-C2) and the probe_reports digest.
 //
 // Packet's way:
-//   downlink with a session  -> reads rtt_3gpp[user] and rtt_non3gpp[user]
-//                               for Steering (0 = access unavailable).
+//   downlink with a session  -> reads rtt_<access>[user] (0 = access
+//                               unavailable) and loss_<access>[user] for
+//                               Steering.
 //   PROBE_ACK / LINK_DOWN / LINK_UP (reports from Probes) -> reads
 //                               path_updates_suspended[user]; unless set, writes
-//                               the report into rtt_<access>[user]; always asks
-//                               the deparser for the probe_reports digest.
+//                               the report into rtt_<access>[user] and
+//                               loss_<access>[user]; always asks the deparser
+//                               for the probe_reports digest.
 
 #ifndef JUNCTION_TNA_PATH_STATE_P4
 #define JUNCTION_TNA_PATH_STATE_P4
@@ -23,6 +25,12 @@ control PathState(inout local_metadata_t md,
 
     @name(".path_updates_suspended") @id(0x16000003)
     Register<suspended_t, user_idx_t>(MAX_USERS, 0) path_updates_suspended;
+
+    @name(".loss_3gpp") @id(0x16000008)
+    Register<loss_pct_t, user_idx_t>(MAX_USERS, 0) loss_3gpp;
+
+    @name(".loss_non3gpp") @id(0x16000009)
+    Register<loss_pct_t, user_idx_t>(MAX_USERS, 0) loss_non3gpp;
 
     RegisterAction<rtt_us_t, user_idx_t, rtt_us_t>(rtt_3gpp) read_rtt_3gpp = {
         void apply(inout rtt_us_t value, out rtt_us_t result) {
@@ -44,6 +52,26 @@ control PathState(inout local_metadata_t md,
             value = md.report_rtt;
         }
     };
+    RegisterAction<loss_pct_t, user_idx_t, loss_pct_t>(loss_3gpp) read_loss_3gpp = {
+        void apply(inout loss_pct_t value, out loss_pct_t result) {
+            result = value;
+        }
+    };
+    RegisterAction<loss_pct_t, user_idx_t, void>(loss_3gpp) write_loss_3gpp = {
+        void apply(inout loss_pct_t value) {
+            value = md.report_loss;
+        }
+    };
+    RegisterAction<loss_pct_t, user_idx_t, loss_pct_t>(loss_non3gpp) read_loss_non3gpp = {
+        void apply(inout loss_pct_t value, out loss_pct_t result) {
+            result = value;
+        }
+    };
+    RegisterAction<loss_pct_t, user_idx_t, void>(loss_non3gpp) write_loss_non3gpp = {
+        void apply(inout loss_pct_t value) {
+            value = md.report_loss;
+        }
+    };
     RegisterAction<suspended_t, user_idx_t, suspended_t>(path_updates_suspended) read_suspended = {
         void apply(inout suspended_t value, out suspended_t result) {
             result = value;
@@ -54,6 +82,8 @@ control PathState(inout local_metadata_t md,
         if (!md.done && md.path == PATH_DOWNLINK && md.session_hit) {
             md.rtt_3gpp = read_rtt_3gpp.execute(md.user_idx);
             md.rtt_non3gpp = read_rtt_non3gpp.execute(md.user_idx);
+            md.loss_3gpp = read_loss_3gpp.execute(md.user_idx);
+            md.loss_non3gpp = read_loss_non3gpp.execute(md.user_idx);
         } else if (md.report_kind != 0 && md.drop_reason == DROP_NONE) {
             suspended_t suspended = read_suspended.execute(md.user_idx);
             md.report_suspended = 0;
@@ -61,8 +91,10 @@ control PathState(inout local_metadata_t md,
                 md.report_suspended = 1;
             } else if (md.report_access == ACCESS_3GPP) {
                 write_rtt_3gpp.execute(md.user_idx);
+                write_loss_3gpp.execute(md.user_idx);
             } else {
                 write_rtt_non3gpp.execute(md.user_idx);
+                write_loss_non3gpp.execute(md.user_idx);
             }
             ig_dprsr_md.digest_type = DIGEST_TYPE_PROBE_REPORT;
         }

@@ -2,11 +2,13 @@
 // and the probe_reports digest.
 //
 // Packet's way:
-//   downlink with a session  -> reads rtt_3gpp[user] and rtt_non3gpp[user]
-//                               for Steering (0 = access unavailable).
+//   downlink with a session  -> reads rtt_<access>[user] (0 = access
+//                               unavailable) and loss_<access>[user] for
+//                               Steering.
 //   PROBE_ACK / LINK_DOWN / LINK_UP (reports from Probes) -> unless
 //                               path_updates_suspended[user] != 0, writes the
-//                               report into rtt_<access>[user]; always sends
+//                               report into rtt_<access>[user] and
+//                               loss_<access>[user]; always sends
 //                               probe_reports to the controller.
 
 #ifndef JUNCTION_V1MODEL_PATH_STATE_P4
@@ -23,10 +25,18 @@ control PathState(inout local_metadata_t md) {
     @name(".path_updates_suspended") @id(0x16000003)
     register<suspended_t, user_idx_t>(MAX_USERS) path_updates_suspended;
 
+    @name(".loss_3gpp") @id(0x16000008)
+    register<loss_pct_t, user_idx_t>(MAX_USERS) loss_3gpp;
+
+    @name(".loss_non3gpp") @id(0x16000009)
+    register<loss_pct_t, user_idx_t>(MAX_USERS) loss_non3gpp;
+
     apply {
         if (!md.done && md.path == PATH_DOWNLINK && md.session_hit) {
             rtt_3gpp.read(md.rtt_3gpp, md.user_idx);
             rtt_non3gpp.read(md.rtt_non3gpp, md.user_idx);
+            loss_3gpp.read(md.loss_3gpp, md.user_idx);
+            loss_non3gpp.read(md.loss_non3gpp, md.user_idx);
         } else if (md.report_kind != 0 && md.drop_reason == DROP_NONE) {
             suspended_t suspended;
             path_updates_suspended.read(suspended, md.user_idx);
@@ -35,8 +45,10 @@ control PathState(inout local_metadata_t md) {
                 md.report_suspended = 1;
             } else if (md.report_access == ACCESS_3GPP) {
                 rtt_3gpp.write(md.user_idx, md.report_rtt);
+                loss_3gpp.write(md.user_idx, md.report_loss);
             } else {
                 rtt_non3gpp.write(md.user_idx, md.report_rtt);
+                loss_non3gpp.write(md.user_idx, md.report_loss);
             }
             digest<probe_report_t>(PROBE_REPORT_RECEIVER, {
                 md.session_addr,
@@ -44,6 +56,7 @@ control PathState(inout local_metadata_t md) {
                 md.report_access,
                 md.report_kind,
                 md.report_rtt,
+                md.report_loss,
                 md.report_suspended
             });
         }
