@@ -44,7 +44,7 @@ func TestCheckP4Info(t *testing.T) {
 		t.Errorf("the checked-in P4Info is refused: %v", err)
 	}
 	bad := filepath.Join(dir, "bad.txtpb")
-	text := strings.ReplaceAll(string(p4.P4InfoText()), `name: "rtt_non3gpp"`, `name: "rtt_wifi"`)
+	text := strings.ReplaceAll(string(p4.P4InfoText()), `"rtt_non3gpp"`, `"rtt_wifi"`) // name and alias
 	if err := os.WriteFile(bad, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

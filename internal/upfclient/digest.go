@@ -115,18 +115,18 @@ func (d *Device) decodeDigest(l *p4v1.DigestList) DigestList {
 	if sch == nil {
 		return out
 	}
-	ds := sch.digestsID[l.GetDigestId()]
-	if ds == nil {
+	ds, ok := sch.ps.DigestByID(l.GetDigestId())
+	if !ok {
 		return out
 	}
-	out.Digest = ds.name
+	out.Digest = ds.Name
 	out.Messages = make([]DigestMessage, 0, len(l.GetData()))
 	for _, data := range l.GetData() {
 		m := DigestMessage{}
 		if st := data.GetStruct(); st != nil {
 			for i, member := range st.GetMembers() {
-				if i < len(ds.members) {
-					m[ds.members[i].name] = member.GetBitstring()
+				if i < len(ds.Members) {
+					m[ds.Members[i].Name] = member.GetBitstring()
 				}
 			}
 		} else {
@@ -143,9 +143,9 @@ func (d *Device) onPacketIn(p *p4v1.PacketIn) {
 	sch := d.Schema()
 	for _, md := range p.GetMetadata() {
 		name := fmt.Sprintf("id:%d", md.GetMetadataId())
-		if sch != nil {
-			if ms, ok := sch.packetIn[md.GetMetadataId()]; ok {
-				name = ms.name
+		if hdr := sch.packetInHeader(); hdr != nil {
+			if i, ok := hdr.Index[md.GetMetadataId()]; ok {
+				name = hdr.Fields[i].Name
 			}
 		}
 		pin.Metadata[name] = md.GetValue()

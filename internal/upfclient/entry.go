@@ -1,12 +1,13 @@
 package upfclient
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/junction-atsss/junction/internal/p4bytes"
+	"github.com/junction-atsss/junction/internal/p4schema"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -107,29 +108,29 @@ func CloneSession(t p4v1.Update_Type, sessionID uint32, ports ...uint32) *p4v1.U
 // match fields sorted by field ID and params by param ID. Errors name the table, field, action
 // or param at fault.
 func (s *Schema) Build(e Entry) (*p4v1.TableEntry, error) {
-	t, err := s.table(e.Table)
+	t, err := s.ps.Table(e.Table)
 	if err != nil {
 		return nil, err
 	}
-	te := &p4v1.TableEntry{TableId: t.id, Priority: e.Priority, IsDefaultAction: e.Default}
+	te := &p4v1.TableEntry{TableId: t.ID, Priority: e.Priority, IsDefaultAction: e.Default}
 	if e.Default {
 		if len(e.Match) > 0 || e.Priority != 0 {
-			return nil, fmt.Errorf("table %q: the default entry has no match and no priority", t.name)
+			return nil, fmt.Errorf("table %q: the default entry has no match and no priority", t.Name)
 		}
 	} else {
-		if te.Match, err = t.buildMatch(e.Match); err != nil {
+		if te.Match, err = buildMatch(t, e.Match); err != nil {
 			return nil, err
 		}
 		switch {
-		case t.needsPriority && e.Priority <= 0:
-			return nil, fmt.Errorf("table %q: priority must be > 0 (the table has ternary, range or optional fields)", t.name)
-		case !t.needsPriority && e.Priority != 0:
-			return nil, fmt.Errorf("table %q: priority must be 0 (the table has only exact and lpm fields)", t.name)
+		case t.NeedsPriority && e.Priority <= 0:
+			return nil, fmt.Errorf("table %q: priority must be > 0 (the table has ternary, range or optional fields)", t.Name)
+		case !t.NeedsPriority && e.Priority != 0:
+			return nil, fmt.Errorf("table %q: priority must be 0 (the table has only exact and lpm fields)", t.Name)
 		}
 	}
 	if e.Action == "" {
 		if len(e.Params) > 0 {
-			return nil, fmt.Errorf("table %q: params given without an action", t.name)
+			return nil, fmt.Errorf("table %q: params given without an action", t.Name)
 		}
 		return te, nil // a key for DELETE or a read filter
 	}
@@ -141,22 +142,22 @@ func (s *Schema) Build(e Entry) (*p4v1.TableEntry, error) {
 	return te, nil
 }
 
-func (t *tableSchema) buildMatch(ms []Match) ([]*p4v1.FieldMatch, error) {
+func buildMatch(t *p4schema.Table, ms []Match) ([]*p4v1.FieldMatch, error) {
 	out := make([]*p4v1.FieldMatch, 0, len(ms))
 	seen := make(map[string]bool, len(ms))
 	for _, m := range ms {
-		f := t.fieldsByName[m.Field]
-		if f == nil {
-			return nil, fmt.Errorf("table %q has no match field %q (fields: %v)", t.name, m.Field, t.fieldNames())
+		f, err := t.Field(m.Field)
+		if err != nil {
+			return nil, err
 		}
-		if seen[f.name] {
-			return nil, fmt.Errorf("table %q field %q: given twice", t.name, f.name)
+		if seen[f.Name] {
+			return nil, fmt.Errorf("table %q field %q: given twice", t.Name, f.Name)
 		}
-		seen[f.name] = true
-		if m.Kind != f.kind {
-			return nil, fmt.Errorf("table %q field %q: %s match given for a %s field", t.name, f.name, p4bytes.MatchKindName(m.Kind), p4bytes.MatchKindName(f.kind))
+		seen[f.Name] = true
+		if m.Kind != f.Kind {
+			return nil, fmt.Errorf("table %q field %q: %s match given for a %s field", t.Name, f.Name, p4bytes.MatchKindName(m.Kind), p4bytes.MatchKindName(f.Kind))
 		}
-		fm, err := f.build(t.name, m)
+		fm, err := buildField(t.Name, f, m)
 		if err != nil {
 			return nil, err
 		}
@@ -164,49 +165,50 @@ func (t *tableSchema) buildMatch(ms []Match) ([]*p4v1.FieldMatch, error) {
 			out = append(out, fm)
 		}
 	}
-	for i := range t.fields {
-		if f := &t.fields[i]; f.kind == p4configv1.MatchField_EXACT && !seen[f.name] {
-			return nil, fmt.Errorf("table %q: exact field %q is missing", t.name, f.name)
+	for _, f := range t.Fields {
+		if f.Kind == p4configv1.MatchField_EXACT && !seen[f.Name] {
+			return nil, fmt.Errorf("table %q: exact field %q is missing", t.Name, f.Name)
 		}
 	}
-	slices.SortFunc(out, func(a, b *p4v1.FieldMatch) int { return cmpU32(a.FieldId, b.FieldId) })
+	slices.SortFunc(out, func(a, b *p4v1.FieldMatch) int { return cmp.Compare(a.FieldId, b.FieldId) })
 	return out, nil
 }
 
-// build returns the field match, or nil for a don't-care (which P4Runtime wants omitted).
-func (f *fieldSchema) build(table string, m Match) (*p4v1.FieldMatch, error) {
-	what := fmt.Sprintf("table %q field %q", table, f.name)
-	fm := &p4v1.FieldMatch{FieldId: f.id}
-	switch f.kind {
+// buildField returns the field match, or nil for a don't-care (which P4Runtime wants omitted).
+func buildField(table string, f *p4schema.Field, m Match) (*p4v1.FieldMatch, error) {
+	what := fmt.Sprintf("table %q field %q", table, f.Name)
+	fm := &p4v1.FieldMatch{FieldId: f.ID}
+	width := int32(f.Width)
+	switch f.Kind {
 	case p4configv1.MatchField_EXACT, p4configv1.MatchField_OPTIONAL:
-		v, err := fit(m.Value, f.width, what)
+		v, err := fit(m.Value, width, what)
 		if err != nil {
 			return nil, err
 		}
-		if f.kind == p4configv1.MatchField_EXACT {
+		if f.Kind == p4configv1.MatchField_EXACT {
 			fm.FieldMatchType = &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: v}}
 		} else {
 			fm.FieldMatchType = &p4v1.FieldMatch_Optional_{Optional: &p4v1.FieldMatch_Optional{Value: v}}
 		}
 	case p4configv1.MatchField_LPM:
-		if m.PrefixLen < 0 || m.PrefixLen > f.width {
-			return nil, fmt.Errorf("%s: prefix length %d outside 0..%d", what, m.PrefixLen, f.width)
+		if m.PrefixLen < 0 || m.PrefixLen > width {
+			return nil, fmt.Errorf("%s: prefix length %d outside 0..%d", what, m.PrefixLen, width)
 		}
 		if m.PrefixLen == 0 {
 			return nil, nil
 		}
-		v, err := fit(m.Value, f.width, what)
+		v, err := fit(m.Value, width, what)
 		if err != nil {
 			return nil, err
 		}
-		v = and(v, prefixMask(m.PrefixLen, f.width))
+		v = and(v, prefixMask(m.PrefixLen, width))
 		fm.FieldMatchType = &p4v1.FieldMatch_Lpm{Lpm: &p4v1.FieldMatch_LPM{Value: v, PrefixLen: m.PrefixLen}}
 	case p4configv1.MatchField_TERNARY:
-		v, err := fit(m.Value, f.width, what+" value")
+		v, err := fit(m.Value, width, what+" value")
 		if err != nil {
 			return nil, err
 		}
-		mask, err := fit(m.Mask, f.width, what+" mask")
+		mask, err := fit(m.Mask, width, what+" mask")
 		if err != nil {
 			return nil, err
 		}
@@ -215,18 +217,18 @@ func (f *fieldSchema) build(table string, m Match) (*p4v1.FieldMatch, error) {
 		}
 		fm.FieldMatchType = &p4v1.FieldMatch_Ternary_{Ternary: &p4v1.FieldMatch_Ternary{Value: and(v, mask), Mask: mask}}
 	case p4configv1.MatchField_RANGE:
-		lo, err := fit(m.Low, f.width, what+" low")
+		lo, err := fit(m.Low, width, what+" low")
 		if err != nil {
 			return nil, err
 		}
-		hi, err := fit(m.High, f.width, what+" high")
+		hi, err := fit(m.High, width, what+" high")
 		if err != nil {
 			return nil, err
 		}
 		if compareValue(lo, hi) > 0 {
 			return nil, fmt.Errorf("%s: low 0x%x is above high 0x%x", what, lo, hi)
 		}
-		if isZero(lo) && equalValue(hi, p4bytes.MaxValue(int(f.width))) {
+		if isZero(lo) && equalValue(hi, p4bytes.MaxValue(f.Width)) {
 			return nil, nil
 		}
 		fm.FieldMatchType = &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: lo, High: hi}}
@@ -234,58 +236,54 @@ func (f *fieldSchema) build(table string, m Match) (*p4v1.FieldMatch, error) {
 	return fm, nil
 }
 
-func (s *Schema) buildAction(t *tableSchema, name string, params map[string][]byte, asDefault bool) (*p4v1.Action, error) {
-	a := s.actions[name]
-	if a == nil {
-		return nil, fmt.Errorf("table %q: action %q is not in the P4Info", t.name, name)
+func (s *Schema) buildAction(t *p4schema.Table, name string, params map[string][]byte, asDefault bool) (*p4v1.Action, error) {
+	a, err := s.ps.Action(name)
+	if err != nil {
+		return nil, fmt.Errorf("table %q: %w", t.Name, err)
 	}
-	scope, ok := t.actions[a.id]
+	scope, ok := t.Actions[a.ID]
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("table %q: action %q is not one of the table's actions", t.name, a.name)
+		return nil, fmt.Errorf("table %q: action %q is not one of the table's actions", t.Name, a.Name)
 	case asDefault && scope == p4configv1.ActionRef_TABLE_ONLY:
-		return nil, fmt.Errorf("table %q: action %q cannot be the default action (@tableonly)", t.name, a.name)
+		return nil, fmt.Errorf("table %q: action %q cannot be the default action (@tableonly)", t.Name, a.Name)
 	case !asDefault && scope == p4configv1.ActionRef_DEFAULT_ONLY:
-		return nil, fmt.Errorf("table %q: action %q can only be the default action (@defaultonly)", t.name, a.name)
+		return nil, fmt.Errorf("table %q: action %q can only be the default action (@defaultonly)", t.Name, a.Name)
 	}
-	return a.build(params)
-}
-
-func (a *actionSchema) build(params map[string][]byte) (*p4v1.Action, error) {
 	for name := range params {
-		if a.paramsName[name] == nil {
-			return nil, fmt.Errorf("action %q has no param %q (params: %v)", a.name, name, a.paramNames())
+		if _, err := a.Param(name); err != nil {
+			return nil, err
 		}
 	}
-	out := &p4v1.Action{ActionId: a.id, Params: make([]*p4v1.Action_Param, 0, len(a.params))}
-	for _, p := range a.params {
-		raw, ok := params[p.name]
+	out := &p4v1.Action{ActionId: a.ID, Params: make([]*p4v1.Action_Param, 0, len(a.Params))}
+	for _, p := range a.Params { // in ID order
+		raw, ok := params[p.Name]
 		if !ok {
-			return nil, fmt.Errorf("action %q: param %q is missing", a.name, p.name)
+			return nil, fmt.Errorf("action %q: param %q is missing", a.Name, p.Name)
 		}
-		v, err := fit(raw, p.width, fmt.Sprintf("action %q param %q", a.name, p.name))
+		v, err := fit(raw, int32(p.Width), fmt.Sprintf("action %q param %q", a.Name, p.Name))
 		if err != nil {
 			return nil, err
 		}
-		out.Params = append(out.Params, &p4v1.Action_Param{ParamId: p.id, Value: v})
+		out.Params = append(out.Params, &p4v1.Action_Param{ParamId: p.ID, Value: v})
 	}
-	slices.SortFunc(out.Params, func(x, y *p4v1.Action_Param) int { return cmpU32(x.ParamId, y.ParamId) })
 	return out, nil
 }
 
 // Decode names the parts of a table entry (as read back from the device).
 func (s *Schema) Decode(te *p4v1.TableEntry) (Entry, error) {
-	t := s.tablesID[te.GetTableId()]
-	if t == nil {
+	t, ok := s.ps.TableByID(te.GetTableId())
+	if !ok {
 		return Entry{}, fmt.Errorf("table id %d is not in the P4Info", te.GetTableId())
 	}
-	e := Entry{Table: t.name, Priority: te.GetPriority(), Default: te.GetIsDefaultAction()}
+	e := Entry{Table: t.Name, Priority: te.GetPriority(), Default: te.GetIsDefaultAction()}
 	for _, fm := range te.GetMatch() {
-		f := t.fieldsByID[fm.GetFieldId()]
-		if f == nil {
-			return Entry{}, fmt.Errorf("table %q: match field id %d is not in the P4Info", t.name, fm.GetFieldId())
+		i, ok := t.FieldIndex[fm.GetFieldId()]
+		if !ok {
+			return Entry{}, fmt.Errorf("table %q: match field id %d is not in the P4Info", t.Name, fm.GetFieldId())
 		}
-		m := Match{Field: f.name, Kind: f.kind}
+		f := &t.Fields[i]
+		m := Match{Field: f.Name, Kind: f.Kind}
 		switch x := fm.FieldMatchType.(type) {
 		case *p4v1.FieldMatch_Exact_:
 			m.Value = x.Exact.GetValue()
@@ -298,23 +296,23 @@ func (s *Schema) Decode(te *p4v1.TableEntry) (Entry, error) {
 		case *p4v1.FieldMatch_Optional_:
 			m.Value = x.Optional.GetValue()
 		default:
-			return Entry{}, fmt.Errorf("table %q field %q: unsupported match type %T", t.name, f.name, x)
+			return Entry{}, fmt.Errorf("table %q field %q: unsupported match type %T", t.Name, f.Name, x)
 		}
 		e.Match = append(e.Match, m)
 	}
 	if act := te.GetAction().GetAction(); act != nil {
-		a := s.actionsID[act.GetActionId()]
-		if a == nil {
-			return Entry{}, fmt.Errorf("table %q: action id %d is not in the P4Info", t.name, act.GetActionId())
+		a, ok := s.ps.ActionByID(act.GetActionId())
+		if !ok {
+			return Entry{}, fmt.Errorf("table %q: action id %d is not in the P4Info", t.Name, act.GetActionId())
 		}
-		e.Action = a.name
+		e.Action = a.Name
 		e.Params = make(map[string][]byte, len(act.GetParams()))
 		for _, p := range act.GetParams() {
-			ps := a.paramsID[p.GetParamId()]
-			if ps == nil {
-				return Entry{}, fmt.Errorf("action %q: param id %d is not in the P4Info", a.name, p.GetParamId())
+			i, ok := a.ParamIndex[p.GetParamId()]
+			if !ok {
+				return Entry{}, fmt.Errorf("action %q: param id %d is not in the P4Info", a.Name, p.GetParamId())
 			}
-			e.Params[ps.name] = p.GetValue()
+			e.Params[a.Params[i].Name] = p.GetValue()
 		}
 	}
 	return e, nil
@@ -331,7 +329,7 @@ func EntryKey(te *p4v1.TableEntry) string {
 		b = append(b, 'd')
 	}
 	ms := slices.Clone(te.GetMatch())
-	slices.SortFunc(ms, func(a, b *p4v1.FieldMatch) int { return cmpU32(a.GetFieldId(), b.GetFieldId()) })
+	slices.SortFunc(ms, func(a, b *p4v1.FieldMatch) int { return cmp.Compare(a.GetFieldId(), b.GetFieldId()) })
 	for _, fm := range ms {
 		b = binary.BigEndian.AppendUint32(b, fm.GetFieldId())
 		switch x := fm.FieldMatchType.(type) {
@@ -383,37 +381,15 @@ func appendValues(b []byte, tag byte, vs ...[]byte) []byte {
 	return b
 }
 
-func (t *tableSchema) fieldNames() []string {
-	out := make([]string, len(t.fields))
-	for i, f := range t.fields {
-		out[i] = f.name
-	}
-	return out
-}
-
-func (a *actionSchema) paramNames() []string {
-	return slices.Sorted(maps.Keys(a.paramsName))
-}
-
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // compareValue orders two values numerically.
 func compareValue(a, b []byte) int {
 	a, b = canonical(a), canonical(b)
 	if len(a) != len(b) {
-		return cmpU32(uint32(len(a)), uint32(len(b)))
+		return cmp.Compare(len(a), len(b))
 	}
 	for i := range a {
 		if a[i] != b[i] {
-			return cmpU32(uint32(a[i]), uint32(b[i]))
+			return cmp.Compare(a[i], b[i])
 		}
 	}
 	return 0

@@ -135,7 +135,7 @@ func TestBuildErrorsNameTheCulprit(t *testing.T) {
 		entry Entry
 		want  string
 	}{
-		{"an unknown table", Entry{Table: "nope"}, `table "nope" is not in the P4Info`},
+		{"an unknown table", Entry{Table: "nope"}, `no table "nope"`},
 		{"an unknown field", Entry{Table: "kinds", Match: []Match{exact, Exact("dst", Uint(1))}, Action: "set", Params: params, Priority: 1}, `table "ingress.kinds" has no match field "dst"`},
 		{"a missing exact field", Entry{Table: "kinds", Action: "set", Params: params, Priority: 1}, `exact field "addr" is missing`},
 		{"a field given twice", Entry{Table: "kinds", Match: []Match{exact, exact}, Action: "set", Params: params, Priority: 1}, `field "addr": given twice`},
@@ -144,10 +144,10 @@ func TestBuildErrorsNameTheCulprit(t *testing.T) {
 		{"an invalid address", Entry{Table: "exacts", Match: []Match{Exact("k", IPv4(netip.MustParseAddr("::1")))}, Action: "set", Params: params}, `field "k": no value`},
 		{"a missing priority", Entry{Table: "kinds", Match: []Match{exact}, Action: "set", Params: params}, `priority must be > 0`},
 		{"a needless priority", Entry{Table: "exacts", Match: []Match{Exact("k", Uint(1))}, Action: "set", Params: params, Priority: 3}, `priority must be 0`},
-		{"an unknown action", Entry{Table: "exacts", Match: []Match{Exact("k", Uint(1))}, Action: "fly"}, `action "fly" is not in the P4Info`},
+		{"an unknown action", Entry{Table: "exacts", Match: []Match{Exact("k", Uint(1))}, Action: "fly"}, `no action "fly"`},
 		{"an action of another table", Entry{Table: "exacts", Match: []Match{Exact("k", Uint(1))}, Action: "miss"}, `action "miss" is not one of the table's actions`},
 		{"a default-only action in an entry", Entry{Table: "kinds", Match: []Match{exact}, Action: "miss", Priority: 1}, `@defaultonly`},
-		{"an unknown param", Entry{Table: "exacts", Match: []Match{Exact("k", Uint(1))}, Action: "set", Params: map[string][]byte{"port": Uint(1), "mac": Uint(1), "vlan": Uint(1)}}, `action "set" has no param "vlan"`},
+		{"an unknown param", Entry{Table: "exacts", Match: []Match{Exact("k", Uint(1))}, Action: "set", Params: map[string][]byte{"port": Uint(1), "mac": Uint(1), "vlan": Uint(1)}}, `action "set" has no parameter "vlan"`},
 		{"a missing param", Entry{Table: "exacts", Match: []Match{Exact("k", Uint(1))}, Action: "set", Params: map[string][]byte{"port": Uint(1)}}, `action "set": param "mac" is missing`},
 		{"a param too wide", Entry{Table: "exacts", Match: []Match{Exact("k", Uint(1))}, Action: "set", Params: map[string][]byte{"port": Uint(1024), "mac": Uint(1)}}, `param "port": value 0x0400 does not fit in 9 bits`},
 		{"a reversed range", Entry{Table: "kinds", Match: []Match{exact, Range("port", Uint(9), Uint(3))}, Action: "set", Params: params, Priority: 1}, `low 0x09 is above high 0x03`},

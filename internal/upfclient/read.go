@@ -107,19 +107,19 @@ func (d *Device) ReadTable(ctx context.Context, table string) ([]*p4v1.TableEntr
 
 // RegisterUpdate builds the MODIFY that sets one register cell, for batching with Write.
 func (s *Schema) RegisterUpdate(name string, index int64, value uint64) (*p4v1.Update, error) {
-	r, err := s.register(name)
+	r, err := s.ps.Register(name)
 	if err != nil {
 		return nil, err
 	}
-	if index < 0 || (r.size > 0 && index >= int64(r.size)) {
-		return nil, fmt.Errorf("register %q: index %d outside 0..%d", name, index, r.size-1)
+	if index < 0 || index >= r.Size {
+		return nil, fmt.Errorf("register %q: index %d outside 0..%d", name, index, r.Size-1)
 	}
-	v, err := fit(Uint(value), r.width, fmt.Sprintf("register %q", name))
+	v, err := fit(Uint(value), int32(r.Width), fmt.Sprintf("register %q", name))
 	if err != nil {
 		return nil, err
 	}
 	return &p4v1.Update{Type: p4v1.Update_MODIFY, Entity: &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
-		RegisterId: r.id,
+		RegisterId: r.ID,
 		Index:      &p4v1.Index{Index: index},
 		Data:       &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: v}},
 	}}}}, nil

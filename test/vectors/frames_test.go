@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/p4schema"
 	"github.com/junction-atsss/junction/p4"
 )
 
@@ -85,7 +86,11 @@ func TestCasesResolveAgainstP4Info(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{schema: newSchema(info)}
+	sch, err := p4schema.Compile(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{schema: sch}
 	for _, c := range cases {
 		cr := &caseRun{r: r, c: c, vars: vars{"n3": 1, "n6": 2, "wifi": 3, "cpu": 255}}
 		for i, e := range c.Setup.Entries {
@@ -94,7 +99,7 @@ func TestCasesResolveAgainstP4Info(t *testing.T) {
 			}
 		}
 		for _, d := range c.Setup.Defaults {
-			tbl, err := r.schema.table(d.Table)
+			tbl, err := r.schema.Table(d.Table)
 			if err == nil {
 				_, err = cr.action(tbl, d.Action, d.Params)
 			}
@@ -119,22 +124,19 @@ func TestCasesResolveAgainstP4Info(t *testing.T) {
 				}
 			}
 			for name, ds := range s.Digests {
-				d, err := r.schema.digest(name)
+				d, err := r.schema.Digest(name)
 				if err != nil {
 					t.Errorf("%s step %d: %v", c.Name, i+1, err)
 					continue
 				}
-				members, err := r.schema.digestMembers(d)
-				if err != nil {
-					t.Fatal(err)
-				}
+				members := d.Members
 				for _, want := range ds {
 					if len(want) != len(members) {
 						t.Errorf("%s step %d digest %s: %d members given, the P4Info has %d", c.Name, i+1, name, len(want), len(members))
 					}
 					for _, m := range members {
-						if _, ok := want[m.name]; !ok {
-							t.Errorf("%s step %d digest %s: member %s missing", c.Name, i+1, name, m.name)
+						if _, ok := want[m.Name]; !ok {
+							t.Errorf("%s step %d digest %s: member %s missing", c.Name, i+1, name, m.Name)
 						}
 					}
 				}

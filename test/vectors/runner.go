@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/junction-atsss/junction/internal/contract"
+	"github.com/junction-atsss/junction/internal/p4schema"
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/protobuf/proto"
@@ -106,7 +107,7 @@ func (r Result) Passed() bool { return len(r.Failures) == 0 }
 // Runner holds a primary P4Runtime connection and the open test-side ports.
 type Runner struct {
 	cfg       Config
-	schema    *schema
+	schema    *p4schema.Schema
 	client    *client
 	collector *collector
 	ports     map[string]PortIO
@@ -132,7 +133,11 @@ func NewRunner(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.ElectionID == [2]uint64{} {
 		cfg.ElectionID = [2]uint64{0, 1}
 	}
-	r := &Runner{cfg: cfg, schema: newSchema(cfg.P4Info), collector: newCollector(),
+	sch, err := p4schema.Compile(cfg.P4Info)
+	if err != nil {
+		return nil, fmt.Errorf("P4Info: %w", err)
+	}
+	r := &Runner{cfg: cfg, schema: sch, collector: newCollector(),
 		ports: map[string]PortIO{}, portNums: map[string]uint32{}, portNames: map[uint32]string{}}
 	for _, p := range cfg.Ports {
 		if _, dup := r.portNums[p.Name]; dup {
@@ -234,7 +239,7 @@ type caseRun struct {
 	c        *Case
 	vars     vars
 	failures []string
-	defaults []*p4configv1.Table
+	defaults []*p4schema.Table
 	clones   []uint32
 }
 
@@ -330,7 +335,7 @@ func (cr *caseRun) setup(ctx context.Context) error {
 	}
 
 	for _, d := range s.Defaults {
-		t, err := r.schema.table(d.Table)
+		t, err := r.schema.Table(d.Table)
 		if err != nil {
 			return fmt.Errorf("default action: %w", err)
 		}
@@ -338,7 +343,7 @@ func (cr *caseRun) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("default action of %s: %w", d.Table, err)
 		}
-		te := &p4v1.TableEntry{TableId: t.Preamble.Id, IsDefaultAction: true, Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: act}}}
+		te := &p4v1.TableEntry{TableId: t.ID, IsDefaultAction: true, Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: act}}}
 		if err := r.client.write(ctx, update(p4v1.Update_MODIFY, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}})); err != nil {
 			return fmt.Errorf("default action of %s: %w", d.Table, err)
 		}
@@ -355,31 +360,20 @@ func cloneEntity(id uint32, replicas []*p4v1.Replica) *p4v1.Entity {
 
 // tableEntry resolves an entry's names and human values.
 func (cr *caseRun) tableEntry(e Entry) (*p4v1.TableEntry, error) {
-	t, err := cr.r.schema.table(e.Table)
+	t, err := cr.r.schema.Table(e.Table)
 	if err != nil {
 		return nil, err
 	}
-	te := &p4v1.TableEntry{TableId: t.Preamble.Id, Priority: e.Priority}
-	needsPriority := false
+	te := &p4v1.TableEntry{TableId: t.ID, Priority: e.Priority}
 	for name := range e.Match {
-		found := false
-		for _, f := range t.MatchFields {
-			if f.Name == name {
-				found = true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("table %s has no match field %q", e.Table, name)
+		if _, err := t.Field(name); err != nil {
+			return nil, err
 		}
 	}
-	for _, f := range t.MatchFields {
-		switch f.GetMatchType() {
-		case p4configv1.MatchField_TERNARY, p4configv1.MatchField_RANGE, p4configv1.MatchField_OPTIONAL:
-			needsPriority = true
-		}
+	for _, f := range t.Fields {
 		x, ok := e.Match[f.Name]
 		if !ok {
-			if f.GetMatchType() == p4configv1.MatchField_EXACT {
+			if f.Kind == p4configv1.MatchField_EXACT {
 				return nil, fmt.Errorf("exact match field %s is missing", f.Name)
 			}
 			continue
@@ -392,7 +386,7 @@ func (cr *caseRun) tableEntry(e Entry) (*p4v1.TableEntry, error) {
 			te.Match = append(te.Match, fm)
 		}
 	}
-	if needsPriority && e.Priority <= 0 {
+	if t.NeedsPriority && e.Priority <= 0 {
 		return nil, fmt.Errorf("table %s has ternary/range keys: the entry needs a priority > 0", e.Table)
 	}
 	act, err := cr.action(t, e.Action, e.Params)
@@ -403,19 +397,18 @@ func (cr *caseRun) tableEntry(e Entry) (*p4v1.TableEntry, error) {
 	return te, nil
 }
 
-func (cr *caseRun) action(t *p4configv1.Table, name string, params map[string]any) (*p4v1.Action, error) {
-	a, err := cr.r.schema.action(t, name)
+func (cr *caseRun) action(t *p4schema.Table, name string, params map[string]any) (*p4v1.Action, error) {
+	a, err := cr.r.schema.Action(name)
 	if err != nil {
 		return nil, err
 	}
-	act := &p4v1.Action{ActionId: a.Preamble.Id}
+	if _, ok := t.Actions[a.ID]; !ok {
+		return nil, fmt.Errorf("action %q is not an action of table %s", name, t.Name)
+	}
+	act := &p4v1.Action{ActionId: a.ID}
 	for pname := range params {
-		found := false
-		for _, p := range a.Params {
-			found = found || p.Name == pname
-		}
-		if !found {
-			return nil, fmt.Errorf("action %s has no parameter %q", name, pname)
+		if _, err := a.Param(pname); err != nil {
+			return nil, err
 		}
 	}
 	for _, p := range a.Params {
@@ -423,22 +416,22 @@ func (cr *caseRun) action(t *p4configv1.Table, name string, params map[string]an
 		if !ok {
 			return nil, fmt.Errorf("action %s: parameter %s is missing", name, p.Name)
 		}
-		n, err := cr.vars.number(x, int(p.Bitwidth))
+		n, err := cr.vars.number(x, p.Width)
 		if err != nil {
 			return nil, fmt.Errorf("action %s parameter %s: %w", name, p.Name, err)
 		}
-		act.Params = append(act.Params, &p4v1.Action_Param{ParamId: p.Id, Value: bytestring(n, int(p.Bitwidth))})
+		act.Params = append(act.Params, &p4v1.Action_Param{ParamId: p.ID, Value: bytestring(n, p.Width)})
 	}
 	return act, nil
 }
 
 // registerRef parses "name[index]".
-func (cr *caseRun) registerRef(key string) (*p4configv1.Register, int64, error) {
+func (cr *caseRun) registerRef(key string) (*p4schema.Register, int64, error) {
 	open := strings.IndexByte(key, '[')
 	if open < 0 || !strings.HasSuffix(key, "]") {
 		return nil, 0, fmt.Errorf("register %q: want name[index]", key)
 	}
-	reg, err := cr.r.schema.register(strings.TrimSpace(key[:open]))
+	reg, err := cr.r.schema.Register(strings.TrimSpace(key[:open]))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -446,7 +439,7 @@ func (cr *caseRun) registerRef(key string) (*p4configv1.Register, int64, error) 
 	if err != nil {
 		return nil, 0, fmt.Errorf("register %q index: %w", key, err)
 	}
-	if reg.Size > 0 && int64(idx) >= int64(reg.Size) {
+	if int64(idx) >= reg.Size {
 		return nil, 0, fmt.Errorf("register %q: index %d beyond size %d", key, idx, reg.Size)
 	}
 	return reg, int64(idx), nil
@@ -462,27 +455,27 @@ func (cr *caseRun) writeRegisters(ctx context.Context, cells map[string]any) err
 			return err
 		}
 		if ra := cr.r.cfg.Registers; ra != nil {
-			if err := ra.RegisterWrite(reg.Preamble.Name, uint32(idx), n); err != nil {
+			if err := ra.RegisterWrite(reg.Name, uint32(idx), n); err != nil {
 				return err
 			}
 			continue
 		}
 		regs = append(regs, update(p4v1.Update_MODIFY, &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
-			RegisterId: reg.Preamble.Id,
+			RegisterId: reg.ID,
 			Index:      &p4v1.Index{Index: idx},
-			Data:       &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: bytestring(n, registerWidth(reg))}},
+			Data:       &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: bytestring(n, reg.Width)}},
 		}}}))
 	}
 	return cr.r.client.write(ctx, regs...)
 }
 
 // registerCell resolves "name[index]" and the value for it.
-func (cr *caseRun) registerCell(key string, value any) (*p4configv1.Register, int64, uint64, error) {
+func (cr *caseRun) registerCell(key string, value any) (*p4schema.Register, int64, uint64, error) {
 	reg, idx, err := cr.registerRef(key)
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	n, err := cr.vars.number(value, registerWidth(reg))
+	n, err := cr.vars.number(value, reg.Width)
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("register %s: %w", key, err)
 	}
@@ -512,9 +505,9 @@ func (cr *caseRun) cleanup(ctx context.Context) error {
 		errs = append(errs, err.Error())
 	}
 	for _, t := range cr.defaults {
-		te := &p4v1.TableEntry{TableId: t.Preamble.Id, IsDefaultAction: true}
+		te := &p4v1.TableEntry{TableId: t.ID, IsDefaultAction: true}
 		if err := c.write(ctx, update(p4v1.Update_MODIFY, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}})); err != nil {
-			errs = append(errs, fmt.Sprintf("reset default action of %s: %v", t.Preamble.Name, err))
+			errs = append(errs, fmt.Sprintf("reset default action of %s: %v", t.Name, err))
 		}
 	}
 	for _, id := range cr.clones {

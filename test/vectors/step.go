@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"github.com/junction-atsss/junction/internal/p4schema"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
@@ -174,7 +174,7 @@ func (cr *caseRun) step(ctx context.Context, i int) bool {
 			fail("%v", err)
 			return false
 		}
-		m, err := cr.vars.parseMatcher(s.Registers[key], registerWidth(reg))
+		m, err := cr.vars.parseMatcher(s.Registers[key], reg.Width)
 		if err != nil {
 			fail("register %s: %v", key, err)
 			return false
@@ -265,18 +265,14 @@ func (cr *caseRun) compareDigests(fail func(string, ...any), want map[string][]m
 	}
 	seen := map[uint32]bool{}
 	for _, name := range sortedKeys(want) {
-		d, err := cr.r.schema.digest(name)
+		d, err := cr.r.schema.Digest(name)
 		if err != nil {
 			fail("%v", err)
 			continue
 		}
-		seen[d.Preamble.Id] = true
-		members, err := cr.r.schema.digestMembers(d)
-		if err != nil {
-			fail("%v", err)
-			continue
-		}
-		exp, have := want[name], gotData[d.Preamble.Id]
+		seen[d.ID] = true
+		members := d.Members
+		exp, have := want[name], gotData[d.ID]
 		for j := 0; j < max(len(exp), len(have)); j++ {
 			switch {
 			case j >= len(have):
@@ -290,37 +286,39 @@ func (cr *caseRun) compareDigests(fail func(string, ...any), want map[string][]m
 	}
 	for id, data := range gotData {
 		if !seen[id] {
-			d := cr.r.schema.digByID[id]
-			members, _ := cr.r.schema.digestMembers(d)
+			name, members := fmt.Sprint(id), []p4schema.Member(nil)
+			if d, ok := cr.r.schema.DigestByID(id); ok {
+				name, members = d.Name, d.Members
+			}
 			for _, x := range data {
-				fail("unexpected digest %s: %s", d.GetPreamble().GetName(), formatDigest(members, x))
+				fail("unexpected digest %s: %s", name, formatDigest(members, x))
 			}
 		}
 	}
 }
 
-func (cr *caseRun) compareDigest(fail func(string, ...any), name string, j int, members []digestMember, want map[string]any, got *p4v1.P4Data) {
+func (cr *caseRun) compareDigest(fail func(string, ...any), name string, j int, members []p4schema.Member, want map[string]any, got *p4v1.P4Data) {
 	vals := digestValues(members, got)
 	known := map[string]bool{}
 	var bad []string
 	for i, m := range members {
-		known[m.name] = true
-		x, ok := want[m.name]
+		known[m.Name] = true
+		x, ok := want[m.Name]
 		if !ok {
-			fail("digest %s %d: expectation lacks member %s (use \"*\" for don't care)", name, j+1, m.name)
+			fail("digest %s %d: expectation lacks member %s (use \"*\" for don't care)", name, j+1, m.Name)
 			continue
 		}
-		matcher, err := cr.vars.parseMatcher(x, m.bits)
+		matcher, err := cr.vars.parseMatcher(x, m.Width)
 		if err != nil {
-			fail("digest %s %d member %s: %v", name, j+1, m.name, err)
+			fail("digest %s %d member %s: %v", name, j+1, m.Name, err)
 			continue
 		}
 		if i >= len(vals) {
-			bad = append(bad, fmt.Sprintf("%s missing", m.name))
+			bad = append(bad, fmt.Sprintf("%s missing", m.Name))
 			continue
 		}
 		if !matcher.check(vals[i], cr.vars) {
-			bad = append(bad, fmt.Sprintf("%s = %d, want %s", m.name, vals[i], matcher))
+			bad = append(bad, fmt.Sprintf("%s = %d, want %s", m.Name, vals[i], matcher))
 		}
 	}
 	for k := range want {
@@ -333,7 +331,7 @@ func (cr *caseRun) compareDigest(fail func(string, ...any), name string, j int, 
 	}
 }
 
-func digestValues(members []digestMember, d *p4v1.P4Data) []uint64 {
+func digestValues(members []p4schema.Member, d *p4v1.P4Data) []uint64 {
 	if s := d.GetStruct(); s != nil {
 		var out []uint64
 		for _, m := range s.Members {
@@ -344,15 +342,15 @@ func digestValues(members []digestMember, d *p4v1.P4Data) []uint64 {
 	return []uint64{fromBytestring(d.GetBitstring())}
 }
 
-func formatDigest(members []digestMember, d *p4v1.P4Data) string {
+func formatDigest(members []p4schema.Member, d *p4v1.P4Data) string {
 	vals := digestValues(members, d)
 	var parts []string
 	for i, v := range vals {
 		name := fmt.Sprintf("member%d", i)
 		if i < len(members) {
-			name = members[i].name
+			name = members[i].Name
 		}
-		if i < len(members) && members[i].bits == 32 && strings.HasSuffix(name, "_addr") {
+		if i < len(members) && members[i].Width == 32 && strings.HasSuffix(name, "_addr") {
 			parts = append(parts, fmt.Sprintf("%s=%d.%d.%d.%d", name, byte(v>>24), byte(v>>16), byte(v>>8), byte(v)))
 			continue
 		}
@@ -363,11 +361,11 @@ func formatDigest(members []digestMember, d *p4v1.P4Data) string {
 
 // readDrops returns the packet count of every `drops` cell.
 func (cr *caseRun) readDrops(ctx context.Context) (map[int64]int64, error) {
-	c, err := cr.r.schema.counter(dropsCounter)
+	c, err := cr.r.schema.Counter(dropsCounter)
 	if err != nil {
 		return nil, err
 	}
-	ents, err := cr.r.client.read(ctx, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: c.Preamble.Id}}})
+	ents, err := cr.r.client.read(ctx, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: c.ID}}})
 	if err != nil {
 		return nil, fmt.Errorf("read counter %s: %w", dropsCounter, err)
 	}
@@ -424,12 +422,12 @@ func (cr *caseRun) compareDrops(fail func(string, ...any), want map[string]uint6
 	}
 }
 
-func (cr *caseRun) readRegister(ctx context.Context, reg *p4configv1.Register, idx int64) (uint64, error) {
+func (cr *caseRun) readRegister(ctx context.Context, reg *p4schema.Register, idx int64) (uint64, error) {
 	if ra := cr.r.cfg.Registers; ra != nil {
-		return ra.RegisterRead(reg.Preamble.Name, uint32(idx))
+		return ra.RegisterRead(reg.Name, uint32(idx))
 	}
 	ents, err := cr.r.client.read(ctx, &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
-		RegisterId: reg.Preamble.Id, Index: &p4v1.Index{Index: idx},
+		RegisterId: reg.ID, Index: &p4v1.Index{Index: idx},
 	}}})
 	if err != nil {
 		return 0, err

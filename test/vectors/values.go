@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/junction-atsss/junction/internal/p4schema"
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
@@ -106,15 +107,15 @@ func fromBytestring(b []byte) uint64 {
 }
 
 // matchField builds one FieldMatch from its human value; nil means "*" (left out).
-func (v vars) matchField(f *p4configv1.MatchField, x any) (*p4v1.FieldMatch, error) {
-	bits := int(f.Bitwidth)
+func (v vars) matchField(f p4schema.Field, x any) (*p4v1.FieldMatch, error) {
+	bits := f.Width
 	s, isString := x.(string)
 	s = strings.TrimSpace(s)
 	if isString && s == "*" {
 		return nil, nil
 	}
-	fm := &p4v1.FieldMatch{FieldId: f.Id}
-	switch f.GetMatchType() {
+	fm := &p4v1.FieldMatch{FieldId: f.ID}
+	switch f.Kind {
 	case p4configv1.MatchField_EXACT:
 		n, err := v.number(x, bits)
 		if err != nil {
@@ -193,7 +194,7 @@ func (v vars) matchField(f *p4configv1.MatchField, x any) (*p4v1.FieldMatch, err
 		}
 		fm.FieldMatchType = &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: bytestring(l, bits), High: bytestring(h, bits)}}
 	default:
-		return nil, fmt.Errorf("match kind %v is not supported by the runner", f.GetMatchType())
+		return nil, fmt.Errorf("match kind %v is not supported by the runner", f.Kind)
 	}
 	return fm, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junction-atsss/junction/internal/p4schema"
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 )
 
@@ -56,8 +57,8 @@ func TestBadValuesNameTheProblem(t *testing.T) {
 
 func TestMatchFieldsByKind(t *testing.T) {
 	v := vars{}
-	field := func(kind p4configv1.MatchField_MatchType, bits int32) *p4configv1.MatchField {
-		return &p4configv1.MatchField{Id: 1, Name: "f", Bitwidth: bits, Match: &p4configv1.MatchField_MatchType_{MatchType: kind}}
+	field := func(kind p4configv1.MatchField_MatchType, bits int) p4schema.Field {
+		return p4schema.Field{ID: 1, Name: "f", Width: bits, Kind: kind}
 	}
 	lpm, err := v.matchField(field(p4configv1.MatchField_LPM, 32), "198.18.2.0/24")
 	if err != nil || lpm.GetLpm().PrefixLen != 24 || !bytes.Equal(lpm.GetLpm().Value, []byte{198, 18, 2, 0}) {

@@ -6,9 +6,9 @@ package dataplane
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/junction-atsss/junction/internal/contract"
+	"github.com/junction-atsss/junction/internal/p4schema"
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 )
 
@@ -199,8 +199,9 @@ type schema struct {
 // resolveSchema checks info against every spec and returns the resolved IDs, or an error
 // that names the first object that is missing or different.
 func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
-	if info == nil {
-		return nil, fmt.Errorf("no P4Info")
+	ps, err := p4schema.Compile(info)
+	if err != nil {
+		return nil, err
 	}
 	s := &schema{
 		tables:    map[uint32]tableKind{},
@@ -208,168 +209,116 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 		registers: map[uint32]registerKind{},
 	}
 
-	actionsByName := map[string]*p4configv1.Action{}
-	for _, a := range info.GetActions() {
-		actionsByName[a.GetPreamble().GetName()] = a
-	}
 	for k := range numActions {
 		spec := actionSpecs[k]
-		a, ok := actionsByName[spec.name]
-		if !ok {
-			return nil, fmt.Errorf("P4Info lacks action %q", spec.name)
+		a, err := ps.Action(spec.name)
+		if err != nil {
+			return nil, err
 		}
-		if len(a.GetParams()) != len(spec.params) {
+		if len(a.Params) != len(spec.params) {
 			return nil, fmt.Errorf("action %q has %d params, the software UPF implements %d",
-				spec.name, len(a.GetParams()), len(spec.params))
+				spec.name, len(a.Params), len(spec.params))
 		}
 		pos := map[uint32]int{}
-		for i, ps := range spec.params {
-			idx := slices.IndexFunc(a.GetParams(), func(p *p4configv1.Action_Param) bool { return p.GetName() == ps.name })
-			if idx < 0 {
-				return nil, fmt.Errorf("action %q lacks param %q", spec.name, ps.name)
+		for i, want := range spec.params {
+			p, err := a.Param(want.name)
+			if err != nil {
+				return nil, fmt.Errorf("action %q lacks param %q", spec.name, want.name)
 			}
-			p := a.GetParams()[idx]
-			if p.GetBitwidth() != ps.bits {
-				return nil, fmt.Errorf("action %q param %q is %d bits, want %d", spec.name, ps.name, p.GetBitwidth(), ps.bits)
+			if p.Width != int(want.bits) {
+				return nil, fmt.Errorf("action %q param %q is %d bits, want %d", spec.name, want.name, p.Width, want.bits)
 			}
-			pos[p.GetId()] = i
+			pos[p.ID] = i
 		}
-		id := a.GetPreamble().GetId()
-		s.actionIDs[k] = id
-		s.actions[id] = k
+		s.actionIDs[k] = a.ID
+		s.actions[a.ID] = k
 		s.paramPos[k] = pos
 	}
 
-	tablesByName := map[string]*p4configv1.Table{}
-	for _, t := range info.GetTables() {
-		tablesByName[t.GetPreamble().GetName()] = t
-	}
 	for k := range numTables {
 		spec := tableSpecs[k]
-		t, ok := tablesByName[spec.name]
-		if !ok {
-			return nil, fmt.Errorf("P4Info lacks table %q", spec.name)
+		t, err := ps.Table(spec.name)
+		if err != nil {
+			return nil, err
 		}
-		if t.GetImplementationId() != 0 {
+		if t.Indirect {
 			return nil, fmt.Errorf("table %q uses an action profile, the software UPF implements direct tables", spec.name)
 		}
-		if len(t.GetMatchFields()) != len(spec.keys) {
+		if len(t.Fields) != len(spec.keys) {
 			return nil, fmt.Errorf("table %q has %d match fields, the software UPF implements %d",
-				spec.name, len(t.GetMatchFields()), len(spec.keys))
+				spec.name, len(t.Fields), len(spec.keys))
 		}
 		pos := map[uint32]int{}
 		for i, fs := range spec.keys {
-			idx := slices.IndexFunc(t.GetMatchFields(), func(f *p4configv1.MatchField) bool { return f.GetName() == fs.name })
-			if idx < 0 {
+			f, err := t.Field(fs.name)
+			if err != nil {
 				return nil, fmt.Errorf("table %q lacks match field %q", spec.name, fs.name)
 			}
-			f := t.GetMatchFields()[idx]
-			if f.GetMatchType() != fs.kind {
-				return nil, fmt.Errorf("table %q field %q is %s, want %s", spec.name, fs.name, f.GetMatchType(), fs.kind)
+			if f.Kind != fs.kind {
+				return nil, fmt.Errorf("table %q field %q is %s, want %s", spec.name, fs.name, f.Kind, fs.kind)
 			}
-			if f.GetBitwidth() != fs.bits {
-				return nil, fmt.Errorf("table %q field %q is %d bits, want %d", spec.name, fs.name, f.GetBitwidth(), fs.bits)
+			if f.Width != int(fs.bits) {
+				return nil, fmt.Errorf("table %q field %q is %d bits, want %d", spec.name, fs.name, f.Width, fs.bits)
 			}
-			pos[f.GetId()] = i
+			pos[f.ID] = i
 		}
 		for _, ak := range spec.actions {
-			id := s.actionIDs[ak]
-			if !slices.ContainsFunc(t.GetActionRefs(), func(r *p4configv1.ActionRef) bool { return r.GetId() == id }) {
+			if _, ok := t.Actions[s.actionIDs[ak]]; !ok {
 				return nil, fmt.Errorf("table %q lacks action %q", spec.name, actionSpecs[ak].name)
 			}
 		}
-		id := t.GetPreamble().GetId()
-		s.tableIDs[k] = id
-		s.tables[id] = k
+		s.tableIDs[k] = t.ID
+		s.tables[t.ID] = k
 		s.fieldPos[k] = pos
 	}
 
-	regsByName := map[string]*p4configv1.Register{}
-	for _, r := range info.GetRegisters() {
-		regsByName[r.GetPreamble().GetName()] = r
-	}
 	for k := range numRegisters {
 		spec := registerSpecs[k]
-		r, ok := regsByName[spec.name]
-		if !ok {
-			return nil, fmt.Errorf("P4Info lacks register %q", spec.name)
+		r, err := ps.Register(spec.name)
+		if err != nil {
+			return nil, err
 		}
-		if w := r.GetTypeSpec().GetBitstring().GetBit().GetBitwidth(); w != spec.bits {
-			return nil, fmt.Errorf("register %q elements are bit<%d>, want bit<%d>", spec.name, w, spec.bits)
+		if r.Width != int(spec.bits) {
+			return nil, fmt.Errorf("register %q elements are bit<%d>, want bit<%d>", spec.name, r.Width, spec.bits)
 		}
-		if r.GetSize() <= 0 {
-			return nil, fmt.Errorf("register %q has size %d", spec.name, r.GetSize())
-		}
-		id := r.GetPreamble().GetId()
-		s.registerIDs[k] = id
-		s.registers[id] = k
-		s.regSizes[k] = int(r.GetSize())
+		s.registerIDs[k] = r.ID
+		s.registers[r.ID] = k
+		s.regSizes[k] = int(r.Size)
 	}
 
-	drops := slices.IndexFunc(info.GetCounters(), func(c *p4configv1.Counter) bool {
-		return c.GetPreamble().GetName() == dropsCounterName
-	})
-	if drops < 0 {
-		return nil, fmt.Errorf("P4Info lacks counter %q", dropsCounterName)
+	dc, err := ps.Counter(dropsCounterName)
+	if err != nil {
+		return nil, err
 	}
-	dc := info.GetCounters()[drops]
-	if dc.GetSize() < int64(numDropReasons) {
-		return nil, fmt.Errorf("counter %q has %d cells, want at least %d", dropsCounterName, dc.GetSize(), numDropReasons)
+	if dc.Size < int64(numDropReasons) {
+		return nil, fmt.Errorf("counter %q has %d cells, want at least %d", dropsCounterName, dc.Size, numDropReasons)
 	}
-	s.dropsID = dc.GetPreamble().GetId()
-	s.dropsSize = int(dc.GetSize())
+	s.dropsID, s.dropsSize = dc.ID, int(dc.Size)
 
-	if err := checkDigest(info, s); err != nil {
+	d, err := ps.Digest(probeDigestName)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkControllerHeader(info, packetInName, "ingress_port"); err != nil {
-		return nil, err
-	}
-	if err := checkControllerHeader(info, packetOutName, "egress_port"); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-func checkDigest(info *p4configv1.P4Info, s *schema) error {
-	i := slices.IndexFunc(info.GetDigests(), func(d *p4configv1.Digest) bool {
-		return d.GetPreamble().GetName() == probeDigestName
-	})
-	if i < 0 {
-		return fmt.Errorf("P4Info lacks digest %q", probeDigestName)
-	}
-	d := info.GetDigests()[i]
-	st := info.GetTypeInfo().GetStructs()[d.GetTypeSpec().GetStruct().GetName()]
-	if st == nil {
-		return fmt.Errorf("digest %q is not a struct in the P4Info's type_info", probeDigestName)
-	}
-	m := st.GetMembers()
-	if len(m) != len(contract.ProbeReportMembers) {
-		return fmt.Errorf("digest %q has %d members, want %d", probeDigestName, len(m), len(contract.ProbeReportMembers))
+	if !d.IsStruct || len(d.Members) != len(contract.ProbeReportMembers) {
+		return nil, fmt.Errorf("digest %q has %d members, want a struct of %d", probeDigestName, len(d.Members), len(contract.ProbeReportMembers))
 	}
 	for i, want := range contract.ProbeReportMembers {
-		w := m[i].GetTypeSpec().GetBitstring().GetBit().GetBitwidth()
-		if m[i].GetName() != want.Name || int(w) != want.Width {
-			return fmt.Errorf("digest %q member %d is %s bit<%d>, want %s bit<%d>",
-				probeDigestName, i, m[i].GetName(), w, want.Name, want.Width)
+		if m := d.Members[i]; m.Name != want.Name || m.Width != want.Width {
+			return nil, fmt.Errorf("digest %q member %d is %s bit<%d>, want %s bit<%d>", probeDigestName, i, m.Name, m.Width, want.Name, want.Width)
 		}
 	}
-	s.digestID = d.GetPreamble().GetId()
-	return nil
-}
+	s.digestID = d.ID
 
-func checkControllerHeader(info *p4configv1.P4Info, name, port string) error {
-	i := slices.IndexFunc(info.GetControllerPacketMetadata(), func(c *p4configv1.ControllerPacketMetadata) bool {
-		return c.GetPreamble().GetName() == name
-	})
-	if i < 0 {
-		return fmt.Errorf("P4Info lacks controller header %q", name)
+	for _, h := range []struct {
+		name, port string
+		hdr        *p4schema.ControllerHeader
+	}{{packetInName, "ingress_port", ps.PacketIn}, {packetOutName, "egress_port", ps.PacketOut}} {
+		if h.hdr == nil {
+			return nil, fmt.Errorf("P4Info lacks controller header %q", h.name)
+		}
+		if i, ok := h.hdr.ByName[h.port]; !ok || h.hdr.Fields[i].Width != 9 {
+			return nil, fmt.Errorf("controller header %q lacks %s: bit<9>", h.name, h.port)
+		}
 	}
-	md := info.GetControllerPacketMetadata()[i].GetMetadata()
-	if !slices.ContainsFunc(md, func(m *p4configv1.ControllerPacketMetadata_Metadata) bool {
-		return m.GetName() == port && m.GetBitwidth() == 9
-	}) {
-		return fmt.Errorf("controller header %q lacks %s: bit<9>", name, port)
-	}
-	return nil
+	return s, nil
 }

@@ -41,7 +41,8 @@ func TestCheckPipeline(t *testing.T) {
 		}, `table "routes" field "dst_addr"`},
 		{"an extra match field is refused", func(i *p4configv1.P4Info) {
 			t := table(i, "sessions")
-			t.MatchFields = append(t.MatchFields, &p4configv1.MatchField{Id: 9, Name: "vrf", Bitwidth: 8})
+			t.MatchFields = append(t.MatchFields, &p4configv1.MatchField{Id: 9, Name: "vrf", Bitwidth: 8,
+				Match: &p4configv1.MatchField_MatchType_{MatchType: p4configv1.MatchField_EXACT}})
 		}, `table "sessions" has 2 match fields`},
 		{"a missing action of a table is named", func(i *p4configv1.P4Info) {
 			table(i, "filters").ActionRefs = table(i, "filters").ActionRefs[:1]
