@@ -158,7 +158,7 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 	}
 	sch := pipe.schema
 	regSize := func(name string) func() (int64, error) {
-		return func() (int64, error) { return registerSize(sch, name) }
+		return func() (int64, error) { return sch.RegisterSize(name) }
 	}
 	rt := &upfRuntime{
 		f: f, key: key, uid: upf.UID, log: log,
@@ -190,15 +190,6 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 		Notify: rt.onPathsChanged, Log: log.WithName("pathmon"), Known: rt.users.Taken,
 	})
 	return rt
-}
-
-func registerSize(sch *upfclient.Schema, name string) (int64, error) {
-	for _, r := range sch.P4Info().GetRegisters() {
-		if r.GetPreamble().GetName() == name || r.GetPreamble().GetAlias() == name {
-			return int64(r.GetSize()), nil
-		}
-	}
-	return 0, fmt.Errorf("register %q is not in the P4Info", name)
 }
 
 func (rt *upfRuntime) start(parent context.Context) {

@@ -17,11 +17,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -30,7 +32,6 @@ import (
 
 	"github.com/go-logr/logr"
 
-	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -47,6 +48,7 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/p4bytes"
 	"github.com/junction-atsss/junction/internal/testenv"
+	"github.com/junction-atsss/junction/internal/upfclient"
 	"github.com/junction-atsss/junction/p4"
 	"github.com/junction-atsss/junction/test/netns"
 )
@@ -300,13 +302,9 @@ func printEntries(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	names := map[uint32]string{}
-	for _, t := range info.GetTables() {
-		names[t.GetPreamble().GetId()] = t.GetPreamble().GetName()
-	}
-	actions := map[uint32]*p4configv1.Action{}
-	for _, a := range info.GetActions() {
-		actions[a.GetPreamble().GetId()] = a
+	sch, err := upfclient.NewSchema(info)
+	if err != nil {
+		return err
 	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -331,11 +329,13 @@ func printEntries(ctx context.Context, addr string) error {
 			return fmt.Errorf("read entries: %w", err)
 		}
 		for _, e := range resp.GetEntities() {
-			te := e.GetTableEntry()
-			name := names[te.GetTableId()]
-			count[name]++
-			if name == "sessions" {
-				sessionLines = append(sessionLines, describe(te, actions))
+			te, err := sch.Decode(e.GetTableEntry())
+			if err != nil {
+				return err
+			}
+			count[te.Table]++
+			if te.Table == "sessions" {
+				sessionLines = append(sessionLines, describe(te))
 			}
 		}
 	}
@@ -355,25 +355,18 @@ func printEntries(ctx context.Context, addr string) error {
 }
 
 // describe prints a sessions entry as "10.60.0.1 -> set_session(user_idx=0, ...)".
-func describe(te *p4v1.TableEntry, actions map[uint32]*p4configv1.Action) string {
+func describe(e upfclient.Entry) string {
 	var b strings.Builder
-	for _, m := range te.GetMatch() {
-		if ex := m.GetExact(); ex != nil {
-			fmt.Fprintf(&b, "%s ", value("addr", ex.GetValue()))
-		}
+	for _, m := range e.Match {
+		fmt.Fprintf(&b, "%s ", value(m.Field, m.Value))
 	}
-	a := te.GetAction().GetAction()
-	info := actions[a.GetActionId()]
-	names := map[uint32]string{}
-	for _, p := range info.GetParams() {
-		names[p.GetId()] = p.GetName()
-	}
-	fmt.Fprintf(&b, "-> %s(", info.GetPreamble().GetName())
-	for i, p := range a.GetParams() {
+	fmt.Fprintf(&b, "-> %s(", e.Action)
+	names := slices.Sorted(maps.Keys(e.Params))
+	for i, n := range names {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s=%s", names[p.GetParamId()], value(names[p.GetParamId()], p.GetValue()))
+		fmt.Fprintf(&b, "%s=%s", n, value(n, e.Params[n]))
 	}
 	b.WriteString(")")
 	return b.String()

@@ -97,6 +97,15 @@ func (s *Schema) CounterID(name string) (uint32, error) {
 	return c.ID, nil
 }
 
+// RegisterSize is the number of cells of a register.
+func (s *Schema) RegisterSize(name string) (int64, error) {
+	r, err := s.ps.Register(name)
+	if err != nil {
+		return 0, err
+	}
+	return r.Size, nil
+}
+
 // DigestID resolves a digest name.
 func (s *Schema) DigestID(name string) (uint32, error) {
 	d, err := s.ps.Digest(name)

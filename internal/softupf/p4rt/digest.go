@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/junction-atsss/junction/internal/p4schema"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 )
@@ -31,7 +32,7 @@ type digestEngine struct {
 }
 
 type digestState struct {
-	info    *digestInfo
+	info    *p4schema.Digest
 	enabled bool
 	maxWait time.Duration // max_timeout_ns
 	maxList int           // max_list_size, 0 = no limit (cut at maxDigestList)
@@ -68,12 +69,12 @@ func (e *digestEngine) reset(sch *schema, cfgs map[uint32]*p4v1.DigestEntry_Conf
 	for _, st := range e.states {
 		st.clearSent()
 	}
-	e.states = make(map[uint32]*digestState, len(sch.digests))
-	for id, info := range sch.digests {
+	e.states = make(map[uint32]*digestState, len(sch.Digests))
+	for _, info := range sch.Digests {
 		st := &digestState{info: info}
 		st.clear()
-		e.states[id] = st
-		if cfg := cfgs[id]; cfg != nil {
+		e.states[info.ID] = st
+		if cfg := cfgs[info.ID]; cfg != nil {
 			st.configure(cfg)
 		}
 	}
@@ -137,7 +138,7 @@ func (e *digestEngine) add(id uint32, members [][]byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.states[id]
-	if st == nil || !st.enabled || len(members) != len(st.info.widths) {
+	if st == nil || !st.enabled || len(members) != len(st.info.Members) {
 		stats.digestDrops.Add(1)
 		return
 	}
@@ -145,7 +146,7 @@ func (e *digestEngine) add(id uint32, members [][]byte) {
 	key := make([]byte, 0, 64)
 	vals := make([][]byte, len(members))
 	for i, m := range members {
-		v, err := canonical(m, st.info.widths[i], "digest member")
+		v, err := canonical(m, st.info.Members[i].Width, "digest member")
 		if err != nil {
 			stats.digestDrops.Add(1)
 			return
@@ -213,7 +214,7 @@ func (e *digestEngine) flush(id uint32, st *digestState) {
 		dl := &p4v1.DigestList{DigestId: id, ListId: listID, Timestamp: e.s.clock.Now().UnixNano()}
 		dl.Data = make([]*p4v1.P4Data, n)
 		for i, d := range batch {
-			dl.Data[i] = st.info.p4data(d.members)
+			dl.Data[i] = p4data(st.info, d.members)
 		}
 		c := e.s.arb.defaultPrimary.Load()
 		if c == nil || !e.s.sendData(c, &p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_Digest{Digest: dl}}) {
@@ -271,7 +272,7 @@ func (e *digestEngine) ack(id uint32, listID uint64) error {
 		return errf(codes.InvalidArgument, "digest ack: digest id %d is not in the committed P4Info", id)
 	}
 	if listID == 0 || listID > e.lastID {
-		return errf(codes.InvalidArgument, "digest ack: list_id %d of digest %q was never sent", listID, st.info.name)
+		return errf(codes.InvalidArgument, "digest ack: list_id %d of digest %q was never sent", listID, st.info.Name)
 	}
 	// An ack for a list already acked or expired is harmless and ignored.
 	if l := st.lists[listID]; l != nil {
@@ -283,8 +284,8 @@ func (e *digestEngine) ack(id uint32, listID uint64) error {
 }
 
 // p4data wraps a message's members as the digest's P4Data (a struct, or one bitstring).
-func (d *digestInfo) p4data(members [][]byte) *p4v1.P4Data {
-	if !d.isStruct {
+func p4data(d *p4schema.Digest, members [][]byte) *p4v1.P4Data {
+	if !d.IsStruct {
 		return &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: members[0]}}
 	}
 	ms := make([]*p4v1.P4Data, len(members))

@@ -122,7 +122,7 @@ func (s *Server) reconcile(cfg *p4v1.ForwardingPipelineConfig) error {
 
 // commit makes the Target run p, replays p's state when asked, and makes p current.
 func (s *Server) commit(p *pipeline, replay bool) error {
-	if err := s.target.CommitPipeline(p.schema.info, p.config.P4DeviceConfig); err != nil {
+	if err := s.target.CommitPipeline(p.schema.Info, p.config.P4DeviceConfig); err != nil {
 		return targetErr(err, codes.Internal, "committing the pipeline")
 	}
 	// From here the Target runs p whatever happens next.

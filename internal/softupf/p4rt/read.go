@@ -128,8 +128,8 @@ func (r *reader) tableEntries(q *p4v1.TableEntry) error {
 			len(q.Metadata) > 0 || q.IsDefaultAction {
 			return errf(codes.InvalidArgument, "table_id 0 reads every table: no other filter may be set")
 		}
-		for _, id := range r.p.schema.tableIDs {
-			if err := r.table(r.p.tables[id], &p4v1.TableEntry{TableId: id}); err != nil {
+		for _, t := range r.p.schema.Tables {
+			if err := r.table(r.p.tables[t.ID], &p4v1.TableEntry{TableId: t.ID}); err != nil {
 				return err
 			}
 		}
@@ -147,7 +147,7 @@ func (r *reader) table(ts *tableState, q *p4v1.TableEntry) error {
 	ti := ts.info
 	if q.IsDefaultAction {
 		if len(q.Match) > 0 || q.Priority != 0 {
-			return errf(codes.InvalidArgument, "table %q: a default-entry read has no match and priority 0", ti.name)
+			return errf(codes.InvalidArgument, "table %q: a default-entry read has no match and priority 0", ti.Name)
 		}
 		var te *p4v1.TableEntry
 		if err := r.locked(func() { te = defaultEntryProto(ts) }); err != nil {
@@ -160,7 +160,7 @@ func (r *reader) table(ts *tableState, q *p4v1.TableEntry) error {
 	if q.Action != nil {
 		a := q.Action.GetAction()
 		if a == nil {
-			return errf(codes.InvalidArgument, "table %q: only an action_id can filter a read", ti.name)
+			return errf(codes.InvalidArgument, "table %q: only an action_id can filter a read", ti.Name)
 		}
 		actionID = a.ActionId
 	}
@@ -168,13 +168,13 @@ func (r *reader) table(ts *tableState, q *p4v1.TableEntry) error {
 		return (actionID == 0 || v.action == actionID) &&
 			(q.ControllerMetadata == 0 || v.ctrlMeta == q.ControllerMetadata) &&
 			(len(q.Metadata) == 0 || v.metadata == string(q.Metadata)) &&
-			(q.Priority == 0 || (ti.needsPriority && priorityOf(k) == q.Priority))
+			(q.Priority == 0 || (ti.NeedsPriority && priorityOf(k) == q.Priority))
 	}
 
 	var exact, prefix string
 	if len(q.Match) > 0 {
 		m := append([]*p4v1.FieldMatch(nil), q.Match...)
-		if ti.needsPriority && q.Priority == 0 {
+		if ti.NeedsPriority && q.Priority == 0 {
 			k, err := matchKey(nil, ti, m) // any priority: the key without its last 4 bytes
 			if err != nil {
 				return err
@@ -228,15 +228,18 @@ func (r *reader) registerEntries(q *p4v1.RegisterEntry) error {
 		if q.Index != nil {
 			return errf(codes.InvalidArgument, "register_id 0 reads every register: index may not be set")
 		}
-		ids = r.p.schema.regIDs
+		ids = ids[:0]
+		for _, x := range r.p.schema.Registers {
+			ids = append(ids, x.ID)
+		}
 	}
 	for _, id := range ids {
-		ri := r.p.schema.registers[id]
-		if ri == nil {
+		ri, ok := r.p.schema.RegisterByID(id)
+		if !ok {
 			return errf(codes.InvalidArgument, "register id %d is not in the P4Info", id)
 		}
-		what := "register " + quote(ri.name)
-		lo, hi, err := cellRange(q.Index, ri.size, what)
+		what := "register " + quote(ri.Name)
+		lo, hi, err := cellRange(q.Index, ri.Size, what)
 		if err != nil {
 			return err
 		}
@@ -285,15 +288,18 @@ func (r *reader) counterEntries(q *p4v1.CounterEntry) error {
 		if q.Index != nil {
 			return errf(codes.InvalidArgument, "counter_id 0 reads every counter: index may not be set")
 		}
-		ids = r.p.schema.counterIDs
+		ids = ids[:0]
+		for _, x := range r.p.schema.Counters {
+			ids = append(ids, x.ID)
+		}
 	}
 	for _, id := range ids {
-		ci := r.p.schema.counters[id]
-		if ci == nil {
+		ci, ok := r.p.schema.CounterByID(id)
+		if !ok {
 			return errf(codes.InvalidArgument, "counter id %d is not in the P4Info", id)
 		}
-		what := "counter " + quote(ci.name)
-		lo, hi, err := cellRange(q.Index, ci.size, what)
+		what := "counter " + quote(ci.Name)
+		lo, hi, err := cellRange(q.Index, ci.Size, what)
 		if err != nil {
 			return err
 		}
@@ -338,14 +344,14 @@ func (r *reader) counterEntries(q *p4v1.CounterEntry) error {
 
 // digestEntries returns the configs of enabled digests (a disabled digest reads as nothing).
 func (r *reader) digestEntries(q *p4v1.DigestEntry) error {
-	if q.DigestId != 0 && r.p.schema.digests[q.DigestId] == nil {
+	if _, ok := r.p.schema.DigestByID(q.DigestId); q.DigestId != 0 && !ok {
 		return errf(codes.InvalidArgument, "digest id %d is not in the P4Info", q.DigestId)
 	}
 	var out []*p4v1.DigestEntry
 	err := r.locked(func() {
-		for _, id := range r.p.schema.digestIDs {
-			if cfg := r.p.digestCfg[id]; cfg != nil && (q.DigestId == 0 || q.DigestId == id) {
-				out = append(out, &p4v1.DigestEntry{DigestId: id, Config: cfg})
+		for _, d := range r.p.schema.Digests {
+			if cfg := r.p.digestCfg[d.ID]; cfg != nil && (q.DigestId == 0 || q.DigestId == d.ID) {
+				out = append(out, &p4v1.DigestEntry{DigestId: d.ID, Config: cfg})
 			}
 		}
 	})

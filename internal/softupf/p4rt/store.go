@@ -3,6 +3,7 @@ package p4rt
 import (
 	"fmt"
 
+	"github.com/junction-atsss/junction/internal/p4schema"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -27,7 +28,7 @@ type pipeline struct {
 }
 
 type tableState struct {
-	info    *tableInfo
+	info    *p4schema.Table
 	entries map[string]entryValue
 	// defaultEntry is the default entry a client set (MODIFY with is_default_action), in
 	// canonical form; nil while the P4 program's default applies.
@@ -50,15 +51,15 @@ func newPipeline(sch *schema, cfg *p4v1.ForwardingPipelineConfig, committed bool
 		schema:    sch,
 		config:    cfg,
 		committed: committed,
-		tables:    make(map[uint32]*tableState, len(sch.tables)),
+		tables:    make(map[uint32]*tableState, len(sch.Tables)),
 		clones:    map[uint32]*p4v1.CloneSessionEntry{},
 		mcast:     map[uint32]*p4v1.MulticastGroupEntry{},
 		digestCfg: map[uint32]*p4v1.DigestEntry_Config{},
 		regShadow: map[uint32]map[int64]uint64{},
 		ctrShadow: map[uint32]map[int64]counterCell{},
 	}
-	for id, ti := range sch.tables {
-		p.tables[id] = &tableState{info: ti, entries: map[string]entryValue{}}
+	for _, ti := range sch.Tables {
+		p.tables[ti.ID] = &tableState{info: ti, entries: map[string]entryValue{}}
 	}
 	return p
 }
@@ -75,7 +76,7 @@ func (p *pipeline) withConfig(cfg *p4v1.ForwardingPipelineConfig) *pipeline {
 func (p *pipeline) entryProto(ts *tableState, key string, v entryValue) *p4v1.TableEntry {
 	match, prio := decodeKey(ts.info, key)
 	te := &p4v1.TableEntry{
-		TableId:            ts.info.id,
+		TableId:            ts.info.ID,
 		Match:              match,
 		Priority:           prio,
 		ControllerMetadata: v.ctrlMeta,
@@ -84,7 +85,7 @@ func (p *pipeline) entryProto(ts *tableState, key string, v entryValue) *p4v1.Ta
 	if v.metadata != "" {
 		te.Metadata = []byte(v.metadata)
 	}
-	if ai := p.schema.actions[v.action]; ai != nil {
+	if ai, ok := p.schema.ActionByID(v.action); ok {
 		te.Action = &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{
 			ActionId: v.action,
 			Params:   unpackParams(ai, v.params),
@@ -98,9 +99,9 @@ func defaultEntryProto(ts *tableState) *p4v1.TableEntry {
 	if ts.defaultEntry != nil {
 		return ts.defaultEntry
 	}
-	te := &p4v1.TableEntry{TableId: ts.info.id, IsDefaultAction: true}
-	if ts.info.initDefault != nil {
-		te.Action = &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: proto.Clone(ts.info.initDefault).(*p4v1.Action)}}
+	te := &p4v1.TableEntry{TableId: ts.info.ID, IsDefaultAction: true}
+	if ts.info.InitialDefault != nil {
+		te.Action = &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: proto.Clone(ts.info.InitialDefault).(*p4v1.Action)}}
 	}
 	return te
 }
@@ -108,16 +109,16 @@ func defaultEntryProto(ts *tableState) *p4v1.TableEntry {
 // replay pushes p's whole state to a Target that has just committed p's P4Info (COMMIT after
 // VERIFY_AND_SAVE, or RECONCILE_AND_COMMIT with a new device config).
 func (p *pipeline) replay(t Target, withCells bool) error {
-	for _, id := range p.schema.tableIDs {
-		ts := p.tables[id]
+	for _, ti := range p.schema.Tables {
+		id, ts := ti.ID, p.tables[ti.ID]
 		if ts.defaultEntry != nil {
 			if err := t.SetDefaultAction(id, ts.defaultEntry.GetAction().GetAction()); err != nil {
-				return fmt.Errorf("default action of table %q: %w", ts.info.name, err)
+				return fmt.Errorf("default action of table %q: %w", ts.info.Name, err)
 			}
 		}
 		for k, v := range ts.entries {
 			if err := t.WriteTableEntry(p4v1.Update_INSERT, p.entryProto(ts, k, v)); err != nil {
-				return fmt.Errorf("entry of table %q: %w", ts.info.name, err)
+				return fmt.Errorf("entry of table %q: %w", ts.info.Name, err)
 			}
 		}
 	}
@@ -132,14 +133,14 @@ func (p *pipeline) replay(t Target, withCells bool) error {
 	for id, cells := range p.regShadow {
 		for idx, v := range cells {
 			if err := t.WriteRegister(id, uint32(idx), v); err != nil {
-				return fmt.Errorf("register %q[%d]: %w", p.schema.registers[id].name, idx, err)
+				return fmt.Errorf("register %q[%d]: %w", registerName(p.schema, id), idx, err)
 			}
 		}
 	}
 	for id, cells := range p.ctrShadow {
 		for idx, c := range cells {
 			if err := t.WriteCounter(id, uint32(idx), c.packets, c.bytes); err != nil {
-				return fmt.Errorf("counter %q[%d]: %w", p.schema.counters[id].name, idx, err)
+				return fmt.Errorf("counter %q[%d]: %w", counterName(p.schema, id), idx, err)
 			}
 		}
 	}

@@ -136,31 +136,31 @@ func (s *Server) packetOut(c *controller, po *p4v1.PacketOut) {
 		fail(codes.FailedPrecondition, "packet-out refused: no forwarding pipeline is committed")
 		return
 	}
-	hdr := p.schema.packetOut
+	hdr := p.schema.PacketOut
 	if hdr == nil {
 		fail(codes.FailedPrecondition, "packet-out refused: the P4Info has no packet_out controller header")
 		return
 	}
-	portIdx, ok := hdr.byName["egress_port"]
+	portIdx, ok := hdr.ByName["egress_port"]
 	if !ok {
 		fail(codes.FailedPrecondition, "packet-out refused: the packet_out header has no egress_port field")
 		return
 	}
 	var port []byte
-	seen := make([]bool, len(hdr.fields))
+	seen := make([]bool, len(hdr.Fields))
 	for _, md := range po.Metadata {
-		i, ok := hdr.index[md.MetadataId]
+		i, ok := hdr.Index[md.MetadataId]
 		if !ok {
 			fail(codes.InvalidArgument, "packet_out metadata id %d is not in the P4Info", md.MetadataId)
 			return
 		}
-		f := hdr.fields[i]
+		f := hdr.Fields[i]
 		if seen[i] {
-			fail(codes.InvalidArgument, "packet_out metadata %q given twice", f.name)
+			fail(codes.InvalidArgument, "packet_out metadata %q given twice", f.Name)
 			return
 		}
 		seen[i] = true
-		v, err := canonical(md.Value, f.width, "packet_out metadata "+quote(f.name))
+		v, err := canonical(md.Value, f.Width, "packet_out metadata "+quote(f.Name))
 		if err != nil {
 			_, msg := codeOf(err)
 			fail(codes.InvalidArgument, "%s", msg)
@@ -220,14 +220,14 @@ func (e serverEvents) PacketIn(ingressPort uint32, frame []byte) {
 		return
 	}
 	pin := &p4v1.PacketIn{Payload: append([]byte(nil), frame...)}
-	if p := s.running.Load(); p != nil && p.schema.packetIn != nil {
+	if p := s.running.Load(); p != nil && p.schema.PacketIn != nil {
 		// One metadata per packet_in field (spec 16.1): the port by name, zero for padding.
-		for _, f := range p.schema.packetIn.fields {
+		for _, f := range p.schema.PacketIn.Fields {
 			v := []byte{0}
-			if f.name == "ingress_port" {
+			if f.Name == "ingress_port" {
 				v = p4bytes.Uint(uint64(ingressPort))
 			}
-			pin.Metadata = append(pin.Metadata, &p4v1.PacketMetadata{MetadataId: f.id, Value: v})
+			pin.Metadata = append(pin.Metadata, &p4v1.PacketMetadata{MetadataId: f.ID, Value: v})
 		}
 	}
 	if s.sendData(c, &p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_Packet{Packet: pin}}) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/junction-atsss/junction/internal/p4schema"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 )
@@ -134,38 +135,38 @@ func (w *writer) tableEntry(op p4v1.Update_Type, te *p4v1.TableEntry) error {
 	if te == nil {
 		return errf(codes.InvalidArgument, "table_entry is empty")
 	}
-	ti := w.p.schema.tables[te.TableId]
-	if ti == nil {
+	ti, ok := w.p.schema.TableByID(te.TableId)
+	if !ok {
 		return errf(codes.InvalidArgument, "table id %d is not in the P4Info", te.TableId)
 	}
 	if te.IsConst {
-		return errf(codes.InvalidArgument, "table %q: is_const must be false in writes", ti.name)
+		return errf(codes.InvalidArgument, "table %q: is_const must be false in writes", ti.Name)
 	}
-	ts := w.p.tables[ti.id]
+	ts := w.p.tables[ti.ID]
 	if te.IsDefaultAction {
 		return w.defaultEntry(op, ts, te)
 	}
-	if ti.isConst {
-		return errf(codes.PermissionDenied, "table %q is a constant table", ti.name)
+	if ti.IsConst {
+		return errf(codes.PermissionDenied, "table %q is a constant table", ti.Name)
 	}
-	if ti.indirect {
-		return errf(codes.Unimplemented, "table %q uses an action profile, which this server does not support", ti.name)
+	if ti.Indirect {
+		return errf(codes.Unimplemented, "table %q uses an action profile, which this server does not support", ti.Name)
 	}
-	if len(ti.fields) == 0 && op == p4v1.Update_INSERT {
-		return errf(codes.InvalidArgument, "table %q has no match key: only its default entry can be written", ti.name)
+	if len(ti.Fields) == 0 && op == p4v1.Update_INSERT {
+		return errf(codes.InvalidArgument, "table %q has no match key: only its default entry can be written", ti.Name)
 	}
 	if op != p4v1.Update_DELETE {
 		if te.CounterData != nil || te.MeterConfig != nil || te.MeterCounterData != nil {
-			if !ti.hasDirect {
-				return errf(codes.InvalidArgument, "table %q has no direct counter or meter", ti.name)
+			if !ti.HasDirect {
+				return errf(codes.InvalidArgument, "table %q has no direct counter or meter", ti.Name)
 			}
-			return errf(codes.Unimplemented, "table %q: direct counters and meters are not supported", ti.name)
+			return errf(codes.Unimplemented, "table %q: direct counters and meters are not supported", ti.Name)
 		}
 		if te.IdleTimeoutNs != 0 {
-			if !ti.idleTimeout {
-				return errf(codes.InvalidArgument, "table %q does not support idle timeouts", ti.name)
+			if !ti.IdleTimeout {
+				return errf(codes.InvalidArgument, "table %q does not support idle timeouts", ti.Name)
 			}
-			return errf(codes.Unimplemented, "table %q: idle timeouts are not supported", ti.name)
+			return errf(codes.Unimplemented, "table %q: idle timeouts are not supported", ti.Name)
 		}
 	}
 	key, err := entryKey(w.buf[:0], ti, te)
@@ -179,21 +180,21 @@ func (w *writer) tableEntry(op p4v1.Update_Type, te *p4v1.TableEntry) error {
 	switch op {
 	case p4v1.Update_INSERT:
 		if exists {
-			return errf(codes.AlreadyExists, "table %q: the entry already exists", ti.name)
+			return errf(codes.AlreadyExists, "table %q: the entry already exists", ti.Name)
 		}
 		a, err := w.entryAction(ti, te)
 		if err != nil {
 			return err
 		}
 		if a == nil {
-			return errf(codes.InvalidArgument, "table %q: INSERT needs an action", ti.name)
+			return errf(codes.InvalidArgument, "table %q: INSERT needs an action", ti.Name)
 		}
-		if ti.size > 0 && int64(len(ts.entries)) >= ti.size {
-			return errf(codes.ResourceExhausted, "table %q is full (size %d)", ti.name, ti.size)
+		if ti.Size > 0 && int64(len(ts.entries)) >= ti.Size {
+			return errf(codes.ResourceExhausted, "table %q is full (size %d)", ti.Name, ti.Size)
 		}
 		if w.p.committed {
 			if err := t.WriteTableEntry(op, te); err != nil {
-				return targetErr(err, codes.Internal, "table "+quote(ti.name))
+				return targetErr(err, codes.Internal, "table "+quote(ti.Name))
 			}
 		}
 		k := string(key)
@@ -201,13 +202,13 @@ func (w *writer) tableEntry(op p4v1.Update_Type, te *p4v1.TableEntry) error {
 		w.onUndo(func() {
 			delete(ts.entries, k)
 			if w.p.committed {
-				w.undoErr(t.WriteTableEntry(p4v1.Update_DELETE, te), ti.name)
+				w.undoErr(t.WriteTableEntry(p4v1.Update_DELETE, te), ti.Name)
 			}
 		})
 
 	case p4v1.Update_MODIFY:
 		if !exists {
-			return errf(codes.NotFound, "table %q: no such entry to modify", ti.name)
+			return errf(codes.NotFound, "table %q: no such entry to modify", ti.Name)
 		}
 		k := string(key)
 		a, err := w.entryAction(ti, te)
@@ -221,25 +222,25 @@ func (w *writer) tableEntry(op p4v1.Update_Type, te *p4v1.TableEntry) error {
 		}
 		if w.p.committed {
 			if err := t.WriteTableEntry(op, te); err != nil {
-				return targetErr(err, codes.Internal, "table "+quote(ti.name))
+				return targetErr(err, codes.Internal, "table "+quote(ti.Name))
 			}
 		}
 		ts.entries[k] = w.entryValue(te, a)
 		w.onUndo(func() {
 			ts.entries[k] = old
 			if w.p.committed {
-				w.undoErr(t.WriteTableEntry(p4v1.Update_MODIFY, w.p.entryProto(ts, k, old)), ti.name)
+				w.undoErr(t.WriteTableEntry(p4v1.Update_MODIFY, w.p.entryProto(ts, k, old)), ti.Name)
 			}
 		})
 
 	case p4v1.Update_DELETE:
 		if !exists {
-			return errf(codes.NotFound, "table %q: no such entry to delete", ti.name)
+			return errf(codes.NotFound, "table %q: no such entry to delete", ti.Name)
 		}
 		te.Action = nil // non-key fields are ignored on DELETE
 		if w.p.committed {
 			if err := t.WriteTableEntry(op, te); err != nil {
-				return targetErr(err, codes.Internal, "table "+quote(ti.name))
+				return targetErr(err, codes.Internal, "table "+quote(ti.Name))
 			}
 		}
 		k := string(key)
@@ -247,7 +248,7 @@ func (w *writer) tableEntry(op p4v1.Update_Type, te *p4v1.TableEntry) error {
 		w.onUndo(func() {
 			ts.entries[k] = old
 			if w.p.committed {
-				w.undoErr(t.WriteTableEntry(p4v1.Update_INSERT, w.p.entryProto(ts, k, old)), ti.name)
+				w.undoErr(t.WriteTableEntry(p4v1.Update_INSERT, w.p.entryProto(ts, k, old)), ti.Name)
 			}
 		})
 	}
@@ -255,13 +256,13 @@ func (w *writer) tableEntry(op p4v1.Update_Type, te *p4v1.TableEntry) error {
 }
 
 // entryAction checks an entry's action; nil when none is given.
-func (w *writer) entryAction(ti *tableInfo, te *p4v1.TableEntry) (*p4v1.Action, error) {
+func (w *writer) entryAction(ti *p4schema.Table, te *p4v1.TableEntry) (*p4v1.Action, error) {
 	if te.Action == nil {
 		return nil, nil
 	}
 	a := te.Action.GetAction()
 	if a == nil {
-		return nil, errf(codes.InvalidArgument, "table %q is a direct table: give an action, not an action profile member, group or set", ti.name)
+		return nil, errf(codes.InvalidArgument, "table %q is a direct table: give an action, not an action profile member, group or set", ti.Name)
 	}
 	return a, w.p.schema.checkAction(ti, a, false)
 }
@@ -291,35 +292,35 @@ func (w *writer) packParams(a *p4v1.Action) string {
 func (w *writer) defaultEntry(op p4v1.Update_Type, ts *tableState, te *p4v1.TableEntry) error {
 	ti := ts.info
 	if op != p4v1.Update_MODIFY {
-		return errf(codes.InvalidArgument, "table %q: the default entry can only be modified, not inserted or deleted", ti.name)
+		return errf(codes.InvalidArgument, "table %q: the default entry can only be modified, not inserted or deleted", ti.Name)
 	}
 	if len(te.Match) > 0 || te.Priority != 0 {
-		return errf(codes.InvalidArgument, "table %q: the default entry has no match and priority 0", ti.name)
+		return errf(codes.InvalidArgument, "table %q: the default entry has no match and priority 0", ti.Name)
 	}
-	if ti.constDefault != 0 {
-		return errf(codes.PermissionDenied, "table %q has a constant default action", ti.name)
+	if ti.ConstDefault != 0 {
+		return errf(codes.PermissionDenied, "table %q has a constant default action", ti.Name)
 	}
-	if ti.indirect {
-		return errf(codes.PermissionDenied, "table %q uses an action profile: its default entry is constant", ti.name)
+	if ti.Indirect {
+		return errf(codes.PermissionDenied, "table %q uses an action profile: its default entry is constant", ti.Name)
 	}
 	var stored *p4v1.TableEntry
 	var a *p4v1.Action
 	if te.Action != nil {
 		if a = te.Action.GetAction(); a == nil {
-			return errf(codes.InvalidArgument, "table %q: the default entry needs a direct action", ti.name)
+			return errf(codes.InvalidArgument, "table %q: the default entry needs a direct action", ti.Name)
 		}
 		if err := w.p.schema.checkAction(ti, a, true); err != nil {
 			return err
 		}
 		stored = &p4v1.TableEntry{
-			TableId: ti.id, IsDefaultAction: true, Action: te.Action,
+			TableId: ti.ID, IsDefaultAction: true, Action: te.Action,
 			Metadata: te.Metadata, ControllerMetadata: te.ControllerMetadata,
 		}
 	}
 	t := w.s.target
 	if w.p.committed {
-		if err := t.SetDefaultAction(ti.id, a); err != nil {
-			return targetErr(err, codes.Internal, "default action of table "+quote(ti.name))
+		if err := t.SetDefaultAction(ti.ID, a); err != nil {
+			return targetErr(err, codes.Internal, "default action of table "+quote(ti.Name))
 		}
 	}
 	prev := ts.defaultEntry
@@ -327,7 +328,7 @@ func (w *writer) defaultEntry(op p4v1.Update_Type, ts *tableState, te *p4v1.Tabl
 	w.onUndo(func() {
 		ts.defaultEntry = prev
 		if w.p.committed {
-			w.undoErr(t.SetDefaultAction(ti.id, prev.GetAction().GetAction()), ti.name)
+			w.undoErr(t.SetDefaultAction(ti.ID, prev.GetAction().GetAction()), ti.Name)
 		}
 	})
 	return nil

@@ -29,39 +29,39 @@ func cellRange(idx *p4v1.Index, size int64, what string) (lo, hi int64, err erro
 }
 
 func (w *writer) registerEntry(op p4v1.Update_Type, re *p4v1.RegisterEntry) error {
-	ri := w.p.schema.registers[re.GetRegisterId()]
-	if ri == nil {
+	ri, ok := w.p.schema.RegisterByID(re.GetRegisterId())
+	if !ok {
 		return errf(codes.InvalidArgument, "register id %d is not in the P4Info", re.GetRegisterId())
 	}
-	what := "register " + quote(ri.name)
+	what := "register " + quote(ri.Name)
 	if op != p4v1.Update_MODIFY {
 		return errf(codes.InvalidArgument, "%s: register entries can only be modified", what)
 	}
-	if ri.width > 64 {
+	if ri.Width > 64 {
 		return errf(codes.Unimplemented, "%s: elements wider than 64 bits are not supported", what)
 	}
 	bs, ok := re.GetData().GetData().(*p4v1.P4Data_Bitstring)
 	if !ok {
-		return errf(codes.InvalidArgument, "%s: data must be a bitstring (bit<%d>)", what, ri.width)
+		return errf(codes.InvalidArgument, "%s: data must be a bitstring (bit<%d>)", what, ri.Width)
 	}
-	v, err := canonical(bs.Bitstring, ri.width, what)
+	v, err := canonical(bs.Bitstring, ri.Width, what)
 	if err != nil {
 		return err
 	}
-	lo, hi, err := cellRange(re.Index, ri.size, what)
+	lo, hi, err := cellRange(re.Index, ri.Size, what)
 	if err != nil {
 		return err
 	}
 	val := decodeUint(v)
 	if !w.p.committed {
-		writeShadow(w, w.p.regShadow, ri.id, lo, hi, val)
+		writeShadow(w, w.p.regShadow, ri.ID, lo, hi, val)
 		return nil
 	}
 	t := w.s.target
 	var old []uint64
 	if w.rollback {
 		for i := lo; i < hi; i++ {
-			x, err := t.ReadRegister(ri.id, uint32(i))
+			x, err := t.ReadRegister(ri.ID, uint32(i))
 			if err != nil {
 				return targetErr(err, codes.Internal, fmt.Sprintf("%s[%d]", what, i))
 			}
@@ -69,28 +69,28 @@ func (w *writer) registerEntry(op p4v1.Update_Type, re *p4v1.RegisterEntry) erro
 		}
 	}
 	for i := lo; i < hi; i++ {
-		if err := t.WriteRegister(ri.id, uint32(i), val); err != nil {
+		if err := t.WriteRegister(ri.ID, uint32(i), val); err != nil {
 			return targetErr(err, codes.Internal, fmt.Sprintf("%s[%d]", what, i))
 		}
 	}
 	w.onUndo(func() {
 		for i := lo; i < hi; i++ {
-			w.undoErr(t.WriteRegister(ri.id, uint32(i), old[i-lo]), ri.name)
+			w.undoErr(t.WriteRegister(ri.ID, uint32(i), old[i-lo]), ri.Name)
 		}
 	})
 	return nil
 }
 
 func (w *writer) counterEntry(op p4v1.Update_Type, ce *p4v1.CounterEntry) error {
-	ci := w.p.schema.counters[ce.GetCounterId()]
-	if ci == nil {
+	ci, ok := w.p.schema.CounterByID(ce.GetCounterId())
+	if !ok {
 		return errf(codes.InvalidArgument, "counter id %d is not in the P4Info", ce.GetCounterId())
 	}
-	what := "counter " + quote(ci.name)
+	what := "counter " + quote(ci.Name)
 	if op != p4v1.Update_MODIFY {
 		return errf(codes.InvalidArgument, "%s: counter entries can only be modified", what)
 	}
-	lo, hi, err := cellRange(ce.Index, ci.size, what)
+	lo, hi, err := cellRange(ce.Index, ci.Size, what)
 	if err != nil {
 		return err
 	}
@@ -102,14 +102,14 @@ func (w *writer) counterEntry(op p4v1.Update_Type, ce *p4v1.CounterEntry) error 
 	}
 	cell := counterCell{packets: uint64(ce.Data.PacketCount), bytes: uint64(ce.Data.ByteCount)}
 	if !w.p.committed {
-		writeShadow(w, w.p.ctrShadow, ci.id, lo, hi, cell)
+		writeShadow(w, w.p.ctrShadow, ci.ID, lo, hi, cell)
 		return nil
 	}
 	t := w.s.target
 	var old []counterCell
 	if w.rollback {
 		for i := lo; i < hi; i++ {
-			pk, by, err := t.ReadCounter(ci.id, uint32(i))
+			pk, by, err := t.ReadCounter(ci.ID, uint32(i))
 			if err != nil {
 				return targetErr(err, codes.Internal, fmt.Sprintf("%s[%d]", what, i))
 			}
@@ -117,13 +117,13 @@ func (w *writer) counterEntry(op p4v1.Update_Type, ce *p4v1.CounterEntry) error 
 		}
 	}
 	for i := lo; i < hi; i++ {
-		if err := t.WriteCounter(ci.id, uint32(i), cell.packets, cell.bytes); err != nil {
+		if err := t.WriteCounter(ci.ID, uint32(i), cell.packets, cell.bytes); err != nil {
 			return targetErr(err, codes.Internal, fmt.Sprintf("%s[%d]", what, i))
 		}
 	}
 	w.onUndo(func() {
 		for i := lo; i < hi; i++ {
-			w.undoErr(t.WriteCounter(ci.id, uint32(i), old[i-lo].packets, old[i-lo].bytes), ci.name)
+			w.undoErr(t.WriteCounter(ci.ID, uint32(i), old[i-lo].packets, old[i-lo].bytes), ci.Name)
 		}
 	})
 	return nil
@@ -131,12 +131,12 @@ func (w *writer) counterEntry(op p4v1.Update_Type, ce *p4v1.CounterEntry) error 
 
 // digestEntry enables (INSERT), reconfigures (MODIFY) or disables (DELETE) a digest (spec 9.9).
 func (w *writer) digestEntry(op p4v1.Update_Type, de *p4v1.DigestEntry) error {
-	di := w.p.schema.digests[de.GetDigestId()]
-	if di == nil {
+	di, ok := w.p.schema.DigestByID(de.GetDigestId())
+	if !ok {
 		return errf(codes.InvalidArgument, "digest id %d is not in the P4Info", de.GetDigestId())
 	}
-	what := "digest " + quote(di.name)
-	prev, exists := w.p.digestCfg[di.id]
+	what := "digest " + quote(di.Name)
+	prev, exists := w.p.digestCfg[di.ID]
 	var cfg *p4v1.DigestEntry_Config
 	switch op {
 	case p4v1.Update_INSERT:
@@ -157,21 +157,21 @@ func (w *writer) digestEntry(op p4v1.Update_Type, de *p4v1.DigestEntry) error {
 			return errf(codes.InvalidArgument, "%s: max_timeout_ns, max_list_size and ack_timeout_ns must not be negative", what)
 		}
 		cfg = proto.Clone(c).(*p4v1.DigestEntry_Config)
-		w.p.digestCfg[di.id] = cfg
+		w.p.digestCfg[di.ID] = cfg
 	} else {
-		delete(w.p.digestCfg, di.id)
+		delete(w.p.digestCfg, di.ID)
 	}
 	if w.p.committed {
-		w.s.digests.configure(di.id, cfg)
+		w.s.digests.configure(di.ID, cfg)
 	}
 	w.onUndo(func() {
 		if exists {
-			w.p.digestCfg[di.id] = prev
+			w.p.digestCfg[di.ID] = prev
 		} else {
-			delete(w.p.digestCfg, di.id)
+			delete(w.p.digestCfg, di.ID)
 		}
 		if w.p.committed {
-			w.s.digests.configure(di.id, prev)
+			w.s.digests.configure(di.ID, prev)
 		}
 	})
 	return nil
