@@ -130,15 +130,36 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 			"UserPlaneFunction %s refused path monitoring's register write for user %d: %v", upf.Name, user, err))
 		return ctrl.Result{}, nil
 	}
+	note := shadowNote(desired.Shadows(sel, policies.Items))
+	if note != "" {
+		if c := meta.FindStatusCondition(s.Status.Conditions, junctionv1.ConditionReady); c == nil || !strings.Contains(c.Message, note) {
+			r.Recorder.Event(s, corev1.EventTypeWarning, ReasonPolicyShadowed, note)
+		}
+		note = "; " + note
+	}
 	switch {
 	case len(missing) > 0:
-		r.setReady(s, false, ReasonPolicyNotFound, fmt.Sprintf("SteeringPolicy %s does not exist; the session is programmed without it", strings.Join(missing, ", ")))
+		r.setReady(s, false, ReasonPolicyNotFound, fmt.Sprintf("SteeringPolicy %s does not exist; the session is programmed without it", strings.Join(missing, ", "))+note)
 	case len(pending) > 0:
-		r.setReady(s, false, ReasonPolicyPending, fmt.Sprintf("SteeringPolicy %s has no application ID yet", strings.Join(pending, ", ")))
+		r.setReady(s, false, ReasonPolicyPending, fmt.Sprintf("SteeringPolicy %s has no application ID yet", strings.Join(pending, ", "))+note)
 	default:
-		r.setReady(s, true, ReasonReady, "programmed with every policy it selects")
+		r.setReady(s, true, ReasonReady, "programmed with every policy it selects"+note)
 	}
 	return ctrl.Result{}, nil
+}
+
+// shadowNote names the selected policies that never steer the session's downlink
+// (desired.Shadows): accepted, as the paper's UPF-wide policies allow, but not silently.
+func shadowNote(sh []desired.Shadow) string {
+	if len(sh) == 0 {
+		return ""
+	}
+	parts := make([]string, len(sh))
+	for i, x := range sh {
+		parts[i] = fmt.Sprintf("%s by %s", x.Policy, x.By)
+	}
+	return "selected SteeringPolicies taken whole on the UPF by ones the session does not select: " + strings.Join(parts, ", ") +
+		" (the downlink follows the unselected policy, the UE agent's uplink the selected one; select it too, or narrow its traffic descriptor)"
 }
 
 // reconcileDelete: a deleted session that other finalizers keep has its entries removed, says

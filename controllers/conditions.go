@@ -50,6 +50,8 @@ const (
 	ReasonIndexesExhausted     = "IndexesExhausted"
 	ReasonPolicyNotFound       = "PolicyNotFound"
 	ReasonPolicyPending        = "PolicyPending"
+	// A policy the session does not select takes traffic a policy it selects describes.
+	ReasonPolicyShadowed = "PolicyShadowed"
 	ReasonWriteFailed          = "WriteFailed"
 	ReasonNoUPF                = "NoUserPlaneFunction"
 	ReasonPathDown             = "PathDown"

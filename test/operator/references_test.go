@@ -172,6 +172,48 @@ func TestDanglingReferencesGiveConditions(t *testing.T) {
 	eventually(t, programTimeout, "entries on the second UPF", func() error { return sameEntries(u2, sch, ns, "elsewhere") })
 }
 
+// TestShadowedPolicyIsSaid: the applications table is shared by every session on the UPF
+// (docs/pipeline.md), so a selected policy whose traffic an unselected, higher-precedence one
+// takes entirely never steers the session's downlink; the session says so (Ready message and a
+// PolicyShadowed event), and stops saying it once it selects both.
+func TestShadowedPolicyIsSaid(t *testing.T) {
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	cm, _ := pipelineConfigMap(t, ns, "pipeline", nil)
+	wide := activeStandbyPolicy(ns, "wide", 10, "198.18.0.0/16")
+	narrow := loadBalancePolicy(ns, "narrow", 20, 50, "198.18.10.0/24") // TCP 443 inside wide
+	shadowed := session(ns, "shadowed", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10", "narrow")
+	layered := session(ns, "layered", "imsi-001010000000002", "10.60.0.2", "upf", "3n", "198.51.100.10", "wide")
+	create(t, cm, newUPF(ns, "upf", u.addr, "pipeline"), wide, narrow, shadowed, layered)
+	startOperator(t, ns, operatorOptions{})
+
+	const note = "taken whole on the UPF by ones the session does not select: narrow by wide"
+	waitCondition(t, programTimeout, shadowed, junctionv1.ConditionReady, metav1.ConditionTrue, "Ready")
+	eventually(t, programTimeout, "the shadowed session's Ready message", func() error {
+		c, err := condition(shadowed, junctionv1.ConditionReady)
+		if err == nil && !strings.Contains(c.Message, note) {
+			err = fmt.Errorf("Ready says %q", c.Message)
+		}
+		return err
+	})
+	eventually(t, programTimeout, "a PolicyShadowed event", func() error { return findEvent(ns, "shadowed", "Warning", "PolicyShadowed") })
+	waitCondition(t, programTimeout, layered, junctionv1.ConditionReady, metav1.ConditionTrue, "Ready")
+	if c, err := condition(layered, junctionv1.ConditionReady); err != nil || strings.Contains(c.Message, "taken whole") {
+		t.Errorf("a session selecting the wide policy under which narrow is layered: Ready %q, %v; want no note", c.Message, err)
+	}
+
+	patchSession(t, shadowed, func(s *junctionv1.ATSSSSession) {
+		s.Spec.PolicyRefs = append(s.Spec.PolicyRefs, junctionv1.LocalObjectReference{Name: "wide"})
+	})
+	eventually(t, programTimeout, "the note gone once both are selected", func() error {
+		c, err := condition(shadowed, junctionv1.ConditionReady)
+		if err == nil && (c.Status != metav1.ConditionTrue || strings.Contains(c.Message, "taken whole")) {
+			err = fmt.Errorf("Ready %s: %q", c.Status, c.Message)
+		}
+		return err
+	})
+}
+
 // TestPushNeverOnlyVerifiesThePipeline: with pushPolicy Never the operator does not push; a
 // device without the ConfigMap's pipeline is reported, and once it runs it (pushed here by
 // switching the policy), Never verifies it and keeps programming.
