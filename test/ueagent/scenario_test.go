@@ -37,6 +37,7 @@ import (
 	"github.com/junction-atsss/junction/internal/linkem"
 	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/ueagent/steer"
+	"github.com/junction-atsss/junction/test/netns"
 	"github.com/junction-atsss/junction/test/topology"
 )
 
@@ -630,17 +631,34 @@ func TestScenarioSmallestDelay(t *testing.T) {
 // returns the function that sends it for a while (from any goroutine); the sockets close with
 // the test.
 func (tb *testbed) cbrTo(t *testing.T, u *ueNode, addr string, rate float64) func(time.Duration) {
+	return udpCBR(t, tb.DN, nil, u.NS, &net.UDPAddr{IP: net.ParseIP(addr), Port: 7001}, rate)
+}
+
+// uplinkCBR opens a UDP stream of rate bit/s from UE u's session address to the data network,
+// as cbrTo does the other way.
+func (tb *testbed) uplinkCBR(t *testing.T, u *ueNode, rate float64) func(time.Duration) {
+	return udpCBR(t, u.NS, net.ParseIP(sessionAddr), tb.DN, &net.UDPAddr{IP: net.IP(dnHost.AsSlice()), Port: 7002}, rate)
+}
+
+// udpCBR opens a UDP socket to dst in rxNS, whose datagrams a goroutine drains (the receiving
+// application), and one from src (nil: any) in txNS toward it; it returns the function that
+// sends cbrPayload datagrams at rate bit/s for a while. The sockets close with the test.
+func udpCBR(t *testing.T, txNS *netns.Namespace, src net.IP, rxNS *netns.Namespace, dst *net.UDPAddr, rate float64) func(time.Duration) {
 	var rx, tx *net.UDPConn
-	must(t, u.NS.Do(func() (err error) {
-		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(addr), Port: 7001})
+	must(t, rxNS.Do(func() (err error) {
+		rx, err = net.ListenUDP("udp4", dst)
 		return err
 	}))
-	must(t, tb.DN.Do(func() (err error) {
-		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(addr), Port: 7001})
+	must(t, txNS.Do(func() (err error) {
+		var local *net.UDPAddr
+		if src != nil {
+			local = &net.UDPAddr{IP: src}
+		}
+		tx, err = net.DialUDP("udp4", local, dst)
 		return err
 	}))
 	t.Cleanup(func() { rx.Close(); tx.Close() })
-	go func() { // drain: the receiving application
+	go func() {
 		buf := make([]byte, 2048)
 		for {
 			if _, err := rx.Read(buf); err != nil {
@@ -883,31 +901,6 @@ func TestScenarioLossThreshold(t *testing.T) {
 			t.Errorf("WiFi %s: %.0f%% of the downlink and %.0f%% of the uplink on WiFi, want none", p.name, 100*p.downWiFi, 100*p.upWiFi)
 		}
 	}
-}
-
-// uplinkCBR opens a UDP stream of rate bit/s from UE u's session address to the data network
-// and returns the function that sends it for a while; the sockets close with the test.
-func (tb *testbed) uplinkCBR(t *testing.T, u *ueNode, rate float64) func(time.Duration) {
-	var rx, tx *net.UDPConn
-	must(t, tb.DN.Do(func() (err error) {
-		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IP(dnHost.AsSlice()), Port: 7002})
-		return err
-	}))
-	must(t, u.NS.Do(func() (err error) {
-		tx, err = net.DialUDP("udp4", &net.UDPAddr{IP: net.ParseIP(sessionAddr)}, &net.UDPAddr{IP: net.IP(dnHost.AsSlice()), Port: 7002})
-		return err
-	}))
-	t.Cleanup(func() { rx.Close(); tx.Close() })
-	go func() { // drain: the server
-		buf := make([]byte, 2048)
-		for {
-			if _, err := rx.Read(buf); err != nil {
-				return
-			}
-		}
-	}()
-	msg := make([]byte, cbrPayload)
-	return func(d time.Duration) { paceAt(rate, d, func() { tx.Write(msg) }) }
 }
 
 // The paper's Table IV (uplink reordering): the UE alternates its uplink between 5G (2-5 ms
