@@ -1,7 +1,7 @@
 // Package p4schema compiles a P4Info into the lookup structures every part that speaks
 // P4Runtime needs: objects by name (full name, alias, or the name without p4c's leading dot) and
-// by ID, match fields and action params by name and by ID, and the bit widths P4Runtime values
-// are checked against (internal/p4bytes). The operator's client (internal/upfclient), the
+// by ID, match fields and action params by name and by ID, and the bit widths values are fitted
+// to (by the bytestring rules of internal/p4bytes). The operator's client (internal/upfclient), the
 // software UPF's P4Runtime server (internal/softupf/p4rt) and data plane, and the packet vector
 // runner (test/vectors) all resolve the P4Info through it, so that they agree on what a name
 // means and reject the same P4Infos.

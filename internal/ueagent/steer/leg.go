@@ -195,14 +195,14 @@ func (l *Leg) busy(now time.Time) bool {
 }
 
 // NextProbe is when the next PROBE is due: at once when the leg's address appears, then one
-// interval after the last probe: Busy while traffic flowed in the last second or while the loss
-// window holds a lost probe (a loss threshold waits on that figure: at Idle it would take 20 s to
-// clear), else Idle. After a missed probe on a leg not yet Down, the next goes one probe timeout
+// interval after the last probe: Busy while traffic flowed in the last second or while the leg
+// is Up and its loss window holds a lost probe (a loss threshold waits on that figure: at Idle it
+// would take 20 s to clear), else Idle. After a missed probe on a leg not yet Down, the next goes one probe timeout
 // after the last instead (as BFD confirms a suspected failure): a silent failure is declared
 // after MissThreshold timeouts, not MissThreshold intervals. Zero: never (the leg has no address).
 func (l *Leg) NextProbe(now time.Time) time.Time {
 	interval := l.cfg.Idle
-	if l.busy(now) || l.outcomes != 0 {
+	if l.busy(now) || (l.state == LegUp && l.outcomes != 0) {
 		interval = l.cfg.Busy
 	}
 	switch {

@@ -112,6 +112,18 @@ func TestLegProbeSchedule(t *testing.T) {
 			}
 			now = now.Add(ms(100))
 		}
+		for range 3 { // MissThreshold: down, with losses in its window
+			l.Sent(now)
+			now = now.Add(time.Second)
+			l.Tick(now)
+		}
+		if l.State() != LegDown {
+			t.Fatalf("leg %v after three misses, want down", l.State())
+		}
+		l.Sent(now)
+		if got := l.NextProbe(now); !got.Equal(now.Add(time.Second)) {
+			t.Errorf("a down leg with losses in its window: next probe %v after the last, want 1 s (idle)", got.Sub(now))
+		}
 	})
 	t.Run("NextDeadline is the earlier of the next probe and a probe's timeout", func(t *testing.T) {
 		l := NewLeg(NewClock(t0), DefaultLegConfig())
