@@ -140,10 +140,7 @@ func (r *SteeringPolicyReconciler) reconcileNormal(ctx context.Context, p *junct
 // use every available access whatever its RTT or loss (docs/pipeline.md, "Steering decision").
 // Accepted, not silently: the Ready message and a Warning event say so.
 func thresholdsUnread(spec junctionv1.SteeringPolicySpec) string {
-	switch m := spec.Steering.Mode; {
-	case spec.Thresholds == nil:
-		return ""
-	case m == junctionv1.ModeSmallestDelay || m == junctionv1.ModeRedundant:
+	if m := spec.Steering.Mode; spec.Thresholds != nil && (m == junctionv1.ModeSmallestDelay || m == junctionv1.ModeRedundant) {
 		return fmt.Sprintf("thresholds are not enforced: mode %s reads none", m)
 	}
 	return ""

@@ -17,13 +17,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -335,7 +333,7 @@ func printEntries(ctx context.Context, addr string) error {
 			}
 			count[te.Table]++
 			if te.Table == "sessions" {
-				sessionLines = append(sessionLines, describe(te))
+				sessionLines = append(sessionLines, describe(sch, te))
 			}
 		}
 	}
@@ -355,13 +353,13 @@ func printEntries(ctx context.Context, addr string) error {
 }
 
 // describe prints a sessions entry as "10.60.0.1 -> set_session(user_idx=0, ...)".
-func describe(e upfclient.Entry) string {
+func describe(sch *upfclient.Schema, e upfclient.Entry) string {
 	var b strings.Builder
 	for _, m := range e.Match {
 		fmt.Fprintf(&b, "%s ", value(m.Field, m.Value))
 	}
 	fmt.Fprintf(&b, "-> %s(", e.Action)
-	names := slices.Sorted(maps.Keys(e.Params))
+	names, _ := sch.ParamNames(e.Action)
 	for i, n := range names {
 		if i > 0 {
 			b.WriteString(", ")

@@ -256,3 +256,13 @@ func TestBackoffGrowsToMaxWithJitter(t *testing.T) {
 		}
 	}
 }
+
+func TestParamNamesAreInIDOrder(t *testing.T) {
+	s := mustSchema(t, kindsP4Info())
+	if got, err := s.ParamNames("set"); err != nil || strings.Join(got, " ") != "port mac" {
+		t.Errorf("ParamNames(set) = %v, %v; want port mac (the P4Info's IDs 1, 2)", got, err)
+	}
+	if _, err := s.ParamNames("fly"); err == nil || !strings.Contains(err.Error(), `no action "fly"`) {
+		t.Errorf("an unknown action: %v", err)
+	}
+}

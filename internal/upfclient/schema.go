@@ -79,6 +79,19 @@ func (s *Schema) ActionID(name string) (uint32, error) {
 	return a.ID, nil
 }
 
+// ParamNames lists an action's parameters in ID order (p4c numbers them as declared).
+func (s *Schema) ParamNames(action string) ([]string, error) {
+	a, err := s.ps.Action(action)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(a.Params))
+	for i, p := range a.Params {
+		out[i] = p.Name
+	}
+	return out, nil
+}
+
 // RegisterID resolves a register name.
 func (s *Schema) RegisterID(name string) (uint32, error) {
 	r, err := s.ps.Register(name)
