@@ -47,6 +47,18 @@ const (
 	binWidth   = 100 * time.Millisecond
 )
 
+// fullScenario: make scenarios runs the scenarios at the paper's lengths (JUNCTION_SCENARIO=full),
+// make test the short versions.
+var fullScenario = os.Getenv("JUNCTION_SCENARIO") == "full"
+
+// shortOrFull picks a scenario's short or full value.
+func shortOrFull[T any](short, full T) T {
+	if fullScenario {
+		return full
+	}
+	return short
+}
+
 // stream is one CBR run's arrivals at the UE.
 type stream struct {
 	start    time.Time
@@ -256,7 +268,7 @@ func (s *stream) rateAfter(from, to time.Duration) float64 {
 
 func TestScenarioHandover(t *testing.T) {
 	d, failAt := 4*time.Second, 2*time.Second
-	full := os.Getenv("JUNCTION_SCENARIO") == "full"
+	full := fullScenario
 	if full {
 		d, failAt = 40*time.Second, 20*time.Second
 	}
@@ -391,10 +403,7 @@ func writeHandover(t *testing.T, d time.Duration, results []handoverResult) {
 //	go test ./test/ueagent -run TestScenarioAggregation                     # short: 5 s per mode
 //	make scenarios SCENARIO=Aggregation                                      # 30 s per mode
 func TestScenarioAggregation(t *testing.T) {
-	secs := "5"
-	if os.Getenv("JUNCTION_SCENARIO") == "full" {
-		secs = "30"
-	}
+	secs := shortOrFull("5", "30")
 	const linkRate = 60e6
 	wifi := linkem.Params{Rate: linkRate, Delay: 5 * time.Millisecond, Queue: 300_000}
 	ran := linkem.Params{Rate: linkRate, Delay: 10 * time.Millisecond, Queue: 300_000}
@@ -448,7 +457,7 @@ func TestScenarioAggregation(t *testing.T) {
 	for _, m := range modes {
 		fmt.Printf("%-20s %8.1f Mbit/s\n", m.name, got[m.name])
 	}
-	if os.Getenv("JUNCTION_SCENARIO") == "full" {
+	if fullScenario {
 		names := make([]string, len(modes))
 		for i, m := range modes {
 			names[i] = m.name
@@ -527,7 +536,7 @@ func rxBytesAll(t testing.TB, ns interface {
 //	make scenarios SCENARIO=SmallestDelay                                   # 20 s, join at 9 s
 func TestScenarioSmallestDelay(t *testing.T) {
 	d, join := 8*time.Second, 3*time.Second
-	full := os.Getenv("JUNCTION_SCENARIO") == "full"
+	full := fullScenario
 	if full {
 		d, join = 20*time.Second, 9*time.Second
 	}
@@ -715,10 +724,7 @@ func writeSmallestDelay(t *testing.T, _ time.Duration, rows func(func(at time.Du
 //	go test ./test/ueagent -run TestScenarioRedundant                       # short: 4 s
 //	make scenarios SCENARIO=Redundant                                       # 20 s
 func TestScenarioRedundant(t *testing.T) {
-	d := 4 * time.Second
-	if os.Getenv("JUNCTION_SCENARIO") == "full" {
-		d = 20 * time.Second
-	}
+	d := shortOrFull(4*time.Second, 20*time.Second)
 	const loss = 0.05
 	em := newEmulation(linkem.Params{Rate: 100e6, Delay: 10 * time.Millisecond, Queue: 400_000},
 		linkem.Params{Rate: 100e6, Delay: 5 * time.Millisecond, Queue: 400_000})
@@ -762,10 +768,7 @@ func TestScenarioRedundant(t *testing.T) {
 //	go test ./test/ueagent -run TestScenarioPriority                        # short: 9 s
 //	make scenarios SCENARIO=Priority                                        # 30 s
 func TestScenarioPriority(t *testing.T) {
-	phase := 3 * time.Second
-	if os.Getenv("JUNCTION_SCENARIO") == "full" {
-		phase = 10 * time.Second
-	}
+	phase := shortOrFull(3*time.Second, 10*time.Second)
 	wifi := linkem.Params{Rate: 100e6, Delay: 5 * time.Millisecond, Queue: 400_000}
 	em := newEmulation(linkem.Params{Rate: 100e6, Delay: 10 * time.Millisecond, Queue: 400_000}, wifi)
 	tb := newEmulatedTestbed(t, 1, em)
@@ -815,10 +818,7 @@ func TestScenarioPriority(t *testing.T) {
 //	go test ./test/ueagent -run TestScenarioLossThreshold                   # short: 2 s per phase
 //	make scenarios SCENARIO=LossThreshold                                   # 10 s per phase
 func TestScenarioLossThreshold(t *testing.T) {
-	measure := 2 * time.Second
-	if os.Getenv("JUNCTION_SCENARIO") == "full" {
-		measure = 10 * time.Second
-	}
+	measure := shortOrFull(2*time.Second, 10*time.Second)
 	const (
 		threshold = 5    // packetLossPercent
 		wifiLoss  = 0.20 // each way
@@ -911,10 +911,7 @@ func TestScenarioLossThreshold(t *testing.T) {
 //	go test ./test/ueagent -run TestScenarioReorder                         # short: 5 uploads each
 //	make scenarios SCENARIO=Reorder                                         # 30 uploads each
 func TestScenarioReorder(t *testing.T) {
-	reps := 5
-	if os.Getenv("JUNCTION_SCENARIO") == "full" {
-		reps = 30
-	}
+	reps := shortOrFull(5, 30)
 	// One way: 5G 1-2.5 ms, WiFi 3.5-7.5 ms (jitter keeps order).
 	em := newEmulation(linkem.Params{Rate: 100e6, Delay: 1750 * time.Microsecond, Jitter: 750 * time.Microsecond, Queue: 400_000},
 		linkem.Params{Rate: 100e6, Delay: 5500 * time.Microsecond, Jitter: 2 * time.Millisecond, Queue: 400_000})
