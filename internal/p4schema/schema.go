@@ -23,7 +23,6 @@ type Schema struct {
 	Info *p4configv1.P4Info
 	// Tables, Registers, Counters and Digests in ID order (the order of wildcard reads).
 	Tables    []*Table
-	Actions   []*Action
 	Registers []*Register
 	Counters  []*Counter
 	Digests   []*Digest
@@ -175,7 +174,6 @@ func Compile(info *p4configv1.P4Info) (*Schema, error) {
 		if x.ParamIndex, x.paramNames, err = byIDOrder(x.Params, func(p Param) (uint32, string) { return p.ID, p.Name }); err != nil {
 			return nil, fmt.Errorf("action %q: param %w", x.Name, err)
 		}
-		s.Actions = append(s.Actions, x)
 		s.actions.add(a.GetPreamble(), x)
 	}
 

@@ -70,15 +70,6 @@ func (s *Schema) TableName(id uint32) string {
 	return ""
 }
 
-// ActionID resolves an action name.
-func (s *Schema) ActionID(name string) (uint32, error) {
-	a, err := s.ps.Action(name)
-	if err != nil {
-		return 0, err
-	}
-	return a.ID, nil
-}
-
 // ParamNames lists an action's parameters in ID order (p4c numbers them as declared).
 func (s *Schema) ParamNames(action string) ([]string, error) {
 	a, err := s.ps.Action(action)
