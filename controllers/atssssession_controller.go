@@ -26,6 +26,12 @@ import (
 // Finalizer that keeps an object until its entries are off the UPF and its indexes are freed.
 const finalizerName = "atsss.junction.dev/entries"
 
+// DefaultMaxConcurrentReconciles is how many sessions are reconciled at once. A session's
+// reconcile spends most of its time waiting for its status write while the API server is
+// busy (half a second at 10,000 creates): the workers are latency-bound, and with 64 the
+// operator fell behind a burst of creates (README, "Benchmark").
+const DefaultMaxConcurrentReconciles = 128
+
 // Requeue delays when nothing will trigger a retry by itself.
 const (
 	requeueTableFull = 30 * time.Second
@@ -37,7 +43,8 @@ type ATSSSSessionReconciler struct {
 	client.Client
 	Fleet    *Fleet
 	Recorder record.EventRecorder
-	// MaxConcurrentReconciles lets many sessions share one write (default 64).
+	// MaxConcurrentReconciles (default DefaultMaxConcurrentReconciles) lets many sessions share
+	// one write.
 	MaxConcurrentReconciles int
 	// Now is the clock (tests substitute it); default time.Now.
 	Now func() time.Time
@@ -45,7 +52,7 @@ type ATSSSSessionReconciler struct {
 	metrics sessionMetrics // junction_sessions, junction_session_programming_seconds
 }
 
-// Reconcile follows the cluster-api skeleton (fetch, deferred status patch, reconcileNormal or
+// Reconcile follows the cluster-api skeleton (fetch, deferred status write, reconcileNormal or
 // reconcileDelete) without a finalizer: the UPF's programmer holds every session's desired
 // entries, so a session that is gone (NotFound) has its entries removed and its indexes freed
 // then, and one deleted while the operator was down has its entries deleted by the replay that
@@ -78,7 +85,7 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.metrics.observe(req.NamespacedName, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.UPFRef.Name}.String(),
 			conditionReason(s.Status.Conditions, junctionv1.ConditionProgrammed),
 			meta.IsStatusConditionTrue(before.Status.Conditions, junctionv1.ConditionProgrammed), r.now().Sub(s.CreationTimestamp.Time))
-		if err := patchStatus(ctx, r.Client, before, s, &before.Status, &s.Status); apierrors.IsConflict(err) || apierrors.IsConflict(retErr) {
+		if err := writeStatus(ctx, r.Client, &before.Status, &s.Status, s); apierrors.IsConflict(err) || apierrors.IsConflict(retErr) {
 			// The UE agent wrote its status fields meanwhile: run again on the new version.
 			res, retErr = ctrl.Result{Requeue: true}, nil
 			return
@@ -109,7 +116,7 @@ func (r *ATSSSSessionReconciler) now() time.Time {
 func (r *ATSSSSessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	n := r.MaxConcurrentReconciles
 	if n <= 0 {
-		n = 64
+		n = DefaultMaxConcurrentReconciles
 	}
 	r.Fleet.init()
 	return ctrl.NewControllerManagedBy(mgr).

@@ -182,29 +182,24 @@ func removeFinalizer(ctx context.Context, c client.Client, obj client.Object) er
 	return client.IgnoreNotFound(c.Patch(ctx, obj, patch))
 }
 
-// patchStatus writes the status when it changed; a deleted object is not an error.
+// writeStatus writes the status when it changed; a deleted object is not an error.
 //
-// The patch is a JSON merge patch locked to the resourceVersion the operator last saw (after's):
-// a merge patch replaces status.conditions whole, and the UE agent writes its AgentReady
-// condition and status.agent into the same status (DESIGN.md, data flow 6). Without the lock, a
-// stale copy would put back an old AgentReady; with it, the API server answers 409 Conflict and
-// the reconcile runs again from a fresh read (IsConflict: requeue, not an error).
-func patchStatus(ctx context.Context, c client.Client, before, after client.Object, bs, as any) error {
+// The write is an update of the status subresource at the resourceVersion the operator read
+// (after's), not a patch: the API server then skips reading, copying and merging the stored
+// object, which made a status patch cost it about twice a create, and the status writes are
+// what bounds how fast sessions become Programmed (README, "Benchmark"). The resourceVersion
+// matters: the UE agent writes its AgentReady condition and status.agent into the same status
+// (DESIGN.md, data flow 6), so a stale copy would put back what the agent had before; instead
+// the API server answers 409 Conflict and the reconcile runs again from a fresh read
+// (IsConflict: requeue, not an error). Fields written back unchanged keep their field manager.
+func writeStatus(ctx context.Context, c client.Client, bs, as any, after client.Object) error {
 	if equality.Semantic.DeepEqual(bs, as) {
 		return nil
 	}
-	if err := c.Status().Patch(ctx, after, lockedMergeFrom(before, after)); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.Status().Update(ctx, after); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil
-}
-
-// lockedMergeFrom is a merge patch from before to after that applies only to the object version
-// after was read at (or last written as).
-func lockedMergeFrom(before, after client.Object) client.Patch {
-	base := before.DeepCopyObject().(client.Object)
-	base.SetResourceVersion(after.GetResourceVersion())
-	return client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 }
 
 // outcome is how a reconcile ends after writing to its UPFs: the condition it sets (reason ""

@@ -20,8 +20,8 @@ type Options struct {
 	// 64 bits, once this process leads (below 2^32); see LeaseElectionLow, StartTimeElectionLow
 	// and electionIDs.
 	ElectionLow func(context.Context) (uint64, error)
-	// MaxConcurrentReconciles of the session controller (default 64): concurrent sessions
-	// share WriteRequests.
+	// MaxConcurrentReconciles of the session controller (default
+	// DefaultMaxConcurrentReconciles): concurrent sessions share WriteRequests.
 	MaxConcurrentReconciles int
 	// WriteWindow is how long a UPF's programmer gathers changes into one write (default 2ms).
 	WriteWindow time.Duration

@@ -37,7 +37,7 @@ type UserPlaneFunctionReconciler struct {
 	Recorder record.EventRecorder
 }
 
-// Reconcile: fetch, finalizer first, deferred status patch, reconcileNormal or reconcileDelete.
+// Reconcile: fetch, finalizer first, deferred status write, reconcileNormal or reconcileDelete.
 func (r *UserPlaneFunctionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	upf := &junctionv1.UserPlaneFunction{}
 	if err := r.Get(ctx, req.NamespacedName, upf); err != nil {
@@ -58,7 +58,7 @@ func (r *UserPlaneFunctionReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			upf.Status.ObservedGeneration = upf.Generation
 		}
 		setProgressConditions(&upf.Status.Conditions, upf.Generation)
-		if err := patchStatus(ctx, r.Client, before, upf, &before.Status, &upf.Status); err != nil {
+		if err := writeStatus(ctx, r.Client, &before.Status, &upf.Status, upf); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
 	}()

@@ -66,7 +66,7 @@ func run() error {
 	// client-go's default (5 QPS) would hold 100k sessions' status writes for hours.
 	flag.Float64Var(&apiQPS, "kube-api-qps", 200, "Requests per second the operator may send to the API server.")
 	flag.IntVar(&apiBurst, "kube-api-burst", 400, "Burst of requests above --kube-api-qps.")
-	flag.IntVar(&maxConcurrent, "max-concurrent-reconciles", 64, "Sessions reconciled at once; their writes share WriteRequests.")
+	flag.IntVar(&maxConcurrent, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "Sessions reconciled at once; their writes share WriteRequests.")
 	flag.DurationVar(&writeWindow, "write-window", 2*time.Millisecond, "How long a UPF's programmer gathers changes into one P4Runtime write.")
 	flag.DurationVar(&statusInterval, "path-status-interval", 10*time.Second, "Least time between two path-status refreshes of one session.")
 	flag.IntVar(&flipSwitches, "flip-flop-switches", def.MaxSwitches, "Active-access changes tolerated within --flip-flop-window; one more suspends the user's in-data-plane path updates.")

@@ -7,7 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/junction-atsss/junction/controllers"
 	"github.com/junction-atsss/junction/internal/testenv"
 )
 
@@ -153,6 +154,9 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 	c := containers[0].(map[string]any)
 	if replicas != float64(2) || c["image"] != "ghcr.io/junction-atsss/junction:v0.1.0" || !contains(c["args"], "--leader-elect=true") {
 		t.Errorf("operator: replicas %v, image %v, args %v", replicas, c["image"], c["args"])
+	}
+	if want := fmt.Sprintf("--max-concurrent-reconciles=%d", controllers.DefaultMaxConcurrentReconciles); !contains(c["args"], want) {
+		t.Errorf("operator args %v lack %s: the chart's default is not the operator's", c["args"], want)
 	}
 }
 

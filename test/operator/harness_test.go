@@ -300,12 +300,21 @@ type operatorOptions struct {
 	onDeposed func(types.NamespacedName)
 }
 
+// ownConnection is cfg for a client with its own connection to the API server, as another
+// process would have: client-go shares one HTTP/2 connection among the clients of one config,
+// and the operator's watch events, sharing it with 32 creating goroutines, arrived seconds late.
+func ownConnection(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Dial = (&net.Dialer{}).DialContext // a Dial makes client-go build a transport of its own
+	return cfg
+}
+
 // startOperator runs the operator's controllers in a manager watching namespace ns.
 func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 	t.Helper()
 	skip := true
 	lease, renew, retry := 3*time.Second, 2*time.Second, 200*time.Millisecond
-	cfg := rest.CopyConfig(restCfg)
+	cfg := ownConnection(restCfg)
 	cfg.Impersonate = o.impersonate
 	if d := o.slowFirstRestore; d > 0 {
 		var slowed atomic.Bool

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,13 +82,17 @@ func TestSessionsAndPoliciesAreProgrammedExactly(t *testing.T) {
 			t.Errorf("%s[%d] = %d (%v), want 0 (unavailable until reported; not suspended)", reg, *ga1.Status.UserIndex, v, err)
 		}
 	}
-	var gp junctionv1.SteeringPolicy
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(as), &gp); err != nil {
-		t.Fatal(err)
-	}
-	if gp.Status.Sessions != 2 || gp.Status.ApplicationID == nil {
-		t.Errorf("policy voice: %d sessions, application ID %v; want 2 and an ID", gp.Status.Sessions, gp.Status.ApplicationID)
-	}
+	// The count follows the sessions within a second (sessionCountDelay).
+	eventually(t, 10*time.Second, "policy voice counting its 2 sessions", func() error {
+		var gp junctionv1.SteeringPolicy
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(as), &gp); err != nil {
+			return err
+		}
+		if gp.Status.Sessions != 2 || gp.Status.ApplicationID == nil {
+			return fmt.Errorf("%d sessions, application ID %v; want 2 and an ID", gp.Status.Sessions, gp.Status.ApplicationID)
+		}
+		return nil
+	})
 
 	// Update: a2 moves to the load-balance policy (becomes an exception); the policy's split
 	// changes (its applications entry and every override are modified in place).

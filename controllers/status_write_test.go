@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,13 +19,15 @@ import (
 	"github.com/junction-atsss/junction/internal/testenv"
 )
 
-// TestStalePatchNeverErasesAgentStatus is the race the operator loses to the UE agent, made
-// deterministic: the operator holds a copy of a session read before the agent's status write
-// (as its cache may, for a moment) and writes its own condition from it. A JSON merge patch
-// replaces status.conditions whole, so an unlocked patch would put the agent's AgentReady back
-// to what the stale copy had (here: nothing). patchStatus must refuse with a conflict instead,
-// and a patch from a fresh copy must keep the agent's fields. Runs against a real API server.
-func TestStalePatchNeverErasesAgentStatus(t *testing.T) {
+// TestStaleStatusWriteNeverErasesAgentStatus is the race the operator loses to the UE agent,
+// made deterministic: the operator holds a copy of a session read before the agent's status
+// write (as its cache may, for a moment) and writes its own condition from it. The operator
+// writes the whole status, so an unlocked write would put the agent's AgentReady and
+// status.agent back to what the stale copy had (here: nothing). writeStatus must refuse with a
+// conflict instead, and a write from a fresh copy must keep the agent's fields, owned by the
+// agent's field manager (else the agent's next apply would fight the operator for them). Runs
+// against a real API server.
+func TestStaleStatusWriteNeverErasesAgentStatus(t *testing.T) {
 	assets, err := testenv.AssetsDir()
 	if err != nil {
 		t.Fatal(err)
@@ -93,11 +96,11 @@ func TestStalePatchNeverErasesAgentStatus(t *testing.T) {
 	// The operator writes Programmed from its stale copy: refused, nothing erased.
 	before := stale.DeepCopy()
 	setCondition(&stale.Status.Conditions, stale.Generation, junctionv1.ConditionProgrammed, true, "Programmed", "2 entries")
-	err = patchStatus(ctx, c, before, stale, &before.Status, &stale.Status)
+	err = writeStatus(ctx, c, &before.Status, &stale.Status, stale)
 	if !apierrors.IsConflict(err) {
-		t.Fatalf("patch from a stale copy: %v, want a conflict", err)
+		t.Fatalf("write from a stale copy: %v, want a conflict", err)
 	}
-	agentFieldsIntact("after the stale patch")
+	agentFieldsIntact("after the stale write")
 
 	// The retry reads again and succeeds, keeping the agent's fields beside the operator's.
 	fresh := &junctionv1.ATSSSSession{}
@@ -106,15 +109,20 @@ func TestStalePatchNeverErasesAgentStatus(t *testing.T) {
 	}
 	before = fresh.DeepCopy()
 	setCondition(&fresh.Status.Conditions, fresh.Generation, junctionv1.ConditionProgrammed, true, "Programmed", "2 entries")
-	if err := patchStatus(ctx, c, before, fresh, &before.Status, &fresh.Status); err != nil {
-		t.Fatalf("patch from a fresh copy: %v", err)
+	if err := writeStatus(ctx, c, &before.Status, &fresh.Status, fresh); err != nil {
+		t.Fatalf("write from a fresh copy: %v", err)
 	}
-	agentFieldsIntact("after the fresh patch")
+	agentFieldsIntact("after the fresh write")
 	got := &junctionv1.ATSSSSession{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(s), got); err != nil {
 		t.Fatal(err)
 	}
 	if !meta.IsStatusConditionTrue(got.Status.Conditions, junctionv1.ConditionProgrammed) {
 		t.Fatalf("the operator's Programmed condition was not written: %+v", got.Status.Conditions)
+	}
+	for _, m := range got.ManagedFields {
+		if m.Manager != junctionv1.FieldManagerUEAgent && m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), `"f:agent"`) {
+			t.Fatalf("field manager %q (%s) took status.agent from the agent: %s", m.Manager, m.Operation, m.FieldsV1.Raw)
+		}
 	}
 }
