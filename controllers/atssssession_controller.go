@@ -129,9 +129,11 @@ func (r *ATSSSSessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// sessionsOfUPF and sessionsOfPolicy read only the names of the sessions they list, so they
+// list the cache's objects uncopied (a UPF event lists all of its sessions, 100,000 here).
 func (r *ATSSSSessionReconciler) sessionsOfUPF(ctx context.Context, o client.Object) []reconcile.Request {
 	var list junctionv1.ATSSSSessionList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionUPF: o.GetName()}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionUPF: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "Listing the sessions of a UPF failed", "userplanefunction", o.GetName())
 		return nil
 	}
@@ -141,11 +143,11 @@ func (r *ATSSSSessionReconciler) sessionsOfUPF(ctx context.Context, o client.Obj
 func (r *ATSSSSessionReconciler) sessionsOfPolicy(ctx context.Context, o client.Object) []reconcile.Request {
 	var byRef, bySelector junctionv1.ATSSSSessionList
 	log := logf.FromContext(ctx)
-	if err := r.List(ctx, &byRef, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionPolicy: o.GetName()}); err != nil {
+	if err := r.List(ctx, &byRef, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionPolicy: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		log.Error(err, "Listing the sessions of a policy failed", "steeringpolicy", o.GetName())
 		return nil
 	}
-	if err := r.List(ctx, &bySelector, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionSelector: "true"}); err != nil {
+	if err := r.List(ctx, &bySelector, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionSelector: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		log.Error(err, "Listing the sessions with a policy selector failed")
 		return nil
 	}

@@ -70,12 +70,16 @@ const (
 // with sequence number seq goes on 3GPP when seq % RatioScale < ratio_3gpp.
 const RatioScale = 128
 
-// Autonomous load balance (docs/pipeline.md, "Steering decision"): of every AutonomousPeriod
-// packets, the one with seq % AutonomousPeriod == AutonomousSlowSeq goes on the slower access.
-const (
-	AutonomousPeriod  = 4
-	AutonomousSlowSeq = 3
-)
+// AutonomousToSlower is autonomous load balance's split (docs/pipeline.md, "Steering
+// decision"), given the faster and the slower access's RTTs and the packet's sequence number:
+// the slower access gets every other packet (odd seq) while the RTTs are within a quarter of
+// each other, else one in four (seq % 4 == 3).
+func AutonomousToSlower(fastRTT, slowRTT, seq uint32) bool {
+	if slowRTT-fastRTT <= fastRTT>>2 {
+		return seq&1 == 1
+	}
+	return seq&3 == 3
+}
 
 // ReportKind is what a probe_reports digest is about (report_kind_t).
 type ReportKind uint8

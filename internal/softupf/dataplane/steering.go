@@ -77,10 +77,10 @@ func decide(p *paths, s steering, seq uint32) (first, second contract.Access) {
 	case contract.ModeAutonomousLoadBalance:
 		if ok(contract.Access3GPP) && ok(contract.AccessNon3GPP) {
 			fast := p.smallest(avail)
-			if seq%contract.AutonomousPeriod != contract.AutonomousSlowSeq {
-				return fast, contract.AccessNone
+			if contract.AutonomousToSlower(p.rtt[fast], p.rtt[other(fast)], seq) {
+				return other(fast), contract.AccessNone
 			}
-			return other(fast), contract.AccessNone
+			return fast, contract.AccessNone
 		}
 		return loadBalanceFallback(), contract.AccessNone
 	case contract.ModePriorityBased:

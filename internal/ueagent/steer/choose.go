@@ -92,10 +92,11 @@ func Choose(s desired.Steering, p3, pn Path, seq uint32) (first, second contract
 			}
 			return contract.AccessNon3GPP, contract.AccessNone
 		}
-		if seq%contract.AutonomousPeriod == contract.AutonomousSlowSeq {
-			return p.faster().Other(), contract.AccessNone
+		fast := p.faster()
+		if contract.AutonomousToSlower(p.of(fast).RTT, p.of(fast.Other()).RTT, seq) {
+			return fast.Other(), contract.AccessNone
 		}
-		return p.faster(), contract.AccessNone
+		return fast, contract.AccessNone
 
 	case contract.ModePriorityBased:
 		switch {

@@ -78,13 +78,19 @@ func TestChoose(t *testing.T) {
 		{"load-balance with one access unavailable takes the other", apiLB30, "", 0, 25000, 0, n, no},
 		{"load-balance with no available access sends nothing", apiLB30, "", 0, 0, 0, no, no},
 
-		// autonomous load-balance: both ok: the faster gets seq%4 != 3, the slower seq%4 == 3.
+		// autonomous load-balance: both ok: the faster gets seq%4 != 3, the slower seq%4 == 3;
+		// with the RTTs within a quarter (slower - faster <= faster/4) the slower gets odd seq.
 		{"autonomous load-balance sends seq 0 on the faster access", apiAutoLB, "", 30000, 10000, 0, n, no},
+		{"autonomous load-balance sends seq 1 on the faster access", apiAutoLB, "", 30000, 10000, 1, n, no},
 		{"autonomous load-balance sends seq 2 on the faster access", apiAutoLB, "", 30000, 10000, 2, n, no},
 		{"autonomous load-balance sends seq 3 on the slower access", apiAutoLB, "", 30000, 10000, 3, g, no},
 		{"autonomous load-balance sends seq 7 on the slower access", apiAutoLB, "", 30000, 10000, 7, g, no},
-		{"autonomous load-balance treats a tie as 3GPP faster", apiAutoLB, "", 10000, 10000, 1, g, no},
-		{"autonomous load-balance sends a tie's seq 3 on non-3GPP", apiAutoLB, "", 10000, 10000, 3, n, no},
+		{"autonomous load-balance just over a quarter apart sends seq 1 on the faster access", apiAutoLB, "", 10000, 12501, 1, g, no},
+		{"autonomous load-balance a quarter apart sends seq 1 on the slower access", apiAutoLB, "", 10000, 12500, 1, n, no},
+		{"autonomous load-balance a quarter apart sends seq 2 on the faster access", apiAutoLB, "", 10000, 12500, 2, g, no},
+		{"autonomous load-balance a quarter apart sends seq 5 on the slower access", apiAutoLB, "", 12500, 10000, 5, g, no},
+		{"autonomous load-balance treats a tie as 3GPP faster", apiAutoLB, "", 10000, 10000, 2, g, no},
+		{"autonomous load-balance sends a tie's seq 1 on non-3GPP", apiAutoLB, "", 10000, 10000, 1, n, no},
 		{"autonomous load-balance falls back to the access within the threshold", apiAutoLB, "20ms", 10000, 30000, 1, g, no},
 		{"autonomous load-balance with one access unavailable takes the other", apiAutoLB, "", 10000, 0, 3, g, no},
 

@@ -32,8 +32,12 @@ control Steering(inout local_metadata_t md) {
                 faster = ACCESS_3GPP;
             }
             access_t slower = ACCESS_3GPP;
+            rtt_us_t rtt_faster = md.rtt_non3gpp;
+            rtt_us_t rtt_slower = md.rtt_3gpp;
             if (faster == ACCESS_3GPP) {
                 slower = ACCESS_NON3GPP;
+                rtt_faster = md.rtt_3gpp;
+                rtt_slower = md.rtt_non3gpp;
             }
             // Smallest delay over the available accesses, and over the ok ones.
             access_t best_avail = ACCESS_NONE;
@@ -89,11 +93,17 @@ control Steering(inout local_metadata_t md) {
                             chosen = ACCESS_NON3GPP;
                         }
                     } else {
-                        // The faster access gets 3 of every 4 packets.
-                        if (md.seq[1:0] != 3) {
-                            chosen = faster;
-                        } else {
+                        // The faster access gets 3 of every 4 packets, or every
+                        // other one while the RTTs are within a quarter of each
+                        // other (a queue on the favoured access has caught up).
+                        bool to_slower = md.seq[1:0] == 3;
+                        if (rtt_slower - rtt_faster <= rtt_faster >> 2) {
+                            to_slower = md.seq[0:0] == 1;
+                        }
+                        if (to_slower) {
                             chosen = slower;
+                        } else {
+                            chosen = faster;
                         }
                     }
                 } else if (best_ok != ACCESS_NONE) {
