@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/desired"
 )
 
 // Finalizer that keeps an object until its entries are off the UPF and its indexes are freed.
@@ -129,8 +130,8 @@ func (r *ATSSSSessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// sessionsOfUPF and sessionsOfPolicy read only the names of the sessions they list, so they
-// list the cache's objects uncopied (a UPF event lists all of its sessions, 100,000 here).
+// sessionsOfUPF and sessionsOfPolicy read only the names of the objects they list, so they list
+// the cache's objects uncopied (a UPF event lists all of its sessions, 100,000 here).
 func (r *ATSSSSessionReconciler) sessionsOfUPF(ctx context.Context, o client.Object) []reconcile.Request {
 	var list junctionv1.ATSSSSessionList
 	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionUPF: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
@@ -140,18 +141,35 @@ func (r *ATSSSSessionReconciler) sessionsOfUPF(ctx context.Context, o client.Obj
 	return requestsFor(list.Items)
 }
 
+// sessionsOfPolicy: the sessions that name the policy or have a selector, and those that name a
+// policy it may take whole (desired.CoveredBy), whose shadow note it changes without being
+// selected by them.
 func (r *ATSSSSessionReconciler) sessionsOfPolicy(ctx context.Context, o client.Object) []reconcile.Request {
-	var byRef, bySelector junctionv1.ATSSSSessionList
 	log := logf.FromContext(ctx)
-	if err := r.List(ctx, &byRef, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionPolicy: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
-		log.Error(err, "Listing the sessions of a policy failed", "steeringpolicy", o.GetName())
-		return nil
+	names := []string{o.GetName()}
+	if q, ok := o.(*junctionv1.SteeringPolicy); ok {
+		var all junctionv1.SteeringPolicyList
+		if err := r.List(ctx, &all, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+			log.Error(err, "Listing policies failed")
+			return nil
+		}
+		names = append(names, desired.CoveredBy(*q, all.Items)...)
 	}
+	var out []reconcile.Request
+	for _, name := range names {
+		var byRef junctionv1.ATSSSSessionList
+		if err := r.List(ctx, &byRef, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionPolicy: name}, client.UnsafeDisableDeepCopy); err != nil {
+			log.Error(err, "Listing the sessions of a policy failed", "steeringpolicy", name)
+			return nil
+		}
+		out = append(out, requestsFor(byRef.Items)...)
+	}
+	var bySelector junctionv1.ATSSSSessionList
 	if err := r.List(ctx, &bySelector, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSessionSelector: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		log.Error(err, "Listing the sessions with a policy selector failed")
 		return nil
 	}
-	return append(requestsFor(byRef.Items), requestsFor(bySelector.Items)...)
+	return append(out, requestsFor(bySelector.Items)...)
 }
 
 func requestsFor(items []junctionv1.ATSSSSession) []reconcile.Request {

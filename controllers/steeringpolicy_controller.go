@@ -223,15 +223,15 @@ func (r *SteeringPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// policiesOfSession requests the policies whose session count the session is part of (the map
-// handler calls it with the old and the new object of an update): those it names and, for a
-// selector, those that match it, not every policy of the namespace.
 // sessionCountDelay is how long a policy waits after a session event before it counts its
 // sessions again: a burst of sessions then costs each policy one count and one status write
 // per delay instead of one per session, the API server being what limits how fast sessions
 // are programmed. status.sessions lags by at most this much.
 const sessionCountDelay = time.Second
 
+// policiesOfSession requests the policies whose session count the session is part of (the map
+// handler calls it with the old and the new object of an update): those it names and, for a
+// selector, those that match it, not every policy of the namespace.
 func (r *SteeringPolicyReconciler) policiesOfSession(ctx context.Context, o client.Object) []reconcile.Request {
 	s, ok := o.(*junctionv1.ATSSSSession)
 	if !ok {

@@ -107,7 +107,8 @@ type SteeringPolicyStatus struct {
 	// +optional
 	ApplicationID *int32 `json:"applicationID,omitempty"`
 
-	// sessions is how many ATSSSSessions select this policy.
+	// sessions is how many ATSSSSessions select this policy, counted again within a second of a
+	// change to one of them.
 	// +optional
 	Sessions int32 `json:"sessions"`
 

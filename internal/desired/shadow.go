@@ -62,6 +62,28 @@ func Shadows(sel []Policy, all []junctionv1.SteeringPolicy) []Shadow {
 	return out
 }
 
+// CoveredBy names the policies of all (q excepted) whose every applications entry lies within
+// one of q's, whatever their precedence: those q may shadow once it has an application ID, or
+// shadowed before it changed. The sessions selecting them are the ones whose shadow note a
+// change of q can change.
+func CoveredBy(q junctionv1.SteeringPolicy, all []junctionv1.SteeringPolicy) []string {
+	qe, err := ApplicationEntries(Policy{Name: q.Name, Spec: q.Spec})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for i := range all {
+		p := &all[i]
+		if p.Name == q.Name {
+			continue
+		}
+		if pe, err := ApplicationEntries(Policy{Name: p.Name, Spec: p.Spec}); err == nil && coversAll(qe, pe) {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
 // wins reports whether q's applications entries take precedence over p's.
 func wins(q, p Policy) bool {
 	if q.Spec.Precedence != p.Spec.Precedence {

@@ -96,3 +96,31 @@ func TestShadows(t *testing.T) {
 		t.Errorf("a policy without an application ID is not on the UPF and shadows nothing: %v", got)
 	}
 }
+
+func TestCoveredBy(t *testing.T) {
+	policy := func(name string, prec int32, td junctionv1.TrafficDescriptor) junctionv1.SteeringPolicy {
+		p := junctionv1.SteeringPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		p.Spec = junctionv1.SteeringPolicySpec{Precedence: prec, TrafficDescriptor: td, Steering: activeWiFi}
+		return p
+	}
+	web := junctionv1.TrafficDescriptor{Protocol: junctionv1.ProtocolTCP, DestinationPorts: []junctionv1.PortRange{{From: 443}}}
+	all := []junctionv1.SteeringPolicy{
+		policy("everything", 50, junctionv1.TrafficDescriptor{}), // no application ID yet: still counted
+		policy("web", 5, web),
+		policy("also-everything", 10, junctionv1.TrafficDescriptor{}),
+	}
+	for _, tc := range []struct {
+		name string
+		q    junctionv1.SteeringPolicy
+		want []string
+	}{
+		{"a catch-all covers every other policy, whatever the precedences", all[0], []string{"web", "also-everything"}},
+		{"a narrow policy covers no catch-all", all[1], nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CoveredBy(tc.q, all); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("CoveredBy = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

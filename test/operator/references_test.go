@@ -175,7 +175,8 @@ func TestDanglingReferencesGiveConditions(t *testing.T) {
 // TestShadowedPolicyIsSaid: the applications table is shared by every session on the UPF
 // (docs/pipeline.md), so a selected policy whose traffic an unselected, higher-precedence one
 // takes entirely never steers the session's downlink; the session says so (Ready message and a
-// PolicyShadowed event), and stops saying it once it selects both.
+// PolicyShadowed event), and stops saying it once it selects both. The wide policy appears after
+// the session is Ready: its arrival must reach a session that does not select it.
 func TestShadowedPolicyIsSaid(t *testing.T) {
 	ns := newNamespace(t)
 	u := startSoftUPF(t, "127.0.0.1:0")
@@ -184,11 +185,15 @@ func TestShadowedPolicyIsSaid(t *testing.T) {
 	narrow := loadBalancePolicy(ns, "narrow", 20, 50, "198.18.10.0/24") // TCP 443 inside wide
 	shadowed := session(ns, "shadowed", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10", "narrow")
 	layered := session(ns, "layered", "imsi-001010000000002", "10.60.0.2", "upf", "3n", "198.51.100.10", "wide")
-	create(t, cm, newUPF(ns, "upf", u.addr, "pipeline"), wide, narrow, shadowed, layered)
+	create(t, cm, newUPF(ns, "upf", u.addr, "pipeline"), narrow, shadowed, layered)
 	startOperator(t, ns, operatorOptions{})
 
 	const note = "taken whole on the UPF by ones the session does not select: narrow by wide"
 	waitCondition(t, programTimeout, shadowed, junctionv1.ConditionReady, metav1.ConditionTrue, "Ready")
+	if c, err := condition(shadowed, junctionv1.ConditionReady); err != nil || strings.Contains(c.Message, "taken whole") {
+		t.Fatalf("before the wide policy exists: Ready %q, %v; want no note", c.Message, err)
+	}
+	create(t, wide)
 	eventually(t, programTimeout, "the shadowed session's Ready message", func() error {
 		c, err := condition(shadowed, junctionv1.ConditionReady)
 		if err == nil && !strings.Contains(c.Message, note) {
