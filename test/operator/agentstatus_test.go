@@ -65,12 +65,11 @@ const agentWriteInterval = 20 * time.Millisecond
 // TestOperatorNeverErasesAgentStatus runs the real operator against a UE agent that keeps
 // writing its status fields while the session's spec changes make the operator rewrite its own
 // status (conditions included). Between two agent writes the session must still show the
-// agent's last one (an operator patch from a stale copy would put an older AgentReady back: a
-// JSON merge patch replaces the whole conditions list), and the operator must keep converging:
-// its status writes are locked to the version it read (controllers/conditions.go), and a
-// conflict must lead to a retry that succeeds, never to a stalled status. The deterministic
-// form of the race, a patch from a copy known to be stale, is controllers'
-// TestStalePatchNeverErasesAgentStatus.
+// agent's last one (an operator write from a stale copy would put an older AgentReady back: the
+// operator writes the whole status), and the operator must keep converging: its status writes
+// are locked to the version it read (controllers/conditions.go), and a conflict must lead to a
+// retry that succeeds, never to a stalled status. The deterministic form of the race, a write
+// from a copy known to be stale, is controllers' TestStaleStatusWriteNeverErasesAgentStatus.
 func TestOperatorNeverErasesAgentStatus(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
