@@ -396,7 +396,14 @@ func (o *operator) stop() {
 // newNamespace creates a namespace of its own for a test.
 func newNamespace(t testing.TB) string {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("_", "-", "/", "-", "=", "-").Replace(t.Name()))
+	// A DNS label: what else a test name holds ("_", "/", "=", the "#01" of a repeated
+	// subtest) becomes "-".
+	name := strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name()))
 	if len(name) > 50 {
 		name = name[:50]
 	}
