@@ -71,11 +71,12 @@ const (
 const RatioScale = 128
 
 // AutonomousToSlower is autonomous load balance's split (docs/pipeline.md, "Steering
-// decision"), given the faster and the slower access's RTTs and the packet's sequence number:
-// the slower access gets every other packet (odd seq) while the RTTs are within a quarter of
-// each other, else one in four (seq % 4 == 3).
-func AutonomousToSlower(fastRTT, slowRTT, seq uint32) bool {
-	if slowRTT-fastRTT <= fastRTT>>2 {
+// decision"), given the faster and the slower access's RTTs, whether the user's path updates are
+// suspended (flip-flop: the RTTs are stale, frozen where the faster access kept changing) and the
+// packet's sequence number: the slower access gets every other packet (odd seq) while the RTTs
+// are within a quarter of each other or suspended, else one in four (seq % 4 == 3).
+func AutonomousToSlower(fastRTT, slowRTT uint32, suspended bool, seq uint32) bool {
+	if suspended || slowRTT-fastRTT <= fastRTT>>2 {
 		return seq&1 == 1
 	}
 	return seq&3 == 3

@@ -21,8 +21,11 @@ type Config struct {
 	Reassert time.Duration
 }
 
-// DefaultConfig: a UE probes each leg about once a second, so 4 switches in 30 s is a path that
-// changes its mind every few probes; a minute of calm is enough to trust it again.
+// DefaultConfig: a UE probes each leg once a second while idle, so 4 switches in 30 s is a path
+// that changes its mind every few probes. While data flows it probes every 100 ms, and a
+// download whose queue drives the RTTs across each other gets there within a second: the frozen
+// RTTs then hold smallest-delay on one access, and autonomous load balance splits evenly
+// (docs/pipeline.md). A minute of calm is enough to trust the path again.
 func DefaultConfig() Config {
 	return Config{MaxSwitches: 4, Window: 30 * time.Second, Settle: 60 * time.Second, Reassert: 5 * time.Second}
 }

@@ -470,11 +470,11 @@ func TestScenarioAggregation(t *testing.T) {
 			name, 100*got[name]/(2*linkRate/1e6), 100*got["MPTCP"]/(2*linkRate/1e6), 100*got[name]/alone)
 	}
 	// Behaviour, with generous bounds: each link alone carries most of its rate, and load
-	// balancing, 50/50 or autonomous, carries more than either alone. (Autonomous reached the
-	// even split, near 50/50's rate, in 3 of 4 runs and stayed at 3 to 1, 4/3 of a link, in
-	// one: docs/results.md.)
+	// balancing, 50/50 or autonomous, carries half as much again as either alone. A 3-to-1
+	// split caps two equal links at 4/3 of one: autonomous must reach the even split
+	// (docs/pipeline.md), also once its RTTs are frozen by a flip-flop suspension.
 	best := max(got["WiFi alone"], got["5G alone"])
-	if got["WiFi alone"] < 0.7*linkRate/1e6 || got["5G alone"] < 0.7*linkRate/1e6 || agg < 1.1*best || got["autonomous balance"] < 1.1*best {
+	if got["WiFi alone"] < 0.7*linkRate/1e6 || got["5G alone"] < 0.7*linkRate/1e6 || agg < 1.5*best || got["autonomous balance"] < 1.5*best {
 		t.Errorf("aggregation: %v", got)
 	}
 }

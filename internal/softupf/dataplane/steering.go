@@ -6,11 +6,12 @@ import "github.com/junction-atsss/junction/internal/contract"
 // the session's legs, the user's path state and the steering parameters.
 
 // paths is what the decision reads: leg presence, RTTs and losses (percent), indexed by access
-// (1, 2).
+// (1, 2), and whether the user's path updates are suspended.
 type paths struct {
-	present [3]bool
-	rtt     [3]uint32
-	loss    [3]uint8
+	present   [3]bool
+	rtt       [3]uint32
+	loss      [3]uint8
+	suspended bool
 }
 
 func other(a contract.Access) contract.Access {
@@ -77,7 +78,7 @@ func decide(p *paths, s steering, seq uint32) (first, second contract.Access) {
 	case contract.ModeAutonomousLoadBalance:
 		if ok(contract.Access3GPP) && ok(contract.AccessNon3GPP) {
 			fast := p.smallest(avail)
-			if contract.AutonomousToSlower(p.rtt[fast], p.rtt[other(fast)], seq) {
+			if contract.AutonomousToSlower(p.rtt[fast], p.rtt[other(fast)], p.suspended, seq) {
 				return other(fast), contract.AccessNone
 			}
 			return fast, contract.AccessNone

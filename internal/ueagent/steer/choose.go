@@ -93,7 +93,8 @@ func Choose(s desired.Steering, p3, pn Path, seq uint32) (first, second contract
 			return contract.AccessNon3GPP, contract.AccessNone
 		}
 		fast := p.faster()
-		if contract.AutonomousToSlower(p.of(fast).RTT, p.of(fast.Other()).RTT, seq) {
+		// The agent's own RTTs are never frozen: only the UPF's path updates get suspended.
+		if contract.AutonomousToSlower(p.of(fast).RTT, p.of(fast.Other()).RTT, false, seq) {
 			return fast.Other(), contract.AccessNone
 		}
 		return fast, contract.AccessNone

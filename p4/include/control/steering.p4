@@ -4,7 +4,7 @@
 // Packet's way (downlink with a session): inputs are the session's legs (a leg
 // is present when its UE address is non-zero), the user's path state
 // (md.rtt_3gpp / md.rtt_non3gpp, 0 = unavailable; md.loss_3gpp /
-// md.loss_non3gpp, percent), the steering parameters
+// md.loss_non3gpp, percent; md.paths_suspended), the steering parameters
 // from applications or session_overrides and the session's seq. Output: the
 // access this copy leaves on, and whether a second (redundant) copy goes on the
 // other access. No available access drops NO_PATH. The second copy of a
@@ -95,9 +95,13 @@ control Steering(inout local_metadata_t md) {
                     } else {
                         // The faster access gets 3 of every 4 packets, or every
                         // other one while the RTTs are within a quarter of each
-                        // other (a queue on the favoured access has caught up).
+                        // other (a queue on the favoured access has caught up)
+                        // or the user's path updates are suspended (the RTTs
+                        // are stale, and the faster access kept changing: the
+                        // queues have evened them).
                         bool to_slower = md.seq[1:0] == 3;
-                        if (rtt_slower - rtt_faster <= rtt_faster >> 2) {
+                        if (md.paths_suspended ||
+                                rtt_slower - rtt_faster <= rtt_faster >> 2) {
                             to_slower = md.seq[0:0] == 1;
                         }
                         if (to_slower) {

@@ -3,8 +3,8 @@
 //
 // Packet's way:
 //   downlink with a session  -> reads rtt_<access>[user] (0 = access
-//                               unavailable) and loss_<access>[user] for
-//                               Steering.
+//                               unavailable), loss_<access>[user] and
+//                               path_updates_suspended[user] for Steering.
 //   PROBE_ACK / LINK_DOWN / LINK_UP (reports from Probes) -> reads
 //                               path_updates_suspended[user]; unless set, writes
 //                               the report into rtt_<access>[user] and
@@ -84,6 +84,7 @@ control PathState(inout local_metadata_t md,
             md.rtt_non3gpp = read_rtt_non3gpp.execute(md.user_idx);
             md.loss_3gpp = read_loss_3gpp.execute(md.user_idx);
             md.loss_non3gpp = read_loss_non3gpp.execute(md.user_idx);
+            md.paths_suspended = read_suspended.execute(md.user_idx) != 0;
         } else if (md.report_kind != 0 && md.drop_reason == DROP_NONE) {
             suspended_t suspended = read_suspended.execute(md.user_idx);
             md.report_suspended = 0;

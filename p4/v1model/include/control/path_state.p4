@@ -3,8 +3,8 @@
 //
 // Packet's way:
 //   downlink with a session  -> reads rtt_<access>[user] (0 = access
-//                               unavailable) and loss_<access>[user] for
-//                               Steering.
+//                               unavailable), loss_<access>[user] and
+//                               path_updates_suspended[user] for Steering.
 //   PROBE_ACK / LINK_DOWN / LINK_UP (reports from Probes) -> unless
 //                               path_updates_suspended[user] != 0, writes the
 //                               report into rtt_<access>[user] and
@@ -37,6 +37,9 @@ control PathState(inout local_metadata_t md) {
             rtt_non3gpp.read(md.rtt_non3gpp, md.user_idx);
             loss_3gpp.read(md.loss_3gpp, md.user_idx);
             loss_non3gpp.read(md.loss_non3gpp, md.user_idx);
+            suspended_t suspended;
+            path_updates_suspended.read(suspended, md.user_idx);
+            md.paths_suspended = suspended != 0;
         } else if (md.report_kind != 0 && md.drop_reason == DROP_NONE) {
             suspended_t suspended;
             path_updates_suspended.read(suspended, md.user_idx);
