@@ -54,7 +54,7 @@ run: ## Run everything on this machine: API server, software UPF, operator, samp
 	bin/junction-local
 
 .PHONY: kind-up kind-down
-kind-up: ## With Docker: a kind cluster with the image, the chart (operator, software UPF, UE agents) and the samples Programmed.
+kind-up: ## With Docker: a kind cluster with the image, the chart (operator, software UPF, UE agents), the samples Programmed and traffic through them.
 	hack/kind.sh up
 kind-down: ## Delete the kind cluster of kind-up.
 	hack/kind.sh down

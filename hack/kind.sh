@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Junction on kind, the way a cluster runs it: the image built from the root Dockerfile and loaded
 # into the nodes, the chart installed with the operator, the software UPF and the UE agent
-# DaemonSet, config/samples applied (hack/kind/objects), and a wait until the UPF is Ready and
-# every session Programmed.
+# DaemonSet (hack/kind/values.yaml), config/samples and the gNB emulator applied
+# (hack/kind/objects), the user plane wired on the nodes (hack/kind/dataplane.sh: VXLAN links
+# from the UE nodes to the core node, whose namespaces hold the UPF's ports, the gNB, the WiFi
+# gateway and a data network), a wait until the UPF is Ready and every session Programmed, and
+# traffic: a line through alice's and bob's sessions to the data network and back.
 #
 #   hack/kind.sh up      # or: make kind-up     (needs a running Docker engine)
 #   hack/kind.sh down    # or: make kind-down
 #
-# What it does not do yet: user traffic. The software UPF pod has no P4 ports here (kind has no
-# Multus), so the UE agents build their TUNs and sockets but no packet reaches the UPF and their
-# AgentReady stays False; `make run` is where traffic flows. Wiring it needs the UPF's ports on
-# extra Docker networks shared with the worker nodes (docker network connect), as README.md says.
+# Not run on the machines this was written on (no Docker engine there); test/ueagent's
+# TestKindDataplane runs hack/kind/dataplane.sh on namespaces standing in for the nodes, with
+# the processes given these pods' flags, and test/chart installs the chart and these objects.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,28 +41,66 @@ esac
 if ! $kind get clusters | grep -qx "$cluster"; then
   $kind create cluster --name "$cluster" --config hack/kind/cluster.yaml --wait 2m
 fi
+core=$cluster-worker3
+# The samples' ue-node-a and ue-node-b (objects/ names them for the default cluster name).
+ue_nodes=("$cluster-worker" "$cluster-worker2")
+
+# dataplane NODE ARGS...: hack/kind/dataplane.sh on a node, as root in its own namespaces.
+dataplane() { local node=$1; shift; docker exec -i "$node" bash -s -- "$@" <hack/kind/dataplane.sh; }
+node_ip() { $kubectl get node "$1" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}'; }
+
+# The core node's namespaces first: the software UPF's pod opens its ports in jx-upf.
+if ! docker exec "$core" test -e /run/netns/jx-upf; then
+  ips=()
+  for n in "${ue_nodes[@]}"; do ips+=("$(node_ip "$n")"); done
+  dataplane "$core" core "${ips[@]}"
+fi
 
 docker build -t "$image" --build-arg VERSION=kind --build-arg REVISION="$(git rev-parse HEAD)" .
 $kind load docker-image "$image" --name "$cluster"
 
 # The pipeline ConfigMap holds p4c's P4Info; the software UPF needs no device config.
 $helm upgrade --install junction charts/junction --kube-context "$context" \
-  -n junction-system --create-namespace \
+  -n junction-system --create-namespace -f hack/kind/values.yaml \
   --set image.repository="${image%:*}" --set image.tag="${image##*:}" --set image.pullPolicy=Never \
-  --set softupf.enabled=true --set ueAgent.enabled=true \
   --set pipeline.create=true --set-file pipeline.p4info=p4/p4info.txtpb \
   --wait --timeout 5m
 
-bin/kustomize build hack/kind/objects | $kubectl apply -f -
+# The samples and the gNB emulator, with the image just loaded (an overlay in the git-ignored
+# build/: kustomize takes no absolute paths).
+mkdir -p build/kind
+cat >build/kind/kustomization.yaml <<OVERLAY
+resources: [../../hack/kind/objects]
+images: [{name: junction, newName: ${image%:*}, newTag: ${image##*:}}]
+OVERLAY
+bin/kustomize build build/kind | $kubectl apply -f -
+
+# Each UE node gets its sessions' UE addresses on ran0 and wlan0, as its modem and WiFi would.
+mas="$kubectl -n junction-system get atssssessions"
+for i in "${!ue_nodes[@]}"; do
+  n=${ue_nodes[$i]}
+  if ! docker exec "$n" ip link show ran0 >/dev/null 2>&1; then
+    on="?(@.spec.ue.nodeName==\"$n\")"
+    a3=$($mas -o jsonpath="{range .items[$on]}{.spec.accessLegs.threeGPP.ueAddress},{end}")
+    aw=$($mas -o jsonpath="{range .items[$on]}{.spec.accessLegs.nonThreeGPP.ueAddress},{end}")
+    dataplane "$n" ue "$(node_ip "$core")" "$i" "$a3" "$aw"
+  fi
+done
+
 $kubectl -n junction-system wait --for=condition=Ready userplanefunction/edge-upf-1 --timeout=3m
 $kubectl -n junction-system wait --for=condition=Programmed atssssessions --all --timeout=3m
 $kubectl -n junction-system wait --for=condition=Ready steeringpolicies --all --timeout=1m
+# Traffic: both legs of alice's and bob's sessions up, and a line through each.
+$kubectl -n junction-system wait --for=condition=AgentReady atssssession/alice-internet atssssession/bob-internet --timeout=3m
+dataplane "${ue_nodes[0]}" check "$($mas alice-internet -o jsonpath='{.spec.sessionAddress}')"
+dataplane "${ue_nodes[1]}" check "$($mas bob-internet -o jsonpath='{.spec.sessionAddress}')"
 $kubectl get junction -n junction-system -o wide
 cat <<HINTS
 
 Junction runs in kind cluster $cluster:
-  kubectl --context $context get junction -A
+  kubectl --context $context get junction -A -o wide
   kubectl --context $context -n junction-system logs deploy/junction-operator
   kubectl --context $context -n junction-system logs ds/junction-ue-agent
+  docker exec -i ${ue_nodes[0]} bash -s -- check 10.60.0.1 < hack/kind/dataplane.sh
   hack/kind.sh down
 HINTS

@@ -9,7 +9,8 @@
 #   hack/tools.sh envtest-path   prints the directory to use as KUBEBUILDER_ASSETS
 #
 # dataplane is what the network-namespace testbed runs besides Junction: wireguard-go (built
-# here) with wg to configure it, iperf3, mptcpize (Linux MPTCP, the baseline), ethtool and ping. The
+# here) with wg to configure it, iperf3, mptcpize (Linux MPTCP, the baseline), ethtool, ping and
+# socat (the kind data plane's echo check, hack/kind/dataplane.sh, tested here). The
 # Debian packages are installed with apt-get only when their command is missing, so it needs
 # root the first time only.
 set -euo pipefail
@@ -36,7 +37,7 @@ WIREGUARD_GO_VERSION=v0.0.0-20260522210424-ecfc5a8d5446
 # Debian packages of the data-plane tools, each with the command that shows it is installed.
 # wireguard-tools gives wg, which configures wireguard-go through its UAPI socket
 # (/var/run/wireguard/<interface>.sock) as it would the kernel module.
-DATAPLANE_PACKAGES=(iperf3:iperf3 mptcpize:mptcpize ethtool:ethtool wireguard-tools:wg iputils-ping:ping)
+DATAPLANE_PACKAGES=(iperf3:iperf3 mptcpize:mptcpize ethtool:ethtool wireguard-tools:wg iputils-ping:ping socat:socat)
 
 envtest_dir="$bin/k8s/$KUBE_VERSION-etcd-$ETCD_VERSION"
 

@@ -316,7 +316,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		}
 		kinds[u.GetKind()]++
 	}
-	if kinds["UserPlaneFunction"] != 1 || kinds["ATSSSSession"] < 4 || kinds["SteeringPolicy"] < 4 {
+	if kinds["UserPlaneFunction"] != 1 || kinds["ATSSSSession"] < 4 || kinds["SteeringPolicy"] < 4 || kinds["Deployment"] != 1 {
 		t.Fatalf("hack/kind/objects: %v", kinds)
 	}
 

@@ -18,8 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// The software UPF pod gets its P4 ports from the values, on Multus networks or the host's
-// interfaces, and no capability but CAP_NET_RAW (Dockerfile: packet sockets).
+// The software UPF pod gets its P4 ports from the values, on Multus networks, the host's
+// interfaces or a named network namespace of the node, and no capability but CAP_NET_RAW
+// (Dockerfile: packet sockets) and, to enter that namespace, CAP_SYS_ADMIN.
 func TestSoftUPFPod(t *testing.T) {
 	objs := render(t, allOptional...)
 	dep := objs["Deployment/j-softupf"]
@@ -57,6 +58,29 @@ func TestSoftUPFPod(t *testing.T) {
 	}
 	if _, ok, _ := unstructured.NestedFieldNoCopy(host["Deployment/j-softupf"].Object, "spec", "template", "metadata", "annotations"); ok {
 		t.Error("a Multus annotation without networks")
+	}
+	if _, ok := pod["volumes"]; ok {
+		t.Errorf("volumes %v without portsNetns", pod["volumes"])
+	}
+
+	// kind (hack/kind.sh): the ports in the core node's jx-upf, made by hack/kind/dataplane.sh.
+	inNetns := render(t, "-f", filepath.Join(root, "hack", "kind", "values.yaml"))
+	pod, _, _ = unstructured.NestedMap(inNetns["Deployment/j-softupf"].Object, "spec", "template", "spec")
+	c = pod["containers"].([]any)[0].(map[string]any)
+	if !contains(c["args"], "--ports-netns=/run/netns/jx-upf") || !contains(c["args"], "-i=1@u-n3") || !contains(c["args"], "-i=3@u-n6") {
+		t.Errorf("args %v: want the ports in /run/netns/jx-upf", c["args"])
+	}
+	sc = c["securityContext"].(map[string]any)
+	if want := (map[string]any{"drop": []any{"ALL"}, "add": []any{"NET_RAW", "SYS_ADMIN"}}); !reflect.DeepEqual(sc["capabilities"], want) {
+		t.Errorf("capabilities %v: want %v", sc["capabilities"], want)
+	}
+	wantMount := []any{map[string]any{"name": "netns", "mountPath": "/run/netns", "mountPropagation": "HostToContainer", "readOnly": true}}
+	wantVolume := []any{map[string]any{"name": "netns", "hostPath": map[string]any{"path": "/run/netns", "type": "Directory"}}}
+	if !reflect.DeepEqual(c["volumeMounts"], wantMount) || !reflect.DeepEqual(pod["volumes"], wantVolume) {
+		t.Errorf("mounts %v, volumes %v: want the node's /run/netns, read-only, HostToContainer", c["volumeMounts"], pod["volumes"])
+	}
+	if sel, _, _ := unstructured.NestedStringMap(pod, "nodeSelector"); sel["junction.dev/core"] != "true" {
+		t.Errorf("nodeSelector %v: want the core node that hack/kind/dataplane.sh wires", sel)
 	}
 }
 

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -142,37 +140,12 @@ func rules(u *unstructured.Unstructured) []map[string]any {
 	return out
 }
 
-// samples reads config/samples into typed objects in ns, the UPF pointed at addr.
+// samples is testenv.Samples for a test.
 func samples(t *testing.T, ns, addr string) []client.Object {
 	t.Helper()
-	var objs []client.Object
-	for _, f := range []string{"upf.yaml", "policies.yaml", "sessions.yaml"} {
-		b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, doc := range strings.Split(string(b), "\n---") {
-			u := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			typed, err := k8s.Scheme().New(u.GroupVersionKind())
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			o := typed.(client.Object)
-			o.SetNamespace(ns)
-			if upf, ok := o.(*junctionv1.UserPlaneFunction); ok {
-				upf.Spec.P4Runtime.Address = addr
-			}
-			objs = append(objs, o)
-		}
+	objs, err := testenv.Samples(k8s.Scheme(), ns, addr)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return objs
 }

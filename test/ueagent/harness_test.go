@@ -68,9 +68,10 @@ var (
 )
 
 var (
+	env        *envtest.Environment
 	restCfg    *rest.Config
 	k8s        client.Client // uncached
-	kubeconfig string
+	kubeconfig string        // an administrator's
 	binDir     string
 	schema     *upfclient.Schema
 )
@@ -106,7 +107,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env := &envtest.Environment{
+	env = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
@@ -373,13 +374,17 @@ func startOperator(t testing.TB, ns string) {
 
 // createUPF applies the pipeline ConfigMap and the UserPlaneFunction of the testbed.
 func (tb *testbed) createUPF() {
-	t := tb.t
+	tb.createPipeline("pipeline")
+	create(tb.t, tb.UPFObject(tb.ns, "upf", tb.upfGRPC, "pipeline"))
+}
+
+// createPipeline applies the pipeline ConfigMap (this program's P4Info) named name.
+func (tb *testbed) createPipeline(name string) {
 	info, err := p4.P4Info()
-	must(t, err)
+	must(tb.t, err)
 	text, err := prototext.MarshalOptions{Multiline: true}.Marshal(info)
-	must(t, err)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tb.ns, Name: "pipeline"}, Data: map[string]string{"p4info.txtpb": string(text)}}
-	create(t, cm, tb.UPFObject(tb.ns, "upf", tb.upfGRPC, "pipeline"))
+	must(tb.t, err)
+	create(tb.t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tb.ns, Name: name}, Data: map[string]string{"p4info.txtpb": string(text)}})
 }
 
 func create(t testing.TB, objs ...client.Object) {

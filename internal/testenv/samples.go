@@ -1,0 +1,51 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
+
+// Samples reads config/samples (the UPF, the policies and the sessions) into objects of the
+// scheme's types in namespace ns, the UPF's P4Runtime address set to upfAddr: what a user applies,
+// pointed at the test's UPF.
+func Samples(s *runtime.Scheme, ns, upfAddr string) ([]client.Object, error) {
+	var objs []client.Object
+	for _, f := range []string{"upf.yaml", "policies.yaml", "sessions.yaml"} {
+		b, err := os.ReadFile(filepath.Join(RepoRoot(), "config", "samples", f))
+		if err != nil {
+			return nil, err
+		}
+		for _, doc := range strings.Split(string(b), "\n---") {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			typed, err := s.New(u.GroupVersionKind())
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			o := typed.(client.Object)
+			o.SetNamespace(ns)
+			if upf, ok := o.(*junctionv1.UserPlaneFunction); ok {
+				upf.Spec.P4Runtime.Address = upfAddr
+			}
+			objs = append(objs, o)
+		}
+	}
+	return objs, nil
+}
