@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -69,7 +70,7 @@ func NewDatapath(opts Options, m *Metrics, log logr.Logger) (*Datapath, error) {
 	err = netnsexec.Do(opts.Netns, func() error {
 		// The gNB forwards between its radios and the TUN; /proc/sys/net is the calling
 		// thread's namespace.
-		if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0); err != nil {
+		if err := setSysctl("/proc/sys/net/ipv4/ip_forward", "1"); err != nil {
 			return fmt.Errorf("enabling IPv4 forwarding: %w", err)
 		}
 		if d.dev, err = tun.Create(tun.Config{Name: TUNName}); err != nil {
@@ -78,7 +79,7 @@ func NewDatapath(opts Options, m *Metrics, log logr.Logger) (*Datapath, error) {
 		for _, dev := range append([]string{TUNName}, opts.Radios...) {
 			// Uplink arrives on the radios and leaves through the TUN toward addresses the
 			// radios do not route: strict reverse-path filtering would drop it.
-			if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+dev+"/rp_filter", []byte("0"), 0); err != nil {
+			if err := setSysctl("/proc/sys/net/ipv4/conf/"+dev+"/rp_filter", "0"); err != nil {
 				return fmt.Errorf("rp_filter on %s: %w", dev, err)
 			}
 		}
@@ -246,3 +247,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 func (m *Metrics) drop(dir, reason string) { m.drops.WithLabelValues(dir, reason).Inc() }
+
+// setSysctl sets a /proc/sys file to value unless it holds it already: a container's /proc/sys
+// is read-only (the kind pod, hack/kind/objects/gnb.yaml), so there the namespace's owner sets
+// them (hack/kind/dataplane.sh) and the emulator only checks.
+func setSysctl(path, value string) error {
+	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == value {
+		return nil
+	}
+	return os.WriteFile(path, []byte(value), 0)
+}

@@ -194,7 +194,15 @@ func (b *lockedBuffer) String() string {
 // failure.
 func start(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(filepath.Join(binDir, name), args...), done: make(chan struct{})}
+	return startWrapped(t, nil, name, args...)
+}
+
+// startWrapped is start with bin/name run by the command wrap (which must exec it, keeping its
+// PID for the interrupt).
+func startWrapped(t testing.TB, wrap []string, name string, args ...string) *proc {
+	t.Helper()
+	argv := append(append(wrap, filepath.Join(binDir, name)), args...)
+	p := &proc{name: name, cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = &p.logs, &p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

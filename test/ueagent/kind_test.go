@@ -80,7 +80,10 @@ func TestKindDataplane(t *testing.T) {
 	tb.createPipeline("junction-upf-pipeline")
 	create(t, objs...)
 	startOperator(t, tb.ns)
-	start(t, "gnb-emulator", kindGNBArgs(t, tb.ns, prefix)...)
+	// The gNB emulator as its pod runs it: also with /proc/sys read-only, as in a container.
+	readOnlySysctl := []string{"unshare", "--mount", "--propagation", "private", "sh", "-c",
+		`mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && exec "$0" "$@"`}
+	startWrapped(t, readOnlySysctl, "gnb-emulator", kindGNBArgs(t, tb.ns, prefix)...)
 
 	// Each UE node: its sessions' UE addresses (hack/kind.sh reads them the same way, from the
 	// API), the script's part, and the node's agent.
