@@ -67,11 +67,11 @@ p4: ## Compile the P4 program with p4c (both profiles) and write p4c's P4Info to
 test: ## Run every test (what CI runs): generated files, unit, envtest, data plane.
 	hack/test.sh
 
-# SCENARIO picks one (Handover, Aggregation, SmallestDelay, Redundant, Priority, LossThreshold, Reorder); empty: all. docs/results.md has the
-# last results.
+# SCENARIO picks one (Handover, Aggregation, SmallestDelay, Redundant, Priority, LossThreshold, Reorder); empty: all. Each rewrites
+# its CSV and plot in docs/results/ and its table in docs/results.md (test/ueagent/results_test.go).
 SCENARIO ?=
 .PHONY: scenarios
-scenarios: ## As root: the paper's evaluation at full length (SCENARIO=Handover|Aggregation|SmallestDelay|Redundant|Priority|LossThreshold|Reorder); CSV and PNG in build/results.
+scenarios: ## As root: the paper's evaluation at full length (SCENARIO=Handover|Aggregation|SmallestDelay|Redundant|Priority|LossThreshold|Reorder); regenerates docs/results.
 	hack/tools.sh envtest dataplane
 	JUNCTION_SCENARIO=full KUBEBUILDER_ASSETS=$$(hack/tools.sh envtest-path) \
 		go test ./test/ueagent -run 'TestScenario$(SCENARIO)' -count=1 -v -timeout 30m

@@ -8,7 +8,8 @@ package ueagent
 //
 //	go test ./test/ueagent -run TestScenarioHandover                       # short: 4 s per run
 //	make scenarios SCENARIO=Handover   (JUNCTION_SCENARIO=full go test ... -run TestScenarioHandover)
-//	                 # the paper's 40 s, failure at 20 s; writes build/results/fig11-handover.{csv,png}
+//	                 # the paper's 40 s, failure at 20 s; writes docs/results/fig11-handover.{csv,png}
+//	                 # and the table in docs/results.md
 //
 // make test runs the short version with generous bounds; the targets (outage <= 100 ms on
 // carrier loss, <= 3 probe intervals silently) are printed, not asserted.
@@ -35,7 +36,6 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/linkem"
-	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/ueagent/steer"
 	"github.com/junction-atsss/junction/test/netns"
 	"github.com/junction-atsss/junction/test/topology"
@@ -336,6 +336,7 @@ func TestScenarioHandover(t *testing.T) {
 			must(t, mp.WiFi.SetCarrier(true))
 		}
 		writeHandover(t, d, results)
+		writeHandoverTable(t, results)
 	} else {
 		t.Log("the MPTCP baseline runs in the full scenario only (make scenarios SCENARIO=Handover)")
 	}
@@ -352,10 +353,28 @@ func TestScenarioHandover(t *testing.T) {
 	}
 }
 
-// writeHandover writes the CSV and the plot of the full run under build/results.
+// writeHandoverTable writes Fig. 11's table: results are Junction's carrier and silent runs,
+// then MPTCP's.
+func writeHandoverTable(t *testing.T, results []handoverResult) {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%d ms", d.Round(10*time.Millisecond).Milliseconds()) }
+	rows := [][]string{{"WiFi lost", "outage", "target (issue)", "on 5G afterwards"}}
+	for i, how := range []string{"carrier (netlink)", "silently (probes)"} {
+		j, m := results[i], results[i+2]
+		target := "≤ " + ms(j.target)
+		if i == 1 {
+			target = fmt.Sprintf("≤ 3 probe intervals (%s)", ms(j.target))
+		}
+		rows = append(rows, []string{"Junction, " + how, ms(j.outage), target + " and ≤ MPTCP's: " + metOrNot(j.outage <= j.target && j.outage <= m.outage), mbps(j.after) + " Mbit/s"})
+	}
+	for _, m := range results[2:] {
+		rows = append(rows, []string{"MPTCP, " + map[string]string{"MPTCP carrier": "carrier", "MPTCP silent": "silently"}[m.name], ms(m.outage), "baseline", mbps(m.after) + " Mbit/s"})
+	}
+	writeResultsTable(t, "handover", rows)
+}
+
+// writeHandover writes the CSV and the plot of the full run under docs/results.
 func writeHandover(t *testing.T, d time.Duration, results []handoverResult) {
-	dir := filepath.Join(testenv.RepoRoot(), "build", "results")
-	must(t, os.MkdirAll(dir, 0o755))
+	dir := resultsDir(t)
 	p := plot.New()
 	p.Title.Text = "Handover: WiFi lost, traffic moves to 5G (25 Mbit/s)"
 	p.X.Label.Text = "time (s)"
@@ -463,6 +482,7 @@ func TestScenarioAggregation(t *testing.T) {
 			names[i] = m.name
 		}
 		writeAggregation(t, names, got, 2*linkRate/1e6)
+		writeAggregationTable(t, got, 2*linkRate/1e6)
 	}
 	alone := got["WiFi alone"] + got["5G alone"]
 	for _, name := range []string{"load balance 50/50", "autonomous balance", "MPTCP"} {
@@ -479,11 +499,27 @@ func TestScenarioAggregation(t *testing.T) {
 	}
 }
 
+// writeAggregationTable writes Fig. 12's table from the Mbit/s per mode and the two link rates'
+// sum.
+func writeAggregationTable(t *testing.T, got map[string]float64, sum float64) {
+	alone := got["WiFi alone"] + got["5G alone"]
+	rows := [][]string{
+		{"mode", "Mbit/s", "of the two link rates", "of the two single-link results, summed"},
+		{"WiFi alone (active-standby)", mbps(got["WiFi alone"]), "", ""},
+		{"5G alone (active-standby)", mbps(got["5G alone"]), "", ""},
+	}
+	for _, m := range []struct{ name, row string }{{"load balance 50/50", "load balance 50/50"}, {"autonomous balance", "autonomous load balance"}} {
+		v := got[m.name]
+		rows = append(rows, []string{m.row, mbps(v), pct(v/sum) + " (targets ≥ 95% and ≥ MPTCP's: " + metOrNot(v >= 0.95*sum && v >= got["MPTCP"]) + ")", pct(v / alone)})
+	}
+	rows = append(rows, []string{"MPTCP (same links, one subflow each)", mbps(got["MPTCP"]), pct(got["MPTCP"] / sum), pct(got["MPTCP"] / alone)})
+	writeResultsTable(t, "aggregation", rows)
+}
+
 // writeAggregation writes Fig. 12's CSV and bar chart (Mbit/s per mode, the two links' rate as
-// a line) under build/results.
+// a line) under docs/results.
 func writeAggregation(t *testing.T, names []string, got map[string]float64, sum float64) {
-	dir := filepath.Join(testenv.RepoRoot(), "build", "results")
-	must(t, os.MkdirAll(dir, 0o755))
+	dir := resultsDir(t)
 	csv := "mode,mbps\n"
 	values := make(plotter.Values, len(names))
 	for i, n := range names {
@@ -632,6 +668,12 @@ func TestScenarioSmallestDelay(t *testing.T) {
 				yield(s.at, mb(p.ue1WiFi, s.ue1WiFi), mb(p.ue2WiFi, s.ue2WiFi), mb(p.g5, s.g5), float64(s.rttWiFi)/1000, float64(s.rtt5G)/1000)
 			}
 		})
+		writeResultsTable(t, "smallest-delay", [][]string{
+			{"", "measured"},
+			{"UE 2's stream on 5G after joining", pct(share5G)},
+			{"UE 1 on WiFi before / after UE 2 joins", fmt.Sprintf("%.1f / %.1f Mbit/s", ue1Before, ue1After)},
+			{"UE 2's path state at the end (WiFi / 5G)", fmt.Sprintf("%.1f / %.1f ms", float64(last.rttWiFi)/1000, float64(last.rtt5G)/1000)},
+		})
 	}
 	// Behaviour, generously: UE 2 mostly on 5G, UE 1 keeps most of the cell.
 	if share5G < 0.6 || ue1After < 0.6*ue1Before {
@@ -684,8 +726,7 @@ func udpCBR(t *testing.T, txNS *netns.Namespace, src net.IP, rxNS *netns.Namespa
 
 // writeSmallestDelay writes the CSV and the two plots (throughput, UE 2's RTTs) of the full run.
 func writeSmallestDelay(t *testing.T, _ time.Duration, rows func(func(at time.Duration, ue1, ue2w, ue2g, rw, rg float64))) {
-	dir := filepath.Join(testenv.RepoRoot(), "build", "results")
-	must(t, os.MkdirAll(dir, 0o755))
+	dir := resultsDir(t)
 	csv := "t_s,ue1_wifi_mbps,ue2_wifi_mbps,ue2_5g_mbps,ue2_rtt_wifi_ms,ue2_rtt_5g_ms\n"
 	var series [5]plotter.XYs
 	rows(func(at time.Duration, ue1, ue2w, ue2g, rw, rg float64) {
@@ -758,6 +799,13 @@ func TestScenarioRedundant(t *testing.T) {
 	got := 1 - float64(len(unique))/float64(sent)
 	fmt.Printf("\nRedundant over two links losing %.0f%% each: %.2f%% of %d datagrams lost (independent losses: %.2f%%)\n",
 		100*loss, 100*got, sent, 100*loss*loss)
+	if fullScenario {
+		writeResultsTable(t, "redundant", [][]string{
+			{"", "measured", "independent losses"},
+			{fmt.Sprintf("datagrams lost (of %d)", sent), fmt.Sprintf("%.2f%%", 100*got), fmt.Sprintf("%.2f%% (%.0f%% × %.0f%%)", 100*loss*loss, 100*loss, 100*loss)},
+			{"datagrams delivered twice", fmt.Sprint(len(s.seqs) - len(unique)), ""},
+		})
+	}
 	// Behaviour: far below one link's loss (5%), near the product.
 	if got > loss/4 {
 		t.Errorf("redundant: %.2f%% lost, want well below one link's %.0f%%", 100*got, 100*loss)
@@ -804,6 +852,14 @@ func TestScenarioPriority(t *testing.T) {
 	}
 	fmt.Printf("\nPriority-based, WiFi first up to 30 ms RTT: stream on WiFi %.0f%% (WiFi 10 ms RTT), %.0f%% (50 ms), %.0f%% (10 ms again)\n",
 		100*shares[0], 100*shares[1], 100*shares[2])
+	if fullScenario {
+		writeResultsTable(t, "priority", [][]string{
+			{"WiFi RTT", "stream on WiFi"},
+			{"10 ms (under the threshold)", pct(shares[0])},
+			{"50 ms (over: overflow to 5G)", pct(shares[1])},
+			{"10 ms again", pct(shares[2])},
+		})
+	}
 	if shares[0] < 0.9 || shares[1] > 0.1 || shares[2] < 0.9 {
 		t.Errorf("share of the stream on WiFi per phase: %.2f", shares)
 	}
@@ -892,8 +948,13 @@ func TestScenarioLossThreshold(t *testing.T) {
 	}
 	fmt.Printf("\nActive-standby on WiFi, packetLossPercent %d: share on WiFi per phase\n", threshold)
 	fmt.Printf("%-20s %12s %10s %10s\n", "WiFi", "settled in", "downlink", "uplink")
+	rows := [][]string{{"WiFi", "settled in", "downlink on WiFi", "uplink on WiFi"}}
 	for _, p := range phases {
 		fmt.Printf("%-20s %12v %9.0f%% %9.0f%%\n", p.name, p.settled.Round(100*time.Millisecond), 100*p.downWiFi, 100*p.upWiFi)
+		rows = append(rows, []string{p.name, fmt.Sprintf("%.1f s", p.settled.Round(100*time.Millisecond).Seconds()), pct(p.downWiFi), pct(p.upWiFi)})
+	}
+	if fullScenario {
+		writeResultsTable(t, "loss-threshold", rows)
 	}
 	for i, want := range []bool{true, false, true} {
 		p := phases[i]
@@ -978,6 +1039,15 @@ func TestScenarioReorder(t *testing.T) {
 		fmt.Printf("%-12s %10.1f %10.1f\n", r.name, r.avg, r.p99)
 	}
 	on, off := rows[0], rows[1]
+	if fullScenario {
+		cell := func(r row) []string { return []string{fmt.Sprintf("%.1f", r.avg), fmt.Sprintf("%.0f", r.p99)} }
+		writeResultsTable(t, "reorder", [][]string{
+			{"TCP retransmissions per upload", "average", "99th percentile"},
+			{"paper, without / with the engine", "186.8 / 1.2", "219.0 / 3.0"},
+			append([]string{"here, reorder off"}, cell(off)...),
+			append([]string{"here, reorder on"}, cell(on)...),
+		})
+	}
 	if on.avg == 0 {
 		fmt.Printf("reduction: none retransmitted with the engine (targets: <= 1.2 on average with reorder on, >= 100x fewer than off)\n")
 	} else {
