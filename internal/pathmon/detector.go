@@ -36,6 +36,9 @@ type UserState struct {
 	// RTT is the last RTT per access (index slot(Access)); Up says the access is available.
 	RTT [2]time.Duration
 	Up  [2]bool
+	// SRTT is each access's smoothed RTT (an EWMA of its reports, gain 1/8 as TCP's SRTT):
+	// what a suspension freezes the RTTs at.
+	SRTT [2]time.Duration
 	// Loss is the loss per access (percent) as the device holds it, where LossKnown.
 	Loss      [2]uint8
 	LossKnown [2]bool
@@ -71,7 +74,8 @@ type Decision struct {
 	Switched bool
 	// Suspend / Resume: write path_updates_suspended[user] = 1 / 0.
 	Suspend, Resume bool
-	// Writes are path-state writes that the suspended data plane would have done.
+	// Writes are path-state writes that the suspended data plane would have done, and on
+	// suspending the smoothed RTTs the suspension freezes.
 	Writes []PathWrite
 	// Changed: the summary differs from before (the status should be refreshed).
 	Changed bool
@@ -110,6 +114,7 @@ func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 	case contract.ReportRTT:
 		wasUp := st.Up[i]
 		st.RTT[i], st.Up[i] = atLeastMicro(r.RTT), true
+		smooth(st, i)
 		if st.Suspended && !wasUp {
 			// The access is back without a LINK_UP (lost: it is sent once, on the leg that
 			// just recovered): the register still says unavailable, and only the operator
@@ -123,6 +128,7 @@ func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 		}
 	case contract.ReportLinkUp:
 		st.RTT[i], st.Up[i] = atLeastMicro(r.RTT), true
+		smooth(st, i)
 		if st.Suspended {
 			d.Writes = append(d.Writes, PathWrite{Access: r.Access, Value: micros(st.RTT[i])})
 		}
@@ -161,6 +167,15 @@ func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 		st.Suspended, st.SuspendedAt = true, now
 		d.Suspend = true
 	}
+	if d.Suspend {
+		// Freeze the available accesses at their smoothed RTTs, not wherever the last samples
+		// of the flip-flop left them: the access that is faster on the whole keeps the traffic.
+		for j, a := range [2]contract.Access{contract.Access3GPP, contract.AccessNon3GPP} {
+			if st.Up[j] && st.SRTT[j] > 0 {
+				d.Writes = append(d.Writes, PathWrite{Access: a, Value: micros(st.SRTT[j])})
+			}
+		}
+	}
 	d.Changed = d.Changed || d.Suspend || st.Active != before.Active || st.Up != before.Up || st.RTT != before.RTT
 	return d
 }
@@ -191,6 +206,15 @@ func prune(ts []time.Time, since time.Time) []time.Time {
 }
 
 // atLeastMicro keeps a measured RTT nonzero: 0 means "unavailable" in the registers.
+// smooth folds access slot i's new RTT into its SRTT (the first sample starts it).
+func smooth(st *UserState, i int) {
+	if st.SRTT[i] == 0 {
+		st.SRTT[i] = st.RTT[i]
+		return
+	}
+	st.SRTT[i] += (st.RTT[i] - st.SRTT[i]) / 8
+}
+
 func atLeastMicro(d time.Duration) time.Duration {
 	if d < time.Microsecond {
 		return time.Microsecond

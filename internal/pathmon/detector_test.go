@@ -3,6 +3,7 @@ package pathmon
 import (
 	"context"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -51,6 +52,23 @@ func TestObserve(t *testing.T) {
 		d = Observe(&st, rtt(contract.AccessNon3GPP, 40), t0.Add(time.Second), cfg)
 		if d.Switched || st.Active != contract.Access3GPP {
 			t.Fatalf("decision %+v state %+v", d, st)
+		}
+	})
+
+	t.Run("suspending freezes each available access at its smoothed RTT, not its last sample", func(t *testing.T) {
+		// 3GPP steady at 20 ms; non-3GPP at 40 ms with dips to 10 ms, each dip a switch. Its
+		// SRTT (gain 1/8): 40; 40 - 30/8 = 36.25; 36.25 + 3.75/8 = 36.71875;
+		// 36.71875 - 26.71875/8 = 33.378907 ms (ns truncated): 33378 µs. The third switch
+		// (MaxSwitches 2) suspends, on a dip: frozen at the last samples non-3GPP (10 ms) would
+		// keep the traffic; at the smoothed RTTs 3GPP (20 ms) does.
+		var st UserState
+		var d Decision
+		for i, r := range []Report{rtt(contract.Access3GPP, 20), rtt(contract.AccessNon3GPP, 40), rtt(contract.AccessNon3GPP, 10), rtt(contract.AccessNon3GPP, 40), rtt(contract.AccessNon3GPP, 10)} {
+			d = Observe(&st, r, t0.Add(time.Duration(i)*time.Second), cfg)
+		}
+		want := []PathWrite{{Access: contract.Access3GPP, Value: 20000}, {Access: contract.AccessNon3GPP, Value: 33378}}
+		if !d.Suspend || !reflect.DeepEqual(d.Writes, want) {
+			t.Fatalf("decision %+v: want a suspension writing %+v", d, want)
 		}
 	})
 
@@ -330,8 +348,9 @@ func TestMonitorSuspendsResumesAndNotifiesAtABoundedRate(t *testing.T) {
 	if s, _ := m.Summary(7); s.Suspended {
 		t.Fatalf("still suspended after settling: %+v", s)
 	}
-	if got := strings.Join(act.writes, ","); got != "suspend,resume" {
-		t.Errorf("device writes %s, want suspend,resume", got)
+	// Suspending freezes both RTTs at their smoothed values (TestObserve has the values).
+	if got := strings.Join(act.writes, ","); got != "suspend,rtt,rtt,resume" {
+		t.Errorf("device writes %s, want suspend,rtt,rtt,resume", got)
 	}
 }
 
