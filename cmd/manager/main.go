@@ -128,7 +128,7 @@ func run() error {
 		MaxConcurrentReconciles: maxConcurrent,
 		WriteWindow:             writeWindow,
 		StatusInterval:          statusInterval,
-		PathConfig:              pathmon.Config{MaxSwitches: flipSwitches, Window: flipWindow, Settle: settle, Reassert: def.Reassert},
+		PathConfig:              pathmon.Config{MaxSwitches: flipSwitches, Window: flipWindow, Settle: settle, Reassert: def.Reassert, Refresh: def.Refresh},
 		OnDeposed:               onDeposed,
 	}); err != nil {
 		return err

@@ -19,15 +19,21 @@ type Config struct {
 	// already in flight) before the suspension is written again (the device lost it, e.g. it
 	// restarted).
 	Reassert time.Duration
+	// Refresh is how long the smoothed RTTs must contradict a suspended user's frozen choice
+	// before it is frozen anew at them: a damped switch, at most one per Refresh, rather than
+	// none until the paths settle (0: never).
+	Refresh time.Duration
 }
 
 // DefaultConfig: a UE probes each leg once a second while idle, so 4 switches in 30 s is a path
 // that changes its mind every few probes. While data flows it probes every 100 ms, and a
 // download whose queue drives the RTTs across each other gets there within a second: the frozen
 // RTTs then hold smallest-delay on one access, and autonomous load balance splits evenly
-// (docs/pipeline.md). A minute of calm is enough to trust the path again.
+// (docs/pipeline.md). A minute of calm is enough to trust the path again. Two seconds of
+// smoothed RTTs that disagree with the frozen choice (some 20 probes while data flows, each
+// folded in at 1/8) is a lasting change, not the flip-flop: the choice follows it.
 func DefaultConfig() Config {
-	return Config{MaxSwitches: 4, Window: 30 * time.Second, Settle: 60 * time.Second, Reassert: 5 * time.Second}
+	return Config{MaxSwitches: 4, Window: 30 * time.Second, Settle: 60 * time.Second, Reassert: 5 * time.Second, Refresh: 2 * time.Second}
 }
 
 // UserState is what the operator knows about one user's two paths. The zero value is a user
@@ -55,6 +61,10 @@ type UserState struct {
 	Suspended   bool
 	SuspendedAt time.Time
 	LastChange  time.Time
+	// Frozen is the access the frozen RTTs choose; Contradicted is since when the smoothed RTTs
+	// have chosen another (zero: they agree).
+	Frozen       contract.Access
+	Contradicted time.Time
 }
 
 // PathWrite is a path-state register write the operator must do itself while the user's
@@ -167,14 +177,18 @@ func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 		st.Suspended, st.SuspendedAt = true, now
 		d.Suspend = true
 	}
-	if d.Suspend {
+	switch smoothed := ActiveAccess(st.Up, st.SRTT); {
+	case d.Suspend:
 		// Freeze the available accesses at their smoothed RTTs, not wherever the last samples
 		// of the flip-flop left them: the access that is faster on the whole keeps the traffic.
-		for j, a := range [2]contract.Access{contract.Access3GPP, contract.AccessNon3GPP} {
-			if st.Up[j] && st.SRTT[j] > 0 {
-				d.Writes = append(d.Writes, PathWrite{Access: a, Value: micros(st.SRTT[j])})
-			}
-		}
+		d.Writes = append(d.Writes, freeze(st, smoothed)...)
+	case !st.Suspended || smoothed == st.Frozen || cfg.Refresh <= 0:
+		st.Contradicted = time.Time{}
+	case st.Contradicted.IsZero():
+		st.Contradicted = now
+	case now.Sub(st.Contradicted) >= cfg.Refresh:
+		d.Writes = append(d.Writes, freeze(st, smoothed)...)
+		d.Changed = true
 	}
 	d.Changed = d.Changed || d.Suspend || st.Active != before.Active || st.Up != before.Up || st.RTT != before.RTT
 	return d
@@ -206,6 +220,18 @@ func prune(ts []time.Time, since time.Time) []time.Time {
 }
 
 // atLeastMicro keeps a measured RTT nonzero: 0 means "unavailable" in the registers.
+// freeze returns the writes of the available accesses' smoothed RTTs, which choose access.
+func freeze(st *UserState, access contract.Access) []PathWrite {
+	st.Frozen, st.Contradicted = access, time.Time{}
+	var w []PathWrite
+	for j, a := range [2]contract.Access{contract.Access3GPP, contract.AccessNon3GPP} {
+		if st.Up[j] && st.SRTT[j] > 0 {
+			w = append(w, PathWrite{Access: a, Value: micros(st.SRTT[j])})
+		}
+	}
+	return w
+}
+
 // smooth folds access slot i's new RTT into its SRTT (the first sample starts it).
 func smooth(st *UserState, i int) {
 	if st.SRTT[i] == 0 {

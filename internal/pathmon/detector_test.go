@@ -70,6 +70,32 @@ func TestObserve(t *testing.T) {
 		if !d.Suspend || !reflect.DeepEqual(d.Writes, want) {
 			t.Fatalf("decision %+v: want a suspension writing %+v", d, want)
 		}
+
+		// Then non-3GPP reports 1 ms every 100 ms from t0+5.1s. Its SRTT: 29.33, 25.79, 22.69,
+		// 19.98 ms: below 3GPP's 20 at the 4th (t0+5.4s), contradicting the frozen 3GPP. With
+		// Refresh 2 s the choice is frozen anew at the first report from t0+7.4s, at the
+		// smoothed RTTs, and not before.
+		cfg := cfg
+		cfg.Refresh = 2 * time.Second
+		refreezeAt := t0.Add(7400 * time.Millisecond)
+		for k := 1; k <= 30; k++ {
+			at := t0.Add(5*time.Second + time.Duration(k)*100*time.Millisecond)
+			d := Observe(&st, rtt(contract.AccessNon3GPP, 1), at, cfg)
+			switch {
+			case at.Before(refreezeAt) && len(d.Writes) > 0:
+				t.Fatalf("at %v: wrote %+v before the smoothed RTTs had disagreed for 2 s", at.Sub(t0), d.Writes)
+			case at.Equal(refreezeAt):
+				if len(d.Writes) != 2 || d.Writes[0] != (PathWrite{Access: contract.Access3GPP, Value: 20000}) ||
+					d.Writes[1].Access != contract.AccessNon3GPP || d.Writes[1].Value >= 20000 || st.Frozen != contract.AccessNon3GPP {
+					t.Fatalf("at %v: writes %+v, frozen %v: want both smoothed RTTs, non-3GPP now the smaller", at.Sub(t0), d.Writes, st.Frozen)
+				}
+			case at.After(refreezeAt) && len(d.Writes) > 0:
+				t.Fatalf("at %v: wrote %+v again: the frozen choice now agrees", at.Sub(t0), d.Writes)
+			}
+		}
+		if st.Frozen != contract.AccessNon3GPP || !st.Suspended {
+			t.Fatalf("after the reports: frozen %v, suspended %v; want non-3GPP frozen anew, still suspended", st.Frozen, st.Suspended)
+		}
 	})
 
 	t.Run("a faster other access is a switch", func(t *testing.T) {
