@@ -84,8 +84,8 @@ type Decision struct {
 	Switched bool
 	// Suspend / Resume: write path_updates_suspended[user] = 1 / 0.
 	Suspend, Resume bool
-	// Writes are path-state writes that the suspended data plane would have done, and on
-	// suspending the smoothed RTTs the suspension freezes.
+	// Writes are path-state writes that the suspended data plane would have done, and the
+	// smoothed RTTs a suspension freezes (on suspending, and on a refresh).
 	Writes []PathWrite
 	// Changed: the summary differs from before (the status should be refreshed).
 	Changed bool
@@ -219,7 +219,6 @@ func prune(ts []time.Time, since time.Time) []time.Time {
 	return append(ts[:0], ts[n:]...)
 }
 
-// atLeastMicro keeps a measured RTT nonzero: 0 means "unavailable" in the registers.
 // freeze returns the writes of the available accesses' smoothed RTTs, which choose access.
 func freeze(st *UserState, access contract.Access) []PathWrite {
 	st.Frozen, st.Contradicted = access, time.Time{}
@@ -241,6 +240,7 @@ func smooth(st *UserState, i int) {
 	st.SRTT[i] += (st.RTT[i] - st.SRTT[i]) / 8
 }
 
+// atLeastMicro keeps a measured RTT nonzero: 0 means "unavailable" in the registers.
 func atLeastMicro(d time.Duration) time.Duration {
 	if d < time.Microsecond {
 		return time.Microsecond
