@@ -90,7 +90,7 @@ done
 $kubectl -n junction-system wait --for=condition=Ready userplanefunction/edge-upf-1 --timeout=3m
 $kubectl -n junction-system wait --for=condition=Programmed atssssessions --all --timeout=3m
 $kubectl -n junction-system wait --for=condition=Ready steeringpolicies --all --timeout=1m
-# Traffic: both legs of alice's and bob's sessions up, and a line through each.
+# Traffic: alice's and bob's agents Ready, then a line through each of their sessions.
 $kubectl -n junction-system wait --for=condition=AgentReady atssssession/alice-internet atssssession/bob-internet --timeout=3m
 dataplane "${ue_nodes[0]}" check "$($mas alice-internet -o jsonpath='{.spec.sessionAddress}')"
 dataplane "${ue_nodes[1]}" check "$($mas bob-internet -o jsonpath='{.spec.sessionAddress}')"
