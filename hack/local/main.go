@@ -36,12 +36,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/p4bytes"
@@ -53,7 +52,7 @@ import (
 
 func main() {
 	once := flag.Bool("once", false, "exit after the story (without root: after the sessions are shown) instead of running until interrupted")
-	upfAddr := flag.String("upf-address", "127.0.0.1:9559", "P4Runtime address of the software UPF (config/samples/upf.yaml uses 127.0.0.1:9559)")
+	upfAddr := flag.String("upf-address", "127.0.0.1:9559", "P4Runtime address of the software UPF (config/samples/upf.yaml is pointed at it)")
 	timeout := flag.Duration("timeout", 3*time.Minute, "how long to wait for the sessions to be Programmed")
 	flag.Parse()
 	// The API clients and envtest log through controller-runtime; this program prints its own
@@ -154,7 +153,7 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 		return err
 	}
 	step("creating the pipeline ConfigMap and applying config/samples")
-	if err := applySamples(ctx, k8s, root); err != nil {
+	if err := applySamples(ctx, k8s, upfAddr); err != nil {
 		return err
 	}
 
@@ -206,7 +205,9 @@ func terminate(cmd *exec.Cmd) {
 	}
 }
 
-func applySamples(ctx context.Context, k8s client.Client, root string) error {
+// applySamples creates the pipeline ConfigMap and config/samples in namespace default, the UPF
+// pointed at the software UPF's upfAddr.
+func applySamples(ctx context.Context, k8s client.Client, upfAddr string) error {
 	p4info := p4.P4InfoText()
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "junction-upf-pipeline"},
@@ -216,30 +217,19 @@ func applySamples(ctx context.Context, k8s client.Client, root string) error {
 	if err := k8s.Create(ctx, cm); err != nil {
 		return fmt.Errorf("create ConfigMap: %w", err)
 	}
-	files, _ := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
-	sort.Strings(files)
-	for _, f := range files {
-		if filepath.Base(f) == "kustomization.yaml" {
-			continue
-		}
-		data, err := os.ReadFile(f)
+	objs, err := testenv.Samples(k8s.Scheme(), "default", upfAddr)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		gvk, err := apiutil.GVKForObject(o, k8s.Scheme())
 		if err != nil {
 			return err
 		}
-		for _, doc := range strings.Split(string(data), "\n---") {
-			obj := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			if len(obj.Object) == 0 {
-				continue
-			}
-			obj.SetNamespace("default")
-			if err := k8s.Create(ctx, obj); err != nil {
-				return fmt.Errorf("apply %s %s: %w", obj.GetKind(), obj.GetName(), err)
-			}
-			fmt.Printf("   %s/%s created\n", strings.ToLower(obj.GetKind()), obj.GetName())
+		if err := k8s.Create(ctx, o); err != nil {
+			return fmt.Errorf("apply %s %s: %w", gvk.Kind, o.GetName(), err)
 		}
+		fmt.Printf("   %s/%s created\n", strings.ToLower(gvk.Kind), o.GetName())
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,13 +15,21 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
 
-// Samples reads config/samples (the UPF, the policies and the sessions) into objects of the
-// scheme's types in namespace ns, the UPF's P4Runtime address set to upfAddr: what a user applies,
-// pointed at the test's UPF.
+// Samples reads config/samples (every manifest but the kustomization: the UPF, the policies and
+// the sessions) into objects of the scheme's types in namespace ns, the UPF's P4Runtime address
+// set to upfAddr: what a user applies, pointed at the caller's software UPF.
 func Samples(s *runtime.Scheme, ns, upfAddr string) ([]client.Object, error) {
+	files, err := filepath.Glob(filepath.Join(RepoRoot(), "config", "samples", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
 	var objs []client.Object
-	for _, f := range []string{"upf.yaml", "policies.yaml", "sessions.yaml"} {
-		b, err := os.ReadFile(filepath.Join(RepoRoot(), "config", "samples", f))
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}

@@ -21,9 +21,9 @@ import (
 
 // TestKindDataplane runs hack/kind/dataplane.sh, the user plane of `make kind-up`, on namespaces
 // that stand in for kind's nodes (a bridge for the node network between them), with the software
-// UPF, the gNB emulator and the UE agents given the flags of their kind pods (hack/kind/values.yaml,
-// hack/kind/objects/gnb.yaml with only its Role, the UE agent DaemonSet on each UE node) and
-// config/samples applied: the script's own check must carry a line through alice's and bob's
+// UPF and the gNB emulator given the flags of their kind pods (hack/kind/values.yaml;
+// hack/kind/objects/gnb.yaml, with only its Role), a UE agent per UE node, and config/samples
+// applied: the script's own check must carry a line through alice's and bob's
 // sessions to the data network and back, and alice's two legs (the gNB's VXLAN radio and the
 // WiFi cell's) must come up.
 func TestKindDataplane(t *testing.T) {
