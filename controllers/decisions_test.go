@@ -47,9 +47,9 @@ func TestInitialPathWrites(t *testing.T) {
 			nil,
 		},
 		{
-			"a new user on an index that may hold state is reset: suspension and both legs' RTT and loss",
+			"a new user on an index that may hold state is reset: suspension, autonomous share and both legs' RTT, loss and live RTT",
 			nil, map[uint32]legCount{7: {1, 1}}, fresh(), nil,
-			[]registerWrite{{registerSuspended, 7, 0}, {registerRTT3GPP, 7, 0}, {registerLoss3GPP, 7, 0}, {registerRTTNon3GPP, 7, 0}, {registerLossNon3GPP, 7, 0}},
+			[]registerWrite{{registerSuspended, 7, 0}, {registerShare, 7, 0}, {registerRTT3GPP, 7, 0}, {registerLoss3GPP, 7, 0}, {registerLive3GPP, 7, 0}, {registerRTTNon3GPP, 7, 0}, {registerLossNon3GPP, 7, 0}, {registerLiveNon3GPP, 7, 0}},
 		},
 		{
 			"a user whose legs were already on the device keeps its measured state",
@@ -59,7 +59,7 @@ func TestInitialPathWrites(t *testing.T) {
 		{
 			"a second session that adds a leg resets only that leg",
 			map[uint32]legCount{7: {1, 0}}, map[uint32]legCount{7: {1, 1}}, fresh(7), nil,
-			[]registerWrite{{registerRTTNon3GPP, 7, 0}, {registerLossNon3GPP, 7, 0}},
+			[]registerWrite{{registerRTTNon3GPP, 7, 0}, {registerLossNon3GPP, 7, 0}, {registerLiveNon3GPP, 7, 0}},
 		},
 		{
 			"a user whose last session goes needs no write",
@@ -69,7 +69,7 @@ func TestInitialPathWrites(t *testing.T) {
 		{
 			"a user whose reset was refused is reset whole again, even untouched by this round",
 			map[uint32]legCount{7: {1, 1}}, nil, fresh(), map[uint32]string{7: "s"},
-			[]registerWrite{{registerSuspended, 7, 0}, {registerRTT3GPP, 7, 0}, {registerLoss3GPP, 7, 0}, {registerRTTNon3GPP, 7, 0}, {registerLossNon3GPP, 7, 0}},
+			[]registerWrite{{registerSuspended, 7, 0}, {registerShare, 7, 0}, {registerRTT3GPP, 7, 0}, {registerLoss3GPP, 7, 0}, {registerLive3GPP, 7, 0}, {registerRTTNon3GPP, 7, 0}, {registerLossNon3GPP, 7, 0}, {registerLiveNon3GPP, 7, 0}},
 		},
 		{
 			"a refused user that is gone needs nothing",
@@ -79,7 +79,7 @@ func TestInitialPathWrites(t *testing.T) {
 		{
 			"users are written in index order",
 			nil, map[uint32]legCount{9: {0, 1}, 2: {1, 0}}, fresh(), nil,
-			[]registerWrite{{registerSuspended, 2, 0}, {registerRTT3GPP, 2, 0}, {registerLoss3GPP, 2, 0}, {registerSuspended, 9, 0}, {registerRTTNon3GPP, 9, 0}, {registerLossNon3GPP, 9, 0}},
+			[]registerWrite{{registerSuspended, 2, 0}, {registerShare, 2, 0}, {registerRTT3GPP, 2, 0}, {registerLoss3GPP, 2, 0}, {registerLive3GPP, 2, 0}, {registerSuspended, 9, 0}, {registerShare, 9, 0}, {registerRTTNon3GPP, 9, 0}, {registerLossNon3GPP, 9, 0}, {registerLiveNon3GPP, 9, 0}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

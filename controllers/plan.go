@@ -21,6 +21,9 @@ const (
 	registerLoss3GPP    = "loss_3gpp"
 	registerLossNon3GPP = "loss_non3gpp"
 	registerSuspended   = "path_updates_suspended"
+	registerLive3GPP    = "live_rtt_3gpp"
+	registerLiveNon3GPP = "live_rtt_non3gpp"
+	registerShare       = "autonomous_share"
 	digestProbeReports  = "probe_reports"
 )
 
@@ -80,8 +83,9 @@ type registerWrite struct {
 // initialPathWrites decides the path-state resets for users whose legs appear on a device.
 // Registers start at 0, which is the state a new user needs (accesses unavailable until the UE
 // reports them, updates not suspended: docs/pipeline.md), so only an index that may hold an
-// earlier user's state is written: for a user with no entry before, path_updates_suspended[user] = 0, and for every
-// leg no entry of the user had before, rtt_<access>[user] = 0 and loss_<access>[user] = 0 — unless fresh says the index
+// earlier user's state is written: for a user with no entry before, path_updates_suspended[user] = 0 and
+// autonomous_share[user] = 0, and for every leg no entry of the user had before, rtt_<access>[user],
+// loss_<access>[user] and live_rtt_<access>[user] = 0 — unless fresh says the index
 // has had no sessions entry since the pipeline was pushed. Users whose legs were already there
 // keep their measured state, so a replay onto a device that kept its state writes nothing.
 // pending are users whose last reset failed: they get a whole reset again.
@@ -111,13 +115,13 @@ func initialPathWrites(before, after map[uint32]legCount, fresh func(user uint32
 			continue
 		}
 		if newUser || retry {
-			out = append(out, registerWrite{registerSuspended, u, 0})
+			out = append(out, registerWrite{registerSuspended, u, 0}, registerWrite{registerShare, u, 0})
 		}
 		if (b.n3GPP <= 0 || retry) && a.n3GPP > 0 {
-			out = append(out, registerWrite{registerRTT3GPP, u, 0}, registerWrite{registerLoss3GPP, u, 0})
+			out = append(out, registerWrite{registerRTT3GPP, u, 0}, registerWrite{registerLoss3GPP, u, 0}, registerWrite{registerLive3GPP, u, 0})
 		}
 		if (b.nNon3GPP <= 0 || retry) && a.nNon3GPP > 0 {
-			out = append(out, registerWrite{registerRTTNon3GPP, u, 0}, registerWrite{registerLossNon3GPP, u, 0})
+			out = append(out, registerWrite{registerRTTNon3GPP, u, 0}, registerWrite{registerLossNon3GPP, u, 0}, registerWrite{registerLiveNon3GPP, u, 0})
 		}
 	}
 	return out

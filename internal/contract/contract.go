@@ -70,16 +70,47 @@ const (
 // with sequence number seq goes on 3GPP when seq % RatioScale < ratio_3gpp.
 const RatioScale = 128
 
-// AutonomousToSlower is autonomous load balance's split (docs/pipeline.md, "Steering
-// decision"), given the faster and the slower access's RTTs, whether the user's path updates are
-// suspended (flip-flop: the RTTs are stale, frozen where the faster access kept changing) and the
-// packet's sequence number: the slower access gets every other packet (odd seq) while the RTTs
-// are within a quarter of each other or suspended, else one in four (seq % 4 == 3).
-func AutonomousToSlower(fastRTT, slowRTT uint32, suspended bool, seq uint32) bool {
-	if suspended || slowRTT-fastRTT <= fastRTT>>2 {
-		return seq&1 == 1
+// AutonomousShare is autonomous load balance's split of one user's traffic (the
+// autonomous_share register, docs/pipeline.md): the 3GPP share in 1/RatioScale, which each RTT
+// report moves one AutonomousShareStep toward the access whose live RTT is the smaller, so the
+// split settles where both accesses' delays are equal, whatever their rates. 0 is a share that
+// never moved and splits evenly, so a new user needs no register write; a moved share stays
+// within [AutonomousShareStep, RatioScale-AutonomousShareStep], leaving each access at least one
+// step's worth of packets.
+type AutonomousShare uint8
+
+const (
+	AutonomousShareEven AutonomousShare = RatioScale / 2 // AUTONOMOUS_SHARE_EVEN: what 0 reads as
+	AutonomousShareStep AutonomousShare = 4              // AUTONOMOUS_SHARE_STEP: 1/32 per report
+)
+
+// Ratio3GPP is the share as a load-balance ratio: the packet with sequence number seq goes on
+// 3GPP when seq % RatioScale < Ratio3GPP.
+func (s AutonomousShare) Ratio3GPP() uint32 {
+	if s == 0 {
+		return uint32(AutonomousShareEven)
 	}
-	return seq&3 == 3
+	return uint32(s)
+}
+
+// Step is the share after an RTT report of rtt µs on access a, other being the other access's
+// last live RTT (0: not measured, or reported down): a step toward the access with the smaller
+// RTT, none when they are equal or other is 0.
+func (s AutonomousShare) Step(a Access, rtt, other uint32) AutonomousShare {
+	if other == 0 || rtt == other || !a.Valid() {
+		return s
+	}
+	if s == 0 {
+		s = AutonomousShareEven
+	}
+	if (a == Access3GPP) == (rtt < other) { // 3GPP is the faster
+		if s < RatioScale-AutonomousShareStep {
+			s += AutonomousShareStep
+		}
+	} else if s > AutonomousShareStep {
+		s -= AutonomousShareStep
+	}
+	return s
 }
 
 // ReportKind is what a probe_reports digest is about (report_kind_t).

@@ -26,6 +26,7 @@ type leg struct {
 	path  atomic.Uint64 // the uplink's path state: steer.Path packed by packPath
 	busy  atomic.Bool   // traffic since the last tick: probe at the busy interval
 	gsoOK atomic.Bool   // the socket takes UDP_SEGMENT (gso_linux.go)
+	live  atomic.Uint32 // the last RTT sample in µs while the leg is up, else 0 (the UPF's live_rtt_<access>)
 
 	mu      sync.Mutex // guards what follows
 	state   *steer.Leg
@@ -194,6 +195,11 @@ func (l *leg) reply(c wire.Control) {
 	l.mu.Lock()
 	rtt, ok := l.state.Reply(now, c.UETime)
 	if ok {
+		us := max(uint32(rtt.Microseconds()), 1)
+		l.live.Store(us)
+		if o := l.t.legs[l.access.Other()]; o != nil {
+			l.t.stepShare(l.access, us, o.live.Load())
+		}
 		l.t.sendControl(l.access, wire.TypeProbeAck, wire.Control{Access: l.access, LossPercent: l.state.PathLoss(), UETime: c.UETime, UPFTime: c.UPFTime})
 		l.m.rtt.Set(rtt.Seconds())
 		l.m.replies.Inc()
@@ -252,6 +258,7 @@ func (l *leg) transitionLocked() {
 		l.m.up.Set(1)
 	} else {
 		l.m.up.Set(0)
+		l.live.Store(0)
 	}
 	if changed {
 		l.t.notify()

@@ -81,6 +81,10 @@ type Tunnel struct {
 	closed  atomic.Bool
 	m       *tunnelMetrics
 
+	// share is autonomous load balance's uplink split (contract.AutonomousShare), which each
+	// probe's RTT moves against the other leg's last, as PROBE_ACKs move the UPF's.
+	share atomic.Uint32
+
 	// Uplink state, owned by the TUN reader.
 	upSeq    uint32
 	switcher steer.Switcher
@@ -215,6 +219,17 @@ func (t *Tunnel) closeLegs() {
 
 // paths are the uplink's path state: the legs' RTTs in µs (0 for an absent or down leg) and
 // losses.
+// stepShare moves the uplink's autonomous share after an RTT sample of rtt µs on access a, the
+// other leg's last being other.
+func (t *Tunnel) stepShare(a contract.Access, rtt, other uint32) {
+	for {
+		old := t.share.Load()
+		if t.share.CompareAndSwap(old, uint32(contract.AutonomousShare(old).Step(a, rtt, other))) {
+			return
+		}
+	}
+}
+
 func (t *Tunnel) paths() (p3, pn steer.Path) {
 	if l := t.legs[contract.Access3GPP]; l != nil {
 		p3 = unpackPath(l.path.Load())
@@ -266,7 +281,7 @@ func (t *Tunnel) sendUp(now time.Time, st *steering, buf []byte, n int) {
 		}
 	}
 	p3, pn := t.paths()
-	first, second := steer.Choose(s, p3, pn, t.upSeq)
+	first, second := steer.Choose(s, p3, pn, contract.AutonomousShare(t.share.Load()), t.upSeq)
 	if e := t.exp; e.SwitchEvery > 0 && second == contract.AccessNone && p3.RTT != 0 && pn.RTT != 0 {
 		first = contract.AccessNon3GPP
 		if t.expCount/e.SwitchEvery%2 == 1 {

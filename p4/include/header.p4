@@ -244,7 +244,7 @@ struct local_metadata_t {
     rtt_us_t        rtt_non3gpp;
     loss_pct_t      loss_3gpp;
     loss_pct_t      loss_non3gpp;
-    bool            paths_suspended; // path_updates_suspended[user]: the RTTs are stale
+    ratio_t         autonomous_share; // autonomous_share[user], 0 read as EVEN
     access_t        access;         // the access this copy leaves on
     bool            redundant;      // send a second copy on the other access
 

@@ -81,7 +81,8 @@ func TestOperatorProgramsBMv2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer th.Close()
-	for _, reg := range []string{"rtt_3gpp", "rtt_non3gpp", "loss_3gpp", "loss_non3gpp", "path_updates_suspended"} {
+	for _, reg := range []string{"rtt_3gpp", "rtt_non3gpp", "loss_3gpp", "loss_non3gpp", "path_updates_suspended",
+		"live_rtt_3gpp", "live_rtt_non3gpp", "autonomous_share"} {
 		if v, err := th.RegisterRead(reg, uint32(*a1.Status.UserIndex)); err != nil || v != 0 {
 			t.Errorf("%s[%d] = %d (%v), want 0", reg, *a1.Status.UserIndex, v, err)
 		}

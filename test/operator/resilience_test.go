@@ -169,7 +169,7 @@ func TestOperatorRestartWithNothingChangedWritesNothing(t *testing.T) {
 
 	// The restarted operator found the pipeline in place, so it cannot know which user indexes
 	// an earlier user left state in: it resets a new user's path state (docs/pipeline.md). Leave
-	// such state (RTTs and losses measured for both legs, a suspension) in the unused indexes the
+	// such state (RTTs and losses measured for both legs, a suspension, a moved autonomous share) in the unused indexes the
 	// new user may get.
 	inUse := map[int64]bool{}
 	var list junctionv1.ATSSSSessionList
@@ -179,7 +179,8 @@ func TestOperatorRestartWithNothingChangedWritesNothing(t *testing.T) {
 	for _, s := range list.Items {
 		inUse[int64(*s.Status.UserIndex)] = true
 	}
-	stale := map[string]uint64{"rtt_3gpp": 12000, "rtt_non3gpp": 4000, "loss_3gpp": 30, "loss_non3gpp": 60, "path_updates_suspended": 1}
+	stale := map[string]uint64{"rtt_3gpp": 12000, "rtt_non3gpp": 4000, "loss_3gpp": 30, "loss_non3gpp": 60, "path_updates_suspended": 1,
+		"live_rtt_3gpp": 11000, "live_rtt_non3gpp": 5000, "autonomous_share": 20}
 	const staleUpTo = 64
 	for idx := int64(0); idx < staleUpTo; idx++ {
 		for reg, v := range stale {

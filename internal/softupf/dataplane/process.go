@@ -263,7 +263,7 @@ func (c *proc) downlink(pkt *Packet, off, end int, ip wire.IPv4, ports wire.Port
 	ps.rtt[contract.AccessNon3GPP] = c.st.regs[rRTTNon3GPP].load(sess.user)
 	ps.loss[contract.Access3GPP] = uint8(c.st.regs[rLoss3GPP].load(sess.user))
 	ps.loss[contract.AccessNon3GPP] = uint8(c.st.regs[rLossNon3GPP].load(sess.user))
-	ps.suspended = c.st.regs[rPathUpdatesSuspended].load(sess.user) != 0
+	ps.share = contract.AutonomousShare(c.st.regs[rAutonomousShare].load(sess.user))
 	first, second := decide(&ps, params, seq)
 	if first == contract.AccessNone {
 		c.drop(pkt, contract.DropNoPath)

@@ -68,6 +68,9 @@ const (
 	rSessionSeq
 	rReorderState
 	rReorderDeadline
+	rLiveRTT3GPP
+	rLiveRTTNon3GPP
+	rAutonomousShare
 	numRegisters
 )
 
@@ -170,6 +173,9 @@ var registerSpecs = [numRegisters]paramSpec{
 	rSessionSeq:           {"session_seq", 32},
 	rReorderState:         {"reorder_state", 8},
 	rReorderDeadline:      {"reorder_deadline", 32},
+	rLiveRTT3GPP:          {"live_rtt_3gpp", 32},
+	rLiveRTTNon3GPP:       {"live_rtt_non3gpp", 32},
+	rAutonomousShare:      {"autonomous_share", 8},
 }
 
 const (

@@ -6,12 +6,12 @@ import "github.com/junction-atsss/junction/internal/contract"
 // the session's legs, the user's path state and the steering parameters.
 
 // paths is what the decision reads: leg presence, RTTs and losses (percent), indexed by access
-// (1, 2), and whether the user's path updates are suspended.
+// (1, 2), and the user's autonomous load-balance share.
 type paths struct {
-	present   [3]bool
-	rtt       [3]uint32
-	loss      [3]uint8
-	suspended bool
+	present [3]bool
+	rtt     [3]uint32
+	loss    [3]uint8
+	share   contract.AutonomousShare
 }
 
 func other(a contract.Access) contract.Access {
@@ -67,21 +67,16 @@ func decide(p *paths, s steering, seq uint32) (first, second contract.Access) {
 	switch s.mode {
 	case contract.ModeSmallestDelay:
 		return p.smallest(avail), contract.AccessNone
-	case contract.ModeLoadBalance:
+	case contract.ModeLoadBalance, contract.ModeAutonomousLoadBalance:
 		if ok(contract.Access3GPP) && ok(contract.AccessNon3GPP) {
-			if seq%contract.RatioScale < uint32(s.ratio) {
+			ratio := uint32(s.ratio)
+			if s.mode == contract.ModeAutonomousLoadBalance {
+				ratio = p.share.Ratio3GPP()
+			}
+			if seq%contract.RatioScale < ratio {
 				return contract.Access3GPP, contract.AccessNone
 			}
 			return contract.AccessNon3GPP, contract.AccessNone
-		}
-		return loadBalanceFallback(), contract.AccessNone
-	case contract.ModeAutonomousLoadBalance:
-		if ok(contract.Access3GPP) && ok(contract.AccessNon3GPP) {
-			fast := p.smallest(avail)
-			if contract.AutonomousToSlower(p.rtt[fast], p.rtt[other(fast)], p.suspended, seq) {
-				return other(fast), contract.AccessNone
-			}
-			return fast, contract.AccessNone
 		}
 		return loadBalanceFallback(), contract.AccessNone
 	case contract.ModePriorityBased:

@@ -19,8 +19,8 @@ func TestDecide(t *testing.T) {
 	lossy := func(l3, ln uint8) paths {
 		return paths{present: [3]bool{false, true, true}, rtt: [3]uint32{0, 20, 5}, loss: [3]uint8{0, l3, ln}}
 	}
-	// suspended: both up at 20 and 5 ms, the user's path updates suspended.
-	suspended := paths{present: [3]bool{false, true, true}, rtt: [3]uint32{0, 20, 5}, suspended: true}
+	// shared: both up at 20 and 5 ms, the user's autonomous share at 3GPP 96/128.
+	shared := paths{present: [3]bool{false, true, true}, rtt: [3]uint32{0, 20, 5}, share: 96}
 	only3 := func(r3, rn uint32) paths {
 		return paths{present: [3]bool{false, true, false}, rtt: [3]uint32{0, r3, rn}}
 	}
@@ -48,11 +48,12 @@ func TestDecide(t *testing.T) {
 		{"load-balance with ratio 128 always uses 3GPP", both(20, 5), steering{mode: contract.ModeLoadBalance, ratio: 128}, 127, g, x},
 		{"load-balance falls back to the ok access when one exceeds the threshold", both(20, 5), steering{mode: contract.ModeLoadBalance, ratio: 128, threshold: 10}, 0, n, x},
 		{"load-balance falls back to the smaller available RTT when none is ok", both(20, 30), steering{mode: contract.ModeLoadBalance, ratio: 0, threshold: 10}, 0, g, x},
-		{"autonomous load-balance gives 3 of 4 packets to the faster access", both(20, 5), steering{mode: contract.ModeAutonomousLoadBalance}, 6, n, x},
-		{"autonomous load-balance gives every fourth packet to the slower access", both(20, 5), steering{mode: contract.ModeAutonomousLoadBalance}, 7, g, x},
-		{"autonomous load-balance with suspended path updates gives odd seq to the slower access", suspended, steering{mode: contract.ModeAutonomousLoadBalance}, 5, g, x},
-		{"autonomous load-balance with suspended path updates gives even seq to the faster access", suspended, steering{mode: contract.ModeAutonomousLoadBalance}, 8, n, x},
-		{"suspended path updates leave smallest-delay on the smaller RTT", suspended, steering{mode: contract.ModeSmallestDelay}, 5, n, x},
+		{"autonomous load-balance with a share never moved sends seq 63 to 3GPP", both(20, 5), steering{mode: contract.ModeAutonomousLoadBalance}, 63, g, x},
+		{"autonomous load-balance with a share never moved sends seq 64 to non-3GPP", both(20, 5), steering{mode: contract.ModeAutonomousLoadBalance}, 64, n, x},
+		{"autonomous load-balance sends seq below the share to 3GPP whatever the RTTs", shared, steering{mode: contract.ModeAutonomousLoadBalance}, 128 + 95, g, x},
+		{"autonomous load-balance sends seq at the share to non-3GPP", shared, steering{mode: contract.ModeAutonomousLoadBalance}, 96, n, x},
+		{"autonomous load-balance reads the share, not the policy's ratio", shared, steering{mode: contract.ModeAutonomousLoadBalance, ratio: 10}, 50, g, x},
+		{"load-balance reads the policy's ratio, not the share", shared, steering{mode: contract.ModeLoadBalance, ratio: 10}, 50, n, x},
 		{"autonomous load-balance with one access down uses the other", both(0, 5), steering{mode: contract.ModeAutonomousLoadBalance}, 7, n, x},
 		{"priority-based uses the priority access under the threshold", both(8, 5), steering{mode: contract.ModePriorityBased, access: g, threshold: 10}, 0, g, x},
 		{"priority-based overflows to the other access over the threshold", both(20, 5), steering{mode: contract.ModePriorityBased, access: g, threshold: 10}, 0, n, x},

@@ -603,6 +603,21 @@ func (r *register) store(i, v uint32) {
 	}
 }
 
+// update replaces a cell with f of its value atomically, as a P4 target's read-modify-write
+// within one packet is.
+func (r *register) update(i uint32, f func(uint32) uint32) {
+	if uint64(i) >= uint64(len(r.cells)) {
+		return
+	}
+	c := &r.cells[i]
+	for {
+		old := c.Load()
+		if c.CompareAndSwap(old, f(old)&r.mask) {
+			return
+		}
+	}
+}
+
 type counterCell struct {
 	packets, bytes atomic.Uint64
 }

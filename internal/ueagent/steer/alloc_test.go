@@ -39,8 +39,8 @@ func TestPerPacketCallsDoNotAllocate(t *testing.T) {
 	var seq uint32
 	wantNoAllocs(t, "Choose", func() {
 		seq++
-		Choose(s, Path{RTT: 10000}, Path{RTT: 20000}, seq)
-		Choose(desired.Steering{Mode: contract.ModeRedundant}, Path{RTT: 10000}, Path{RTT: 20000}, seq)
+		Choose(s, Path{RTT: 10000}, Path{RTT: 20000}, 70, seq)
+		Choose(desired.Steering{Mode: contract.ModeRedundant}, Path{RTT: 10000}, Path{RTT: 20000}, 0, seq)
 	})
 
 	var sw Switcher

@@ -60,12 +60,12 @@ func (p paths) smallest(good3, goodN bool) contract.Access {
 }
 
 // Choose picks the access(es) a packet leaves on, given its steering parameters, the path state
-// of both accesses and the packet's sequence number (the modes that split a flow use it; 0 for a
+// of both accesses, the autonomous load-balance share and the packet's sequence number (the modes that split a flow use it; 0 for a
 // packet without one). first is AccessNone when no access is available (the UPF's NO_PATH).
 // second is set only by redundant mode with both accesses available: the copy on non-3GPP,
 // first being 3GPP. A mode the pipeline does not know steers like active-standby, as the
 // pipeline does.
-func Choose(s desired.Steering, p3, pn Path, seq uint32) (first, second contract.Access) {
+func Choose(s desired.Steering, p3, pn Path, share contract.AutonomousShare, seq uint32) (first, second contract.Access) {
 	p := paths{p3, pn}
 	a := contract.Access3GPP // the parameter access A; anything but non-3GPP means 3GPP
 	if s.Access == contract.AccessNon3GPP {
@@ -86,18 +86,14 @@ func Choose(s desired.Steering, p3, pn Path, seq uint32) (first, second contract
 			}
 			return p.smallest(av3, avN), contract.AccessNone
 		}
-		if s.Mode == contract.ModeLoadBalance {
-			if seq%contract.RatioScale < uint32(s.Ratio3GPP) {
-				return contract.Access3GPP, contract.AccessNone
-			}
-			return contract.AccessNon3GPP, contract.AccessNone
+		ratio := uint32(s.Ratio3GPP)
+		if s.Mode == contract.ModeAutonomousLoadBalance {
+			ratio = share.Ratio3GPP()
 		}
-		fast := p.faster()
-		// The agent's own RTTs are never frozen: only the UPF's path updates get suspended.
-		if contract.AutonomousToSlower(p.of(fast).RTT, p.of(fast.Other()).RTT, false, seq) {
-			return fast.Other(), contract.AccessNone
+		if seq%contract.RatioScale < ratio {
+			return contract.Access3GPP, contract.AccessNone
 		}
-		return fast, contract.AccessNone
+		return contract.AccessNon3GPP, contract.AccessNone
 
 	case contract.ModePriorityBased:
 		switch {

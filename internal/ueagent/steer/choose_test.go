@@ -78,22 +78,6 @@ func TestChoose(t *testing.T) {
 		{"load-balance with one access unavailable takes the other", apiLB30, "", 0, 25000, 0, n, no},
 		{"load-balance with no available access sends nothing", apiLB30, "", 0, 0, 0, no, no},
 
-		// autonomous load-balance: both ok: the faster gets seq%4 != 3, the slower seq%4 == 3;
-		// with the RTTs within a quarter (slower - faster <= faster/4) the slower gets odd seq.
-		{"autonomous load-balance sends seq 0 on the faster access", apiAutoLB, "", 30000, 10000, 0, n, no},
-		{"autonomous load-balance sends seq 1 on the faster access", apiAutoLB, "", 30000, 10000, 1, n, no},
-		{"autonomous load-balance sends seq 2 on the faster access", apiAutoLB, "", 30000, 10000, 2, n, no},
-		{"autonomous load-balance sends seq 3 on the slower access", apiAutoLB, "", 30000, 10000, 3, g, no},
-		{"autonomous load-balance sends seq 7 on the slower access", apiAutoLB, "", 30000, 10000, 7, g, no},
-		{"autonomous load-balance just over a quarter apart sends seq 1 on the faster access", apiAutoLB, "", 10000, 12501, 1, g, no},
-		{"autonomous load-balance a quarter apart sends seq 1 on the slower access", apiAutoLB, "", 10000, 12500, 1, n, no},
-		{"autonomous load-balance a quarter apart sends seq 2 on the faster access", apiAutoLB, "", 10000, 12500, 2, g, no},
-		{"autonomous load-balance a quarter apart sends seq 5 on the slower access", apiAutoLB, "", 12500, 10000, 5, g, no},
-		{"autonomous load-balance treats a tie as 3GPP faster", apiAutoLB, "", 10000, 10000, 2, g, no},
-		{"autonomous load-balance sends a tie's seq 1 on non-3GPP", apiAutoLB, "", 10000, 10000, 1, n, no},
-		{"autonomous load-balance falls back to the access within the threshold", apiAutoLB, "20ms", 10000, 30000, 1, g, no},
-		{"autonomous load-balance with one access unavailable takes the other", apiAutoLB, "", 10000, 0, 3, g, no},
-
 		// priority-based: ok(A) → A; else avail(B) → B (overflow); else avail(A) → A.
 		{"priority-based sends on the priority access under its threshold", apiPriority, "", 30000, 10000, 0, g, no},
 		{"priority-based keeps the priority access at its threshold", apiPriority, "", 40000, 10000, 0, g, no},
@@ -111,9 +95,39 @@ func TestChoose(t *testing.T) {
 		{"redundant with no available access sends nothing", apiRedundant, "", 0, 0, 5, no, no},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			first, second := Choose(enc(t, c.mode, c.threshold), Path{RTT: c.r3}, Path{RTT: c.rn}, c.seq)
+			first, second := Choose(enc(t, c.mode, c.threshold), Path{RTT: c.r3}, Path{RTT: c.rn}, 0, c.seq)
 			if first != c.first || second != c.second {
 				t.Errorf("got (%v, %v), want (%v, %v)", first, second, c.first, c.second)
+			}
+		})
+	}
+}
+
+// TestChooseAutonomous: autonomous load-balance with both accesses ok sends seq%128 below the
+// share on 3GPP, whatever the RTTs; a share of 0 (never moved) is 64; otherwise it falls back as
+// load-balance does.
+func TestChooseAutonomous(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		threshold string
+		r3, rn    uint32
+		share     contract.AutonomousShare
+		seq       uint32
+		first     contract.Access
+	}{
+		{"a share never moved sends seq 63 on 3GPP", "", 30000, 10000, 0, 63, g},
+		{"a share never moved sends seq 64 on non-3GPP", "", 30000, 10000, 0, 64, n},
+		{"a share of 100 sends seq 99 on 3GPP though non-3GPP is faster", "", 30000, 10000, 100, 99, g},
+		{"a share of 100 sends seq 100 on non-3GPP", "", 30000, 10000, 100, 100, n},
+		{"the share counts seq modulo 128", "", 10000, 10000, 2, 128 + 1, g},
+		{"a share of 2 sends seq 2 on non-3GPP", "", 10000, 10000, 2, 2, n},
+		{"with one access over the threshold it takes the other whatever the share", "20ms", 10000, 30000, 2, 100, g},
+		{"with one access unavailable it takes the other whatever the share", "", 0, 10000, 126, 1, n},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			first, second := Choose(enc(t, apiAutoLB, c.threshold), Path{RTT: c.r3}, Path{RTT: c.rn}, c.share, c.seq)
+			if first != c.first || second != no {
+				t.Errorf("got (%v, %v), want (%v, %v)", first, second, c.first, no)
 			}
 		})
 	}
@@ -144,7 +158,7 @@ func TestChooseLossThreshold(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			first, second := Choose(s, Path{RTT: 30000, Loss: c.l3}, Path{RTT: 10000, Loss: c.ln}, 1)
+			first, second := Choose(s, Path{RTT: 30000, Loss: c.l3}, Path{RTT: 10000, Loss: c.ln}, 0, 1)
 			if first != c.first || second != c.second {
 				t.Errorf("got (%v, %v), want (%v, %v)", first, second, c.first, c.second)
 			}
@@ -155,10 +169,10 @@ func TestChooseLossThreshold(t *testing.T) {
 func TestChooseUnknownModeSteersLikeActiveStandby(t *testing.T) {
 	// The pipeline's default branch: any mode it does not know is active-standby.
 	s := desired.Steering{Mode: 9, Access: contract.AccessNon3GPP}
-	if first, second := Choose(s, Path{RTT: 10000}, Path{RTT: 30000}, 0); first != n || second != no {
+	if first, second := Choose(s, Path{RTT: 10000}, Path{RTT: 30000}, 0, 0); first != n || second != no {
 		t.Errorf("got (%v, %v), want (non-3GPP, none)", first, second)
 	}
-	if first, _ := Choose(s, Path{RTT: 10000}, Path{}, 0); first != g {
+	if first, _ := Choose(s, Path{RTT: 10000}, Path{}, 0, 0); first != g {
 		t.Errorf("got %v, want 3GPP once non-3GPP is unavailable", first)
 	}
 }
@@ -169,7 +183,7 @@ func TestDefaultApplicationSteersOn3GPP(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, s := c.Classify(pkt{src: ue, dst: server, proto: udp}.bytes())
-	if first, _ := Choose(s, Path{RTT: 30000}, Path{RTT: 10000}, 0); first != g {
+	if first, _ := Choose(s, Path{RTT: 30000}, Path{RTT: 10000}, 0, 0); first != g {
 		t.Errorf("the default application went on %v, want 3GPP (active-standby on 3GPP)", first)
 	}
 }

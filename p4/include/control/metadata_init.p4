@@ -52,7 +52,7 @@ control MetadataInit(inout local_metadata_t md, in time_us_t now_us) {
         md.rtt_non3gpp = 0;
         md.loss_3gpp = 0;
         md.loss_non3gpp = 0;
-        md.paths_suspended = false;
+        md.autonomous_share = AUTONOMOUS_SHARE_EVEN;
         md.access = ACCESS_NONE;
         md.redundant = false;
         md.downlink_tunnel_hit = false;

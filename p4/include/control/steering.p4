@@ -4,7 +4,7 @@
 // Packet's way (downlink with a session): inputs are the session's legs (a leg
 // is present when its UE address is non-zero), the user's path state
 // (md.rtt_3gpp / md.rtt_non3gpp, 0 = unavailable; md.loss_3gpp /
-// md.loss_non3gpp, percent; md.paths_suspended), the steering parameters
+// md.loss_non3gpp, percent; md.autonomous_share), the steering parameters
 // from applications or session_overrides and the session's seq. Output: the
 // access this copy leaves on, and whether a second (redundant) copy goes on the
 // other access. No available access drops NO_PATH. The second copy of a
@@ -30,14 +30,6 @@ control Steering(inout local_metadata_t md) {
             access_t faster = ACCESS_NON3GPP;
             if (md.rtt_3gpp <= md.rtt_non3gpp) {
                 faster = ACCESS_3GPP;
-            }
-            access_t slower = ACCESS_3GPP;
-            rtt_us_t rtt_faster = md.rtt_non3gpp;
-            rtt_us_t rtt_slower = md.rtt_3gpp;
-            if (faster == ACCESS_3GPP) {
-                slower = ACCESS_NON3GPP;
-                rtt_faster = md.rtt_3gpp;
-                rtt_slower = md.rtt_non3gpp;
             }
             // Smallest delay over the available accesses, and over the ok ones.
             access_t best_avail = ACCESS_NONE;
@@ -85,30 +77,16 @@ control Steering(inout local_metadata_t md) {
             } else if (md.mode == MODE_LOAD_BALANCE ||
                        md.mode == MODE_AUTONOMOUS_LOAD_BALANCE) {
                 if (ok_3gpp && ok_non3gpp) {
-                    if (md.mode == MODE_LOAD_BALANCE) {
-                        // seq % 128 < ratio_3gpp
-                        if ((ratio_t)md.seq[6:0] < md.ratio_3gpp) {
-                            chosen = ACCESS_3GPP;
-                        } else {
-                            chosen = ACCESS_NON3GPP;
-                        }
+                    // seq % 128 < the ratio: the policy's, or the user's
+                    // autonomous share that its RTT reports move.
+                    ratio_t ratio = md.ratio_3gpp;
+                    if (md.mode == MODE_AUTONOMOUS_LOAD_BALANCE) {
+                        ratio = md.autonomous_share;
+                    }
+                    if ((ratio_t)md.seq[6:0] < ratio) {
+                        chosen = ACCESS_3GPP;
                     } else {
-                        // The faster access gets 3 of every 4 packets, or every
-                        // other one while the RTTs are within a quarter of each
-                        // other (a queue on the favoured access has caught up)
-                        // or the user's path updates are suspended (the RTTs
-                        // are stale, and the faster access kept changing: the
-                        // queues have evened them).
-                        bool to_slower = md.seq[1:0] == 3;
-                        if (md.paths_suspended ||
-                                rtt_slower - rtt_faster <= rtt_faster >> 2) {
-                            to_slower = md.seq[0:0] == 1;
-                        }
-                        if (to_slower) {
-                            chosen = slower;
-                        } else {
-                            chosen = faster;
-                        }
+                        chosen = ACCESS_NON3GPP;
                     }
                 } else if (best_ok != ACCESS_NONE) {
                     chosen = best_ok;
