@@ -81,7 +81,7 @@ type AutonomousShare uint8
 
 const (
 	AutonomousShareEven AutonomousShare = RatioScale / 2 // AUTONOMOUS_SHARE_EVEN: what 0 reads as
-	AutonomousShareStep AutonomousShare = 4              // AUTONOMOUS_SHARE_STEP: 1/32 per report
+	AutonomousShareStep AutonomousShare = 2              // AUTONOMOUS_SHARE_STEP: 1/64 per report
 )
 
 // Ratio3GPP is the share as a load-balance ratio: the packet with sequence number seq goes on

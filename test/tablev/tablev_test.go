@@ -3,14 +3,18 @@
 // the program when it changes.
 //
 //	go test ./test/tablev -run TableV -v
+//
+// Under `make scenarios` (JUNCTION_SCENARIO=full) it writes its two tables into docs/results.md.
 package tablev
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/p4"
 )
 
@@ -127,12 +131,15 @@ func TestTableV(t *testing.T) {
 	fmt.Printf("(entry bits: sessions %.0f, applications %.0f, overrides %.0f, seq %.0f, path state %.0f; exception share %.3f)\n",
 		w.session, w.application, w.override, w.seq, w.pathState, w.exceptionShare)
 	fmt.Printf("%-9s %12s %12s %12s %12s %10s %10s\n", "sess/user", designs[0], designs[1], designs[2], designs[3], "J/naive", "paper")
+	rows := [][]string{{"sessions per user", "naive", "HTL only", "UTSS only", "Junction", "Junction / naive", "paper's ratio"}}
 	for _, k := range []float64{1, 2, 4, 8} {
 		var u [4]float64
 		for i, d := range designs {
 			u[i] = w.users(d, k)
 		}
 		fmt.Printf("%-9.0f %12.0f %12.0f %12.0f %12.0f %9.2fx %9.2fx\n", k, u[0], u[1], u[2], u[3], u[3]/u[0], paper[k][3]/paper[k][0])
+		rows = append(rows, []string{fmt.Sprint(k), count(u[0]), count(u[1]), count(u[2]), count(u[3]),
+			fmt.Sprintf("%.2f×", u[3]/u[0]), fmt.Sprintf("%.2f×", paper[k][3]/paper[k][0])})
 
 		// The paper's shape, which the model must keep: each technique helps alone, Junction is
 		// at least as good as either, and UTSS gains nothing with one session per user.
@@ -147,6 +154,36 @@ func TestTableV(t *testing.T) {
 	if r1, r8 := w.users("Junction", 1)/w.users("naive", 1), w.users("Junction", 8)/w.users("naive", 8); r8 <= r1 {
 		t.Errorf("Junction/naive is %.2f at 1 session per user and %.2f at 8: want it to grow", r1, r8)
 	}
+	if os.Getenv("JUNCTION_SCENARIO") == "full" {
+		for name, table := range map[string][][]string{"tablev-model": w.model(), "tablev": rows} {
+			if err := testenv.WriteResultsTable(name, table); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// model is the table of what each design stores, in bits, with the budget.
+func (w widths) model() [][]string {
+	path := fmt.Sprintf("path state (%.0f)", w.pathState)
+	return [][]string{
+		{"design", "per session", "per user", "shared"},
+		{"naive (Fig. 7a)", fmt.Sprintf("flat entry keyed by session and application (%.0f + %.0f bits), counter (%.0f), %s", w.session, w.application, w.seq, path), "", ""},
+		{"HTL only (§V-C1)", fmt.Sprintf("sessions entry (%.0f), x·(override %.0f + counter %.0f), %s", w.session, w.override, w.seq, path), "",
+			fmt.Sprintf("applications (%.0f × %.0f)", w.applications, w.application)},
+		{"UTSS only (§V-C2)", fmt.Sprintf("flat entry (%.0f), counter (%.0f)", w.session+w.application, w.seq), path, ""},
+		{"Junction", fmt.Sprintf("sessions entry (%.0f), x·(override + counter)", w.session), path, "applications"},
+		{"budget", fmt.Sprintf("%.1f Mbit; x = %.1f%%", w.budget/1e6, 100*w.exceptionShare), "", ""},
+	}
+}
+
+// count renders a user count with thousands separators.
+func count(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // The formula, checked by hand on round numbers: a 1000-bit budget, 10-bit entries.

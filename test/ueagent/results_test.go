@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/junction-atsss/junction/internal/testenv"
@@ -22,27 +21,10 @@ func resultsDir(t testing.TB) string {
 	return dir
 }
 
-// writeResultsTable replaces table NAME of docs/results.md with rows (a header row first), as
-// a Markdown table. A document without the table's markers fails the test.
+// writeResultsTable replaces table name of docs/results.md with rows (testenv.WriteResultsTable).
 func writeResultsTable(t testing.TB, name string, rows [][]string) {
 	t.Helper()
-	path := filepath.Join(testenv.RepoRoot(), "docs", "results.md")
-	b, err := os.ReadFile(path)
-	must(t, err)
-	begin, end := "<!-- table:"+name+" -->\n", "<!-- /table:"+name+" -->"
-	i, j := strings.Index(string(b), begin), strings.Index(string(b), end)
-	if i < 0 || j < i {
-		t.Fatalf("docs/results.md has no %q ... %q", strings.TrimSpace(begin), end)
-	}
-	var table strings.Builder
-	for k, r := range rows {
-		table.WriteString("| " + strings.Join(r, " | ") + " |\n")
-		if k == 0 {
-			table.WriteString(strings.Repeat("| --- ", len(r)) + "|\n")
-		}
-	}
-	out := string(b[:i+len(begin)]) + table.String() + string(b[j:])
-	must(t, os.WriteFile(path, []byte(out), 0o644))
+	must(t, testenv.WriteResultsTable(name, rows))
 	t.Logf("wrote table %s of docs/results.md", name)
 }
 

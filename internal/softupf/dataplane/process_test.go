@@ -360,8 +360,8 @@ func TestProbeExchange(t *testing.T) {
 			t.Errorf("rtt_non3gpp = %d, want 5000 (unchanged)", v)
 		}
 		// 900 µs on non-3GPP against 3GPP's live 7500: a step from 64 toward non-3GPP.
-		if v, s := h.reg("live_rtt_non3gpp", user), h.reg("autonomous_share", user); v != 900 || s != 60 {
-			t.Errorf("live_rtt_non3gpp = %d, autonomous_share = %d; want 900 and 60", v, s)
+		if v, s := h.reg("live_rtt_non3gpp", user), h.reg("autonomous_share", user); v != 900 || s != 62 {
+			t.Errorf("live_rtt_non3gpp = %d, autonomous_share = %d; want 900 and 62", v, s)
 		}
 		expectDigest(t, h, sessAddr, user, contract.AccessNon3GPP, uint8(contract.ReportRTT), 900, 0, 1)
 		h.setReg("path_updates_suspended", user, 0)
