@@ -419,7 +419,8 @@ func writeHandover(t *testing.T, d time.Duration, results []handoverResult) {
 
 // The paper's Fig. 12 (aggregation): two 60 Mbit/s links, one TCP download for the run's
 // length, with each link alone (active-standby) and with load balancing over both, 50/50 and
-// autonomous, whose downlink the agent puts back in order.
+// autonomous, whose downlink the agent puts back in order; then 5G alone and autonomous with 5G
+// at a third of WiFi's rate.
 //
 //	go test ./test/ueagent -run TestScenarioAggregation                     # short: 5 s per mode
 //	make scenarios SCENARIO=Aggregation                                      # 30 s per mode

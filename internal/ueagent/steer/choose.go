@@ -60,11 +60,11 @@ func (p paths) smallest(good3, goodN bool) contract.Access {
 }
 
 // Choose picks the access(es) a packet leaves on, given its steering parameters, the path state
-// of both accesses, the autonomous load-balance share and the packet's sequence number (the modes that split a flow use it; 0 for a
-// packet without one). first is AccessNone when no access is available (the UPF's NO_PATH).
-// second is set only by redundant mode with both accesses available: the copy on non-3GPP,
-// first being 3GPP. A mode the pipeline does not know steers like active-standby, as the
-// pipeline does.
+// of both accesses, the uplink's autonomous load-balance share and the packet's sequence number
+// (the modes that split a flow use it; 0 for a packet without one). first is AccessNone when no
+// access is available (the UPF's NO_PATH). second is set only by redundant mode with both
+// accesses available: the copy on non-3GPP, first being 3GPP. A mode the pipeline does not know
+// steers like active-standby, as the pipeline does.
 func Choose(s desired.Steering, p3, pn Path, share contract.AutonomousShare, seq uint32) (first, second contract.Access) {
 	p := paths{p3, pn}
 	a := contract.Access3GPP // the parameter access A; anything but non-3GPP means 3GPP
