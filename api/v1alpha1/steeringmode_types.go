@@ -70,7 +70,8 @@ type SmallestDelay struct{}
 type Redundant struct{}
 
 // LoadBalance splits packets across both accesses, either by a fixed share or autonomously
-// (the UPF favours the access with the smaller RTT, 3:1).
+// (the UPF, and the UE for the uplink, move the share toward the access with the smaller RTT
+// at each probe, so it settles where both delays are equal).
 // +kubebuilder:validation:XValidation:rule="has(self.threeGPPPercent) != (has(self.autonomous) && self.autonomous)",message="set exactly one of threeGPPPercent or autonomous: true"
 type LoadBalance struct {
 	// threeGPPPercent is the share of packets sent on 3GPP, 0 to 100; the rest go on non-3GPP.

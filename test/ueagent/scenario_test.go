@@ -419,8 +419,8 @@ func writeHandover(t *testing.T, d time.Duration, results []handoverResult) {
 
 // The paper's Fig. 12 (aggregation): two 60 Mbit/s links, one TCP download for the run's
 // length, with each link alone (active-standby) and with load balancing over both, 50/50 and
-// autonomous, whose downlink the agent puts back in order; then 5G alone and autonomous with 5G
-// at a third of WiFi's rate.
+// autonomous, whose downlink the agent puts back in order; then, with 5G at a third of WiFi's
+// rate, 5G alone and autonomous, and an upload autonomous and on WiFi alone.
 //
 //	go test ./test/ueagent -run TestScenarioAggregation                     # short: 5 s per mode
 //	make scenarios SCENARIO=Aggregation                                      # 30 s per mode
@@ -449,7 +449,8 @@ func TestScenarioAggregation(t *testing.T) {
 	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 	got := map[string]float64{}
-	measure := func(name string, mode junctionv1.SteeringMode) {
+	// measure runs a TCP download (or, with up, an upload) under mode.
+	measure := func(name string, mode junctionv1.SteeringMode, up bool) {
 		p := &junctionv1.SteeringPolicy{}
 		must(t, k8s.Get(context.Background(), clientKey(pol), p))
 		if !reflect.DeepEqual(p.Spec.Steering, mode) {
@@ -457,12 +458,17 @@ func TestScenarioAggregation(t *testing.T) {
 			must(t, k8s.Update(context.Background(), p))
 			time.Sleep(2 * time.Second) // the operator and the agent apply it
 		}
-		r := iperf(t, u.NS, tb.DN, sessionAddr, "-t", secs)
+		var r iperfResult
+		if up {
+			r = iperf(t, tb.DN, u.NS, dnHost.String(), "-t", secs, "-B", sessionAddr)
+		} else {
+			r = iperf(t, u.NS, tb.DN, sessionAddr, "-t", secs)
+		}
 		got[name] = r.End.SumReceived.BitsPerSecond / 1e6
 		t.Logf("%s: %.1f Mbit/s", name, got[name])
 	}
 	for _, m := range modes {
-		measure(m.name, m.mode)
+		measure(m.name, m.mode, false)
 	}
 	// Unequal links: 5G at a third of WiFi's rate. Autonomous balance follows the rates (its
 	// share settles where the delays are equal: docs/pipeline.md); an even split would cap the
@@ -472,8 +478,11 @@ func TestScenarioAggregation(t *testing.T) {
 	for _, s := range u.RadioShapers {
 		s.Set(slow)
 	}
-	measure(unequal5G, activeStandby(junctionv1.Access3GPP))
-	measure(unequalAutonomous, modes[3].mode)
+	measure(unequal5G, activeStandby(junctionv1.Access3GPP), false)
+	measure(unequalAutonomous, modes[3].mode, false)
+	// The uplink on the same links: the UE agent's own share, moved by its probes' RTTs.
+	measure(unequalUpAutonomous, modes[3].mode, true)
+	measure(unequalUpWiFi, activeStandby(junctionv1.AccessNon3GPP), true)
 	// The baseline: Linux MPTCP over links emulated alike, a subflow on each.
 	mp := newMPTCP(t, em, false)
 	r := iperfMPTCP(t, mp.Server, mp.Client, mp.ServerAddr.String(), "-t", secs, "-R")
@@ -492,8 +501,8 @@ func TestScenarioAggregation(t *testing.T) {
 	for _, m := range modes {
 		fmt.Printf("%-20s %8.1f Mbit/s\n", m.name, got[m.name])
 	}
-	fmt.Printf("unequal links, WiFi %.0f and 5G %.0f Mbit/s: 5G alone %.1f, autonomous %.1f Mbit/s (WiFi alone %.1f)\n",
-		linkRate/1e6, slow.Rate/1e6, got[unequal5G], got[unequalAutonomous], got["WiFi alone"])
+	fmt.Printf("unequal links, WiFi %.0f and 5G %.0f Mbit/s: 5G alone %.1f, autonomous %.1f Mbit/s (WiFi alone %.1f); upload autonomous %.1f, WiFi alone %.1f\n",
+		linkRate/1e6, slow.Rate/1e6, got[unequal5G], got[unequalAutonomous], got["WiFi alone"], got[unequalUpAutonomous], got[unequalUpWiFi])
 	if fullScenario {
 		names := make([]string, len(modes))
 		for i, m := range modes {
@@ -510,18 +519,21 @@ func TestScenarioAggregation(t *testing.T) {
 	// Behaviour, with generous bounds: each link alone carries most of its rate, and load
 	// balancing, 50/50 or autonomous, carries half as much again as either alone (a 3-to-1
 	// split caps two equal links at 4/3 of one). On the unequal links autonomous must carry a
-	// tenth more than WiFi alone, which an even split (at most twice the 5G link) cannot.
+	// tenth more than WiFi alone, down and up, which an even split (at most twice the 5G link)
+	// cannot.
 	best := max(got["WiFi alone"], got["5G alone"])
 	if got["WiFi alone"] < 0.7*linkRate/1e6 || got["5G alone"] < 0.7*linkRate/1e6 || agg < 1.5*best || got["autonomous balance"] < 1.5*best ||
-		got[unequalAutonomous] < 1.1*got["WiFi alone"] {
+		got[unequalAutonomous] < 1.1*got["WiFi alone"] || got[unequalUpAutonomous] < 1.1*got[unequalUpWiFi] {
 		t.Errorf("aggregation: %v", got)
 	}
 }
 
 // The unequal-link runs of Fig. 12's scenario.
 const (
-	unequal5G         = "5G alone, a third of WiFi's rate"
-	unequalAutonomous = "autonomous balance, 5G at a third of WiFi's rate"
+	unequal5G           = "5G alone, a third of WiFi's rate"
+	unequalAutonomous   = "autonomous balance, 5G at a third of WiFi's rate"
+	unequalUpWiFi       = "upload, WiFi alone"
+	unequalUpAutonomous = "upload, autonomous balance, 5G at a third of WiFi's rate"
 )
 
 // writeAggregationTable writes Fig. 12's table from the Mbit/s per mode, the link rate and the
@@ -543,7 +555,10 @@ func writeAggregationTable(t *testing.T, got map[string]float64, rate, slowRate 
 	rows = append(rows,
 		[]string{fmt.Sprintf("5G alone at %.0f Mbit/s (active-standby)", slowRate), mbps(got[unequal5G]), "", ""},
 		[]string{fmt.Sprintf("autonomous load balance, WiFi %.0f / 5G %.0f Mbit/s", rate, slowRate), mbps(got[unequalAutonomous]),
-			pct(got[unequalAutonomous] / (rate + slowRate)), pct(got[unequalAutonomous] / unequalAlone)})
+			pct(got[unequalAutonomous] / (rate + slowRate)), pct(got[unequalAutonomous] / unequalAlone)},
+		[]string{"upload, WiFi alone (active-standby)", mbps(got[unequalUpWiFi]), "", ""},
+		[]string{fmt.Sprintf("upload, autonomous load balance, WiFi %.0f / 5G %.0f Mbit/s", rate, slowRate), mbps(got[unequalUpAutonomous]),
+			pct(got[unequalUpAutonomous] / (rate + slowRate)), ""})
 	writeResultsTable(t, "aggregation", rows)
 }
 
