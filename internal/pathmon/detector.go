@@ -28,10 +28,11 @@ type Config struct {
 // DefaultConfig: a UE probes each leg once a second while idle, so 4 switches in 30 s is a path
 // that changes its mind every few probes. While data flows it probes every 100 ms, and a
 // download whose queue drives the RTTs across each other gets there within a second: the frozen
-// RTTs then hold smallest-delay on one access, and autonomous load balance splits evenly
-// (docs/pipeline.md). A minute of calm is enough to trust the path again. Two seconds of
-// smoothed RTTs that disagree with the frozen choice (some 20 probes while data flows, each
-// folded in at 1/8) is a lasting change, not the flip-flop: the choice follows it.
+// RTTs then hold smallest-delay on one access (autonomous load balance reads live RTTs of its
+// own, which a suspension does not freeze: docs/pipeline.md). A minute of calm is enough to
+// trust the path again. Two seconds of smoothed RTTs that disagree with the frozen choice (some
+// 20 probes while data flows, each folded in at 1/8) is a lasting change, not the flip-flop: the
+// choice follows it.
 func DefaultConfig() Config {
 	return Config{MaxSwitches: 4, Window: 30 * time.Second, Settle: 60 * time.Second, Reassert: 5 * time.Second, Refresh: 2 * time.Second}
 }

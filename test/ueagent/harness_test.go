@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -201,7 +202,7 @@ func start(t testing.TB, name string, args ...string) *proc {
 // PID for the interrupt).
 func startWrapped(t testing.TB, wrap []string, name string, args ...string) *proc {
 	t.Helper()
-	argv := append(append(wrap, filepath.Join(binDir, name)), args...)
+	argv := slices.Concat(wrap, []string{filepath.Join(binDir, name)}, args)
 	p := &proc{name: name, cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = &p.logs, &p.logs
 	if err := p.cmd.Start(); err != nil {
