@@ -93,11 +93,37 @@ func (rt *upfRuntime) acquire(key string, n need) (sessionAlloc, error) {
 }
 
 // pendingLocked remembers indexes acquired but not committed, so that a delete frees them too.
+// A pending allocation that a spec change replaced before its write succeeded (another SUPI or
+// gNB) is kept as superseded: its indexes are freed with the old ones at commit, once the
+// session's new entries are written, or at the session's delete.
 func (rt *upfRuntime) pendingLocked(key string, a sessionAlloc) {
 	if rt.pending == nil {
 		rt.pending = map[string]sessionAlloc{}
 	}
+	if prev, ok := rt.pending[key]; ok && (prev.supi != a.supi || prev.gnb != a.gnb || (prev.seq != nil) != (a.seq != nil)) {
+		if rt.superseded == nil {
+			rt.superseded = map[string][]sessionAlloc{}
+		}
+		rt.superseded[key] = append(rt.superseded[key], prev)
+	}
 	rt.pending[key] = a
+}
+
+// releaseUnusedLocked frees the indexes of held that next does not use; it returns the gNBs and
+// users whose last reference went.
+func (rt *upfRuntime) releaseUnusedLocked(key string, next sessionAlloc, held ...sessionAlloc) (freedPeers []string, freedUsers []uint32) {
+	for _, a := range held {
+		if a.supi != "" && a.supi != next.supi && rt.users.Release(a.supi, key) {
+			freedUsers = append(freedUsers, a.user)
+		}
+		if a.gnb != "" && a.gnb != next.gnb && rt.peers.Release(a.gnb, key) {
+			freedPeers = append(freedPeers, a.gnb)
+		}
+		if a.seq != nil && next.seq == nil {
+			rt.seqs.Release(key, key)
+		}
+	}
+	return freedPeers, freedUsers
 }
 
 // commit makes next the session's allocation once its entries are written, and frees what it
@@ -106,17 +132,9 @@ func (rt *upfRuntime) pendingLocked(key string, a sessionAlloc) {
 func (rt *upfRuntime) commit(key string, next sessionAlloc) (freedPeers []string, freedUsers []uint32) {
 	rt.amu.Lock()
 	defer rt.amu.Unlock()
-	old := rt.sessions[key]
+	freedPeers, freedUsers = rt.releaseUnusedLocked(key, next, append([]sessionAlloc{rt.sessions[key]}, rt.superseded[key]...)...)
 	delete(rt.pending, key)
-	if old.supi != "" && old.supi != next.supi && rt.users.Release(old.supi, key) {
-		freedUsers = append(freedUsers, old.user)
-	}
-	if old.gnb != "" && old.gnb != next.gnb && rt.peers.Release(old.gnb, key) {
-		freedPeers = append(freedPeers, old.gnb)
-	}
-	if old.seq != nil && next.seq == nil {
-		rt.seqs.Release(key, key)
-	}
+	delete(rt.superseded, key)
 	rt.setAllocLocked(key, next)
 	return freedPeers, freedUsers
 }
@@ -134,18 +152,9 @@ func (rt *upfRuntime) holds(key string) bool {
 func (rt *upfRuntime) release(key string) (freedPeers []string, freedUsers []uint32) {
 	rt.amu.Lock()
 	defer rt.amu.Unlock()
-	for _, a := range []sessionAlloc{rt.sessions[key], rt.pending[key]} {
-		if a.supi != "" && rt.users.Release(a.supi, key) {
-			freedUsers = append(freedUsers, a.user)
-		}
-		if a.gnb != "" && rt.peers.Release(a.gnb, key) {
-			freedPeers = append(freedPeers, a.gnb)
-		}
-		if a.seq != nil {
-			rt.seqs.Release(key, key)
-		}
-	}
+	freedPeers, freedUsers = rt.releaseUnusedLocked(key, sessionAlloc{}, append([]sessionAlloc{rt.sessions[key], rt.pending[key]}, rt.superseded[key]...)...)
 	delete(rt.pending, key)
+	delete(rt.superseded, key)
 	rt.setAllocLocked(key, sessionAlloc{})
 	delete(rt.sessions, key)
 	return freedPeers, freedUsers

@@ -119,6 +119,7 @@ type upfRuntime struct {
 	amu                sync.Mutex
 	sessions           map[string]sessionAlloc        // session key (ns/name) → allocation
 	pending            map[string]sessionAlloc        // acquired, not yet committed
+	superseded         map[string][]sessionAlloc      // pending allocations a spec change replaced before commit
 	byUser             map[uint32]map[string]struct{} // user index → session keys
 
 	prog *programmer

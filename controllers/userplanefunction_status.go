@@ -30,6 +30,13 @@ func (r *UserPlaneFunctionReconciler) setStatus(upf *junctionv1.UserPlaneFunctio
 			ready, reason, msg = false, rs, m
 		}
 	}
+	// refused is a failure the device reported: besides the condition it gets a Warning event
+	// when it becomes the reason.
+	warn := false
+	refused := func(rs, m string) {
+		warn = warn || ready
+		fail(rs, m)
+	}
 	switch {
 	case st.primary:
 		setCondition(&s.Conditions, g, junctionv1.ConditionConnected, true, ReasonPrimary,
@@ -80,27 +87,26 @@ func (r *UserPlaneFunctionReconciler) setStatus(upf *junctionv1.UserPlaneFunctio
 		fail(ReasonReplaying, "the desired state is being replayed")
 	}
 	if upfErr != nil {
-		fail(reasonOf(upfErr), "the UPF's own entries: "+upfErr.Error())
+		refused(reasonOf(upfErr), "the UPF's own entries: "+upfErr.Error())
 	}
 	if ps.ResetPending > 0 {
-		fail(ReasonRegisterWriteRefused, fmt.Sprintf("the device refused the path-state reset of %d users (their sessions are not programmed): %v",
+		refused(ReasonRegisterWriteRefused, fmt.Sprintf("the device refused the path-state reset of %d users (their sessions are not programmed): %v",
 			ps.ResetPending, ps.ResetErr))
 	}
 	if n, err := rt.pathWriteError(nil); n > 0 {
-		fail(ReasonRegisterWriteRefused, fmt.Sprintf("the device refused path monitoring's register writes for %d users: %v", n, err))
+		refused(ReasonRegisterWriteRefused, fmt.Sprintf("the device refused path monitoring's register writes for %d users: %v", n, err))
 	}
 	if ps.StaleErr != nil {
-		fail(ReasonDeleteRefused, ps.StaleErr.Error()+" (retried)")
+		refused(ReasonDeleteRefused, ps.StaleErr.Error()+" (retried)")
 	}
 	if st.setupErr != nil && st.pipelineOK {
-		fail(ReasonDeviceSetupFailed, st.setupErr.Error()+" (retried)")
+		refused(ReasonDeviceSetupFailed, st.setupErr.Error()+" (retried)")
 	}
 	prevReason := ""
 	if c := meta.FindStatusCondition(s.Conditions, junctionv1.ConditionReady); c != nil {
 		prevReason = c.Reason // read before setCondition changes the condition in place
 	}
-	if setCondition(&s.Conditions, g, junctionv1.ConditionReady, ready, reason, msg) &&
-		(reason == ReasonRegisterWriteRefused || reason == ReasonDeviceSetupFailed || reason == ReasonDeleteRefused) && prevReason != reason {
+	if setCondition(&s.Conditions, g, junctionv1.ConditionReady, ready, reason, msg) && warn && prevReason != reason {
 		r.Recorder.Event(upf, corev1.EventTypeWarning, reason, msg)
 	}
 

@@ -242,6 +242,9 @@ func logStats(log *slog.Logger, dp *dataplane.Pipeline, set *ports.Set, srv *p4r
 		log.Info("port totals", "port", p.Port, "iface", p.Iface, "rx", p.RxPackets, "tx", p.TxPackets,
 			"rx_truncated", p.RxTruncated, "tx_errors", p.TxErrors)
 	}
+	if n := set.NoPortDrops(); n > 0 {
+		log.Warn("frames routed to a port this UPF has no interface for were dropped (a route's port not given with -i)", "frames", n)
+	}
 	s := srv.Stats()
 	log.Info("p4runtime totals", "writes", s.WriteRequests, "reads", s.ReadRequests,
 		"packet_ins", s.PacketIns, "packet_outs", s.PacketOuts, "digest_lists", s.DigestLists)

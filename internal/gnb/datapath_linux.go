@@ -164,6 +164,10 @@ func (d *Datapath) uplink() {
 	bufs, sizes := [][]byte{make([]byte, bufSize)}, []int{0}
 	for {
 		if _, err := d.dev.Read(bufs, sizes, headroom); err != nil {
+			if errors.Is(err, tun.ErrBadPacket) {
+				d.m.drop("up", "TUNBadPacket")
+				continue
+			}
 			if !errors.Is(err, os.ErrClosed) {
 				d.log.Error(err, "TUN read failed; uplink stops")
 			}

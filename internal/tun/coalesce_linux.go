@@ -61,12 +61,13 @@ func follows(first, last, next tcpSeg, total int) bool {
 
 // WriteCoalesced writes the packets bufs[i][offset:], in order; with offloads, runs of
 // coalescable TCP segments go as one super-packet each. It needs VirtioHeaderRoom before offset.
-func (d *Device) WriteCoalesced(bufs [][]byte, offset int) error {
+// It returns how many packets the device refused (a refused run counts all its segments) and
+// the first error.
+func (d *Device) WriteCoalesced(bufs [][]byte, offset int) (lost int, err error) {
 	if !d.offload {
-		_, err := d.Write(bufs, offset)
-		return err
+		n, err := d.Write(bufs, offset)
+		return len(bufs) - n, err
 	}
-	var firstErr error
 	for i := 0; i < len(bufs); {
 		first, ok := parseTCPSeg(bufs[i][offset:])
 		j := i + 1
@@ -81,18 +82,21 @@ func (d *Device) WriteCoalesced(bufs [][]byte, offset int) error {
 				j++
 			}
 		}
-		var err error
+		var e error
 		if j-i == 1 {
-			_, err = d.Write(bufs[i:i+1], offset)
+			_, e = d.Write(bufs[i:i+1], offset)
 		} else {
-			err = d.writeRun(bufs[i:j], offset, first)
+			e = d.writeRun(bufs[i:j], offset, first)
 		}
-		if err != nil && firstErr == nil {
-			firstErr = err
+		if e != nil {
+			lost += j - i
+			if err == nil {
+				err = e
+			}
 		}
 		i = j
 	}
-	return firstErr
+	return lost, err
 }
 
 // writeRun writes segments (all parsed and following each other) as one TCPv4 GSO packet.

@@ -10,7 +10,6 @@ package tun
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 )
 
@@ -29,12 +28,13 @@ const (
 )
 
 // ErrTooManySegments: a super-packet had more segments than the caller gave buffers for. The
-// packet is dropped; callers pass at least MaxSegments buffers.
-var ErrTooManySegments = errors.New("tun: more TSO segments than buffers")
+// packet is dropped (it is an ErrBadPacket); Create caps the device's GSO segments at
+// MaxSegments, so it takes a device whose cap was raised by hand.
+var ErrTooManySegments = fmt.Errorf("%w: more TSO segments than buffers", ErrBadPacket)
 
-// MaxSegments is the most segments one read can produce (64 KiB in segments of at least 1 KiB
-// payload would be 64; the kernel's gso_size is the MSS, which the TUN's MTU bounds from below
-// only loosely, so callers size for the worst case).
+// MaxSegments is the most segments one read can produce: Create sets the device's gso_max_segs
+// to it (the sender's MSS, as low as 88 bytes, would otherwise allow 745 in 64 KiB), and callers
+// pass at least this many buffers.
 const MaxSegments = 128
 
 type virtioHdr struct {
@@ -60,26 +60,26 @@ func split(h *virtioHdr, pkt []byte, bufs [][]byte, sizes []int, offset int) (in
 			}
 		}
 		if len(bufs[0])-offset < len(pkt) {
-			return 0, fmt.Errorf("tun: %d-byte packet larger than the buffer", len(pkt))
+			return 0, fmt.Errorf("%w: %d-byte packet larger than the buffer", ErrBadPacket, len(pkt))
 		}
 		sizes[0] = copy(bufs[0][offset:], pkt)
 		return 1, nil
 	}
 	if h.gsoType&^virtioGSOECN != virtioGSOTCPv4 {
-		return 0, fmt.Errorf("tun: GSO type %#x not offered", h.gsoType)
+		return 0, fmt.Errorf("%w: GSO type %#x not offered", ErrBadPacket, h.gsoType)
 	}
 	if len(pkt) < 20 || pkt[0]>>4 != 4 || pkt[9] != ipProtoTCP {
-		return 0, errors.New("tun: TSO packet is not IPv4/TCP")
+		return 0, fmt.Errorf("%w: TSO packet is not IPv4/TCP", ErrBadPacket)
 	}
 	ihl := int(pkt[0]&0x0f) * 4
 	if len(pkt) < ihl+20 {
-		return 0, errors.New("tun: TSO packet shorter than its headers")
+		return 0, fmt.Errorf("%w: TSO packet shorter than its headers", ErrBadPacket)
 	}
 	thl := int(pkt[ihl+12]>>4) * 4
 	hdr := ihl + thl
 	mss := int(h.gsoSize)
 	if thl < 20 || len(pkt) < hdr || mss == 0 {
-		return 0, errors.New("tun: TSO packet with bad TCP header or gso_size 0")
+		return 0, fmt.Errorf("%w: TSO packet with bad TCP header or gso_size 0", ErrBadPacket)
 	}
 	payload := pkt[hdr:]
 	n := (len(payload) + mss - 1) / mss
@@ -93,7 +93,7 @@ func split(h *virtioHdr, pkt []byte, bufs [][]byte, sizes []int, offset int) (in
 		chunk := payload[i*mss : min((i+1)*mss, len(payload))]
 		out := bufs[i][offset:]
 		if len(out) < hdr+len(chunk) {
-			return 0, fmt.Errorf("tun: segment of %d bytes larger than the buffer", hdr+len(chunk))
+			return 0, fmt.Errorf("%w: segment of %d bytes larger than the buffer", ErrBadPacket, hdr+len(chunk))
 		}
 		copy(out, pkt[:hdr])
 		copy(out[hdr:], chunk)
@@ -125,7 +125,7 @@ func split(h *virtioHdr, pkt []byte, bufs [][]byte, sizes []int, offset int) (in
 // pseudo-header sum) over pkt[start:] into pkt[start+off:].
 func finishChecksum(pkt []byte, start, off int) error {
 	if start+off+2 > len(pkt) {
-		return errors.New("tun: checksum offset beyond the packet")
+		return fmt.Errorf("%w: checksum offset beyond the packet", ErrBadPacket)
 	}
 	binary.BigEndian.PutUint16(pkt[start+off:], ^fold(sum(pkt[start:], 0)))
 	return nil

@@ -3,6 +3,7 @@ package tun
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"testing"
 )
 
@@ -113,20 +114,27 @@ func TestSplitPlainPacketCompletesChecksum(t *testing.T) {
 	}
 }
 
+// TestSplitRejects: a super-packet Read cannot deliver is an ErrBadPacket, which callers count
+// and read on from (the device stays usable); too many segments is also ErrTooManySegments.
 func TestSplitRejects(t *testing.T) {
 	bufs, sizes := [][]byte{make([]byte, 2000)}, []int{0}
 	big := superPacket(make([]byte, 3000), 0x10)
-	if _, err := split(&virtioHdr{gsoType: virtioGSOTCPv4, gsoSize: 1000}, big, bufs, sizes, 0); err != ErrTooManySegments {
-		t.Errorf("3 segments into 1 buffer: %v, want ErrTooManySegments", err)
+	if _, err := split(&virtioHdr{gsoType: virtioGSOTCPv4, gsoSize: 1000}, big, bufs, sizes, 0); !errors.Is(err, ErrTooManySegments) || !errors.Is(err, ErrBadPacket) {
+		t.Errorf("3 segments into 1 buffer: %v, want ErrTooManySegments, an ErrBadPacket", err)
 	}
-	if _, err := split(&virtioHdr{gsoType: 4 /* UDP */, gsoSize: 1000}, big, bufs, sizes, 0); err == nil {
-		t.Error("a GSO type not offered was accepted")
-	}
-	if _, err := split(&virtioHdr{gsoType: virtioGSOTCPv4, gsoSize: 1000}, big[:30], bufs, sizes, 0); err == nil {
-		t.Error("a TSO packet cut inside its TCP header was accepted")
-	}
-	if _, err := split(&virtioHdr{flags: virtioFlagNeedsCsum, csumStart: 20, csumOffset: 200}, big[:100], bufs, sizes, 0); err == nil {
-		t.Error("a checksum offset beyond the packet was accepted")
+	for _, c := range []struct {
+		name string
+		h    virtioHdr
+		pkt  []byte
+	}{
+		{"a GSO type not offered", virtioHdr{gsoType: 4 /* UDP */, gsoSize: 1000}, big},
+		{"a TSO packet cut inside its TCP header", virtioHdr{gsoType: virtioGSOTCPv4, gsoSize: 1000}, big[:30]},
+		{"a checksum offset beyond the packet", virtioHdr{flags: virtioFlagNeedsCsum, csumStart: 20, csumOffset: 200}, big[:100]},
+		{"a packet larger than the buffer", virtioHdr{}, make([]byte, 2001)},
+	} {
+		if _, err := split(&c.h, c.pkt, bufs, sizes, 0); !errors.Is(err, ErrBadPacket) {
+			t.Errorf("%s: %v, want an ErrBadPacket", c.name, err)
+		}
 	}
 }
 

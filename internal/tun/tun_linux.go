@@ -10,6 +10,7 @@ import (
 	"os"
 	"unsafe"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,6 +69,10 @@ func Create(cfg Config) (*Device, error) {
 	if cfg.Offload {
 		d.rbuf = make([]byte, virtioHdrLen+65535)
 		d.wbuf = make([]byte, 0, virtioHdrLen+maxCoalesced)
+		if err := setGSOMaxSegs(d.name, MaxSegments); err != nil {
+			d.Close()
+			return nil, err
+		}
 	}
 	if cfg.MTU > 0 {
 		if err := setMTU(d.name, cfg.MTU); err != nil {
@@ -76,6 +81,19 @@ func Create(cfg Config) (*Device, error) {
 		}
 	}
 	return d, nil
+}
+
+// setGSOMaxSegs caps the segments of the super-packets the kernel hands the device; it segments
+// larger ones itself first.
+func setGSOMaxSegs(name string, segs int) error {
+	link, err := netlink.LinkByName(name)
+	if err == nil {
+		err = netlink.LinkSetGSOMaxSegs(link, segs)
+	}
+	if err != nil {
+		return fmt.Errorf("gso_max_segs %d on %s: %w", segs, name, err)
+	}
+	return nil
 }
 
 func setMTU(name string, mtu int) error {
@@ -96,9 +114,13 @@ func setMTU(name string, mtu int) error {
 // Name is the device's name.
 func (d *Device) Name() string { return d.name }
 
+// ErrBadPacket wraps Read's errors for one packet it could not deliver (too large for the
+// buffers, a super-packet it cannot take apart): the packet is lost, the device stays usable,
+// and the caller counts it and reads on. Any other error is the device's.
+var ErrBadPacket = errors.New("tun: packet dropped")
+
 // Read reads packets into bufs[i][offset:] and their lengths into sizes[i]; it returns how many:
-// one, or with offloads the segments of one TCP super-packet. A packet that cannot be taken apart
-// is an error (ErrTooManySegments when bufs are too few); the device stays usable.
+// one, or with offloads the segments of one TCP super-packet.
 func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	if d.offload {
 		n, err := d.f.Read(d.rbuf)
@@ -106,7 +128,7 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 			return 0, err
 		}
 		if n < virtioHdrLen {
-			return 0, errors.New("tun: read shorter than the virtio-net header")
+			return 0, fmt.Errorf("%w: read shorter than the virtio-net header", ErrBadPacket)
 		}
 		var h virtioHdr
 		h.decode(d.rbuf)
@@ -117,7 +139,7 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 		return 0, err
 	}
 	if n == len(bufs[0])-offset {
-		return 0, errors.New("TUN packet larger than the read buffer")
+		return 0, fmt.Errorf("%w: packet larger than the read buffer", ErrBadPacket)
 	}
 	sizes[0] = n
 	return 1, nil

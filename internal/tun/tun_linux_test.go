@@ -41,6 +41,11 @@ func TestDeviceCarriesPacketsBothWays(t *testing.T) {
 	if out, _ := ns.Command("ip", "link", "show", "jtest0").CombinedOutput(); !strings.Contains(string(out), "mtu 1400") {
 		t.Fatalf("MTU not set: %s", out)
 	}
+	// A sender's MSS can be as small as 88 bytes: the kernel must not hand over more segments
+	// than a Read of MaxSegments buffers takes.
+	if out, _ := ns.Command("ip", "-d", "link", "show", "jtest0").CombinedOutput(); !strings.Contains(string(out), "gso_max_segs 128 ") {
+		t.Fatalf("gso_max_segs not capped at 128: %s", out)
+	}
 
 	// Out of the namespace, into the TUN.
 	var c *net.UDPConn
@@ -92,6 +97,27 @@ func TestDeviceCarriesPacketsBothWays(t *testing.T) {
 	n, from, err := c.ReadFromUDP(got)
 	if err != nil || string(got[:n]) != "from the tun" || from.Port != 7001 {
 		t.Fatalf("socket read %q from %v: %v", got[:n], from, err)
+	}
+}
+
+// A device that refuses writes (a TUN that is down answers EIO) has every refused packet
+// counted, a coalesced run as all its segments: the agent counts them as drops.
+func TestWriteCoalescedCountsRefusedPackets(t *testing.T) {
+	ns := inNamespace(t)
+	var d *Device
+	if err := ns.Do(func() (err error) { d, err = Create(Config{Name: "jtest2", Offload: true}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const mss, off = 1000, VirtioHeaderRoom
+	data := bytes.Repeat([]byte{7}, mss)
+	var bufs [][]byte
+	// A run of three segments (one super-packet) and a segment after a sequence gap.
+	for _, seq := range []uint32{100, 100 + mss, 100 + 2*mss, 100 + 5*mss} {
+		bufs = append(bufs, append(make([]byte, off), segment(seq, data, 0x10)...))
+	}
+	if lost, err := d.WriteCoalesced(bufs, off); lost != 4 || err == nil {
+		t.Fatalf("WriteCoalesced to a TUN that is down: %d lost, %v; want all 4 lost and an error", lost, err)
 	}
 }
 

@@ -94,6 +94,9 @@ func (tm *tunnelMetrics) reorderStats(st steer.ReorderStats) {
 
 // drop counts a dropped packet; drops are the exception, so the label lookup is acceptable.
 func (tm *tunnelMetrics) drop(reason string) { tm.m.drops.WithLabelValues(tm.session, reason).Inc() }
+func (tm *tunnelMetrics) dropN(reason string, n int) {
+	tm.m.drops.WithLabelValues(tm.session, reason).Add(float64(n))
+}
 
 // forget removes a closed session's series.
 func (tm *tunnelMetrics) forget() {

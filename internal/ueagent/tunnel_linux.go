@@ -139,6 +139,7 @@ func newTunnel(n *node, cfg Config, exp Experiment, log logr.Logger, m *Metrics,
 	})
 	if err != nil {
 		t.closeLegs()
+		t.m.forget()
 		return nil, fmt.Errorf("TUN %s: %w", name, err)
 	}
 	t.dev = dev
@@ -147,8 +148,13 @@ func newTunnel(n *node, cfg Config, exp Experiment, log logr.Logger, m *Metrics,
 		err = configureTUN(n.nl, link, routing{session: cfg.Session, upf: cfg.UPF, prefixes: cfg.Prefixes()})
 	}
 	if err != nil {
+		// Undo what configureTUN got to: the session's rules (its routes went with the TUN).
 		dev.Close()
 		t.closeLegs()
+		if rerr := removeRules(n.nl, cfg.Session); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		t.m.forget()
 		return nil, err
 	}
 	t.wg.Add(2)
@@ -217,8 +223,6 @@ func (t *Tunnel) closeLegs() {
 	}
 }
 
-// paths are the uplink's path state: the legs' RTTs in µs (0 for an absent or down leg) and
-// losses.
 // stepShare moves the uplink's autonomous share after an RTT sample of rtt µs on access a, the
 // other leg's last being other.
 func (t *Tunnel) stepShare(a contract.Access, rtt, other uint32) {
@@ -230,6 +234,8 @@ func (t *Tunnel) stepShare(a contract.Access, rtt, other uint32) {
 	}
 }
 
+// paths are the uplink's path state: the legs' RTTs in µs (0 for an absent or down leg) and
+// losses.
 func (t *Tunnel) paths() (p3, pn steer.Path) {
 	if l := t.legs[contract.Access3GPP]; l != nil {
 		p3 = unpackPath(l.path.Load())
@@ -250,6 +256,10 @@ func (t *Tunnel) uplink() {
 	}
 	for {
 		n, err := t.dev.Read(bufs, sizes, headroom)
+		if errors.Is(err, tun.ErrBadPacket) {
+			t.m.drop("TUNBadPacket")
+			continue
+		}
 		if err != nil {
 			if t.closed.Load() {
 				return
@@ -422,8 +432,8 @@ func (t *Tunnel) flushTUNLocked() {
 	if len(t.pending) == 0 {
 		return
 	}
-	if err := t.dev.WriteCoalesced(t.pending, headroom+wire.HeaderLen); err != nil && !t.closed.Load() {
-		t.m.drop("TUNWrite")
+	if lost, _ := t.dev.WriteCoalesced(t.pending, headroom+wire.HeaderLen); lost > 0 && !t.closed.Load() {
+		t.m.dropN("TUNWrite", lost)
 	}
 	for i, p := range t.held {
 		t.release(p)

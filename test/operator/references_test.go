@@ -29,6 +29,26 @@ import (
 // programmed because another one freed it, not because a timer fired.
 const roomTimeout = 15 * time.Second
 
+// TestRefusedOwnEntriesGiveAConditionAndAnEvent runs the UPF with a P4Info whose routes table
+// holds 1 entry, fewer than the UserPlaneFunction's 2 routes: the UPF is not Ready, with the
+// device's reason (TableFull) as its condition and a Warning event.
+func TestRefusedOwnEntriesGiveAConditionAndAnEvent(t *testing.T) {
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	cm, _ := pipelineConfigMap(t, ns, "pipeline", func(info *p4configv1.P4Info) {
+		for _, tb := range info.GetTables() {
+			if tb.GetPreamble().GetName() == "routes" {
+				tb.Size = 1
+			}
+		}
+	})
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	create(t, cm, upf)
+	startOperator(t, ns, operatorOptions{})
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionFalse, "TableFull")
+	eventually(t, programTimeout, "a TableFull event on the UserPlaneFunction", func() error { return findEvent(ns, upf.Name, "Warning", "TableFull") })
+}
+
 // TestFullTableGivesTableFullAndRoomProgramsTheSession runs the UPF with a P4Info whose sessions
 // table holds 2 entries: the third session reports TableFull (condition and event), with none of
 // its entries on the device, while the others stay programmed, and it is programmed as soon as

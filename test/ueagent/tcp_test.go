@@ -10,9 +10,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -188,4 +194,101 @@ func clientKey(o interface {
 	GetName() string
 }) types.NamespacedName {
 	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+}
+
+// TestUplinkSmallMSS sends uplink TCP with the smallest MSS Linux allows (88 bytes), whose
+// super-packets the kernel would build with up to 745 segments, more than the agent reads at
+// once. The agent caps its TUN's GSO segments (gso_max_segs) so the transfer arrives whole; with
+// the cap lifted by hand, the super-packets it cannot take apart are dropped and counted
+// (junction_ue_drops_total{reason="TUNBadPacket"}) and the session goes on carrying traffic.
+func TestUplinkSmallMSS(t *testing.T) {
+	const size = 4 << 20
+	tb := newTestbed(t, 1)
+	u := tb.ues[0]
+	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	tb.startAgent(u, "--metrics-addr", metrics)
+	pol := tb.policy("as", activeStandby(junctionv1.AccessNon3GPP))
+	create(t, pol, tb.session("s1", u, sessionAddr, 100, "as"))
+	tb.waitReady("s1")
+	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
+
+	if n, err := sendWithMSS(u.NS, sessionAddr, tb.DN, dnHost.String(), 88, size, iperfTimeout); err != nil || n != size {
+		t.Fatalf("uplink with an 88-byte MSS: %d of %d bytes arrived (%v)", n, size, err)
+	}
+
+	tun := "jx0a3c0001" // the agent's TUN for sessionAddr
+	must(t, exec.Command("ip", "-n", u.NS.Name, "link", "set", "dev", tun, "gso_max_segs", "65535").Run())
+	sendWithMSS(u.NS, sessionAddr, tb.DN, dnHost.String(), 88, size, 5*time.Second) // some of it is dropped
+	if d := scrapeCounter(t, metrics, "junction_ue_drops_total", `reason="TUNBadPacket"`); d == 0 {
+		t.Fatal("no super-packet dropped as TUNBadPacket with gso_max_segs 65535 and an 88-byte MSS; the test did not reach the case")
+	}
+	if n, same := transfer(t, u.NS, sessionAddr, tb.DN, dnHost.String(), 1<<20); n != 1<<20 || !same {
+		t.Fatalf("uplink after dropped super-packets: %d bytes received (intact: %v), want %d", n, same, 1<<20)
+	}
+}
+
+// sendWithMSS sends size bytes over TCP from src in from to dst in to, the sender's MSS set to
+// mss, within d; it returns how many bytes the receiver read.
+func sendWithMSS(from *netns.Namespace, src string, to *netns.Namespace, dst string, mss, size int, d time.Duration) (int64, error) {
+	addr := net.JoinHostPort(dst, "5302")
+	var ln net.Listener
+	if err := to.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	deadline := time.Now().Add(d)
+	got := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- 0
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(deadline)
+		n, _ := io.Copy(io.Discard, c)
+		got <- n
+	}()
+	var c net.Conn
+	err := from.Do(func() (err error) {
+		dl := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Deadline: deadline,
+			Control: func(_, _ string, rc syscall.RawConn) error {
+				var serr error
+				if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG, mss) }); err != nil {
+					return err
+				}
+				return serr
+			}}
+		c, err = dl.Dial("tcp4", addr)
+		return err
+	})
+	if err != nil {
+		ln.Close()
+		return <-got, err
+	}
+	c.SetDeadline(deadline)
+	_, werr := c.Write(make([]byte, size))
+	c.Close()
+	return <-got, werr
+}
+
+// scrapeCounter is the sum of the samples of metric name at http://addr/metrics whose labels
+// contain label (name="value").
+func scrapeCounter(t testing.TB, addr, name, label string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	must(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	must(t, err)
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, name+"{") && strings.Contains(line, label) {
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			must(t, err)
+			sum += v
+		}
+	}
+	return sum
 }

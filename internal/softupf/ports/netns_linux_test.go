@@ -155,6 +155,33 @@ func run(t testing.TB, s *Set, p Processor) {
 	})
 }
 
+// TestPortsCountFramesToUnmappedPorts: a frame the pipeline sends to a port number with no
+// interface (a route naming a port the UPF was not started with) is dropped and counted.
+func TestPortsCountFramesToUnmappedPorts(t *testing.T) {
+	tb := newTestbed(t)
+	pool := dataplane.NewPool(4 * BatchSize)
+	s := openIn(t, tb.upf, []Mapping{{1, tb.u1}, {2, tb.u2}}, pool)
+	batch := make([]*dataplane.Packet, 0, 3)
+	for _, port := range []uint32{7, 7, MaxPort + 1} {
+		pkt := pool.Get(nil)
+		pkt.SetFrame(make([]byte, 60))
+		pkt.OutPort = port
+		batch = append(batch, pkt)
+	}
+	s.Transmit(batch)
+	if n := s.NoPortDrops(); n != 3 {
+		t.Errorf("%d frames counted as sent to no port; want 3 (two to port 7, one beyond MaxPort)", n)
+	}
+	for _, st := range s.Stats() {
+		if st.TxPackets != 0 {
+			t.Errorf("port %d counted %d frames sent; the frames had no port", st.Port, st.TxPackets)
+		}
+	}
+	if pool.Free() != pool.Size() {
+		t.Errorf("%d of %d buffers back in the pool", pool.Free(), pool.Size())
+	}
+}
+
 func TestPortsForwardBetweenVeths(t *testing.T) {
 	tb := newTestbed(t)
 	upfPool := dataplane.NewPool(4 * BatchSize)

@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -55,6 +56,8 @@ type Set struct {
 
 	txMu sync.Mutex // guards tx, used by Transmit (reorder releases, packet-outs)
 	tx   *txScratch
+
+	noPort atomic.Uint64 // frames the pipeline sent to a port with no interface, dropped
 }
 
 var _ dataplane.Sink = (*Set)(nil)
@@ -139,6 +142,10 @@ func (s *Set) Stats() []PortStats {
 	}
 	return out
 }
+
+// NoPortDrops is how many frames the pipeline sent to a port number no interface is mapped to
+// (a route naming a port this UPF was not started with); they are dropped.
+func (s *Set) NoPortDrops() uint64 { return s.noPort.Load() }
 
 // Transmit sends packets on their OutPort and returns them to the pool (dataplane.Sink).
 func (s *Set) Transmit(pkts []*dataplane.Packet) {
@@ -335,7 +342,8 @@ func (s *Set) sendPort(t *txScratch, num uint32) {
 		p = s.byNum[num]
 	}
 	if p == nil {
-		return // no such port: the frame is dropped, as on a switch
+		s.noPort.Add(uint64(len(t.pkts))) // dropped, as on a switch; counted for the operator's log
+		return
 	}
 	n := len(t.pkts)
 	if cap(t.hdrs) < n {
@@ -357,8 +365,12 @@ func (s *Set) sendPort(t *txScratch, num uint32) {
 	failed := 0
 	for t.from < t.n {
 		if err := p.rc.Write(t.writeFn); err != nil {
+			// Closed: what is left did not go out.
 			p.stats.txErrors.Add(uint64(t.n - t.from))
-			n, failed = t.from, 0 // closed: count what went out
+			for _, iov := range t.iovs[t.from:t.n] {
+				bytes -= iov.Len
+			}
+			n = t.from
 			break
 		}
 		if t.err != nil {

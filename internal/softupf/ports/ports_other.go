@@ -21,5 +21,6 @@ func Open([]Mapping, uint32, *dataplane.Pool, *slog.Logger) (*Set, error) { retu
 func (s *Set) Close() error                         { return nil }
 func (s *Set) HasPort(uint32) bool                  { return false }
 func (s *Set) Stats() []PortStats                   { return nil }
+func (s *Set) NoPortDrops() uint64                  { return 0 }
 func (s *Set) Transmit(pkts []*dataplane.Packet)    {}
 func (s *Set) Run(context.Context, Processor) error { return errNotLinux }
