@@ -414,6 +414,17 @@ func newNamespace(t testing.TB) string {
 	return name
 }
 
+// tableSize is a pipelineConfigMap edit that gives table name room for size entries.
+func tableSize(name string, size int64) func(*p4configv1.P4Info) {
+	return func(info *p4configv1.P4Info) {
+		for _, tb := range info.GetTables() {
+			if tb.GetPreamble().GetName() == name {
+				tb.Size = size
+			}
+		}
+	}
+}
+
 // pipelineConfigMap holds the checked-in P4Info, changed by edit (e.g. a smaller table).
 func pipelineConfigMap(t testing.TB, ns, name string, edit func(*p4configv1.P4Info)) (*corev1.ConfigMap, *upfclient.Schema) {
 	t.Helper()

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	lua "github.com/yuin/gopher-lua"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,13 +35,7 @@ func TestGitOpsHealth(t *testing.T) {
 	// table full, a session naming a UPF that does not exist.
 	ns := newNamespace(t)
 	u := startSoftUPF(t, "127.0.0.1:0")
-	cm, _ := pipelineConfigMap(t, ns, "pipeline", func(info *p4configv1.P4Info) {
-		for _, tb := range info.GetTables() {
-			if tb.GetPreamble().GetName() == "applications" {
-				tb.Size = 1
-			}
-		}
-	})
+	cm, _ := pipelineConfigMap(t, ns, "pipeline", tableSize("applications", 1))
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
 	create(t, cm, upf)
 	startOperator(t, ns, operatorOptions{})

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
@@ -35,13 +34,7 @@ const roomTimeout = 15 * time.Second
 func TestRefusedOwnEntriesGiveAConditionAndAnEvent(t *testing.T) {
 	ns := newNamespace(t)
 	u := startSoftUPF(t, "127.0.0.1:0")
-	cm, _ := pipelineConfigMap(t, ns, "pipeline", func(info *p4configv1.P4Info) {
-		for _, tb := range info.GetTables() {
-			if tb.GetPreamble().GetName() == "routes" {
-				tb.Size = 1
-			}
-		}
-	})
+	cm, _ := pipelineConfigMap(t, ns, "pipeline", tableSize("routes", 1))
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
 	create(t, cm, upf)
 	startOperator(t, ns, operatorOptions{})
@@ -56,13 +49,7 @@ func TestRefusedOwnEntriesGiveAConditionAndAnEvent(t *testing.T) {
 func TestFullTableGivesTableFullAndRoomProgramsTheSession(t *testing.T) {
 	ns := newNamespace(t)
 	u := startSoftUPF(t, "127.0.0.1:0")
-	cm, sch := pipelineConfigMap(t, ns, "pipeline", func(info *p4configv1.P4Info) {
-		for _, tb := range info.GetTables() {
-			if tb.GetPreamble().GetName() == "sessions" {
-				tb.Size = 2
-			}
-		}
-	})
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", tableSize("sessions", 2))
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
 	create(t, cm, upf)
 	startOperator(t, ns, operatorOptions{})
