@@ -11,7 +11,7 @@ package operator
 // Each size runs once, in a namespace and software UPF of its own, after a warm-up of 1,000
 // sessions that is not in the table (JUNCTION_BENCH_WARMUP=0 skips it): the first load after the
 // API server starts finds etcd and its watch cache empty and its heap small, which takes the
-// creates faster and the status writes slower than ever after (62% against 83-93% in five
+// creates faster and the status writes slower than ever after (62% against 83-94% in five
 // 1,000-session runs that followed it in one process). The table separates where the
 // time goes: how fast the API server takes the creates (the client's side, and the baseline of
 // the Programmed / creates ratio), how fast the

@@ -342,7 +342,7 @@ func (s *Set) sendPort(t *txScratch, num uint32) {
 		p = s.byNum[num]
 	}
 	if p == nil {
-		s.noPort.Add(uint64(len(t.pkts))) // dropped, as on a switch; counted for the operator's log
+		s.noPort.Add(uint64(len(t.pkts))) // dropped, as on a switch; counted and logged at exit
 		return
 	}
 	n := len(t.pkts)
