@@ -10,9 +10,9 @@ package operator
 //
 // Each size runs once, in a namespace and software UPF of its own, after a warm-up of 1,000
 // sessions that is not in the table (JUNCTION_BENCH_WARMUP=0 skips it): the first load after the
-// API server starts finds etcd and its watch cache empty and its heap small, which takes the
-// creates faster and the status writes slower than ever after (62% against 83-94% in five
-// 1,000-session runs that followed it in one process). The table separates where the
+// API server starts took the creates faster and the status writes slower than the loads after it
+// (62% against 83-94% in five 1,000-session runs that followed it in one process), while the
+// larger sizes always ran on a warm API server. The table separates where the
 // time goes: how fast the API server takes the creates (the client's side, and the baseline of
 // the Programmed / creates ratio), how fast the
 // sessions' entries reach the UPF (the operator's reconcile and P4Runtime path), and how fast
