@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,6 +214,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"a certificate without an issuer", []string{"p4runtimeTLS.certManager.enabled=true"}, "issuerRef.name"},
 		{"both ways of making the TLS Secret", []string{"p4runtimeTLS.create=true", "p4runtimeTLS.caCrt=x",
 			"p4runtimeTLS.certManager.enabled=true", "p4runtimeTLS.certManager.issuerRef.name=ca"}, "choose one"},
+		{"two replicas without leader election", []string{"operator.leaderElection=false"}, "operator.replicas=1"},
 	} {
 		args := []string{"template", "j", chart, "--kube-version", "1.33.0"}
 		for _, v := range tc.set {
@@ -222,6 +224,49 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming %s:\n%s", tc.what, err, tc.want, out)
 		}
 	}
+}
+
+// Kubernetes 1.30 lacks CRD field selectors (beta in 1.31), which the node agents list with.
+func TestChartRequiresKubernetes131(t *testing.T) {
+	if out, err := run(t, "template", "j", chart, "--kube-version", "1.30.0"); err == nil || !strings.Contains(out, "1.31") {
+		t.Errorf("Kubernetes 1.30: %v, want an error naming 1.31:\n%s", err, out)
+	}
+}
+
+// One replica gets no PodDisruptionBudget (minAvailable 1 would block every drain); numbers of a
+// million and more render as integers, not in Helm's float form (1e+06).
+func TestRenderedDetails(t *testing.T) {
+	if objs := render(t, "--set", "operator.replicas=1"); objs["PodDisruptionBudget/j-operator"] != nil {
+		t.Error("a PodDisruptionBudget for one replica")
+	}
+	if objs := render(t); objs["PodDisruptionBudget/j-operator"] == nil {
+		t.Errorf("no PodDisruptionBudget for two replicas; rendered %v", names(objs))
+	}
+	// From a values file: Helm reads its numbers as float64 (--set parses integers as such).
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("softupf: {enabled: true, deviceID: 4000000000}\noperator: {maxConcurrentReconciles: 1000000}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, "-f", values)
+	for name, want := range map[string]string{"Deployment/j-operator": "--max-concurrent-reconciles=1000000", "Deployment/j-softupf": "--device-id=4000000000"} {
+		o := objs[name]
+		if o == nil {
+			t.Fatalf("%s not rendered; rendered %v", name, names(objs))
+		}
+		args, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		if !strings.Contains(fmt.Sprint(args), want) {
+			t.Errorf("%s: want %s in %v", name, want, args)
+		}
+	}
+}
+
+func names(objs map[string]*unstructured.Unstructured) []string {
+	out := make([]string, 0, len(objs))
+	for n := range objs {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // helm install, upgrade and uninstall against a real kube-apiserver with no CRDs yet: the chart's
