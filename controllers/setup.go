@@ -6,6 +6,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,15 @@ type Options struct {
 	ReconnectBackoff upfclient.Backoff
 	// OnDeposed: see Fleet.OnDeposed.
 	OnDeposed func(upf types.NamespacedName)
+}
+
+// ClientOptions are the manager client's options the controllers expect: Secrets and ConfigMaps
+// are read from the API server when a UPF is reconciled (its pipeline ConfigMap and TLS Secret,
+// a few reads per UPF event), not from a cache, and the watches that trigger those reconciles
+// keep metadata only. A cache would hold a copy of every Secret and ConfigMap in the cluster
+// (Helm's release Secrets included) in the operator's memory.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}
 }
 
 // SetupWithManager adds the fleet of UPF runtimes and the three controllers to mgr.

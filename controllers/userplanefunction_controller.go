@@ -196,8 +196,9 @@ func (r *UserPlaneFunctionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&junctionv1.UserPlaneFunction{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
 		Watches(&junctionv1.UserPlaneFunction{}, handler.EnqueueRequestsFromMapFunc(r.sameDevice),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFConfigMap))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFSecret))).
+		// Metadata only: the reconcile reads the object itself (ClientOptions).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFConfigMap)), builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFSecret)), builder.OnlyMetadata).
 		WatchesRawSource(source.Channel(r.Fleet.upfEvents.ch, &handler.EnqueueRequestForObject{})).
 		// One UPF's first reconcile restores its runtime (seconds at 100k sessions); the others
 		// go on meanwhile. Each UPF is still reconciled by one worker at a time.

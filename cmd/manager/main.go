@@ -98,6 +98,7 @@ func run() error {
 	restCfg.QPS, restCfg.Burst = float32(apiQPS), apiBurst
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        scheme,
+		Client:                        controllers.ClientOptions(),
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        probeAddr,
 		LeaderElection:                leaderElect,

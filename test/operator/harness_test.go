@@ -341,6 +341,7 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 		RenewDeadline:                 &renew,
 		RetryPeriod:                   &retry,
 		Cache:                         cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Client:                        controllers.ClientOptions(),
 		Controller:                    config.Controller{SkipNameValidation: &skip},
 	})
 	if err != nil {
