@@ -282,12 +282,13 @@ func (c *proc) downlink(pkt *Packet, off, end int, ip wire.IPv4, ports wire.Port
 		return
 	}
 	hdr := wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: seq}
+	if !c.encapJunction(pkt, off, end, first, &sess, ep, hdr, legAddr(&sess, first)) {
+		return // dropped (no route): as on P4, whose ingress clones only a packet it does not drop
+	}
 	if second != contract.AccessNone {
-		c.redundantCopy(pkt, off, end, &sess, ep, second, hdr)
+		c.redundantCopy(pkt, off, end, &sess, ep, second, hdr) // the user packet at [off:end] is untouched
 	}
-	if c.encapJunction(pkt, off, end, first, &sess, ep, hdr, legAddr(&sess, first)) {
-		c.send(pkt)
-	}
+	c.send(pkt)
 }
 
 func legAddr(s *session, access contract.Access) uint32 {
