@@ -198,3 +198,7 @@ const (
 	MaxSessionOverrides = 16384  // MAX_SESSION_OVERRIDES: also the session_seq register
 	MaxTunnelPeers      = 4096   // MAX_TUNNEL_PEERS
 )
+
+// ReorderMaxHoldUS is the longest reorder timeout a CURRENT_PATH packet may ask for, in µs
+// (REORDER_MAX_HOLD_US): a larger seq is cut to it.
+const ReorderMaxHoldUS = 2_000_000

@@ -23,10 +23,12 @@
 // The drops counter has one cell per drop reason (define.p4), with room to grow.
 #define DROP_REASON_COUNT     32
 
-// v1model: how long a held packet may go round the recirculation loop, in
-// microseconds, before it is forwarded anyway (REORDER_OVERFLOW) whatever the
-// deadline says: a time, not a pass count, since a pass takes tens of
-// microseconds on BMv2 and far less on a hardware v1model target.
+// The longest reorder timeout a CURRENT_PATH packet may ask for (its seq), in
+// microseconds, on every target: a larger one is cut to it, so no UE holds a
+// user's traffic (and a queue) for more. v1model also bounds each held packet's
+// time in the recirculation loop by it, forwarding it anyway (REORDER_OVERFLOW)
+// whatever the deadline says: a time, not a pass count, since a pass takes tens
+// of microseconds on BMv2 and far less on a hardware v1model target.
 #define REORDER_MAX_HOLD_US   2000000
 // v1model: how many rounds of the loop a released packet waits for the tickets
 // before its own; a ticket still missing then is forgiven (its packet is gone).

@@ -64,7 +64,7 @@ func (c *proc) uplinkData(pkt *Packet, h wire.Header) {
 		return
 	}
 	if h.Marks&wire.MarkCurrentPath != 0 && pkt.OutPort != c.p.cpuPort {
-		c.reorder(pkt, sess.user, h.Marks.Epoch(), h.Seq)
+		c.reorder(pkt, sess.user, h.Marks.Epoch(), min(h.Seq, contract.ReorderMaxHoldUS))
 		return
 	}
 	c.send(pkt)

@@ -55,8 +55,12 @@ control JunctionCheck(in headers_t hdr, inout local_metadata_t md) {
                     md.junction_kind = JK_DATA;
                     md.session_addr = hdr.user_ipv4.src_addr;
                     md.current_path = (marks & MARK_CURRENT_PATH) != 0;
-                    // CURRENT_PATH data carries the reorder timeout in seq.
+                    // CURRENT_PATH data carries the reorder timeout in seq,
+                    // at most REORDER_MAX_HOLD_US.
                     md.reorder_timeout = hdr.junction.seq;
+                    if (hdr.junction.seq > REORDER_MAX_HOLD_US) {
+                        md.reorder_timeout = REORDER_MAX_HOLD_US;
+                    }
                 }
                 if ((marks & MARK_EPOCH) != 0) {
                     md.epoch = 1;
