@@ -32,14 +32,10 @@ const roomTimeout = 15 * time.Second
 // holds 1 entry, fewer than the UserPlaneFunction's 2 routes: the UPF is not Ready, with the
 // device's reason (TableFull) as its condition and a Warning event.
 func TestRefusedOwnEntriesGiveAConditionAndAnEvent(t *testing.T) {
-	ns := newNamespace(t)
-	u := startSoftUPF(t, "127.0.0.1:0")
-	cm, _ := pipelineConfigMap(t, ns, "pipeline", tableSize("routes", 1))
-	upf := newUPF(ns, "upf", u.addr, "pipeline")
-	create(t, cm, upf)
-	startOperator(t, ns, operatorOptions{})
-	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionFalse, "TableFull")
-	eventually(t, programTimeout, "a TableFull event on the UserPlaneFunction", func() error { return findEvent(ns, upf.Name, "Warning", "TableFull") })
+	r := newUPFRigWith(t, "upf", tableSize("routes", 1))
+	startOperator(t, r.ns, operatorOptions{})
+	waitCondition(t, programTimeout, r.upf, junctionv1.ConditionReady, metav1.ConditionFalse, "TableFull")
+	eventually(t, programTimeout, "a TableFull event on the UserPlaneFunction", func() error { return findEvent(r.ns, r.upf.Name, "Warning", "TableFull") })
 }
 
 // TestFullTableGivesTableFullAndRoomProgramsTheSession runs the UPF with a P4Info whose sessions
