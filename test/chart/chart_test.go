@@ -6,6 +6,7 @@ package chart
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -267,6 +268,34 @@ func names(objs map[string]*unstructured.Unstructured) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// A device config that is not text (a bf-p4c pipeline) reaches the ConfigMap byte for byte.
+func TestBinaryDeviceConfigSurvives(t *testing.T) {
+	blob := []byte{0x00, 0xff, 0xfe, 0x80, 'b', 'f', 0xc3, 0x28, 0x0a}
+	dir := t.TempDir()
+	dev, p4info := filepath.Join(dir, "pipeline.bin"), filepath.Join(dir, "p4info.txtpb")
+	if err := os.WriteFile(dev, blob, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p4info, []byte("pkg_info {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, "--set", "pipeline.create=true", "--set-file", "pipeline.p4info="+p4info, "--set-file", "pipeline.deviceConfig="+dev)
+	var cm *unstructured.Unstructured
+	for name, o := range objs {
+		if strings.HasPrefix(name, "ConfigMap/") {
+			cm = o
+		}
+	}
+	if cm == nil {
+		t.Fatalf("no pipeline ConfigMap; rendered %v", names(objs))
+	}
+	enc, _, _ := unstructured.NestedString(cm.Object, "binaryData", "device_config")
+	got, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil || !bytes.Equal(got, blob) {
+		t.Errorf("binaryData.device_config = %q (%v), want %x byte for byte", enc, err, blob)
+	}
 }
 
 // helm install, upgrade and uninstall against a real kube-apiserver with no CRDs yet: the chart's
