@@ -524,7 +524,7 @@ func TestScenarioAggregation(t *testing.T) {
 			names[i] = m.name
 		}
 		writeAggregation(t, names, got, 2*linkRate/1e6)
-		writeAggregationTable(t, got, onLinks, linkRate/1e6, slow.Rate/1e6)
+		writeAggregationTable(t, got, onLinks, secs, linkRate/1e6, slow.Rate/1e6)
 	}
 	alone := got["WiFi alone"] + got["5G alone"]
 	for _, name := range []string{"load balance 50/50", "autonomous balance", "MPTCP"} {
@@ -559,11 +559,10 @@ func goodputShare(mbps float64, b uint64, secs string) float64 {
 }
 
 // writeAggregationTable writes Fig. 12's table from the Mbit/s per mode, the bytes each download
-// put on the links, the link rate and the slower 5G rate of the unequal runs.
-func writeAggregationTable(t *testing.T, got map[string]float64, onLinks map[string]uint64, rate, slowRate float64) {
+// of secs seconds put on the links, the link rate and the slower 5G rate of the unequal runs.
+func writeAggregationTable(t *testing.T, got map[string]float64, onLinks map[string]uint64, secs string, rate, slowRate float64) {
 	sum := 2 * rate
 	alone := got["WiFi alone"] + got["5G alone"]
-	secs := shortOrFull("5", "30")
 	// Goodput per link byte is what the headers (and retransmissions) leave; goodput against
 	// the link bytes the rate allows, divided by it, is how busy the links were.
 	split := func(name string, links float64) (string, string) {
