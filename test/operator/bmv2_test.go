@@ -81,8 +81,7 @@ func TestOperatorProgramsBMv2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer th.Close()
-	for _, reg := range []string{"rtt_3gpp", "rtt_non3gpp", "loss_3gpp", "loss_non3gpp", "path_updates_suspended",
-		"live_rtt_3gpp", "live_rtt_non3gpp", "autonomous_share"} {
+	for _, reg := range pathStateRegisters {
 		if v, err := th.RegisterRead(reg, uint32(*a1.Status.UserIndex)); err != nil || v != 0 {
 			t.Errorf("%s[%d] = %d (%v), want 0", reg, *a1.Status.UserIndex, v, err)
 		}

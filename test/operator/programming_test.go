@@ -77,8 +77,7 @@ func TestSessionsAndPoliciesAreProgrammedExactly(t *testing.T) {
 	}
 	// Initial path state: 0 (docs/pipeline.md: both legs unavailable until the UE reports them, not
 	// suspended), what a pipeline the operator pushed itself starts with; nothing written.
-	for _, reg := range []string{"rtt_3gpp", "rtt_non3gpp", "loss_3gpp", "loss_non3gpp", "path_updates_suspended",
-		"live_rtt_3gpp", "live_rtt_non3gpp", "autonomous_share"} {
+	for _, reg := range pathStateRegisters {
 		if v, err := u.register(sch, reg, int64(*ga1.Status.UserIndex)); err != nil || v != 0 {
 			t.Errorf("%s[%d] = %d (%v), want 0 (unavailable until reported; not suspended)", reg, *ga1.Status.UserIndex, v, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/ueagent"
 	"github.com/junction-atsss/junction/test/netns"
 )
 
@@ -97,14 +99,29 @@ func runIperfWith(wrap []string, server, client *netns.Namespace, addr string, a
 }
 
 // transfer sends size bytes over one TCP connection from namespace from (bound to src) to a
-// listener on dst:5301 in namespace to, and returns how many arrived and whether they are the
-// bytes sent (a SHA-256 of each side).
+// listener on dst in namespace to, and returns how many arrived and whether they are the bytes
+// sent; a failed send or receive fails the test.
 func transfer(t testing.TB, from *netns.Namespace, src string, to *netns.Namespace, dst string, size int) (int64, bool) {
 	t.Helper()
+	n, same, err := sendTCP(from, src, to, dst, size, 0, iperfTimeout)
+	if err != nil {
+		t.Fatalf("%v after %d bytes received", err, n)
+	}
+	return n, same
+}
+
+// sendTCP sends size bytes over one TCP connection from namespace from (bound to src) to a
+// listener on dst:5301 in namespace to, within d, the sender's MSS set to mss (0: the kernel's
+// choice). It returns how many bytes arrived, whether they are the bytes sent (a SHA-256 of each
+// side) and the first error of either side.
+func sendTCP(from *netns.Namespace, src string, to *netns.Namespace, dst string, size, mss int, d time.Duration) (int64, bool, error) {
 	addr := net.JoinHostPort(dst, "5301")
 	var ln net.Listener
-	must(t, to.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }))
+	if err := to.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
+		return 0, false, err
+	}
 	defer ln.Close()
+	deadline := time.Now().Add(d)
 	type result struct {
 		n   int64
 		sum []byte
@@ -118,35 +135,46 @@ func transfer(t testing.TB, from *netns.Namespace, src string, to *netns.Namespa
 			return
 		}
 		defer c.Close()
-		c.SetDeadline(time.Now().Add(iperfTimeout))
+		c.SetDeadline(deadline)
 		h := sha256.New()
 		n, err := io.Copy(h, c)
 		got <- result{n, h.Sum(nil), err}
 	}()
+	dl := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Deadline: deadline}
+	if mss > 0 {
+		dl.Control = func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG, mss) }); err != nil {
+				return err
+			}
+			return serr
+		}
+	}
 	var c net.Conn
-	must(t, from.Do(func() (err error) {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 10 * time.Second}
-		c, err = d.Dial("tcp4", addr)
-		return err
-	}))
-	c.SetDeadline(time.Now().Add(iperfTimeout))
+	if err := from.Do(func() (err error) { c, err = dl.Dial("tcp4", addr); return err }); err != nil {
+		ln.Close()
+		r := <-got
+		return r.n, false, fmt.Errorf("connecting: %w", err)
+	}
+	c.SetDeadline(deadline)
 	h := sha256.New()
 	data := make([]byte, 64<<10)
-	for sent := 0; sent < size; sent += len(data) {
+	var serr error
+	for sent := 0; sent < size && serr == nil; sent += len(data) {
 		for i := range data {
 			data[i] = byte((sent + i) * 7 >> 3)
 		}
 		h.Write(data)
 		if _, err := c.Write(data); err != nil {
-			t.Fatalf("sending at byte %d: %v", sent, err)
+			serr = fmt.Errorf("sending at byte %d: %w", sent, err)
 		}
 	}
 	c.Close()
 	r := <-got
-	if r.err != nil {
-		t.Fatalf("receiving: %v after %d bytes", r.err, r.n)
+	if serr == nil && r.err != nil {
+		serr = fmt.Errorf("receiving: %w", r.err)
 	}
-	return r.n, bytes.Equal(r.sum, h.Sum(nil))
+	return r.n, bytes.Equal(r.sum, h.Sum(nil)), serr
 }
 
 // TestTCPTransferThroughSession moves 20 MiB each way through the session over TCP: downlink
@@ -212,64 +240,19 @@ func TestUplinkSmallMSS(t *testing.T) {
 	tb.waitReady("s1")
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 
-	if n, err := sendWithMSS(u.NS, sessionAddr, tb.DN, dnHost.String(), 88, size, iperfTimeout); err != nil || n != size {
+	if n, _, err := sendTCP(u.NS, sessionAddr, tb.DN, dnHost.String(), size, 88, iperfTimeout); err != nil || n != size {
 		t.Fatalf("uplink with an 88-byte MSS: %d of %d bytes arrived (%v)", n, size, err)
 	}
 
-	tun := "jx0a3c0001" // the agent's TUN for sessionAddr
+	tun := ueagent.TUNName(netip.MustParseAddr(sessionAddr))
 	must(t, exec.Command("ip", "-n", u.NS.Name, "link", "set", "dev", tun, "gso_max_segs", "65535").Run())
-	sendWithMSS(u.NS, sessionAddr, tb.DN, dnHost.String(), 88, size, 5*time.Second) // some of it is dropped
+	sendTCP(u.NS, sessionAddr, tb.DN, dnHost.String(), size, 88, 5*time.Second) // some of it is dropped
 	if d := scrapeCounter(t, metrics, "junction_ue_drops_total", `reason="TUNBadPacket"`); d == 0 {
 		t.Fatal("no super-packet dropped as TUNBadPacket with gso_max_segs 65535 and an 88-byte MSS; the test did not reach the case")
 	}
 	if n, same := transfer(t, u.NS, sessionAddr, tb.DN, dnHost.String(), 1<<20); n != 1<<20 || !same {
 		t.Fatalf("uplink after dropped super-packets: %d bytes received (intact: %v), want %d", n, same, 1<<20)
 	}
-}
-
-// sendWithMSS sends size bytes over TCP from src in from to dst in to, the sender's MSS set to
-// mss, within d; it returns how many bytes the receiver read.
-func sendWithMSS(from *netns.Namespace, src string, to *netns.Namespace, dst string, mss, size int, d time.Duration) (int64, error) {
-	addr := net.JoinHostPort(dst, "5302")
-	var ln net.Listener
-	if err := to.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	deadline := time.Now().Add(d)
-	got := make(chan int64, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- 0
-			return
-		}
-		defer c.Close()
-		c.SetDeadline(deadline)
-		n, _ := io.Copy(io.Discard, c)
-		got <- n
-	}()
-	var c net.Conn
-	err := from.Do(func() (err error) {
-		dl := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Deadline: deadline,
-			Control: func(_, _ string, rc syscall.RawConn) error {
-				var serr error
-				if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG, mss) }); err != nil {
-					return err
-				}
-				return serr
-			}}
-		c, err = dl.Dial("tcp4", addr)
-		return err
-	})
-	if err != nil {
-		ln.Close()
-		return <-got, err
-	}
-	c.SetDeadline(deadline)
-	_, werr := c.Write(make([]byte, size))
-	c.Close()
-	return <-got, werr
 }
 
 // scrapeCounter is the sum of the samples of metric name at http://addr/metrics whose labels

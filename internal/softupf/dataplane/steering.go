@@ -14,13 +14,6 @@ type paths struct {
 	share   contract.AutonomousShare
 }
 
-func other(a contract.Access) contract.Access {
-	if a == contract.Access3GPP {
-		return contract.AccessNon3GPP
-	}
-	return contract.Access3GPP
-}
-
 func (p *paths) avail(a contract.Access) bool { return p.present[a] && p.rtt[a] != 0 }
 
 // ok is avail(a) meeting the steering parameters' thresholds.
@@ -53,7 +46,7 @@ func decide(p *paths, s steering, seq uint32) (first, second contract.Access) {
 	if s.access == contract.AccessNon3GPP {
 		a = contract.AccessNon3GPP
 	}
-	b := other(a)
+	b := a.Other()
 	avail := p.avail
 	ok := func(x contract.Access) bool { return p.ok(x, s) }
 	// loadBalanceFallback is load-balance without both accesses ok.
