@@ -3,12 +3,15 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/junction-atsss/junction/internal/pathmon"
@@ -36,13 +39,29 @@ type Options struct {
 	OnDeposed func(upf types.NamespacedName)
 }
 
-// ClientOptions are the manager client's options the controllers expect: Secrets and ConfigMaps
-// are read from the API server when a UPF is reconciled (its pipeline ConfigMap and TLS Secret,
-// a few reads per UPF event), not from a cache, and the watches that trigger those reconciles
-// keep metadata only. A cache would hold a copy of every Secret and ConfigMap in the cluster
-// (Helm's release Secrets included) in the operator's memory.
-func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}
+// ManagerOptions are the manager options the controllers expect; the caller adds the rest
+// (scheme, metrics, leader election, namespaces).
+//
+//   - Secrets and ConfigMaps are read from the API server when a UPF is reconciled (its pipeline
+//     ConfigMap and TLS Secret, a few reads per UPF event), not from a cache, and the watches that
+//     trigger those reconciles keep metadata only. A cache would hold a copy of every Secret and
+//     ConfigMap in the cluster (Helm's release Secrets included) in the operator's memory.
+//   - The cache's watches have a connection to the API server of their own. On the connection
+//     the client writes on, their events queued in HTTP/2 behind up to MaxConcurrentReconciles
+//     status writes in flight, and new sessions reached the operator a second or more after their
+//     create (README, "Benchmark"). Setting Dial makes client-go build that connection's
+//     transport instead of sharing its cached one; the timeouts are client-go's.
+func ManagerOptions(cfg *rest.Config) (ctrl.Options, error) {
+	watchCfg := rest.CopyConfig(cfg)
+	watchCfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	watchHC, err := rest.HTTPClientFor(watchCfg)
+	if err != nil {
+		return ctrl.Options{}, fmt.Errorf("the watches' HTTP client: %w", err)
+	}
+	return ctrl.Options{
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+		Cache:  cache.Options{HTTPClient: watchHC},
+	}, nil
 }
 
 // SetupWithManager adds the fleet of UPF runtimes and the three controllers to mgr.

@@ -196,7 +196,7 @@ func (r *UserPlaneFunctionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&junctionv1.UserPlaneFunction{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
 		Watches(&junctionv1.UserPlaneFunction{}, handler.EnqueueRequestsFromMapFunc(r.sameDevice),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
-		// Metadata only: the reconcile reads the object itself (ClientOptions).
+		// Metadata only: the reconcile reads the object itself (ManagerOptions).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFConfigMap)), builder.OnlyMetadata).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFSecret)), builder.OnlyMetadata).
 		WatchesRawSource(source.Channel(r.Fleet.upfEvents.ch, &handler.EnqueueRequestForObject{})).

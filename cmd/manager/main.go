@@ -96,19 +96,17 @@ func run() error {
 	}
 	restCfg := ctrl.GetConfigOrDie()
 	restCfg.QPS, restCfg.Burst = float32(apiQPS), apiBurst
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                        scheme,
-		Client:                        controllers.ClientOptions(),
-		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        probeAddr,
-		LeaderElection:                leaderElect,
-		LeaderElectionID:              leaseName,
-		LeaderElectionNamespace:       leaseNamespace,
-		LeaderElectionReleaseOnCancel: true, // a clean shutdown hands over at once
-		LeaseDuration:                 &leaseDuration,
-		RenewDeadline:                 &renewDeadline,
-		RetryPeriod:                   &retry,
-	})
+	opts, err := controllers.ManagerOptions(restCfg)
+	if err != nil {
+		return err
+	}
+	opts.Scheme = scheme
+	opts.Metrics = metricsOpts
+	opts.HealthProbeBindAddress = probeAddr
+	opts.LeaderElection, opts.LeaderElectionID, opts.LeaderElectionNamespace = leaderElect, leaseName, leaseNamespace
+	opts.LeaderElectionReleaseOnCancel = true // a clean shutdown hands over at once
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &leaseDuration, &renewDeadline, &retry
+	mgr, err := ctrl.NewManager(restCfg, opts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}

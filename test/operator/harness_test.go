@@ -329,21 +329,19 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 			})
 		})
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme.Scheme,
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:        "0",
-		LeaderElection:                o.leaseName != "",
-		LeaderElectionID:              o.leaseName,
-		LeaderElectionNamespace:       ns,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &lease,
-		RenewDeadline:                 &renew,
-		RetryPeriod:                   &retry,
-		Cache:                         cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		Client:                        controllers.ClientOptions(),
-		Controller:                    config.Controller{SkipNameValidation: &skip},
-	})
+	opts, err := controllers.ManagerOptions(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Scheme = scheme.Scheme
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	opts.HealthProbeBindAddress = "0"
+	opts.LeaderElection, opts.LeaderElectionID, opts.LeaderElectionNamespace = o.leaseName != "", o.leaseName, ns
+	opts.LeaderElectionReleaseOnCancel = true
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &lease, &renew, &retry
+	opts.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	opts.Controller = config.Controller{SkipNameValidation: &skip}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -353,13 +353,14 @@ func newK8sNamespace(t testing.TB) string {
 func startOperator(t testing.TB, ns string) {
 	t.Helper()
 	skip := true
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                 scheme.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		Controller:             config.Controller{SkipNameValidation: &skip},
-	})
+	opts, err := controllers.ManagerOptions(restCfg)
+	must(t, err)
+	opts.Scheme = scheme.Scheme
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	opts.HealthProbeBindAddress = "0"
+	opts.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	opts.Controller = config.Controller{SkipNameValidation: &skip}
+	mgr, err := ctrl.NewManager(restCfg, opts)
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	if _, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
