@@ -209,7 +209,7 @@ func (d *Datapath) downlink() {
 			return
 		}
 		g, err := wire.ParseGTPU(buf[:n])
-		if err != nil {
+		if err != nil || g.Type != wire.GTPUTypeGPDU { // the UPF sends no Echo Requests
 			d.m.drop("down", "BadGTPU")
 			continue
 		}

@@ -129,6 +129,9 @@ func (f *Frame) parseGTPU(b []byte, off, end int) error {
 		return err
 	}
 	f.Has |= HasGTPU
+	if g.Type == GTPUTypeEchoRequest {
+		return nil // no T-PDU: the UPF answers it (softupf's gtpuEcho)
+	}
 	in, inEnd := off+g.HeaderLen(), off+GTPUHeaderLen+int(g.Length)
 	ip := &f.InnerIPv4
 	if err := ip.decode(b[in:inEnd]); err != nil {

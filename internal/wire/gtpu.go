@@ -1,8 +1,10 @@
-// GTP-U version 1 G-PDUs (3GPP TS 29.281), with the 5G PDU Session Container (TS 38.415).
+// GTP-U version 1 G-PDUs (3GPP TS 29.281), with the 5G PDU Session Container (TS 38.415), and
+// the Echo Request a peer sends for path management (§7.2.1), which the UPF answers.
 //
 // A packet's way: UDP:2152 payload ──ParseGTPU──> GTPU (v1, PT 1, G-PDU, length within the
 // datagram; the 4 option bytes when E, S or PN is set; with E, the one extension the pipeline
 // accepts, the PDU Session Container of length 1) ──> T-PDU b[HeaderLen():8+Length].
+// An Echo Request (S set, E clear) ──> its IEs b[12:8+Length], which the UPF does not read.
 // Encapsulating: GTPU.Prepend (flags 0x30 as the pipeline writes them) in front of the T-PDU.
 
 package wire
@@ -21,8 +23,14 @@ const (
 	gtpuOptionFlags   = GTPUFlagExtension | GTPUFlagSequence | GTPUFlagNPDU
 	gtpuOptionsLen    = 4 // sequence (2), N-PDU number (1), next extension type (1)
 
-	// GTPUTypeGPDU is the message type of a G-PDU, the only one the data path parses.
+	// GTPUTypeGPDU is the message type of a G-PDU.
 	GTPUTypeGPDU = 0xff
+	// GTPUTypeEchoRequest and GTPUTypeEchoResponse are path management's (TS 29.281 §7.2).
+	GTPUTypeEchoRequest  = 0x01
+	GTPUTypeEchoResponse = 0x02
+	// GTPUIERecovery is the Recovery IE (type 14, one byte of restart counter, which GTP-U
+	// sends as 0 and receivers ignore), the one IE an Echo Response must carry.
+	GTPUIERecovery = 14
 	// GTPUExtPDUSession is the PDU Session Container extension type, the one real gNBs send.
 	GTPUExtPDUSession = 0x85
 	gtpuPSCLen        = 4 // length 1 in 4-byte units: length, 2 content bytes, next type
@@ -72,8 +80,9 @@ func (g GTPU) HeaderLen() int {
 
 // ParseGTPU decodes the header at the start of b (the UDP payload) and walks its extensions.
 // The T-PDU is b[g.HeaderLen() : 8+g.Length]; Length must fit in b. Rejected: a version other
-// than 1, PT 0 (GTP'), a message type other than G-PDU, and any extension but one PDU Session
-// Container of length 1 (docs/pipeline.md).
+// than 1, PT 0 (GTP'), a message type other than G-PDU or Echo Request, an Echo Request without
+// S or with E, and any extension but one PDU Session Container of length 1 (docs/pipeline.md).
+// The caller tells a G-PDU from an Echo Request by Type.
 func ParseGTPU(b []byte) (GTPU, error) {
 	var g GTPU
 	err := g.decode(b)
@@ -94,10 +103,12 @@ func (g *GTPU) decode(b []byte) error {
 		return invalid(LayerGTPU, "version", int(g.Flags>>5), "1")
 	case g.Flags&gtpuFlagPT == 0:
 		return invalid(LayerGTPU, "protocol type", 0, "1 (GTP; GTP' is not supported)")
-	case g.Type != GTPUTypeGPDU:
-		return invalidHex(LayerGTPU, "message type", int(g.Type), "0xff (G-PDU)")
+	case g.Type != GTPUTypeGPDU && g.Type != GTPUTypeEchoRequest:
+		return invalidHex(LayerGTPU, "message type", int(g.Type), "0xff (G-PDU) or 0x01 (Echo Request)")
 	case int(g.Length) > len(b)-GTPUHeaderLen:
 		return tooLong(LayerGTPU, "length", int(g.Length), len(b)-GTPUHeaderLen)
+	case g.Type == GTPUTypeEchoRequest && g.Flags&(GTPUFlagSequence|GTPUFlagExtension) != GTPUFlagSequence:
+		return invalidHex(LayerGTPU, "flags", int(g.Flags), "S set and E clear on an Echo Request (TS 29.281 §7.2.1)")
 	}
 	if !g.HasOptions() {
 		return nil

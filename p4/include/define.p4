@@ -52,6 +52,7 @@ const bit<8>     DEFAULT_IPV4_TTL  = 64;
 const bit<16>    ETHERNET_HDR_BYTES = 14;
 const bit<16>    IPV4_HDR_BYTES    = 20;
 const bit<16>    UDP_HDR_BYTES     = 8;
+const bit<16>    L4_PORTS_BYTES    = 4;    // the ports a TCP or UDP header starts with
 const bit<16>    GTPU_HDR_BYTES    = 8;
 const bit<16>    GTPU_OPTIONS_BYTES = 4;   // sequence number, N-PDU number, next extension type
 const bit<16>    GTPU_PSC_BYTES    = 4;    // PDU Session Container
@@ -60,6 +61,10 @@ const l4_port_t  GTPU_UDP_PORT     = 2152;
 const bit<3>     GTP_V1            = 1;
 const bit<1>     GTP_PT_GTP        = 1;
 const bit<8>     GTPU_GPDU         = 0xFF;
+const bit<8>     GTPU_ECHO_REQUEST = 0x01; // path management (TS 29.281 §7.2), answered by the UPF
+const bit<8>     GTPU_ECHO_RESPONSE = 0x02;
+const bit<8>     GTPU_IE_RECOVERY  = 14;   // the Echo Response's one mandatory IE
+const bit<16>    GTPU_RECOVERY_BYTES = 2;  // type and restart counter (0: GTP-U ignores it)
 const bit<8>     GTPU_NEXT_EXT_NONE = 0;
 const bit<8>     GTPU_NEXT_EXT_PSC  = 0x85; // 5G PDU Session Container, the only extension accepted
 const bit<8>     GTPU_PSC_LEN       = 1;    // in 4-byte units
@@ -146,6 +151,7 @@ const path_t PATH_GTPU_UPLINK = 2;  // plain GTP-U G-PDU to a local address
 const path_t PATH_JUNCTION    = 3;  // Junction to a local address (either leg)
 const path_t PATH_PUNT        = 4;  // to the controller as packet-in
 const path_t PATH_INTERNAL    = 5;  // TNA reorder timer / queue-free notices
+const path_t PATH_GTPU_ECHO   = 6;  // GTP-U Echo Request to a local address: answered
                                     // (p4c warns it unused in the v1model build: safe)
 
 const junction_kind_t JK_NONE       = 0;

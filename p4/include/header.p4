@@ -83,6 +83,12 @@ header gtpu_options_t {
     bit<8>  next_ext;
 }
 
+// The Recovery IE an Echo Response carries (TS 29.281 §8.2).
+header gtpu_recovery_t {
+    bit<8> ie_type;
+    bit<8> restart_counter;
+}
+
 // The 5G PDU Session Container (extension type 0x85, length 1 = 4 bytes),
 // the one extension real gNBs send.
 header gtpu_psc_t {
@@ -143,6 +149,7 @@ struct headers_t {
     l4_ports_t          tcp;
     gtpu_t              gtpu;
     gtpu_options_t      gtpu_options;
+    gtpu_recovery_t     gtpu_recovery; // added to an Echo Response
     gtpu_psc_t          gtpu_psc;
     ipv4_t              inner_ipv4;    // inside GTP-U
     udp_t               inner_udp;

@@ -65,13 +65,22 @@ parser JunctionParser(packet_in packet,
         }
     }
 
-    // --- GTP-U: G-PDU only; anything else on port 2152 is a parser error ---
+    // --- GTP-U: a G-PDU, or an Echo Request (S set, E clear, TS 29.281 §7.2.1),
+    // which the UPF answers; anything else on port 2152 is a parser error ---
     state check_gtpu {
         gtpu_t peek = packet.lookahead<gtpu_t>();
-        transition select(peek.version, peek.pt, peek.msg_type) {
-            (GTP_V1, GTP_PT_GTP, GTPU_GPDU): parse_gtpu;
+        transition select(peek.version, peek.pt, peek.msg_type, peek.ex_flag, peek.seq_flag) {
+            (GTP_V1, GTP_PT_GTP, GTPU_GPDU, _, _): parse_gtpu;
+            (GTP_V1, GTP_PT_GTP, GTPU_ECHO_REQUEST, 0, 1): parse_gtpu_echo;
             default: malformed;
         }
+    }
+
+    // Its IEs (a Private Extension at most) stay unparsed payload.
+    state parse_gtpu_echo {
+        packet.extract(hdr.gtpu);
+        packet.extract(hdr.gtpu_options);
+        transition accept;
     }
 
     state parse_gtpu {
@@ -135,19 +144,25 @@ parser JunctionParser(packet_in packet,
 
     // --- Junction (either leg) ---
     // What follows the header is parsed only when the header itself is valid
-    // (docs/junction-header.md); an invalid header is BAD_JUNCTION, not a
-    // parser error, and JunctionCheck says so.
+    // (docs/junction-header.md), its length included: an invalid header is
+    // BAD_JUNCTION, not a parser error, and JunctionCheck says so. (DATA with a
+    // length below an IPv4 header, or a control body with a length other than
+    // 16, would otherwise be extracted past the end of a frame that holds just
+    // what the length says, and be a parser error.)
     state parse_junction {
         packet.extract(hdr.junction);
-        transition select(hdr.junction.msg_type, hdr.junction.marks, hdr.junction.proto) {
-            (JUNCTION_DATA, 0, PROTO_IPV4): parse_user_ipv4;
-            (JUNCTION_DATA, MARK_CURRENT_PATH, PROTO_IPV4): parse_user_ipv4;
-            (JUNCTION_DATA, MARK_CURRENT_PATH | MARK_EPOCH, PROTO_IPV4): parse_user_ipv4;
-            (JUNCTION_PROBE, 0, 0): parse_junction_ctl;
-            (JUNCTION_PROBE_REPLY, 0, 0): parse_junction_ctl;
-            (JUNCTION_PROBE_ACK, 0, 0): parse_junction_ctl;
-            (JUNCTION_LINK_DOWN, 0, 0): parse_junction_ctl;
-            (JUNCTION_LINK_UP, 0, 0): parse_junction_ctl;
+        transition select(hdr.junction.msg_type, hdr.junction.marks, hdr.junction.proto,
+                          hdr.junction.len) {
+            (JUNCTION_DATA, _, _, 0 &&& 0xfff0): accept;   // 0..15
+            (JUNCTION_DATA, _, _, 16 &&& 0xfffc): accept;  // 16..19
+            (JUNCTION_DATA, 0, PROTO_IPV4, _): parse_user_ipv4;
+            (JUNCTION_DATA, MARK_CURRENT_PATH, PROTO_IPV4, _): parse_user_ipv4;
+            (JUNCTION_DATA, MARK_CURRENT_PATH | MARK_EPOCH, PROTO_IPV4, _): parse_user_ipv4;
+            (JUNCTION_PROBE, 0, 0, JUNCTION_CTL_BYTES): parse_junction_ctl;
+            (JUNCTION_PROBE_REPLY, 0, 0, JUNCTION_CTL_BYTES): parse_junction_ctl;
+            (JUNCTION_PROBE_ACK, 0, 0, JUNCTION_CTL_BYTES): parse_junction_ctl;
+            (JUNCTION_LINK_DOWN, 0, 0, JUNCTION_CTL_BYTES): parse_junction_ctl;
+            (JUNCTION_LINK_UP, 0, 0, JUNCTION_CTL_BYTES): parse_junction_ctl;
             default: accept;  // the EX-PATH marker has no payload
         }
     }
@@ -172,10 +187,16 @@ parser JunctionParser(packet_in packet,
         transition accept;
     }
 
+    // Ports only within the user packet's total length: one too short to hold them is
+    // JunctionCheck's PARSER_ERROR, judged after the Junction header around it.
     state parse_user_l4 {
-        transition select(hdr.user_ipv4.frag_offset, hdr.user_ipv4.protocol) {
-            (0, PROTO_UDP): parse_user_ports;
-            (0, PROTO_TCP): parse_user_ports;
+        transition select(hdr.user_ipv4.frag_offset, hdr.user_ipv4.protocol, hdr.user_ipv4.total_len) {
+            (0, PROTO_UDP, 0 &&& 0xfff0): accept;   // 0..15
+            (0, PROTO_UDP, 16 &&& 0xfff8): accept;  // 16..23
+            (0, PROTO_TCP, 0 &&& 0xfff0): accept;
+            (0, PROTO_TCP, 16 &&& 0xfff8): accept;
+            (0, PROTO_UDP, _): parse_user_ports;
+            (0, PROTO_TCP, _): parse_user_ports;
             default: accept;
         }
     }

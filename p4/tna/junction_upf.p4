@@ -102,10 +102,12 @@ control JunctionTnaIngress(inout headers_t hdr,
         probes.apply(hdr, md.lmd);
         path_state.apply(md.lmd, ig_dprsr_md);
         steering.apply(md.lmd);
-        reorder.apply(hdr, md);
+        // A packet that filters, TTL or routes drop never arms a hold it is not queued for
+        // (docs/pipeline.md "Uplink reorder contract").
         tunnels.apply(hdr, md.lmd);
         filter.apply(hdr, md.lmd);
         routing.apply(md.lmd);
+        reorder.apply(hdr, md);
         encap.apply(hdr, md.lmd);
         reorder_queue.apply(hdr, md, ig_dprsr_md, ig_tm_md);
         to_controller.apply(hdr, md.lmd, ig_intr_md, ig_tm_md);

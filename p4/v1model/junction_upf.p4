@@ -98,10 +98,12 @@ control JunctionV1modelIngress(inout headers_t hdr,
         probes.apply(hdr, md);
         path_state.apply(md);
         steering.apply(md);
-        reorder.apply(md);
+        // A packet that filters, TTL or routes drop never starts or joins a hold (the
+        // software UPF's order, docs/pipeline.md "Uplink reorder contract").
         tunnels.apply(hdr, md);
         filter.apply(hdr, md);
         routing.apply(md);
+        reorder.apply(md);
         encap.apply(hdr, md);
         to_controller.apply(hdr, md, standard_metadata);
         verdict.apply(md, standard_metadata);

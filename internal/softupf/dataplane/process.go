@@ -8,6 +8,7 @@ package dataplane
 //	                           └ else ──────────────────> drop PARSER_ERROR / BAD_JUNCTION
 //	  ├ not IPv4 ────────────────────────────────────────> packet-in
 //	  ├ outer dst in local_addresses:
+//	  │   ├ UDP:2152 Echo Request ───────────────────────> Echo Response to its source (gtpuEcho)
 //	  │   ├ UDP:2152 G-PDU ─ uplink_tunnels miss ────────> drop UNKNOWN_TEID
 //	  │   │   ├ inner UDP:2153 ──────────────────────────> junction (arrival 3GPP)
 //	  │   │   └ else: the inner packet ──────────────────> filter, TTL, route
@@ -116,6 +117,8 @@ func (c *proc) ingress(pkt *Packet) {
 		return
 	}
 	switch {
+	case f.Has&wire.HasGTPU != 0 && f.GTPU.Type == wire.GTPUTypeEchoRequest:
+		c.gtpuEcho(pkt)
 	case f.Has&wire.HasGTPU != 0:
 		if !c.knownTEID(pkt) {
 			return
@@ -141,6 +144,35 @@ func (c *proc) ingress(pkt *Packet) {
 	}
 }
 
+// gtpuEcho answers a GTP-U Echo Request to one of the UPF's addresses (TS 29.281 §7.2.2): the
+// response goes back to the request's source address and UDP port, from the address it was sent
+// to and port 2152, with the request's sequence number and a Recovery IE (restart counter 0) in
+// front of the IEs the request carried. Its IPv4 header is one the pipeline adds (TTL 64, ID 0,
+// UDP checksum 0). The IE's 2 bytes go in place: the headers in front of it move 2 bytes into
+// the headroom, so the packet, and any bytes after it, end where they did.
+func (c *proc) gtpuEcho(pkt *Packet) {
+	f := &c.f
+	ipOff := pkt.off + f.IPv4Off
+	ieOff := ipOff + wire.IPv4HeaderLen + wire.UDPHeaderLen + f.GTPU.HeaderLen()
+	end := ipOff + int(f.IPv4.TotalLen)
+	ipOff -= recoveryIELen
+	copy(pkt.buf[ipOff:ieOff-recoveryIELen], pkt.buf[ipOff+recoveryIELen:ieOff])
+	pkt.buf[ieOff-2], pkt.buf[ieOff-1] = wire.GTPUIERecovery, 0
+	ip := wire.TunnelIPv4(f.IPv4.Dst, f.IPv4.Src)
+	ip.TotalLen = f.IPv4.TotalLen + recoveryIELen
+	ip.Put(pkt.buf[ipOff:])
+	udpOff := ipOff + wire.IPv4HeaderLen
+	wire.UDP{SrcPort: wire.GTPUPort, DstPort: f.UDP.SrcPort, Length: f.UDP.Length + recoveryIELen}.Put(pkt.buf[udpOff:])
+	wire.GTPU{Flags: f.GTPU.Flags, Type: wire.GTPUTypeEchoResponse, Length: f.GTPU.Length + recoveryIELen, Seq: f.GTPU.Seq}.
+		Put(pkt.buf[udpOff+wire.UDPHeaderLen:])
+	if c.route(pkt, ipOff, end, be32(f.IPv4.Src)) {
+		c.send(pkt)
+	}
+}
+
+// recoveryIELen is the Recovery IE's length: type and restart counter.
+const recoveryIELen = 2
+
 func (c *proc) knownTEID(pkt *Packet) bool {
 	if _, ok := c.t.uplink.lookup(c.f.GTPU.TEID); !ok {
 		c.drop(pkt, contract.DropUnknownTEID)
@@ -164,7 +196,7 @@ func (c *proc) downlinkOuter(pkt *Packet) {
 // malformed handles a frame the parser rejected. A packet not addressed to the UPF is a
 // downlink packet (docs/pipeline.md: Ethernet / IPv4 / [TCP|UDP ports]) whatever follows its
 // UDP header, so it is routed when its outer IPv4 and UDP headers are sound; anything else is
-// dropped by the layer at fault (a GTP-U echo to the UPF is a PARSER_ERROR, as the contract says).
+// dropped by the layer at fault (a GTP-U End Marker to the UPF is a PARSER_ERROR, as the contract says).
 func (c *proc) malformed(pkt *Packet, err error) {
 	f := &c.f
 	if f.Has&wire.HasUDP != 0 && !c.isLocal(f.IPv4.Dst) {
@@ -175,9 +207,10 @@ func (c *proc) malformed(pkt *Packet, err error) {
 	// anything else, truncation included, is PARSER_ERROR (wire.LayerOf).
 	l := wire.LayerOf(err)
 	badJunction := (l == wire.LayerJunction || l == wire.LayerControl) && !errors.Is(err, wire.ErrTruncated)
-	// The pipeline judges a Junction header, and the user packet it carries, after the GTP-U
-	// TEID (P4: JunctionCheck follows Uplink): on the 3GPP leg an unknown TEID comes first.
-	carried := badJunction || (f.Has&wire.HasJunction != 0 && l == wire.LayerIPv4)
+	// The pipeline judges a Junction header, and the user packet it carries (its IPv4 header
+	// and ports), after the GTP-U TEID (P4: JunctionCheck follows Uplink): on the 3GPP leg an
+	// unknown TEID comes first.
+	carried := badJunction || (f.Has&wire.HasJunction != 0 && (l == wire.LayerIPv4 || l == wire.LayerTransport))
 	if carried && f.Has&wire.HasGTPU != 0 && !c.knownTEID(pkt) {
 		return
 	}

@@ -524,11 +524,11 @@ func TestNoBufferLeaks(t *testing.T) {
 }
 
 func TestTunnelPortsThatAreNotTunnels(t *testing.T) {
-	t.Run("a GTP-U echo request to the UPF is a parser error", func(t *testing.T) {
+	t.Run("a GTP-U End Marker to the UPF is a parser error", func(t *testing.T) {
 		h := topology(t)
-		echo := wiretest.Build(wire.Ethernet{Dst: upfMAC, Src: gnbMAC}, wire.IPv4{Src: addr(gnbAddr), Dst: addr(n3Addr)},
-			wire.UDP{SrcPort: 2152, DstPort: 2152}, []byte{0x32, 0x01, 0x00, 0x04, 0, 0, 0, 0, 0x00, 0x01, 0, 0})
-		expectDrop(t, h, contract.DropParserError, h.process(portGNB, echo))
+		marker := wiretest.Build(wire.Ethernet{Dst: upfMAC, Src: gnbMAC}, wire.IPv4{Src: addr(gnbAddr), Dst: addr(n3Addr)},
+			wire.UDP{SrcPort: 2152, DstPort: 2152}, []byte{0x30, 0xfe, 0x00, 0x00, 0, 0, 0x01, 0x00})
+		expectDrop(t, h, contract.DropParserError, h.process(portGNB, marker))
 	})
 	t.Run("a G-PDU that does not carry IPv4 is a parser error", func(t *testing.T) {
 		h := topology(t)

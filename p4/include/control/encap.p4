@@ -8,6 +8,10 @@
 //                           upf_ts = now_us, then the Junction transport is added
 //   downlink                add Junction (DATA, proto 4, seq) and its transport
 //   downlink_tunnels        add IPv4/UDP:2152/GTP-U
+//   GTP-U Echo Request      becomes the Echo Response in place (TS 29.281 §7.2.2):
+//                           addresses swapped, back to the request's UDP source
+//                           port from 2152, its sequence number, TEID 0, and a
+//                           Recovery IE (restart counter 0) in front of its IEs
 // Added headers: IPv4 TTL 64, identification 0, no flags (checksum by the
 // deparser); UDP with checksum 0 and source port = destination port; GTP-U
 // flags 0x30, type 0xFF, length = bytes after the 8-byte GTP-U header.
@@ -34,6 +38,33 @@ control Encap(inout headers_t hdr, inout local_metadata_t md) {
                 if (md.junction_kind == JK_DATA) {
                     hdr.junction.setInvalid();
                 }
+            }
+
+            // (The isValid()s are what the parser guarantees on this path; they tell p4c so.)
+            if (md.path == PATH_GTPU_ECHO && hdr.ipv4.isValid() && hdr.udp.isValid() &&
+                    hdr.gtpu.isValid() && hdr.gtpu_options.isValid()) {
+                ipv4_addr_t requester = hdr.ipv4.src_addr;
+                hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+                hdr.ipv4.dst_addr = requester;
+                hdr.ipv4.dscp = 0;
+                hdr.ipv4.ecn = 0;
+                hdr.ipv4.identification = 0;
+                hdr.ipv4.flags = 0;
+                hdr.ipv4.frag_offset = 0;
+                hdr.ipv4.ttl = DEFAULT_IPV4_TTL;
+                hdr.ipv4.total_len = hdr.ipv4.total_len + GTPU_RECOVERY_BYTES;
+                hdr.udp.dst_port = hdr.udp.src_port;
+                hdr.udp.src_port = GTPU_UDP_PORT;
+                hdr.udp.len = hdr.udp.len + GTPU_RECOVERY_BYTES;
+                hdr.udp.checksum = 0;
+                hdr.gtpu.msg_type = GTPU_ECHO_RESPONSE;
+                hdr.gtpu.msg_len = hdr.gtpu.msg_len + GTPU_RECOVERY_BYTES;
+                hdr.gtpu.teid = 0;
+                hdr.gtpu_options.n_pdu_num = 0;
+                hdr.gtpu_options.next_ext = 0;
+                hdr.gtpu_recovery.setValid();
+                hdr.gtpu_recovery.ie_type = GTPU_IE_RECOVERY;
+                hdr.gtpu_recovery.restart_counter = 0;
             }
 
             // The bytes after the Junction header, when one is added or kept.

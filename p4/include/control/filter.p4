@@ -4,7 +4,8 @@
 // Packet's way: every user packet (uplink after decapsulation, downlink
 // before encapsulation, plain routing) meets filters on its own 5-tuple; deny
 // drops FILTERED. Then its TTL goes down by one; a packet that arrived with
-// TTL <= 1 is dropped TTL_EXPIRED. UPF-generated replies skip both.
+// TTL <= 1 is dropped TTL_EXPIRED. UPF-generated replies skip both; a held
+// packet back from the v1model reorder loop keeps the TTL its first pass gave it.
 
 #ifndef JUNCTION_CONTROL_FILTER_P4
 #define JUNCTION_CONTROL_FILTER_P4
@@ -44,7 +45,7 @@ control Filter(inout headers_t hdr, inout local_metadata_t md) {
         if (!md.done && user_packet) {
             filters.apply();
         }
-        if (!md.done && user_packet && !md.skip_ttl) {
+        if (!md.done && user_packet && !md.skip_ttl && !md.reorder_held) {
             bit<8> ttl = hdr.ipv4.ttl;
             if (md.path == PATH_GTPU_UPLINK) {
                 ttl = hdr.inner_ipv4.ttl;

@@ -7,7 +7,8 @@
 // with UDP or with the user packet, a control body whose access is not 1 or
 // 2, PROBE_REPLY sent to the UPF) is dropped as BAD_JUNCTION; DATA whose header is
 // sound but whose user packet is not (options, a total length below 20 or beyond
-// the Junction payload) is PARSER_ERROR, the order the software UPF's parser
+// the Junction payload, TCP or UDP without room for its ports) is PARSER_ERROR,
+// the order the software UPF's parser
 // checks them in (header, its length, then the packet it carries). The
 // session address that finds the user comes from the user packet's source
 // (DATA), the control body (probes, link messages) or the marker's seq field.
@@ -45,7 +46,10 @@ control JunctionCheck(in headers_t hdr, inout local_metadata_t md) {
                         hdr.junction.len >= IPV4_HDR_BYTES &&
                         (md.malformed_user || !hdr.user_ipv4.isValid() ||
                          hdr.user_ipv4.total_len < IPV4_HDR_BYTES ||
-                         hdr.user_ipv4.total_len > hdr.junction.len)) {
+                         hdr.user_ipv4.total_len > hdr.junction.len ||
+                         (hdr.user_ipv4.frag_offset == 0 &&
+                          (hdr.user_ipv4.protocol == PROTO_TCP || hdr.user_ipv4.protocol == PROTO_UDP) &&
+                          hdr.user_ipv4.total_len < IPV4_HDR_BYTES + L4_PORTS_BYTES))) {
                     user_fault = true;
                 } else if ((marks & (MARK_EX_PATH | MARK_RESERVED)) == 0 &&
                         ((marks & MARK_CURRENT_PATH) != 0 || (marks & MARK_EPOCH) == 0) &&

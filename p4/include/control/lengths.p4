@@ -8,7 +8,11 @@
 // carries (GTP-U length beyond the UDP payload or below its optional fields,
 // an inner IPv4 or UDP length that does not fit, a Junction header that does
 // not fit its UDP payload) is malformed: PARSER_ERROR to the UPF's own
-// addresses, downlink payload to anyone else.
+// addresses, downlink payload to anyone else. A TCP packet, outer or inside
+// GTP-U, whose IPv4 total length leaves no room for its ports is malformed
+// too: the parser took them from bytes past the packet (Ethernet padding,
+// trailing bytes), which the software UPF never reads. (UDP's own length
+// checks cover UDP; JunctionCheck judges the user packet inside Junction.)
 //
 // frame_len is the frame's length in bytes from the Ethernet header on, or 0
 // where the architecture does not tell ingress (TNA): then the frame bound is
@@ -28,6 +32,8 @@ control Lengths(in headers_t hdr, inout local_metadata_t md, in bit<16> frame_le
             } else if (hdr.udp.isValid() &&
                     (hdr.udp.len < UDP_HDR_BYTES || hdr.udp.len > ip_len - IPV4_HDR_BYTES)) {
                 md.unsound = true;
+            } else if (hdr.tcp.isValid() && ip_len < IPV4_HDR_BYTES + L4_PORTS_BYTES) {
+                md.malformed = true;
             }
         }
         if (!md.unsound && hdr.gtpu.isValid()) {
@@ -49,6 +55,8 @@ control Lengths(in headers_t hdr, inout local_metadata_t md, in bit<16> frame_le
                 } else if (hdr.inner_udp.isValid() &&
                         (hdr.inner_udp.len < UDP_HDR_BYTES ||
                          hdr.inner_udp.len > inner_len - IPV4_HDR_BYTES)) {
+                    md.malformed = true;
+                } else if (hdr.inner_tcp.isValid() && inner_len < IPV4_HDR_BYTES + L4_PORTS_BYTES) {
                     md.malformed = true;
                 }
             }

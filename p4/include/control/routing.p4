@@ -4,7 +4,8 @@
 // Packet's way: whatever leaves the UPF (decapsulated uplink, encapsulated
 // downlink, probe replies, plain routed traffic) looks up routes with the
 // destination of its outermost IPv4 header as it will leave; the hit gives
-// the egress port and the MAC addresses, a miss drops NO_ROUTE.
+// the egress port and the MAC addresses, a miss drops NO_ROUTE. An EX-PATH
+// marker goes nowhere: Reorder, after this, consumes it.
 
 #ifndef JUNCTION_CONTROL_ROUTING_P4
 #define JUNCTION_CONTROL_ROUTING_P4
@@ -38,7 +39,7 @@ control Routing(inout local_metadata_t md) {
     }
 
     apply {
-        if (!md.done) {
+        if (!md.done && md.junction_kind != JK_MARKER) {
             routes.apply();
         }
     }

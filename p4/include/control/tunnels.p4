@@ -8,6 +8,7 @@
 //   PROBE on the 3GPP leg         -> PROBE_REPLY inside GTP-U to the session's gNB,
 //                                    to the session's 3GPP UE address
 //   uplink, plain routing         -> no new headers
+//   GTP-U Echo Request            -> the response, to the request's source
 // tunnel_endpoints gives the UPF's own N3 and Junction addresses, tunnel_peers
 // the gNB address (split out of sessions as in papers/004, Method 2). The
 // result is the final outer destination that routes looks up.
@@ -70,7 +71,9 @@ control Tunnels(in headers_t hdr, inout local_metadata_t md) {
         if (!md.done) {
             md.encap_kind = ENCAP_NONE;
             md.route_dst = md.user_dst;
-            if (md.path == PATH_DOWNLINK && md.session_hit) {
+            if (md.path == PATH_GTPU_ECHO) {
+                md.route_dst = hdr.ipv4.src_addr;  // the response goes back to the requester
+            } else if (md.path == PATH_DOWNLINK && md.session_hit) {
                 if (md.access == ACCESS_3GPP) {
                     md.encap_kind = ENCAP_JUNCTION_GTPU;
                     md.junction_dst = md.ue_addr_3gpp;

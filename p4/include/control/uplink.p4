@@ -1,7 +1,8 @@
 // JUNCTION-UPF: local addresses and GTP-U termination (docs/pipeline.md, step 1).
 //
 // Packet's way: IPv4 to one of the UPF's own addresses (local_addresses) is
-// uplink. A GTP-U G-PDU must name a known TEID (uplink_tunnels); what it
+// uplink. A GTP-U Echo Request is answered (Encap). A GTP-U G-PDU must name a
+// known TEID (uplink_tunnels); what it
 // carries is either Junction (3GPP leg) or a plain user packet. Junction
 // straight over UDP:2153 is the non-3GPP leg. Anything else addressed to the
 // UPF, and every non-IPv4 frame, goes to the controller. IPv4 to other
@@ -77,6 +78,8 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
                     md.done = true;
                 } else if (!md.is_local) {
                     md.path = PATH_DOWNLINK;
+                } else if (hdr.gtpu.isValid() && hdr.gtpu.msg_type == GTPU_ECHO_REQUEST) {
+                    md.path = PATH_GTPU_ECHO;  // answered whatever its TEID (Encap)
                 } else if (hdr.gtpu.isValid()) {
                     uplink_tunnels.apply();
                     if (!md.done) {

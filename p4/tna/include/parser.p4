@@ -143,7 +143,7 @@ control JunctionTnaIngressDeparser(packet_out packet,
         }
         // Only headers the pipeline wrote or whose TTL it decremented get a checksum; the
         // rest (a punted frame, headers inside a routed packet) go as they came.
-        if (hdr.ipv4.isValid() && md.lmd.path == PATH_DOWNLINK) {
+        if (hdr.ipv4.isValid() && (md.lmd.path == PATH_DOWNLINK || md.lmd.path == PATH_GTPU_ECHO)) {
             hdr.ipv4.hdr_checksum = ipv4_checksum.update({
                 hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
                 hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,

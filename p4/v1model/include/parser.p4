@@ -54,7 +54,7 @@ control JunctionComputeChecksum(inout headers_t hdr, inout local_metadata_t md) 
         }, hdr.tun_ipv4.hdr_checksum, HashAlgorithm.csum16);
         // Only headers the pipeline wrote or whose TTL it decremented get a checksum; the
         // rest (a punted frame, headers inside a routed packet) go as they came.
-        update_checksum(hdr.ipv4.isValid() && md.path == PATH_DOWNLINK, {
+        update_checksum(hdr.ipv4.isValid() && (md.path == PATH_DOWNLINK || md.path == PATH_GTPU_ECHO), {
             hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
             hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
             hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
@@ -90,6 +90,7 @@ control JunctionV1modelDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.tcp);
         packet.emit(hdr.gtpu);
         packet.emit(hdr.gtpu_options);
+        packet.emit(hdr.gtpu_recovery);
         packet.emit(hdr.gtpu_psc);
         packet.emit(hdr.inner_ipv4);
         packet.emit(hdr.inner_udp);

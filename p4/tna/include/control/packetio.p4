@@ -3,7 +3,8 @@
 // Packet's way: a frame from the CPU port carries packet_out and is sent
 // unchanged on packet_out.egress_port (PacketOut, first). A frame the pipeline
 // punts goes to the CPU port with packet_in naming the port it arrived on
-// (PacketIn, last).
+// (PacketIn, last), and so does a packet routed to the CPU port, as the routes
+// made it.
 
 #ifndef JUNCTION_TNA_PACKETIO_P4
 #define JUNCTION_TNA_PACKETIO_P4
@@ -23,7 +24,8 @@ control PacketIn(inout headers_t hdr, in local_metadata_t md,
                  in ingress_intrinsic_metadata_t ig_intr_md,
                  inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     apply {
-        if (md.punt && md.drop_reason == DROP_NONE) {
+        bool routed_to_cpu = !md.done && md.egress_port == TNA_CPU_PORT;
+        if ((md.punt || routed_to_cpu) && md.drop_reason == DROP_NONE) {
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = ig_intr_md.ingress_port;
             hdr.packet_in._pad = 0;

@@ -108,7 +108,9 @@ control Reorder(in headers_t hdr, inout tna_ingress_metadata_t md) {
                 md.queue_user_holding = is_holding.execute(md.lmd.user_idx);
             }
         } else if (!md.lmd.done && md.lmd.path == PATH_JUNCTION) {
-            if (md.lmd.junction_kind == JK_DATA && md.lmd.current_path) {
+            // A packet routed to the controller is not held: it leaves as a packet-in.
+            if (md.lmd.junction_kind == JK_DATA && md.lmd.current_path &&
+                    md.lmd.egress_port != TNA_CPU_PORT) {
                 md.reorder_decision = on_current_path.execute(md.lmd.user_idx);
                 if (md.reorder_decision == REORDER_START) {
                     md.reorder_deadline = md.lmd.now_us + md.lmd.reorder_timeout;

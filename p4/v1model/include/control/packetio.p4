@@ -4,7 +4,8 @@
 // unchanged on packet_out.egress_port, skipping the pipeline (PacketOut, first).
 // A frame the pipeline punts (non-IPv4, or addressed to the UPF but neither a
 // GTP-U G-PDU nor Junction) goes to the CPU port with packet_in naming the
-// port it arrived on (PacketIn, last).
+// port it arrived on (PacketIn, last), and so does a packet routed to the CPU
+// port, as the routes made it.
 
 #ifndef JUNCTION_V1MODEL_PACKETIO_P4
 #define JUNCTION_V1MODEL_PACKETIO_P4
@@ -23,7 +24,8 @@ control PacketOut(inout headers_t hdr, inout local_metadata_t md,
 control PacketIn(inout headers_t hdr, in local_metadata_t md,
                  inout standard_metadata_t standard_metadata) {
     apply {
-        if (md.punt && md.drop_reason == DROP_NONE) {
+        bool routed_to_cpu = !md.done && md.egress_port == V1MODEL_CPU_PORT;
+        if ((md.punt || routed_to_cpu) && md.drop_reason == DROP_NONE) {
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = standard_metadata.ingress_port;
             hdr.packet_in._pad = 0;

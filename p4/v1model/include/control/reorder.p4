@@ -51,7 +51,9 @@ control Reorder(inout local_metadata_t md) {
     register<bit<32>, user_idx_t>(MAX_USERS) reorder_tickets;
 
     apply {
-        bool data = md.junction_kind == JK_DATA && (md.current_path || md.reorder_held);
+        // A packet routed to the controller is not held: it leaves as a packet-in.
+        bool data = md.junction_kind == JK_DATA && (md.current_path || md.reorder_held) &&
+                    md.egress_port != V1MODEL_CPU_PORT;
         bool marker = md.junction_kind == JK_MARKER;
         if (!md.done && md.path == PATH_JUNCTION && (data || marker)) {
             reorder_state_t cur;
