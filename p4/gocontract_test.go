@@ -40,6 +40,7 @@ func TestGoContractMatchesTheP4Source(t *testing.T) {
 		"DROP_FILTERED": contract.DropFiltered, "DROP_TTL_EXPIRED": contract.DropTTLExpired, "DROP_BAD_JUNCTION": contract.DropBadJunction,
 		"DROP_NO_TUNNEL_PEER": contract.DropNoTunnelPeer, "DROP_NO_ENDPOINT": contract.DropNoEndpoint, "DROP_COPY_FAILED": contract.DropCopyFailed,
 		"DROP_REORDER_OVERFLOW": contract.DropReorderOverflow, "DROP_CONSUMED": contract.DropConsumed,
+		"DROP_WRONG_SOURCE": contract.DropWrongSource,
 	}
 	for name, r := range drops {
 		check(name, int64(r))

@@ -153,12 +153,13 @@ const (
 	DropCopyFailed      DropReason = 11 // software UPF only: no buffer for a redundant copy
 	DropReorderOverflow DropReason = 12 // counted, the packet is forwarded
 	DropConsumed        DropReason = 13 // probe ACKs, link notifications, EX-PATH markers end here
+	DropWrongSource     DropReason = 14 // Junction not from the session's address on its leg
 )
 
 // dropNames are the reasons' names without the DROP_ prefix, by index.
 var dropNames = [...]string{"NONE", "PARSER_ERROR", "UNKNOWN_TEID", "NO_SESSION", "NO_PATH", "NO_ROUTE",
 	"FILTERED", "TTL_EXPIRED", "BAD_JUNCTION", "NO_TUNNEL_PEER", "NO_ENDPOINT", "COPY_FAILED",
-	"REORDER_OVERFLOW", "CONSUMED"}
+	"REORDER_OVERFLOW", "CONSUMED", "WRONG_SOURCE"}
 
 // DropReasons is every defined reason, in index order.
 func DropReasons() []DropReason {

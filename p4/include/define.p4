@@ -129,6 +129,8 @@ const drop_reason_t DROP_COPY_FAILED      = 11;  // software UPF only: no buffer
                                                  // missing clone session or a failed replication)
 const drop_reason_t DROP_REORDER_OVERFLOW = 12;  // counted, not dropped
 const drop_reason_t DROP_CONSUMED         = 13;  // ends in the UPF by design
+const drop_reason_t DROP_WRONG_SOURCE     = 14;  // Junction from another address than the
+                                                 // session's on the leg it came on
 
 // reorder_state register bits (per user).
 const reorder_state_t REORDER_HOLDING        = 0x01;
@@ -151,8 +153,8 @@ const path_t PATH_GTPU_UPLINK = 2;  // plain GTP-U G-PDU to a local address
 const path_t PATH_JUNCTION    = 3;  // Junction to a local address (either leg)
 const path_t PATH_PUNT        = 4;  // to the controller as packet-in
 const path_t PATH_INTERNAL    = 5;  // TNA reorder timer / queue-free notices
-const path_t PATH_GTPU_ECHO   = 6;  // GTP-U Echo Request to a local address: answered
                                     // (p4c warns it unused in the v1model build: safe)
+const path_t PATH_GTPU_ECHO   = 6;  // GTP-U Echo Request to a local address: answered
 
 const junction_kind_t JK_NONE       = 0;
 const junction_kind_t JK_DATA       = 1;

@@ -10,8 +10,9 @@
 //   Ethernet / IPv4 / UDP:2153 / Junction / [IPv4 | body]             Junction, non-3GPP leg
 //
 // Something that claims to be one of these but is inconsistent (IPv4 options,
-// a GTP-U message other than a G-PDU, an extension other than one PDU Session
-// Container) sets md.malformed; truncation is the architecture's PacketTooShort.
+// a GTP-U message other than a G-PDU or an Echo Request with S set and E clear,
+// an extension other than one PDU Session Container) sets md.malformed;
+// truncation is the architecture's PacketTooShort.
 // Uplink turns both into PARSER_ERROR, except for a packet not addressed to the
 // UPF whose IPv4 and UDP headers are sound: that is downlink traffic whatever
 // its UDP payload looks like.

@@ -6,6 +6,7 @@ package dataplane
 //
 //	DATA with payload ─ length != user packet ──> drop BAD_JUNCTION
 //	                  ─ sessions(user src) miss ─> drop NO_SESSION
+//	                  ─ not from the session's address on its leg ─> drop WRONG_SOURCE (every message)
 //	                  └ filter, TTL, route ─ CURRENT_PATH ─> reorder (hold or send)
 //	                                        └ unmarked ────> out
 //	EX-PATH marker ── sessions(seq) ──> release held packets (reorder.go) ──> CONSUMED
@@ -28,16 +29,15 @@ func (c *proc) junction(pkt *Packet, arrival contract.Access) {
 	switch h.Type {
 	case wire.TypeData:
 		if h.IsExPathMarker() {
-			sess, ok := c.t.sessions.lookup(h.Seq)
+			sess, ok := c.session(pkt, h.Seq, arrival)
 			if !ok {
-				c.drop(pkt, contract.DropNoSession)
 				return
 			}
 			c.marker(sess.user, h.Marks.Epoch())
 			c.drop(pkt, contract.DropConsumed)
 			return
 		}
-		c.uplinkData(pkt, h)
+		c.uplinkData(pkt, h, arrival)
 	case wire.TypeProbe:
 		c.probe(pkt, arrival)
 	case wire.TypeProbeAck, wire.TypeLinkDown, wire.TypeLinkUp:
@@ -47,16 +47,36 @@ func (c *proc) junction(pkt *Packet, arrival contract.Access) {
 	}
 }
 
-func (c *proc) uplinkData(pkt *Packet, h wire.Header) {
+// session finds the session a Junction message names by its session address: sessions must hit
+// (else NO_SESSION), and the message must come from the session's address on the leg it arrived
+// on, the source of the IPv4 header that carried it: the outer one on non-3GPP, the one inside
+// GTP-U on 3GPP (else WRONG_SOURCE). On false the packet has been dropped.
+func (c *proc) session(pkt *Packet, addr uint32, arrival contract.Access) (session, bool) {
+	sess, ok := c.t.sessions.lookup(addr)
+	if !ok {
+		c.drop(pkt, contract.DropNoSession)
+		return session{}, false
+	}
+	src, leg := c.f.IPv4.Src, sess.ueNon3GP
+	if arrival == contract.Access3GPP {
+		src, leg = c.f.InnerIPv4.Src, sess.ue3GPP
+	}
+	if be32(src) != leg {
+		c.drop(pkt, contract.DropWrongSource)
+		return session{}, false
+	}
+	return sess, true
+}
+
+func (c *proc) uplinkData(pkt *Packet, h wire.Header, arrival contract.Access) {
 	f := &c.f
 	user := f.User
 	if int(user.TotalLen) != int(h.Length) {
 		c.drop(pkt, contract.DropBadJunction) // the Junction length must be the user packet's
 		return
 	}
-	sess, ok := c.t.sessions.lookup(be32(user.Src))
+	sess, ok := c.session(pkt, be32(user.Src), arrival)
 	if !ok {
-		c.drop(pkt, contract.DropNoSession)
 		return
 	}
 	off := pkt.off
@@ -73,9 +93,8 @@ func (c *proc) uplinkData(pkt *Packet, h wire.Header) {
 // probe answers PROBE with PROBE_REPLY on the leg it came on, built in place over the probe.
 func (c *proc) probe(pkt *Packet, arrival contract.Access) {
 	f := &c.f
-	sess, ok := c.t.sessions.lookup(be32(f.Control.Session))
+	sess, ok := c.session(pkt, be32(f.Control.Session), arrival)
 	if !ok {
-		c.drop(pkt, contract.DropNoSession)
 		return
 	}
 	dst := be32(f.IPv4.Src) // non-3GPP: back to the probe's source
@@ -109,9 +128,8 @@ func (c *proc) probe(pkt *Packet, arrival contract.Access) {
 // pathReport handles PROBE_ACK, LINK_DOWN and LINK_UP: path state and a digest.
 func (c *proc) pathReport(pkt *Packet, typ wire.Type, arrival contract.Access) {
 	body := c.f.Control
-	sess, ok := c.t.sessions.lookup(be32(body.Session))
+	sess, ok := c.session(pkt, be32(body.Session), arrival)
 	if !ok {
-		c.drop(pkt, contract.DropNoSession)
 		return
 	}
 	var access contract.Access

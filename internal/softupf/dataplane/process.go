@@ -157,7 +157,7 @@ func (c *proc) gtpuEcho(pkt *Packet) {
 	end := ipOff + int(f.IPv4.TotalLen)
 	ipOff -= recoveryIELen
 	copy(pkt.buf[ipOff:ieOff-recoveryIELen], pkt.buf[ipOff+recoveryIELen:ieOff])
-	pkt.buf[ieOff-2], pkt.buf[ieOff-1] = wire.GTPUIERecovery, 0
+	pkt.buf[ieOff-recoveryIELen], pkt.buf[ieOff-recoveryIELen+1] = wire.GTPUIERecovery, 0 // restart counter
 	ip := wire.TunnelIPv4(f.IPv4.Dst, f.IPv4.Src)
 	ip.TotalLen = f.IPv4.TotalLen + recoveryIELen
 	ip.Put(pkt.buf[ipOff:])

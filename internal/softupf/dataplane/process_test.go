@@ -545,13 +545,15 @@ func TestTunnelPortsThatAreNotTunnels(t *testing.T) {
 	})
 }
 
+// A session without a 3GPP leg has no address a 3GPP-leg message may come from: a probe there is
+// WRONG_SOURCE (docs/pipeline.md, step 3), before its reply could find no leg to go on.
 func TestProbeOnAMissingLeg(t *testing.T) {
 	h := topology(t)
 	h.write(p4v1.Update_MODIFY, h.entry("sessions", map[string]any{"session_addr": ip4(sessAddr)}, 0, "set_session", map[string]uint64{
 		"user_idx": user, "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": dlTEID,
 		"ue_addr_3gpp": 0, "ue_addr_non3gpp": ip4(ueWiFi)}))
 	probe := junction3GPP(wire.Header{Type: wire.TypeProbe}, wire.Control{Session: addr(sessAddr), Access: contract.Access3GPP})
-	expectDrop(t, h, contract.DropNoPath, h.process(portGNB, probe))
+	expectDrop(t, h, contract.DropWrongSource, h.process(portGNB, probe))
 }
 
 func TestSequenceSkipsZero(t *testing.T) {

@@ -8,8 +8,8 @@
 // 2, PROBE_REPLY sent to the UPF) is dropped as BAD_JUNCTION; DATA whose header is
 // sound but whose user packet is not (options, a total length below 20 or beyond
 // the Junction payload, TCP or UDP without room for its ports) is PARSER_ERROR,
-// the order the software UPF's parser
-// checks them in (header, its length, then the packet it carries). The
+// the order the software UPF's parser checks them in (header, its length, then
+// the packet it carries). The
 // session address that finds the user comes from the user packet's source
 // (DATA), the control body (probes, link messages) or the marker's seq field.
 

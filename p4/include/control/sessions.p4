@@ -6,7 +6,11 @@
 // A hit gives the user (index into the per-user path state), the UPF endpoint,
 // the gNB (index into tunnel_peers), the downlink TEID and the UE's address on
 // each leg (0: the leg is absent). A miss drops Junction traffic (NO_SESSION);
-// downlink falls through to downlink_tunnels and then plain routing.
+// downlink falls through to downlink_tunnels and then plain routing. Junction
+// traffic must come from the session's address on the leg it arrived on (the
+// source of the IPv4 header that carried it: the outer one on non-3GPP, the
+// one inside GTP-U on 3GPP), else WRONG_SOURCE: no other host steers, probes
+// or releases a session's uplink, and no probe reply goes to a third party.
 
 #ifndef JUNCTION_CONTROL_SESSIONS_P4
 #define JUNCTION_CONTROL_SESSIONS_P4
@@ -50,6 +54,15 @@ control Sessions(inout local_metadata_t md) {
             if (!md.session_hit && md.path == PATH_JUNCTION) {
                 md.drop_reason = DROP_NO_SESSION;
                 md.done = true;
+            } else if (md.path == PATH_JUNCTION) {
+                ipv4_addr_t leg_addr = md.ue_addr_non3gpp;
+                if (md.arrival_access == ACCESS_3GPP) {
+                    leg_addr = md.ue_addr_3gpp;
+                }
+                if (md.transport_src != leg_addr) {
+                    md.drop_reason = DROP_WRONG_SOURCE;
+                    md.done = true;
+                }
             }
         }
     }

@@ -2,10 +2,10 @@
 //
 // Packet's way: IPv4 to one of the UPF's own addresses (local_addresses) is
 // uplink. A GTP-U Echo Request is answered (Encap). A GTP-U G-PDU must name a
-// known TEID (uplink_tunnels); what it
-// carries is either Junction (3GPP leg) or a plain user packet. Junction
-// straight over UDP:2153 is the non-3GPP leg. Anything else addressed to the
-// UPF, and every non-IPv4 frame, goes to the controller. IPv4 to other
+// known TEID (uplink_tunnels); what it carries is either Junction (3GPP leg)
+// or a plain user packet. Junction straight over UDP:2153 is the non-3GPP leg.
+// Anything else addressed to the UPF, and every non-IPv4 frame, goes to the
+// controller. IPv4 to other
 // addresses is downlink. A frame the parser found malformed or truncated is
 // dropped as PARSER_ERROR, unless it is downlink with sound IPv4 and UDP
 // headers: what a data-network packet carries over UDP is not the UPF's
@@ -85,6 +85,7 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
                     if (!md.done) {
                         if (hdr.junction.isValid()) {
                             md.path = PATH_JUNCTION;
+                            md.transport_src = hdr.inner_ipv4.src_addr;
                         } else if (hdr.inner_ipv4.isValid()) {
                             md.path = PATH_GTPU_UPLINK;
                         } else {
@@ -94,6 +95,7 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
                 } else if (hdr.junction.isValid()) {
                     md.arrival_access = ACCESS_NON3GPP;
                     md.path = PATH_JUNCTION;
+                    md.transport_src = hdr.ipv4.src_addr;
                 } else {
                     md.path = PATH_PUNT;
                 }
