@@ -7,6 +7,9 @@
 //
 //	softupf -i 1@veth0 -i 2@veth1 --grpc-addr 127.0.0.1:9559 --device-id 1 --cpu-port 255
 //
+// P4Runtime is plaintext unless --tls-cert and --tls-key are given (tls.go); --tls-client-ca
+// then also requires the controller's certificate.
+//
 // Interfaces facing it should have offloads off (see internal/softupf/ports).
 package main
 
@@ -74,6 +77,7 @@ type options struct {
 	cpuPort  uint
 	p4info   string
 	netns    string
+	tls      tlsFiles
 	logLevel slog.Level
 }
 
@@ -88,6 +92,9 @@ func parseFlags(args []string) (*options, error) {
 		"the pipeline itself is always pushed by the controller")
 	fs.StringVar(&o.netns, "ports-netns", "", "open the ports' interfaces in this network `namespace` (a name under /var/run/netns or a path) "+
 		"while gRPC listens in the process's own: how a testbed keeps the UPF's links in a namespace and its controller on loopback")
+	fs.StringVar(&o.tls.cert, "tls-cert", "", "PEM `file` of the P4Runtime server's certificate chain: TLS with --tls-key (default plaintext)")
+	fs.StringVar(&o.tls.key, "tls-key", "", "PEM `file` of the P4Runtime server's private key")
+	fs.StringVar(&o.tls.clientCA, "tls-client-ca", "", "PEM `file` of the CAs a controller's client certificate must chain to: mutual TLS")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -97,6 +104,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.cpuPort > ports.MaxPort {
 		return nil, fmt.Errorf("--cpu-port %d: ports are 0..%d", o.cpuPort, ports.MaxPort)
+	}
+	if err := o.tls.check(); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -139,14 +149,17 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		log.Info("p4info checked: this UPF can run it once a controller pushes it", "file", o.p4info)
 	}
 	srv := p4rt.New(dp, p4rt.Options{DeviceID: o.deviceID, Logger: log})
+	gs, err := newGRPCServer(o.tls, srv)
+	if err != nil {
+		set.Close()
+		return err
+	}
 	lis, err := net.Listen("tcp", o.grpcAddr)
 	if err != nil {
 		set.Close()
 		return fmt.Errorf("--grpc-addr: %w", err)
 	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage))
-	p4v1.RegisterP4RuntimeServer(gs, srv)
-	log.Info("software UPF started", "grpc", lis.Addr().String(), "device_id", o.deviceID,
+	log.Info("software UPF started", "grpc", lis.Addr().String(), "tls", tlsMode(o.tls), "device_id", o.deviceID,
 		"cpu_port", cpuPort, "ports", o.ports.String(), "buffers", pool.Size())
 
 	runCtx, cancel := context.WithCancel(ctx)
@@ -200,6 +213,27 @@ func openPorts(o *options, pool *dataplane.Pool, log *slog.Logger) (set *ports.S
 }
 
 // stopGRPC lets in-flight RPCs finish, then cuts the long-lived streams.
+// newGRPCServer is the P4Runtime server's gRPC server, with TLS when the files are given.
+func newGRPCServer(f tlsFiles, srv p4v1.P4RuntimeServer) (*grpc.Server, error) {
+	creds, err := f.serverOptions()
+	if err != nil {
+		return nil, err
+	}
+	gs := grpc.NewServer(append(creds, grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage))...)
+	p4v1.RegisterP4RuntimeServer(gs, srv)
+	return gs, nil
+}
+
+func tlsMode(f tlsFiles) string {
+	switch {
+	case f.clientCA != "":
+		return "mutual"
+	case f.enabled():
+		return "server"
+	}
+	return "off"
+}
+
 func stopGRPC(gs *grpc.Server) {
 	done := make(chan struct{})
 	go func() { gs.GracefulStop(); close(done) }()

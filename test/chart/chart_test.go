@@ -199,6 +199,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"softupf.ports[0].interface=a-name-longer-than-15", "interface"},
 		{"metrics.prometheusRule.tableUsageRatio=2", "tableUsageRatio"},
 		{"p4runtimeTLS.certManager.issuerRef.kind=Vault", "kind"},
+		{"softupf.tls.secretName=Not_A_Name", "secretName"},
 	} {
 		out, err := run(t, "template", "j", chart, "--kube-version", "1.33.0", "--set", tc.set)
 		if err == nil || !strings.Contains(out, tc.want) {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,4 +104,46 @@ func writeCA(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// With softupf.tls.secretName the software UPF serves P4Runtime over TLS from that Secret's
+// tls.crt and tls.key, mounted read-only, and with softupf.tls.mutual also asks for a client
+// certificate from its ca.crt; without it, no TLS flag and no Secret volume.
+func TestSoftUPFTLSFromASecret(t *testing.T) {
+	base := []string{"--set", "softupf.enabled=true", "--set", "softupf.ports[0].number=1", "--set", "softupf.ports[0].interface=n3"}
+	podOf := func(args ...string) (map[string]any, map[string]any) {
+		objs := render(t, append(base, args...)...)
+		pod, _, _ := unstructured.NestedMap(objs["Deployment/j-softupf"].Object, "spec", "template", "spec")
+		return pod, pod["containers"].([]any)[0].(map[string]any)
+	}
+	const dir = "/etc/junction/p4runtime-tls/"
+	pod, c := podOf("--set", "softupf.tls.secretName=upf-tls", "--set", "softupf.tls.mutual=true")
+	for _, arg := range []string{"--tls-cert=" + dir + "tls.crt", "--tls-key=" + dir + "tls.key", "--tls-client-ca=" + dir + "ca.crt"} {
+		if !contains(c["args"], arg) {
+			t.Errorf("mutual: args %v lack %s", c["args"], arg)
+		}
+	}
+	wantVol := map[string]any{"name": "p4runtime-tls", "secret": map[string]any{"secretName": "upf-tls"}}
+	if vols, _ := pod["volumes"].([]any); len(vols) != 1 || !reflect.DeepEqual(vols[0], wantVol) {
+		t.Errorf("volumes %v, want only %v", pod["volumes"], wantVol)
+	}
+	wantMount := map[string]any{"name": "p4runtime-tls", "mountPath": "/etc/junction/p4runtime-tls", "readOnly": true}
+	if mounts, _ := c["volumeMounts"].([]any); len(mounts) != 1 || !reflect.DeepEqual(mounts[0], wantMount) {
+		t.Errorf("volume mounts %v, want only %v", c["volumeMounts"], wantMount)
+	}
+
+	_, c = podOf("--set", "softupf.tls.secretName=upf-tls")
+	if !contains(c["args"], "--tls-cert="+dir+"tls.crt") || contains(c["args"], "--tls-client-ca="+dir+"ca.crt") {
+		t.Errorf("server TLS: args %v, want the certificate and no client CA", c["args"])
+	}
+
+	pod, c = podOf()
+	for _, a := range c["args"].([]any) {
+		if strings.HasPrefix(a.(string), "--tls") {
+			t.Errorf("no softupf.tls: arg %s", a)
+		}
+	}
+	if _, ok := pod["volumes"]; ok {
+		t.Errorf("no softupf.tls: volumes %v", pod["volumes"])
+	}
 }
