@@ -95,9 +95,6 @@ func configureTUN(nl *netlink.Handle, link netlink.Link, r routing) error {
 	if err := nl.AddrReplace(link, &netlink.Addr{IPNet: host}); err != nil {
 		return fmt.Errorf("address %s on %s: %w", r.session, link.Attrs().Name, err)
 	}
-	if err := removeRules(nl, r.session); err != nil {
-		return err
-	}
 	table := tableID(r.session)
 	routes := []*net.IPNet{{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}}
 	for _, p := range r.prefixes {
@@ -124,7 +121,10 @@ func configureTUN(nl *netlink.Handle, link netlink.Link, r routing) error {
 			return fmt.Errorf("rule %s: %w", rule, err)
 		}
 	}
-	return nil
+	// Only then do the rules no longer wanted go (a prefix a policy dropped): every reconcile
+	// applies this again, and deleting them all first left the session's packets without a
+	// route in between.
+	return removeRules(nl, r.session, rules[1:]...)
 }
 
 // protectRule keeps the legs' packets to the UPF in the main table. Sessions toward the same UPF
@@ -136,22 +136,40 @@ func protectRule(session, upf netip.Addr) *netlink.Rule {
 	return r
 }
 
-// removeRules deletes the rules that send traffic to the session's table. Protection rules are
-// shared by every session toward the same UPF and are removed by pruneRules.
-func removeRules(nl *netlink.Handle, session netip.Addr) error {
+// removeRules deletes the rules that send traffic to the session's table, but those like one of
+// keep (the same source and destination). Protection rules are shared by every session toward
+// the same UPF and are removed by pruneRules.
+func removeRules(nl *netlink.Handle, session netip.Addr, keep ...*netlink.Rule) error {
 	rules, err := nl.RuleList(unix.AF_INET)
 	if err != nil {
 		return fmt.Errorf("list rules: %w", err)
 	}
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[selector(k)] = true
+	}
 	table := tableID(session)
 	for i := range rules {
-		if rules[i].Table == table && rules[i].Priority == ruleSession {
+		if rules[i].Table == table && rules[i].Priority == ruleSession && !kept[selector(&rules[i])] {
 			if err := nl.RuleDel(&rules[i]); err != nil && !errors.Is(err, unix.ENOENT) {
 				return fmt.Errorf("delete rule %s: %w", rules[i], err)
 			}
 		}
 	}
 	return nil
+}
+
+// selector is what tells a session's rules apart: their source and destination prefixes.
+func selector(r *netlink.Rule) string {
+	prefix := func(n *net.IPNet) string {
+		if n == nil {
+			return "all"
+		}
+		a, _ := netip.AddrFromSlice(n.IP.To4())
+		ones, _ := n.Mask.Size()
+		return netip.PrefixFrom(a, ones).String()
+	}
+	return prefix(r.Src) + " " + prefix(r.Dst)
 }
 
 // pruneRules deletes every rule the agent owns that no live session needs: sessions deleted
