@@ -2,14 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,66 +17,24 @@ import (
 
 	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 	"github.com/junction-atsss/junction/internal/softupf/p4rt"
+	"github.com/junction-atsss/junction/internal/testenv"
 )
 
-// pkiFiles writes a CA, a server certificate for 127.0.0.1 and a client certificate, both
-// signed by the CA, as PEM files in dir.
+// pkiFiles are a testenv.PKI's CA and server certificate as files, and the CA of another PKI.
 type pkiFiles struct {
+	testenv.PKI
 	ca, serverCert, serverKey string
-	ca2                       string // a CA that signed nothing here
-	client                    tls.Certificate
-	pool                      *x509.CertPool
+	otherCA                   string // a CA that signed nothing here
 }
 
 func writePKI(t *testing.T, dir string) pkiFiles {
 	t.Helper()
-	newKey := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	ca := func(name string) (*x509.Certificate, *ecdsa.PrivateKey, string) {
-		k := newKey()
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, IsCA: true,
-			BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := x509.ParseCertificate(der)
-		return c, k, write(name+".crt", "CERTIFICATE", der)
-	}
-	caCert, caKey, caPath := ca("ca")
-	_, _, ca2Path := ca("other-ca")
-	leaf := func(serial int64, usage x509.ExtKeyUsage) ([]byte, *ecdsa.PrivateKey) {
-		k := newKey()
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "leaf"},
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			KeyUsage: x509.KeyUsageDigitalSignature, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return der, k
-	}
-	sDER, sKey := leaf(2, x509.ExtKeyUsageServerAuth)
-	sKeyDER, _ := x509.MarshalECPrivateKey(sKey)
-	cDER, cKey := leaf(3, x509.ExtKeyUsageClientAuth)
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	return pkiFiles{
-		ca: caPath, ca2: ca2Path, pool: pool,
-		serverCert: write("server.crt", "CERTIFICATE", sDER), serverKey: write("server.key", "EC PRIVATE KEY", sKeyDER),
-		client: tls.Certificate{Certificate: [][]byte{cDER}, PrivateKey: cKey},
+	p := testenv.NewPKI(t)
+	return pkiFiles{PKI: p,
+		ca:         testenv.WriteFile(t, dir, "ca.crt", p.CA),
+		serverCert: testenv.WriteFile(t, dir, "tls.crt", p.ServerCert),
+		serverKey:  testenv.WriteFile(t, dir, "tls.key", p.ServerKey),
+		otherCA:    testenv.WriteFile(t, dir, "other-ca.crt", testenv.NewPKI(t).CA),
 	}
 }
 
@@ -125,7 +76,7 @@ func capabilities(addr string, creds credentials.TransportCredentials) error {
 func TestP4RuntimeOverTLS(t *testing.T) {
 	pki := writePKI(t, t.TempDir())
 	client := func(cert ...tls.Certificate) credentials.TransportCredentials {
-		return credentials.NewTLS(&tls.Config{RootCAs: pki.pool, Certificates: cert, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
+		return credentials.NewTLS(&tls.Config{RootCAs: pki.Pool, Certificates: cert, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
 	}
 
 	server := serve(t, tlsFiles{cert: pki.serverCert, key: pki.serverKey})
@@ -137,14 +88,14 @@ func TestP4RuntimeOverTLS(t *testing.T) {
 	}
 
 	mutual := serve(t, tlsFiles{cert: pki.serverCert, key: pki.serverKey, clientCA: pki.ca})
-	if err := capabilities(mutual, client(pki.client)); err != nil {
+	if err := capabilities(mutual, client(pki.ClientPair(t))); err != nil {
 		t.Errorf("mutual TLS: a client certificate from the CA is refused: %v", err)
 	}
 	if err := capabilities(mutual, client()); err == nil {
 		t.Error("mutual TLS: a client without a certificate got an answer")
 	}
-	other := serve(t, tlsFiles{cert: pki.serverCert, key: pki.serverKey, clientCA: pki.ca2})
-	if err := capabilities(other, client(pki.client)); err == nil {
+	other := serve(t, tlsFiles{cert: pki.serverCert, key: pki.serverKey, clientCA: pki.otherCA})
+	if err := capabilities(other, client(pki.ClientPair(t))); err == nil {
 		t.Error("mutual TLS: a client certificate from another CA got an answer")
 	}
 }

@@ -2,13 +2,7 @@ package upfclient
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"net"
 	"strings"
 	"sync"
@@ -23,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -187,11 +182,8 @@ func TestSilentDeviceIsDetectedAndItsStaleStreamPreempted(t *testing.T) {
 }
 
 func TestMutualTLS(t *testing.T) {
-	caCert, caKey := newCA(t)
-	roots := x509.NewCertPool()
-	roots.AddCert(caCert)
-	serverCert := issue(t, caCert, caKey, "softupf", x509.ExtKeyUsageServerAuth)
-	clientCert := issue(t, caCert, caKey, "junction-operator", x509.ExtKeyUsageClientAuth)
+	pki := testenv.NewPKI(t)
+	roots, serverCert, clientCert := pki.Pool, pki.ServerPair(t), pki.ClientPair(t)
 	u := startUPF(t, "127.0.0.1:0", withServerOptions(grpc.Creds(credentials.NewTLS(&tls.Config{
 		Certificates: []tls.Certificate{serverCert}, ClientCAs: roots, ClientAuth: tls.RequireAndVerifyClientCert,
 		MinVersion: tls.VersionTLS13,
@@ -227,47 +219,6 @@ func TestMutualTLS(t *testing.T) {
 	if st := d.State(); !st.Primary || st.Generation != 1 {
 		t.Fatalf("the authorized controller was disturbed: %+v", st)
 	}
-}
-
-func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key
-}
-
-func issue(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string, usage x509.ExtKeyUsage) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // BenchmarkWriteSessions measures batched session writes into the software UPF: 10k INSERTs

@@ -1,22 +1,15 @@
 package chart
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/junction-atsss/junction/internal/testenv"
 )
 
 // The software UPF pod gets its P4 ports from the values, on Multus networks, the host's
@@ -85,25 +78,10 @@ func TestSoftUPFPod(t *testing.T) {
 	}
 }
 
-// writeCA writes a self-signed CA certificate (PEM) and returns its path: the ca.crt of a TLS
-// Secret made from files.
+// writeCA writes a CA certificate (PEM) and returns its path: the ca.crt of a TLS Secret made
+// from files.
 func writeCA(t *testing.T) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "switch CA"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testenv.WriteFile(t, t.TempDir(), "ca.crt", testenv.NewPKI(t).CA)
 }
 
 // With softupf.tls.secretName the software UPF serves P4Runtime over TLS from that Secret's
