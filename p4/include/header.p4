@@ -230,7 +230,6 @@ struct local_metadata_t {
     bit<16>         user_len;
 
     session_addr_t  session_addr;
-    ipv4_addr_t     transport_src;  // Junction: the source of the IPv4 header that carried it
     bool            session_hit;
     user_idx_t      user_idx;
     endpoint_idx_t  endpoint_idx;

@@ -95,7 +95,7 @@ control JunctionTnaIngress(inout headers_t hdr,
         uplink.apply(hdr, md.lmd);
         junction_check.apply(hdr, md.lmd);
         user_packet.apply(hdr, md.lmd);
-        sessions.apply(md.lmd);
+        sessions.apply(hdr, md.lmd);
         applications.apply(md.lmd);
         downlink_tunnels.apply(md.lmd);
         session_seq.apply(md.lmd);

@@ -91,7 +91,7 @@ control JunctionV1modelIngress(inout headers_t hdr,
         uplink.apply(hdr, md);
         junction_check.apply(hdr, md);
         user_packet.apply(hdr, md);
-        sessions.apply(md);
+        sessions.apply(hdr, md);
         applications.apply(md);
         downlink_tunnels.apply(md);
         session_seq.apply(md);

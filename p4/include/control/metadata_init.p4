@@ -32,7 +32,6 @@ control MetadataInit(inout local_metadata_t md, in time_us_t now_us) {
         md.user_dport = 0;
         md.user_len = 0;
         md.session_addr = 0;
-        md.transport_src = 0;
         md.session_hit = false;
         md.user_idx = 0;
         md.endpoint_idx = 0;

@@ -15,7 +15,7 @@
 #ifndef JUNCTION_CONTROL_SESSIONS_P4
 #define JUNCTION_CONTROL_SESSIONS_P4
 
-control Sessions(inout local_metadata_t md) {
+control Sessions(in headers_t hdr, inout local_metadata_t md) {
 
     @name(".set_session") @id(0x01000009)
     action set_session(user_idx_t user_idx, endpoint_idx_t endpoint_idx,
@@ -55,11 +55,19 @@ control Sessions(inout local_metadata_t md) {
                 md.drop_reason = DROP_NO_SESSION;
                 md.done = true;
             } else if (md.path == PATH_JUNCTION) {
+                // (The isValid()s are what the parser guarantees on this path; they tell p4c so.)
+                ipv4_addr_t src = 0;
                 ipv4_addr_t leg_addr = md.ue_addr_non3gpp;
+                if (hdr.ipv4.isValid()) {
+                    src = hdr.ipv4.src_addr;
+                }
                 if (md.arrival_access == ACCESS_3GPP) {
                     leg_addr = md.ue_addr_3gpp;
+                    if (hdr.inner_ipv4.isValid()) {
+                        src = hdr.inner_ipv4.src_addr;
+                    }
                 }
-                if (md.transport_src != leg_addr) {
+                if (src != leg_addr) {
                     md.drop_reason = DROP_WRONG_SOURCE;
                     md.done = true;
                 }

@@ -85,7 +85,6 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
                     if (!md.done) {
                         if (hdr.junction.isValid()) {
                             md.path = PATH_JUNCTION;
-                            md.transport_src = hdr.inner_ipv4.src_addr;
                         } else if (hdr.inner_ipv4.isValid()) {
                             md.path = PATH_GTPU_UPLINK;
                         } else {
@@ -95,7 +94,6 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
                 } else if (hdr.junction.isValid()) {
                     md.arrival_access = ACCESS_NON3GPP;
                     md.path = PATH_JUNCTION;
-                    md.transport_src = hdr.ipv4.src_addr;
                 } else {
                     md.path = PATH_PUNT;
                 }
