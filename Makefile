@@ -60,7 +60,7 @@ kind-down: ## Delete the kind cluster of kind-up.
 	hack/kind.sh down
 
 .PHONY: p4
-p4: ## Compile the P4 program with p4c (both profiles) and write p4c's P4Info to p4/p4info.txtpb.
+p4: ## Compile the P4 program (p4c: v1model; bf-p4c: Tofino 2) and write both P4Infos and docs/tofino.md's resource tables.
 	hack/p4-build.sh --write
 
 .PHONY: test

@@ -119,32 +119,46 @@ build_kubectl() {
   stamp kubectl "$KUBE_VERSION"
 }
 
-# p4tools: p4c (p4c-bm2-ss, p4test) and BMv2 (simple_switch_grpc) under bin/p4tools. No package
-# registry ships them; the build for these machines (Debian 12, x86-64; how it was made is in its
-# README) is a tarball in $P4TOOLS or ../shared/p4tools. Elsewhere, build p4c and BMv2 from the
-# p4lang sources at the commits its VERSIONS file names, and put p4c-bm2-ss and p4test on the PATH:
-# hack/p4-build.sh uses them from there.
+# p4tools: p4c (p4c-bm2-ss, p4test) and BMv2 (simple_switch_grpc) under bin/p4tools, and the Tofino
+# compiler (bf-p4c, p4c's open Tofino back end with the bfas assembler) under bin/bf-p4c. No
+# package registry ships them; the builds for these machines (Debian 12, x86-64; how they were
+# made is in their READMEs) are tarballs in $P4TOOLS or ../shared/p4tools, checked against its
+# SHA256SUMS. Elsewhere, build them from the sources at the commits their VERSIONS files name and
+# put p4c-bm2-ss, p4test and bf-p4c on the PATH: hack/p4-build.sh uses them from there.
 install_p4tools() {
-  local src=${P4TOOLS:-$root/../shared/p4tools} tarball sum
-  tarball="$src/p4tools-debian12-amd64.tar.xz"
+  unpack_p4_tarball p4tools p4c-bm2-ss p4test
+  unpack_p4_tarball bf-p4c bf-p4c
+}
+
+# unpack_p4_tarball NAME COMMAND...: bin/NAME from NAME-debian12-amd64.tar.xz, unless the
+# commands are on the PATH and there is no tarball; then the Debian packages it links against.
+unpack_p4_tarball() {
+  local name=$1 src=${P4TOOLS:-$root/../shared/p4tools} tarball sum c
+  shift
+  tarball="$src/$name-debian12-amd64.tar.xz"
   if [[ ! -f "$tarball" ]]; then
-    if command -v p4c-bm2-ss >/dev/null && command -v p4test >/dev/null; then return 0; fi
-    echo "no p4c: neither $tarball (set P4TOOLS to its folder) nor p4c-bm2-ss and p4test on the PATH" >&2
-    return 1
+    for c in "$@"; do
+      command -v "$c" >/dev/null || {
+        echo "no $c: neither $tarball (set P4TOOLS to its folder) nor $* on the PATH" >&2
+        return 1
+      }
+    done
+    return 0
   fi
-  sum=$(cut -d' ' -f1 "$src/SHA256SUMS" 2>/dev/null || sha256sum "$tarball" | cut -d' ' -f1)
-  if [[ "$(cat "$bin/.p4tools.version" 2>/dev/null)" != "$sum" || ! -x "$bin/p4tools/bin/p4c-bm2-ss" ]]; then
-    log "unpacking p4c and BMv2 from $tarball"
+  sum=$(awk -v f="$name-debian12-amd64.tar.xz" '$2 == f { print $1 }' "$src/SHA256SUMS" 2>/dev/null)
+  [[ -n "$sum" ]] || sum=$(sha256sum "$tarball" | cut -d' ' -f1)
+  if [[ "$(cat "$bin/.$name.version" 2>/dev/null)" != "$sum" || ! -x "$bin/$name/bin/$1" ]]; then
+    log "unpacking $name from $tarball"
     echo "$sum  $tarball" | sha256sum -c --quiet
-    rm -rf "$bin/p4tools"
+    rm -rf "${bin:?}/$name"
     tar -C "$bin" -xJf "$tarball"
-    echo "$sum" >"$bin/.p4tools.version"
+    echo "$sum" >"$bin/.$name.version"
   fi
   # The binaries link against Debian packages; install those missing (root, once).
   local pkgs=() p
   while read -r p; do
     [[ -n "$p" ]] && ! dpkg -s "$p" >/dev/null 2>&1 && pkgs+=("$p")
-  done < <(tr ' ' '\n' <"$bin/p4tools/debian-runtime-packages.txt")
+  done < <(tr ' ' '\n' <"$bin/$name/debian-runtime-packages.txt")
   [[ ${#pkgs[@]} -eq 0 ]] || apt_get "${pkgs[@]}"
 }
 

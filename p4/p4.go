@@ -1,9 +1,10 @@
 // Package p4 holds the JUNCTION-UPF P4 program (v1model and TNA builds, in this
-// directory's P4 sources) and the P4Info of its v1model build, which is the API
-// between the operator and every target: table, action, register, counter and
-// digest names. The software UPF and the operator load the P4Info from here so
-// that both always agree with the P4 source; `go test ./p4/...` checks that the
-// checked-in P4Info matches the source.
+// directory's P4 sources) and the P4Info of both builds, as p4c (v1model) and
+// bf-p4c (TNA, Tofino 2) write them: the API between the operator and every
+// target, table, action, register, counter and digest names. The software UPF
+// and the operator's tests load the v1model P4Info from here; a Tofino UPF's
+// pipeline ConfigMap carries the TNA one. hack/p4-build.sh (in `make test`)
+// fails when either is stale; `go test ./p4/...` checks that they agree.
 package p4
 
 import (
@@ -17,6 +18,9 @@ import (
 //go:embed p4info.txtpb
 var p4infoText []byte
 
+//go:embed tna/p4info.txtpb
+var tnaP4InfoText []byte
+
 // P4InfoText returns the P4Info in protobuf text format, as checked in
 // (p4info.txtpb). The slice is a copy; callers may keep or change it.
 func P4InfoText() []byte {
@@ -29,6 +33,15 @@ func P4Info() (*p4configv1.P4Info, error) {
 	info := &p4configv1.P4Info{}
 	if err := prototext.Unmarshal(p4infoText, info); err != nil {
 		return nil, fmt.Errorf("p4: parse embedded p4info.txtpb: %w", err)
+	}
+	return info, nil
+}
+
+// TNAP4Info parses the embedded P4Info of the TNA build (tna/p4info.txtpb, bf-p4c's).
+func TNAP4Info() (*p4configv1.P4Info, error) {
+	info := &p4configv1.P4Info{}
+	if err := prototext.Unmarshal(tnaP4InfoText, info); err != nil {
+		return nil, fmt.Errorf("p4: parse embedded tna/p4info.txtpb: %w", err)
 	}
 	return info, nil
 }

@@ -1,17 +1,19 @@
 package p4
 
-// A small parser for the declarations of a P4_16 program that P4Runtime sees:
-// typedefs, constants, headers and structs, controls with their actions,
-// tables and extern instances, digest() calls and the package instantiation.
-// It is written for this repository's style of P4 (one declaration per
-// statement, absolute @name annotations) and skips everything else: parser
-// states, action bodies, apply blocks (except for digest calls and table
-// applications). Errors name the file and line.
+// A small reader of the declarations of a P4_16 program that the contract tests
+// compare with docs/pipeline.md and the Go code: #defines, typedefs, constants,
+// headers and structs (with the widths of their fields). It is written for this
+// repository's style of P4 (one declaration per statement) and skips everything
+// else: parsers, controls, functions, the package. What P4Runtime sees is the
+// compilers' business: p4c's and bf-p4c's P4Info are checked in and compared
+// (p4info_test.go). Errors name the file and line.
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -230,80 +232,12 @@ type typeDecl struct {
 	pos      string
 }
 
-type param struct {
-	dir  string
-	typ  typeRef
-	name string
-	pos  string
-}
-
-type actionDecl struct {
-	local  string
-	anns   annotations
-	params []param
-	pos    string
-	ctl    *controlDecl
-}
-
-type keyDecl struct {
-	expr  []token
-	match string
-	anns  annotations
-	pos   string
-}
-
-type actionRefDecl struct {
-	local string
-	anns  annotations
-	pos   string
-}
-
-type tableDecl struct {
-	local         string
-	anns          annotations
-	keys          []keyDecl
-	actions       []actionRefDecl
-	defaultAction string
-	constDefault  bool
-	size          []token
-	pos           string
-	ctl           *controlDecl
-}
-
-type instanceDecl struct {
-	typ  typeRef
-	args [][]token
-	name string
-	anns annotations
-	pos  string
-}
-
-type digestCall struct {
-	typ string
-	pos string
-	ctl *controlDecl
-}
-
-type controlDecl struct {
-	name      string
-	params    []param
-	actions   []*actionDecl
-	tables    []*tableDecl
-	instances []*instanceDecl
-	applied   map[string]bool // tables applied in the apply block
-	digests   []digestCall
-	pos       string
-}
-
 type program struct {
 	path     string
 	defines  map[string]string
 	typedefs map[string]typeRef
 	consts   map[string][]token
 	types    map[string]*typeDecl
-	controls map[string]*controlDecl
-	order    []*controlDecl
-	roots    []string // controls and parsers named in the package instantiation
 }
 
 type parser struct {
@@ -320,7 +254,6 @@ func parseProgram(path string) (*program, error) {
 	prog := &program{
 		path: path, defines: pp.defines, typedefs: map[string]typeRef{},
 		consts: map[string][]token{}, types: map[string]*typeDecl{},
-		controls: map[string]*controlDecl{},
 	}
 	p := &parser{toks: pp.tokens, prog: prog}
 	if err := p.topLevel(); err != nil {
@@ -455,36 +388,118 @@ func (p *parser) typeRef() (typeRef, error) {
 	}
 }
 
-func (p *parser) params() ([]param, error) {
-	toks, err := p.balanced("(", ")")
-	if err != nil {
-		return nil, err
+var widthPrefixed = regexp.MustCompile(`^[0-9]+[ws](.+)$`)
+
+// eval evaluates a constant expression: numbers, #defines, consts, parentheses
+// and left-to-right + - * <<.
+func (prog *program) eval(toks []token) (int64, error) {
+	return prog.evalDepth(toks, 0)
+}
+
+func (prog *program) evalDepth(toks []token, depth int) (int64, error) {
+	if depth > 20 {
+		return 0, fmt.Errorf("constant expression nests too deep")
 	}
-	sub := &parser{toks: toks, prog: p.prog}
-	var out []param
-	for !sub.eof() {
-		if _, err := sub.annotations(); err != nil {
-			return nil, err
-		}
-		pr := param{pos: sub.peek().pos}
-		if d := sub.peek().text; d == "in" || d == "out" || d == "inout" {
-			pr.dir = d
-			sub.next()
-		}
-		if pr.typ, err = sub.typeRef(); err != nil {
-			return nil, err
-		}
-		name, err := sub.ident()
-		if err != nil {
-			return nil, err
-		}
-		pr.name = name.text
-		out = append(out, pr)
-		if !sub.eof() {
-			if err := sub.expect(","); err != nil {
-				return nil, err
+	if len(toks) == 0 {
+		return 0, fmt.Errorf("empty constant expression")
+	}
+	var operands []int64
+	var ops []string
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		var v int64
+		switch {
+		case t.text == "(":
+			j, depthP := i+1, 1
+			for ; j < len(toks) && depthP > 0; j++ {
+				switch toks[j].text {
+				case "(":
+					depthP++
+				case ")":
+					depthP--
+				}
 			}
+			inner, err := prog.evalDepth(toks[i+1:j-1], depth+1)
+			if err != nil {
+				return 0, err
+			}
+			v, i = inner, j-1
+		case t.kind == tNumber:
+			text := t.text
+			if m := widthPrefixed.FindStringSubmatch(text); m != nil {
+				text = m[1]
+			}
+			n, err := strconv.ParseInt(text, 0, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: bad number %q", t.pos, t.text)
+			}
+			v = n
+		case t.kind == tIdent:
+			if def, ok := prog.defines[t.text]; ok {
+				pp := &preprocessor{}
+				if err := pp.tokenize(def, "#define "+t.text, 1); err != nil {
+					return 0, err
+				}
+				n, err := prog.evalDepth(pp.tokens, depth+1)
+				if err != nil {
+					return 0, err
+				}
+				v = n
+			} else if c, ok := prog.consts[t.text]; ok {
+				n, err := prog.evalDepth(c, depth+1)
+				if err != nil {
+					return 0, err
+				}
+				v = n
+			} else {
+				return 0, fmt.Errorf("%s: %s is not a known constant", t.pos, t.text)
+			}
+		case t.text == "+" || t.text == "-" || t.text == "*":
+			ops = append(ops, t.text)
+			continue
+		case t.text == "<" && i+1 < len(toks) && toks[i+1].text == "<":
+			ops = append(ops, "<<")
+			i++
+			continue
+		default:
+			return 0, fmt.Errorf("%s: unsupported %q in a constant expression", t.pos, t.text)
+		}
+		operands = append(operands, v)
+	}
+	if len(operands) != len(ops)+1 {
+		return 0, fmt.Errorf("%s: malformed constant expression", toks[0].pos)
+	}
+	v := operands[0]
+	for k, op := range ops {
+		switch op {
+		case "+":
+			v += operands[k+1]
+		case "-":
+			v -= operands[k+1]
+		case "*":
+			v *= operands[k+1]
+		case "<<":
+			v <<= uint(operands[k+1])
 		}
 	}
-	return out, nil
+	return v, nil
+}
+
+// width is the bit width of a type, through typedefs.
+func (prog *program) width(t typeRef) (int, error) {
+	for depth := 0; depth < 20; depth++ {
+		switch t.name {
+		case "bit", "int":
+			w, err := prog.eval(t.width)
+			return int(w), err
+		case "bool":
+			return 1, nil
+		}
+		next, ok := prog.typedefs[t.name]
+		if !ok {
+			return 0, fmt.Errorf("type %s has no known width", t.name)
+		}
+		t = next
+	}
+	return 0, fmt.Errorf("typedef chain of %s is too long", t.name)
 }

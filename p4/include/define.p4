@@ -38,6 +38,7 @@ typedef bit<8>  drop_reason_t;
 typedef bit<8>  path_t;
 typedef bit<8>  junction_kind_t;
 typedef bit<8>  encap_kind_t;
+typedef bit<2>  ipv4_short_t;
 
 // ---------------------------------------------------------------------------
 // Protocol constants (specification values)
@@ -52,10 +53,10 @@ const bit<8>     DEFAULT_IPV4_TTL  = 64;
 const bit<16>    ETHERNET_HDR_BYTES = 14;
 const bit<16>    IPV4_HDR_BYTES    = 20;
 const bit<16>    UDP_HDR_BYTES     = 8;
-const bit<16>    L4_PORTS_BYTES    = 4;    // the ports a TCP or UDP header starts with
 const bit<16>    GTPU_HDR_BYTES    = 8;
 const bit<16>    GTPU_OPTIONS_BYTES = 4;   // sequence number, N-PDU number, next extension type
 const bit<16>    GTPU_PSC_BYTES    = 4;    // PDU Session Container
+const bit<16>    GTPU_TRANSPORT_BYTES = IPV4_HDR_BYTES + UDP_HDR_BYTES + GTPU_HDR_BYTES;
 
 const l4_port_t  GTPU_UDP_PORT     = 2152;
 const bit<3>     GTP_V1            = 1;
@@ -72,6 +73,7 @@ const bit<8>     GTPU_PSC_LEN       = 1;    // in 4-byte units
 const l4_port_t  JUNCTION_UDP_PORT = 2153;
 const bit<16>    JUNCTION_HDR_BYTES = 8;
 const bit<16>    JUNCTION_CTL_BYTES = 16;
+const bit<16>    JUNCTION_TRANSPORT_BYTES = IPV4_HDR_BYTES + UDP_HDR_BYTES + JUNCTION_HDR_BYTES;
 
 // Junction header: type (high nibble of byte 0).
 const bit<4> JUNCTION_DATA        = 0;
@@ -86,6 +88,7 @@ const bit<4> MARK_EX_PATH      = 0x1;
 const bit<4> MARK_CURRENT_PATH = 0x2;
 const bit<4> MARK_EPOCH        = 0x4;
 const bit<4> MARK_RESERVED     = 0x8;
+
 
 // ---------------------------------------------------------------------------
 // Encodings shared with the operator and the software UPF
@@ -146,8 +149,8 @@ const bit<32> REDUNDANT_CLONE_SESSION = 100;
 // ---------------------------------------------------------------------------
 // Internal encodings (local metadata only, never seen by the control plane)
 // ---------------------------------------------------------------------------
-// The way a packet takes through the pipeline.
-const path_t PATH_NONE        = 0;
+// The way a packet takes through the pipeline (0: none, a frame Uplink does not
+// classify: a packet-out, a TNA internal notice).
 const path_t PATH_DOWNLINK    = 1;  // IPv4 not addressed to the UPF
 const path_t PATH_GTPU_UPLINK = 2;  // plain GTP-U G-PDU to a local address
 const path_t PATH_JUNCTION    = 3;  // Junction to a local address (either leg)
@@ -156,7 +159,12 @@ const path_t PATH_INTERNAL    = 5;  // TNA reorder timer / queue-free notices
                                     // (p4c warns it unused in the v1model build: safe)
 const path_t PATH_GTPU_ECHO   = 6;  // GTP-U Echo Request to a local address: answered
 
-const junction_kind_t JK_NONE       = 0;
+// An IPv4 header's total length, as the parser classes it (ipv4_short_t).
+const ipv4_short_t IPV4_LONG_ENOUGH = 0;  // 24 or more
+const ipv4_short_t IPV4_NO_PORTS    = 1;  // 20..23: no room for TCP or UDP ports
+const ipv4_short_t IPV4_NO_HEADER   = 2;  // below 20: not even its own header
+
+// What a valid Junction message is (JunctionCheck; 0: not a valid one).
 const junction_kind_t JK_DATA       = 1;
 const junction_kind_t JK_MARKER     = 2;  // DATA with EX_PATH, no payload
 const junction_kind_t JK_PROBE      = 3;
@@ -164,8 +172,7 @@ const junction_kind_t JK_PROBE_ACK  = 4;
 const junction_kind_t JK_LINK_DOWN  = 5;
 const junction_kind_t JK_LINK_UP    = 6;
 
-// Headers added on the way out.
-const encap_kind_t ENCAP_NONE          = 0;
+// Headers added on the way out (0: none).
 const encap_kind_t ENCAP_JUNCTION      = 1;  // IPv4/UDP:2153/Junction (non-3GPP leg)
 const encap_kind_t ENCAP_JUNCTION_GTPU = 2;  // IPv4/UDP:2152/GTP-U/IPv4/UDP:2153/Junction (3GPP leg)
 const encap_kind_t ENCAP_GTPU          = 3;  // IPv4/UDP:2152/GTP-U (single-access PDU session)

@@ -123,10 +123,10 @@ header junction_ctl_t {
 header internal_t {
     bit<8>     kind;
     access_t   access;
-    bit<7>     _pad0;
-    port_num_t port;
-    bit<1>     epoch;
+    port_num_t port;       // port and qid side by side: the AFC message's middle 16 bits
     bit<7>     qid;
+    bit<1>     epoch;
+    bit<7>     _pad0;
     user_idx_t user_idx;
     bit<32>    value;      // seq (redundant copy) or deadline in now_us (timer)
 }
@@ -176,10 +176,52 @@ struct probe_report_t {
 // ---------------------------------------------------------------------------
 // Local metadata
 // ---------------------------------------------------------------------------
+
+// What each check found: one flag per drop reason, named for the check, which
+// DropReasons turns into the reason of the first one set, in the order of
+// docs/pipeline.md (its table, top to bottom). Every check runs whether or not
+// one before it failed, so that no check waits for the others: in a row they
+// would take more stages than a Tofino has. What must not happen to a packet an
+// earlier check dropped (a register written, a digest, a copy) tests the flags
+// of the checks before it.
+struct check_flags_t {
+    bool parser_error;     // Uplink: outer headers unsound, or malformed to a local address
+    bool unknown_teid;     // Uplink: a G-PDU to a local address with a TEID not in uplink_tunnels
+    bool bad_user_packet;  // JunctionCheck: DATA whose user packet is malformed (PARSER_ERROR)
+    bool bad_junction;     // JunctionCheck
+    bool no_session;       // Sessions: Junction traffic without its session
+    bool wrong_source;     // Sessions
+    bool report;           // Probes: PROBE_ACK, LINK_DOWN, LINK_UP: consumed
+    bool no_path;          // Steering, or a PROBE on a leg the session lacks (Tunnels)
+    bool no_endpoint;      // Tunnels
+    bool no_tunnel_peer;   // Tunnels
+    bool filtered;         // Filter
+    bool ttl_expired;      // Filter
+    bool no_route;         // Routing
+}
+
 struct local_metadata_t {
     // Set by the parser.
     bool            malformed;      // parsed, but not what it claims to be
     bool            malformed_user; // the user packet inside Junction DATA is (JunctionCheck)
+    // Each IPv4 header's total length against 20 and 24 (IPV4_*): the parser
+    // tests it for free, where a gateway's range test would split the length, and
+    // every field computed from it, across PHV containers.
+    ipv4_short_t    ipv4_short;
+    ipv4_short_t    inner_ipv4_short;
+    ipv4_short_t    user_ipv4_short;
+    bool            udp_no_header;  // outer UDP length below 8
+    bool            gtpu_below_8;   // GTP-U length 4..7: no room for an extension
+    // Copies of lengths, for the checks that compare lengths across headers: each
+    // check has its own, so that the fields computed with one another (which a
+    // switch must place alike) stay few enough to fit one PHV container group.
+    bit<16>         gtpu_udp_len;       // outer UDP length, for GTP-U's (Lengths)
+    bit<16>         junction_udp_len;   // the UDP length around Junction (JunctionCheck)
+    bit<16>         junction_len;       // the Junction header's length (JunctionCheck)
+    bit<16>         user_total_len;     // the user packet's inside Junction (JunctionCheck)
+    session_addr_t  marker_session;     // the Junction header's seq: an EX-PATH marker's
+                                        // session (UserPacket); seq is also the reorder
+                                        // timeout, which the deadline is computed from
     // Set by Lengths.
     bool            unsound;        // outer IPv4 or UDP lengths disagree with the frame
     // Carried across a v1model recirculation (field lists 1 and 2); the TNA
@@ -202,14 +244,20 @@ struct local_metadata_t {
     seq_t           forced_seq;
     bool            skip_ttl;       // TNA second copy: TTL already decremented
 
-    // Everything below is reset at the start of each pass (MetadataInit).
+    // Everything below starts each pass at 0 / false (BMv2 zeroes metadata; the TNA
+    // build has the compiler do it, @pa_auto_init_metadata), now_us aside.
     time_us_t       now_us;
     path_t          path;
-    bool            done;           // fate decided: later stages leave the packet alone
-    bool            punt;
-    bool            consume;
-    drop_reason_t   drop_reason;
+    // Not a frame the pipeline processes (a packet-out; TNA: a reorder timer or
+    // queue-free notice), set by the parser; v1model also sets it for a packet held
+    // for reorder, which goes round the loop unchanged.
+    bool            done;
+    bool            punt;           // to the controller as packet-in (Uplink)
+    bool            consume;        // an EX-PATH marker ends here (Reorder)
+    check_flags_t   checks;
+    drop_reason_t   drop_reason;    // DropReasons, from checks; CONSUMED added by Verdict
     drop_reason_t   count_reason;   // counted but forwarded
+    bool            teid_known;     // uplink_tunnels hit
 
     bool            is_local;
     access_t        arrival_access;
@@ -227,7 +275,6 @@ struct local_metadata_t {
     dscp_t          user_dscp;
     l4_port_t       user_sport;
     l4_port_t       user_dport;
-    bit<16>         user_len;
 
     session_addr_t  session_addr;
     bool            session_hit;
@@ -247,15 +294,18 @@ struct local_metadata_t {
     bool            has_override;
     seq_index_t     seq_index;
     seq_t           seq;
+    ratio_t         seq_mod_128;    // seq % 128, load balance's position (SessionSeq)
     rtt_us_t        rtt_3gpp;
     rtt_us_t        rtt_non3gpp;
     loss_pct_t      loss_3gpp;
     loss_pct_t      loss_non3gpp;
-    ratio_t         autonomous_share; // autonomous_share[user], 0 read as EVEN
+    bit<1>          auto_3gpp;      // autonomous load balance: seq % 128 < the user's share (PathState)
     access_t        access;         // the access this copy leaves on
     bool            redundant;      // send a second copy on the other access
 
     bool            downlink_tunnel_hit;
+    bool            endpoint_hit;   // tunnel_endpoints hit
+    bool            peer_hit;       // tunnel_peers hit
     encap_kind_t    encap_kind;
     ipv4_addr_t     n3_addr;
     ipv4_addr_t     junction_addr;
@@ -263,14 +313,22 @@ struct local_metadata_t {
     ipv4_addr_t     junction_dst;   // the UE's address on the chosen leg
     bool            reply;          // answer a PROBE with PROBE_REPLY
 
+    // Which parsed IPv4 headers leave with a fresh checksum (Encap): the ones the
+    // pipeline rewrote or whose TTL it decremented. Flags, not a test of path: a
+    // Tofino deparser conditions a checksum on a header's validity or a bool only.
+    bool            csum_ipv4;
+    bool            csum_inner_ipv4;
+    bool            csum_user_ipv4;
+
     ipv4_addr_t     route_dst;
     port_num_t      egress_port;
-    mac_addr_t      src_mac;
-    mac_addr_t      dst_mac;
 
     report_kind_t   report_kind;
     access_t        report_access;
     rtt_us_t        report_rtt;
+    rtt_us_t        state_rtt;      // the same, for the path-state registers: bf-p4c 9.13.4
+                                    // cannot place a field the digest and a stateful ALU
+                                    // both read ("cannot find allocation")
     loss_pct_t      report_loss;
     suspended_t     report_suspended;
 }

@@ -37,10 +37,24 @@ parser JunctionParser(packet_in packet,
     // --- outermost IPv4: a downlink user packet or a tunnel toward the UPF ---
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
-        transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
-            (IPV4_VERSION, IPV4_MIN_IHL): parse_ipv4_l4;
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.total_len) {
+            (IPV4_VERSION, IPV4_MIN_IHL, 0 &&& 0xfff0): ipv4_no_header;   // 0..15
+            (IPV4_VERSION, IPV4_MIN_IHL, 16 &&& 0xfffc): ipv4_no_header;  // 16..19
+            (IPV4_VERSION, IPV4_MIN_IHL, 20 &&& 0xfffc): ipv4_no_ports;   // 20..23
+            (IPV4_VERSION, IPV4_MIN_IHL, _): parse_ipv4_l4;
             default: malformed;
         }
+    }
+
+    // Too short to be what it claims: Lengths judges it.
+    state ipv4_no_header {
+        md.ipv4_short = IPV4_NO_HEADER;
+        transition parse_ipv4_l4;
+    }
+
+    state ipv4_no_ports {
+        md.ipv4_short = IPV4_NO_PORTS;
+        transition parse_ipv4_l4;
     }
 
     state parse_ipv4_l4 {
@@ -57,13 +71,27 @@ parser JunctionParser(packet_in packet,
         transition accept;
     }
 
+    // UDP's length against 8 (its own header) and 16 (a GTP-U or Junction header
+    // after it), tested here for free as the IPv4 lengths are: too short for its own
+    // header is unsound outer headers, too short for the tunnel header a malformed
+    // tunnel, whose bytes are not parsed.
     state parse_udp {
         packet.extract(hdr.udp);
-        transition select(hdr.udp.dst_port) {
-            GTPU_UDP_PORT: check_gtpu;
-            JUNCTION_UDP_PORT: parse_junction;
+        md.gtpu_udp_len = hdr.udp.len;
+        md.junction_udp_len = hdr.udp.len;
+        transition select(hdr.udp.dst_port, hdr.udp.len) {
+            (_, 0 &&& 0xfff8): udp_no_header;                   // 0..7
+            (GTPU_UDP_PORT, 8 &&& 0xfff8): malformed;           // 8..15
+            (JUNCTION_UDP_PORT, 8 &&& 0xfff8): malformed;
+            (GTPU_UDP_PORT, _): check_gtpu;
+            (JUNCTION_UDP_PORT, _): parse_junction;
             default: accept;
         }
+    }
+
+    state udp_no_header {
+        md.udp_no_header = true;
+        transition accept;
     }
 
     // --- GTP-U: a G-PDU, or an Echo Request (S set, E clear, TS 29.281 §7.2.1),
@@ -77,19 +105,33 @@ parser JunctionParser(packet_in packet,
         }
     }
 
-    // Its IEs (a Private Extension at most) stay unparsed payload.
+    // Its IEs (a Private Extension at most) stay unparsed payload. A length that
+    // cannot hold the optional fields is malformed.
     state parse_gtpu_echo {
         packet.extract(hdr.gtpu);
         packet.extract(hdr.gtpu_options);
-        transition accept;
+        transition select(hdr.gtpu.msg_len) {
+            0 &&& 0xfffc: malformed;  // 0..3
+            default: accept;
+        }
     }
 
+    // The message length against the optional fields (4 bytes, present when any of E,
+    // S, PN is set) and an extension (4 more; Lengths judges it once the extension is
+    // known: gtpu_below_8).
     state parse_gtpu {
         packet.extract(hdr.gtpu);
-        transition select(hdr.gtpu.ex_flag, hdr.gtpu.seq_flag, hdr.gtpu.npdu_flag) {
-            (0, 0, 0): parse_inner_ipv4;
+        transition select(hdr.gtpu.ex_flag, hdr.gtpu.seq_flag, hdr.gtpu.npdu_flag, hdr.gtpu.msg_len) {
+            (0, 0, 0, _): parse_inner_ipv4;
+            (_, _, _, 0 &&& 0xfffc): malformed;        // 0..3
+            (_, _, _, 4 &&& 0xfffc): gtpu_below_8;     // 4..7
             default: parse_gtpu_options;
         }
+    }
+
+    state gtpu_below_8 {
+        md.gtpu_below_8 = true;
+        transition parse_gtpu_options;
     }
 
     // With E set, the next extension is none or the PDU Session Container;
@@ -116,10 +158,23 @@ parser JunctionParser(packet_in packet,
     // --- IPv4 inside GTP-U: the user packet, or the Junction transport ---
     state parse_inner_ipv4 {
         packet.extract(hdr.inner_ipv4);
-        transition select(hdr.inner_ipv4.version, hdr.inner_ipv4.ihl) {
-            (IPV4_VERSION, IPV4_MIN_IHL): parse_inner_l4;
+        transition select(hdr.inner_ipv4.version, hdr.inner_ipv4.ihl, hdr.inner_ipv4.total_len) {
+            (IPV4_VERSION, IPV4_MIN_IHL, 0 &&& 0xfff0): inner_ipv4_no_header;
+            (IPV4_VERSION, IPV4_MIN_IHL, 16 &&& 0xfffc): inner_ipv4_no_header;
+            (IPV4_VERSION, IPV4_MIN_IHL, 20 &&& 0xfffc): inner_ipv4_no_ports;
+            (IPV4_VERSION, IPV4_MIN_IHL, _): parse_inner_l4;
             default: malformed;
         }
+    }
+
+    state inner_ipv4_no_header {
+        md.inner_ipv4_short = IPV4_NO_HEADER;
+        transition parse_inner_l4;
+    }
+
+    state inner_ipv4_no_ports {
+        md.inner_ipv4_short = IPV4_NO_PORTS;
+        transition parse_inner_l4;
     }
 
     state parse_inner_l4 {
@@ -135,10 +190,15 @@ parser JunctionParser(packet_in packet,
         transition accept;
     }
 
+    // Too short for its own header (below 8), or for the Junction header after it
+    // (below 16): malformed.
     state parse_inner_udp {
         packet.extract(hdr.inner_udp);
-        transition select(hdr.inner_udp.dst_port) {
-            JUNCTION_UDP_PORT: parse_junction;
+        md.junction_udp_len = hdr.inner_udp.len;
+        transition select(hdr.inner_udp.dst_port, hdr.inner_udp.len) {
+            (_, 0 &&& 0xfff8): malformed;
+            (JUNCTION_UDP_PORT, 8 &&& 0xfff8): malformed;
+            (JUNCTION_UDP_PORT, _): parse_junction;
             default: accept;
         }
     }
@@ -152,6 +212,8 @@ parser JunctionParser(packet_in packet,
     // what the length says, and be a parser error.)
     state parse_junction {
         packet.extract(hdr.junction);
+        md.junction_len = hdr.junction.len;
+        md.marker_session = hdr.junction.seq;
         transition select(hdr.junction.msg_type, hdr.junction.marks, hdr.junction.proto,
                           hdr.junction.len) {
             (JUNCTION_DATA, _, _, 0 &&& 0xfff0): accept;   // 0..15
@@ -175,12 +237,30 @@ parser JunctionParser(packet_in packet,
 
     // A user packet with options or another version is malformed_user: JunctionCheck
     // weighs it against the Junction header around it (a bad header is BAD_JUNCTION first).
+    // Ports only within the user packet's total length: one too short to hold them
+    // (below 24) has none to parse, and JunctionCheck's PARSER_ERROR judges it after the
+    // Junction header around it. (Length here, fragment and protocol in the next state:
+    // a Tofino parser state matches on 32 bits at most.)
     state parse_user_ipv4 {
         packet.extract(hdr.user_ipv4);
-        transition select(hdr.user_ipv4.version, hdr.user_ipv4.ihl) {
-            (IPV4_VERSION, IPV4_MIN_IHL): parse_user_l4;
+        md.user_total_len = hdr.user_ipv4.total_len;
+        transition select(hdr.user_ipv4.version, hdr.user_ipv4.ihl, hdr.user_ipv4.total_len) {
+            (IPV4_VERSION, IPV4_MIN_IHL, 0 &&& 0xfff0): user_ipv4_no_header;
+            (IPV4_VERSION, IPV4_MIN_IHL, 16 &&& 0xfffc): user_ipv4_no_header;
+            (IPV4_VERSION, IPV4_MIN_IHL, 20 &&& 0xfffc): user_ipv4_no_ports;
+            (IPV4_VERSION, IPV4_MIN_IHL, _): parse_user_l4;
             default: malformed_user;
         }
+    }
+
+    state user_ipv4_no_header {
+        md.user_ipv4_short = IPV4_NO_HEADER;
+        transition accept;
+    }
+
+    state user_ipv4_no_ports {
+        md.user_ipv4_short = IPV4_NO_PORTS;
+        transition accept;
     }
 
     state malformed_user {
@@ -188,16 +268,10 @@ parser JunctionParser(packet_in packet,
         transition accept;
     }
 
-    // Ports only within the user packet's total length: one too short to hold them is
-    // JunctionCheck's PARSER_ERROR, judged after the Junction header around it.
     state parse_user_l4 {
-        transition select(hdr.user_ipv4.frag_offset, hdr.user_ipv4.protocol, hdr.user_ipv4.total_len) {
-            (0, PROTO_UDP, 0 &&& 0xfff0): accept;   // 0..15
-            (0, PROTO_UDP, 16 &&& 0xfff8): accept;  // 16..23
-            (0, PROTO_TCP, 0 &&& 0xfff0): accept;
-            (0, PROTO_TCP, 16 &&& 0xfff8): accept;
-            (0, PROTO_UDP, _): parse_user_ports;
-            (0, PROTO_TCP, _): parse_user_ports;
+        transition select(hdr.user_ipv4.frag_offset, hdr.user_ipv4.protocol) {
+            (0, PROTO_UDP): parse_user_ports;
+            (0, PROTO_TCP): parse_user_ports;
             default: accept;
         }
     }

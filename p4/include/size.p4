@@ -8,20 +8,44 @@
 #define JUNCTION_SIZE_P4
 
 // Tables and per-user state.
-#define MAX_USERS             262144
-#define MAX_SESSIONS          524288
+#ifndef MAX_USERS
+#define MAX_USERS 262144
+#endif
+#ifndef MAX_SESSIONS
+#define MAX_SESSIONS 524288
+#endif
+#ifndef MAX_SESSION_OVERRIDES
 #define MAX_SESSION_OVERRIDES 16384
-#define MAX_APPLICATIONS      1024
-#define MAX_UPLINK_TUNNELS    524288
-#define MAX_DOWNLINK_TUNNELS  65536
-#define MAX_TUNNEL_PEERS      4096
-#define MAX_TUNNEL_ENDPOINTS  16
-#define MAX_LOCAL_ADDRESSES   64
-#define MAX_FILTERS           1024
-#define MAX_ROUTES            4096
+#endif
+#ifndef MAX_APPLICATIONS
+#define MAX_APPLICATIONS 1024
+#endif
+#ifndef MAX_UPLINK_TUNNELS
+#define MAX_UPLINK_TUNNELS 524288
+#endif
+#ifndef MAX_DOWNLINK_TUNNELS
+#define MAX_DOWNLINK_TUNNELS 65536
+#endif
+#ifndef MAX_TUNNEL_PEERS
+#define MAX_TUNNEL_PEERS 4096
+#endif
+#ifndef MAX_TUNNEL_ENDPOINTS
+#define MAX_TUNNEL_ENDPOINTS 16
+#endif
+#ifndef MAX_LOCAL_ADDRESSES
+#define MAX_LOCAL_ADDRESSES 64
+#endif
+#ifndef MAX_FILTERS
+#define MAX_FILTERS 1024
+#endif
+#ifndef MAX_ROUTES
+#define MAX_ROUTES 4096
+#endif
 
 // The drops counter has one cell per drop reason (define.p4), with room to grow.
-#define DROP_REASON_COUNT     32
+#ifndef DROP_REASON_COUNT
+#define DROP_REASON_COUNT 32
+#endif
 
 // The longest reorder timeout a CURRENT_PATH packet may ask for (its seq), in
 // microseconds, on every target: a larger one is cut to it, so no UE holds a
@@ -29,15 +53,23 @@
 // time in the recirculation loop by it, forwarding it anyway (REORDER_OVERFLOW)
 // whatever the deadline says: a time, not a pass count, since a pass takes tens
 // of microseconds on BMv2 and far less on a hardware v1model target.
-#define REORDER_MAX_HOLD_US   2000000
+#ifndef REORDER_MAX_HOLD_US
+#define REORDER_MAX_HOLD_US 2000000
+#endif
 // v1model: how many rounds of the loop a released packet waits for the tickets
 // before its own; a ticket still missing then is forgiven (its packet is gone).
-#define REORDER_DRAIN_PASSES  4
+#ifndef REORDER_DRAIN_PASSES
+#define REORDER_DRAIN_PASSES 4
+#endif
 
 // TNA: reorder queues on the upstream port, in two hash ways (the paper's
 // two-way associative queue tracking). Way A owns queues 64..127, way B
 // owns 32..63; queues 0..31 stay for ordinary traffic.
-#define REORDER_QUEUES_A      64
-#define REORDER_QUEUES_B      32
+#ifndef REORDER_QUEUES_A
+#define REORDER_QUEUES_A 64
+#endif
+#ifndef REORDER_QUEUES_B
+#define REORDER_QUEUES_B 32
+#endif
 
 #endif  // JUNCTION_SIZE_P4

@@ -24,7 +24,6 @@
 #include "include/define.p4"
 #include "include/parser.p4"
 
-#include "../include/control/metadata_init.p4"
 #include "../include/control/lengths.p4"
 #include "../include/control/uplink.p4"
 #include "../include/control/junction.p4"
@@ -37,6 +36,7 @@
 #include "../include/control/tunnels.p4"
 #include "../include/control/filter.p4"
 #include "../include/control/routing.p4"
+#include "../include/control/drop_reasons.p4"
 #include "../include/control/encap.p4"
 #include "include/control/packetio.p4"
 #include "include/control/session_seq.p4"
@@ -47,7 +47,6 @@
 control JunctionV1modelIngress(inout headers_t hdr,
                                inout local_metadata_t md,
                                inout standard_metadata_t standard_metadata) {
-    MetadataInit() metadata_init;
     PacketOut() from_controller;  // not packet_out: that is the core.p4 extern
     Lengths() lengths;
     Uplink() uplink;
@@ -64,6 +63,8 @@ control JunctionV1modelIngress(inout headers_t hdr,
     Tunnels() tunnels;
     Filter() filter;
     Routing() routing;
+    DropReasons() drop_reasons;
+    Rewrite() rewrite;
     Encap() encap;
     PacketIn() to_controller;  // not packet_in: that is the core.p4 extern
     Verdict() verdict;
@@ -75,7 +76,7 @@ control JunctionV1modelIngress(inout headers_t hdr,
         if (md.reorder_held) {
             now_us = md.reorder_now;
         }
-        metadata_init.apply(md, now_us);
+        md.now_us = now_us;  // BMv2 starts every pass with the rest at zero
         if (standard_metadata.parser_error != error.NoError) {
             md.malformed = true;  // Uplink decides whether that is a PARSER_ERROR
         }
@@ -102,9 +103,11 @@ control JunctionV1modelIngress(inout headers_t hdr,
         // software UPF's order, docs/pipeline.md "Uplink reorder contract").
         tunnels.apply(hdr, md);
         filter.apply(hdr, md);
-        routing.apply(md);
+        routing.apply(hdr, md);
+        drop_reasons.apply(md);
         reorder.apply(md);
-        encap.apply(hdr, md);
+        rewrite.apply(hdr, md);
+        encap.apply(hdr, md, hdr.ipv4.total_len);
         to_controller.apply(hdr, md, standard_metadata);
         verdict.apply(md, standard_metadata);
     }

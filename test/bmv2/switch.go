@@ -5,6 +5,7 @@ package bmv2
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -31,6 +32,19 @@ func Compile(root, dir string) (jsonPath, p4infoPath string, err error) {
 		"-o", jsonPath, "--p4runtime-files", p4infoPath, filepath.Join(root, "p4/v1model/junction_upf.p4"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", "", fmt.Errorf("p4c-bm2-ss: %v\n%s", err, out)
+	}
+	// Without p4c's indentation, as hack/p4-build.sh writes it: a pipeline ConfigMap holds
+	// 1 MiB, which the indented JSON exceeds.
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return "", "", err
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, data); err != nil {
+		return "", "", fmt.Errorf("p4c-bm2-ss wrote %s: %v", jsonPath, err)
+	}
+	if err := os.WriteFile(jsonPath, compact.Bytes(), 0o644); err != nil {
+		return "", "", err
 	}
 	return jsonPath, p4infoPath, nil
 }

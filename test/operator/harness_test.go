@@ -439,6 +439,13 @@ func pipelineConfigMap(t testing.TB, ns, name string, edit func(*p4configv1.P4In
 	if edit != nil {
 		edit(info)
 	}
+	return pipelineConfigMapOf(t, ns, name, info)
+}
+
+// pipelineConfigMapOf is a pipeline ConfigMap holding info, and the schema the tests resolve
+// names with.
+func pipelineConfigMapOf(t testing.TB, ns, name string, info *p4configv1.P4Info) (*corev1.ConfigMap, *upfclient.Schema) {
+	t.Helper()
 	text, err := prototext.MarshalOptions{Multiline: true}.Marshal(info)
 	if err != nil {
 		t.Fatal(err)

@@ -88,7 +88,9 @@ control Applications(inout local_metadata_t md) {
     }
 
     apply {
-        if (!md.done && md.path == PATH_DOWNLINK && md.session_hit) {
+        // Looked up for every frame, so as not to wait for the session's: only
+        // downlink with a session reads the result (Steering, SessionSeq).
+        if (!md.done) {
             applications.apply();
             session_overrides.apply();
         }

@@ -37,7 +37,7 @@ control DownlinkTunnels(inout local_metadata_t md) {
     }
 
     apply {
-        if (!md.done && md.path == PATH_DOWNLINK && !md.session_hit) {
+        if (md.path == PATH_DOWNLINK && !md.session_hit) {
             downlink_tunnels.apply();
         }
     }

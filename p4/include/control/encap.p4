@@ -1,31 +1,44 @@
-// JUNCTION-UPF: header rewrite, the last ingress step before the packet is
-// queued. Decides nothing; applies what the earlier controls decided.
+// JUNCTION-UPF: header rewrite, the last step before the packet is queued
+// (Rewrite) and the headers added in front of it (Encap). Decide nothing; apply
+// what the earlier controls decided.
 //
 // Packet's way:
 //   uplink (plain GTP-U)    strip IPv4/UDP/GTP-U           -> Ethernet/user IPv4
 //   uplink (Junction DATA)  strip [IPv4/UDP/GTP-U/]IPv4/UDP/Junction
 //   PROBE                   strip the transport, Junction becomes PROBE_REPLY with
-//                           upf_ts = now_us, then the Junction transport is added
-//   downlink                add Junction (DATA, proto 4, seq) and its transport
-//   downlink_tunnels        add IPv4/UDP:2152/GTP-U
+//                           upf_ts = now_us; Encap adds the Junction transport
+//   downlink                Encap adds Junction (DATA, proto 4, seq) and its transport
+//   downlink_tunnels        Encap adds IPv4/UDP:2152/GTP-U
 //   GTP-U Echo Request      becomes the Echo Response in place (TS 29.281 §7.2.2):
 //                           addresses swapped, back to the request's UDP source
 //                           port from 2152, its sequence number, TEID 0, and a
 //                           Recovery IE (restart counter 0) in front of its IEs
 // Added headers: IPv4 TTL 64, identification 0, no flags (checksum by the
-// deparser); UDP with checksum 0 and source port = destination port; GTP-U
+// deparser, as for the user packet's IPv4 whose TTL Filter decremented and the
+// Echo Response's: csum_*); UDP with checksum 0 and source port = destination port; GTP-U
 // flags 0x30, type 0xFF, length = bytes after the 8-byte GTP-U header.
-// Finally the Ethernet addresses from routes.
+// (Routing writes the Ethernet addresses.)
+//
+// v1model applies both in ingress. TNA applies Encap in egress, on the
+// parameters ingress bridges (bridged_md_t): egress has the stages to spare, and
+// a redundant packet's mirrored copy leaves ingress without the first copy's
+// transport.
 
 #ifndef JUNCTION_CONTROL_ENCAP_P4
 #define JUNCTION_CONTROL_ENCAP_P4
 
-control Encap(inout headers_t hdr, inout local_metadata_t md) {
-
+control Rewrite(inout headers_t hdr, inout local_metadata_t md) {
     apply {
-        if (!md.done) {
-            bool strip_transport = md.path == PATH_GTPU_UPLINK || md.path == PATH_JUNCTION;
-            if (strip_transport) {
+        if (!md.done && !md.punt) {  // a punted frame goes to the controller as it came
+            if (md.path == PATH_DOWNLINK || md.path == PATH_GTPU_ECHO) {
+                md.csum_ipv4 = hdr.ipv4.isValid();
+            } else if (md.path == PATH_GTPU_UPLINK) {
+                md.csum_inner_ipv4 = hdr.inner_ipv4.isValid();
+            } else if (md.path == PATH_JUNCTION) {
+                md.csum_user_ipv4 = hdr.user_ipv4.isValid();
+            }
+
+            if (md.path == PATH_GTPU_UPLINK || md.path == PATH_JUNCTION) {
                 hdr.ipv4.setInvalid();
                 hdr.udp.setInvalid();
                 hdr.gtpu.setInvalid();
@@ -35,8 +48,8 @@ control Encap(inout headers_t hdr, inout local_metadata_t md) {
             if (md.path == PATH_JUNCTION) {
                 hdr.inner_ipv4.setInvalid();
                 hdr.inner_udp.setInvalid();
-                if (md.junction_kind == JK_DATA) {
-                    hdr.junction.setInvalid();
+                if (hdr.user_ipv4.isValid()) {
+                    hdr.junction.setInvalid();  // DATA: the user packet goes on alone
                 }
             }
 
@@ -67,8 +80,6 @@ control Encap(inout headers_t hdr, inout local_metadata_t md) {
                 hdr.gtpu_recovery.restart_counter = 0;
             }
 
-            // The bytes after the Junction header, when one is added or kept.
-            bit<16> body_len = md.user_len;
             if (md.reply) {
                 // md.reply is set for a PROBE only, which has a valid Junction header: p4c's
                 // "potentially invalid hdr.junction" warning here is safe.
@@ -77,76 +88,150 @@ control Encap(inout headers_t hdr, inout local_metadata_t md) {
                 hdr.junction_ctl.loss_pct = 0;
                 hdr.junction_ctl.reserved = 0;
                 hdr.junction_ctl.upf_ts = md.now_us;
-                body_len = JUNCTION_CTL_BYTES;
-            } else if (md.encap_kind == ENCAP_JUNCTION || md.encap_kind == ENCAP_JUNCTION_GTPU) {
-                hdr.enc_junction.setValid();
-                hdr.enc_junction.msg_type = JUNCTION_DATA;
-                hdr.enc_junction.marks = 0;
-                hdr.enc_junction.proto = PROTO_IPV4;
-                hdr.enc_junction.len = md.user_len;
-                hdr.enc_junction.seq = md.seq;
             }
-
-            // Length of what GTP-U carries: the Junction transport, or the user packet.
-            bit<16> gtpu_payload_len = md.user_len;
-            if (md.encap_kind == ENCAP_JUNCTION || md.encap_kind == ENCAP_JUNCTION_GTPU) {
-                hdr.tun_ipv4.setValid();
-                hdr.tun_ipv4.version = 4;
-                hdr.tun_ipv4.ihl = IPV4_MIN_IHL;
-                hdr.tun_ipv4.dscp = 0;
-                hdr.tun_ipv4.ecn = 0;
-                hdr.tun_ipv4.total_len = IPV4_HDR_BYTES + UDP_HDR_BYTES + JUNCTION_HDR_BYTES + body_len;
-                hdr.tun_ipv4.identification = 0;
-                hdr.tun_ipv4.flags = 0;
-                hdr.tun_ipv4.frag_offset = 0;
-                hdr.tun_ipv4.ttl = DEFAULT_IPV4_TTL;
-                hdr.tun_ipv4.protocol = PROTO_UDP;
-                hdr.tun_ipv4.hdr_checksum = 0;
-                hdr.tun_ipv4.src_addr = md.junction_addr;
-                hdr.tun_ipv4.dst_addr = md.junction_dst;
-                hdr.tun_udp.setValid();
-                hdr.tun_udp.src_port = JUNCTION_UDP_PORT;
-                hdr.tun_udp.dst_port = JUNCTION_UDP_PORT;
-                hdr.tun_udp.len = UDP_HDR_BYTES + JUNCTION_HDR_BYTES + body_len;
-                hdr.tun_udp.checksum = 0;
-                gtpu_payload_len = hdr.tun_ipv4.total_len;
-            }
-
-            if (md.encap_kind == ENCAP_JUNCTION_GTPU || md.encap_kind == ENCAP_GTPU) {
-                hdr.enc_ipv4.setValid();
-                hdr.enc_ipv4.version = 4;
-                hdr.enc_ipv4.ihl = IPV4_MIN_IHL;
-                hdr.enc_ipv4.dscp = 0;
-                hdr.enc_ipv4.ecn = 0;
-                hdr.enc_ipv4.total_len = IPV4_HDR_BYTES + UDP_HDR_BYTES + GTPU_HDR_BYTES + gtpu_payload_len;
-                hdr.enc_ipv4.identification = 0;
-                hdr.enc_ipv4.flags = 0;
-                hdr.enc_ipv4.frag_offset = 0;
-                hdr.enc_ipv4.ttl = DEFAULT_IPV4_TTL;
-                hdr.enc_ipv4.protocol = PROTO_UDP;
-                hdr.enc_ipv4.hdr_checksum = 0;
-                hdr.enc_ipv4.src_addr = md.n3_addr;
-                hdr.enc_ipv4.dst_addr = md.peer_addr;
-                hdr.enc_udp.setValid();
-                hdr.enc_udp.src_port = GTPU_UDP_PORT;
-                hdr.enc_udp.dst_port = GTPU_UDP_PORT;
-                hdr.enc_udp.len = UDP_HDR_BYTES + GTPU_HDR_BYTES + gtpu_payload_len;
-                hdr.enc_udp.checksum = 0;
-                hdr.enc_gtpu.setValid();
-                hdr.enc_gtpu.version = GTP_V1;
-                hdr.enc_gtpu.pt = GTP_PT_GTP;
-                hdr.enc_gtpu.spare = 0;
-                hdr.enc_gtpu.ex_flag = 0;
-                hdr.enc_gtpu.seq_flag = 0;
-                hdr.enc_gtpu.npdu_flag = 0;
-                hdr.enc_gtpu.msg_type = GTPU_GPDU;
-                hdr.enc_gtpu.msg_len = gtpu_payload_len;
-                hdr.enc_gtpu.teid = md.teid;
-            }
-
-            hdr.ethernet.src_addr = md.src_mac;
-            hdr.ethernet.dst_addr = md.dst_mac;
         }
+    }
+}
+
+// user_len is the downlink user packet's length (its IPv4 total length), for the
+// lengths of the headers added around it. The TNA build passes a copy made by the
+// hash unit, which keeps the added lengths apart from the parsed ones in the PHV.
+control Encap(inout headers_t hdr, in local_metadata_t md, in bit<16> user_len) {
+    // The Junction header of a data packet (a reply has its own already).
+    @hidden action junction_header() {
+        hdr.enc_junction.setValid();
+        hdr.enc_junction.msg_type = JUNCTION_DATA;
+        hdr.enc_junction.marks = 0;
+        hdr.enc_junction.proto = PROTO_IPV4;
+        hdr.enc_junction.len = user_len;
+        hdr.enc_junction.seq = md.seq;
+    }
+
+    // Every added length is the user packet's or the probe body's plus a constant:
+    // one field and one constant each, which is what one instruction computes (a
+    // length computed from another computed length would take a stage more, and
+    // tie more fields together in the PHV).
+    @hidden action junction_transport(bit<16> ip_len, bit<16> udp_len) {
+        hdr.tun_ipv4.setValid();
+        hdr.tun_ipv4.version = 4;
+        hdr.tun_ipv4.ihl = IPV4_MIN_IHL;
+        hdr.tun_ipv4.dscp = 0;
+        hdr.tun_ipv4.ecn = 0;
+        hdr.tun_ipv4.total_len = ip_len;
+        hdr.tun_ipv4.identification = 0;
+        hdr.tun_ipv4.flags = 0;
+        hdr.tun_ipv4.frag_offset = 0;
+        hdr.tun_ipv4.ttl = DEFAULT_IPV4_TTL;
+        hdr.tun_ipv4.protocol = PROTO_UDP;
+        hdr.tun_ipv4.hdr_checksum = 0;
+        hdr.tun_ipv4.src_addr = md.junction_addr;
+        hdr.tun_ipv4.dst_addr = md.junction_dst;
+        hdr.tun_udp.setValid();
+        hdr.tun_udp.src_port = JUNCTION_UDP_PORT;
+        hdr.tun_udp.dst_port = JUNCTION_UDP_PORT;
+        hdr.tun_udp.len = udp_len;
+        hdr.tun_udp.checksum = 0;
+    }
+
+    @hidden action gtpu_transport(bit<16> ip_len, bit<16> udp_len, bit<16> msg_len) {
+        hdr.enc_ipv4.setValid();
+        hdr.enc_ipv4.version = 4;
+        hdr.enc_ipv4.ihl = IPV4_MIN_IHL;
+        hdr.enc_ipv4.dscp = 0;
+        hdr.enc_ipv4.ecn = 0;
+        hdr.enc_ipv4.total_len = ip_len;
+        hdr.enc_ipv4.identification = 0;
+        hdr.enc_ipv4.flags = 0;
+        hdr.enc_ipv4.frag_offset = 0;
+        hdr.enc_ipv4.ttl = DEFAULT_IPV4_TTL;
+        hdr.enc_ipv4.protocol = PROTO_UDP;
+        hdr.enc_ipv4.hdr_checksum = 0;
+        hdr.enc_ipv4.src_addr = md.n3_addr;
+        hdr.enc_ipv4.dst_addr = md.peer_addr;
+        hdr.enc_udp.setValid();
+        hdr.enc_udp.src_port = GTPU_UDP_PORT;
+        hdr.enc_udp.dst_port = GTPU_UDP_PORT;
+        hdr.enc_udp.len = udp_len;
+        hdr.enc_udp.checksum = 0;
+        hdr.enc_gtpu.setValid();
+        hdr.enc_gtpu.version = GTP_V1;
+        hdr.enc_gtpu.pt = GTP_PT_GTP;
+        hdr.enc_gtpu.spare = 0;
+        hdr.enc_gtpu.ex_flag = 0;
+        hdr.enc_gtpu.seq_flag = 0;
+        hdr.enc_gtpu.npdu_flag = 0;
+        hdr.enc_gtpu.msg_type = GTPU_GPDU;
+        hdr.enc_gtpu.msg_len = msg_len;
+        hdr.enc_gtpu.teid = md.teid;
+    }
+
+    @hidden @name("encap_none")
+    action none() {}
+
+    // One action per kind of encapsulation, a data packet's or a reply's.
+    @hidden @name("encap_junction_data")
+    action junction_data() {
+        junction_header();
+        junction_transport(user_len + JUNCTION_TRANSPORT_BYTES,
+                           user_len + (UDP_HDR_BYTES + JUNCTION_HDR_BYTES));
+    }
+    @hidden @name("encap_junction_reply")
+    action junction_reply() {
+        junction_transport(JUNCTION_TRANSPORT_BYTES + JUNCTION_CTL_BYTES,
+                           UDP_HDR_BYTES + JUNCTION_HDR_BYTES + JUNCTION_CTL_BYTES);
+    }
+    // GTP-U carries the Junction transport around the user packet or the reply.
+    @hidden @name("encap_junction_gtpu_data")
+    action junction_gtpu_data() {
+        junction_data();
+        gtpu_transport(user_len + (GTPU_TRANSPORT_BYTES + JUNCTION_TRANSPORT_BYTES),
+                       user_len + (UDP_HDR_BYTES + GTPU_HDR_BYTES + JUNCTION_TRANSPORT_BYTES),
+                       user_len + JUNCTION_TRANSPORT_BYTES);
+    }
+    @hidden @name("encap_junction_gtpu_reply")
+    action junction_gtpu_reply() {
+        junction_reply();
+        gtpu_transport(GTPU_TRANSPORT_BYTES + JUNCTION_TRANSPORT_BYTES + JUNCTION_CTL_BYTES,
+                       UDP_HDR_BYTES + GTPU_HDR_BYTES + JUNCTION_TRANSPORT_BYTES + JUNCTION_CTL_BYTES,
+                       JUNCTION_TRANSPORT_BYTES + JUNCTION_CTL_BYTES);
+    }
+    // GTP-U carries the user packet.
+    @hidden @name("encap_gtpu")
+    action gtpu() {
+        gtpu_transport(user_len + GTPU_TRANSPORT_BYTES,
+                       user_len + (UDP_HDR_BYTES + GTPU_HDR_BYTES),
+                       user_len);
+    }
+
+    // A table of constant entries rather than nested ifs: on Tofino each branch of an if
+    // is a table, and a stage holds 16 (ingress and egress together).
+    @hidden @name("encaps")
+    table encaps {
+        key = {
+            md.encap_kind : exact;
+            md.reply      : exact;
+        }
+        actions = {
+            junction_data;
+            junction_reply;
+            junction_gtpu_data;
+            junction_gtpu_reply;
+            gtpu;
+            @defaultonly none;
+        }
+        const default_action = none();  // ENCAP_NONE
+        const entries = {
+            (ENCAP_JUNCTION, false) : junction_data();
+            (ENCAP_JUNCTION, true) : junction_reply();
+            (ENCAP_JUNCTION_GTPU, false) : junction_gtpu_data();
+            (ENCAP_JUNCTION_GTPU, true) : junction_gtpu_reply();
+            (ENCAP_GTPU, false) : gtpu();
+            (ENCAP_GTPU, true) : gtpu();
+        }
+    }
+
+    apply {
+        encaps.apply();
     }
 }
 

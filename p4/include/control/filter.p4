@@ -18,8 +18,7 @@ control Filter(inout headers_t hdr, inout local_metadata_t md) {
 
     @name(".deny") @id(0x01000012)
     action deny() {
-        md.drop_reason = DROP_FILTERED;
-        md.done = true;
+        md.checks.filtered = true;
     }
 
     @name(".filters") @id(0x02000009)
@@ -39,28 +38,31 @@ control Filter(inout headers_t hdr, inout local_metadata_t md) {
         size = MAX_FILTERS;
     }
 
+    // Each path's TTL tested and written where it is (a TTL copied to one field
+    // first would tie the three headers together in the PHV), as 0 or 1 rather
+    // than <= 1 (a test of bits 7..1 would split the field).
     apply {
-        bool user_packet = md.path == PATH_DOWNLINK || md.path == PATH_GTPU_UPLINK ||
-                           (md.path == PATH_JUNCTION && md.junction_kind == JK_DATA);
-        if (!md.done && user_packet) {
+        if (md.path == PATH_DOWNLINK || md.path == PATH_GTPU_UPLINK ||
+                (md.path == PATH_JUNCTION && hdr.user_ipv4.isValid())) {
             filters.apply();
-        }
-        if (!md.done && user_packet && !md.skip_ttl && !md.reorder_held) {
-            bit<8> ttl = hdr.ipv4.ttl;
-            if (md.path == PATH_GTPU_UPLINK) {
-                ttl = hdr.inner_ipv4.ttl;
-            } else if (md.path == PATH_JUNCTION) {
-                ttl = hdr.user_ipv4.ttl;
-            }
-            if (ttl <= 1) {
-                md.drop_reason = DROP_TTL_EXPIRED;
-                md.done = true;
-            } else if (md.path == PATH_GTPU_UPLINK) {
-                hdr.inner_ipv4.ttl = ttl - 1;
-            } else if (md.path == PATH_JUNCTION) {
-                hdr.user_ipv4.ttl = ttl - 1;
-            } else {
-                hdr.ipv4.ttl = ttl - 1;
+            if (!md.skip_ttl && !md.reorder_held) {
+                if (md.path == PATH_GTPU_UPLINK) {
+                    if (hdr.inner_ipv4.ttl == 0 || hdr.inner_ipv4.ttl == 1) {
+                        md.checks.ttl_expired = true;
+                    } else {
+                        hdr.inner_ipv4.ttl = hdr.inner_ipv4.ttl - 1;
+                    }
+                } else if (md.path == PATH_JUNCTION) {
+                    if (hdr.user_ipv4.ttl == 0 || hdr.user_ipv4.ttl == 1) {
+                        md.checks.ttl_expired = true;
+                    } else {
+                        hdr.user_ipv4.ttl = hdr.user_ipv4.ttl - 1;
+                    }
+                } else if (hdr.ipv4.ttl == 0 || hdr.ipv4.ttl == 1) {
+                    md.checks.ttl_expired = true;
+                } else {
+                    hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+                }
             }
         }
     }

@@ -17,58 +17,126 @@
 // frame_len is the frame's length in bytes from the Ethernet header on, or 0
 // where the architecture does not tell ingress (TNA): then the frame bound is
 // not checked, only the fields against each other.
+//
+// In the shape a switch pipeline takes: what each header leaves for the next is
+// computed first, then each "a fits in b" as min(a, b) == a (a gateway compares
+// two fields only for equality), each check into a flag of its own, and the
+// flags combined last. The checks are independent: a later one that reads a
+// length an earlier one found wrong only adds to the same verdict.
 
 #ifndef JUNCTION_CONTROL_LENGTHS_P4
 #define JUNCTION_CONTROL_LENGTHS_P4
 
 control Lengths(in headers_t hdr, inout local_metadata_t md, in bit<16> frame_len) {
+    // What each header leaves for the next one: a length less a header. (Where the
+    // length is below the header, the parser has said so: *_short, udp_no_header,
+    // gtpu_below_8, or malformed.) Each is computed under its header's isValid(),
+    // which also keeps p4c from folding the subtraction into the min that reads it:
+    // a switch's action cannot use a value it computes itself.
+    bit<16> frame_payload;   // the frame less Ethernet
+    bit<16> ip_payload;      // outer IPv4 less its header
+    bit<16> gtpu_room;       // outer UDP less its header and GTP-U's
+    bit<16> gtpu_payload;    // GTP-U message less its optional fields and extension
+    bit<16> inner_payload;   // inner IPv4 less its header
+
+    // "a fits in b" is min(a, b) == a. One action for all five: bf-p4c gives each min
+    // outside an action a table of its own, and a Tofino stage holds 16.
+    bit<16> ip_fit;
+    bit<16> udp_fit;
+    bit<16> gtpu_fit;
+    bit<16> inner_fit;
+    bit<16> inner_udp_fit;
+    @hidden action fits() {
+        ip_fit = min_u16(hdr.ipv4.total_len, frame_payload);
+        udp_fit = min_u16(hdr.udp.len, ip_payload);
+        gtpu_fit = min_u16(hdr.gtpu.msg_len, gtpu_room);
+        inner_fit = min_u16(hdr.inner_ipv4.total_len, gtpu_payload);
+        inner_udp_fit = min_u16(hdr.inner_udp.len, inner_payload);
+    }
+
     apply {
-        md.unsound = false;
+        frame_payload = 0;
+        ip_payload = 0;
+        gtpu_room = 0;
+        gtpu_payload = 0;
+        inner_payload = 0;
         if (hdr.ipv4.isValid()) {
-            bit<16> ip_len = hdr.ipv4.total_len;
-            if (ip_len < IPV4_HDR_BYTES ||
-                    (frame_len != 0 && ip_len > frame_len - ETHERNET_HDR_BYTES)) {
-                md.unsound = true;
-            } else if (hdr.udp.isValid() &&
-                    (hdr.udp.len < UDP_HDR_BYTES || hdr.udp.len > ip_len - IPV4_HDR_BYTES)) {
-                md.unsound = true;
-            } else if (hdr.tcp.isValid() && ip_len < IPV4_HDR_BYTES + L4_PORTS_BYTES) {
-                md.malformed = true;
-            }
+            frame_payload = frame_len - ETHERNET_HDR_BYTES;
+            ip_payload = hdr.ipv4.total_len - IPV4_HDR_BYTES;
         }
-        if (!md.unsound && hdr.gtpu.isValid()) {
-            bit<16> ext = 0;  // GTP-U optional fields and extension inside msg_len
-            if (hdr.gtpu_options.isValid()) {
-                ext = GTPU_OPTIONS_BYTES;
+        if (hdr.gtpu.isValid()) {
+            gtpu_room = md.gtpu_udp_len - (UDP_HDR_BYTES + GTPU_HDR_BYTES);
+        }
+        if (hdr.gtpu_psc.isValid()) {
+            gtpu_payload = hdr.gtpu.msg_len - (GTPU_OPTIONS_BYTES + GTPU_PSC_BYTES);
+        } else if (hdr.gtpu_options.isValid()) {
+            gtpu_payload = hdr.gtpu.msg_len - GTPU_OPTIONS_BYTES;
+        } else if (hdr.gtpu.isValid()) {
+            gtpu_payload = hdr.gtpu.msg_len;
+        }
+        if (hdr.inner_ipv4.isValid()) {
+            inner_payload = hdr.inner_ipv4.total_len - IPV4_HDR_BYTES;
+        }
+
+        fits();
+
+        // The outer headers: unsound. (One test per if: what a gateway takes.)
+        bool ip_bad = false;
+        bool udp_bad = false;
+        bool tcp_bad = false;  // TCP without room for its ports: malformed, not unsound
+        if (hdr.ipv4.isValid()) {
+            if (md.ipv4_short == IPV4_NO_HEADER) {
+                ip_bad = true;
+            } else if (frame_len != 0 && ip_fit != hdr.ipv4.total_len) {
+                ip_bad = true;
             }
-            if (hdr.gtpu_psc.isValid()) {
-                ext = GTPU_OPTIONS_BYTES + GTPU_PSC_BYTES;
+            if (hdr.udp.isValid()) {
+                if (md.udp_no_header) {
+                    udp_bad = true;
+                } else if (udp_fit != hdr.udp.len) {
+                    udp_bad = true;
+                }
             }
-            if (hdr.udp.len < UDP_HDR_BYTES + GTPU_HDR_BYTES ||
-                    hdr.gtpu.msg_len > hdr.udp.len - (UDP_HDR_BYTES + GTPU_HDR_BYTES) ||
-                    hdr.gtpu.msg_len < ext) {
-                md.malformed = true;
-            } else if (hdr.inner_ipv4.isValid()) {
-                bit<16> inner_len = hdr.inner_ipv4.total_len;
-                if (inner_len < IPV4_HDR_BYTES || inner_len > hdr.gtpu.msg_len - ext) {
-                    md.malformed = true;
-                } else if (hdr.inner_udp.isValid() &&
-                        (hdr.inner_udp.len < UDP_HDR_BYTES ||
-                         hdr.inner_udp.len > inner_len - IPV4_HDR_BYTES)) {
-                    md.malformed = true;
-                } else if (hdr.inner_tcp.isValid() && inner_len < IPV4_HDR_BYTES + L4_PORTS_BYTES) {
-                    md.malformed = true;
+            if (hdr.tcp.isValid()) {
+                if (md.ipv4_short != IPV4_LONG_ENOUGH) {
+                    tcp_bad = true;
                 }
             }
         }
-        if (!md.unsound && !md.malformed && hdr.junction.isValid()) {
-            bit<16> udp_len = hdr.udp.len;
-            if (hdr.inner_udp.isValid()) {
-                udp_len = hdr.inner_udp.len;
+        md.unsound = false;
+        if (ip_bad || udp_bad) {
+            md.unsound = true;
+        }
+
+        // What a tunnel carries: malformed.
+        bool gtpu_bad = false;
+        if (hdr.gtpu.isValid()) {
+            if (gtpu_fit != hdr.gtpu.msg_len) {
+                gtpu_bad = true;
+            } else if (hdr.gtpu_psc.isValid()) {
+                if (md.gtpu_below_8) {
+                    gtpu_bad = true;
+                }
             }
-            if (udp_len < UDP_HDR_BYTES + JUNCTION_HDR_BYTES) {
-                md.malformed = true;  // the header does not fit: truncated, not BAD_JUNCTION
+        }
+        bool inner_bad = false;
+        if (hdr.gtpu.isValid() && hdr.inner_ipv4.isValid()) {
+            if (md.inner_ipv4_short == IPV4_NO_HEADER) {
+                inner_bad = true;
+            } else if (inner_fit != hdr.inner_ipv4.total_len) {
+                inner_bad = true;
+            } else if (hdr.inner_udp.isValid()) {
+                if (inner_udp_fit != hdr.inner_udp.len) {
+                    inner_bad = true;
+                }
+            } else if (hdr.inner_tcp.isValid()) {
+                if (md.inner_ipv4_short != IPV4_LONG_ENOUGH) {
+                    inner_bad = true;
+                }
             }
+        }
+        if (tcp_bad || gtpu_bad || inner_bad) {
+            md.malformed = true;
         }
     }
 }

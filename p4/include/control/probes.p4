@@ -15,39 +15,79 @@
 #define JUNCTION_CONTROL_PROBES_P4
 
 control Probes(in headers_t hdr, inout local_metadata_t md) {
+
+    @hidden @name("probe_reply")
+    action reply() {
+        md.reply = true;
+    }
+
+    @hidden @name("probe_ack")
+    action ack() {
+        md.report_kind = REPORT_RTT;
+        md.report_access = md.arrival_access;
+        md.report_rtt = md.now_us - hdr.junction_ctl.upf_ts;
+        md.state_rtt = md.now_us - hdr.junction_ctl.upf_ts;
+        md.report_loss = hdr.junction_ctl.loss_pct;
+        md.checks.report = true;
+    }
+
+    @hidden @name("probe_link_down")
+    action link_down() {
+        md.report_kind = REPORT_LINK_DOWN;
+        md.report_access = hdr.junction_ctl.access;
+        md.report_rtt = 0;
+        md.state_rtt = 0;
+        md.checks.report = true;
+    }
+
+    @hidden @name("probe_link_up")
+    action link_up() {
+        md.report_kind = REPORT_LINK_UP;
+        md.report_access = hdr.junction_ctl.access;
+        md.report_rtt = hdr.junction_ctl.ue_ts;
+        md.state_rtt = hdr.junction_ctl.ue_ts;
+        md.report_loss = hdr.junction_ctl.loss_pct;
+        md.checks.report = true;
+    }
+
+    @hidden @name("probe_none")
+    action none() {
+    }
+
+    // Decided on the control body's message type, not on JunctionCheck's verdict,
+    // so as not to wait for it: a message JunctionCheck refuses is dropped first
+    // (DropReasons), and PathState writes nothing for it.
+    @hidden @name("probes")
+    table probes {
+        key = {
+            md.path                    : exact;
+            hdr.junction_ctl.isValid() : exact;
+            hdr.junction.msg_type      : exact;
+        }
+        actions = {
+            reply;
+            ack;
+            link_down;
+            link_up;
+            none;
+        }
+        const default_action = none();
+        const entries = {
+            (PATH_JUNCTION, true, JUNCTION_PROBE) : reply();
+            (PATH_JUNCTION, true, JUNCTION_PROBE_ACK) : ack();
+            (PATH_JUNCTION, true, JUNCTION_LINK_DOWN) : link_down();
+            (PATH_JUNCTION, true, JUNCTION_LINK_UP) : link_up();
+        }
+    }
+
     apply {
-        if (!md.done && md.path == PATH_JUNCTION) {
-            if (md.junction_kind == JK_PROBE) {
-                md.reply = true;
-            } else if (md.junction_kind == JK_PROBE_ACK) {
-                rtt_us_t rtt = md.now_us - hdr.junction_ctl.upf_ts;
-                if (rtt == 0) {
-                    rtt = 1;  // 0 would mean "unavailable"
-                }
-                md.report_kind = REPORT_RTT;
-                md.report_access = md.arrival_access;
-                md.report_rtt = rtt;
-                md.report_loss = hdr.junction_ctl.loss_pct;
-                md.consume = true;
-                md.done = true;
-            } else if (md.junction_kind == JK_LINK_DOWN) {
-                md.report_kind = REPORT_LINK_DOWN;
-                md.report_access = hdr.junction_ctl.access;
-                md.report_rtt = 0;
-                md.consume = true;
-                md.done = true;
-            } else if (md.junction_kind == JK_LINK_UP) {
-                rtt_us_t rtt = hdr.junction_ctl.ue_ts;
-                if (rtt == 0) {
-                    rtt = 1;
-                }
-                md.report_kind = REPORT_LINK_UP;
-                md.report_access = hdr.junction_ctl.access;
-                md.report_rtt = rtt;
-                md.report_loss = hdr.junction_ctl.loss_pct;
-                md.consume = true;
-                md.done = true;
-            }
+        probes.apply();
+        // An RTT of 0 would mean "unavailable": a PROBE_ACK in the microsecond of its
+        // reply, or a LINK_UP without an estimate, reads 1.
+        if (md.report_rtt == 0 &&
+                (md.report_kind == REPORT_RTT || md.report_kind == REPORT_LINK_UP)) {
+            md.report_rtt = 1;
+            md.state_rtt = 1;
         }
     }
 }

@@ -49,27 +49,19 @@ control Sessions(in headers_t hdr, inout local_metadata_t md) {
     }
 
     apply {
-        if (!md.done && (md.path == PATH_DOWNLINK || md.path == PATH_JUNCTION)) {
+        if (md.path == PATH_DOWNLINK || md.path == PATH_JUNCTION) {
             sessions.apply();
-            if (!md.session_hit && md.path == PATH_JUNCTION) {
-                md.drop_reason = DROP_NO_SESSION;
-                md.done = true;
-            } else if (md.path == PATH_JUNCTION) {
-                // (The isValid()s are what the parser guarantees on this path; they tell p4c so.)
-                ipv4_addr_t src = 0;
-                ipv4_addr_t leg_addr = md.ue_addr_non3gpp;
-                if (hdr.ipv4.isValid()) {
-                    src = hdr.ipv4.src_addr;
-                }
-                if (md.arrival_access == ACCESS_3GPP) {
-                    leg_addr = md.ue_addr_3gpp;
-                    if (hdr.inner_ipv4.isValid()) {
-                        src = hdr.inner_ipv4.src_addr;
+            if (md.path == PATH_JUNCTION) {
+                // Each leg's source compared where it is, not copied to one field first: a
+                // field written from several headers ties them all together in the PHV.
+                if (!md.session_hit) {
+                    md.checks.no_session = true;
+                } else if (md.arrival_access == ACCESS_3GPP) {
+                    if (hdr.inner_ipv4.src_addr != md.ue_addr_3gpp) {
+                        md.checks.wrong_source = true;
                     }
-                }
-                if (src != leg_addr) {
-                    md.drop_reason = DROP_WRONG_SOURCE;
-                    md.done = true;
+                } else if (hdr.ipv4.src_addr != md.ue_addr_non3gpp) {
+                    md.checks.wrong_source = true;
                 }
             }
         }

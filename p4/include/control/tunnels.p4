@@ -20,14 +20,14 @@ control Tunnels(in headers_t hdr, inout local_metadata_t md) {
 
     @name(".set_tunnel_endpoint") @id(0x01000005)
     action set_tunnel_endpoint(ipv4_addr_t n3_addr, ipv4_addr_t junction_addr) {
+        md.endpoint_hit = true;
         md.n3_addr = n3_addr;
         md.junction_addr = junction_addr;
     }
 
     @name(".drop_no_endpoint") @id(0x01000006)
     action drop_no_endpoint() {
-        md.drop_reason = DROP_NO_ENDPOINT;
-        md.done = true;
+        md.endpoint_hit = false;
     }
 
     @name(".tunnel_endpoints") @id(0x02000003)
@@ -45,13 +45,13 @@ control Tunnels(in headers_t hdr, inout local_metadata_t md) {
 
     @name(".set_tunnel_peer") @id(0x01000007)
     action set_tunnel_peer(ipv4_addr_t peer_addr) {
+        md.peer_hit = true;
         md.peer_addr = peer_addr;
     }
 
     @name(".drop_no_tunnel_peer") @id(0x01000008)
     action drop_no_tunnel_peer() {
-        md.drop_reason = DROP_NO_TUNNEL_PEER;
-        md.done = true;
+        md.peer_hit = false;
     }
 
     @name(".tunnel_peers") @id(0x02000004)
@@ -67,45 +67,57 @@ control Tunnels(in headers_t hdr, inout local_metadata_t md) {
         size = MAX_TUNNEL_PEERS;
     }
 
+    // The endpoint and the gNB are looked up as soon as their indexes are known (from
+    // sessions or downlink_tunnels), before steering says whether the gNB is needed:
+    // a miss is a flag that only a packet needing the entry turns into a drop.
     apply {
-        if (!md.done) {
-            md.encap_kind = ENCAP_NONE;
-            md.route_dst = md.user_dst;
-            if (md.path == PATH_GTPU_ECHO) {
-                md.route_dst = hdr.ipv4.src_addr;  // the response goes back to the requester
-            } else if (md.path == PATH_DOWNLINK && md.session_hit) {
-                if (md.access == ACCESS_3GPP) {
-                    md.encap_kind = ENCAP_JUNCTION_GTPU;
-                    md.junction_dst = md.ue_addr_3gpp;
-                } else {
-                    md.encap_kind = ENCAP_JUNCTION;
-                    md.junction_dst = md.ue_addr_non3gpp;
-                }
-            } else if (md.path == PATH_DOWNLINK && md.downlink_tunnel_hit) {
-                md.encap_kind = ENCAP_GTPU;
-            } else if (md.path == PATH_JUNCTION && md.reply) {
-                if (md.arrival_access == ACCESS_3GPP) {
-                    md.encap_kind = ENCAP_JUNCTION_GTPU;
-                    md.junction_dst = md.ue_addr_3gpp;
-                } else {
-                    md.encap_kind = ENCAP_JUNCTION;
-                    md.junction_dst = hdr.ipv4.src_addr;
-                }
-                if (md.junction_dst == 0) {
-                    md.drop_reason = DROP_NO_PATH;  // the session has no such leg
-                    md.done = true;
-                }
+        if ((md.path == PATH_DOWNLINK && (md.session_hit || md.downlink_tunnel_hit)) ||
+                (md.path == PATH_JUNCTION && md.reply)) {
+            tunnel_endpoints.apply();
+            tunnel_peers.apply();
+            if (!md.endpoint_hit) {
+                md.checks.no_endpoint = true;
             }
+        }
 
-            if (!md.done && md.encap_kind != ENCAP_NONE) {
-                tunnel_endpoints.apply();
-                if (!md.done && md.encap_kind != ENCAP_JUNCTION) {
-                    tunnel_peers.apply();
+        md.route_dst = md.user_dst;
+        if (md.path == PATH_GTPU_ECHO) {
+            md.route_dst = hdr.ipv4.src_addr;  // the response goes back to the requester
+        } else if (md.path == PATH_DOWNLINK && md.session_hit) {
+            if (md.access == ACCESS_3GPP) {
+                md.encap_kind = ENCAP_JUNCTION_GTPU;
+                md.junction_dst = md.ue_addr_3gpp;
+                md.route_dst = md.peer_addr;
+                if (!md.peer_hit) {
+                    md.checks.no_tunnel_peer = true;
                 }
-                if (md.encap_kind == ENCAP_JUNCTION) {
-                    md.route_dst = md.junction_dst;
-                } else {
-                    md.route_dst = md.peer_addr;
+            } else {
+                md.encap_kind = ENCAP_JUNCTION;
+                md.junction_dst = md.ue_addr_non3gpp;
+                md.route_dst = md.ue_addr_non3gpp;
+            }
+        } else if (md.path == PATH_DOWNLINK && md.downlink_tunnel_hit) {
+            md.encap_kind = ENCAP_GTPU;
+            md.route_dst = md.peer_addr;
+            if (!md.peer_hit) {
+                md.checks.no_tunnel_peer = true;
+            }
+        } else if (md.path == PATH_JUNCTION && md.reply) {
+            if (md.arrival_access == ACCESS_3GPP) {
+                md.encap_kind = ENCAP_JUNCTION_GTPU;
+                md.junction_dst = md.ue_addr_3gpp;
+                md.route_dst = md.peer_addr;
+                if (md.ue_addr_3gpp == 0) {
+                    md.checks.no_path = true;  // the session has no such leg
+                } else if (!md.peer_hit) {
+                    md.checks.no_tunnel_peer = true;
+                }
+            } else {
+                md.encap_kind = ENCAP_JUNCTION;
+                md.junction_dst = hdr.ipv4.src_addr;
+                md.route_dst = hdr.ipv4.src_addr;
+                if (hdr.ipv4.src_addr == 0) {
+                    md.checks.no_path = true;
                 }
             }
         }

@@ -41,13 +41,12 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
 
     @name(".decap_gtpu") @id(0x01000003)
     action decap_gtpu() {
-        md.arrival_access = ACCESS_3GPP;
+        md.teid_known = true;
     }
 
     @name(".drop_unknown_teid") @id(0x01000004)
     action drop_unknown_teid() {
-        md.drop_reason = DROP_UNKNOWN_TEID;
-        md.done = true;
+        md.teid_known = false;
     }
 
     @name(".uplink_tunnels") @id(0x02000002)
@@ -63,45 +62,97 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
         size = MAX_UPLINK_TUNNELS;
     }
 
+    @hidden @name("uplink_classify")
+    action classify(path_t path, access_t arrival, bit<1> punt, bit<1> unknown_teid) {
+        md.path = path;
+        md.arrival_access = arrival;
+        md.punt = (bool)punt;
+        md.checks.unknown_teid = (bool)unknown_teid;
+    }
+
+    // The path, from what the parser found and the two lookups: one table of
+    // constant entries in order (the first that matches wins), where a chain of
+    // tests would take a table apiece.
+    @hidden @name("paths")
+    table paths {
+        key = {
+            hdr.ipv4.isValid()     : ternary;
+            md.is_local            : ternary;
+            hdr.gtpu.isValid()     : ternary;
+            hdr.gtpu.msg_type      : ternary;
+            hdr.junction.isValid() : ternary;
+            hdr.inner_ipv4.isValid() : ternary;
+            md.teid_known          : ternary;
+        }
+        actions = {
+            classify;
+        }
+        // Local, neither GTP-U nor Junction: for the controller.
+        const default_action = classify(PATH_PUNT, ACCESS_NONE, 1, 0);
+        const entries = {
+            (false, _, _, _, _, _, _) : classify(PATH_PUNT, ACCESS_NONE, 1, 0);
+            (true, false, _, _, _, _, _) : classify(PATH_DOWNLINK, ACCESS_NONE, 0, 0);
+            // A GTP-U Echo Request is answered whatever its TEID (Rewrite).
+            (true, true, true, GTPU_ECHO_REQUEST, _, _, _) : classify(PATH_GTPU_ECHO, ACCESS_NONE, 0, 0);
+            // A G-PDU: Junction (the 3GPP leg), a plain user packet, or for the
+            // controller when it carries no IPv4; its TEID must be known.
+            (true, true, true, _, true, _, true) : classify(PATH_JUNCTION, ACCESS_3GPP, 0, 0);
+            (true, true, true, _, true, _, false) : classify(PATH_JUNCTION, ACCESS_3GPP, 0, 1);
+            (true, true, true, _, false, true, true) : classify(PATH_GTPU_UPLINK, ACCESS_3GPP, 0, 0);
+            (true, true, true, _, false, true, false) : classify(PATH_GTPU_UPLINK, ACCESS_3GPP, 0, 1);
+            (true, true, true, _, false, false, true) : classify(PATH_PUNT, ACCESS_3GPP, 1, 0);
+            (true, true, true, _, false, false, false) : classify(PATH_PUNT, ACCESS_3GPP, 1, 1);
+            // Junction straight over UDP: the non-3GPP leg.
+            (true, true, false, _, true, _, _) : classify(PATH_JUNCTION, ACCESS_NON3GPP, 0, 0);
+        }
+    }
+
+    @hidden @name("uplink_parser_error")
+    action parser_error() {
+        md.checks.parser_error = true;
+    }
+
+    @hidden @name("uplink_sound")
+    action sound() {
+    }
+
+    // Malformed or truncated (the parser and Lengths say which): a parser error,
+    // unless the frame is downlink with sound IPv4 and UDP headers.
+    @hidden @name("parser_errors")
+    table parser_errors {
+        key = {
+            hdr.ipv4.isValid() : ternary;
+            md.malformed       : ternary;
+            md.unsound         : ternary;
+            md.is_local        : ternary;
+            hdr.udp.isValid()  : ternary;
+        }
+        actions = {
+            parser_error;
+            sound;
+        }
+        const default_action = sound();
+        const entries = {
+            (false, true, _, _, _) : parser_error();
+            (true, _, true, _, _) : parser_error();
+            (true, true, _, true, _) : parser_error();
+            (true, true, _, _, false) : parser_error();
+        }
+    }
+
+    // Both tables are looked up on what the parser found, and the path follows from
+    // their results: nothing here waits for the length checks (Lengths), whose
+    // verdict is a flag the drop reason takes first (DropReasons).
     apply {
-        if (!md.done && md.path == PATH_NONE) {
-            if (!hdr.ipv4.isValid()) {
-                md.path = PATH_PUNT;
-                if (md.malformed) {
-                    md.drop_reason = DROP_PARSER_ERROR;
-                    md.done = true;
-                }
-            } else {
+        if (!md.done) {
+            if (hdr.ipv4.isValid()) {
                 local_addresses.apply();
-                if (md.unsound || (md.malformed && (md.is_local || !hdr.udp.isValid()))) {
-                    md.drop_reason = DROP_PARSER_ERROR;
-                    md.done = true;
-                } else if (!md.is_local) {
-                    md.path = PATH_DOWNLINK;
-                } else if (hdr.gtpu.isValid() && hdr.gtpu.msg_type == GTPU_ECHO_REQUEST) {
-                    md.path = PATH_GTPU_ECHO;  // answered whatever its TEID (Encap)
-                } else if (hdr.gtpu.isValid()) {
-                    uplink_tunnels.apply();
-                    if (!md.done) {
-                        if (hdr.junction.isValid()) {
-                            md.path = PATH_JUNCTION;
-                        } else if (hdr.inner_ipv4.isValid()) {
-                            md.path = PATH_GTPU_UPLINK;
-                        } else {
-                            md.path = PATH_PUNT;  // a G-PDU that does not carry IPv4
-                        }
-                    }
-                } else if (hdr.junction.isValid()) {
-                    md.arrival_access = ACCESS_NON3GPP;
-                    md.path = PATH_JUNCTION;
-                } else {
-                    md.path = PATH_PUNT;
-                }
             }
-            if (md.path == PATH_PUNT && !md.done) {
-                md.punt = true;
-                md.done = true;
+            if (hdr.gtpu.isValid()) {
+                uplink_tunnels.apply();
             }
+            paths.apply();
+            parser_errors.apply();
         }
     }
 }

@@ -12,6 +12,14 @@
 #define RECIRC_PORT 6     // Tofino 2 recirculation port of pipe 0
 #endif
 const PortId_t TNA_CPU_PORT = CPU_PORT;
+
+// The smaller of two values, one ALU instruction: how the shared controls compare
+// two fields (a <= b is min_u32(a, b) == a), since a gateway compares a field only
+// with a constant or for equality. Macros, not functions: an inlined function
+// copies its arguments first, and an action cannot use a value it computes.
+#define min_u32(a, b) min<bit<32>>(a, b)
+#define min_u16(a, b) min<bit<16>>(a, b)
+#define min_u8(a, b) min<bit<8>>(a, b)
 const PortId_t TNA_RECIRC_PORT = RECIRC_PORT;
 
 // Mirror session of the reorder timer and queue-free notices; its egress port
@@ -19,6 +27,8 @@ const PortId_t TNA_RECIRC_PORT = RECIRC_PORT;
 const MirrorId_t REORDER_TIMER_SESSION = 101;
 
 // First byte of what the egress parser sees: bridged metadata or a mirror header.
+// (A mirror header takes its first byte from metadata: Tofino's deparser emits no
+// non-zero constant in a mirror field list.)
 const bit<8> BMD_BRIDGED              = 0x01;
 const bit<8> BMD_MIRROR_REDUNDANT     = 0x11;
 const bit<8> BMD_MIRROR_TIMER         = 0x12;
@@ -36,13 +46,19 @@ const bit<8> INTERNAL_QUEUE_FREE      = 3;
 
 const bit<3> DIGEST_TYPE_PROBE_REPORT = 1;
 
+// The live RTT comparison of a report (PathState).
+const bit<8> STEP_NONE                = 0;  // the other access down, or as fast
+const bit<8> STEP_REPORT_FASTER       = 1;
+const bit<8> STEP_REPORT_SLOWER       = 2;
+
 // Reorder decisions (Reorder -> ReorderQueue).
 const bit<8> REORDER_FORWARD          = 0;
 const bit<8> REORDER_HOLD             = 1;  // into the user's paused queue
 const bit<8> REORDER_START            = 2;  // first held packet: claim and pause a queue
+// What a reorder timer finds (a queue-free notice: ENDED or not).
 const bit<8> TIMER_KEEP               = 0;  // still holding: recirculate the timer
-const bit<8> TIMER_RELEASED           = 1;  // deadline passed: resume the queue
-const bit<8> TIMER_ENDED              = 2;  // the marker released it: resume the queue
+const bit<8> TIMER_ENDED              = 2;  // the marker released it, or the timer did now
+                                            // (deadline passed): resume the queue
 const bit<8> TIMER_STALE              = 3;  // another hold owns the queue now
 
 // Advanced flow control message (adv_flow_ctl, 32 bits):

@@ -7,27 +7,37 @@
 
 // Ingress -> egress, in front of every packet the ingress pipe queues.
 header bridged_md_t {
-    bit<8>     bmd_type;    // BMD_BRIDGED
-    bit<1>     drop;        // dropped in egress (after ingress sent its AFC message)
-    bit<7>     qid;         // reorder queue the packet was held in, 0 if none
-    user_idx_t user_idx;
+    bit<8>       bmd_type;  // BMD_BRIDGED
+    bit<1>       drop;      // dropped in egress (after ingress sent its AFC message)
+    bit<7>       qid;       // reorder queue the packet was held in, 0 if none
+    user_idx_t   user_idx;
+    // What Encap, in egress, adds (../../include/control/encap.p4).
+    encap_kind_t encap_kind;
+    bit<7>       _pad;
+    bit<1>       reply;
+    bit<16>      user_len;
+    seq_t        seq;
+    teid_t       teid;
+    ipv4_addr_t  n3_addr;
+    ipv4_addr_t  junction_addr;
+    ipv4_addr_t  peer_addr;
+    ipv4_addr_t  junction_dst;
 }
 
 // I2E mirror: the second copy of a redundant downlink packet.
 header redundant_mirror_h {
     bit<8>       bmd_type;  // BMD_MIRROR_REDUNDANT
     access_t     access;    // the access the copy leaves on
-    encap_kind_t encap_kind;
     seq_t        seq;
 }
 
 // I2E mirror: the reorder timer of one hold.
 header timer_mirror_h {
     bit<8>     bmd_type;    // BMD_MIRROR_TIMER
-    bit<1>     epoch;
-    bit<7>     qid;
-    bit<7>     _pad;
     PortId_t   port;
+    bit<7>     qid;
+    bit<1>     epoch;
+    bit<7>     _pad;
     user_idx_t user_idx;
     time_us_t  deadline;
 }
@@ -44,38 +54,38 @@ struct tna_ingress_metadata_t {
     local_metadata_t lmd;
     bridged_md_t     bridged;
     MirrorId_t       mirror_session;
+    bit<8>           mirror_bmd_type;  // the mirror header's first byte (BMD_MIRROR_*)
     // Reorder (Reorder -> ReorderQueue).
     bit<8>           reorder_decision;
     bit<8>           timer_result;
-    bool             timer_expired;
-    bool             queue_user_holding;
     reorder_state_t  holding_e;     // "holding, epoch E" for this packet's epoch
     reorder_state_t  released_e;    // "released, epoch E"
     time_us_t        reorder_deadline;
+    time_us_t        deadline_clock; // now_us again, for the deadline alone (junction_upf.p4)
+    bit<1>           seq_bit6;       // SessionSeq -> PathState
     user_idx_t       queue_owner;   // user_idx + 1: 0 marks a free queue
-    bit<7>           reorder_qid;
+    // The hold's egress port (15:7) and reorder queue (6:0, 0: none): what its timer
+    // carries (timer_mirror_h).
+    bit<16>          reorder_target;
 }
 
 struct egress_headers_t {
     redundant_mirror_h  redundant_md;
     timer_mirror_h      timer_md;
     queue_free_mirror_h queue_free_md;
-    internal_t          internal;
-    ethernet_t          ethernet;
-    // The first copy's encapsulation, stripped from the redundant mirror copy.
-    ipv4_t              enc_ipv4;
-    udp_t               enc_udp;
-    gtpu_t              enc_gtpu;
-    ipv4_t              tun_ipv4;
-    udp_t               tun_udp;
-    junction_t          enc_junction;
+    // What egress emits: the internal header of a packet it recirculates, or the
+    // Ethernet header and the headers Encap adds after it (nothing else is parsed:
+    // the rest of the frame follows as it came).
+    headers_t           frame;
 }
 
 struct tna_egress_metadata_t {
-    bridged_md_t bridged;
-    MirrorId_t   mirror_session;
-    bit<7>       qid;
-    user_idx_t   user_idx;
+    bridged_md_t     bridged;
+    local_metadata_t lmd;           // Encap's parameters, from bridged
+    MirrorId_t       mirror_session;
+    bit<8>           mirror_bmd_type;
+    bit<7>           qid;
+    user_idx_t       user_idx;
 }
 
 #endif  // JUNCTION_TNA_HEADER_P4

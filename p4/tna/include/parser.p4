@@ -5,20 +5,20 @@
 //     nothing more; from the recirculation port, the internal header (the second
 //     copy of a redundant packet continues into the frame, timers and queue-free
 //     notices stop there); everything else goes to the shared JunctionParser.
-//   ingress deparser: mirror headers, the probe_reports digest, IPv4 checksums,
-//     bridged metadata, then the headers.
-//   egress parser: bridged metadata (ordinary packets: nothing else is parsed),
-//     or one of the mirror headers; a redundant mirror copy is parsed down to the
-//     user packet so that egress can strip the first copy's encapsulation.
-//   egress deparser: the queue-free mirror, then the internal header if any.
+//   ingress deparser: mirror headers, the probe_reports digest, the checksums of
+//     the IPv4 headers ingress rewrote, bridged metadata, then the headers.
+//   egress parser: bridged metadata and Ethernet (ordinary packets: nothing else
+//     is parsed), or one of the mirror headers.
+//   egress deparser: the queue-free mirror, the checksums of the IPv4 headers
+//     Encap added, then the internal header, or Ethernet and the added headers.
 
 #ifndef JUNCTION_TNA_PARSER_P4
 #define JUNCTION_TNA_PARSER_P4
 
 // p4c warns that md (md.lmd.now_us among others) and hdr.packet_out may be
-// uninitialized here: safe. Tofino's parser zeroes the metadata it does not write,
-// MetadataInit sets every per-pass field first thing in ingress, and a header no
-// state extracts is invalid, as later stages expect.
+// uninitialized here: safe. Metadata starts at zero (@pa_auto_init_metadata on
+// the ingress control), and a header no state extracts is invalid, as later
+// stages expect.
 parser JunctionTnaIngressParser(packet_in packet,
                                 out headers_t hdr,
                                 out tna_ingress_metadata_t md,
@@ -33,18 +33,6 @@ parser JunctionTnaIngressParser(packet_in packet,
         md.bridged.drop = 0;
         md.bridged.qid = 0;
         md.bridged.user_idx = 0;
-        md.lmd.malformed = false;
-        md.lmd.malformed_user = false;
-        md.lmd.unsound = false;
-        md.lmd.reorder_held = false;
-        md.lmd.reorder_since = 0;
-        md.lmd.reorder_ticket = 0;
-        md.lmd.reorder_rounds = 0;
-        md.lmd.reorder_now = 0;
-        md.lmd.redundant_copy = false;
-        md.lmd.forced_access = ACCESS_NONE;
-        md.lmd.forced_seq = 0;
-        md.lmd.skip_ttl = false;
         transition select(ig_intr_md.ingress_port) {
             TNA_CPU_PORT: parse_packet_out;
             TNA_RECIRC_PORT: parse_internal;
@@ -54,15 +42,24 @@ parser JunctionTnaIngressParser(packet_in packet,
 
     state parse_packet_out {
         packet.extract(hdr.packet_out);
+        md.lmd.done = true;  // sent as it came (PacketOut)
         transition accept;
     }
 
+    // A reorder timer or queue-free notice is not a frame: only ReorderQueue and
+    // Verdict look at it.
     state parse_internal {
         packet.extract(hdr.internal);
         transition select(hdr.internal.kind) {
             INTERNAL_REDUNDANT: parse_redundant_copy;
-            default: accept;
+            default: internal_notice;
         }
+    }
+
+    state internal_notice {
+        md.lmd.path = PATH_INTERNAL;
+        md.lmd.done = true;
+        transition accept;
     }
 
     state parse_redundant_copy {
@@ -83,8 +80,6 @@ control JunctionTnaIngressDeparser(packet_out packet,
                                    inout headers_t hdr,
                                    in tna_ingress_metadata_t md,
                                    in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
-    Checksum() enc_ipv4_checksum;
-    Checksum() tun_ipv4_checksum;
     Checksum() ipv4_checksum;
     Checksum() inner_ipv4_checksum;
     Checksum() user_ipv4_checksum;
@@ -96,18 +91,17 @@ control JunctionTnaIngressDeparser(packet_out packet,
     apply {
         if (ig_dprsr_md.mirror_type == MIRROR_TYPE_REDUNDANT) {
             mirror.emit<redundant_mirror_h>(md.mirror_session, {
-                BMD_MIRROR_REDUNDANT,
+                md.mirror_bmd_type,
                 md.lmd.forced_access,
-                md.lmd.encap_kind,
                 md.lmd.seq
             });
         } else if (ig_dprsr_md.mirror_type == MIRROR_TYPE_TIMER) {
             mirror.emit<timer_mirror_h>(md.mirror_session, {
-                BMD_MIRROR_TIMER,
+                md.mirror_bmd_type,
+                md.reorder_target[15:7],
+                md.reorder_target[6:0],
                 md.lmd.epoch,
-                md.reorder_qid,
                 0,
-                md.lmd.egress_port,
                 md.lmd.user_idx,
                 md.reorder_deadline
             });
@@ -125,25 +119,9 @@ control JunctionTnaIngressDeparser(packet_out packet,
             });
         }
 
-        if (hdr.enc_ipv4.isValid()) {
-            hdr.enc_ipv4.hdr_checksum = enc_ipv4_checksum.update({
-                hdr.enc_ipv4.version, hdr.enc_ipv4.ihl, hdr.enc_ipv4.dscp, hdr.enc_ipv4.ecn,
-                hdr.enc_ipv4.total_len, hdr.enc_ipv4.identification, hdr.enc_ipv4.flags,
-                hdr.enc_ipv4.frag_offset, hdr.enc_ipv4.ttl, hdr.enc_ipv4.protocol,
-                hdr.enc_ipv4.src_addr, hdr.enc_ipv4.dst_addr
-            });
-        }
-        if (hdr.tun_ipv4.isValid()) {
-            hdr.tun_ipv4.hdr_checksum = tun_ipv4_checksum.update({
-                hdr.tun_ipv4.version, hdr.tun_ipv4.ihl, hdr.tun_ipv4.dscp, hdr.tun_ipv4.ecn,
-                hdr.tun_ipv4.total_len, hdr.tun_ipv4.identification, hdr.tun_ipv4.flags,
-                hdr.tun_ipv4.frag_offset, hdr.tun_ipv4.ttl, hdr.tun_ipv4.protocol,
-                hdr.tun_ipv4.src_addr, hdr.tun_ipv4.dst_addr
-            });
-        }
         // Only headers the pipeline wrote or whose TTL it decremented get a checksum; the
         // rest (a punted frame, headers inside a routed packet) go as they came.
-        if (hdr.ipv4.isValid() && (md.lmd.path == PATH_DOWNLINK || md.lmd.path == PATH_GTPU_ECHO)) {
+        if (md.lmd.csum_ipv4) {
             hdr.ipv4.hdr_checksum = ipv4_checksum.update({
                 hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
                 hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
@@ -151,7 +129,7 @@ control JunctionTnaIngressDeparser(packet_out packet,
                 hdr.ipv4.src_addr, hdr.ipv4.dst_addr
             });
         }
-        if (hdr.inner_ipv4.isValid() && md.lmd.path == PATH_GTPU_UPLINK) {
+        if (md.lmd.csum_inner_ipv4) {
             hdr.inner_ipv4.hdr_checksum = inner_ipv4_checksum.update({
                 hdr.inner_ipv4.version, hdr.inner_ipv4.ihl, hdr.inner_ipv4.dscp, hdr.inner_ipv4.ecn,
                 hdr.inner_ipv4.total_len, hdr.inner_ipv4.identification, hdr.inner_ipv4.flags,
@@ -159,7 +137,7 @@ control JunctionTnaIngressDeparser(packet_out packet,
                 hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr
             });
         }
-        if (hdr.user_ipv4.isValid() && md.lmd.path == PATH_JUNCTION) {
+        if (md.lmd.csum_user_ipv4) {
             hdr.user_ipv4.hdr_checksum = user_ipv4_checksum.update({
                 hdr.user_ipv4.version, hdr.user_ipv4.ihl, hdr.user_ipv4.dscp, hdr.user_ipv4.ecn,
                 hdr.user_ipv4.total_len, hdr.user_ipv4.identification, hdr.user_ipv4.flags,
@@ -180,6 +158,7 @@ parser JunctionTnaEgressParser(packet_in packet,
     state start {
         packet.extract(eg_intr_md);
         eg_md.mirror_session = 0;
+        eg_md.mirror_bmd_type = 0;
         eg_md.qid = 0;
         eg_md.user_idx = 0;
         transition select(packet.lookahead<bit<8>>()) {
@@ -191,32 +170,19 @@ parser JunctionTnaEgressParser(packet_in packet,
         }
     }
 
+    // Encap adds its headers after Ethernet. (A packet-in or an internal packet has
+    // no encapsulation: whatever its first 14 bytes are goes out as it came.)
     state parse_bridged {
         packet.extract(eg_md.bridged);
+        packet.extract(hdr.frame.ethernet);
         transition accept;
     }
 
+    // The mirrored copy of a redundant packet is the packet as ingress left it,
+    // before egress encapsulated the first copy: only the internal header goes in
+    // front of it.
     state parse_redundant {
         packet.extract(hdr.redundant_md);
-        packet.extract(hdr.ethernet);
-        transition select(hdr.redundant_md.encap_kind) {
-            ENCAP_JUNCTION_GTPU: parse_redundant_gtpu;
-            ENCAP_JUNCTION: parse_redundant_junction;
-            default: accept;
-        }
-    }
-
-    state parse_redundant_gtpu {
-        packet.extract(hdr.enc_ipv4);
-        packet.extract(hdr.enc_udp);
-        packet.extract(hdr.enc_gtpu);
-        transition parse_redundant_junction;
-    }
-
-    state parse_redundant_junction {
-        packet.extract(hdr.tun_ipv4);
-        packet.extract(hdr.tun_udp);
-        packet.extract(hdr.enc_junction);
         transition accept;
     }
 
@@ -236,17 +202,37 @@ control JunctionTnaEgressDeparser(packet_out packet,
                                   in tna_egress_metadata_t eg_md,
                                   in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     Mirror() mirror;
+    Checksum() enc_ipv4_checksum;
+    Checksum() tun_ipv4_checksum;
 
     apply {
         if (eg_dprsr_md.mirror_type == MIRROR_TYPE_QUEUE_FREE) {
             mirror.emit<queue_free_mirror_h>(eg_md.mirror_session, {
-                BMD_MIRROR_QUEUE_FREE,
+                eg_md.mirror_bmd_type,
                 0,
                 eg_md.qid,
                 eg_md.user_idx
             });
         }
-        packet.emit(hdr);
+        if (hdr.frame.enc_ipv4.isValid()) {
+            hdr.frame.enc_ipv4.hdr_checksum = enc_ipv4_checksum.update({
+                hdr.frame.enc_ipv4.version, hdr.frame.enc_ipv4.ihl, hdr.frame.enc_ipv4.dscp,
+                hdr.frame.enc_ipv4.ecn, hdr.frame.enc_ipv4.total_len,
+                hdr.frame.enc_ipv4.identification, hdr.frame.enc_ipv4.flags,
+                hdr.frame.enc_ipv4.frag_offset, hdr.frame.enc_ipv4.ttl, hdr.frame.enc_ipv4.protocol,
+                hdr.frame.enc_ipv4.src_addr, hdr.frame.enc_ipv4.dst_addr
+            });
+        }
+        if (hdr.frame.tun_ipv4.isValid()) {
+            hdr.frame.tun_ipv4.hdr_checksum = tun_ipv4_checksum.update({
+                hdr.frame.tun_ipv4.version, hdr.frame.tun_ipv4.ihl, hdr.frame.tun_ipv4.dscp,
+                hdr.frame.tun_ipv4.ecn, hdr.frame.tun_ipv4.total_len,
+                hdr.frame.tun_ipv4.identification, hdr.frame.tun_ipv4.flags,
+                hdr.frame.tun_ipv4.frag_offset, hdr.frame.tun_ipv4.ttl, hdr.frame.tun_ipv4.protocol,
+                hdr.frame.tun_ipv4.src_addr, hdr.frame.tun_ipv4.dst_addr
+            });
+        }
+        packet.emit(hdr.frame);
     }
 }
 

@@ -9,6 +9,27 @@
 #endif
 const port_num_t V1MODEL_CPU_PORT = CPU_PORT;
 
+// The smaller of two values; the TNA build's is Tofino's min instruction, which the
+// shared controls compare fields with (a <= b is min_u32(a, b) == a).
+bit<32> min_u32(in bit<32> a, in bit<32> b) {
+    if (a <= b) {
+        return a;
+    }
+    return b;
+}
+bit<16> min_u16(in bit<16> a, in bit<16> b) {
+    if (a <= b) {
+        return a;
+    }
+    return b;
+}
+bit<8> min_u8(in bit<8> a, in bit<8> b) {
+    if (a <= b) {
+        return a;
+    }
+    return b;
+}
+
 // standard_metadata.instance_type values of BMv2 simple_switch.
 const bit<32> PKT_INSTANCE_TYPE_NORMAL        = 0;
 const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;

@@ -25,6 +25,7 @@ parser JunctionV1modelParser(packet_in packet,
     // out header that no state extracts is invalid, which is what every later stage expects.
     state parse_packet_out {
         packet.extract(hdr.packet_out);
+        md.done = true;  // sent as it came (PacketOut)
         transition accept;
     }
 
@@ -54,19 +55,19 @@ control JunctionComputeChecksum(inout headers_t hdr, inout local_metadata_t md) 
         }, hdr.tun_ipv4.hdr_checksum, HashAlgorithm.csum16);
         // Only headers the pipeline wrote or whose TTL it decremented get a checksum; the
         // rest (a punted frame, headers inside a routed packet) go as they came.
-        update_checksum(hdr.ipv4.isValid() && (md.path == PATH_DOWNLINK || md.path == PATH_GTPU_ECHO), {
+        update_checksum(md.csum_ipv4, {
             hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
             hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
             hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
             hdr.ipv4.src_addr, hdr.ipv4.dst_addr
         }, hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
-        update_checksum(hdr.inner_ipv4.isValid() && md.path == PATH_GTPU_UPLINK, {
+        update_checksum(md.csum_inner_ipv4, {
             hdr.inner_ipv4.version, hdr.inner_ipv4.ihl, hdr.inner_ipv4.dscp, hdr.inner_ipv4.ecn,
             hdr.inner_ipv4.total_len, hdr.inner_ipv4.identification, hdr.inner_ipv4.flags,
             hdr.inner_ipv4.frag_offset, hdr.inner_ipv4.ttl, hdr.inner_ipv4.protocol,
             hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr
         }, hdr.inner_ipv4.hdr_checksum, HashAlgorithm.csum16);
-        update_checksum(hdr.user_ipv4.isValid() && md.path == PATH_JUNCTION, {
+        update_checksum(md.csum_user_ipv4, {
             hdr.user_ipv4.version, hdr.user_ipv4.ihl, hdr.user_ipv4.dscp, hdr.user_ipv4.ecn,
             hdr.user_ipv4.total_len, hdr.user_ipv4.identification, hdr.user_ipv4.flags,
             hdr.user_ipv4.frag_offset, hdr.user_ipv4.ttl, hdr.user_ipv4.protocol,

@@ -14,8 +14,7 @@ control PacketOut(inout headers_t hdr, inout local_metadata_t md,
     apply {
         if (hdr.packet_out.isValid()) {
             ig_tm_md.ucast_egress_port = hdr.packet_out.egress_port;
-            hdr.packet_out.setInvalid();
-            md.done = true;
+            hdr.packet_out.setInvalid();  // (the parser set md.done)
         }
     }
 }
@@ -24,11 +23,13 @@ control PacketIn(inout headers_t hdr, in local_metadata_t md,
                  in ingress_intrinsic_metadata_t ig_intr_md,
                  inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     apply {
+        // _pad apart from the port: one instruction cannot write a constant and a port
+        // that the parser left split across two containers.
+        hdr.packet_in._pad = 0;
         bool routed_to_cpu = !md.done && md.egress_port == TNA_CPU_PORT;
         if ((md.punt || routed_to_cpu) && md.drop_reason == DROP_NONE) {
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = ig_intr_md.ingress_port;
-            hdr.packet_in._pad = 0;
             ig_tm_md.ucast_egress_port = TNA_CPU_PORT;
         }
     }

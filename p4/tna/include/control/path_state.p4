@@ -3,21 +3,28 @@
 //
 // Packet's way:
 //   downlink with a session  -> reads rtt_<access>[user] (0 = access
-//                               unavailable), loss_<access>[user] and
-//                               autonomous_share[user] for Steering.
+//                               unavailable) and loss_<access>[user] for
+//                               Steering; autonomous_share[user] answers
+//                               whether seq % 128 is below the share
+//                               (auto_3gpp; 0, a share that never moved,
+//                               reads as even).
 //   PROBE_ACK / LINK_DOWN / LINK_UP (reports from Probes) -> reads
 //                               path_updates_suspended[user]; unless set, writes
 //                               the report into rtt_<access>[user] and
 //                               loss_<access>[user]; always writes it into
-//                               live_rtt_<access>[user], moves
-//                               autonomous_share[user] a step toward the
-//                               faster live RTT (PROBE_ACK only) and asks the
-//                               deparser for the probe_reports digest.
+//                               live_rtt_<access>[user] and compares it with the
+//                               other access's, moves autonomous_share[user] a
+//                               step toward the faster (PROBE_ACK only) and asks
+//                               the deparser for the probe_reports digest.
+// The comparisons are the stateful ALUs' (two fields compared in the stage that
+// reads them), where a min and a test would take two stages more each.
 
 #ifndef JUNCTION_TNA_PATH_STATE_P4
 #define JUNCTION_TNA_PATH_STATE_P4
 
-control PathState(inout local_metadata_t md,
+// seq_bit6 is bit 6 of the packet's seq (SessionSeq): 0 when seq % 128 is below the
+// even share, 64.
+control PathState(in headers_t hdr, inout local_metadata_t md, in bit<1> seq_bit6,
                   inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
 
     @name(".rtt_3gpp") @id(0x16000001)
@@ -53,7 +60,7 @@ control PathState(inout local_metadata_t md,
     };
     RegisterAction<rtt_us_t, user_idx_t, void>(rtt_3gpp) write_rtt_3gpp = {
         void apply(inout rtt_us_t value) {
-            value = md.report_rtt;
+            value = md.state_rtt;
         }
     };
     RegisterAction<rtt_us_t, user_idx_t, rtt_us_t>(rtt_non3gpp) read_rtt_non3gpp = {
@@ -63,9 +70,14 @@ control PathState(inout local_metadata_t md,
     };
     RegisterAction<rtt_us_t, user_idx_t, void>(rtt_non3gpp) write_rtt_non3gpp = {
         void apply(inout rtt_us_t value) {
-            value = md.report_rtt;
+            value = md.state_rtt;
         }
     };
+
+    // A report's loss comes from the control body (PROBE_ACK, LINK_UP) or is 0
+    // (LINK_DOWN): written from there, not from md.report_loss, which the digest
+    // reads (a field both read, bf-p4c 9.13.4 fails to place: "cannot find
+    // allocation").
     RegisterAction<loss_pct_t, user_idx_t, loss_pct_t>(loss_3gpp) read_loss_3gpp = {
         void apply(inout loss_pct_t value, out loss_pct_t result) {
             result = value;
@@ -73,7 +85,12 @@ control PathState(inout local_metadata_t md,
     };
     RegisterAction<loss_pct_t, user_idx_t, void>(loss_3gpp) write_loss_3gpp = {
         void apply(inout loss_pct_t value) {
-            value = md.report_loss;
+            value = hdr.junction_ctl.loss_pct;
+        }
+    };
+    RegisterAction<loss_pct_t, user_idx_t, void>(loss_3gpp) clear_loss_3gpp = {
+        void apply(inout loss_pct_t value) {
+            value = 0;
         }
     };
     RegisterAction<loss_pct_t, user_idx_t, loss_pct_t>(loss_non3gpp) read_loss_non3gpp = {
@@ -83,36 +100,66 @@ control PathState(inout local_metadata_t md,
     };
     RegisterAction<loss_pct_t, user_idx_t, void>(loss_non3gpp) write_loss_non3gpp = {
         void apply(inout loss_pct_t value) {
-            value = md.report_loss;
+            value = hdr.junction_ctl.loss_pct;
         }
     };
-    RegisterAction<rtt_us_t, user_idx_t, rtt_us_t>(live_rtt_3gpp) read_live_rtt_3gpp = {
-        void apply(inout rtt_us_t value, out rtt_us_t result) {
-            result = value;
+    RegisterAction<loss_pct_t, user_idx_t, void>(loss_non3gpp) clear_loss_non3gpp = {
+        void apply(inout loss_pct_t value) {
+            value = 0;
         }
     };
+
+    // The live RTT of the access reported on is written; the other access's is
+    // compared with the report: STEP_NONE when it is 0 (down) or equal, else
+    // whether the report is the faster.
     RegisterAction<rtt_us_t, user_idx_t, void>(live_rtt_3gpp) write_live_rtt_3gpp = {
         void apply(inout rtt_us_t value) {
-            value = md.report_rtt;
+            value = md.state_rtt;
         }
     };
-    RegisterAction<rtt_us_t, user_idx_t, rtt_us_t>(live_rtt_non3gpp) read_live_rtt_non3gpp = {
-        void apply(inout rtt_us_t value, out rtt_us_t result) {
-            result = value;
+    RegisterAction<rtt_us_t, user_idx_t, bit<8>>(live_rtt_3gpp) compare_live_rtt_3gpp = {
+        void apply(inout rtt_us_t value, out bit<8> step) {
+            if (value == 0 || value == md.state_rtt) {
+                step = STEP_NONE;
+            } else if (md.state_rtt < value) {
+                step = STEP_REPORT_FASTER;
+            } else {
+                step = STEP_REPORT_SLOWER;
+            }
         }
     };
     RegisterAction<rtt_us_t, user_idx_t, void>(live_rtt_non3gpp) write_live_rtt_non3gpp = {
         void apply(inout rtt_us_t value) {
-            value = md.report_rtt;
+            value = md.state_rtt;
         }
     };
-    // 0 (never moved) reads as even.
-    RegisterAction<ratio_t, user_idx_t, ratio_t>(autonomous_share) read_share = {
-        void apply(inout ratio_t value, out ratio_t result) {
-            if (value == 0) {
-                result = AUTONOMOUS_SHARE_EVEN;
+    RegisterAction<rtt_us_t, user_idx_t, bit<8>>(live_rtt_non3gpp) compare_live_rtt_non3gpp = {
+        void apply(inout rtt_us_t value, out bit<8> step) {
+            if (value == 0 || value == md.state_rtt) {
+                step = STEP_NONE;
+            } else if (md.state_rtt < value) {
+                step = STEP_REPORT_FASTER;
             } else {
-                result = value;
+                step = STEP_REPORT_SLOWER;
+            }
+        }
+    };
+
+    // Downlink: seq % 128 below the share (0, never moved, is even: bit 6 of seq
+    // clear). The register's actions hold at most 4 large constants, which the steps'
+    // take 3 of; hence seq_bit6 rather than a test against EVEN here.
+    RegisterAction<ratio_t, user_idx_t, bit<1>>(autonomous_share) split_by_share = {
+        void apply(inout ratio_t value, out bit<1> to_3gpp) {
+            if (value == 0) {
+                if (seq_bit6 == 0) {
+                    to_3gpp = 1;
+                } else {
+                    to_3gpp = 0;
+                }
+            } else if (md.seq_mod_128 < value) {
+                to_3gpp = 1;
+            } else {
+                to_3gpp = 0;
             }
         }
     };
@@ -140,48 +187,131 @@ control PathState(inout local_metadata_t md,
         }
     };
 
+    // A report's writes, by tables rather than nested ifs where they can be: bf-p4c
+    // makes a table of each branch of an if, and a Tofino stage holds 16 (ingress and
+    // egress together). A table reaches one register (Tofino's address bus for them).
+    suspended_t suspended_now;  // path_updates_suspended[user] (read_suspended)
+
+    @hidden action keep() {}
+
+    // The loss the report says (0 for LINK_DOWN), left alone while suspended.
+    @hidden action write_loss_3gpp_action() {
+        write_loss_3gpp.execute(md.user_idx);
+    }
+    @hidden action clear_loss_3gpp_action() {
+        clear_loss_3gpp.execute(md.user_idx);
+    }
+    @hidden action write_loss_non3gpp_action() {
+        write_loss_non3gpp.execute(md.user_idx);
+    }
+    @hidden action clear_loss_non3gpp_action() {
+        clear_loss_non3gpp.execute(md.user_idx);
+    }
+    @hidden @name("report_loss_3gpp")
+    table report_loss_3gpp {
+        key = {
+            suspended_now    : ternary;
+            md.report_access : ternary;
+            md.report_kind   : ternary;
+        }
+        actions = {
+            write_loss_3gpp_action;
+            clear_loss_3gpp_action;
+            keep;
+        }
+        const default_action = keep();
+        const entries = {
+            (0, ACCESS_3GPP, REPORT_LINK_DOWN) : clear_loss_3gpp_action();
+            (0, ACCESS_3GPP, _) : write_loss_3gpp_action();
+        }
+    }
+    @hidden @name("report_loss_non3gpp")
+    table report_loss_non3gpp {
+        key = {
+            suspended_now    : ternary;
+            md.report_access : ternary;
+            md.report_kind   : ternary;
+        }
+        actions = {
+            write_loss_non3gpp_action;
+            clear_loss_non3gpp_action;
+            keep;
+        }
+        const default_action = keep();
+        const entries = {
+            (0, ACCESS_3GPP, _) : keep();
+            (0, _, REPORT_LINK_DOWN) : clear_loss_non3gpp_action();
+            (0, _, _) : write_loss_non3gpp_action();
+        }
+    }
+
+    // A PROBE_ACK moves autonomous_share a step toward the faster access (step: the
+    // report against the other access's live RTT), which a suspension does not stop.
+    bit<8> step;
+    @hidden action toward_3gpp() {
+        share_to_3gpp.execute(md.user_idx);
+    }
+    @hidden action toward_non3gpp() {
+        share_to_non3gpp.execute(md.user_idx);
+    }
+    @hidden @name("report_shares")
+    table report_shares {
+        key = {
+            md.report_access : ternary;
+            md.report_kind   : ternary;
+            step             : ternary;
+        }
+        actions = {
+            toward_3gpp;
+            toward_non3gpp;
+            keep;
+        }
+        const default_action = keep();
+        const entries = {
+            (ACCESS_3GPP, REPORT_RTT, STEP_REPORT_FASTER) : toward_3gpp();
+            (ACCESS_3GPP, REPORT_RTT, STEP_REPORT_SLOWER) : toward_non3gpp();
+            (ACCESS_3GPP, _, _) : keep();
+            (_, REPORT_RTT, STEP_REPORT_FASTER) : toward_non3gpp();
+            (_, REPORT_RTT, STEP_REPORT_SLOWER) : toward_3gpp();
+        }
+    }
+
     apply {
-        if (!md.done && md.path == PATH_DOWNLINK && md.session_hit) {
+        if (md.path == PATH_DOWNLINK && md.session_hit) {
             md.rtt_3gpp = read_rtt_3gpp.execute(md.user_idx);
             md.rtt_non3gpp = read_rtt_non3gpp.execute(md.user_idx);
             md.loss_3gpp = read_loss_3gpp.execute(md.user_idx);
             md.loss_non3gpp = read_loss_non3gpp.execute(md.user_idx);
-            md.autonomous_share = read_share.execute(md.user_idx);
-        } else if (md.report_kind != 0 && md.drop_reason == DROP_NONE) {
-            suspended_t suspended = read_suspended.execute(md.user_idx);
-            md.report_suspended = 0;
-            if (suspended != 0) {
-                md.report_suspended = 1;
-            } else if (md.report_access == ACCESS_3GPP) {
-                write_rtt_3gpp.execute(md.user_idx);
-                write_loss_3gpp.execute(md.user_idx);
-            } else {
-                write_rtt_non3gpp.execute(md.user_idx);
-                write_loss_non3gpp.execute(md.user_idx);
-            }
-            // The live RTT of the access reported on (0 when down), compared
-            // with the other access's to step the share.
-            rtt_us_t other;
+            md.auto_3gpp = split_by_share.execute(md.user_idx);
+        } else if (md.report_kind != 0) {
+            // Read before the checks end (reading changes nothing), so that the writes
+            // need not wait a stage more for them.
+            suspended_now = read_suspended.execute(md.user_idx);
             if (md.report_access == ACCESS_3GPP) {
-                write_live_rtt_3gpp.execute(md.user_idx);
-                other = read_live_rtt_non3gpp.execute(md.user_idx);
+                step = compare_live_rtt_non3gpp.execute(md.user_idx);
             } else {
-                write_live_rtt_non3gpp.execute(md.user_idx);
-                other = read_live_rtt_3gpp.execute(md.user_idx);
+                step = compare_live_rtt_3gpp.execute(md.user_idx);
             }
-            if (md.report_kind == REPORT_RTT && other != 0 && md.report_rtt != other) {
-                // toward 3GPP when the report's access is 3GPP and the faster
-                bool to_3gpp = md.report_rtt < other;
-                if (md.report_access != ACCESS_3GPP) {
-                    to_3gpp = !to_3gpp;
-                }
-                if (to_3gpp) {
-                    share_to_3gpp.execute(md.user_idx);
+            // A report no check before it refused (DropReasons says CONSUMED).
+            if (!md.checks.parser_error && !md.checks.unknown_teid && !md.checks.bad_junction &&
+                    !md.checks.no_session && !md.checks.wrong_source) {
+                if (suspended_now != 0) {
+                    md.report_suspended = 1;
+                } else if (md.report_access == ACCESS_3GPP) {
+                    write_rtt_3gpp.execute(md.user_idx);
                 } else {
-                    share_to_non3gpp.execute(md.user_idx);
+                    write_rtt_non3gpp.execute(md.user_idx);
                 }
+                report_loss_3gpp.apply();
+                report_loss_non3gpp.apply();
+                if (md.report_access == ACCESS_3GPP) {
+                    write_live_rtt_3gpp.execute(md.user_idx);
+                } else {
+                    write_live_rtt_non3gpp.execute(md.user_idx);
+                }
+                report_shares.apply();
+                ig_dprsr_md.digest_type = DIGEST_TYPE_PROBE_REPORT;
             }
-            ig_dprsr_md.digest_type = DIGEST_TYPE_PROBE_REPORT;
         }
     }
 }

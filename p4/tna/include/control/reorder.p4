@@ -12,8 +12,8 @@
 //   reorder timer (internal packet of one hold, epoch E, deadline D):
 //                         not holding -> ENDED (the marker came);
 //                         holding another epoch -> STALE;
-//                         now >= D -> released E, RELEASED; else KEEP
-//   queue-free notice:    reports whether the user holds again
+//                         now >= D -> released E, ENDED; else KEEP
+//   queue-free notice:    reports whether the user holds again (ENDED: not)
 // The timer carries the deadline, so the data path never has to read
 // reorder_deadline before reorder_state; START still records it there for the
 // controller.
@@ -50,24 +50,32 @@ control Reorder(in headers_t hdr, inout tna_ingress_metadata_t md) {
         }
     };
 
-    RegisterAction<reorder_state_t, user_idx_t, bit<8>>(reorder_state) on_timer = {
+    // A timer before and after its deadline: two actions, since a stateful ALU
+    // takes two inputs besides the register (here holding_e and released_e). Each
+    // returns two constants at most: a third would take an ALU the register's write
+    // needs (bfas: "instruction slot used multiple times").
+    RegisterAction<reorder_state_t, user_idx_t, bit<8>>(reorder_state) on_timer_pending = {
         void apply(inout reorder_state_t value, out bit<8> result) {
             if ((value & REORDER_HOLDING) == 0) {
                 result = TIMER_ENDED;
             } else if ((value & REORDER_HOLD_MASK) != md.holding_e) {
                 result = TIMER_STALE;
-            } else if (md.timer_expired) {
-                value = md.released_e;
-                result = TIMER_RELEASED;
             } else {
                 result = TIMER_KEEP;
             }
         }
     };
 
-    RegisterAction<reorder_state_t, user_idx_t, bool>(reorder_state) is_holding = {
-        void apply(inout reorder_state_t value, out bool holding) {
-            holding = (value & REORDER_HOLDING) != 0;
+    RegisterAction<reorder_state_t, user_idx_t, bit<8>>(reorder_state) on_timer_expired = {
+        void apply(inout reorder_state_t value, out bit<8> result) {
+            if ((value & REORDER_HOLDING) == 0) {
+                result = TIMER_ENDED;
+            } else if ((value & REORDER_HOLD_MASK) != md.holding_e) {
+                result = TIMER_STALE;
+            } else {
+                value = md.released_e;
+                result = TIMER_ENDED;  // released now
+            }
         }
     };
 
@@ -83,14 +91,15 @@ control Reorder(in headers_t hdr, inout tna_ingress_metadata_t md) {
     apply {
         md.reorder_decision = REORDER_FORWARD;
         md.timer_result = TIMER_STALE;
-        md.timer_expired = false;
-        md.queue_user_holding = false;
         md.reorder_deadline = 0;
 
         bit<1> epoch = md.lmd.epoch;
+        time_us_t age = 0;  // a timer's: now - deadline, modulo 2^32
         if (md.lmd.path == PATH_INTERNAL) {
-            md.lmd.user_idx = hdr.internal.user_idx;
             epoch = hdr.internal.epoch;
+            age = md.lmd.now_us - hdr.internal.value;
+        } else {
+            md.reorder_deadline = md.deadline_clock + md.lmd.reorder_timeout;
         }
         md.holding_e = REORDER_HOLDING;
         md.released_e = REORDER_RELEASED_VALID;
@@ -101,19 +110,31 @@ control Reorder(in headers_t hdr, inout tna_ingress_metadata_t md) {
 
         if (md.lmd.path == PATH_INTERNAL) {
             if (hdr.internal.kind == INTERNAL_TIMER) {
-                time_us_t age = md.lmd.now_us - hdr.internal.value;
-                md.timer_expired = age[31:31] == 0;  // now >= deadline, modulo 2^32
-                md.timer_result = on_timer.execute(md.lmd.user_idx);
+                // now >= deadline, modulo 2^32: age below 2^31 (a min, not a test of
+                // bit 31, which would split the clock across containers).
+                time_us_t age_capped = min_u32(age, 0x7FFFFFFF);
+                if (age_capped == age) {
+                    md.timer_result = on_timer_expired.execute(hdr.internal.user_idx);
+                } else {
+                    md.timer_result = on_timer_pending.execute(hdr.internal.user_idx);
+                }
             } else if (hdr.internal.kind == INTERNAL_QUEUE_FREE) {
-                md.queue_user_holding = is_holding.execute(md.lmd.user_idx);
+                // TIMER_ENDED: the user holds no more (a register takes four actions
+                // at most, so this reuses the pending timer's).
+                md.timer_result = on_timer_pending.execute(hdr.internal.user_idx);
             }
-        } else if (!md.lmd.done && md.lmd.path == PATH_JUNCTION) {
-            // A packet routed to the controller is not held: it leaves as a packet-in.
+        } else if (md.lmd.path == PATH_JUNCTION && !md.lmd.checks.parser_error &&
+                   !md.lmd.checks.unknown_teid && !md.lmd.checks.bad_user_packet &&
+                   !md.lmd.checks.bad_junction && !md.lmd.checks.no_session &&
+                   !md.lmd.checks.wrong_source && !md.lmd.checks.filtered &&
+                   !md.lmd.checks.ttl_expired && !md.lmd.checks.no_route) {
+            // Uplink no check dropped (the checks that can drop it, read here rather than
+            // the drop reason DropReasons makes of them: a stage sooner). A packet routed
+            // to the controller is not held: it leaves as a packet-in.
             if (md.lmd.junction_kind == JK_DATA && md.lmd.current_path &&
                     md.lmd.egress_port != TNA_CPU_PORT) {
                 md.reorder_decision = on_current_path.execute(md.lmd.user_idx);
                 if (md.reorder_decision == REORDER_START) {
-                    md.reorder_deadline = md.lmd.now_us + md.lmd.reorder_timeout;
                     arm_deadline.execute(md.lmd.user_idx);
                 }
             } else if (md.lmd.junction_kind == JK_MARKER) {

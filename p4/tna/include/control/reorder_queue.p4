@@ -9,7 +9,7 @@
 //     forward, REORDER_OVERFLOW.
 //   HOLD: find the user's queue and queue the packet there (none: forward,
 //     REORDER_OVERFLOW).
-//   Timer: KEEP -> recirculate again; RELEASED / ENDED -> resume the queue
+//   Timer: KEEP -> recirculate again; ENDED -> resume the queue
 //     (adv_flow_ctl XON) and end the timer; STALE -> end the timer.
 //   Queue-free notice (egress saw the resumed queue run empty): free the queue
 //     unless its user holds again.
@@ -30,6 +30,12 @@ control ReorderQueue(inout headers_t hdr,
 
     Hash<bit<6>>(HashAlgorithm_t.CRC16) hash_a;
     Hash<bit<5>>(HashAlgorithm_t.CRC32) hash_b;
+    // The AFC messages, assembled by the hash unit (an identity hash concatenates
+    // fields wherever they sit in the PHV; an ALU could not): the pause of a queue of
+    // way A or B, and the resume.
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) afc_pause_a;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) afc_pause_b;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) afc_resume;
 
     RegisterAction<user_idx_t, bit<6>, bool>(reorder_queues_a) claim_a = {
         void apply(inout user_idx_t owner, out bool ok) {
@@ -78,8 +84,11 @@ control ReorderQueue(inout headers_t hdr,
     // is tested below: safe, the top level sets PATH_INTERNAL only for a packet whose
     // internal header was parsed.
     apply {
-        md.queue_owner = md.lmd.user_idx + 1;
-        md.reorder_qid = 0;
+        if (md.lmd.path == PATH_INTERNAL) {
+            md.queue_owner = hdr.internal.user_idx + 1;
+        } else {
+            md.queue_owner = md.lmd.user_idx + 1;
+        }
 
         if (md.lmd.path == PATH_INTERNAL) {
             if (hdr.internal.kind == INTERNAL_TIMER) {
@@ -88,8 +97,8 @@ control ReorderQueue(inout headers_t hdr,
                     ig_tm_md.ucast_egress_port = TNA_RECIRC_PORT;
                 } else {
                     if (md.timer_result != TIMER_STALE && hdr.internal.qid != 0) {
-                        ig_dprsr_md.adv_flow_ctl = AFC_QFC ++ hdr.internal.port ++
-                                                   hdr.internal.qid ++ AFC_CREDIT_RESUME;
+                        ig_dprsr_md.adv_flow_ctl = afc_resume.get({AFC_QFC, hdr.internal.port,
+                                                                   hdr.internal.qid, AFC_CREDIT_RESUME});
                     }
                     // Dropped in egress, so that the XON message surely leaves the deparser.
                     hdr.internal.setInvalid();
@@ -97,7 +106,7 @@ control ReorderQueue(inout headers_t hdr,
                     ig_tm_md.ucast_egress_port = TNA_RECIRC_PORT;
                 }
             } else if (hdr.internal.kind == INTERNAL_QUEUE_FREE) {
-                if (!md.queue_user_holding) {
+                if (md.timer_result == TIMER_ENDED) {  // the user holds no more
                     if (hdr.internal.qid >= REORDER_QID_BASE_A) {
                         free_a.execute(hdr.internal.qid[5:0]);
                     } else {
@@ -109,39 +118,44 @@ control ReorderQueue(inout headers_t hdr,
                 ig_dprsr_md.drop_ctl = 1;
             }
         } else if (md.reorder_decision == REORDER_START || md.reorder_decision == REORDER_HOLD) {
+            // Way A's queues are 64 + idx_a, way B's 32 + idx_b, each computed once: the
+            // branches below only copy them. What a queue found means is written in the
+            // branch that found it (not tested again from a field: a stage more).
             bit<6> idx_a = hash_a.get({md.lmd.user_idx});
             bit<5> idx_b = hash_b.get({md.lmd.user_idx});
-            if (!md.lmd.done) {
-                if (md.reorder_decision == REORDER_START) {
-                    if (claim_a.execute(idx_a)) {
-                        md.reorder_qid = REORDER_QID_BASE_A | (bit<7>)idx_a;
-                    } else if (claim_b.execute(idx_b)) {
-                        md.reorder_qid = REORDER_QID_BASE_B | (bit<7>)idx_b;
-                    }
-                } else {
-                    if (find_a.execute(idx_a)) {
-                        md.reorder_qid = REORDER_QID_BASE_A | (bit<7>)idx_a;
-                    } else if (find_b.execute(idx_b)) {
-                        md.reorder_qid = REORDER_QID_BASE_B | (bit<7>)idx_b;
-                    }
-                }
-                if (md.reorder_qid == 0) {
-                    md.lmd.count_reason = DROP_REORDER_OVERFLOW;
-                } else {
-                    ig_tm_md.qid = md.reorder_qid;
-                    md.bridged.qid = md.reorder_qid;
-                    md.bridged.user_idx = md.lmd.user_idx;
-                    if (md.reorder_decision == REORDER_START) {
-                        ig_dprsr_md.adv_flow_ctl = AFC_QFC ++ md.lmd.egress_port ++
-                                                   md.reorder_qid ++ AFC_CREDIT_PAUSE;
-                    }
-                }
-            }
-            // Every hold gets a timer, even when its first packet is dropped or
-            // finds no queue, so that the deadline always ends it.
+            bit<7> qid_a = 1w1 ++ idx_a;
+            bit<7> qid_b = 2w1 ++ idx_b;
+            md.reorder_target[15:7] = md.lmd.egress_port;
+            md.bridged.user_idx = md.lmd.user_idx;
             if (md.reorder_decision == REORDER_START) {
+                if (claim_a.execute(idx_a)) {
+                    md.reorder_target[6:0] = qid_a;
+                    ig_tm_md.qid = qid_a;
+                    md.bridged.qid = qid_a;
+                    ig_dprsr_md.adv_flow_ctl = afc_pause_a.get({AFC_QFC, md.lmd.egress_port,
+                                                                qid_a, AFC_CREDIT_PAUSE});
+                } else if (claim_b.execute(idx_b)) {
+                    md.reorder_target[6:0] = qid_b;
+                    ig_tm_md.qid = qid_b;
+                    md.bridged.qid = qid_b;
+                    ig_dprsr_md.adv_flow_ctl = afc_pause_b.get({AFC_QFC, md.lmd.egress_port,
+                                                                qid_b, AFC_CREDIT_PAUSE});
+                } else {
+                    md.lmd.count_reason = DROP_REORDER_OVERFLOW;
+                }
+                // Every hold gets a timer, even when its first packet is dropped or finds
+                // no queue, so that the deadline always ends it.
                 ig_dprsr_md.mirror_type = MIRROR_TYPE_TIMER;
                 md.mirror_session = REORDER_TIMER_SESSION;
+                md.mirror_bmd_type = BMD_MIRROR_TIMER;
+            } else if (find_a.execute(idx_a)) {
+                ig_tm_md.qid = qid_a;
+                md.bridged.qid = qid_a;
+            } else if (find_b.execute(idx_b)) {
+                ig_tm_md.qid = qid_b;
+                md.bridged.qid = qid_b;
+            } else {
+                md.lmd.count_reason = DROP_REORDER_OVERFLOW;
             }
         }
     }

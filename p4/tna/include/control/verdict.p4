@@ -19,6 +19,13 @@ control Verdict(inout tna_ingress_metadata_t md,
     Counter<bit<64>, drop_reason_t>(DROP_REASON_COUNT, CounterType_t.PACKETS_AND_BYTES) drops;
 
     apply {
+        // The other access, for a redundant packet's second copy: chosen before the
+        // verdict, so that it costs no stage after it.
+        if (md.lmd.access == ACCESS_NON3GPP) {
+            md.lmd.forced_access = ACCESS_3GPP;
+        } else {
+            md.lmd.forced_access = ACCESS_NON3GPP;
+        }
         if (md.lmd.consume && md.lmd.drop_reason == DROP_NONE) {
             md.lmd.drop_reason = DROP_CONSUMED;
         }
@@ -31,15 +38,12 @@ control Verdict(inout tna_ingress_metadata_t md,
             if (md.lmd.count_reason != DROP_NONE) {
                 drops.count(md.lmd.count_reason);
             }
-            if (!md.lmd.done) {
+            if (!md.lmd.done && !md.lmd.punt) {
                 ig_tm_md.ucast_egress_port = md.lmd.egress_port;
                 if (md.lmd.redundant) {
-                    md.lmd.forced_access = ACCESS_NON3GPP;
-                    if (md.lmd.access == ACCESS_NON3GPP) {
-                        md.lmd.forced_access = ACCESS_3GPP;
-                    }
                     ig_dprsr_md.mirror_type = MIRROR_TYPE_REDUNDANT;
                     md.mirror_session = (MirrorId_t)REDUNDANT_CLONE_SESSION;
+                    md.mirror_bmd_type = BMD_MIRROR_REDUNDANT;
                 }
             }
         }

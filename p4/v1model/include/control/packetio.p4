@@ -15,8 +15,7 @@ control PacketOut(inout headers_t hdr, inout local_metadata_t md,
     apply {
         if (hdr.packet_out.isValid()) {
             standard_metadata.egress_spec = hdr.packet_out.egress_port;
-            hdr.packet_out.setInvalid();
-            md.done = true;
+            hdr.packet_out.setInvalid();  // (the parser set md.done)
         }
     }
 }
@@ -24,7 +23,7 @@ control PacketOut(inout headers_t hdr, inout local_metadata_t md,
 control PacketIn(inout headers_t hdr, in local_metadata_t md,
                  inout standard_metadata_t standard_metadata) {
     apply {
-        bool routed_to_cpu = !md.done && md.egress_port == V1MODEL_CPU_PORT;
+        bool routed_to_cpu = !md.done && md.egress_port == V1MODEL_CPU_PORT;  // not held
         if ((md.punt || routed_to_cpu) && md.drop_reason == DROP_NONE) {
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = standard_metadata.ingress_port;

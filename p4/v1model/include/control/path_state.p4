@@ -4,7 +4,9 @@
 // Packet's way:
 //   downlink with a session  -> reads rtt_<access>[user] (0 = access
 //                               unavailable), loss_<access>[user] and
-//                               autonomous_share[user] for Steering.
+//                               whether seq % 128 is below autonomous_share[user]
+//                               (auto_3gpp; 0, a share that never moved, reads as
+//                               even) for Steering.
 //   PROBE_ACK / LINK_DOWN / LINK_UP (reports from Probes) -> unless
 //                               path_updates_suspended[user] != 0, writes the
 //                               report into rtt_<access>[user] and
@@ -46,16 +48,22 @@ control PathState(inout local_metadata_t md) {
     register<ratio_t, user_idx_t>(MAX_USERS) autonomous_share;
 
     apply {
-        if (!md.done && md.path == PATH_DOWNLINK && md.session_hit) {
+        if (md.path == PATH_DOWNLINK && md.session_hit) {
             rtt_3gpp.read(md.rtt_3gpp, md.user_idx);
             rtt_non3gpp.read(md.rtt_non3gpp, md.user_idx);
             loss_3gpp.read(md.loss_3gpp, md.user_idx);
             loss_non3gpp.read(md.loss_non3gpp, md.user_idx);
-            autonomous_share.read(md.autonomous_share, md.user_idx);
-            if (md.autonomous_share == 0) {
-                md.autonomous_share = AUTONOMOUS_SHARE_EVEN;
+            ratio_t share;
+            autonomous_share.read(share, md.user_idx);
+            if (share == 0) {
+                share = AUTONOMOUS_SHARE_EVEN;  // never moved
             }
-        } else if (md.report_kind != 0 && md.drop_reason == DROP_NONE) {
+            if (md.seq_mod_128 < share) {
+                md.auto_3gpp = 1;
+            }
+        } else if (md.report_kind != 0 && !md.checks.parser_error && !md.checks.unknown_teid &&
+                   !md.checks.bad_junction && !md.checks.no_session && !md.checks.wrong_source) {
+            // (A report no check before it refused: DropReasons says CONSUMED.)
             suspended_t suspended;
             path_updates_suspended.read(suspended, md.user_idx);
             md.report_suspended = 0;

@@ -55,7 +55,7 @@ control Reorder(inout local_metadata_t md) {
         bool data = md.junction_kind == JK_DATA && (md.current_path || md.reorder_held) &&
                     md.egress_port != V1MODEL_CPU_PORT;
         bool marker = md.junction_kind == JK_MARKER;
-        if (!md.done && md.path == PATH_JUNCTION && (data || marker)) {
+        if (md.drop_reason == DROP_NONE && !md.done && md.path == PATH_JUNCTION && (data || marker)) {
             reorder_state_t cur;
             time_us_t deadline;
             bit<32> tickets;

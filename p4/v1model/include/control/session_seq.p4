@@ -14,7 +14,7 @@ control SessionSeq(inout local_metadata_t md) {
     register<seq_t, seq_index_t>(MAX_SESSION_OVERRIDES) session_seq;
 
     apply {
-        if (!md.done && md.path == PATH_DOWNLINK && md.session_hit) {
+        if (md.path == PATH_DOWNLINK && md.session_hit && !md.checks.parser_error) {
             if (md.redundant_copy) {
                 md.seq = md.forced_seq;
             } else if (md.has_override) {
@@ -27,6 +27,7 @@ control SessionSeq(inout local_metadata_t md) {
                 session_seq.write(md.seq_index, next);
                 md.seq = next;
             }
+            md.seq_mod_128 = (ratio_t)md.seq[6:0];
         }
     }
 }

@@ -30,7 +30,7 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
             }
             if (md.reorder_hold) {
                 standard_metadata.egress_spec = standard_metadata.ingress_port;
-            } else if (!md.done) {
+            } else if (!md.done && !md.punt) {
                 standard_metadata.egress_spec = md.egress_port;
                 if (md.redundant) {
                     md.redundant_copy = true;
