@@ -57,18 +57,20 @@ type LocalObjectReference struct {
 	Name string `json:"name"`
 }
 
-// IPv4Address is a dotted-quad IPv4 address such as 192.0.2.10. The format check alone lets
-// leading zeros through (010.60.0.1), which the data path's parsers refuse later; CEL's isIP does not.
+// IPv4Address is the unicast address of one host, in dotted-quad form such as 192.0.2.10: every
+// address field of the API is one (a UE's, a gNB's, a session's, the UPF's own), so the one rule
+// refuses 0.0.0.0, the broadcast address and multicast. The format check alone lets leading
+// zeros through (010.60.0.1), which the data path's parsers refuse later; CEL's isIP does not.
 // +kubebuilder:validation:Format=ipv4
 // +kubebuilder:validation:MaxLength=15
-// +kubebuilder:validation:XValidation:rule="isIP(self) && ip(self).family() == 4",message="must be a dotted-quad IPv4 address without leading zeros"
+// +kubebuilder:validation:XValidation:rule="isIP(self) && ip(self).family() == 4 && !ip(self).isUnspecified() && self != '255.255.255.255' && !cidr('224.0.0.0/4').containsIP(self)",message="must be a unicast IPv4 address in dotted-quad form without leading zeros (not 0.0.0.0, 255.255.255.255 or multicast)"
 type IPv4Address string
 
-// IPv4Prefix is an IPv4 prefix in CIDR notation such as 198.51.100.0/24.
+// IPv4Prefix is an IPv4 prefix in CIDR notation such as 198.51.100.0/24 (0.0.0.0/0: every
+// address). One rule: isCIDR refuses leading zeros, which the format check lets through.
 // +kubebuilder:validation:Format=cidr
 // +kubebuilder:validation:MaxLength=18
-// +kubebuilder:validation:XValidation:rule="self.contains('.') && !self.contains(':')",message="must be an IPv4 prefix"
-// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="must have no host bits set (10.0.0.0/8, not 10.0.0.1/8)"
+// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self).ip().family() == 4 && cidr(self) == cidr(self).masked()",message="must be an IPv4 prefix in CIDR notation without leading zeros and with no host bits set (10.0.0.0/8, not 10.0.0.1/8)"
 type IPv4Prefix string
 
 // MACAddress is an Ethernet address such as 02:00:00:00:00:01.

@@ -110,12 +110,10 @@ type TunnelEndpoint struct {
 	Name string `json:"name"`
 
 	// n3Address is the GTP-U (N3) address gNBs send uplink GTP-U to.
-	// +kubebuilder:validation:XValidation:rule="self != '0.0.0.0'",message="must be a unicast address, not 0.0.0.0"
 	// +required
 	N3Address IPv4Address `json:"n3Address"`
 
 	// junctionAddress is the Junction tunnel address UE agents send to on both legs.
-	// +kubebuilder:validation:XValidation:rule="self != '0.0.0.0'",message="must be a unicast address, not 0.0.0.0"
 	// +required
 	JunctionAddress IPv4Address `json:"junctionAddress"`
 }
