@@ -84,10 +84,12 @@ func setUnknown(conds *[]metav1.Condition, generation int64, typ, reason, msg st
 
 // stalledReasons are the not-Ready reasons the operator cannot get past by retrying: the object,
 // or one it names, has to change (a full table counts: room comes from deleting something).
-// Every other reason is transient, and the object is Reconciling meanwhile.
+// Every other reason is transient, and the object is Reconciling meanwhile. A reference to an
+// object that does not exist (UPFNotFound, PolicyNotFound, ConfigMapNotFound, SecretNotFound) is
+// transient: GitOps applies a set of objects in some order, and the object named may come with
+// the same sync; the operator is woken when it does.
 var stalledReasons = map[string]bool{
 	ReasonTableFull: true, ReasonConflict: true, ReasonInvalidSpec: true, ReasonIndexesExhausted: true,
-	ReasonUPFNotFound: true, ReasonPolicyNotFound: true, ReasonConfigMapNotFound: true, ReasonSecretNotFound: true,
 	ReasonInvalidPipeline: true, ReasonInvalidTLS: true, ReasonPipelineMismatch: true, ReasonRegisterWriteRefused: true,
 	ReasonDuplicateDevice: true,
 }

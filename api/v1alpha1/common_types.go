@@ -34,10 +34,11 @@ const (
 	// health checks use and deploy/argocd/health.lua reads the same way. kstatus knows no Junction
 	// kind: it calls an object InProgress while status.observedGeneration lags or Reconciling is
 	// True, Failed while Stalled is True, and Current otherwise. Both are present only while True.
-	// ConditionReconciling says the operator is still working towards Ready.
+	// ConditionReconciling says the operator is still working towards Ready (also while an object
+	// it names does not exist: the same GitOps sync may apply it next).
 	ConditionReconciling = "Reconciling"
 	// ConditionStalled says the object cannot become Ready until it, or an object it names,
-	// changes (a full table, a conflict, a dangling reference, a pipeline or TLS that is invalid).
+	// changes (a full table, a conflict, a pipeline or TLS that is invalid).
 	ConditionStalled = "Stalled"
 )
 

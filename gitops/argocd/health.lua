@@ -1,8 +1,9 @@
 -- Argo CD health of Junction's kinds (UserPlaneFunction, SteeringPolicy, ATSSSSession).
 -- It reads the status the way kstatus does (api/v1alpha1/common_types.go), so Argo CD, Flux
 -- and `kubectl wait` agree: an object the operator has not seen at its generation, or one with
--- Reconciling=True, is Progressing; Stalled=True (a full table, a conflict, a dangling
--- reference, an invalid pipeline or TLS Secret) is Degraded; Ready=True is Healthy.
+-- Reconciling=True (also while an object it names does not exist yet), is Progressing;
+-- Stalled=True (a full table, a conflict, an invalid pipeline or TLS Secret) is Degraded;
+-- Ready=True is Healthy.
 -- `make manifests` copies this file into argocd-cm.yaml for each kind.
 local hs = {status = "Progressing", message = "Waiting for the Junction operator"}
 if obj.status == nil then
