@@ -22,13 +22,13 @@
 // each). The P4Info says the same sizes; TestTNAP4InfoAgreesWithV1model reads them here.
 // (-D on the command line still overrides them, to try other sizes.)
 #ifndef MAX_USERS
-#define MAX_USERS 16384
+#define MAX_USERS 65536
 #endif
 #ifndef MAX_SESSIONS
-#define MAX_SESSIONS 32768
+#define MAX_SESSIONS 131072
 #endif
 #ifndef MAX_UPLINK_TUNNELS
-#define MAX_UPLINK_TUNNELS 32768
+#define MAX_UPLINK_TUNNELS 65536
 #endif
 
 #include "../include/define.p4"
