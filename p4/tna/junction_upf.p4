@@ -18,7 +18,7 @@
 #include <t2na.p4>
 
 // The Tofino 2 profile: the capacities of size.p4 that one pipe cannot hold at the
-// paper's design point, at the largest that compiles (docs/tofino.md says what limits
+// paper's design point, at the largest tried that compiles (docs/tofino.md says what limits
 // each). The P4Info says the same sizes; TestTNAP4InfoAgreesWithV1model reads them here.
 // (-D on the command line still overrides them, to try other sizes.)
 #ifndef MAX_USERS
