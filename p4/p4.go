@@ -30,18 +30,19 @@ func P4InfoText() []byte {
 // P4Info parses the embedded P4Info. Each call returns a new message, so
 // callers may change it.
 func P4Info() (*p4configv1.P4Info, error) {
-	info := &p4configv1.P4Info{}
-	if err := prototext.Unmarshal(p4infoText, info); err != nil {
-		return nil, fmt.Errorf("p4: parse embedded p4info.txtpb: %w", err)
-	}
-	return info, nil
+	return parse(p4infoText, "p4info.txtpb")
 }
 
-// TNAP4Info parses the embedded P4Info of the TNA build (tna/p4info.txtpb, bf-p4c's).
+// TNAP4Info parses the embedded P4Info of the TNA build (tna/p4info.txtpb, bf-p4c's),
+// a new message each call.
 func TNAP4Info() (*p4configv1.P4Info, error) {
+	return parse(tnaP4InfoText, "tna/p4info.txtpb")
+}
+
+func parse(text []byte, file string) (*p4configv1.P4Info, error) {
 	info := &p4configv1.P4Info{}
-	if err := prototext.Unmarshal(tnaP4InfoText, info); err != nil {
-		return nil, fmt.Errorf("p4: parse embedded tna/p4info.txtpb: %w", err)
+	if err := prototext.Unmarshal(text, info); err != nil {
+		return nil, fmt.Errorf("p4: parse embedded %s: %w", file, err)
 	}
 	return info, nil
 }

@@ -148,33 +148,24 @@ func report(w io.Writer, out string) error {
 	fmt.Fprintf(w, "Per stage (ingress and egress share a stage's resources; a stage no table uses is left out):\n\n")
 	fmt.Fprintf(w, "| stage | SRAM blocks | TCAM blocks | map RAMs | stateful ALUs | logical tables | gateways | VLIW instructions |\n")
 	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	var tot struct{ sram, tcam, mapram, salu, lt, gw, vliw, sramCap, tcamCap, mapCap, saluCap, ltCap, gwCap, vliwCap int }
+	// The columns of the table, used and available, per stage and in all.
+	var total, totalCap [7]int
 	for _, s := range res.Resources.MAU.Stages {
-		sramCap, tcamCap := s.RAMs.Columns*s.RAMs.Rows, s.TCAMs.Columns*s.TCAMs.Rows
-		mapCap, gwCap := s.MapRAMs.Rows*s.MapRAMs.Units, s.Gateways.Rows*s.Gateways.Units
-		tot.sramCap += sramCap
-		tot.tcamCap += tcamCap
-		tot.mapCap += mapCap
-		tot.saluCap += s.MeterALUs.N
-		tot.ltCap += s.LogicalTables.Size
-		tot.gwCap += gwCap
-		tot.vliwCap += s.VLIW.Size
+		capacity := [7]int{s.RAMs.Columns * s.RAMs.Rows, s.TCAMs.Columns * s.TCAMs.Rows,
+			s.MapRAMs.Rows * s.MapRAMs.Units, s.MeterALUs.N, s.LogicalTables.Size,
+			s.Gateways.Rows * s.Gateways.Units, s.VLIW.Size}
+		for i := range capacity {
+			totalCap[i] += capacity[i]
+		}
 		if len(s.LogicalTables.IDs) == 0 {
 			continue
 		}
-		row := []int{len(s.RAMs.SRAMs), len(s.TCAMs.TCAMs), len(s.MapRAMs.Maps), len(s.MeterALUs.Meters),
+		used := [7]int{len(s.RAMs.SRAMs), len(s.TCAMs.TCAMs), len(s.MapRAMs.Maps), len(s.MeterALUs.Meters),
 			len(s.LogicalTables.IDs), len(s.Gateways.Gateways), len(s.VLIW.Instructions)}
-		caps := []int{sramCap, tcamCap, mapCap, s.MeterALUs.N, s.LogicalTables.Size, gwCap, s.VLIW.Size}
-		tot.sram += row[0]
-		tot.tcam += row[1]
-		tot.mapram += row[2]
-		tot.salu += row[3]
-		tot.lt += row[4]
-		tot.gw += row[5]
-		tot.vliw += row[6]
-		cells := make([]string, len(row))
-		for i := range row {
-			cells[i] = fmt.Sprintf("%d/%d", row[i], caps[i])
+		cells := make([]string, len(used))
+		for i := range used {
+			total[i] += used[i]
+			cells[i] = fmt.Sprintf("%d/%d", used[i], capacity[i])
 		}
 		fmt.Fprintf(w, "| %d | %s |\n", s.Number, strings.Join(cells, " | "))
 		for _, r := range s.RAMs.SRAMs {
@@ -187,10 +178,11 @@ func report(w io.Writer, out string) error {
 			credit(objects, s.Number, m.Usages, func(o *object) { o.maprams++ })
 		}
 	}
-	pct := func(n, d int) string { return fmt.Sprintf("%d (%.1f%%)", n, 100*float64(n)/float64(d)) }
-	fmt.Fprintf(w, "| all | %s | %s | %s | %s | %s | %s | %s |\n\n",
-		pct(tot.sram, tot.sramCap), pct(tot.tcam, tot.tcamCap), pct(tot.mapram, tot.mapCap),
-		pct(tot.salu, tot.saluCap), pct(tot.lt, tot.ltCap), pct(tot.gw, tot.gwCap), pct(tot.vliw, tot.vliwCap))
+	cells := make([]string, len(total))
+	for i := range total {
+		cells[i] = fmt.Sprintf("%d (%.1f%%)", total[i], 100*float64(total[i])/float64(totalCap[i]))
+	}
+	fmt.Fprintf(w, "| all | %s |\n\n", strings.Join(cells, " | "))
 
 	fmt.Fprintf(w, "Per P4Runtime table and register (SRAM: match, action data and register RAMs, 128 Kbit each; TCAM: 512 x 44 bit each):\n\n")
 	fmt.Fprintf(w, "| object | kind | entries | stages | SRAM blocks | TCAM blocks | map RAMs |\n")

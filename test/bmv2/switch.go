@@ -5,7 +5,6 @@ package bmv2
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/junction-atsss/junction/internal/jsonfile"
 	"github.com/junction-atsss/junction/test/netns"
 )
 
@@ -35,16 +35,8 @@ func Compile(root, dir string) (jsonPath, p4infoPath string, err error) {
 	}
 	// Without p4c's indentation, as hack/p4-build.sh writes it: a pipeline ConfigMap holds
 	// 1 MiB, which the indented JSON exceeds.
-	data, err := os.ReadFile(jsonPath)
-	if err != nil {
-		return "", "", err
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, data); err != nil {
-		return "", "", fmt.Errorf("p4c-bm2-ss wrote %s: %v", jsonPath, err)
-	}
-	if err := os.WriteFile(jsonPath, compact.Bytes(), 0o644); err != nil {
-		return "", "", err
+	if err := jsonfile.Compact(jsonPath); err != nil {
+		return "", "", fmt.Errorf("p4c-bm2-ss's output: %v", err)
 	}
 	return jsonPath, p4infoPath, nil
 }

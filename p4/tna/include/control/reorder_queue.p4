@@ -118,13 +118,13 @@ control ReorderQueue(inout headers_t hdr,
                 ig_dprsr_md.drop_ctl = 1;
             }
         } else if (md.reorder_decision == REORDER_START || md.reorder_decision == REORDER_HOLD) {
-            // Way A's queues are 64 + idx_a, way B's 32 + idx_b, each computed once: the
-            // branches below only copy them. What a queue found means is written in the
+            // Way A's queues are REORDER_QID_BASE_A + idx_a, way B's REORDER_QID_BASE_B +
+            // idx_b, each computed once: the branches below only copy them. What a queue found means is written in the
             // branch that found it (not tested again from a field: a stage more).
             bit<6> idx_a = hash_a.get({md.lmd.user_idx});
             bit<5> idx_b = hash_b.get({md.lmd.user_idx});
-            bit<7> qid_a = 1w1 ++ idx_a;
-            bit<7> qid_b = 2w1 ++ idx_b;
+            bit<7> qid_a = REORDER_QID_BASE_A | (bit<7>)idx_a;
+            bit<7> qid_b = REORDER_QID_BASE_B | (bit<7>)idx_b;
             md.reorder_target[15:7] = md.lmd.egress_port;
             md.bridged.user_idx = md.lmd.user_idx;
             if (md.reorder_decision == REORDER_START) {
