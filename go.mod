@@ -11,6 +11,7 @@ require (
 	github.com/prometheus/common v0.62.0
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
+	github.com/wmnsk/go-pfcp v0.0.24
 	github.com/yuin/gopher-lua v1.1.2
 	golang.org/x/sys v0.31.0
 	gonum.org/v1/plot v0.15.2

@@ -14,21 +14,38 @@ import (
 	"github.com/junction-atsss/junction/internal/desired"
 )
 
-// steeringSummary names the steering modes in effect: the override, or the selected policies'
-// modes by precedence (ActiveStandby, the pipeline's default application, when none).
+// steeringSummary names the steering modes in effect: the selected policies' modes by
+// precedence, each replaced by the session's own steering of it (policySteering) or else by the
+// override, then the override's for unmatched traffic (ActiveStandby, the pipeline's default
+// application, when there is nothing else).
 func steeringSummary(s *junctionv1.ATSSSSession, policies []desired.Policy) string {
-	if s.Spec.ModeOverride != nil {
-		return string(s.Spec.ModeOverride.Mode)
+	own := map[string]junctionv1.SteeringModeName{}
+	for _, ps := range s.Spec.PolicySteering {
+		own[ps.Name] = ps.Steering.Mode
 	}
 	ps := append([]desired.Policy(nil), policies...)
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Spec.Precedence < ps[j].Spec.Precedence })
 	var modes []string
 	seen := map[junctionv1.SteeringModeName]bool{}
-	for _, p := range ps {
-		if m := p.Spec.Steering.Mode; !seen[m] {
+	add := func(m junctionv1.SteeringModeName) {
+		if !seen[m] {
 			seen[m] = true
 			modes = append(modes, string(m))
 		}
+	}
+	for _, p := range ps {
+		m, mine := own[p.Name]
+		switch {
+		case mine:
+		case s.Spec.ModeOverride != nil:
+			m = s.Spec.ModeOverride.Mode
+		default:
+			m = p.Spec.Steering.Mode
+		}
+		add(m)
+	}
+	if s.Spec.ModeOverride != nil {
+		add(s.Spec.ModeOverride.Mode)
 	}
 	if len(modes) == 0 {
 		return string(junctionv1.ModeActiveStandby)

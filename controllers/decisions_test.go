@@ -220,15 +220,20 @@ func TestSteeringSummary(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		override *junctionv1.SteeringMode
+		own      []junctionv1.PolicySteering
 		policies []desired.Policy
 		want     string
 	}{
-		{"without policies the default application's mode shows", nil, nil, "ActiveStandby"},
-		{"policies show by precedence, lowest first", nil, []desired.Policy{video, voice}, "ActiveStandby,LoadBalance"},
-		{"an override replaces them", &junctionv1.SteeringMode{Mode: junctionv1.ModeRedundant}, []desired.Policy{video}, "Redundant"},
+		{"without policies the default application's mode shows", nil, nil, nil, "ActiveStandby"},
+		{"policies show by precedence, lowest first", nil, nil, []desired.Policy{video, voice}, "ActiveStandby,LoadBalance"},
+		{"an override replaces them", &junctionv1.SteeringMode{Mode: junctionv1.ModeRedundant}, nil, []desired.Policy{video}, "Redundant"},
+		{"the session's own steering of a policy shows in its place, ahead of the override",
+			&junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay},
+			[]junctionv1.PolicySteering{{Name: "voice", Steering: junctionv1.SteeringMode{Mode: junctionv1.ModeRedundant}}},
+			[]desired.Policy{video, voice}, "Redundant,SmallestDelay"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &junctionv1.ATSSSSession{Spec: junctionv1.ATSSSSessionSpec{ModeOverride: tc.override}}
+			s := &junctionv1.ATSSSSession{Spec: junctionv1.ATSSSSessionSpec{ModeOverride: tc.override, PolicySteering: tc.own}}
 			if got := steeringSummary(s, tc.policies); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}

@@ -37,6 +37,8 @@ type Options struct {
 	ReconnectBackoff upfclient.Backoff
 	// OnDeposed: see Fleet.OnDeposed.
 	OnDeposed func(upf types.NamespacedName)
+	// N4Timeout is how long an N4 request waits for its session's entries (default 10s).
+	N4Timeout time.Duration
 }
 
 // ManagerOptions are the manager options the controllers expect; the caller adds the rest
@@ -64,8 +66,9 @@ func ManagerOptions(cfg *rest.Config) (ctrl.Options, error) {
 	}, nil
 }
 
-// SetupWithManager adds the fleet of UPF runtimes and the three controllers to mgr.
-func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) (*Fleet, error) {
+// SetupWithManager adds the fleet of UPF runtimes, the three controllers and the N4 endpoints
+// (N4Endpoints) to mgr.
+func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) (*Fleet, *N4Endpoints, error) {
 	fleet := &Fleet{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Log: mgr.GetLogger().WithName("fleet"),
 		Window: o.WriteWindow, ElectionLow: o.ElectionLow, Metrics: P4RuntimeMetrics,
@@ -74,22 +77,26 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) (*Fleet,
 	}
 	fleet.init()
 	if err := mgr.Add(fleet); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := setupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, fmt.Errorf("cache indexes: %w", err)
+		return nil, nil, fmt.Errorf("cache indexes: %w", err)
 	}
 	rec := mgr.GetEventRecorderFor("junction-operator")
 	if err := (&UserPlaneFunctionReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("UserPlaneFunction controller: %w", err)
+		return nil, nil, fmt.Errorf("UserPlaneFunction controller: %w", err)
 	}
 	if err := (&SteeringPolicyReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("SteeringPolicy controller: %w", err)
+		return nil, nil, fmt.Errorf("SteeringPolicy controller: %w", err)
 	}
 	if err := (&ATSSSSessionReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec, MaxConcurrentReconciles: o.MaxConcurrentReconciles}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("ATSSSSession controller: %w", err)
+		return nil, nil, fmt.Errorf("ATSSSSession controller: %w", err)
 	}
-	return fleet, nil
+	n4s := &N4Endpoints{Client: mgr.GetClient(), Cache: mgr.GetCache(), Recorder: rec, Log: mgr.GetLogger().WithName("n4"), Timeout: o.N4Timeout}
+	if err := mgr.Add(n4s); err != nil {
+		return nil, nil, err
+	}
+	return fleet, n4s, nil
 }
 
 // LeaseElectionLow derives the leadership epoch of the P4Runtime election IDs from the leader-election

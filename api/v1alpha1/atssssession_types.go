@@ -86,6 +86,9 @@ type AccessLegs struct {
 // ATSSSSessionSpec is one MA PDU session: one UE, one session address, its access legs and the
 // policies that steer its traffic.
 // +kubebuilder:validation:XValidation:rule="!has(self.modeOverride) || !(self.modeOverride.mode in ['LoadBalance', 'PriorityBased', 'Redundant']) || (has(self.accessLegs.threeGPP) && has(self.accessLegs.nonThreeGPP))",message="modeOverride LoadBalance, PriorityBased and Redundant need both access legs"
+// +kubebuilder:validation:XValidation:rule="!has(self.policySteering) || self.policySteering.all(p, !(p.steering.mode in ['LoadBalance', 'PriorityBased', 'Redundant'])) || (has(self.accessLegs.threeGPP) && has(self.accessLegs.nonThreeGPP))",message="policySteering LoadBalance, PriorityBased and Redundant need both access legs"
+// +kubebuilder:validation:XValidation:rule="!has(self.modeOverrideThresholds) || has(self.modeOverride)",message="modeOverrideThresholds needs modeOverride"
+// +kubebuilder:validation:XValidation:rule="!has(self.policySteering) || self.policySteering.all(p, has(self.policyRefs) && self.policyRefs.exists(r, r.name == p.name))",message="every policySteering name must be in policyRefs"
 type ATSSSSessionSpec struct {
 	// ue is the user equipment.
 	// +required
@@ -127,6 +130,38 @@ type ATSSSSessionSpec struct {
 	// an exception entry in the UPF (session_overrides) rather than summarized.
 	// +optional
 	ModeOverride *SteeringMode `json:"modeOverride,omitempty"`
+
+	// modeOverrideThresholds are the Rel-17 thresholds of modeOverride (the policies' own
+	// thresholds never apply to an overridden mode); unset means none.
+	// +optional
+	ModeOverrideThresholds *Thresholds `json:"modeOverrideThresholds,omitempty"`
+
+	// policySteering replaces the steering of single policies named in policyRefs for this
+	// session only (ahead of modeOverride): the policy keeps classifying the traffic, the session
+	// steers it its own way, as an SMF's MAR does for one PDR's traffic. Such a session is an
+	// exception entry.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	PolicySteering []PolicySteering `json:"policySteering,omitempty"`
+}
+
+// PolicySteering is one session's own steering for the traffic of one SteeringPolicy.
+type PolicySteering struct {
+	// name of a SteeringPolicy in policyRefs.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// steering replaces the policy's steering mode for this session.
+	// +required
+	Steering SteeringMode `json:"steering"`
+
+	// thresholds replace the policy's thresholds for this session; unset means none.
+	// +optional
+	Thresholds *Thresholds `json:"thresholds,omitempty"`
 }
 
 // LookupKind says how the UPF finds a session's steering: through shared entries or its own.

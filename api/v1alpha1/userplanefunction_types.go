@@ -205,6 +205,74 @@ type UserPlaneFunctionSpec struct {
 	// +listType=atomic
 	// +optional
 	Routes []Route `json:"routes,omitempty"`
+
+	// n4 opens a PFCP endpoint (TS 29.244) for this UPF: SMFs associate with it and establish,
+	// modify and release sessions over N4, which become ATSSSSessions (docs/n4.md). The
+	// operator's leader runs it.
+	// +optional
+	N4 *N4 `json:"n4,omitempty"`
+}
+
+// N4 is the UPF's PFCP endpoint.
+type N4 struct {
+	// nodeID is the UPF's PFCP Node ID, an IPv4 address or an FQDN: what the SMF knows the UPF by,
+	// and where it sends N4 (the UP F-SEID carries it when it is an address).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,3}(\.[0-9]{1,3}){3}|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$`
+	// +required
+	NodeID string `json:"nodeID"`
+
+	// listen is the local IPv4 address and UDP port the endpoint binds, e.g. 0.0.0.0:8805 (the
+	// default); each UPF with N4 on one operator needs a port of its own.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,3}(\.[0-9]{1,3}){3}:[0-9]{1,5}$`
+	// +optional
+	Listen string `json:"listen,omitempty"`
+
+	// tunnelEndpoint names the tunnel endpoint N4 sessions use: TEIDs the UPF chooses are on its
+	// n3Address. Unset means the first.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	TunnelEndpoint string `json:"tunnelEndpoint,omitempty"`
+
+	// heartbeatInterval is how often the UPF sends each associated SMF a Heartbeat Request;
+	// default 10s.
+	// +optional
+	HeartbeatInterval Duration `json:"heartbeatInterval,omitempty"`
+
+	// gracePeriod is how long the sessions of an SMF that stopped answering heartbeats (three in
+	// a row) are kept before they are released; default 60s.
+	// +optional
+	GracePeriod Duration `json:"gracePeriod,omitempty"`
+}
+
+// N4Association is one SMF associated with the UPF's N4 endpoint.
+type N4Association struct {
+	// nodeID is the SMF's PFCP Node ID.
+	NodeID string `json:"nodeID"`
+	// address is where the SMF's messages come from (IPv4:port).
+	Address string `json:"address"`
+	// since is when the association was set up.
+	Since metav1.Time `json:"since"`
+	// smfRecoveryTimeStamp is the SMF's Recovery Time Stamp.
+	SMFRecoveryTimeStamp metav1.Time `json:"smfRecoveryTimeStamp"`
+}
+
+// N4Status is what the N4 endpoint reports.
+type N4Status struct {
+	// recoveryTimeStamp is the UPF's PFCP Recovery Time Stamp. It stays across operator restarts
+	// and leader changes, which keep the N4 sessions, so SMFs see no restart.
+	// +optional
+	RecoveryTimeStamp *metav1.Time `json:"recoveryTimeStamp,omitempty"`
+	// associations are the SMFs associated now.
+	// +listType=map
+	// +listMapKey=nodeID
+	// +optional
+	Associations []N4Association `json:"associations,omitempty"`
+	// sessions is how many PFCP sessions the endpoint holds.
+	// +optional
+	Sessions int32 `json:"sessions,omitempty"`
 }
 
 // TableUsage is how full one table of the UPF is.
@@ -247,6 +315,10 @@ type UserPlaneFunctionStatus struct {
 	// tunnelPeers is how many gNBs (tunnel_peers entries) the UPF's sessions use.
 	// +optional
 	TunnelPeers int32 `json:"tunnelPeers,omitempty"`
+
+	// n4 is the N4 endpoint's state, written by the endpoint.
+	// +optional
+	N4 *N4Status `json:"n4,omitempty"`
 
 	// tables is how full each table is.
 	// +listType=map

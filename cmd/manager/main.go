@@ -122,7 +122,7 @@ func run() error {
 	onDeposed := func(upf types.NamespacedName) {
 		stop(fmt.Errorf("deposed: a newer leader of this operator is primary on UserPlaneFunction %s", upf))
 	}
-	if _, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
+	if _, _, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 		ElectionLow:             electionLow,
 		MaxConcurrentReconciles: maxConcurrent,
 		WriteWindow:             writeWindow,

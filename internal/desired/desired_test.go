@@ -249,6 +249,39 @@ func TestSessionEntries(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a policy the session steers itself gets that steering ahead of the override", func(t *testing.T) {
+		// docs/pipeline.md: override_steering(mode, access, ratio_3gpp, rtt_threshold_us, ...);
+		// redundant is mode 5, active-standby 1 with access 2 for non-3GPP.
+		s := session(&activeWiFi, games, video)
+		s.Spec.PolicySteering = []junctionv1.PolicySteering{{Name: "games", Steering: junctionv1.SteeringMode{Mode: junctionv1.ModeRedundant}, Thresholds: &junctionv1.Thresholds{RTT: "20ms"}}}
+		s.SequenceIndex = ptr[uint32](3)
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		modes := map[string][]byte{}
+		for _, e := range es {
+			if e.Table == "session_overrides" {
+				modes[string(e.Match[1].Value)] = append(append([]byte{}, e.Params[0].Value...), e.Params[3].Value...)
+			}
+		}
+		want := map[string][]byte{
+			string([]byte{0, 8}): {5, 0, 0, 0x4e, 0x20}, // games: redundant, 20,000 us
+			string([]byte{0, 7}): {1, 0, 0, 0, 0},       // video: the override
+			string([]byte{0, 0}): {1, 0, 0, 0, 0},       // unmatched traffic: the override
+		}
+		if len(modes) != len(want) {
+			t.Fatalf("overrides %x, want %x", modes, want)
+		}
+		for k, w := range want {
+			if !bytes.Equal(modes[k], w) {
+				t.Errorf("app %x: mode and threshold %x, want %x", k, modes[k], w)
+			}
+		}
+		if k, _ := Lookup(junctionv1.ATSSSSessionSpec{PolicySteering: s.Spec.PolicySteering}, nil); k != junctionv1.LookupException {
+			t.Errorf("a session with policySteering is %s, want Exception", k)
+		}
+	})
 	t.Run("an exception session without a sequence index is an error", func(t *testing.T) {
 		if _, err := SessionEntries(session(nil, video)); err == nil {
 			t.Error("no error")

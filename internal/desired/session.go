@@ -25,10 +25,11 @@ type Session struct {
 }
 
 // Lookup decides whether a session can be summarized (the shared applications entries give its
-// steering) or is an exception: a mode override, or a selected policy whose mode splits one
-// session's packets across both accesses and so needs a per-session sequence counter.
+// steering) or is an exception: a mode override or a policy steering of its own, or a selected
+// policy whose mode splits one session's packets across both accesses and so needs a
+// per-session sequence counter.
 func Lookup(spec junctionv1.ATSSSSessionSpec, policies []Policy) (junctionv1.LookupKind, error) {
-	if spec.ModeOverride != nil {
+	if spec.ModeOverride != nil || len(spec.PolicySteering) > 0 {
 		return junctionv1.LookupException, nil
 	}
 	for _, p := range policies {
@@ -100,24 +101,33 @@ func SessionEntries(s Session) ([]Entry, error) {
 	}
 	var override *Steering
 	if spec.ModeOverride != nil {
-		o, err := EncodeSteering(*spec.ModeOverride, nil)
+		o, err := EncodeSteering(*spec.ModeOverride, spec.ModeOverrideThresholds)
 		if err != nil {
 			return nil, fmt.Errorf("modeOverride: %w", err)
 		}
 		override = &o
 	}
-	// Overrides per application: the policy's own mode (for its sequence counter) or the
-	// session's override; with an override, traffic no policy matches is overridden too.
+	own, err := PolicySteerings(spec)
+	if err != nil {
+		return nil, err
+	}
+	// Overrides per application: the session's own steering of the policy, else its override,
+	// else the policy's own mode (for its sequence counter); with an override, traffic no policy
+	// matches is overridden too.
 	steerings := map[uint16]Steering{}
 	for _, p := range s.Policies {
 		st, err := p.Steering()
 		if err != nil {
 			return nil, err
 		}
-		if override != nil {
+		o, mine := own[p.Name]
+		switch {
+		case mine:
+			st = o
+		case override != nil:
 			st = *override
 		}
-		if override != nil || st.NeedsSequence() {
+		if mine || override != nil || st.NeedsSequence() {
 			steerings[p.AppID] = st
 		}
 	}
@@ -139,6 +149,19 @@ func SessionEntries(s Session) ([]Entry, error) {
 			Action: "override_steering",
 			Params: append(steerings[id].params(), Param{"seq_index", u32(*s.SequenceIndex)}),
 		})
+	}
+	return out, nil
+}
+
+// PolicySteerings encodes a session's spec.policySteering by policy name.
+func PolicySteerings(spec junctionv1.ATSSSSessionSpec) (map[string]Steering, error) {
+	out := make(map[string]Steering, len(spec.PolicySteering))
+	for i, ps := range spec.PolicySteering {
+		st, err := EncodeSteering(ps.Steering, ps.Thresholds)
+		if err != nil {
+			return nil, fmt.Errorf("policySteering[%d] (%s): %w", i, ps.Name, err)
+		}
+		out[ps.Name] = st
 	}
 	return out, nil
 }

@@ -21,8 +21,9 @@ type Config struct {
 	Legs [3]netip.Addr
 	// Policies are the selected policies (desired.SelectPolicies, as the operator selects them).
 	Policies []desired.Policy
-	// Override is the session's modeOverride.
-	Override *junctionv1.SteeringMode
+	// Own is the session's own steering: spec.modeOverride, modeOverrideThresholds and
+	// policySteering (steer.NewClassifier reads only those).
+	Own junctionv1.ATSSSSessionSpec
 	// Generation is the session's metadata.generation.
 	Generation int64
 }
@@ -57,7 +58,8 @@ func (c Config) Prefixes() []netip.Prefix {
 // BuildConfig gathers a session's tunnel configuration. Errors name the field that cannot be
 // used; the agent reports them in the session's AgentReady condition.
 func BuildConfig(s *junctionv1.ATSSSSession, upf *junctionv1.UserPlaneFunction, policies []junctionv1.SteeringPolicy) (Config, []string, error) {
-	c := Config{Override: s.Spec.ModeOverride, Generation: s.Generation}
+	c := Config{Generation: s.Generation, Own: junctionv1.ATSSSSessionSpec{
+		ModeOverride: s.Spec.ModeOverride, ModeOverrideThresholds: s.Spec.ModeOverrideThresholds, PolicySteering: s.Spec.PolicySteering}}
 	var err error
 	if c.Session, err = parseIPv4("spec.sessionAddress", s.Spec.SessionAddress); err != nil {
 		return c, nil, err

@@ -190,7 +190,7 @@ func (t *Tunnel) Update(cfg Config) (ok bool, err error) {
 }
 
 func (t *Tunnel) setSteering(cfg Config) error {
-	c, err := steer.NewClassifier(cfg.Policies, cfg.Override)
+	c, err := steer.NewClassifier(cfg.Policies, cfg.Own)
 	if err != nil {
 		return err
 	}

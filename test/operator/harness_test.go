@@ -281,6 +281,7 @@ func describe(sch *upfclient.Schema, te *p4v1.TableEntry) string {
 type operator struct {
 	mgr    ctrl.Manager
 	fleet  *controllers.Fleet
+	n4     *controllers.N4Endpoints
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -353,7 +354,7 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 		low = func(context.Context) (uint64, error) { return o.epoch, nil }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	fleet, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
+	fleet, n4s, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 		ElectionLow:      low,
 		WriteWindow:      2 * time.Millisecond,
 		StatusInterval:   time.Second,
@@ -365,7 +366,7 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 		cancel()
 		t.Fatal(err)
 	}
-	op := &operator{mgr: mgr, fleet: fleet, cancel: cancel, done: make(chan error, 1)}
+	op := &operator{mgr: mgr, fleet: fleet, n4: n4s, cancel: cancel, done: make(chan error, 1)}
 	go func() { op.done <- mgr.Start(ctx) }()
 	t.Cleanup(op.stop)
 	return op

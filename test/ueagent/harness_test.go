@@ -363,7 +363,7 @@ func startOperator(t testing.TB, ns string) {
 	mgr, err := ctrl.NewManager(restCfg, opts)
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
+	if _, _, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 		ElectionLow:    controllers.StartTimeElectionLow(time.Now()),
 		WriteWindow:    2 * time.Millisecond,
 		StatusInterval: 500 * time.Millisecond,

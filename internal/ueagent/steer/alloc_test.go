@@ -22,7 +22,7 @@ func TestPerPacketCallsDoNotAllocate(t *testing.T) {
 	c, err := NewClassifier([]desired.Policy{
 		pol("video", 7, 10, junctionv1.TrafficDescriptor{DestinationPrefixes: prefixes("198.51.100.0/24"), Protocol: junctionv1.ProtocolTCP, DestinationPorts: ports(443, 443)}, apiSmallest),
 		pol("all", 1, 100, junctionv1.TrafficDescriptor{SourcePrefixes: prefixes("10.45.0.0/16")}, apiLB30),
-	}, nil)
+	}, junctionv1.ATSSSSessionSpec{})
 	if err != nil {
 		t.Fatal(err)
 	}

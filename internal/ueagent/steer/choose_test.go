@@ -178,7 +178,7 @@ func TestChooseUnknownModeSteersLikeActiveStandby(t *testing.T) {
 }
 
 func TestDefaultApplicationSteersOn3GPP(t *testing.T) {
-	c, err := NewClassifier(nil, nil)
+	c, err := NewClassifier(nil, junctionv1.ATSSSSessionSpec{})
 	if err != nil {
 		t.Fatal(err)
 	}

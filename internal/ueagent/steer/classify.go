@@ -69,7 +69,7 @@ type Classifier struct {
 }
 
 // NewClassifier builds the classifier of a session from the policies it selects
-// (desired.SelectPolicies) and its spec.modeOverride.
+// (desired.SelectPolicies) and its own steering in spec.
 //
 // The rules are desired.ApplicationEntries of every policy, the very entries the operator writes
 // to the UPF, so the expansion of traffic descriptors and the encoding of modes (thresholds
@@ -78,12 +78,22 @@ type Classifier struct {
 // to the target); here the policy with the lower application ID wins, which is stable for the
 // life of the policies. Policies of equal precedence should not overlap.
 //
-// With an override, every application's steering, the default application's included, becomes
-// desired.EncodeSteering(*override, nil), as the operator's session_overrides entries: the
-// policies' thresholds do not apply to the overridden mode.
-func NewClassifier(policies []desired.Policy, override *junctionv1.SteeringMode) (*Classifier, error) {
+// With an override (spec.modeOverride), every application's steering, the default
+// application's included, becomes the override with spec.modeOverrideThresholds, as the
+// operator's session_overrides entries: the policies' thresholds do not apply to the overridden
+// mode. A policy the session steers its own way (spec.policySteering) takes that steering ahead
+// of the override, as on the UPF. Only those three fields of spec are read.
+func NewClassifier(policies []desired.Policy, spec junctionv1.ATSSSSessionSpec) (*Classifier, error) {
 	c := &Classifier{fallback: defaultSteering}
+	mine, err := desired.PolicySteerings(spec)
+	if err != nil {
+		return nil, err
+	}
+	ownApps := map[uint16]desired.Steering{}
 	for _, p := range policies {
+		if s, ok := mine[p.Name]; ok {
+			ownApps[p.AppID] = s
+		}
 		entries, err := desired.ApplicationEntries(p)
 		if err != nil {
 			return nil, err
@@ -103,8 +113,8 @@ func NewClassifier(policies []desired.Policy, override *junctionv1.SteeringMode)
 		}
 		return a.app < b.app
 	})
-	if override != nil {
-		s, err := desired.EncodeSteering(*override, nil)
+	if override := spec.ModeOverride; override != nil {
+		s, err := desired.EncodeSteering(*override, spec.ModeOverrideThresholds)
 		if err != nil {
 			return nil, fmt.Errorf("modeOverride: %w", err)
 		}
@@ -112,6 +122,11 @@ func NewClassifier(policies []desired.Policy, override *junctionv1.SteeringMode)
 			c.rules[i].steering = s
 		}
 		c.fallback = s
+	}
+	for i := range c.rules {
+		if s, ok := ownApps[c.rules[i].app]; ok {
+			c.rules[i].steering = s
+		}
 	}
 	return c, nil
 }

@@ -184,7 +184,7 @@ func TestClassify(t *testing.T) {
 			nil, append([]byte{0x60}, make([]byte, 39)...), 0, defaultApp},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := NewClassifier(tc.policies, tc.override)
+			c, err := NewClassifier(tc.policies, junctionv1.ATSSSSessionSpec{ModeOverride: tc.override})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +228,7 @@ func TestNewClassifierErrors(t *testing.T) {
 			nil, &junctionv1.SteeringMode{Mode: junctionv1.ModeActiveStandby}, "modeOverride"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewClassifier(tc.policies, tc.override)
+			_, err := NewClassifier(tc.policies, junctionv1.ATSSSSessionSpec{ModeOverride: tc.override})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
@@ -242,7 +242,7 @@ func TestClassifierHoldsOneRulePerApplicationsEntry(t *testing.T) {
 		Protocol:            junctionv1.ProtocolTCP,
 		DestinationPorts:    []junctionv1.PortRange{{From: 80}, {From: 443}},
 	}, apiSmallest)
-	c, err := NewClassifier([]desired.Policy{p}, nil)
+	c, err := NewClassifier([]desired.Policy{p}, junctionv1.ATSSSSessionSpec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,5 +288,40 @@ func TestDecodeRuleRefusesWhatIsNotAnApplicationsEntry(t *testing.T) {
 				t.Error("accepted")
 			}
 		})
+	}
+}
+
+// A session's own steering of one policy (spec.policySteering, what an SMF's MAR on one PDR
+// becomes) wins over its modeOverride for that policy's traffic, with its own thresholds; the
+// other policies and the default application keep the override and its thresholds.
+func TestPolicySteeringWinsOverTheOverride(t *testing.T) {
+	video := pol("video", 7, 10, junctionv1.TrafficDescriptor{DestinationPrefixes: prefixes("198.51.100.0/24"), Protocol: junctionv1.ProtocolTCP, DestinationPorts: ports(443, 443)}, apiSmallest)
+	game := pol("game", 5, 20, junctionv1.TrafficDescriptor{Protocol: junctionv1.ProtocolUDP}, apiSmallest)
+	own := []junctionv1.PolicySteering{{Name: "video", Steering: apiRedundant, Thresholds: &junctionv1.Thresholds{RTT: "20ms"}}}
+	c, err := NewClassifier([]desired.Policy{video, game}, junctionv1.ATSSSSessionSpec{ModeOverride: &apiLB30, ModeOverrideThresholds: &junctionv1.Thresholds{PacketLossPercent: ptr[int32](9)}, PolicySteering: own})
+	if err != nil {
+		t.Fatal(err)
+	}
+	redundant20ms := steerRedundant
+	redundant20ms.RTTThresholdUS = 20000
+	lb30loss9 := steerLB30
+	lb30loss9.LossLimitPct = 10 // docs/pipeline.md: loss_limit_pct is the percentage + 1
+	for _, tc := range []struct {
+		name    string
+		pkt     []byte
+		wantApp uint16
+		want    desired.Steering
+	}{
+		{"the policy the session steers itself", pkt{src: ue, dst: server, proto: tcp, sport: 40000, dport: 443}.bytes(), 7, redundant20ms},
+		{"another selected policy takes the override with its thresholds", pkt{src: ue, dst: server, proto: udp, sport: 1, dport: 2}.bytes(), 5, lb30loss9},
+		{"the default application takes the override with its thresholds", pkt{src: ue, dst: server, proto: icmp}.bytes(), 0, lb30loss9},
+	} {
+		app, s := c.Classify(tc.pkt)
+		if app != tc.wantApp || s != tc.want {
+			t.Errorf("%s: got app %d %+v, want app %d %+v", tc.name, app, s, tc.wantApp, tc.want)
+		}
+	}
+	if _, err := NewClassifier([]desired.Policy{video}, junctionv1.ATSSSSessionSpec{PolicySteering: []junctionv1.PolicySteering{{Name: "video", Steering: junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance}}}}); err == nil || !strings.Contains(err.Error(), "policySteering[0] (video)") {
+		t.Errorf("a policySteering without its parameters: got %v, want an error naming policySteering[0] (video)", err)
 	}
 }

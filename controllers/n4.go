@@ -1,0 +1,270 @@
+package controllers
+
+// N4 endpoints run in the operator's leader, one per UserPlaneFunction whose spec has n4. The
+// leader because the sessions are written once, by one process, into the objects every replica
+// reads, and because PFCP associations are per UPF: two processes answering one SMF would give
+// it two recovery time stamps. A leader change moves the endpoint with its state (the UPF's
+// status.n4 and the sessions' annotations), so the SMF sees no restart; the N4 address should
+// then be one that follows the leader (a Service selecting the leader, or a host port on the
+// nodes the operator runs on), which is the chart's business (docs/n4.md).
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/n4"
+)
+
+// N4Endpoints starts, reconfigures and stops the UPFs' N4 endpoints.
+type N4Endpoints struct {
+	Client   client.Client
+	Cache    cache.Cache
+	Recorder record.EventRecorder
+	Log      logr.Logger
+	// Timeout is how long an N4 request waits for its session's entries (default 10s).
+	Timeout time.Duration
+
+	watch   sessionWatch
+	mu      sync.Mutex
+	running map[types.NamespacedName]*runningEndpoint
+}
+
+type runningEndpoint struct {
+	cfg    n4.Config
+	ep     *n4.Endpoint
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// policyGCAge is how old an N4 traffic class must be before it is deleted for having no
+// session: younger ones may belong to an establishment in flight.
+const policyGCAge = 2 * time.Minute
+
+// Start runs until ctx ends (manager.Runnable; the manager runs it in the leader only).
+func (r *N4Endpoints) Start(ctx context.Context) error {
+	if r.Timeout == 0 {
+		r.Timeout = 10 * time.Second
+	}
+	r.watch.waiters = map[types.NamespacedName][]chan struct{}{}
+	r.running = map[types.NamespacedName]*runningEndpoint{}
+	sessions, err := r.Cache.GetInformer(ctx, &junctionv1.ATSSSSession{})
+	if err != nil {
+		return err
+	}
+	if _, err := sessions.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: r.watch.notify, UpdateFunc: func(_, o any) { r.watch.notify(o) }, DeleteFunc: r.watch.notify,
+	}); err != nil {
+		return err
+	}
+	upfs, err := r.Cache.GetInformer(ctx, &junctionv1.UserPlaneFunction{})
+	if err != nil {
+		return err
+	}
+	changed := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := upfs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke,
+	}); err != nil {
+		return err
+	}
+	// A periodic pass retries endpoints that could not bind and collects unused traffic classes.
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	lastGC := time.Now()
+	for {
+		r.syncAll(ctx)
+		select {
+		case <-ctx.Done():
+			r.stopAll(false)
+			return nil
+		case <-changed:
+		case <-tick.C:
+			if time.Since(lastGC) > time.Minute {
+				lastGC = time.Now()
+				r.collectPolicies(ctx)
+			}
+		}
+	}
+}
+
+// NeedLeaderElection: the endpoints run in the leader only.
+func (r *N4Endpoints) NeedLeaderElection() bool { return true }
+
+func (r *N4Endpoints) syncAll(ctx context.Context) {
+	var list junctionv1.UserPlaneFunctionList
+	if err := r.Client.List(ctx, &list); err != nil {
+		r.Log.Error(err, "listing UserPlaneFunctions for N4")
+		return
+	}
+	want := map[types.NamespacedName]*junctionv1.UserPlaneFunction{}
+	for i := range list.Items {
+		u := &list.Items[i]
+		if u.Spec.N4 != nil && u.DeletionTimestamp == nil {
+			want[client.ObjectKeyFromObject(u)] = u
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, run := range r.running {
+		if _, ok := want[key]; !ok {
+			// The UPF left N4 for good: its SMFs are told (UPF-initiated association release).
+			run.ep.Release(ctx)
+			r.stop(key, run)
+		}
+	}
+	for key, u := range want {
+		cfg, err := r.config(u)
+		if err != nil {
+			r.event(u, corev1.EventTypeWarning, "N4Invalid", err.Error())
+			continue
+		}
+		if run := r.running[key]; run != nil {
+			if sameN4Config(run.cfg, cfg) {
+				continue
+			}
+			r.stop(key, run)
+		}
+		r.start(ctx, u, cfg)
+	}
+}
+
+func (r *N4Endpoints) start(ctx context.Context, u *junctionv1.UserPlaneFunction, cfg n4.Config) {
+	key := client.ObjectKeyFromObject(u)
+	ref := &junctionv1.UserPlaneFunction{ObjectMeta: metav1.ObjectMeta{Name: u.Name, Namespace: u.Namespace, UID: u.UID}}
+	cfg.Log = r.Log.WithValues("upf", key)
+	cfg.Event = func(warning bool, reason, msg string) {
+		t := corev1.EventTypeNormal
+		if warning {
+			t = corev1.EventTypeWarning
+		}
+		r.event(ref, t, reason, msg)
+	}
+	store := &n4Store{c: r.Client, upf: key, watch: &r.watch, timeout: r.Timeout}
+	ep := n4.New(cfg, store)
+	if err := ep.Bind(ctx); err != nil {
+		r.event(u, corev1.EventTypeWarning, "N4BindFailed", err.Error())
+		return
+	}
+	epCtx, cancel := context.WithCancel(ctx)
+	run := &runningEndpoint{cfg: cfg, ep: ep, cancel: cancel, done: make(chan struct{})}
+	r.running[key] = run
+	go func() {
+		defer close(run.done)
+		if err := ep.Serve(epCtx); err != nil {
+			r.event(ref, corev1.EventTypeWarning, "N4Stopped", err.Error())
+		}
+	}()
+}
+
+func (r *N4Endpoints) stop(key types.NamespacedName, run *runningEndpoint) {
+	run.cancel()
+	<-run.done
+	delete(r.running, key)
+}
+
+func (r *N4Endpoints) stopAll(release bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, run := range r.running {
+		if release {
+			run.ep.Release(context.Background())
+		}
+		r.stop(key, run)
+	}
+}
+
+// Endpoint returns the running endpoint of a UPF (tests and the demo read its address).
+func (r *N4Endpoints) Endpoint(upf types.NamespacedName) *n4.Endpoint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if run := r.running[upf]; run != nil {
+		return run.ep
+	}
+	return nil
+}
+
+func (r *N4Endpoints) event(obj client.Object, t, reason, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Event(obj, t, reason, msg)
+	}
+}
+
+// config reads a UPF's spec.n4 (defaults: listen 0.0.0.0:8805, heartbeats every 10s, a grace
+// of 60s, the first tunnel endpoint).
+func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error) {
+	s := u.Spec.N4
+	cfg := n4.Config{NodeID: s.NodeID, Heartbeat: 10 * time.Second, Grace: 60 * time.Second}
+	listen := s.Listen
+	if listen == "" {
+		listen = "0.0.0.0:8805"
+	}
+	var err error
+	if cfg.Listen, err = netip.ParseAddrPort(listen); err != nil {
+		return cfg, fmt.Errorf("spec.n4.listen: %v", err)
+	}
+	for _, d := range []struct {
+		field string
+		v     junctionv1.Duration
+		dst   *time.Duration
+	}{{"spec.n4.heartbeatInterval", s.HeartbeatInterval, &cfg.Heartbeat}, {"spec.n4.gracePeriod", s.GracePeriod, &cfg.Grace}} {
+		if d.v == "" {
+			continue
+		}
+		if *d.dst, err = time.ParseDuration(string(d.v)); err != nil || *d.dst <= 0 {
+			return cfg, fmt.Errorf("%s: %q is not a positive duration", d.field, d.v)
+		}
+	}
+	i, err := u.TunnelEndpointIndex(s.TunnelEndpoint)
+	if err != nil {
+		return cfg, fmt.Errorf("spec.n4.tunnelEndpoint: %v", err)
+	}
+	te := u.Spec.TunnelEndpoints[i]
+	if cfg.N3, err = netip.ParseAddr(string(te.N3Address)); err != nil {
+		return cfg, fmt.Errorf("tunnelEndpoints[%s].n3Address: %v", te.Name, err)
+	}
+	cfg.UPF, cfg.TunnelEndpoint = u.Name, te.Name
+	return cfg, nil
+}
+
+func sameN4Config(a, b n4.Config) bool {
+	return a.Target == b.Target && a.Listen == b.Listen && a.NodeID == b.NodeID && a.Heartbeat == b.Heartbeat && a.Grace == b.Grace
+}
+
+// collectPolicies deletes the N4 endpoint's traffic classes no session selects any more.
+func (r *N4Endpoints) collectPolicies(ctx context.Context) {
+	var pols junctionv1.SteeringPolicyList
+	if err := r.Client.List(ctx, &pols, client.MatchingLabels{labelN4Policy: "true"}); err != nil {
+		return
+	}
+	for i := range pols.Items {
+		p := &pols.Items[i]
+		if time.Since(p.CreationTimestamp.Time) < policyGCAge || p.DeletionTimestamp != nil {
+			continue
+		}
+		var users junctionv1.ATSSSSessionList
+		if err := r.Client.List(ctx, &users, client.InNamespace(p.Namespace), client.MatchingFields{indexSessionPolicy: p.Name}, client.Limit(1)); err != nil || len(users.Items) > 0 {
+			continue
+		}
+		if err := r.Client.Delete(ctx, p, client.Preconditions{ResourceVersion: &p.ResourceVersion}); err == nil {
+			r.Log.V(1).Info("deleted an N4 traffic class no session selects", "policy", client.ObjectKeyFromObject(p))
+		}
+	}
+}

@@ -1,0 +1,305 @@
+package controllers
+
+// The N4 endpoint's store: PFCP sessions become ATSSSSessions (and the traffic classes of their
+// SDF filters SteeringPolicies), written by server-side apply under their own field manager, so
+// the session controller allocates and programs them like any other session (docs/n4.md, "Where
+// N4 sessions live"). The endpoint's own state of a session (the rules as the SMF sent them,
+// the SEIDs, the TEIDs it chose) rides along in an annotation, which is what a new leader reads
+// back; the association state and the Recovery Time Stamp live in the UPF's status.n4.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/wmnsk/go-pfcp/ie"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/n4"
+)
+
+const (
+	// labelN4UPF marks the ATSSSSessions of one UPF's N4 endpoint; labelN4SMF names the SMF.
+	labelN4UPF = "atsss.junction.dev/n4-upf"
+	labelN4SMF = "atsss.junction.dev/n4-smf"
+	// labelN4Policy marks SteeringPolicies the N4 endpoint made (traffic classes of SDF filters).
+	labelN4Policy = "atsss.junction.dev/n4"
+	// annotationN4State holds the endpoint's state of the session (n4.State as JSON).
+	annotationN4State = "atsss.junction.dev/n4-session"
+	// FieldManagerN4 writes the N4 endpoint's objects.
+	FieldManagerN4 = "junction-n4"
+)
+
+// n4SessionName is the ATSSSSession of one PFCP session.
+func n4SessionName(upf string, upSEID uint64) string { return fmt.Sprintf("n4-%s-%016x", upf, upSEID) }
+
+// sessionWatch tells the store's waiters when a session changes in the cache.
+type sessionWatch struct {
+	mu      sync.Mutex
+	waiters map[types.NamespacedName][]chan struct{}
+}
+
+func (w *sessionWatch) notify(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	s, ok := obj.(*junctionv1.ATSSSSession)
+	if !ok {
+		return
+	}
+	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	w.mu.Lock()
+	chs := w.waiters[key]
+	w.mu.Unlock()
+	for _, ch := range chs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (w *sessionWatch) subscribe(key types.NamespacedName) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	w.waiters[key] = append(w.waiters[key], ch)
+	w.mu.Unlock()
+	return ch, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		chs := w.waiters[key]
+		for i, c := range chs {
+			if c == ch {
+				w.waiters[key] = append(chs[:i], chs[i+1:]...)
+				break
+			}
+		}
+		if len(w.waiters[key]) == 0 {
+			delete(w.waiters, key)
+		}
+	}
+}
+
+// n4Store is the store of one UPF's endpoint.
+type n4Store struct {
+	c       client.Client // cache-backed reads
+	upf     types.NamespacedName
+	watch   *sessionWatch
+	timeout time.Duration // how long a request waits for the UPF to hold its entries
+}
+
+var _ n4.Store = (*n4Store)(nil)
+
+func (st *n4Store) Apply(ctx context.Context, s *n4.State, p *n4.Plan) error {
+	ns := st.upf.Namespace
+	for _, pol := range p.Policies {
+		if err := st.ensurePolicy(ctx, pol); err != nil {
+			return err
+		}
+	}
+	made := map[string]bool{}
+	for _, pol := range p.Policies {
+		made[pol.Name] = true
+	}
+	for _, ps := range p.Spec.PolicySteering {
+		if made[ps.Name] {
+			continue
+		}
+		// An Application ID names a SteeringPolicy of the UPF's namespace (the PFDs of Junction).
+		var pol junctionv1.SteeringPolicy
+		if err := st.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: ps.Name}, &pol); apierrors.IsNotFound(err) {
+			return &n4.Refusal{Cause: n4.CauseUnknownApplicationID, OffendingIE: ie.ApplicationID, Msg: fmt.Sprintf("no SteeringPolicy %s/%s for Application ID %q", ns, ps.Name, ps.Name)}
+		} else if err != nil {
+			return err
+		}
+	}
+	state, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	obj := &junctionv1.ATSSSSession{
+		TypeMeta: metav1.TypeMeta{APIVersion: junctionv1.GroupVersion.String(), Kind: "ATSSSSession"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: n4SessionName(st.upf.Name, s.UPSEID), Namespace: ns,
+			Labels:      map[string]string{labelN4UPF: st.upf.Name},
+			Annotations: map[string]string{annotationN4State: string(state)},
+		},
+		Spec: p.Spec,
+	}
+	if errs := validation.IsValidLabelValue(s.SMF); len(errs) == 0 {
+		obj.Labels[labelN4SMF] = s.SMF
+	}
+	key := client.ObjectKeyFromObject(obj)
+	changed, stop := st.watch.subscribe(key)
+	defer stop()
+	if err := st.c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManagerN4), client.ForceOwnership); err != nil {
+		if apierrors.IsInvalid(err) {
+			return &n4.Refusal{Cause: n4.CauseMandatoryIEIncorrect, Msg: fmt.Sprintf("the API server refused the session: %v", err)}
+		}
+		return err
+	}
+	return st.awaitProgrammed(ctx, key, obj.Generation, changed)
+}
+
+// ensurePolicy creates a traffic class the plan needs unless it exists with the same spec.
+func (st *n4Store) ensurePolicy(ctx context.Context, pol n4.Policy) error {
+	var cur junctionv1.SteeringPolicy
+	err := st.c.Get(ctx, types.NamespacedName{Namespace: st.upf.Namespace, Name: pol.Name}, &cur)
+	if err == nil {
+		if !equalJSON(cur.Spec, pol.Spec) {
+			return fmt.Errorf("SteeringPolicy %s/%s was changed by someone else; delete it and the N4 endpoint makes it again", st.upf.Namespace, pol.Name)
+		}
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	obj := &junctionv1.SteeringPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: pol.Name, Namespace: st.upf.Namespace, Labels: map[string]string{labelN4Policy: "true"}},
+		Spec:       pol.Spec,
+	}
+	if err := st.c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsInvalid(err) {
+			return &n4.Refusal{Cause: n4.CauseMandatoryIEIncorrect, OffendingIE: ie.SDFFilter, Msg: fmt.Sprintf("the API server refused the SDF filter's traffic class: %v", err)}
+		}
+		return err
+	}
+	return nil
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// awaitProgrammed waits until the session's Programmed condition describes generation gen.
+// Waiting on something that may still come (a policy's application ID, a device that is
+// replaying) goes on until the timeout; a refusal the SMF can act on returns at once.
+func (st *n4Store) awaitProgrammed(ctx context.Context, key types.NamespacedName, gen int64, changed <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, st.timeout)
+	defer cancel()
+	last := "the operator has not reconciled it yet"
+	for {
+		var s junctionv1.ATSSSSession
+		if err := st.c.Get(ctx, key, &s); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		} else if err == nil {
+			if c := meta.FindStatusCondition(s.Status.Conditions, junctionv1.ConditionProgrammed); c != nil && c.ObservedGeneration >= gen {
+				if c.Status == metav1.ConditionTrue {
+					return nil
+				}
+				last = c.Reason + ": " + c.Message
+				switch c.Reason {
+				case ReasonTableFull, ReasonIndexesExhausted:
+					return &n4.Refusal{Cause: n4.CauseNoResources, Msg: c.Message}
+				case ReasonConflict:
+					off := ie.UEIPAddress
+					if strings.Contains(c.Message, "uplink_tunnels") {
+						off = ie.FTEID
+					}
+					return &n4.Refusal{Cause: n4.CauseMandatoryIEIncorrect, OffendingIE: off, Msg: c.Message}
+				case ReasonInvalidSpec:
+					return &n4.Refusal{Cause: n4.CauseMandatoryIEIncorrect, Msg: c.Message}
+				}
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return &n4.Refusal{Cause: n4.CauseSystemFailure, Msg: fmt.Sprintf("the UPF did not take the session within %s (%s)", st.timeout, last)}
+		}
+	}
+}
+
+func (st *n4Store) Remove(ctx context.Context, s *n4.State) error {
+	key := types.NamespacedName{Namespace: st.upf.Namespace, Name: n4SessionName(st.upf.Name, s.UPSEID)}
+	changed, stop := st.watch.subscribe(key)
+	defer stop()
+	obj := &junctionv1.ATSSSSession{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+	if err := st.c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	// The session controller removes the entries before it lets the object go.
+	ctx, cancel := context.WithTimeout(ctx, st.timeout)
+	defer cancel()
+	for {
+		if err := st.c.Get(ctx, key, obj); apierrors.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			// The object keeps its finalizer until the device has forgotten it (a device that is
+			// down: at its replay); for the SMF the session is gone.
+			return nil
+		}
+	}
+}
+
+func (st *n4Store) Load(ctx context.Context) ([]*n4.State, n4.NodeState, error) {
+	var node n4.NodeState
+	var upf junctionv1.UserPlaneFunction
+	if err := st.c.Get(ctx, st.upf, &upf); err != nil {
+		return nil, node, err
+	}
+	if s := upf.Status.N4; s != nil {
+		if s.RecoveryTimeStamp != nil {
+			node.RecoveryTime = s.RecoveryTimeStamp.Time
+		}
+		for _, a := range s.Associations {
+			n := n4.Association{NodeID: a.NodeID, Since: a.Since.Time, RecoveryTime: a.SMFRecoveryTimeStamp.Time}
+			if ap, err := netip.ParseAddrPort(a.Address); err == nil {
+				n.Addr = ap
+			}
+			node.Associations = append(node.Associations, n)
+		}
+	}
+	var list junctionv1.ATSSSSessionList
+	if err := st.c.List(ctx, &list, client.InNamespace(st.upf.Namespace), client.MatchingLabels{labelN4UPF: st.upf.Name}); err != nil {
+		return nil, node, err
+	}
+	var out []*n4.State
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.DeletionTimestamp != nil {
+			continue
+		}
+		var s n4.State
+		if err := json.Unmarshal([]byte(o.Annotations[annotationN4State]), &s); err != nil || s.Rules == nil {
+			return nil, node, fmt.Errorf("ATSSSSession %s/%s: annotation %s: %v", o.Namespace, o.Name, annotationN4State, err)
+		}
+		out = append(out, &s)
+	}
+	return out, node, nil
+}
+
+func (st *n4Store) SaveNode(ctx context.Context, n n4.NodeState) error {
+	assocs := []junctionv1.N4Association{}
+	for _, a := range n.Associations {
+		assocs = append(assocs, junctionv1.N4Association{
+			NodeID: a.NodeID, Address: a.Addr.String(), Since: metav1.NewTime(a.Since), SMFRecoveryTimeStamp: metav1.NewTime(a.RecoveryTime),
+		})
+	}
+	// Every key written, empty ones too: a merge patch leaves the keys it does not name.
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"n4": map[string]any{
+		"recoveryTimeStamp": metav1.NewTime(n.RecoveryTime), "associations": assocs, "sessions": n.Sessions,
+	}}})
+	if err != nil {
+		return err
+	}
+	upf := &junctionv1.UserPlaneFunction{ObjectMeta: metav1.ObjectMeta{Name: st.upf.Name, Namespace: st.upf.Namespace}}
+	return st.c.Status().Patch(ctx, upf, client.RawPatch(types.MergePatchType, patch))
+}

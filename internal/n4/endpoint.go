@@ -1,0 +1,710 @@
+package n4
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+// Store keeps N4 sessions where the rest of Junction sees them. The operator's store writes
+// them as ATSSSSessions and SteeringPolicies, so the controllers allocate and program them as
+// any other session (one allocator, one programmer), kubectl shows them, and they survive an
+// operator restart or a leader change (docs/n4.md, "Where N4 sessions live").
+type Store interface {
+	// Apply makes the session's objects say what plan says and returns once the UPF holds the
+	// entries, or why it cannot (a *Refusal carries the cause for the SMF).
+	Apply(ctx context.Context, s *State, p *Plan) error
+	// Remove deletes the session's objects and returns once its entries are gone.
+	Remove(ctx context.Context, s *State) error
+	// Load returns the sessions and the node state an earlier endpoint of this UPF left.
+	Load(ctx context.Context) ([]*State, NodeState, error)
+	// SaveNode records the node state (in the UPF's status).
+	SaveNode(ctx context.Context, n NodeState) error
+}
+
+// State is one PFCP session as the endpoint keeps and persists it.
+type State struct {
+	UPSEID uint64     `json:"upSEID"`
+	CPSEID uint64     `json:"cpSEID"`
+	CPAddr netip.Addr `json:"cpAddr"`
+	// SMF is the Node ID of the SMF's association.
+	SMF   string            `json:"smf"`
+	SUPI  string            `json:"supi"`
+	Rules *Rules            `json:"rules"`
+	TEIDs map[uint16]uint32 `json:"teids,omitempty"` // PDR ID -> the TEID the UPF chose (CH)
+
+	mu sync.Mutex // serializes the SMF's requests on this session
+}
+
+// NodeState is what outlives one endpoint process.
+type NodeState struct {
+	RecoveryTime time.Time
+	Associations []Association
+	Sessions     int
+}
+
+// Association is one SMF's PFCP association.
+type Association struct {
+	NodeID       string
+	Addr         netip.AddrPort
+	Since        time.Time
+	RecoveryTime time.Time // the SMF's
+	lastAnswer   time.Time // the last heartbeat exchange (either direction)
+	lostSince    time.Time // zero while the SMF answers
+}
+
+// Config is one endpoint's configuration.
+type Config struct {
+	Target
+	// Listen is the local address and UDP port to bind.
+	Listen netip.AddrPort
+	// NodeID is the UPF's Node ID (an IPv4 address or an FQDN).
+	NodeID string
+	// Heartbeat is the interval of the UPF's heartbeats to each SMF (0: none); after
+	// HeartbeatMisses unanswered ones the SMF is lost, and after Grace its sessions are released.
+	Heartbeat       time.Duration
+	HeartbeatMisses int
+	Grace           time.Duration
+	// Event reports what an operator should see (an SMF lost, sessions released).
+	Event func(warning bool, reason, msg string)
+	Log   logr.Logger
+}
+
+// UP Function Features (TS 29.244 §8.2.25), octets 5 to 10: FTUP (octet 5 bit 5: the UPF
+// allocates F-TEIDs), ATSSS-LL (octet 9 bit 1), RTTWP (octet 10 bit 1: RTT measurement without
+// PMF, what Junction's probes do). Nothing else is advertised: nothing else is done.
+var upFeatures = []uint8{0x10, 0x00, 0x00, 0x00, 0x01, 0x01}
+
+// Endpoint is the N4 endpoint of one UPF.
+type Endpoint struct {
+	cfg      Config
+	store    Store
+	conn     *net.UDPConn
+	recovery time.Time
+	fseidIP  net.IP // the IPv4 in the UP F-SEID
+
+	mu       sync.Mutex
+	assocs   map[string]*Association // by Node ID
+	sessions map[uint64]*State       // by UP SEID
+	byCP     map[cpKey]uint64
+	teids    map[uint32]bool // TEIDs the UPF chose
+	nextTEID uint32
+	seq      uint32
+	pending  map[uint32]chan *message.Header // our requests awaiting an answer
+	dirty    bool                            // the node state changed since the last save
+
+	cache responseCache
+	sem   chan struct{}
+}
+
+type cpKey struct {
+	smf  string
+	seid uint64
+}
+
+// firstTEID is where the UPF starts choosing TEIDs: the upper half of the TEID space, so that
+// TEIDs written in manifests (gNB-chosen, usually small) rarely meet them; a meeting shows as
+// an AddressConflict on the later session, and the SMF is refused (docs/n4.md).
+const firstTEID = 0x80000000
+
+// New makes an endpoint; Run binds and serves it.
+func New(cfg Config, store Store) *Endpoint {
+	if cfg.HeartbeatMisses == 0 {
+		cfg.HeartbeatMisses = 3
+	}
+	if cfg.Event == nil {
+		cfg.Event = func(bool, string, string) {}
+	}
+	e := &Endpoint{
+		cfg: cfg, store: store,
+		assocs: map[string]*Association{}, sessions: map[uint64]*State{}, byCP: map[cpKey]uint64{},
+		teids: map[uint32]bool{}, nextTEID: firstTEID, pending: map[uint32]chan *message.Header{},
+		sem: make(chan struct{}, 256),
+	}
+	e.cache.entries = map[string]*cached{}
+	if a, err := netip.ParseAddr(cfg.NodeID); err == nil && a.Is4() {
+		e.fseidIP = a.AsSlice()
+	} else if cfg.Listen.Addr().Is4() && !cfg.Listen.Addr().IsUnspecified() {
+		e.fseidIP = cfg.Listen.Addr().AsSlice()
+	}
+	return e
+}
+
+// Addr is the bound address (after Run started).
+func (e *Endpoint) Addr() netip.AddrPort {
+	if e.conn == nil {
+		return netip.AddrPort{}
+	}
+	return e.conn.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// Bind opens the socket and restores what an earlier endpoint left: with sessions and a
+// recovery time stamp to keep, the SMFs see no restart; without, a new time stamp tells them
+// (TS 29.244 §6.2.2) to re-establish.
+func (e *Endpoint) Bind(ctx context.Context) error {
+	states, node, err := e.store.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("restoring N4 sessions: %w", err)
+	}
+	e.recovery = node.RecoveryTime
+	if e.recovery.IsZero() {
+		// Sessions without the time stamp the SMFs know them under cannot be kept: the new
+		// time stamp tells the SMFs to re-establish them.
+		for _, s := range states {
+			if err := e.store.Remove(ctx, s); err != nil {
+				return fmt.Errorf("removing an N4 session of an unknown recovery time: %w", err)
+			}
+		}
+		states, node.Associations = nil, nil
+		e.recovery = time.Now().Truncate(time.Second)
+		e.dirty = true
+	}
+	now := time.Now()
+	for _, a := range node.Associations {
+		a := a
+		a.lastAnswer = now
+		e.assocs[a.NodeID] = &a
+	}
+	for _, s := range states {
+		e.sessions[s.UPSEID] = s
+		e.byCP[cpKey{s.SMF, s.CPSEID}] = s.UPSEID
+		for _, t := range s.TEIDs {
+			e.teids[t] = true
+		}
+	}
+	conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(e.cfg.Listen))
+	if err != nil {
+		return fmt.Errorf("spec.n4.listen: %w", err)
+	}
+	e.conn = conn
+	e.cfg.Log.Info("N4 endpoint listening", "address", e.Addr(), "nodeID", e.cfg.NodeID, "sessions", len(states), "associations", len(node.Associations), "recoveryTimeStamp", e.recovery)
+	return nil
+}
+
+// Serve answers PFCP until ctx ends. It does not release associations when it stops: a new
+// leader picks them up (Release does that when the UPF leaves N4 for good).
+func (e *Endpoint) Serve(ctx context.Context) error {
+	defer e.conn.Close()
+	go func() {
+		<-ctx.Done()
+		e.conn.Close()
+	}()
+	go e.housekeeping(ctx)
+	buf := make([]byte, 65535)
+	for {
+		n, from, err := e.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		b := append([]byte(nil), buf[:n]...)
+		e.sem <- struct{}{}
+		go func() {
+			defer func() { <-e.sem }()
+			e.handle(ctx, b, from)
+		}()
+	}
+}
+
+func (e *Endpoint) send(to netip.AddrPort, b []byte) {
+	if _, err := e.conn.WriteToUDPAddrPort(b, to); err != nil {
+		e.cfg.Log.V(1).Info("N4 send failed", "to", to, "error", err)
+	}
+}
+
+type marshaler interface{ Marshal() ([]byte, error) }
+
+// reply encodes a response, remembers it for retransmitted requests and sends it.
+func (e *Endpoint) reply(key string, to netip.AddrPort, m marshaler) {
+	b, err := m.Marshal()
+	if err != nil {
+		e.cfg.Log.Error(err, "encoding an N4 response")
+		e.cache.forget(key)
+		return
+	}
+	e.cache.done(key, b)
+	e.send(to, b)
+}
+
+// handle decodes one datagram and answers it. Requests are answered once: a retransmission
+// (same peer, type and sequence number, TS 29.244 §6.4) gets the cached response, and one that
+// arrives while the first is in work is dropped (its answer is on the way).
+func (e *Endpoint) handle(ctx context.Context, b []byte, from netip.AddrPort) {
+	h, err := message.ParseHeader(b)
+	if err != nil {
+		e.cfg.Log.V(1).Info("N4: dropped a datagram without a PFCP header", "from", from, "error", err)
+		return
+	}
+	if v := h.Flags >> 5; v != 1 {
+		e.reply(fmt.Sprintf("%s/%d/v", from, h.SequenceNumber), from, message.NewVersionNotSupportedResponse(h.SequenceNumber))
+		return
+	}
+	if isResponse(h.Type) {
+		e.answered(h)
+		return
+	}
+	key := fmt.Sprintf("%s/%d/%d", from, h.Type, h.SequenceNumber)
+	if resp, fresh := e.cache.begin(key); !fresh {
+		if resp != nil {
+			e.send(from, resp)
+		}
+		return
+	}
+	// The length field counts what follows the first 4 octets; PFCP over UDP carries one
+	// message per datagram here (no piggybacking: MP is refused).
+	var ies []*ie.IE
+	var perr error
+	switch {
+	case int(h.Length)+4 != len(b):
+		perr = fmt.Errorf("message length %d, datagram %d", int(h.Length)+4, len(b))
+	case h.Flags&0x02 != 0:
+		perr = fmt.Errorf("piggybacked messages are not supported")
+	default:
+		ies, perr = ie.ParseMultiIEs(h.Payload)
+	}
+	switch h.Type {
+	case message.MsgTypeHeartbeatRequest:
+		e.heartbeatRequest(key, from, h, ies, perr)
+	case message.MsgTypeAssociationSetupRequest, message.MsgTypeAssociationUpdateRequest, message.MsgTypeAssociationReleaseRequest:
+		e.associationRequest(ctx, key, from, h, ies, perr)
+	case message.MsgTypeSessionEstablishmentRequest, message.MsgTypeSessionModificationRequest, message.MsgTypeSessionDeletionRequest:
+		e.sessionRequest(ctx, key, from, h, ies, perr)
+	default:
+		// PFD management, session set deletion, node reports from a CP: not offered. Requests
+		// of unknown types are ignored (TS 29.244 §7.6.2 "Unknown message").
+		e.cache.forget(key)
+		e.cfg.Log.V(1).Info("N4: ignored a message of an unsupported type", "from", from, "type", h.Type)
+	}
+}
+
+func isResponse(t uint8) bool {
+	switch t {
+	case message.MsgTypeHeartbeatResponse, message.MsgTypeAssociationSetupResponse, message.MsgTypeAssociationUpdateResponse,
+		message.MsgTypeAssociationReleaseResponse, message.MsgTypeNodeReportResponse, message.MsgTypeSessionReportResponse,
+		message.MsgTypeVersionNotSupportedResponse, message.MsgTypeSessionEstablishmentResponse,
+		message.MsgTypeSessionModificationResponse, message.MsgTypeSessionDeletionResponse, message.MsgTypePFDManagementResponse,
+		message.MsgTypeSessionSetDeletionResponse:
+		return true
+	}
+	return false
+}
+
+// messageIEs indexes a message's IEs by type; a type that may appear once and appears twice is
+// refused.
+func messageIEs(ies []*ie.IE, repeatable ...uint16) (children, error) {
+	return childrenOf(&ie.IE{Type: 0, ChildIEs: ies}, repeatable...)
+}
+
+func (e *Endpoint) heartbeatRequest(key string, from netip.AddrPort, h *message.Header, ies []*ie.IE, perr error) {
+	// A Heartbeat Response has no Cause: a malformed request gets no answer (the peer retries).
+	var ts time.Time
+	if perr == nil {
+		for _, x := range ies {
+			if x.Type == ie.RecoveryTimeStamp {
+				ts, perr = x.RecoveryTimeStamp()
+			}
+		}
+		if ts.IsZero() && perr == nil {
+			perr = errors.New("no Recovery Time Stamp")
+		}
+	}
+	if perr != nil {
+		e.cache.forget(key)
+		e.cfg.Log.V(1).Info("N4: dropped a malformed Heartbeat Request", "from", from, "error", perr)
+		return
+	}
+	e.reply(key, from, message.NewHeartbeatResponse(h.SequenceNumber, ie.NewRecoveryTimeStamp(e.recovery)))
+	e.peerAlive(from, ts)
+}
+
+// peerAlive notes a heartbeat exchange with the SMF at addr; a new Recovery Time Stamp means
+// the SMF restarted and lost its sessions, so the UPF releases them (TS 29.244 §19A).
+func (e *Endpoint) peerAlive(addr netip.AddrPort, ts time.Time) {
+	e.mu.Lock()
+	var restarted *Association
+	for _, a := range e.assocs {
+		if a.Addr == addr {
+			a.lastAnswer, a.lostSince = time.Now(), time.Time{}
+			if !ts.IsZero() && !a.RecoveryTime.IsZero() && !ts.Equal(a.RecoveryTime) {
+				restarted = a
+				a.RecoveryTime = ts
+				e.dirty = true
+			}
+		}
+	}
+	e.mu.Unlock()
+	if restarted != nil {
+		e.cfg.Event(true, "SMFRestarted", fmt.Sprintf("SMF %s restarted (new Recovery Time Stamp): its sessions are released", restarted.NodeID))
+		e.releaseSessionsOf(context.Background(), restarted.NodeID)
+	}
+}
+
+func nodeResponse(t uint8, seq uint32, ies ...*ie.IE) marshaler {
+	switch t {
+	case message.MsgTypeAssociationSetupRequest:
+		return message.NewAssociationSetupResponse(seq, ies...)
+	case message.MsgTypeAssociationUpdateRequest:
+		return message.NewAssociationUpdateResponse(seq, ies...)
+	default:
+		return message.NewAssociationReleaseResponse(seq, ies[0], ies[1], ies[2:]...)
+	}
+}
+
+func (e *Endpoint) associationRequest(ctx context.Context, key string, from netip.AddrPort, h *message.Header, ies []*ie.IE, perr error) {
+	nodeID := ie.NewNodeIDHeuristic(e.cfg.NodeID)
+	fail := func(r *Refusal) {
+		e.cfg.Log.V(1).Info("N4: refused an association request", "from", from, "type", h.Type, "cause", r.Cause, "why", r.Msg)
+		out := append([]*ie.IE{nodeID, ie.NewCause(r.Cause)}, r.ies()...)
+		if h.Type == message.MsgTypeAssociationSetupRequest {
+			out = append(out, ie.NewRecoveryTimeStamp(e.recovery))
+		}
+		e.reply(key, from, nodeResponse(h.Type, h.SequenceNumber, out...))
+	}
+	if perr != nil {
+		fail(refuse(CauseInvalidLength, 0, "%v", perr))
+		return
+	}
+	c, err := messageIEs(ies, ie.UserPlaneIPResourceInformation, ie.AlternativeSMFIPAddress, ie.SMFSetID)
+	if err != nil {
+		fail(err.(*Refusal))
+		return
+	}
+	x, err := c.need(ie.NodeID)
+	if err != nil {
+		fail(err.(*Refusal))
+		return
+	}
+	smf, err := x.NodeID()
+	if err != nil || smf == "" {
+		fail(refuse(CauseMandatoryIEIncorrect, ie.NodeID, "Node ID: %v", err))
+		return
+	}
+	switch h.Type {
+	case message.MsgTypeAssociationSetupRequest:
+		x, err := c.need(ie.RecoveryTimeStamp)
+		if err != nil {
+			fail(err.(*Refusal))
+			return
+		}
+		ts, err := x.RecoveryTimeStamp()
+		if err != nil {
+			fail(refuse(CauseMandatoryIEIncorrect, ie.RecoveryTimeStamp, "Recovery Time Stamp: %v", err))
+			return
+		}
+		e.mu.Lock()
+		old := e.assocs[smf]
+		restarted := old != nil && !old.RecoveryTime.Equal(ts)
+		now := time.Now()
+		a := &Association{NodeID: smf, Addr: from, Since: now, RecoveryTime: ts, lastAnswer: now}
+		if old != nil && !restarted {
+			a.Since = old.Since
+		}
+		e.assocs[smf], e.dirty = a, true
+		e.mu.Unlock()
+		if restarted {
+			// A new association of a restarted SMF: its old sessions are gone on its side.
+			e.releaseSessionsOf(ctx, smf)
+		}
+		e.reply(key, from, message.NewAssociationSetupResponse(h.SequenceNumber,
+			nodeID, ie.NewCause(CauseAccepted), ie.NewRecoveryTimeStamp(e.recovery), ie.New(ie.UPFunctionFeatures, upFeatures)))
+		e.cfg.Event(false, "SMFAssociated", fmt.Sprintf("SMF %s associated from %s", smf, from))
+	case message.MsgTypeAssociationUpdateRequest:
+		e.mu.Lock()
+		a := e.assocs[smf]
+		if a != nil {
+			a.Addr = from
+		}
+		e.mu.Unlock()
+		if a == nil {
+			fail(refuse(CauseNoAssociation, 0, "no association with %s", smf))
+			return
+		}
+		e.reply(key, from, message.NewAssociationUpdateResponse(h.SequenceNumber, nodeID, ie.NewCause(CauseAccepted)))
+	case message.MsgTypeAssociationReleaseRequest:
+		e.mu.Lock()
+		a := e.assocs[smf]
+		e.mu.Unlock()
+		if a == nil {
+			fail(refuse(CauseNoAssociation, 0, "no association with %s", smf))
+			return
+		}
+		// TS 29.244 §6.2.8.2: the UPF deletes the association's sessions, then answers.
+		e.releaseSessionsOf(ctx, smf)
+		e.mu.Lock()
+		delete(e.assocs, smf)
+		e.dirty = true
+		e.mu.Unlock()
+		e.reply(key, from, message.NewAssociationReleaseResponse(h.SequenceNumber, nodeID, ie.NewCause(CauseAccepted)))
+		e.cfg.Event(false, "SMFReleased", fmt.Sprintf("SMF %s released its association", smf))
+	}
+}
+
+// releaseSessionsOf deletes every session of one SMF.
+func (e *Endpoint) releaseSessionsOf(ctx context.Context, smf string) {
+	e.mu.Lock()
+	var mine []*State
+	for _, s := range e.sessions {
+		if s.SMF == smf {
+			mine = append(mine, s)
+		}
+	}
+	e.mu.Unlock()
+	for _, s := range mine {
+		s.mu.Lock()
+		if err := e.store.Remove(ctx, s); err != nil {
+			e.cfg.Log.Error(err, "releasing an N4 session", "upSEID", s.UPSEID, "smf", smf)
+		}
+		e.forget(s)
+		s.mu.Unlock()
+	}
+	if len(mine) > 0 {
+		e.cfg.Event(false, "N4SessionsReleased", fmt.Sprintf("released %d sessions of SMF %s", len(mine), smf))
+	}
+}
+
+// forget drops a session from the endpoint's maps.
+func (e *Endpoint) forget(s *State) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sessions[s.UPSEID] == s {
+		delete(e.sessions, s.UPSEID)
+		delete(e.byCP, cpKey{s.SMF, s.CPSEID})
+		for _, t := range s.TEIDs {
+			delete(e.teids, t)
+		}
+		e.dirty = true
+	}
+}
+
+// housekeeping sends heartbeats, releases lost SMFs' sessions after the grace period, expires
+// the response cache and saves the node state when it changed.
+func (e *Endpoint) housekeeping(ctx context.Context) {
+	tick := time.Second
+	if e.cfg.Heartbeat > 0 && e.cfg.Heartbeat < tick {
+		tick = e.cfg.Heartbeat
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	lastBeat := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		e.cache.expire(now)
+		if e.cfg.Heartbeat > 0 && now.Sub(lastBeat) >= e.cfg.Heartbeat {
+			lastBeat = now
+			e.beat(ctx, now)
+		}
+		e.saveNode(ctx)
+	}
+}
+
+func (e *Endpoint) beat(ctx context.Context, now time.Time) {
+	e.mu.Lock()
+	var release []string
+	var targets []netip.AddrPort
+	for _, a := range e.assocs {
+		silent := now.Sub(a.lastAnswer)
+		switch {
+		case !a.lostSince.IsZero() && now.Sub(a.lostSince) >= e.cfg.Grace:
+			release = append(release, a.NodeID)
+		case a.lostSince.IsZero() && silent > time.Duration(e.cfg.HeartbeatMisses)*e.cfg.Heartbeat:
+			a.lostSince = now
+			e.cfg.Event(true, "SMFLost", fmt.Sprintf("SMF %s answered none of the last %d heartbeats: its sessions are released in %s unless it comes back", a.NodeID, e.cfg.HeartbeatMisses, e.cfg.Grace))
+		}
+		targets = append(targets, a.Addr)
+	}
+	e.mu.Unlock()
+	for _, addr := range targets {
+		e.request(addr, func(seq uint32) marshaler {
+			return message.NewHeartbeatRequest(seq, ie.NewRecoveryTimeStamp(e.recovery), nil)
+		}, func(h *message.Header) {
+			var ts time.Time
+			if ies, err := ie.ParseMultiIEs(h.Payload); err == nil {
+				for _, x := range ies {
+					if x.Type == ie.RecoveryTimeStamp {
+						ts, _ = x.RecoveryTimeStamp()
+					}
+				}
+			}
+			e.peerAlive(addr, ts)
+		})
+	}
+	for _, smf := range release {
+		e.releaseSessionsOf(ctx, smf)
+		e.mu.Lock()
+		delete(e.assocs, smf)
+		e.dirty = true
+		e.mu.Unlock()
+		e.cfg.Event(true, "SMFAssociationReleased", fmt.Sprintf("SMF %s stayed silent for the grace period (%s): association released", smf, e.cfg.Grace))
+	}
+}
+
+// request sends a request of the UPF's and calls onAnswer with the response's header if one
+// comes within the heartbeat interval.
+func (e *Endpoint) request(to netip.AddrPort, build func(seq uint32) marshaler, onAnswer func(*message.Header)) {
+	e.mu.Lock()
+	e.seq = (e.seq + 1) & 0xffffff
+	seq := e.seq
+	ch := make(chan *message.Header, 1)
+	e.pending[seq] = ch
+	e.mu.Unlock()
+	b, err := build(seq).Marshal()
+	if err != nil {
+		return
+	}
+	e.send(to, b)
+	wait := e.cfg.Heartbeat
+	if wait <= 0 {
+		wait = 3 * time.Second
+	}
+	go func() {
+		defer func() {
+			e.mu.Lock()
+			delete(e.pending, seq)
+			e.mu.Unlock()
+		}()
+		select {
+		case h := <-ch:
+			onAnswer(h)
+		case <-time.After(wait):
+		}
+	}()
+}
+
+// answered hands a response to the request of the UPF's that waits for it.
+func (e *Endpoint) answered(h *message.Header) {
+	e.mu.Lock()
+	ch := e.pending[h.SequenceNumber]
+	e.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- h:
+		default:
+		}
+	}
+}
+
+// Release ends every association (UPF-initiated PFCP Association Release Request, TS 29.244
+// §6.2.8.1): for a UPF that leaves N4 for good, not for an operator that stops.
+func (e *Endpoint) Release(ctx context.Context) {
+	e.mu.Lock()
+	var addrs []netip.AddrPort
+	for _, a := range e.assocs {
+		addrs = append(addrs, a.Addr)
+	}
+	e.mu.Unlock()
+	nodeID := ie.NewNodeIDHeuristic(e.cfg.NodeID)
+	for _, addr := range addrs {
+		e.request(addr, func(seq uint32) marshaler { return message.NewAssociationReleaseRequest(seq, nodeID) }, func(*message.Header) {})
+	}
+}
+
+func (e *Endpoint) saveNode(ctx context.Context) {
+	e.mu.Lock()
+	if !e.dirty {
+		e.mu.Unlock()
+		return
+	}
+	e.dirty = false
+	n := NodeState{RecoveryTime: e.recovery, Sessions: len(e.sessions)}
+	for _, a := range e.assocs {
+		n.Associations = append(n.Associations, *a)
+	}
+	e.mu.Unlock()
+	if err := e.store.SaveNode(ctx, n); err != nil {
+		e.mu.Lock()
+		e.dirty = true
+		e.mu.Unlock()
+		e.cfg.Log.V(1).Info("N4: saving the node state failed; retrying", "error", err)
+	}
+}
+
+// newSEID returns a random UP SEID no session has (0 is never one).
+func (e *Endpoint) newSEIDLocked() uint64 {
+	for {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		if v := binary.BigEndian.Uint64(b[:]); v != 0 && e.sessions[v] == nil {
+			return v
+		}
+	}
+}
+
+// chooseTEIDLocked returns a TEID the UPF has not chosen for another session.
+func (e *Endpoint) chooseTEIDLocked() (uint32, error) {
+	for i := 0; i < 1<<31; i++ {
+		t := e.nextTEID
+		e.nextTEID++
+		if e.nextTEID == 0 {
+			e.nextTEID = firstTEID
+		}
+		if !e.teids[t] {
+			e.teids[t] = true
+			return t, nil
+		}
+	}
+	return 0, refuse(CauseNoResources, 0, "no TEID left to choose")
+}
+
+// responseCache answers retransmitted requests (TS 29.244 §6.4) for a while after the first.
+type responseCache struct {
+	mu      sync.Mutex
+	entries map[string]*cached
+}
+
+type cached struct {
+	resp []byte // nil while the request is in work
+	at   time.Time
+}
+
+// cacheFor is how long an answer is kept: longer than an SMF retransmits (N1 x T1, 3 x 3 s by
+// default in most SMFs).
+const cacheFor = 30 * time.Second
+
+func (c *responseCache) begin(key string) (resp []byte, fresh bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if x, ok := c.entries[key]; ok {
+		return x.resp, false
+	}
+	c.entries[key] = &cached{at: time.Now()}
+	return nil, true
+}
+
+func (c *responseCache) done(key string, resp []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries[key] = &cached{resp: resp, at: time.Now()}
+}
+
+func (c *responseCache) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, key)
+}
+
+func (c *responseCache) expire(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, x := range c.entries {
+		if x.resp != nil && now.Sub(x.at) > cacheFor {
+			delete(c.entries, k)
+		}
+	}
+}

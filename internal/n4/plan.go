@@ -1,0 +1,421 @@
+package n4
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"github.com/wmnsk/go-pfcp/ie"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/wire"
+)
+
+// Plan is what one PFCP session becomes in Junction's model: an ATSSSSession spec and the
+// traffic-class SteeringPolicies its SDF filters need (docs/n4.md, "Mapping").
+type Plan struct {
+	Spec     junctionv1.ATSSSSessionSpec
+	Policies []Policy
+}
+
+// Policy is a SteeringPolicy the plan needs: a traffic class (an SDF filter at a precedence)
+// named by its content, so sessions with the same filter share it. Its own steering is the
+// pipeline's default application's (active-standby on 3GPP), so the traffic of a session that
+// does not select it is steered as if it had no policy; sessions that select it steer it by
+// their MAR (spec.policySteering).
+type Policy struct {
+	Name string
+	Spec junctionv1.SteeringPolicySpec
+}
+
+// Target is what the plan needs of the UPF.
+type Target struct {
+	UPF            string     // the UserPlaneFunction's name
+	TunnelEndpoint string     // the tunnel endpoint N4 sessions use
+	N3             netip.Addr // its n3Address: F-TEIDs the UPF allocates carry it
+}
+
+// access is a leg of the MA PDU session.
+type access int
+
+const (
+	access3GPP access = iota
+	accessNon3GPP
+)
+
+func (a access) api() junctionv1.Access {
+	if a == access3GPP {
+		return junctionv1.Access3GPP
+	}
+	return junctionv1.AccessNon3GPP
+}
+
+// leg is what the FARs and PDRs say of one access.
+type leg struct {
+	far  uint32
+	ohc  OHC
+	kind junctionv1.NonThreeGPPType
+}
+
+// makePlan maps a session's rules onto Junction's model. teids are the TEIDs the UPF chose for
+// PDRs with CH set. Every refusal names the rule (Failed Rule ID) or the IE (Offending IE).
+func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, error) {
+	var up, down []*PDR
+	for _, id := range sortedKeys(r.PDRs) {
+		p := r.PDRs[id]
+		if err := checkRefs(r, p); err != nil {
+			return nil, err
+		}
+		switch p.Source {
+		case ifaceAccess:
+			up = append(up, p)
+		case ifaceCore, ifaceN6LAN:
+			down = append(down, p)
+		default:
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d: Source Interface %d is neither Access nor Core", p.ID, p.Source)
+		}
+	}
+	for _, id := range sortedKeys(r.MARs) {
+		m := r.MARs[id]
+		for _, a := range m.AFAI {
+			if a != nil && r.FARs[a.FARID] == nil {
+				return nil, ruleFailure(ruleTypeMAR, uint32(m.ID), "MAR %d names FAR %d, which the session does not have", m.ID, a.FARID)
+			}
+		}
+	}
+	if len(down) == 0 {
+		return nil, refuse(CauseMandatoryIEMissing, ie.CreatePDR, "the session has no downlink PDR (Source Interface Core) with the UE IP address")
+	}
+
+	// Downlink: the UE IP address is the session address; every downlink PDR is steered by a MAR.
+	spec := junctionv1.ATSSSSessionSpec{UE: junctionv1.UE{SUPI: supi}, UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint}
+	var session netip.Addr
+	for _, p := range down {
+		switch {
+		case !p.UEIP.IsValid() || !p.UEIPDest:
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has no UE IP Address with S/D set (the session address)", p.ID)
+		case session.IsValid() && p.UEIP != session:
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d is for UE IP %s, another PDR for %s: one session has one address", p.ID, p.UEIP, session)
+		case p.MARID == nil:
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has a FAR and no MAR: single-access PDU sessions are not supported yet (docs/n4.md)", p.ID)
+		}
+		session = p.UEIP
+	}
+	spec.SessionAddress = junctionv1.IPv4Address(session.String())
+
+	// The legs: each MAR's AFAIs name the FARs of the two accesses; all MARs must agree.
+	var legs [2]*leg
+	for _, p := range down {
+		m := r.MARs[*p.MARID]
+		for i, a := range m.AFAI {
+			if a == nil {
+				continue
+			}
+			l, acc, err := legOf(r.FARs[a.FARID], i)
+			if err != nil {
+				return nil, err
+			}
+			if o := legs[acc]; o != nil && o.ohc != l.ohc {
+				return nil, ruleFailure(ruleTypeMAR, uint32(m.ID), "MAR %d sends %s traffic through FAR %d, another MAR through FAR %d with another outer header: a session has one leg per access", m.ID, acc.api(), l.far, o.far)
+			}
+			legs[acc] = l
+		}
+	}
+
+	// Uplink: the 3GPP leg's TEID and UE address from the PDR with an F-TEID; a plain non-3GPP
+	// PDR (UDP/IPv4 removed) must agree with the non-3GPP FAR.
+	var ul3 *PDR
+	var ulTEID uint32
+	for _, p := range up {
+		far := r.FARs[derefFAR(p)]
+		if p.MARID != nil || far == nil || far.Action != actForw || far.Dest == nil || (*far.Dest != ifaceCore && *far.Dest != ifaceN6LAN) || far.OHC != nil {
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d: its FAR must forward to Core without outer header creation (Junction decapsulates and routes)", p.ID)
+		}
+		switch {
+		case p.FTEID != nil:
+			if p.OHR == nil || *p.OHR != ohrGTPUv4 {
+				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d with an F-TEID must remove GTP-U/UDP/IPv4 (Outer Header Removal 0)", p.ID)
+			}
+			teid := p.FTEID.TEID
+			if p.FTEID.Choose {
+				teid = teids[p.ID]
+			} else if p.FTEID.Addr != t.N3 {
+				return nil, refuse(CauseMandatoryIEIncorrect, ie.FTEID, "F-TEID of PDR %d is on %s; this UPF's N3 address is %s", p.ID, p.FTEID.Addr, t.N3)
+			}
+			if teid == 0 {
+				return nil, refuse(CauseMandatoryIEIncorrect, ie.FTEID, "F-TEID of PDR %d has TEID 0", p.ID)
+			}
+			if !p.UEIP.IsValid() || p.UEIPDest {
+				return nil, refuse(CauseConditionalIEMissing, ie.UEIPAddress, "uplink PDR %d has no source UE IP Address (the UE's address on its 3GPP leg)", p.ID)
+			}
+			if ul3 != nil && (teid != ulTEID || p.UEIP != ul3.UEIP) {
+				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDRs %d and %d differ in TEID or UE address: a session has one 3GPP leg", ul3.ID, p.ID)
+			}
+			ul3, ulTEID = p, teid
+		case p.OHR != nil && *p.OHR == ohrUDPv4:
+			if l := legs[accessNon3GPP]; l == nil || (p.UEIP.IsValid() && p.UEIP != l.ohc.Addr) {
+				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d (UDP/IPv4 removed) does not match the non-3GPP FAR of the session's MARs", p.ID)
+			}
+		default:
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d has neither an F-TEID (3GPP over GTP-U) nor Outer Header Removal UDP/IPv4 (non-3GPP over plain IP)", p.ID)
+		}
+	}
+	if l := legs[access3GPP]; l != nil {
+		if ul3 == nil {
+			return nil, refuse(CauseConditionalIEMissing, ie.FTEID, "the MARs send on 3GPP but no uplink PDR has an F-TEID")
+		}
+		spec.AccessLegs.ThreeGPP = &junctionv1.ThreeGPPLeg{
+			UEAddress: junctionv1.IPv4Address(ul3.UEIP.String()), GNBAddress: junctionv1.IPv4Address(l.ohc.Addr.String()),
+			UplinkTEID: int64(ulTEID), DownlinkTEID: int64(l.ohc.TEID),
+		}
+	}
+	if l := legs[accessNon3GPP]; l != nil {
+		spec.AccessLegs.NonThreeGPP = &junctionv1.NonThreeGPPLeg{Type: l.kind, UEAddress: junctionv1.IPv4Address(l.ohc.Addr.String())}
+	}
+
+	// Steering: a PDR without SDF filter or application is the session's default (modeOverride);
+	// one with SDF filters gets a traffic-class policy per filter, one with an Application ID the
+	// policy of that name; both steer by the PDR's MAR (policySteering).
+	plan := &Plan{}
+	var defaultPDR *PDR
+	steered := map[string]bool{}
+	sort.SliceStable(down, func(i, j int) bool { return down[i].Precedence < down[j].Precedence })
+	for _, p := range down {
+		mode, th, err := steering(r.MARs[*p.MARID], legs)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		switch {
+		case len(p.SDF) > 0 && p.ApplicationID != "":
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d has both SDF filters and an Application ID", p.ID)
+		case p.ApplicationID != "":
+			names = []string{p.ApplicationID}
+		case len(p.SDF) > 0:
+			if p.Precedence > 65534 {
+				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d: precedence %d is above 65534, the largest a policy takes", p.ID, p.Precedence)
+			}
+			for _, fd := range p.SDF {
+				td, err := parseFlowDescription(fd, session)
+				if err != nil {
+					return nil, refuse(CauseMandatoryIEIncorrect, ie.SDFFilter, "SDF Filter of PDR %d: %v", p.ID, err)
+				}
+				pol := trafficClass(td, int32(p.Precedence))
+				plan.Policies = append(plan.Policies, pol)
+				names = append(names, pol.Name)
+			}
+		default:
+			if defaultPDR != nil {
+				// The lower precedence value wins; the other could never match.
+				if *p.MARID != *defaultPDR.MARID {
+					return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d matches all the session's traffic, as PDR %d with a lower precedence value does: it would never apply", p.ID, defaultPDR.ID)
+				}
+				continue
+			}
+			defaultPDR = p
+			spec.ModeOverride, spec.ModeOverrideThresholds = mode, th
+			continue
+		}
+		for _, n := range names {
+			if steered[n] {
+				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d describes the same traffic class (%s) as a PDR with a lower precedence value", p.ID, n)
+			}
+			steered[n] = true
+			spec.PolicyRefs = append(spec.PolicyRefs, junctionv1.LocalObjectReference{Name: n})
+			spec.PolicySteering = append(spec.PolicySteering, junctionv1.PolicySteering{Name: n, Steering: *mode, Thresholds: th})
+		}
+	}
+	plan.Spec = spec
+	return plan, nil
+}
+
+func derefFAR(p *PDR) uint32 {
+	if p.FARID == nil {
+		return 0
+	}
+	return *p.FARID
+}
+
+// checkRefs refuses a PDR that names a FAR, MAR or QER the session does not have, has neither
+// FAR nor MAR, or passes a closed gate (Junction enforces gates by not accepting closed ones).
+func checkRefs(r *Rules, p *PDR) error {
+	id := uint32(p.ID)
+	switch {
+	case p.FARID == nil && p.MARID == nil:
+		return ruleFailure(ie.RuleIDTypePDR, id, "PDR %d has neither FAR ID nor MAR ID", p.ID)
+	case p.FARID != nil && p.MARID != nil:
+		return ruleFailure(ie.RuleIDTypePDR, id, "PDR %d has both a FAR ID and a MAR ID; the MAR names the FARs", p.ID)
+	case p.FARID != nil && r.FARs[*p.FARID] == nil:
+		return ruleFailure(ie.RuleIDTypePDR, id, "PDR %d names FAR %d, which the session does not have", p.ID, *p.FARID)
+	case p.MARID != nil && r.MARs[*p.MARID] == nil:
+		return ruleFailure(ie.RuleIDTypePDR, id, "PDR %d names MAR %d, which the session does not have", p.ID, *p.MARID)
+	}
+	for _, q := range p.QERIDs {
+		qer := r.QERs[q]
+		if qer == nil {
+			return ruleFailure(ie.RuleIDTypePDR, id, "PDR %d names QER %d, which the session does not have", p.ID, q)
+		}
+		if qer.GateUL != 0 || qer.GateDL != 0 {
+			return ruleFailure(ie.RuleIDTypeQER, q, "QER %d closes a gate: only open gates are supported (docs/n4.md)", q)
+		}
+	}
+	return nil
+}
+
+// legOf reads which access a MAR's FAR serves and how: by its 3GPP Interface Type when sent,
+// else by position (AFAI 1 is 3GPP, AFAI 2 non-3GPP, as Rel-16 named them). The 3GPP leg is
+// GTP-U toward the gNB; the non-3GPP leg plain UDP/IPv4 toward the UE's address on that access.
+func legOf(f *FAR, position int) (*leg, access, error) {
+	id := f.ID
+	if f.Action != actForw || f.Dest == nil || *f.Dest != ifaceAccess || f.OHC == nil {
+		return nil, 0, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d of a MAR must forward to Access with Outer Header Creation", id)
+	}
+	acc := access(position)
+	kind := junctionv1.NonThreeGPPWiFi
+	if f.DestType != nil {
+		switch *f.DestType {
+		case itypeN3Access3GPP:
+			acc = access3GPP
+		case itypeN3TrustedNon3GPP, itypeN3UntrustedNon3GPP:
+			acc = accessNon3GPP
+		default:
+			return nil, 0, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d: 3GPP Interface Type %d is not an N3 access", id, *f.DestType)
+		}
+	}
+	switch {
+	case acc == access3GPP && f.OHC.Desc != ohcGTPUv4:
+		return nil, 0, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d serves 3GPP access: its outer header must be GTP-U/UDP/IPv4", id)
+	case acc == access3GPP && f.OHC.TEID == 0:
+		return nil, 0, refuse(CauseMandatoryIEIncorrect, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d has TEID 0", id)
+	case acc == accessNon3GPP && f.OHC.Desc == ohcGTPUv4:
+		return nil, 0, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d: a non-3GPP leg over GTP-U (N3IWF, TNGF, W-AGF) is not supported yet; use UDP/IPv4 toward the UE (docs/n4.md)", id)
+	case acc == accessNon3GPP && f.OHC.Port != 0 && f.OHC.Port != wire.JunctionPort:
+		return nil, 0, refuse(CauseMandatoryIEIncorrect, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d: port %d; Junction's port is %d", id, f.OHC.Port, wire.JunctionPort)
+	}
+	o := *f.OHC
+	o.Port = 0
+	return &leg{far: id, ohc: o, kind: kind}, acc, nil
+}
+
+// steering maps a MAR onto a Junction steering mode and Rel-17 thresholds.
+func steering(m *MAR, legs [2]*leg) (*junctionv1.SteeringMode, *junctionv1.Thresholds, error) {
+	fail := func(format string, args ...any) error {
+		return ruleFailure(ruleTypeMAR, uint32(m.ID), "MAR %d: "+format, append([]any{m.ID}, args...)...)
+	}
+	if m.Functionality != functionalityATSSSLL {
+		return nil, nil, fail("steering functionality %d: only ATSSS-LL (0) is supported; MPTCP is not offered", m.Functionality)
+	}
+	// Which AFAI serves which access, and with which weight and priority.
+	var by [2]*AFAI
+	for _, a := range m.AFAI {
+		if a == nil {
+			continue
+		}
+		for acc, l := range legs {
+			if l != nil && l.far == a.FARID {
+				by[acc] = a
+			}
+		}
+	}
+	both := by[0] != nil && by[1] != nil
+	var th *junctionv1.Thresholds
+	if m.RTTms != nil || m.LossPercent != nil {
+		th = &junctionv1.Thresholds{}
+		if m.RTTms != nil {
+			if *m.RTTms == 0 {
+				return nil, nil, refuse(CauseMandatoryIEIncorrect, ieThresholds, "Thresholds of MAR %d: an RTT of 0 ms", m.ID)
+			}
+			th.RTT = junctionv1.Duration(fmt.Sprintf("%dms", *m.RTTms))
+		}
+		if m.LossPercent != nil {
+			v := int32(*m.LossPercent)
+			th.PacketLossPercent = &v
+		}
+	}
+	priorityOf := func(p uint8) (junctionv1.Access, bool) {
+		for acc, a := range by {
+			if a != nil && a.Priority != nil && *a.Priority == p {
+				return access(acc).api(), true
+			}
+		}
+		return "", false
+	}
+	s := &junctionv1.SteeringMode{}
+	switch m.Mode {
+	case modeActiveStandby:
+		s.Mode = junctionv1.ModeActiveStandby
+		active, ok := priorityOf(ie.PriorityActive)
+		if !ok {
+			active = access3GPP.api()
+			if by[0] == nil {
+				active = accessNon3GPP.api()
+			}
+		}
+		if _, noStandby := priorityOf(ie.PriorityNoStandby); noStandby {
+			return nil, nil, fail("priority No Standby: Junction always falls back to the other access")
+		}
+		s.ActiveStandby = &junctionv1.ActiveStandby{Active: active}
+	case modeSmallestDelay:
+		s.Mode, s.SmallestDelay = junctionv1.ModeSmallestDelay, &junctionv1.SmallestDelay{}
+	case modeLoadBalancing:
+		if !both {
+			return nil, nil, fail("load balancing needs both accesses")
+		}
+		s.Mode = junctionv1.ModeLoadBalance
+		if m.ALBI {
+			s.LoadBalance = &junctionv1.LoadBalance{Autonomous: true}
+			break
+		}
+		if by[0].Weight == nil || by[1].Weight == nil {
+			return nil, nil, refuse(CauseConditionalIEMissing, ie.Weight, "MAR %d: load balancing without a Weight for each access", m.ID)
+		}
+		if int(*by[0].Weight)+int(*by[1].Weight) != 100 {
+			return nil, nil, refuse(CauseMandatoryIEIncorrect, ie.Weight, "MAR %d: weights %d and %d do not add up to 100", m.ID, *by[0].Weight, *by[1].Weight)
+		}
+		pct := int32(*by[0].Weight)
+		s.LoadBalance = &junctionv1.LoadBalance{ThreeGPPPercent: &pct}
+	case modePriorityBased:
+		if !both {
+			return nil, nil, fail("priority-based needs both accesses")
+		}
+		high, ok := priorityOf(ie.PriorityHigh)
+		if !ok {
+			return nil, nil, refuse(CauseConditionalIEMissing, ie.Priority, "MAR %d: priority-based without an access of priority High", m.ID)
+		}
+		if th == nil || th.RTT == "" {
+			return nil, nil, refuse(CauseConditionalIEMissing, ieThresholds, "MAR %d: priority-based needs an RTT threshold (Thresholds), the congestion signal Junction reads", m.ID)
+		}
+		s.Mode = junctionv1.ModePriorityBased
+		s.PriorityBased = &junctionv1.PriorityBased{PriorityAccess: high, RTTThreshold: th.RTT}
+		th.RTT = ""
+		if th.PacketLossPercent == nil {
+			th = nil
+		}
+	case modeRedundant:
+		if !both {
+			return nil, nil, fail("redundant needs both accesses")
+		}
+		s.Mode, s.Redundant = junctionv1.ModeRedundant, &junctionv1.Redundant{}
+	default:
+		return nil, nil, fail("steering mode %d is not one of TS 29.244's", m.Mode)
+	}
+	if th != nil && (s.Mode == junctionv1.ModeSmallestDelay || s.Mode == junctionv1.ModeRedundant) {
+		return nil, nil, fail("%s reads no threshold; Junction refuses thresholds it would not enforce", s.Mode)
+	}
+	return s, th, nil
+}
+
+// trafficClass is the policy of one SDF filter at one precedence, named by its content.
+func trafficClass(td junctionv1.TrafficDescriptor, precedence int32) Policy {
+	spec := junctionv1.SteeringPolicySpec{
+		Precedence:        precedence,
+		TrafficDescriptor: td,
+		Steering:          junctionv1.SteeringMode{Mode: junctionv1.ModeActiveStandby, ActiveStandby: &junctionv1.ActiveStandby{Active: junctionv1.Access3GPP}},
+	}
+	b, _ := json.Marshal(spec)
+	sum := sha256.Sum256(b)
+	return Policy{Name: "n4-" + hex.EncodeToString(sum[:6]), Spec: spec}
+}

@@ -1,0 +1,667 @@
+package n4
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"sort"
+
+	"github.com/wmnsk/go-pfcp/ie"
+)
+
+// The rules of one PFCP session, decoded from the SMF's IEs (TS 29.244 §7.5.2). They are kept
+// (and persisted, as JSON) as the SMF sent them, so a Session Modification applies to them what
+// it would apply on any UPF; Plan maps them onto Junction's model afterwards.
+
+// Values of Source Interface (§8.2.2) and Destination Interface (§8.2.24).
+const (
+	ifaceAccess uint8 = 0
+	ifaceCore   uint8 = 1
+	ifaceN6LAN  uint8 = 2
+)
+
+// Values of 3GPP Interface Type (§8.2.118) that name an access.
+const (
+	itypeN3Access3GPP       uint8 = 11
+	itypeN3TrustedNon3GPP   uint8 = 12
+	itypeN3UntrustedNon3GPP uint8 = 13
+)
+
+// Outer Header Removal descriptions (§8.2.64) and Outer Header Creation descriptions (§8.2.56,
+// octets 5-6 as one big-endian number) that Junction's legs use.
+const (
+	ohrGTPUv4 uint8 = 0
+	ohrUDPv4  uint8 = 2
+
+	ohcGTPUv4 uint16 = 0x0100
+	ohcUDPv4  uint16 = 0x0400
+)
+
+// Apply Action flags (§8.2.26, octet 5).
+const (
+	actDrop uint8 = 0x01
+	actForw uint8 = 0x02
+	actBuff uint8 = 0x04
+	actNocp uint8 = 0x08
+	actDupl uint8 = 0x10
+)
+
+// IE types go-pfcp v0.0.24 does not name (Rel-17, TS 29.244 §8.2.186 and §8.2.187; Wireshark's
+// PFCP dissector agrees on the numbers).
+const (
+	ieThresholds          uint16 = 288
+	ieSteeringModeIndicat uint16 = 289
+)
+
+// Steering functionality (§8.2.123) and steering mode (§8.2.124) values.
+const (
+	functionalityATSSSLL uint8 = 0
+	functionalityMPTCP   uint8 = 1
+
+	modeActiveStandby uint8 = 0
+	modeSmallestDelay uint8 = 1
+	modeLoadBalancing uint8 = 2
+	modePriorityBased uint8 = 3
+	modeRedundant     uint8 = 4
+)
+
+// FTEID is a PDI's F-TEID: given by the SMF, or to be chosen by the UPF (CH).
+type FTEID struct {
+	TEID     uint32     `json:"teid,omitempty"`
+	Addr     netip.Addr `json:"addr,omitzero"`
+	Choose   bool       `json:"choose,omitempty"`
+	ChooseID *uint8     `json:"chooseID,omitempty"`
+}
+
+// PDR is a Packet Detection Rule.
+type PDR struct {
+	ID         uint16 `json:"id"`
+	Precedence uint32 `json:"precedence"`
+	// Source is the PDI's Source Interface; SourceType its 3GPP Interface Type, if sent.
+	Source     uint8  `json:"source"`
+	SourceType *uint8 `json:"sourceType,omitempty"`
+	FTEID      *FTEID `json:"fteid,omitempty"`
+	// UEIP is the PDI's UE IP Address; UEIPDest says it is the destination (S/D set).
+	UEIP            netip.Addr `json:"ueIP,omitzero"`
+	UEIPDest        bool       `json:"ueIPDest,omitempty"`
+	SDF             []string   `json:"sdf,omitempty"` // Flow Descriptions (IPFilterRule)
+	ApplicationID   string     `json:"applicationID,omitempty"`
+	NetworkInstance string     `json:"networkInstance,omitempty"`
+	OHR             *uint8     `json:"ohr,omitempty"`
+	FARID           *uint32    `json:"farID,omitempty"`
+	MARID           *uint16    `json:"marID,omitempty"`
+	QERIDs          []uint32   `json:"qerIDs,omitempty"`
+}
+
+// OHC is a FAR's Outer Header Creation.
+type OHC struct {
+	Desc uint16     `json:"desc"`
+	TEID uint32     `json:"teid,omitempty"`
+	Addr netip.Addr `json:"addr"`
+	Port uint16     `json:"port,omitempty"`
+}
+
+// FAR is a Forwarding Action Rule.
+type FAR struct {
+	ID     uint32 `json:"id"`
+	Action uint8  `json:"action"`
+	// Dest, DestType, OHC and NetworkInstance are its Forwarding Parameters.
+	Dest            *uint8 `json:"dest,omitempty"`
+	DestType        *uint8 `json:"destType,omitempty"`
+	OHC             *OHC   `json:"ohc,omitempty"`
+	NetworkInstance string `json:"networkInstance,omitempty"`
+}
+
+// QER is a QoS Enforcement Rule; Junction enforces the gate only.
+type QER struct {
+	ID     uint32 `json:"id"`
+	GateUL uint8  `json:"gateUL"`
+	GateDL uint8  `json:"gateDL"`
+}
+
+// AFAI is one Access Forwarding Action Information of a MAR.
+type AFAI struct {
+	FARID    uint32 `json:"farID"`
+	Weight   *uint8 `json:"weight,omitempty"`
+	Priority *uint8 `json:"priority,omitempty"`
+}
+
+// MAR is a Multi-Access Rule.
+type MAR struct {
+	ID            uint16 `json:"id"`
+	Functionality uint8  `json:"functionality"`
+	Mode          uint8  `json:"mode"`
+	// AFAI are Access Forwarding Action Information 1 and 2 (2 may be absent).
+	AFAI [2]*AFAI `json:"afai"`
+	// RTTms and LossPercent are the Rel-17 Thresholds; ALBI and UEAI the Steering Mode Indicator.
+	RTTms       *uint16 `json:"rttMs,omitempty"`
+	LossPercent *uint8  `json:"lossPercent,omitempty"`
+	ALBI        bool    `json:"albi,omitempty"`
+	UEAI        bool    `json:"ueai,omitempty"`
+}
+
+// Rules are a session's rules by ID.
+type Rules struct {
+	PDRs map[uint16]*PDR `json:"pdrs"`
+	FARs map[uint32]*FAR `json:"fars"`
+	QERs map[uint32]*QER `json:"qers,omitempty"`
+	MARs map[uint16]*MAR `json:"mars,omitempty"`
+}
+
+func newRules() *Rules {
+	return &Rules{PDRs: map[uint16]*PDR{}, FARs: map[uint32]*FAR{}, QERs: map[uint32]*QER{}, MARs: map[uint16]*MAR{}}
+}
+
+// clone is a deep enough copy for a modification: rules are replaced whole, never edited in place.
+func (r *Rules) clone() *Rules {
+	c := newRules()
+	for k, v := range r.PDRs {
+		c.PDRs[k] = v
+	}
+	for k, v := range r.FARs {
+		c.FARs[k] = v
+	}
+	for k, v := range r.QERs {
+		c.QERs[k] = v
+	}
+	for k, v := range r.MARs {
+		c.MARs[k] = v
+	}
+	return c
+}
+
+func sortedKeys[K ~uint16 | ~uint32, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// children returns a grouped IE's child IEs, each seen once: a second child of a type that may
+// appear only once is refused.
+type children struct {
+	parent uint16
+	byType map[uint16][]*ie.IE
+}
+
+func childrenOf(g *ie.IE, repeatable ...uint16) (children, error) {
+	c := children{parent: g.Type, byType: map[uint16][]*ie.IE{}}
+	for _, x := range g.ChildIEs {
+		c.byType[x.Type] = append(c.byType[x.Type], x)
+	}
+	for t, xs := range c.byType {
+		if len(xs) > 1 && !contains(repeatable, t) {
+			return c, refuse(CauseMandatoryIEIncorrect, t, "IE %s appears %d times in %s", ieName(t), len(xs), ieName(g.Type))
+		}
+	}
+	return c, nil
+}
+
+func contains(xs []uint16, t uint16) bool {
+	for _, x := range xs {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// only refuses every child type not in known: Junction never accepts an IE it would not apply.
+func (c children) only(known ...uint16) error {
+	var unknown []uint16
+	for t := range c.byType {
+		if !contains(known, t) {
+			unknown = append(unknown, t)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Slice(unknown, func(i, j int) bool { return unknown[i] < unknown[j] })
+	return refuse(CauseServiceNotSupported, unknown[0], "%s in %s is not supported (docs/n4.md)", ieName(unknown[0]), ieName(c.parent))
+}
+
+func (c children) one(t uint16) *ie.IE {
+	if xs := c.byType[t]; len(xs) > 0 {
+		return xs[0]
+	}
+	return nil
+}
+
+func (c children) all(t uint16) []*ie.IE { return c.byType[t] }
+
+// need returns the child of type t or refuses with Mandatory IE missing.
+func (c children) need(t uint16) (*ie.IE, error) {
+	if x := c.one(t); x != nil {
+		return x, nil
+	}
+	return nil, refuse(CauseMandatoryIEMissing, t, "%s has no %s", ieName(c.parent), ieName(t))
+}
+
+// bad refuses an IE whose value cannot be decoded.
+func bad(x *ie.IE, err error) error {
+	return refuse(CauseMandatoryIEIncorrect, x.Type, "%s: %v", ieName(x.Type), err)
+}
+
+func ipv4(ip net.IP) (netip.Addr, bool) {
+	a, ok := netip.AddrFromSlice(ip.To4())
+	return a, ok && ip.To4() != nil
+}
+
+// decodePDR decodes a Create PDR, or applies an Update PDR to old: each IE it carries replaces
+// old's (a PDI whole, QER IDs as a list).
+func decodePDR(g *ie.IE, old *PDR) (*PDR, error) {
+	c, err := childrenOf(g, ie.QERID)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.only(ie.PDRID, ie.Precedence, ie.PDI, ie.OuterHeaderRemoval, ie.FARID, ie.QERID, ie.MARID); err != nil {
+		return nil, err
+	}
+	p := &PDR{}
+	if old != nil {
+		cp := *old
+		p = &cp
+	}
+	x, err := c.need(ie.PDRID)
+	if err != nil {
+		return nil, err
+	}
+	if p.ID, err = x.PDRID(); err != nil {
+		return nil, bad(x, err)
+	}
+	if x = c.one(ie.Precedence); x != nil {
+		if p.Precedence, err = x.Precedence(); err != nil {
+			return nil, bad(x, err)
+		}
+	} else if g.Type == ie.CreatePDR {
+		return nil, refuse(CauseMandatoryIEMissing, ie.Precedence, "PDR %d has no Precedence", p.ID)
+	}
+	if x = c.one(ie.PDI); x != nil {
+		p.Source, p.SourceType, p.FTEID, p.UEIP, p.UEIPDest, p.SDF, p.ApplicationID, p.NetworkInstance = 0, nil, nil, netip.Addr{}, false, nil, "", ""
+		if err := decodePDI(x, p); err != nil {
+			return nil, err
+		}
+	} else if g.Type == ie.CreatePDR {
+		return nil, refuse(CauseMandatoryIEMissing, ie.PDI, "PDR %d has no PDI", p.ID)
+	}
+	if x = c.one(ie.OuterHeaderRemoval); x != nil {
+		b, err := x.OuterHeaderRemoval()
+		if err != nil || len(b) == 0 {
+			return nil, bad(x, fmt.Errorf("no description"))
+		}
+		p.OHR = &b[0]
+	}
+	if x = c.one(ie.FARID); x != nil {
+		v, err := x.FARID()
+		if err != nil {
+			return nil, bad(x, err)
+		}
+		p.FARID = &v
+	}
+	if x = c.one(ie.MARID); x != nil {
+		v, err := x.MARID()
+		if err != nil {
+			return nil, bad(x, err)
+		}
+		p.MARID = &v
+	}
+	if qers := c.all(ie.QERID); len(qers) > 0 {
+		p.QERIDs = nil
+	}
+	for _, x := range c.all(ie.QERID) {
+		v, err := x.QERID()
+		if err != nil {
+			return nil, bad(x, err)
+		}
+		p.QERIDs = append(p.QERIDs, v)
+	}
+	return p, nil
+}
+
+func decodePDI(g *ie.IE, p *PDR) error {
+	c, err := childrenOf(g, ie.SDFFilter)
+	if err != nil {
+		return err
+	}
+	if err := c.only(ie.SourceInterface, ie.FTEID, ie.NetworkInstance, ie.UEIPAddress, ie.SDFFilter, ie.ApplicationID, ie.TGPPInterfaceType, ie.QFI); err != nil {
+		return err
+	}
+	x, err := c.need(ie.SourceInterface)
+	if err != nil {
+		return err
+	}
+	if p.Source, err = x.SourceInterface(); err != nil {
+		return bad(x, err)
+	}
+	if x = c.one(ie.TGPPInterfaceType); x != nil {
+		v, err := x.TGPPInterfaceType()
+		if err != nil {
+			return bad(x, err)
+		}
+		p.SourceType = &v
+	}
+	if x = c.one(ie.FTEID); x != nil {
+		f, err := x.FTEID()
+		if err != nil {
+			return bad(x, err)
+		}
+		t := &FTEID{Choose: f.HasCh()}
+		if !f.HasIPv4() && !t.Choose {
+			return refuse(CauseMandatoryIEIncorrect, ie.FTEID, "F-TEID of PDR %d has no IPv4 address (Junction's N3 is IPv4)", p.ID)
+		}
+		if t.Choose {
+			if f.HasChID() {
+				id := f.ChooseID
+				t.ChooseID = &id
+			}
+		} else {
+			t.TEID = f.TEID
+			t.Addr, _ = ipv4(f.IPv4Address)
+		}
+		p.FTEID = t
+	}
+	if x = c.one(ie.NetworkInstance); x != nil {
+		if p.NetworkInstance, err = x.NetworkInstance(); err != nil {
+			return bad(x, err)
+		}
+	}
+	if x = c.one(ie.UEIPAddress); x != nil {
+		u, err := x.UEIPAddress()
+		if err != nil {
+			return bad(x, err)
+		}
+		a, ok := ipv4(u.IPv4Address)
+		if !ok || u.Flags&0x02 == 0 {
+			return refuse(CauseServiceNotSupported, ie.UEIPAddress, "UE IP Address of PDR %d is not one IPv4 address (Junction's sessions are IPv4; CHV4 allocation is not offered)", p.ID)
+		}
+		p.UEIP, p.UEIPDest = a, u.Flags&0x04 != 0
+	}
+	for _, x := range c.all(ie.SDFFilter) {
+		f, err := x.SDFFilter()
+		if err != nil {
+			return bad(x, err)
+		}
+		if f.Flags&0x01 == 0 || f.Flags&^0x01 != 0 {
+			return refuse(CauseServiceNotSupported, ie.SDFFilter, "SDF Filter of PDR %d: only a Flow Description is supported (no ToS, SPI, flow label or filter ID)", p.ID)
+		}
+		p.SDF = append(p.SDF, f.FlowDescription)
+	}
+	if x = c.one(ie.ApplicationID); x != nil {
+		if p.ApplicationID, err = x.ApplicationID(); err != nil {
+			return bad(x, err)
+		}
+	}
+	if c.one(ie.QFI) != nil {
+		return refuse(CauseServiceNotSupported, ie.QFI, "QFI in the PDI of PDR %d: the pipeline does not read QoS flows (docs/n4.md)", p.ID)
+	}
+	return nil
+}
+
+// decodeFAR decodes a Create FAR, or applies an Update FAR to old: Apply Action and each IE of
+// Update Forwarding Parameters replace old's.
+func decodeFAR(g *ie.IE, old *FAR) (*FAR, error) {
+	c, err := childrenOf(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.only(ie.FARID, ie.ApplyAction, ie.ForwardingParameters, ie.UpdateForwardingParameters); err != nil {
+		return nil, err
+	}
+	f := &FAR{}
+	if old != nil {
+		cp := *old
+		f = &cp
+	}
+	x, err := c.need(ie.FARID)
+	if err != nil {
+		return nil, err
+	}
+	if f.ID, err = x.FARID(); err != nil {
+		return nil, bad(x, err)
+	}
+	if x = c.one(ie.ApplyAction); x != nil {
+		b, err := x.ApplyAction()
+		if err != nil || len(b) == 0 {
+			return nil, bad(x, fmt.Errorf("no flags"))
+		}
+		f.Action = b[0]
+		for _, o := range b[1:] {
+			if o != 0 {
+				return nil, refuse(CauseServiceNotSupported, ie.ApplyAction, "Apply Action of FAR %d: only FORW and DROP are supported", f.ID)
+			}
+		}
+	} else if g.Type == ie.CreateFAR {
+		return nil, refuse(CauseMandatoryIEMissing, ie.ApplyAction, "FAR %d has no Apply Action", f.ID)
+	}
+	fp := c.one(ie.ForwardingParameters)
+	if u := c.one(ie.UpdateForwardingParameters); u != nil {
+		if g.Type != ie.UpdateFAR || fp != nil {
+			return nil, refuse(CauseMandatoryIEIncorrect, u.Type, "FAR %d: Update Forwarding Parameters belongs in Update FAR only", f.ID)
+		}
+		fp = u
+	}
+	if fp != nil {
+		if err := decodeForwarding(fp, f); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func decodeForwarding(g *ie.IE, f *FAR) error {
+	c, err := childrenOf(g)
+	if err != nil {
+		return err
+	}
+	if err := c.only(ie.DestinationInterface, ie.NetworkInstance, ie.OuterHeaderCreation, ie.TGPPInterfaceType); err != nil {
+		return err
+	}
+	if x := c.one(ie.DestinationInterface); x != nil {
+		v, err := x.DestinationInterface()
+		if err != nil {
+			return bad(x, err)
+		}
+		f.Dest = &v
+	} else if g.Type == ie.ForwardingParameters {
+		return refuse(CauseMandatoryIEMissing, ie.DestinationInterface, "Forwarding Parameters of FAR %d have no Destination Interface", f.ID)
+	}
+	if x := c.one(ie.TGPPInterfaceType); x != nil {
+		v, err := x.TGPPInterfaceType()
+		if err != nil {
+			return bad(x, err)
+		}
+		f.DestType = &v
+	}
+	if x := c.one(ie.NetworkInstance); x != nil {
+		if f.NetworkInstance, err = x.NetworkInstance(); err != nil {
+			return bad(x, err)
+		}
+	}
+	if x := c.one(ie.OuterHeaderCreation); x != nil {
+		o, err := x.OuterHeaderCreation()
+		if err != nil {
+			return bad(x, err)
+		}
+		a, ok := ipv4(o.IPv4Address)
+		switch {
+		case o.OuterHeaderCreationDescription == ohcGTPUv4 && ok:
+			f.OHC = &OHC{Desc: ohcGTPUv4, TEID: o.TEID, Addr: a}
+		case o.OuterHeaderCreationDescription == ohcUDPv4 && ok:
+			f.OHC = &OHC{Desc: ohcUDPv4, Addr: a, Port: o.PortNumber}
+		default:
+			return refuse(CauseServiceNotSupported, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d: description %#04x; only GTP-U/UDP/IPv4 and UDP/IPv4 are supported", f.ID, o.OuterHeaderCreationDescription)
+		}
+	}
+	return nil
+}
+
+// decodeQER decodes a Create QER, or an Update QER over old.
+func decodeQER(g *ie.IE, old *QER) (*QER, error) {
+	c, err := childrenOf(g)
+	if err != nil {
+		return nil, err
+	}
+	// MBR, GBR, QFI and the rest are QoS the pipeline does not enforce: refused, never ignored.
+	if err := c.only(ie.QERID, ie.GateStatus); err != nil {
+		return nil, err
+	}
+	q := &QER{}
+	if old != nil {
+		cp := *old
+		q = &cp
+	}
+	x, err := c.need(ie.QERID)
+	if err != nil {
+		return nil, err
+	}
+	if q.ID, err = x.QERID(); err != nil {
+		return nil, bad(x, err)
+	}
+	if x = c.one(ie.GateStatus); x != nil {
+		v, err := x.GateStatus()
+		if err != nil {
+			return nil, bad(x, err)
+		}
+		q.GateUL, q.GateDL = v>>2&0x03, v&0x03
+	} else if g.Type == ie.CreateQER {
+		return nil, refuse(CauseMandatoryIEMissing, ie.GateStatus, "QER %d has no Gate Status", q.ID)
+	}
+	return q, nil
+}
+
+// decodeMAR decodes a Create MAR, or applies an Update MAR to old: what the update carries
+// replaces what old had (an Update AFAI only the fields it carries).
+func decodeMAR(g *ie.IE, old *MAR) (*MAR, error) {
+	create := g.Type == ie.CreateMAR
+	afai := [2]uint16{ie.TGPPAccessForwardingActionInformation, ie.NonTGPPAccessForwardingActionInformation}
+	known := []uint16{ie.MARID, ie.SteeringFunctionality, ie.SteeringMode, afai[0], afai[1], ieThresholds, ieSteeringModeIndicat}
+	if !create {
+		// An Update MAR carries Update AFAI 1/2, or an AFAI 2 the MAR did not have.
+		afai[0] = ie.UpdateTGPPAccessForwardingActionInformation
+		known = append(known, afai[0], ie.UpdateNonTGPPAccessForwardingActionInformation)
+	}
+	c, err := childrenOf(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.only(known...); err != nil {
+		return nil, err
+	}
+	m := &MAR{}
+	if old != nil {
+		cp := *old
+		m = &cp
+	}
+	x, err := c.need(ie.MARID)
+	if err != nil {
+		return nil, err
+	}
+	if m.ID, err = x.MARID(); err != nil {
+		return nil, bad(x, err)
+	}
+	for _, f := range []struct {
+		t   uint16
+		dst *uint8
+	}{{ie.SteeringFunctionality, &m.Functionality}, {ie.SteeringMode, &m.Mode}} {
+		x := c.one(f.t)
+		if x == nil {
+			if create {
+				return nil, refuse(CauseMandatoryIEMissing, f.t, "MAR %d has no %s", m.ID, ieName(f.t))
+			}
+			continue
+		}
+		if len(x.Payload) < 1 {
+			return nil, bad(x, fmt.Errorf("empty"))
+		}
+		*f.dst = x.Payload[0] & 0x0f
+	}
+	for i, t := range afai {
+		x := c.one(t)
+		if x == nil && i == 1 && !create {
+			if x = c.one(ie.UpdateNonTGPPAccessForwardingActionInformation); x != nil && m.AFAI[1] == nil {
+				return nil, refuse(CauseMandatoryIEIncorrect, x.Type, "MAR %d has no Access Forwarding Action Information 2 to update", m.ID)
+			}
+		}
+		if x == nil {
+			if i == 0 && create {
+				return nil, refuse(CauseMandatoryIEMissing, t, "MAR %d has no Access Forwarding Action Information 1", m.ID)
+			}
+			continue
+		}
+		if m.AFAI[i], err = decodeAFAI(x, m.ID, m.AFAI[i]); err != nil {
+			return nil, err
+		}
+	}
+	if x = c.one(ieThresholds); x != nil {
+		m.RTTms, m.LossPercent = nil, nil
+		b := x.Payload
+		if len(b) < 1 {
+			return nil, bad(x, fmt.Errorf("empty"))
+		}
+		flags, rest := b[0], b[1:]
+		if flags&0x01 != 0 { // RTT, 2 octets, milliseconds
+			if len(rest) < 2 {
+				return nil, bad(x, fmt.Errorf("too short for its RTT"))
+			}
+			v := uint16(rest[0])<<8 | uint16(rest[1])
+			m.RTTms, rest = &v, rest[2:]
+		}
+		if flags&0x02 != 0 { // PLR, 1 octet, percent
+			if len(rest) < 1 || rest[0] > 100 {
+				return nil, bad(x, fmt.Errorf("packet loss rate missing or above 100"))
+			}
+			v := rest[0]
+			m.LossPercent = &v
+		}
+	}
+	if x = c.one(ieSteeringModeIndicat); x != nil {
+		if len(x.Payload) < 1 {
+			return nil, bad(x, fmt.Errorf("empty"))
+		}
+		m.ALBI, m.UEAI = x.Payload[0]&0x01 != 0, x.Payload[0]&0x02 != 0
+	}
+	return m, nil
+}
+
+// decodeAFAI decodes an AFAI, or an Update AFAI over old (only what it carries changes).
+func decodeAFAI(g *ie.IE, mar uint16, old *AFAI) (*AFAI, error) {
+	c, err := childrenOf(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.only(ie.FARID, ie.Weight, ie.Priority); err != nil {
+		return nil, err
+	}
+	a := &AFAI{}
+	update := g.Type == ie.UpdateTGPPAccessForwardingActionInformation || g.Type == ie.UpdateNonTGPPAccessForwardingActionInformation
+	if update && old != nil {
+		cp := *old
+		a = &cp
+	}
+	if x := c.one(ie.FARID); x != nil {
+		if a.FARID, err = x.FARID(); err != nil {
+			return nil, bad(x, err)
+		}
+	} else if !update {
+		return nil, refuse(CauseMandatoryIEMissing, ie.FARID, "an Access Forwarding Action Information of MAR %d has no FAR ID", mar)
+	}
+	var x *ie.IE
+	if x = c.one(ie.Weight); x != nil {
+		if len(x.Payload) < 1 || x.Payload[0] > 100 {
+			return nil, bad(x, fmt.Errorf("weight missing or above 100 in MAR %d", mar))
+		}
+		v := x.Payload[0]
+		a.Weight = &v
+	}
+	if x = c.one(ie.Priority); x != nil {
+		if len(x.Payload) < 1 {
+			return nil, bad(x, fmt.Errorf("empty"))
+		}
+		v := x.Payload[0] & 0x0f
+		a.Priority = &v
+	}
+	return a, nil
+}

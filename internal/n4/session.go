@@ -1,0 +1,531 @@
+package n4
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+// IEs a session request may carry that inform and ask nothing to be enforced (PDN Type IPv4 is
+// checked, the rest is accepted as it is).
+var informational = []uint16{ie.PDNType, ie.APNDNN, ie.SNSSAI, ie.UserID}
+
+func (e *Endpoint) sessionRequest(ctx context.Context, key string, from netip.AddrPort, h *message.Header, ies []*ie.IE, perr error) {
+	var s *State
+	if h.Type != message.MsgTypeSessionEstablishmentRequest {
+		e.mu.Lock()
+		s = e.sessions[h.SEID]
+		e.mu.Unlock()
+	}
+	respond := func(seid uint64, out ...*ie.IE) {
+		var m marshaler
+		switch h.Type {
+		case message.MsgTypeSessionEstablishmentRequest:
+			m = message.NewSessionEstablishmentResponse(0, 0, seid, h.SequenceNumber, 0, out...)
+		case message.MsgTypeSessionModificationRequest:
+			m = message.NewSessionModificationResponse(0, 0, seid, h.SequenceNumber, 0, out...)
+		default:
+			m = message.NewSessionDeletionResponse(0, 0, seid, h.SequenceNumber, 0, out...)
+		}
+		e.reply(key, from, m)
+	}
+	fail := func(seid uint64, err error) {
+		var r *Refusal
+		if !errors.As(err, &r) {
+			r = refuse(CauseSystemFailure, 0, "%v", err)
+			e.cfg.Log.Error(err, "N4 session request failed", "type", h.Type, "from", from)
+		} else {
+			e.cfg.Log.V(1).Info("N4: refused a session request", "type", h.Type, "from", from, "cause", r.Cause, "why", r.Msg)
+		}
+		out := []*ie.IE{ie.NewCause(r.Cause)}
+		if h.Type == message.MsgTypeSessionEstablishmentRequest {
+			out = append([]*ie.IE{ie.NewNodeIDHeuristic(e.cfg.NodeID)}, out...)
+		}
+		respond(seid, append(out, r.ies()...)...)
+	}
+	peerSEID := uint64(0)
+	if s != nil {
+		peerSEID = s.CPSEID
+	}
+	if perr != nil {
+		fail(peerSEID, refuse(CauseInvalidLength, 0, "%v", perr))
+		return
+	}
+	switch h.Type {
+	case message.MsgTypeSessionEstablishmentRequest:
+		seid, out, err := e.establish(ctx, from, ies)
+		if err != nil {
+			fail(seid, err)
+			return
+		}
+		respond(seid, out...)
+	case message.MsgTypeSessionModificationRequest, message.MsgTypeSessionDeletionRequest:
+		if s == nil {
+			// Unknown SEID: the response carries SEID 0 (TS 29.244 §7.2.2.4.2).
+			fail(0, refuse(CauseSessionNotFound, 0, "no session with SEID %#x", h.SEID))
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		e.mu.Lock()
+		gone := e.sessions[s.UPSEID] != s // deleted while this request waited
+		e.mu.Unlock()
+		if gone {
+			fail(0, refuse(CauseSessionNotFound, 0, "no session with SEID %#x", h.SEID))
+			return
+		}
+		var out []*ie.IE
+		var err error
+		if h.Type == message.MsgTypeSessionModificationRequest {
+			out, err = e.modify(ctx, s, ies)
+		} else {
+			out, err = e.delete(ctx, s, ies)
+		}
+		if err != nil {
+			fail(s.CPSEID, err)
+			return
+		}
+		respond(s.CPSEID, append([]*ie.IE{ie.NewCause(CauseAccepted)}, out...)...)
+	}
+}
+
+// establish creates a session: all of its rules, or none (TS 29.244 §6.3.2).
+func (e *Endpoint) establish(ctx context.Context, from netip.AddrPort, ies []*ie.IE) (uint64, []*ie.IE, error) {
+	c, err := messageIEs(ies, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateMAR)
+	if err != nil {
+		return 0, nil, err
+	}
+	x, err := c.need(ie.NodeID)
+	if err != nil {
+		return 0, nil, err
+	}
+	smf, err := x.NodeID()
+	if err != nil {
+		return 0, nil, refuse(CauseMandatoryIEIncorrect, ie.NodeID, "Node ID: %v", err)
+	}
+	x, err = c.need(ie.FSEID)
+	if err != nil {
+		return 0, nil, err
+	}
+	fseid, err := x.FSEID()
+	if err != nil {
+		return 0, nil, refuse(CauseMandatoryIEIncorrect, ie.FSEID, "CP F-SEID: %v", err)
+	}
+	cpAddr, _ := ipv4(fseid.IPv4Address)
+	if err := c.only(append([]uint16{ie.NodeID, ie.FSEID, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateMAR, ie.ProvideATSSSControlInformation}, informational...)...); err != nil {
+		return fseid.SEID, nil, err
+	}
+	if _, err := c.need(ie.CreatePDR); err != nil {
+		return fseid.SEID, nil, err
+	}
+	if _, err := c.need(ie.CreateFAR); err != nil {
+		return fseid.SEID, nil, err
+	}
+	if x := c.one(ie.PDNType); x != nil && (len(x.Payload) < 1 || x.Payload[0]&0x07 != 1) {
+		return fseid.SEID, nil, refuse(CauseServiceNotSupported, ie.PDNType, "PDN Type: only IPv4 sessions are supported")
+	}
+	e.mu.Lock()
+	assoc := e.assocs[smf]
+	e.mu.Unlock()
+	if assoc == nil {
+		return fseid.SEID, nil, refuse(CauseNoAssociation, 0, "no PFCP association with %s", smf)
+	}
+	atsss, err := atsssControl(c.one(ie.ProvideATSSSControlInformation))
+	if err != nil {
+		return fseid.SEID, nil, err
+	}
+
+	r := newRules()
+	if err := r.create(c); err != nil {
+		return fseid.SEID, nil, err
+	}
+	supi := ""
+	if x := c.one(ie.UserID); x != nil {
+		if supi, err = supiOf(x); err != nil {
+			return fseid.SEID, nil, err
+		}
+	}
+
+	// A CP F-SEID already in use by this SMF replaces that session (the SMF lost it).
+	e.mu.Lock()
+	oldSEID, replacing := e.byCP[cpKey{smf, fseid.SEID}]
+	old := e.sessions[oldSEID]
+	e.mu.Unlock()
+	if replacing && old != nil {
+		old.mu.Lock()
+		if err := e.store.Remove(ctx, old); err != nil {
+			old.mu.Unlock()
+			return fseid.SEID, nil, err
+		}
+		e.forget(old)
+		old.mu.Unlock()
+	}
+
+	e.mu.Lock()
+	s := &State{UPSEID: e.newSEIDLocked(), CPSEID: fseid.SEID, CPAddr: cpAddr, SMF: smf, Rules: r}
+	if supi == "" {
+		supi = fmt.Sprintf("nai-n4-%016x@%s", s.UPSEID, e.cfg.UPF)
+	}
+	s.SUPI = supi
+	created, err := e.chooseTEIDsLocked(s, nil)
+	if err == nil {
+		e.sessions[s.UPSEID] = s // reserved: a retransmission cannot race it, Lookups wait on s.mu
+		e.byCP[cpKey{smf, fseid.SEID}] = s.UPSEID
+	}
+	s.mu.Lock()
+	e.mu.Unlock()
+	defer s.mu.Unlock()
+	if err != nil {
+		e.forget(s)
+		return fseid.SEID, nil, err
+	}
+	p, err := makePlan(r, s.TEIDs, supi, e.cfg.Target)
+	if err == nil {
+		if err = e.store.Apply(ctx, s, p); err != nil {
+			// All of the rules or none: what the store wrote goes.
+			if rerr := e.store.Remove(ctx, s); rerr != nil {
+				e.cfg.Log.Error(rerr, "removing a refused N4 session", "upSEID", s.UPSEID)
+			}
+		}
+	}
+	if err != nil {
+		e.forget(s)
+		return fseid.SEID, nil, err
+	}
+	e.mu.Lock()
+	e.dirty = true
+	e.mu.Unlock()
+	out := []*ie.IE{ie.NewNodeIDHeuristic(e.cfg.NodeID), ie.NewCause(CauseAccepted), ie.NewFSEID(s.UPSEID, e.fseidIP, nil)}
+	out = append(out, created...)
+	if atsss != nil {
+		out = append(out, atsss)
+	}
+	return fseid.SEID, out, nil
+}
+
+// modify applies a Session Modification Request: all of it, or nothing (the session keeps its
+// rules and its objects are put back as they were).
+func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE, error) {
+	c, err := messageIEs(ies, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateMAR, ie.UpdatePDR, ie.UpdateFAR,
+		ie.UpdateQER, ie.UpdateMAR, ie.RemovePDR, ie.RemoveFAR, ie.RemoveQER, ie.RemoveMAR)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.only(ie.FSEID, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateMAR, ie.UpdatePDR, ie.UpdateFAR,
+		ie.UpdateQER, ie.UpdateMAR, ie.RemovePDR, ie.RemoveFAR, ie.RemoveQER, ie.RemoveMAR); err != nil {
+		return nil, err
+	}
+	cpSEID, cpAddr := s.CPSEID, s.CPAddr
+	if x := c.one(ie.FSEID); x != nil { // the SMF moved (TS 29.244 §6.3.3)
+		f, err := x.FSEID()
+		if err != nil {
+			return nil, refuse(CauseMandatoryIEIncorrect, ie.FSEID, "CP F-SEID: %v", err)
+		}
+		cpSEID = f.SEID
+		cpAddr, _ = ipv4(f.IPv4Address)
+	}
+	r := s.Rules.clone()
+	if err := r.remove(c); err != nil {
+		return nil, err
+	}
+	if err := r.create(c); err != nil {
+		return nil, err
+	}
+	if err := r.update(c); err != nil {
+		return nil, err
+	}
+	prevRules, prevTEIDs := s.Rules, s.TEIDs
+	e.mu.Lock()
+	created, err := e.chooseTEIDsLocked(s, prevTEIDs)
+	e.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	restore := func() {
+		e.mu.Lock()
+		for pdr, t := range s.TEIDs {
+			if prevTEIDs[pdr] != t {
+				delete(e.teids, t)
+			}
+		}
+		e.mu.Unlock()
+		s.Rules, s.TEIDs = prevRules, prevTEIDs
+	}
+	p, err := makePlan(r, s.TEIDs, s.SUPI, e.cfg.Target)
+	if err != nil {
+		restore()
+		return nil, err
+	}
+	prevPlan, _ := makePlan(prevRules, prevTEIDs, s.SUPI, e.cfg.Target)
+	prevCP, prevAddr := s.CPSEID, s.CPAddr
+	s.Rules, s.CPSEID, s.CPAddr = r, cpSEID, cpAddr
+	if err := e.store.Apply(ctx, s, p); err != nil {
+		s.CPSEID, s.CPAddr = prevCP, prevAddr
+		restore()
+		if prevPlan != nil {
+			if rerr := e.store.Apply(ctx, s, prevPlan); rerr != nil {
+				e.cfg.Log.Error(rerr, "putting an N4 session back after a refused modification", "upSEID", s.UPSEID)
+			}
+		}
+		return nil, err
+	}
+	// Released TEIDs go back; a new CP SEID moves the session's lookup key.
+	e.mu.Lock()
+	for pdr, t := range prevTEIDs {
+		if s.TEIDs[pdr] != t {
+			delete(e.teids, t)
+		}
+	}
+	if prevCP != cpSEID {
+		delete(e.byCP, cpKey{s.SMF, prevCP})
+		e.byCP[cpKey{s.SMF, cpSEID}] = s.UPSEID
+	}
+	e.mu.Unlock()
+	return created, nil
+}
+
+func (e *Endpoint) delete(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE, error) {
+	if len(ies) > 0 {
+		c, err := messageIEs(ies)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.only(); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.store.Remove(ctx, s); err != nil {
+		return nil, err
+	}
+	e.forget(s)
+	return nil, nil
+}
+
+// chooseTEIDsLocked gives every PDR whose F-TEID has CH set a TEID: one per CHOOSE ID (PDRs
+// with the same one share it, TS 29.244 §5.2.3.1), kept from prev for PDRs that had one. It
+// returns the Created PDR IEs that tell the SMF.
+func (e *Endpoint) chooseTEIDsLocked(s *State, prev map[uint16]uint32) ([]*ie.IE, error) {
+	teids := map[uint16]uint32{}
+	byChoose := map[uint8]uint32{}
+	var created []*ie.IE
+	var fresh []uint32
+	for _, id := range sortedKeys(s.Rules.PDRs) {
+		p := s.Rules.PDRs[id]
+		if p.FTEID == nil || !p.FTEID.Choose {
+			continue
+		}
+		t, had := prev[id]
+		if !had && p.FTEID.ChooseID != nil {
+			t, had = byChoose[*p.FTEID.ChooseID]
+		}
+		if !had {
+			var err error
+			if t, err = e.chooseTEIDLocked(); err != nil {
+				for _, f := range fresh {
+					delete(e.teids, f)
+				}
+				return nil, err
+			}
+			fresh = append(fresh, t)
+		}
+		if p.FTEID.ChooseID != nil {
+			byChoose[*p.FTEID.ChooseID] = t
+		}
+		teids[id] = t
+		if _, kept := prev[id]; !kept {
+			created = append(created, ie.NewCreatedPDR(ie.NewPDRID(id), ie.NewFTEID(0x01, t, net.IP(e.cfg.N3.AsSlice()), nil, 0)))
+		}
+	}
+	s.TEIDs = teids
+	return created, nil
+}
+
+// create decodes the Create PDR/FAR/QER/MAR IEs into r; an ID that exists is refused.
+func (r *Rules) create(c children) error {
+	for _, x := range c.all(ie.CreateFAR) {
+		f, err := decodeFAR(x, nil)
+		if err != nil {
+			return err
+		}
+		if r.FARs[f.ID] != nil {
+			return ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d exists", f.ID)
+		}
+		r.FARs[f.ID] = f
+	}
+	for _, x := range c.all(ie.CreateQER) {
+		q, err := decodeQER(x, nil)
+		if err != nil {
+			return err
+		}
+		if r.QERs[q.ID] != nil {
+			return ruleFailure(ie.RuleIDTypeQER, q.ID, "QER %d exists", q.ID)
+		}
+		r.QERs[q.ID] = q
+	}
+	for _, x := range c.all(ie.CreateMAR) {
+		m, err := decodeMAR(x, nil)
+		if err != nil {
+			return err
+		}
+		if r.MARs[m.ID] != nil {
+			return ruleFailure(ruleTypeMAR, uint32(m.ID), "MAR %d exists", m.ID)
+		}
+		r.MARs[m.ID] = m
+	}
+	for _, x := range c.all(ie.CreatePDR) {
+		p, err := decodePDR(x, nil)
+		if err != nil {
+			return err
+		}
+		if r.PDRs[p.ID] != nil {
+			return ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d exists", p.ID)
+		}
+		r.PDRs[p.ID] = p
+	}
+	return nil
+}
+
+// update applies the Update PDR/FAR/QER/MAR IEs to r; a rule that does not exist is refused.
+func (r *Rules) update(c children) error {
+	for _, x := range c.all(ie.UpdateFAR) {
+		id, err := x.FARID()
+		if err != nil || r.FARs[id] == nil {
+			return ruleFailure(ie.RuleIDTypeFAR, id, "Update FAR: no FAR %d", id)
+		}
+		if r.FARs[id], err = decodeFAR(x, r.FARs[id]); err != nil {
+			return err
+		}
+	}
+	for _, x := range c.all(ie.UpdateQER) {
+		id, err := x.QERID()
+		if err != nil || r.QERs[id] == nil {
+			return ruleFailure(ie.RuleIDTypeQER, id, "Update QER: no QER %d", id)
+		}
+		if r.QERs[id], err = decodeQER(x, r.QERs[id]); err != nil {
+			return err
+		}
+	}
+	for _, x := range c.all(ie.UpdateMAR) {
+		id, err := x.MARID()
+		if err != nil || r.MARs[id] == nil {
+			return ruleFailure(ruleTypeMAR, uint32(id), "Update MAR: no MAR %d", id)
+		}
+		if r.MARs[id], err = decodeMAR(x, r.MARs[id]); err != nil {
+			return err
+		}
+	}
+	for _, x := range c.all(ie.UpdatePDR) {
+		id, err := x.PDRID()
+		if err != nil || r.PDRs[id] == nil {
+			return ruleFailure(ie.RuleIDTypePDR, uint32(id), "Update PDR: no PDR %d", id)
+		}
+		if r.PDRs[id], err = decodePDR(x, r.PDRs[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remove applies the Remove PDR/FAR/QER/MAR IEs to r; a rule that does not exist is refused.
+// Rules still named by others are caught by makePlan afterwards.
+func (r *Rules) remove(c children) error {
+	for _, x := range c.all(ie.RemovePDR) {
+		id, err := x.PDRID()
+		if err != nil || r.PDRs[id] == nil {
+			return ruleFailure(ie.RuleIDTypePDR, uint32(id), "Remove PDR: no PDR %d", id)
+		}
+		delete(r.PDRs, id)
+	}
+	for _, x := range c.all(ie.RemoveFAR) {
+		id, err := x.FARID()
+		if err != nil || r.FARs[id] == nil {
+			return ruleFailure(ie.RuleIDTypeFAR, id, "Remove FAR: no FAR %d", id)
+		}
+		delete(r.FARs, id)
+	}
+	for _, x := range c.all(ie.RemoveQER) {
+		id, err := x.QERID()
+		if err != nil || r.QERs[id] == nil {
+			return ruleFailure(ie.RuleIDTypeQER, id, "Remove QER: no QER %d", id)
+		}
+		delete(r.QERs, id)
+	}
+	for _, x := range c.all(ie.RemoveMAR) {
+		id, err := x.MARID()
+		if err != nil || r.MARs[id] == nil {
+			return ruleFailure(ruleTypeMAR, uint32(id), "Remove MAR: no MAR %d", id)
+		}
+		delete(r.MARs, id)
+	}
+	return nil
+}
+
+// atsssControl answers Provide ATSSS Control Information (TS 29.244 §7.5.2.11) with ATSSS
+// Control Parameters: ATSSS-LL is what Junction does; MPTCP and the PMF are refused (Junction's
+// own probes measure RTT and loss, which the RTTWP feature says).
+func atsssControl(x *ie.IE) (*ie.IE, error) {
+	if x == nil {
+		return nil, nil
+	}
+	c, err := childrenOf(x)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.only(ie.MPTCPControlInformation, ie.ATSSSLLControlInformation, ie.PMFControlInformation); err != nil {
+		return nil, err
+	}
+	if y := c.one(ie.MPTCPControlInformation); y != nil {
+		if v, err := y.MPTCPControlInformation(); err != nil || v&0x01 != 0 {
+			return nil, refuse(CauseServiceNotSupported, ie.MPTCPControlInformation, "MPTCP steering functionality is not offered")
+		}
+	}
+	if y := c.one(ie.PMFControlInformation); y != nil {
+		if v, err := y.PMFControlInformation(); err != nil || v&0x01 != 0 {
+			return nil, refuse(CauseServiceNotSupported, ie.PMFControlInformation, "the PMF is not offered: Junction measures RTT and loss with its own probes (RTTWP)")
+		}
+	}
+	var params []*ie.IE
+	if y := c.one(ie.ATSSSLLControlInformation); y != nil {
+		v, err := y.ATSSSLLControlInformation()
+		if err != nil {
+			return nil, refuse(CauseMandatoryIEIncorrect, ie.ATSSSLLControlInformation, "ATSSS-LL Control Information: %v", err)
+		}
+		if v&0x01 != 0 {
+			params = append(params, ie.NewATSSSLLParameters(ie.NewATSSSLLInformation(1)))
+		}
+	}
+	if len(params) == 0 {
+		return nil, nil
+	}
+	return ie.NewATSSSControlParameters(params...), nil
+}
+
+// supiOf turns a User ID into a SUPI: the IMSI or the NAI (what the SMF knows the UE by, so all
+// its sessions share one user index, one set of path state).
+func supiOf(x *ie.IE) (string, error) {
+	u, err := x.UserID()
+	if err != nil {
+		return "", refuse(CauseMandatoryIEIncorrect, ie.UserID, "User ID: %v", err)
+	}
+	switch {
+	case u.Flags&0x01 != 0 && len(u.IMSI) >= 5 && len(u.IMSI) <= 15 && digits(u.IMSI):
+		return "imsi-" + u.IMSI, nil
+	case u.Flags&0x08 != 0 && u.NAI != "" && len(u.NAI) <= 240:
+		return "nai-" + u.NAI, nil
+	}
+	return "", nil
+}
+
+func digits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,242 @@
+package smf
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+// Steering modes of TS 29.244 §8.2.124.
+const (
+	ActiveStandby uint8 = 0
+	SmallestDelay uint8 = 1
+	LoadBalancing uint8 = 2
+	PriorityBased uint8 = 3
+	Redundant     uint8 = 4
+)
+
+// Access names a leg in a Steering.
+type Access int
+
+const (
+	ThreeGPP Access = iota
+	NonThreeGPP
+)
+
+// Steering is what one MAR asks for.
+type Steering struct {
+	Mode uint8
+	// Active is the active access of ActiveStandby; High the high-priority access of
+	// PriorityBased; Weight3GPP the 3GPP share of LoadBalancing (0-100), Autonomous its ALBI.
+	Active, High Access
+	Weight3GPP   uint8
+	Autonomous   bool
+	// RTTms and LossPercent are the Rel-17 Thresholds (0 / nil: not sent).
+	RTTms       uint16
+	LossPercent *uint8
+}
+
+// App is a downlink PDR with an SDF filter and its own MAR.
+type App struct {
+	Flow       string // IPFilterRule, e.g. "permit out 17 from 198.51.100.0/24 to assigned 5000-5100"
+	Precedence uint32
+	Steering   Steering
+}
+
+// MASession is an MA PDU session as the SMF sets it up: one UE IP address (Junction's session
+// address), the UE's address on each leg, the gNB's N3 address and downlink TEID.
+type MASession struct {
+	IMSI         string
+	UEAddr       netip.Addr // the session address
+	UE3GPP       netip.Addr // the UE's address on the 3GPP leg (inside GTP-U)
+	UENon3GPP    netip.Addr // the UE's address on the non-3GPP leg; invalid: 3GPP only
+	GNB          netip.Addr
+	DownlinkTEID uint32
+	Default      Steering // the MAR of all traffic no App describes
+	Apps         []App
+}
+
+// Rule IDs the emulator uses.
+const (
+	PDRUplink3GPP    uint16 = 1
+	PDRUplinkNon3GPP uint16 = 2
+	PDRDownlink      uint16 = 10 // +i for App i+1
+	FARCore          uint32 = 1
+	FAR3GPP          uint32 = 2
+	FARNon3GPP       uint32 = 3
+	MARDefault       uint16 = 1 // +i for App i
+	chooseID         uint8  = 1
+	junctionPort     uint16 = 2153
+)
+
+// Established is a session the UPF took.
+type Established struct {
+	CPSEID, UPSEID uint64
+	UplinkTEID     uint32
+	N3             netip.Addr
+	Resp           *Response
+}
+
+// EstablishmentIEs are the IEs of the session's Establishment Request.
+func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
+	ies := []*ie.IE{
+		ie.NewNodeIDHeuristic(c.NodeID), c.FSEID(cpSEID), ie.NewPDNType(ie.PDNTypeIPv4),
+		ie.NewProvideATSSSControlInformation(ie.NewATSSSLLControlInformation(1)),
+		ie.NewCreateFAR(ie.NewFARID(FARCore), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore))),
+		ie.NewCreateFAR(ie.NewFARID(FAR3GPP), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+			ie.NewDestinationInterface(ie.DstInterfaceAccess),
+			ie.NewOuterHeaderCreation(0x0100, s.DownlinkTEID, s.GNB.String(), "", 0, 0, 0),
+			ie.NewTGPPInterfaceType(11))), // N3 3GPP Access
+		ie.NewCreatePDR(ie.NewPDRID(PDRUplink3GPP), ie.NewPrecedence(100), ie.NewPDI(
+			ie.NewSourceInterface(ie.SrcInterfaceAccess),
+			ie.NewFTEID(0x0d, 0, nil, nil, chooseID), // V4 | CH | CHID
+			ie.NewUEIPAddress(0x02, s.UE3GPP.String(), "", 0, 0),
+			ie.NewTGPPInterfaceType(11)),
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(FARCore)),
+	}
+	if s.IMSI != "" {
+		ies = append(ies, ie.NewUserID(0x01, s.IMSI, "", "", ""))
+	}
+	if s.UENon3GPP.IsValid() {
+		ies = append(ies,
+			ie.NewCreateFAR(ie.NewFARID(FARNon3GPP), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+				ie.NewDestinationInterface(ie.DstInterfaceAccess),
+				ie.NewOuterHeaderCreation(0x0400, 0, s.UENon3GPP.String(), "", junctionPort, 0, 0),
+				ie.NewTGPPInterfaceType(13))), // N3 untrusted non-3GPP access
+			ie.NewCreatePDR(ie.NewPDRID(PDRUplinkNon3GPP), ie.NewPrecedence(100), ie.NewPDI(
+				ie.NewSourceInterface(ie.SrcInterfaceAccess),
+				ie.NewUEIPAddress(0x02, s.UENon3GPP.String(), "", 0, 0),
+				ie.NewTGPPInterfaceType(13)),
+				ie.NewOuterHeaderRemoval(2, 0), ie.NewFARID(FARCore)))
+	}
+	ies = append(ies,
+		ie.NewCreatePDR(ie.NewPDRID(PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(
+			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, s.UEAddr.String(), "", 0, 0)),
+			ie.NewMARID(MARDefault)),
+		c.CreateMAR(MARDefault, s.Default, s.UENon3GPP.IsValid()))
+	for i, a := range s.Apps {
+		mar := MARDefault + uint16(i) + 1
+		ies = append(ies,
+			ie.NewCreatePDR(ie.NewPDRID(PDRDownlink+uint16(i)+1), ie.NewPrecedence(a.Precedence), ie.NewPDI(
+				ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, s.UEAddr.String(), "", 0, 0),
+				ie.NewSDFFilter(a.Flow, "", "", "", 0)),
+				ie.NewMARID(mar)),
+			c.CreateMAR(mar, a.Steering, s.UENon3GPP.IsValid()))
+	}
+	return ies
+}
+
+// CreateMAR is a Create MAR for a steering; both: the session has a non-3GPP leg.
+func (c *Client) CreateMAR(id uint16, st Steering, both bool) *ie.IE {
+	out := []*ie.IE{ie.NewMARID(id), ie.NewSteeringFunctionality(0), ie.NewSteeringMode(st.Mode)}
+	a1, a2 := afai(st, ThreeGPP, FAR3GPP), afai(st, NonThreeGPP, FARNon3GPP)
+	out = append(out, ie.NewTGPPAccessForwardingActionInformation(a1...))
+	if both {
+		out = append(out, ie.NewNonTGPPAccessForwardingActionInformation(a2...))
+	}
+	return ie.NewCreateMAR(append(out, extras(st)...)...)
+}
+
+// UpdateMAR is an Update MAR that gives a MAR a new steering.
+func (c *Client) UpdateMAR(id uint16, st Steering, both bool) *ie.IE {
+	out := []*ie.IE{ie.NewMARID(id), ie.NewSteeringFunctionality(0), ie.NewSteeringMode(st.Mode)}
+	out = append(out, ie.NewUpdateTGPPAccessForwardingActionInformation(afai(st, ThreeGPP, FAR3GPP)...))
+	if both {
+		out = append(out, ie.NewUpdateNonTGPPAccessForwardingActionInformation(afai(st, NonThreeGPP, FARNon3GPP)...))
+	}
+	return ie.NewUpdateMAR(append(out, extras(st)...)...)
+}
+
+func afai(st Steering, a Access, far uint32) []*ie.IE {
+	out := []*ie.IE{ie.NewFARID(far)}
+	switch st.Mode {
+	case ActiveStandby:
+		p := ie.PriorityStandby
+		if st.Active == a {
+			p = ie.PriorityActive
+		}
+		out = append(out, ie.NewPriority(p))
+	case PriorityBased:
+		p := ie.PriorityLow
+		if st.High == a {
+			p = ie.PriorityHigh
+		}
+		out = append(out, ie.NewPriority(p))
+	case LoadBalancing:
+		if !st.Autonomous {
+			w := st.Weight3GPP
+			if a == NonThreeGPP {
+				w = 100 - w
+			}
+			out = append(out, ie.NewWeight(w))
+		}
+	}
+	return out
+}
+
+// extras are the Rel-17 Thresholds (IE 288) and Steering Mode Indicator (IE 289), which
+// go-pfcp does not name: flags, RTT in ms (2 octets), loss in percent (1 octet); ALBI bit 1.
+func extras(st Steering) []*ie.IE {
+	var out []*ie.IE
+	if st.RTTms != 0 || st.LossPercent != nil {
+		b := []byte{0}
+		if st.RTTms != 0 {
+			b[0] |= 0x01
+			b = binary.BigEndian.AppendUint16(b, st.RTTms)
+		}
+		if st.LossPercent != nil {
+			b[0] |= 0x02
+			b = append(b, *st.LossPercent)
+		}
+		out = append(out, ie.New(288, b))
+	}
+	if st.Autonomous {
+		out = append(out, ie.New(289, []byte{0x01}))
+	}
+	return out
+}
+
+// Establish sends the session's Establishment Request; a response with another cause than
+// Request accepted is returned with an error that names it.
+func (c *Client) Establish(ctx context.Context, s MASession) (*Established, error) {
+	cp := c.NewCPSEID()
+	r, err := c.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, c.EstablishmentIEs(s, cp)...)
+	if err != nil {
+		return nil, err
+	}
+	out := &Established{CPSEID: cp, Resp: r}
+	if cause := r.Cause(); cause != ie.CauseRequestAccepted {
+		return out, fmt.Errorf("establishment refused with cause %d", cause)
+	}
+	if x := r.Find(ie.FSEID); x != nil {
+		f, err := x.FSEID()
+		if err != nil {
+			return out, err
+		}
+		out.UPSEID = f.SEID
+	}
+	for _, x := range r.IEs {
+		if x.Type != ie.CreatedPDR {
+			continue
+		}
+		if f, err := x.FTEID(); err == nil {
+			out.UplinkTEID = f.TEID
+			out.N3, _ = netip.AddrFromSlice(f.IPv4Address.To4())
+		}
+	}
+	return out, nil
+}
+
+// Modify sends a Session Modification Request with the given IEs.
+func (c *Client) Modify(ctx context.Context, s *Established, ies ...*ie.IE) (*Response, error) {
+	return c.Session(ctx, message.MsgTypeSessionModificationRequest, s.UPSEID, ies...)
+}
+
+// Delete sends a Session Deletion Request.
+func (c *Client) Delete(ctx context.Context, s *Established) (*Response, error) {
+	return c.Session(ctx, message.MsgTypeSessionDeletionRequest, s.UPSEID)
+}

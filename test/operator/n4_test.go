@@ -1,0 +1,355 @@
+package operator
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/p4bytes"
+	"github.com/junction-atsss/junction/internal/smf"
+)
+
+// n4Rig is a rig whose UPF has an N4 endpoint on a free loopback port, with the operator
+// running and an SMF associated.
+type n4Rig struct {
+	upfRig
+	n4  netip.AddrPort
+	smf *smf.Client
+	op  *operator
+}
+
+func freeUDPPort(t testing.TB) netip.AddrPort {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+func newN4Rig(t *testing.T, n4spec func(*junctionv1.N4)) n4Rig {
+	t.Helper()
+	r := n4Rig{upfRig: upfRig{ns: newNamespace(t), u: startSoftUPF(t, "127.0.0.1:0")}}
+	cm, sch := pipelineConfigMap(t, r.ns, "pipeline", nil)
+	r.sch = sch
+	r.n4 = freeUDPPort(t)
+	r.upf = newUPF(r.ns, "upf", r.u.addr, "pipeline")
+	r.upf.Spec.N4 = &junctionv1.N4{NodeID: "127.0.0.1", Listen: r.n4.String()}
+	if n4spec != nil {
+		n4spec(r.upf.Spec.N4)
+	}
+	create(t, cm, r.upf)
+	r.op = startOperator(t, r.ns, operatorOptions{})
+	waitCondition(t, programTimeout, r.upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	eventually(t, programTimeout, "the N4 endpoint's recovery time stamp in the UPF status", func() error {
+		if ts := r.n4Status(t).RecoveryTimeStamp; ts == nil {
+			return fmt.Errorf("status.n4 has no recoveryTimeStamp")
+		}
+		return nil
+	})
+	c, err := smf.Dial(netip.MustParseAddrPort("127.0.0.1:0"), r.n4, "smf.test.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r.smf = c
+	return r
+}
+
+func (r n4Rig) n4Status(t testing.TB) junctionv1.N4Status {
+	t.Helper()
+	var u junctionv1.UserPlaneFunction
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(r.upf), &u); err != nil {
+		t.Fatal(err)
+	}
+	if u.Status.N4 == nil {
+		return junctionv1.N4Status{}
+	}
+	return *u.Status.N4
+}
+
+// n4Sessions are the ATSSSSessions the N4 endpoint made in the rig's namespace.
+func (r n4Rig) n4Sessions(t testing.TB) []junctionv1.ATSSSSession {
+	t.Helper()
+	var list junctionv1.ATSSSSessionList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(r.ns), client.MatchingLabels{"atsss.junction.dev/n4-upf": r.upf.Name}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func (r n4Rig) associate(t *testing.T) {
+	t.Helper()
+	resp, err := r.smf.Associate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resp.Cause(); c != ie.CauseRequestAccepted {
+		t.Fatalf("Association Setup: cause %d, want 1", c)
+	}
+}
+
+// alice is the MA PDU session of the tests: the default traffic on smallest delay, a UDP
+// application from 198.51.100.0/24 to the UE's ports 5000-5100 load-balanced 70/30 with a
+// loss threshold of 5%.
+func alice() smf.MASession {
+	loss := uint8(5)
+	return smf.MASession{
+		IMSI: "001010000000077", UEAddr: netip.MustParseAddr("10.60.0.7"),
+		UE3GPP: netip.MustParseAddr("10.45.0.7"), UENon3GPP: netip.MustParseAddr("203.0.113.7"),
+		GNB: netip.MustParseAddr("198.51.100.10"), DownlinkTEID: 0x1234,
+		Default: smf.Steering{Mode: smf.SmallestDelay},
+		Apps: []smf.App{{Flow: "permit out 17 from 198.51.100.0/24 to assigned 5000-5100", Precedence: 100,
+			Steering: smf.Steering{Mode: smf.LoadBalancing, Weight3GPP: 70, LossPercent: &loss}}},
+	}
+}
+
+// hx is a value as describe prints it: big-endian, leading zero bytes dropped.
+func hx(v uint64, width int) string {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return fmt.Sprintf("%x", p4bytes.Canonical(b[8-width:]))
+}
+
+// TestN4MASessionLifecycle: an SMF associates, establishes an MA PDU session with two MARs,
+// modifies one, retransmits a request, deletes the session and releases the association; after
+// each step the UPF's entries and the objects say what TS 29.244 and docs/n4.md make of the
+// SMF's rules (expected values written from the request, not from the operator's code).
+func TestN4MASessionLifecycle(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, nil)
+
+	resp, err := r.smf.Associate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resp.Cause(); c != ie.CauseRequestAccepted {
+		t.Fatalf("Association Setup: cause %d, want 1", c)
+	}
+	// UP Function Features (TS 29.244 §8.2.25): FTUP is octet 5 bit 5, ATSSS-LL octet 9 bit 1,
+	// RTTWP octet 10 bit 1; MPTCP (octet 8 bit 8) and nothing else.
+	if x := resp.Find(ie.UPFunctionFeatures); x == nil {
+		t.Error("no UP Function Features")
+	} else if got := fmt.Sprintf("%x", x.Payload); got != "100000000101" {
+		t.Errorf("UP Function Features %s, want 100000000101 (FTUP, ATSSS-LL, RTTWP)", got)
+	}
+	x := resp.Find(ie.RecoveryTimeStamp)
+	if x == nil {
+		t.Fatal("no Recovery Time Stamp")
+	}
+	upfTS, _ := x.RecoveryTimeStamp()
+	if st := r.n4Status(t); st.RecoveryTimeStamp == nil || !st.RecoveryTimeStamp.Time.Equal(upfTS) {
+		t.Errorf("status.n4.recoveryTimeStamp %v, the endpoint sent %v", st.RecoveryTimeStamp, upfTS)
+	}
+	eventually(t, programTimeout, "the association in status.n4", func() error {
+		st := r.n4Status(t)
+		if len(st.Associations) != 1 || st.Associations[0].NodeID != "smf.test.example" || st.Associations[0].Address != r.smf.Addr().String() {
+			return fmt.Errorf("associations %+v", st.Associations)
+		}
+		return nil
+	})
+
+	s := alice()
+	est, err := r.smf.Establish(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.UPSEID == 0 || est.UplinkTEID < 0x80000000 || est.N3 != netip.MustParseAddr("192.0.2.1") {
+		t.Errorf("UP F-SEID %#x, Created PDR F-TEID %#x on %s; want a SEID, a TEID the UPF chose (upper half) on its N3 address 192.0.2.1", est.UPSEID, est.UplinkTEID, est.N3)
+	}
+	if est.Resp.Header.SEID != est.CPSEID {
+		t.Errorf("response SEID %#x, want the SMF's CP SEID %#x", est.Resp.Header.SEID, est.CPSEID)
+	}
+	if x := est.Resp.Find(ie.ATSSSControlParameters); x == nil {
+		t.Error("no ATSSS Control Parameters for the Provide ATSSS Control Information (ATSSS-LL)")
+	} else if kids, err := x.ATSSSControlParameters(); err != nil || len(kids) != 1 || kids[0].Type != ie.ATSSSLLParameters {
+		t.Errorf("ATSSS Control Parameters %v (%v), want ATSSS-LL Parameters only", kids, err)
+	}
+
+	// The session as an object: what the rules say, and Programmed.
+	sessions := r.n4Sessions(t)
+	if len(sessions) != 1 {
+		t.Fatalf("%d N4 sessions in the namespace, want 1", len(sessions))
+	}
+	obj := &sessions[0]
+	sp := obj.Spec
+	if sp.UE.SUPI != "imsi-001010000000077" || sp.SessionAddress != "10.60.0.7" || sp.UPFRef.Name != "upf" {
+		t.Errorf("UE %+v, address %s, UPF %s", sp.UE, sp.SessionAddress, sp.UPFRef.Name)
+	}
+	want3 := junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.7", GNBAddress: "198.51.100.10", UplinkTEID: int64(est.UplinkTEID), DownlinkTEID: 0x1234}
+	if l := sp.AccessLegs.ThreeGPP; l == nil || *l != want3 {
+		t.Errorf("3GPP leg %+v, want %+v", l, want3)
+	}
+	if l := sp.AccessLegs.NonThreeGPP; l == nil || l.UEAddress != "203.0.113.7" {
+		t.Errorf("non-3GPP leg %+v, want the UE at 203.0.113.7", l)
+	}
+	if sp.ModeOverride == nil || sp.ModeOverride.Mode != junctionv1.ModeSmallestDelay {
+		t.Errorf("modeOverride %+v, want SmallestDelay (the MAR of the PDR without SDF filter)", sp.ModeOverride)
+	}
+	if len(sp.PolicySteering) != 1 || len(sp.PolicyRefs) != 1 || sp.PolicySteering[0].Name != sp.PolicyRefs[0].Name {
+		t.Fatalf("policyRefs %+v, policySteering %+v; want the SDF filter's traffic class, steered by its MAR", sp.PolicyRefs, sp.PolicySteering)
+	}
+	ps := sp.PolicySteering[0]
+	if ps.Steering.Mode != junctionv1.ModeLoadBalance || ps.Steering.LoadBalance == nil || ps.Steering.LoadBalance.ThreeGPPPercent == nil ||
+		*ps.Steering.LoadBalance.ThreeGPPPercent != 70 || ps.Thresholds == nil || ps.Thresholds.PacketLossPercent == nil || *ps.Thresholds.PacketLossPercent != 5 {
+		t.Errorf("policySteering %+v, want LoadBalance 70%% on 3GPP with a 5%% loss threshold", ps)
+	}
+	var pol junctionv1.SteeringPolicy
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: ps.Name}, &pol); err != nil {
+		t.Fatal(err)
+	}
+	td := pol.Spec.TrafficDescriptor
+	if pol.Spec.Precedence != 100 || td.Protocol != junctionv1.ProtocolUDP || len(td.DestinationPrefixes) != 1 || td.DestinationPrefixes[0] != "198.51.100.0/24" ||
+		len(td.SourcePorts) != 1 || td.SourcePorts[0].From != 5000 || td.SourcePorts[0].To == nil || *td.SourcePorts[0].To != 5100 || len(td.SourcePrefixes) != 0 {
+		t.Errorf("traffic class %+v, want UDP from 198.51.100.0/24 to the UE's ports 5000-5100 at precedence 100", pol.Spec)
+	}
+	waitCondition(t, programTimeout, obj, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	waitCondition(t, programTimeout, &pol, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(&pol), &pol); err != nil {
+		t.Fatal(err)
+	}
+	user, peer, seq, app := uint64(*obj.Status.UserIndex), uint64(*obj.Status.TunnelPeerIndex), uint64(*obj.Status.SequenceIndex), uint64(*pol.Status.ApplicationID)
+
+	// docs/pipeline.md: set_session(user_idx, endpoint_idx, peer_idx, teid, ue_addr_3gpp,
+	// ue_addr_non3gpp); override_steering modes 1 active-standby (access 2: non-3GPP), 2 smallest
+	// delay, 3 load balance (ratio_3gpp = round(70 * 128 / 100) = 90); loss_limit_pct = loss + 1;
+	// set_application of a
+	// traffic class: active-standby (1) on 3GPP (1), the default application's steering.
+	sessionEntry := fmt.Sprintf("sessions session_addr=0a3c0007 -> set_session(endpoint_idx=00,peer_idx=%s,teid=1234,ue_addr_3gpp=0a2d0007,ue_addr_non3gpp=cb007107,user_idx=%s)", hx(peer, 2), hx(user, 4))
+	uplink := fmt.Sprintf("uplink_tunnels teid=%x -> decap_gtpu()", est.UplinkTEID)
+	override := func(appID uint64, mode, ratio, loss, access uint8) string {
+		return fmt.Sprintf("session_overrides app_id=%s session_addr=0a3c0007 -> override_steering(access=%s,loss_limit_pct=%s,mode=%s,ratio_3gpp=%s,rtt_threshold_us=00,seq_index=%s)",
+			hx(appID, 2), hx(uint64(access), 1), hx(uint64(loss), 1), hx(uint64(mode), 1), hx(uint64(ratio), 1), hx(seq, 4))
+	}
+	application := fmt.Sprintf("applications local_port=1388..13ec proto=11&ff remote_addr=c6336400&ffffff00 prio=%d -> set_application(access=01,app_id=%s,loss_limit_pct=00,mode=01,ratio_3gpp=00,rtt_threshold_us=00)", 65535-100, hx(app, 2))
+	wantEntries(t, r, sessionEntry, uplink, override(app, 3, 90, 6, 0), override(0, 2, 0, 0, 0), application)
+
+	// Modification: the application's MAR becomes active-standby with non-3GPP active; the
+	// thresholds the update does not carry stay (TS 29.244: an Update MAR changes what it has).
+	mod, err := r.smf.Modify(ctx, est, r.smf.UpdateMAR(smf.MARDefault+1, smf.Steering{Mode: smf.ActiveStandby, Active: smf.NonThreeGPP}, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := mod.Cause(); c != ie.CauseRequestAccepted {
+		t.Fatalf("Session Modification: cause %d (%s), want 1", c, why(mod))
+	}
+	wantEntries(t, r, sessionEntry, uplink, override(app, 1, 0, 6, 2), override(0, 2, 0, 0, 0), application)
+
+	// A retransmission (same sequence number) is answered from the cache, not applied again:
+	// applied twice, its Create FAR would be refused (FAR 9 exists).
+	seq9 := r.smf.NextSeq()
+	req, err := message.NewSessionModificationRequest(0, 0, est.UPSEID, seq9, 0,
+		ie.NewCreateFAR(ie.NewFARID(9), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore)))).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.smf.SendRaw(ctx, seq9, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := r.smf.SendRaw(ctx, seq9, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Cause() != ie.CauseRequestAccepted || string(again.Raw) != string(first.Raw) {
+		t.Errorf("retransmission: first cause %d, second response differs: %v", first.Cause(), string(again.Raw) != string(first.Raw))
+	}
+
+	del, err := r.smf.Delete(ctx, est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := del.Cause(); c != ie.CauseRequestAccepted {
+		t.Fatalf("Session Deletion: cause %d, want 1", c)
+	}
+	if n := len(r.n4Sessions(t)); n != 0 {
+		t.Errorf("%d N4 sessions after the deletion", n)
+	}
+	eventually(t, programTimeout, "no session entries after the deletion", func() error {
+		got, err := r.u.entries(r.sch)
+		if err != nil {
+			return err
+		}
+		for _, e := range got {
+			if strings.HasPrefix(e, "sessions ") || strings.HasPrefix(e, "session_overrides ") || strings.HasPrefix(e, "uplink_tunnels ") {
+				return fmt.Errorf("left on the UPF: %s", e)
+			}
+		}
+		return nil
+	})
+	if d, err := r.smf.Delete(ctx, est); err != nil || d.Cause() != CauseSessionContextNotFound || d.Header.SEID != 0 {
+		t.Errorf("deleting it again: %v, cause %d, SEID %#x; want cause 65 with SEID 0", err, d.Cause(), d.Header.SEID)
+	}
+
+	rel, err := r.smf.Release(ctx)
+	if err != nil || rel.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("Association Release: %v, cause %v", err, rel)
+	}
+	eventually(t, programTimeout, "no association in status.n4", func() error {
+		if st := r.n4Status(t); len(st.Associations) != 0 {
+			return fmt.Errorf("associations %+v", st.Associations)
+		}
+		return nil
+	})
+}
+
+// why names the Offending IE or Failed Rule ID of a refusal.
+func why(r *smf.Response) string {
+	var out []string
+	if x := r.Find(ie.OffendingIE); x != nil {
+		v, _ := x.OffendingIE()
+		out = append(out, fmt.Sprintf("offending IE %d", v))
+	}
+	if x := r.Find(ie.FailedRuleID); x != nil && len(x.Payload) > 0 {
+		out = append(out, fmt.Sprintf("failed rule type %d id %x", x.Payload[0]&0x0f, x.Payload[1:]))
+	}
+	return strings.Join(out, ", ")
+}
+
+// CauseSessionContextNotFound is TS 29.244's cause 65.
+const CauseSessionContextNotFound = 65
+
+// wantEntries waits until the UPF holds each of want (among its other entries).
+func wantEntries(t *testing.T, r n4Rig, want ...string) {
+	t.Helper()
+	eventually(t, programTimeout, "the N4 session's entries", func() error {
+		got, err := r.u.entries(r.sch)
+		if err != nil {
+			return err
+		}
+		have := map[string]bool{}
+		for _, e := range got {
+			have[e] = true
+		}
+		var missing []string
+		for _, w := range want {
+			if !have[w] {
+				missing = append(missing, w)
+			}
+		}
+		if len(missing) > 0 {
+			var ours []string
+			for _, e := range got {
+				if strings.HasPrefix(e, "session") || strings.HasPrefix(e, "uplink") || strings.HasPrefix(e, "applications") {
+					ours = append(ours, e)
+				}
+			}
+			return fmt.Errorf("missing:\n  %s\nthe UPF has:\n  %s", strings.Join(missing, "\n  "), strings.Join(ours, "\n  "))
+		}
+		return nil
+	})
+}
