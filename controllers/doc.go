@@ -7,6 +7,8 @@ package controllers
 // +kubebuilder:rbac:groups=atsss.junction.dev,resources=userplanefunctions;steeringpolicies;atssssessions,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=atsss.junction.dev,resources=userplanefunctions/status;steeringpolicies/status;atssssessions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=atsss.junction.dev,resources=userplanefunctions/finalizers;steeringpolicies/finalizers;atssssessions/finalizers,verbs=update
+// The N4 endpoints (n4.go) create and delete the sessions and traffic classes SMFs ask for.
+// +kubebuilder:rbac:groups=atsss.junction.dev,resources=steeringpolicies;atssssessions,verbs=create;delete
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

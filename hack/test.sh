@@ -13,10 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 hack/tools.sh controller-gen kustomize helm gotestsum promtool envtest
-# The namespace testbeds (UE agent, benchmarks) need the data-plane tools; installing Debian
-# packages needs root, which is also what those tests need to run at all.
+# The namespace testbeds (UE agent, benchmarks) need the data-plane tools, and the N4 check
+# tshark; installing Debian packages needs root, which is also what those tests need to run at all.
 if [[ $(id -u) == 0 ]]; then
-  hack/tools.sh dataplane
+  hack/tools.sh dataplane tshark
 fi
 KUBEBUILDER_ASSETS=$(hack/tools.sh envtest-path)
 export KUBEBUILDER_ASSETS

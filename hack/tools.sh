@@ -4,7 +4,7 @@
 # version is not rebuilt, so a second run takes seconds.
 #
 #   hack/tools.sh [tool...]      tools: controller-gen kustomize helm gotestsum promtool envtest kubectl kind
-#                                       wireguard-go dataplane p4tools
+#                                       wireguard-go dataplane tshark p4tools
 #                                       (default: controller-gen kustomize helm gotestsum promtool envtest)
 #   hack/tools.sh envtest-path   prints the directory to use as KUBEBUILDER_ASSETS
 #
@@ -174,6 +174,8 @@ build() {
     envtest) build_envtest ;;
     wireguard-go) go_install wireguard-go golang.zx2c4.com/wireguard "$WIREGUARD_GO_VERSION" "-s -w" ;;
     dataplane) build wireguard-go; apt_install "${DATAPLANE_PACKAGES[@]}" ;;
+    # Wireshark's PFCP dissector, an independent decoder of what the N4 endpoint sends (test/operator).
+    tshark) apt_install tshark:tshark ;;
     p4tools) install_p4tools ;;
     *) echo "unknown tool: $1" >&2; exit 2 ;;
   esac

@@ -213,6 +213,12 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 		e.sem <- struct{}{}
 		go func() {
 			defer func() { <-e.sem }()
+			defer func() {
+				// Decoding is guarded where rules are read (undecodable); this is the last line.
+				if p := recover(); p != nil {
+					e.cfg.Log.Error(fmt.Errorf("%v", p), "N4: a request stopped its handler", "from", from)
+				}
+			}()
 			e.handle(ctx, b, from)
 		}()
 	}
@@ -272,7 +278,9 @@ func (e *Endpoint) handle(ctx context.Context, b []byte, from netip.AddrPort) {
 	case h.Flags&0x02 != 0:
 		perr = fmt.Errorf("piggybacked messages are not supported")
 	default:
-		ies, perr = ie.ParseMultiIEs(h.Payload)
+		if perr = checkFraming(h.Payload, 0); perr == nil {
+			ies, perr = ie.ParseMultiIEs(h.Payload)
+		}
 	}
 	switch h.Type {
 	case message.MsgTypeHeartbeatRequest:
@@ -287,6 +295,27 @@ func (e *Endpoint) handle(ctx context.Context, b []byte, from netip.AddrPort) {
 		e.cache.forget(key)
 		e.cfg.Log.V(1).Info("N4: ignored a message of an unsupported type", "from", from, "type", h.Type)
 	}
+}
+
+// checkFraming walks a message's IEs, grouped ones included, and refuses one whose length runs
+// past what holds it (go-pfcp accepts an IE header without its value at the end of a buffer).
+func checkFraming(b []byte, depth int) error {
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return refuse(CauseInvalidLength, 0, "%d octets after the last IE", len(b))
+		}
+		t, n := binary.BigEndian.Uint16(b[0:2]), int(binary.BigEndian.Uint16(b[2:4]))
+		if 4+n > len(b) {
+			return refuse(CauseInvalidLength, t, "%s: length %d, %d octets left", ieName(t), n, len(b)-4)
+		}
+		if g := (&ie.IE{Type: t}); g.IsGrouped() && depth < 8 && t&0x8000 == 0 {
+			if err := checkFraming(b[4:4+n], depth+1); err != nil {
+				return err
+			}
+		}
+		b = b[4+n:]
+	}
+	return nil
 }
 
 func isResponse(t uint8) bool {
@@ -373,7 +402,11 @@ func (e *Endpoint) associationRequest(ctx context.Context, key string, from neti
 		e.reply(key, from, nodeResponse(h.Type, h.SequenceNumber, out...))
 	}
 	if perr != nil {
-		fail(refuse(CauseInvalidLength, 0, "%v", perr))
+		r, ok := perr.(*Refusal)
+		if !ok {
+			r = refuse(CauseInvalidLength, 0, "%v", perr)
+		}
+		fail(r)
 		return
 	}
 	c, err := messageIEs(ies, ie.UserPlaneIPResourceInformation, ie.AlternativeSMFIPAddress, ie.SMFSetID)

@@ -32,6 +32,7 @@ type Refusal struct {
 	OffendingIE uint16 // 0: none
 	Rule        *RuleRef
 	Msg         string
+	panicked    bool
 }
 
 // RuleRef names one rule for the Failed Rule ID IE.
@@ -107,4 +108,13 @@ func ieName(t uint16) string {
 		return n
 	}
 	return fmt.Sprintf("IE type %d", t)
+}
+
+// undecodable turns a panic of the IE decoders (go-pfcp's included) into a refusal of the IE as
+// incorrect, so that no request can stop the endpoint; panicked marks it for the fuzz test,
+// which fails on one (each is a decoder bug to fix).
+func undecodable(err *error) {
+	if p := recover(); p != nil {
+		*err = &Refusal{Cause: CauseMandatoryIEIncorrect, Msg: fmt.Sprintf("an IE could not be decoded: %v", p), panicked: true}
+	}
 }

@@ -1,6 +1,7 @@
 package n4
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -380,14 +381,15 @@ func decodePDI(g *ie.IE, p *PDR) error {
 		p.UEIP, p.UEIPDest = a, u.Flags&0x04 != 0
 	}
 	for _, x := range c.all(ie.SDFFilter) {
-		f, err := x.SDFFilter()
+		fd, err := flowDescription(x.Payload)
 		if err != nil {
+			if r, ok := err.(*Refusal); ok {
+				r.Msg = fmt.Sprintf("SDF Filter of PDR %d: %s", p.ID, r.Msg)
+				return r
+			}
 			return bad(x, err)
 		}
-		if f.Flags&0x01 == 0 || f.Flags&^0x01 != 0 {
-			return refuse(CauseServiceNotSupported, ie.SDFFilter, "SDF Filter of PDR %d: only a Flow Description is supported (no ToS, SPI, flow label or filter ID)", p.ID)
-		}
-		p.SDF = append(p.SDF, f.FlowDescription)
+		p.SDF = append(p.SDF, fd)
 	}
 	if x = c.one(ie.ApplicationID); x != nil {
 		if p.ApplicationID, err = x.ApplicationID(); err != nil {
@@ -402,6 +404,23 @@ func decodePDI(g *ie.IE, p *PDR) error {
 
 // decodeFAR decodes a Create FAR, or applies an Update FAR to old: Apply Action and each IE of
 // Update Forwarding Parameters replace old's.
+// flowDescription reads an SDF Filter (§8.2.5) that carries a Flow Description only: flags
+// (FD set, nothing else), a spare octet, the description's length, the description. (go-pfcp
+// v0.0.24 reads past the IE on a length that overruns it.)
+func flowDescription(b []byte) (string, error) {
+	if len(b) < 4 {
+		return "", fmt.Errorf("%d octets, too short for a Flow Description", len(b))
+	}
+	if b[0] != 0x01 {
+		return "", refuse(CauseServiceNotSupported, ie.SDFFilter, "only a Flow Description is supported (flags %#02x: no ToS, SPI, flow label or filter ID)", b[0])
+	}
+	n := int(binary.BigEndian.Uint16(b[2:4]))
+	if 4+n != len(b) {
+		return "", fmt.Errorf("Flow Description length %d, %d octets follow", n, len(b)-4)
+	}
+	return string(b[4:]), nil
+}
+
 func decodeFAR(g *ie.IE, old *FAR) (*FAR, error) {
 	c, err := childrenOf(g)
 	if err != nil {
@@ -481,21 +500,37 @@ func decodeForwarding(g *ie.IE, f *FAR) error {
 		}
 	}
 	if x := c.one(ie.OuterHeaderCreation); x != nil {
-		o, err := x.OuterHeaderCreation()
+		o, err := outerHeaderCreation(x.Payload)
 		if err != nil {
+			if r, ok := err.(*Refusal); ok {
+				r.Msg = fmt.Sprintf("Outer Header Creation of FAR %d: %s", f.ID, r.Msg)
+				return r
+			}
 			return bad(x, err)
 		}
-		a, ok := ipv4(o.IPv4Address)
-		switch {
-		case o.OuterHeaderCreationDescription == ohcGTPUv4 && ok:
-			f.OHC = &OHC{Desc: ohcGTPUv4, TEID: o.TEID, Addr: a}
-		case o.OuterHeaderCreationDescription == ohcUDPv4 && ok:
-			f.OHC = &OHC{Desc: ohcUDPv4, Addr: a, Port: o.PortNumber}
-		default:
-			return refuse(CauseServiceNotSupported, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d: description %#04x; only GTP-U/UDP/IPv4 and UDP/IPv4 are supported", f.ID, o.OuterHeaderCreationDescription)
-		}
+		f.OHC = o
 	}
 	return nil
+}
+
+// outerHeaderCreation reads the two Outer Header Creations Junction's legs use (§8.2.56):
+// GTP-U/UDP/IPv4 (description, TEID, IPv4) and UDP/IPv4 (description, IPv4, port). (go-pfcp
+// v0.0.24 reads past a short one.)
+func outerHeaderCreation(b []byte) (*OHC, error) {
+	if len(b) < 2 {
+		return nil, fmt.Errorf("%d octets, too short for a description", len(b))
+	}
+	desc := binary.BigEndian.Uint16(b[0:2])
+	addr := func(at int) netip.Addr { return netip.AddrFrom4([4]byte(b[at : at+4])) }
+	switch {
+	case desc == ohcGTPUv4 && len(b) == 10:
+		return &OHC{Desc: desc, TEID: binary.BigEndian.Uint32(b[2:6]), Addr: addr(6)}, nil
+	case desc == ohcUDPv4 && len(b) == 8:
+		return &OHC{Desc: desc, Addr: addr(2), Port: binary.BigEndian.Uint16(b[6:8])}, nil
+	case desc == ohcGTPUv4 || desc == ohcUDPv4:
+		return nil, fmt.Errorf("description %#04x with %d octets", desc, len(b))
+	}
+	return nil, refuse(CauseServiceNotSupported, ie.OuterHeaderCreation, "description %#04x; only GTP-U/UDP/IPv4 and UDP/IPv4 are supported", desc)
 }
 
 // decodeQER decodes a Create QER, or an Update QER over old.

@@ -41,7 +41,7 @@ func parseFlowDescription(s string, ue netip.Addr) (junctionv1.TrafficDescriptor
 			return "", nil, fmt.Errorf("%q: %q expected", s, word)
 		}
 		prefix, rest = rest[1], rest[2:]
-		if len(rest) > 0 && rest[0] != "to" {
+		if len(rest) > 0 && rest[0] != "to" && rest[0][0] >= '0' && rest[0][0] <= '9' {
 			if ports, err = parsePorts(rest[0]); err != nil {
 				return "", nil, fmt.Errorf("%q: %w", s, err)
 			}

@@ -53,7 +53,11 @@ func (e *Endpoint) sessionRequest(ctx context.Context, key string, from netip.Ad
 		peerSEID = s.CPSEID
 	}
 	if perr != nil {
-		fail(peerSEID, refuse(CauseInvalidLength, 0, "%v", perr))
+		var r *Refusal
+		if !errors.As(perr, &r) {
+			r = refuse(CauseInvalidLength, 0, "%v", perr)
+		}
+		fail(peerSEID, r)
 		return
 	}
 	switch h.Type {
@@ -94,80 +98,102 @@ func (e *Endpoint) sessionRequest(ctx context.Context, key string, from netip.Ad
 	}
 }
 
-// establish creates a session: all of its rules, or none (TS 29.244 §6.3.2).
-func (e *Endpoint) establish(ctx context.Context, from netip.AddrPort, ies []*ie.IE) (uint64, []*ie.IE, error) {
+// establishment is a Session Establishment Request, decoded and checked on its own.
+type establishment struct {
+	smf    string
+	cpSEID uint64
+	cpAddr netip.Addr
+	rules  *Rules
+	supi   string
+	atsss  *ie.IE // the ATSSS Control Parameters to answer with, if asked
+}
+
+// decodeEstablishment reads a Session Establishment Request's IEs (TS 29.244 §7.5.2). The
+// CP SEID is returned with a refusal whenever it could be read, for the response's header.
+func decodeEstablishment(ies []*ie.IE) (_ *establishment, err error) {
+	defer undecodable(&err)
 	c, err := messageIEs(ies, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateMAR)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	x, err := c.need(ie.NodeID)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	smf, err := x.NodeID()
-	if err != nil {
-		return 0, nil, refuse(CauseMandatoryIEIncorrect, ie.NodeID, "Node ID: %v", err)
+	q := &establishment{}
+	if q.smf, err = x.NodeID(); err != nil {
+		return nil, refuse(CauseMandatoryIEIncorrect, ie.NodeID, "Node ID: %v", err)
 	}
-	x, err = c.need(ie.FSEID)
-	if err != nil {
-		return 0, nil, err
+	if x, err = c.need(ie.FSEID); err != nil {
+		return nil, err
 	}
 	fseid, err := x.FSEID()
 	if err != nil {
-		return 0, nil, refuse(CauseMandatoryIEIncorrect, ie.FSEID, "CP F-SEID: %v", err)
+		return nil, refuse(CauseMandatoryIEIncorrect, ie.FSEID, "CP F-SEID: %v", err)
 	}
-	cpAddr, _ := ipv4(fseid.IPv4Address)
+	q.cpSEID = fseid.SEID
+	q.cpAddr, _ = ipv4(fseid.IPv4Address)
 	if err := c.only(append([]uint16{ie.NodeID, ie.FSEID, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateMAR, ie.ProvideATSSSControlInformation}, informational...)...); err != nil {
-		return fseid.SEID, nil, err
+		return q, err
 	}
 	if _, err := c.need(ie.CreatePDR); err != nil {
-		return fseid.SEID, nil, err
+		return q, err
 	}
 	if _, err := c.need(ie.CreateFAR); err != nil {
-		return fseid.SEID, nil, err
+		return q, err
 	}
 	if x := c.one(ie.PDNType); x != nil && (len(x.Payload) < 1 || x.Payload[0]&0x07 != 1) {
-		return fseid.SEID, nil, refuse(CauseServiceNotSupported, ie.PDNType, "PDN Type: only IPv4 sessions are supported")
+		return q, refuse(CauseServiceNotSupported, ie.PDNType, "PDN Type: only IPv4 sessions are supported")
 	}
+	if q.atsss, err = atsssControl(c.one(ie.ProvideATSSSControlInformation)); err != nil {
+		return q, err
+	}
+	q.rules = newRules()
+	if err := q.rules.create(c); err != nil {
+		return q, err
+	}
+	if x := c.one(ie.UserID); x != nil {
+		if q.supi, err = supiOf(x); err != nil {
+			return q, err
+		}
+	}
+	return q, nil
+}
+
+// establish creates a session: all of its rules, or none (TS 29.244 §6.3.2).
+func (e *Endpoint) establish(ctx context.Context, from netip.AddrPort, ies []*ie.IE) (uint64, []*ie.IE, error) {
+	q, err := decodeEstablishment(ies)
+	if err != nil {
+		if q != nil {
+			return q.cpSEID, nil, err
+		}
+		return 0, nil, err
+	}
+	smf, fseid, r, supi, atsss := q.smf, q.cpSEID, q.rules, q.supi, q.atsss
 	e.mu.Lock()
 	assoc := e.assocs[smf]
 	e.mu.Unlock()
 	if assoc == nil {
-		return fseid.SEID, nil, refuse(CauseNoAssociation, 0, "no PFCP association with %s", smf)
-	}
-	atsss, err := atsssControl(c.one(ie.ProvideATSSSControlInformation))
-	if err != nil {
-		return fseid.SEID, nil, err
-	}
-
-	r := newRules()
-	if err := r.create(c); err != nil {
-		return fseid.SEID, nil, err
-	}
-	supi := ""
-	if x := c.one(ie.UserID); x != nil {
-		if supi, err = supiOf(x); err != nil {
-			return fseid.SEID, nil, err
-		}
+		return fseid, nil, refuse(CauseNoAssociation, 0, "no PFCP association with %s", smf)
 	}
 
 	// A CP F-SEID already in use by this SMF replaces that session (the SMF lost it).
 	e.mu.Lock()
-	oldSEID, replacing := e.byCP[cpKey{smf, fseid.SEID}]
+	oldSEID, replacing := e.byCP[cpKey{smf, fseid}]
 	old := e.sessions[oldSEID]
 	e.mu.Unlock()
 	if replacing && old != nil {
 		old.mu.Lock()
 		if err := e.store.Remove(ctx, old); err != nil {
 			old.mu.Unlock()
-			return fseid.SEID, nil, err
+			return fseid, nil, err
 		}
 		e.forget(old)
 		old.mu.Unlock()
 	}
 
 	e.mu.Lock()
-	s := &State{UPSEID: e.newSEIDLocked(), CPSEID: fseid.SEID, CPAddr: cpAddr, SMF: smf, Rules: r}
+	s := &State{UPSEID: e.newSEIDLocked(), CPSEID: fseid, CPAddr: q.cpAddr, SMF: smf, Rules: r}
 	if supi == "" {
 		supi = fmt.Sprintf("nai-n4-%016x@%s", s.UPSEID, e.cfg.UPF)
 	}
@@ -175,14 +201,14 @@ func (e *Endpoint) establish(ctx context.Context, from netip.AddrPort, ies []*ie
 	created, err := e.chooseTEIDsLocked(s, nil)
 	if err == nil {
 		e.sessions[s.UPSEID] = s // reserved: a retransmission cannot race it, Lookups wait on s.mu
-		e.byCP[cpKey{smf, fseid.SEID}] = s.UPSEID
+		e.byCP[cpKey{smf, fseid}] = s.UPSEID
 	}
 	s.mu.Lock()
 	e.mu.Unlock()
 	defer s.mu.Unlock()
 	if err != nil {
 		e.forget(s)
-		return fseid.SEID, nil, err
+		return fseid, nil, err
 	}
 	p, err := makePlan(r, s.TEIDs, supi, e.cfg.Target)
 	if err == nil {
@@ -195,7 +221,7 @@ func (e *Endpoint) establish(ctx context.Context, from netip.AddrPort, ies []*ie
 	}
 	if err != nil {
 		e.forget(s)
-		return fseid.SEID, nil, err
+		return fseid, nil, err
 	}
 	e.mu.Lock()
 	e.dirty = true
@@ -205,7 +231,7 @@ func (e *Endpoint) establish(ctx context.Context, from netip.AddrPort, ies []*ie
 	if atsss != nil {
 		out = append(out, atsss)
 	}
-	return fseid.SEID, out, nil
+	return fseid, out, nil
 }
 
 // modify applies a Session Modification Request: all of it, or nothing (the session keeps its
@@ -229,14 +255,8 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		cpSEID = f.SEID
 		cpAddr, _ = ipv4(f.IPv4Address)
 	}
-	r := s.Rules.clone()
-	if err := r.remove(c); err != nil {
-		return nil, err
-	}
-	if err := r.create(c); err != nil {
-		return nil, err
-	}
-	if err := r.update(c); err != nil {
+	r, err := s.Rules.modified(c)
+	if err != nil {
 		return nil, err
 	}
 	prevRules, prevTEIDs := s.Rules, s.TEIDs
@@ -343,6 +363,19 @@ func (e *Endpoint) chooseTEIDsLocked(s *State, prev map[uint16]uint32) ([]*ie.IE
 	}
 	s.TEIDs = teids
 	return created, nil
+}
+
+// modified returns a copy of r with a Session Modification Request's Remove, Create and Update
+// IEs applied, in that order.
+func (r *Rules) modified(c children) (_ *Rules, err error) {
+	defer undecodable(&err)
+	out := r.clone()
+	for _, step := range []func(children) error{out.remove, out.create, out.update} {
+		if err := step(c); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // create decodes the Create PDR/FAR/QER/MAR IEs into r; an ID that exists is refused.

@@ -37,6 +37,14 @@ type Client struct {
 	// Heartbeats counts the UPF's Heartbeat Requests answered; Quiet stops answering them.
 	heartbeats int
 	quiet      bool
+	received   [][]byte
+}
+
+// Received returns every datagram the UPF sent the SMF, as it came.
+func (c *Client) Received() [][]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([][]byte(nil), c.received...)
 }
 
 // Dial opens the SMF's socket on local (port 0: any) toward the UPF's N4 address.
@@ -81,6 +89,9 @@ func (c *Client) read() {
 			return
 		}
 		b := append([]byte(nil), buf[:n]...)
+		c.mu.Lock()
+		c.received = append(c.received, b)
+		c.mu.Unlock()
 		h, err := message.ParseHeader(b)
 		if err != nil {
 			continue

@@ -8,7 +8,9 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,10 +40,10 @@ func freeUDPPort(t testing.TB) netip.AddrPort {
 	return c.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
-func newN4Rig(t *testing.T, n4spec func(*junctionv1.N4)) n4Rig {
+func newN4Rig(t *testing.T, n4spec func(*junctionv1.N4), edit func(*p4configv1.P4Info)) n4Rig {
 	t.Helper()
 	r := n4Rig{upfRig: upfRig{ns: newNamespace(t), u: startSoftUPF(t, "127.0.0.1:0")}}
-	cm, sch := pipelineConfigMap(t, r.ns, "pipeline", nil)
+	cm, sch := pipelineConfigMap(t, r.ns, "pipeline", edit)
 	r.sch = sch
 	r.n4 = freeUDPPort(t)
 	r.upf = newUPF(r.ns, "upf", r.u.addr, "pipeline")
@@ -128,7 +130,7 @@ func hx(v uint64, width int) string {
 // SMF's rules (expected values written from the request, not from the operator's code).
 func TestN4MASessionLifecycle(t *testing.T) {
 	ctx := context.Background()
-	r := newN4Rig(t, nil)
+	r := newN4Rig(t, nil, nil)
 
 	resp, err := r.smf.Associate(ctx)
 	if err != nil {
@@ -349,6 +351,291 @@ func wantEntries(t *testing.T, r n4Rig, want ...string) {
 				}
 			}
 			return fmt.Errorf("missing:\n  %s\nthe UPF has:\n  %s", strings.Join(missing, "\n  "), strings.Join(ours, "\n  "))
+		}
+		return nil
+	})
+}
+
+// ies edits a request's IEs: drop removes the IEs of a type (and, inside grouped IEs, the
+// first grouped IE whose child matches keep==false), with adds appended.
+type iesEdit func([]*ie.IE) []*ie.IE
+
+func without(t uint16) iesEdit {
+	return func(in []*ie.IE) []*ie.IE {
+		var out []*ie.IE
+		for _, x := range in {
+			if x.Type != t {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+}
+
+// replacing swaps the grouped IE of type t that has a child of type id with value v for with.
+func replacing(t, idType uint16, idValue []byte, with *ie.IE) iesEdit {
+	return func(in []*ie.IE) []*ie.IE {
+		out := append([]*ie.IE(nil), in...)
+		for i, x := range out {
+			if x.Type != t {
+				continue
+			}
+			for _, c := range x.ChildIEs {
+				if c.Type == idType && string(c.Payload) == string(idValue) {
+					out[i] = with
+					return out
+				}
+			}
+		}
+		return out
+	}
+}
+
+func adding(xs ...*ie.IE) iesEdit {
+	return func(in []*ie.IE) []*ie.IE { return append(append([]*ie.IE(nil), in...), xs...) }
+}
+
+func u16b(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
+func u32b(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+
+// TestN4RefusesWhatItCannotApply: each request breaks one rule of TS 29.244 or asks for what
+// Junction does not enforce, and gets the cause TS 29.244 defines with the Offending IE or the
+// Failed Rule ID (§7.5.3, §8.2.80); no object of a refused session remains (all of a request's
+// rules or none).
+func TestN4RefusesWhatItCannotApply(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, nil, nil)
+	s := alice()
+
+	// Before the association: No established PFCP Association (72).
+	if e, err := r.smf.Establish(ctx, s); err == nil || e.Resp.Cause() != 72 {
+		t.Errorf("establishment before the association: %v, want cause 72", err)
+	}
+	r.associate(t)
+
+	afai := func(far uint32, more ...*ie.IE) []*ie.IE { return append([]*ie.IE{ie.NewFARID(far)}, more...) }
+	defaultPDR := func(mar uint16) *ie.IE {
+		return ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(
+			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewMARID(mar))
+	}
+	for _, tc := range []struct {
+		name   string
+		edit   iesEdit
+		cause  uint8
+		why    string // what why() reports
+		mangle func([]byte) []byte
+	}{
+		{"a request without the CP F-SEID", without(ie.FSEID), 66, "offending IE 57", nil},
+		{"a PDR naming a MAR the session does not have", replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink), defaultPDR(9)),
+			73, "failed rule type 0 id 000a", nil},
+		{"two PDRs with one ID", adding(defaultPDR(smf.MARDefault)), 73, "failed rule type 0 id 000a", nil},
+		{"a QER with an MBR (QoS the pipeline does not enforce)", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewMBR(60000, 60000))),
+			76, "offending IE 26", nil},
+		{"the MPTCP steering functionality", replacing(ie.CreateMAR, ie.MARID, u16b(smf.MARDefault), ie.NewCreateMAR(ie.NewMARID(smf.MARDefault),
+			ie.NewSteeringFunctionality(1), ie.NewSteeringMode(smf.SmallestDelay),
+			ie.NewTGPPAccessForwardingActionInformation(afai(smf.FAR3GPP)...), ie.NewNonTGPPAccessForwardingActionInformation(afai(smf.FARNon3GPP)...))),
+			73, "failed rule type 5 id 0001", nil},
+		{"load-balancing weights that do not add up to 100", replacing(ie.CreateMAR, ie.MARID, u16b(smf.MARDefault), ie.NewCreateMAR(ie.NewMARID(smf.MARDefault),
+			ie.NewSteeringFunctionality(0), ie.NewSteeringMode(smf.LoadBalancing),
+			ie.NewTGPPAccessForwardingActionInformation(afai(smf.FAR3GPP, ie.NewWeight(70))...),
+			ie.NewNonTGPPAccessForwardingActionInformation(afai(smf.FARNon3GPP, ie.NewWeight(20))...))),
+			69, "offending IE 173", nil},
+		{"priority-based without an RTT threshold", replacing(ie.CreateMAR, ie.MARID, u16b(smf.MARDefault), ie.NewCreateMAR(ie.NewMARID(smf.MARDefault),
+			ie.NewSteeringFunctionality(0), ie.NewSteeringMode(smf.PriorityBased),
+			ie.NewTGPPAccessForwardingActionInformation(afai(smf.FAR3GPP, ie.NewPriority(ie.PriorityHigh))...),
+			ie.NewNonTGPPAccessForwardingActionInformation(afai(smf.FARNon3GPP, ie.NewPriority(ie.PriorityLow))...))),
+			67, "offending IE 288", nil},
+		{"thresholds on smallest delay, which reads none", replacing(ie.CreateMAR, ie.MARID, u16b(smf.MARDefault),
+			r.smf.CreateMAR(smf.MARDefault, smf.Steering{Mode: smf.SmallestDelay, RTTms: 30}, true)),
+			73, "failed rule type 5 id 0001", nil},
+		{"the PMF", func(in []*ie.IE) []*ie.IE {
+			return adding(ie.NewProvideATSSSControlInformation(ie.New(ie.PMFControlInformation, []byte{1})))(without(ie.ProvideATSSSControlInformation)(in))
+		}, 76, "offending IE 224", nil},
+		{"an Application ID no SteeringPolicy has", replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink+1),
+			ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink+1), ie.NewPrecedence(100), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+				ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0), ie.NewApplicationID("no-such-app")), ie.NewMARID(smf.MARDefault+1))),
+			81, "offending IE 24", nil},
+		{"an SDF filter with options", replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink+1),
+			ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink+1), ie.NewPrecedence(100), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+				ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0), ie.NewSDFFilter("permit out 6 from any to assigned established", "", "", "", 0)), ie.NewMARID(smf.MARDefault+1))),
+			69, "offending IE 23", nil},
+		{"a downlink PDR with a FAR and no MAR (single access, not yet supported)", replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
+			ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+				ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewFARID(smf.FAR3GPP))),
+			73, "failed rule type 0 id 000a", nil},
+		{"a non-3GPP leg over GTP-U (not yet supported)", replacing(ie.CreateFAR, ie.FARID, u32b(smf.FARNon3GPP),
+			ie.NewCreateFAR(ie.NewFARID(smf.FARNon3GPP), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
+				ie.NewOuterHeaderCreation(0x0100, 7, "198.51.100.20", "", 0, 0, 0), ie.NewTGPPInterfaceType(13)))),
+			73, "failed rule type 1 id 00000003", nil},
+		{"an IE type TS 29.244 does not define, inside a Create PDR", replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
+			ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+				ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewMARID(smf.MARDefault), ie.New(999, []byte{1}))),
+			76, "offending IE 999", nil},
+		{"an IE whose length runs past the message", nil, 68, "offending IE 57", func(b []byte) []byte {
+			// A trailing F-SEID header that claims 32 octets, none of which follow.
+			b = append(b, 0x00, 0x39, 0x00, 0x20)
+			binary.BigEndian.PutUint16(b[2:4], binary.BigEndian.Uint16(b[2:4])+4)
+			return b
+		}},
+		{"a datagram shorter than its length field", nil, 68, "", func(b []byte) []byte {
+			binary.BigEndian.PutUint16(b[2:4], binary.BigEndian.Uint16(b[2:4])+8)
+			return b
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ies := r.smf.EstablishmentIEs(s, r.smf.NewCPSEID())
+			if tc.edit != nil {
+				ies = tc.edit(ies)
+			}
+			seq := r.smf.NextSeq()
+			b, err := message.NewSessionEstablishmentRequest(0, 0, 0, seq, 0, ies...).Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.mangle != nil {
+				b = tc.mangle(b)
+			}
+			resp, err := r.smf.SendRaw(ctx, seq, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, w := resp.Cause(), why(resp); c != tc.cause || w != tc.why {
+				t.Errorf("cause %d (%s), want %d (%s)", c, w, tc.cause, tc.why)
+			}
+			if resp.Find(ie.NodeID) == nil {
+				t.Error("the Establishment Response has no Node ID (mandatory, TS 29.244 §7.5.3)")
+			}
+			if n := len(r.n4Sessions(t)); n != 0 {
+				t.Errorf("%d sessions left after a refused establishment", n)
+			}
+		})
+	}
+
+	// A modification is all or nothing: a valid Update MAR with a Create PDR naming a FAR the
+	// session lacks changes nothing.
+	est, err := r.smf.Establish(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := r.n4Sessions(t)[0]
+	mod, err := r.smf.Modify(ctx, est,
+		r.smf.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.Redundant}, true),
+		ie.NewCreatePDR(ie.NewPDRID(30), ie.NewPrecedence(10), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess)), ie.NewFARID(77)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, w := mod.Cause(), why(mod); c != 73 || w != "failed rule type 0 id 001e" {
+		t.Errorf("modification naming a missing FAR: cause %d (%s), want 73 (failed rule type 0 id 001e)", c, w)
+	}
+	after := r.n4Sessions(t)[0]
+	if after.Generation != before.Generation || after.Spec.ModeOverride.Mode != junctionv1.ModeSmallestDelay {
+		t.Errorf("a refused modification changed the session: generation %d -> %d, default mode %s", before.Generation, after.Generation, after.Spec.ModeOverride.Mode)
+	}
+	// A modification of a SEID the UPF does not know: cause 65, SEID 0 in the response.
+	ghost := *est
+	ghost.UPSEID ^= 0xffff
+	if resp, err := r.smf.Modify(ctx, &ghost); err != nil || resp.Cause() != CauseSessionContextNotFound || resp.Header.SEID != 0 {
+		t.Errorf("unknown SEID: %v, cause %d, SEID %#x; want 65 and 0", err, resp.Cause(), resp.Header.SEID)
+	}
+}
+
+// TestN4RefusesSessionsBeyondTheTables: a session the sessions table cannot hold is refused
+// with No resources available (75), and its objects are gone.
+func TestN4RefusesSessionsBeyondTheTables(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, nil, tableSize("sessions", 1))
+	r.associate(t)
+	if _, err := r.smf.Establish(ctx, alice()); err != nil {
+		t.Fatal(err)
+	}
+	bob := alice()
+	bob.IMSI, bob.UEAddr, bob.UE3GPP, bob.UENon3GPP = "001010000000078", netip.MustParseAddr("10.60.0.8"), netip.MustParseAddr("10.45.0.8"), netip.MustParseAddr("203.0.113.8")
+	e, err := r.smf.Establish(ctx, bob)
+	if err == nil || e.Resp.Cause() != 75 {
+		t.Fatalf("a second session on a one-entry table: %v, want cause 75", err)
+	}
+	if n := len(r.n4Sessions(t)); n != 1 {
+		t.Errorf("%d N4 sessions, want alice's only", n)
+	}
+}
+
+// TestN4SessionsSurviveAnOperatorRestart: the operator stops and a new one starts (as after a
+// leader change); the endpoint comes back with the same Recovery Time Stamp, so the SMF sees no
+// restart, and the session's SEID still works for a modification and a deletion.
+func TestN4SessionsSurviveAnOperatorRestart(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, func(n *junctionv1.N4) { n.HeartbeatInterval = "300ms" }, nil)
+	resp, err := r.smf.Associate(ctx)
+	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("association: %v", err)
+	}
+	ts0, _ := resp.Find(ie.RecoveryTimeStamp).RecoveryTimeStamp()
+	est, err := r.smf.Establish(ctx, alice())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, programTimeout, "the UPF's heartbeats reaching the SMF", func() error {
+		if n := r.smf.HeartbeatsAnswered(); n == 0 {
+			return fmt.Errorf("no Heartbeat Request from the UPF yet")
+		}
+		return nil
+	})
+
+	r.op.stop()
+	r.op = startOperator(t, r.ns, operatorOptions{})
+	eventually(t, programTimeout, "the restarted endpoint answering heartbeats with the first recovery time stamp", func() error {
+		hb, err := r.smf.Heartbeat(ctx)
+		if err != nil {
+			return err
+		}
+		ts, err := hb.Find(ie.RecoveryTimeStamp).RecoveryTimeStamp()
+		if err != nil || !ts.Equal(ts0) {
+			return fmt.Errorf("recovery time stamp %v (%v), want %v", ts, err, ts0)
+		}
+		return nil
+	})
+	mod, err := r.smf.Modify(ctx, est, r.smf.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.ActiveStandby, Active: smf.NonThreeGPP}, true))
+	if err != nil || mod.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("modification after the restart: %v, cause %d (%s)", err, mod.Cause(), why(mod))
+	}
+	if s := r.n4Sessions(t); len(s) != 1 || s[0].Spec.ModeOverride.Mode != junctionv1.ModeActiveStandby {
+		t.Errorf("sessions after the modification: %d, want one on ActiveStandby", len(s))
+	}
+	if st := r.n4Status(t); len(st.Associations) != 1 || st.Sessions != 1 {
+		t.Errorf("status.n4 after the restart: %+v, want the association and 1 session", st)
+	}
+	if del, err := r.smf.Delete(ctx, est); err != nil || del.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("deletion after the restart: %v", err)
+	}
+}
+
+// TestN4ReleasesTheSessionsOfASilentSMF: an SMF that stops answering heartbeats is lost after
+// three intervals; its sessions are kept for the grace period, then released, with events.
+func TestN4ReleasesTheSessionsOfASilentSMF(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, func(n *junctionv1.N4) { n.HeartbeatInterval, n.GracePeriod = "200ms", "2s" }, nil)
+	r.associate(t)
+	if _, err := r.smf.Establish(ctx, alice()); err != nil {
+		t.Fatal(err)
+	}
+	r.smf.SetQuiet(true)
+	start := time.Now()
+	eventually(t, programTimeout, "an SMFLost event", func() error { return findEvent(r.ns, "upf", "Warning", "SMFLost") })
+	if n := len(r.n4Sessions(t)); n != 1 {
+		t.Errorf("%d sessions right after the SMF was lost, want 1 (kept for the grace period)", n)
+	}
+	eventually(t, programTimeout, "the silent SMF's sessions released", func() error {
+		if n := len(r.n4Sessions(t)); n != 0 {
+			return fmt.Errorf("%d sessions", n)
+		}
+		return findEvent(r.ns, "upf", "Warning", "SMFAssociationReleased")
+	})
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("sessions released %v after the SMF went silent, before the 2s grace period", d)
+	}
+	eventually(t, programTimeout, "no association in status.n4", func() error {
+		if st := r.n4Status(t); len(st.Associations) != 0 {
+			return fmt.Errorf("associations %+v", st.Associations)
 		}
 		return nil
 	})

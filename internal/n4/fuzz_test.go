@@ -1,0 +1,134 @@
+package n4
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+
+	"github.com/junction-atsss/junction/internal/smf"
+)
+
+var fuzzTarget = Target{UPF: "upf", TunnelEndpoint: "core", N3: netip.MustParseAddr("192.0.2.1")}
+
+// causes are the causes TS 29.244 §8.2.1 defines that the endpoint sends on a refusal.
+var causes = map[uint8]bool{
+	CauseMandatoryIEMissing: true, CauseConditionalIEMissing: true, CauseInvalidLength: true,
+	CauseMandatoryIEIncorrect: true, CauseRuleFailure: true, CauseServiceNotSupported: true, CauseUnknownApplicationID: true,
+}
+
+// decodePath is what the endpoint does with a Session Establishment Request before its store:
+// framing, IEs, rules, and the mapping onto Junction's model. It returns the refusal, if any.
+func decodePath(b []byte) error {
+	h, err := message.ParseHeader(b)
+	if err != nil || int(h.Length)+4 != len(b) {
+		return nil // no PFCP header: dropped, nothing to answer
+	}
+	if err := checkFraming(h.Payload, 0); err != nil {
+		return err
+	}
+	ies, err := ie.ParseMultiIEs(h.Payload)
+	if err != nil {
+		return refuse(CauseInvalidLength, 0, "%v", err)
+	}
+	var rules *Rules
+	if h.Type == message.MsgTypeSessionModificationRequest {
+		// A modification of the first seed's session.
+		c, err := messageIEs(ies, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateMAR, ie.UpdatePDR, ie.UpdateFAR,
+			ie.UpdateQER, ie.UpdateMAR, ie.RemovePDR, ie.RemoveFAR, ie.RemoveQER, ie.RemoveMAR)
+		if err != nil {
+			return err
+		}
+		if rules, err = baseRules.modified(c); err != nil {
+			return err
+		}
+	} else {
+		q, err := decodeEstablishment(ies)
+		if err != nil {
+			return err
+		}
+		rules = q.rules
+	}
+	teids := map[uint16]uint32{}
+	for id, p := range rules.PDRs {
+		if p.FTEID != nil && p.FTEID.Choose {
+			teids[id] = 0x80000000 + uint32(id)
+		}
+	}
+	_, err = makePlan(rules, teids, "imsi-001010000000001", fuzzTarget)
+	return err
+}
+
+// baseRules are the rules of the first seed session, which modifications apply to.
+var baseRules *Rules
+
+// FuzzEstablishment feeds mutated Session Establishment (and Modification) Requests through the decode path: it
+// must never panic, and every refusal must be a *Refusal with a cause TS 29.244 defines (and,
+// for Rule creation/modification failure, the Failed Rule ID that cause needs).
+func FuzzEstablishment(f *testing.F) {
+	c := &smf.Client{NodeID: "smf.example"}
+	loss := uint8(3)
+	var seeds [][]byte
+	for _, s := range []smf.MASession{
+		{IMSI: "001010000000001", UEAddr: netip.MustParseAddr("10.60.0.1"), UE3GPP: netip.MustParseAddr("10.45.0.1"),
+			UENon3GPP: netip.MustParseAddr("203.0.113.1"), GNB: netip.MustParseAddr("198.51.100.10"), DownlinkTEID: 7,
+			Default: smf.Steering{Mode: smf.PriorityBased, High: smf.NonThreeGPP, RTTms: 40, LossPercent: &loss},
+			Apps:    []smf.App{{Flow: "permit out 6 from 192.0.2.0/24 443 to assigned", Precedence: 10, Steering: smf.Steering{Mode: smf.LoadBalancing, Autonomous: true}}}},
+		{UEAddr: netip.MustParseAddr("10.60.0.2"), UE3GPP: netip.MustParseAddr("10.45.0.2"), GNB: netip.MustParseAddr("198.51.100.10"), DownlinkTEID: 9,
+			Default: smf.Steering{Mode: smf.ActiveStandby}},
+	} {
+		b, err := message.NewSessionEstablishmentRequest(0, 0, 0, 1, 0, c.EstablishmentIEs(s, 1)...).Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		if err := decodePath(b); err != nil {
+			f.Fatalf("seed refused: %v", err)
+		}
+		f.Add(b)
+		seeds = append(seeds, b)
+	}
+	// Modifications of the first session: a new MAR steering, a new gNB, a removed app.
+	first := seeds[0]
+	h, _ := message.ParseHeader(first)
+	ies, _ := ie.ParseMultiIEs(h.Payload)
+	q, err := decodeEstablishment(ies)
+	if err != nil {
+		f.Fatal(err)
+	}
+	baseRules = q.rules
+	for _, mod := range [][]*ie.IE{
+		{c.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.LoadBalancing, Weight3GPP: 20}, true)},
+		{ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewUpdateForwardingParameters(ie.NewOuterHeaderCreation(0x0100, 99, "198.51.100.11", "", 0, 0, 0)))},
+		{ie.NewRemovePDR(ie.NewPDRID(smf.PDRDownlink + 1)), ie.NewRemoveMAR(ie.NewMARID(smf.MARDefault + 1))},
+	} {
+		b, err := message.NewSessionModificationRequest(0, 0, 5, 2, 0, mod...).Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		if err := decodePath(b); err != nil {
+			f.Fatalf("modification seed refused: %v", err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		err := decodePath(b)
+		if err == nil {
+			return
+		}
+		var r *Refusal
+		if !errors.As(err, &r) {
+			t.Fatalf("a refusal without a cause: %v", err)
+		}
+		if r.panicked {
+			t.Fatalf("a decoder panicked: %v", r)
+		}
+		if !causes[r.Cause] {
+			t.Fatalf("cause %d is not one the decode path may send: %v", r.Cause, r)
+		}
+		if r.Cause == CauseRuleFailure && r.Rule == nil {
+			t.Fatalf("Rule creation/modification failure without a Failed Rule ID: %v", r)
+		}
+	})
+}

@@ -1,0 +1,181 @@
+package operator
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/smf"
+	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/internal/wire/wiretest"
+)
+
+// TestN4MessagesDecodeInWireshark: every message the N4 endpoint sent in a run of every
+// procedure (node and session, accepted and refused, UPF-initiated heartbeats and association
+// release, a version it does not speak) goes through Wireshark's PFCP dissector, a decoder
+// written apart from both the endpoint and go-pfcp; none may be malformed or carry an expert
+// warning or error.
+func TestN4MessagesDecodeInWireshark(t *testing.T) {
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		if os.Geteuid() == 0 {
+			t.Fatal("tshark is not installed: hack/tools.sh tshark installs it (make test does, as root)")
+		}
+		t.Skip("tshark is not installed and installing it needs root: hack/tools.sh tshark")
+	}
+	ctx := context.Background()
+	r := newN4Rig(t, func(n *junctionv1.N4) { n.HeartbeatInterval = "300ms" }, nil)
+	r.associate(t)
+	if _, err := r.smf.Update(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.smf.Heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	est, err := r.smf.Establish(ctx, alice())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.smf.Modify(ctx, est, r.smf.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.Redundant}, true)); err != nil {
+		t.Fatal(err)
+	}
+	// Refusals: an Offending IE, a Failed Rule ID of a PDR and of a MAR.
+	bad := alice()
+	bad.UEAddr = bad.UE3GPP
+	bad.Default = smf.Steering{Mode: smf.LoadBalancing, Weight3GPP: 50, RTTms: 0}
+	ies := append(r.smf.EstablishmentIEs(bad, r.smf.NewCPSEID()), ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewMBR(1, 1)))
+	if _, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, ies...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.smf.Modify(ctx, est, ie.NewCreatePDR(ie.NewPDRID(30), ie.NewPrecedence(1), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess)), ie.NewFARID(77))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.smf.Modify(ctx, est, r.smf.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.SmallestDelay, RTTms: 20}, true)); err != nil {
+		t.Fatal(err)
+	}
+	// A PFCP version the endpoint does not speak: Version Not Supported Response.
+	v2 := []byte{0x40, message.MsgTypeHeartbeatRequest, 0, 4, 0, 0, 9, 0}
+	if _, err := r.smf.SendRaw(ctx, 9, v2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.smf.Delete(ctx, est); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.smf.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.associate(t)
+	eventually(t, programTimeout, "a Heartbeat Request from the UPF", func() error {
+		if r.smf.HeartbeatsAnswered() == 0 {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+	// The UPF leaves N4: it releases the association itself.
+	var upf junctionv1.UserPlaneFunction
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(r.upf), &upf); err != nil {
+		t.Fatal(err)
+	}
+	upf.Spec.N4 = nil
+	if err := k8s.Update(ctx, &upf); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, programTimeout, "the UPF's Association Release Request", func() error {
+		for _, b := range r.smf.Received() {
+			if len(b) > 1 && b[1] == message.MsgTypeAssociationReleaseRequest {
+				return nil
+			}
+		}
+		return fmt.Errorf("not received")
+	})
+
+	got := r.smf.Received()
+	seen := map[uint8]int{}
+	for _, b := range got {
+		seen[b[1]]++
+	}
+	for _, typ := range []uint8{2, 1, 6, 8, 9, 10, 11, 51, 53, 55} {
+		if seen[typ] == 0 {
+			t.Errorf("no message of type %d among the endpoint's (%v): the run did not cover it", typ, seen)
+		}
+	}
+	// The check can fail: a response cut short inside an IE is malformed to the dissector.
+	cut := got[0][:len(got[0])-1]
+	cut = append([]byte(nil), cut...)
+	binary.BigEndian.PutUint16(cut[2:4], uint16(len(cut)-4))
+	if _, problems, _ := dissect(t, tshark, [][]byte{cut}); len(problems) == 0 {
+		t.Fatalf("tshark finds nothing wrong with a message cut inside its last IE: the check cannot fail")
+	}
+	decoded, problems, text := dissect(t, tshark, got)
+	if decoded != len(got) {
+		t.Errorf("tshark decoded %d of %d frames as PFCP", decoded, len(got))
+	}
+	if len(problems) > 0 {
+		t.Errorf("tshark finds %d problems in the endpoint's messages:\n  %s", len(problems), strings.Join(problems, "\n  "))
+		if len(text) > 20000 {
+			text = text[:20000]
+		}
+		t.Log(text)
+	}
+}
+
+// dissect runs tshark over the datagrams and returns how many it decoded as PFCP and the lines
+// that report a malformed packet or an expert warning or error.
+func dissect(t *testing.T, tshark string, datagrams [][]byte) (int, []string, string) {
+	t.Helper()
+	pcap := filepath.Join(t.TempDir(), "n4.pcap")
+	if err := writePcap(pcap, datagrams); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(tshark, "-r", pcap, "-V").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tshark: %v\n%s", err, out)
+	}
+	text := string(out)
+	var problems []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, "Malformed") || strings.Contains(line, "Expert Info (Error") || strings.Contains(line, "Expert Info (Warning") {
+			problems = append(problems, strings.TrimSpace(line))
+		}
+	}
+	return strings.Count(text, "Packet Forwarding Control Protocol"), problems, text
+}
+
+// writePcap writes the datagrams as Ethernet/IPv4/UDP frames from port 8805 to port 8805 (the
+// dissector's port) in a classic pcap file.
+func writePcap(path string, datagrams [][]byte) error {
+	var b []byte
+	b = binary.LittleEndian.AppendUint32(b, 0xa1b2c3d4)
+	b = binary.LittleEndian.AppendUint16(b, 2)
+	b = binary.LittleEndian.AppendUint16(b, 4)
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = binary.LittleEndian.AppendUint32(b, 65535)
+	b = binary.LittleEndian.AppendUint32(b, 1) // Ethernet
+	now := time.Now()
+	for i, d := range datagrams {
+		frame := wiretest.Build(
+			wire.Ethernet{Src: wiretest.MAC("02:00:00:00:00:01"), Dst: wiretest.MAC("02:00:00:00:00:02")},
+			wire.IPv4{Src: wiretest.IP("192.0.2.1"), Dst: wiretest.IP("192.0.2.100")},
+			wire.UDP{SrcPort: 8805, DstPort: 8805},
+			d)
+		ts := now.Add(time.Duration(i) * time.Millisecond)
+		b = binary.LittleEndian.AppendUint32(b, uint32(ts.Unix()))
+		b = binary.LittleEndian.AppendUint32(b, uint32(ts.Nanosecond()/1000))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(frame)))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(frame)))
+		b = append(b, frame...)
+	}
+	return os.WriteFile(path, b, 0o644)
+}
