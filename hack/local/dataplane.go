@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -35,7 +36,8 @@ const (
 	wifiLostAt   = 20 * time.Second
 	wifiBackAt   = 40 * time.Second
 	secondUEAt   = 50 * time.Second
-	storyEnd     = 75 * time.Second
+	n4ModifyAt   = 65 * time.Second
+	storyEnd     = 80 * time.Second
 	readyWait    = 90 * time.Second
 	firstUENode  = "ue-node-a"
 	secondUENode = "ue-node-b"
@@ -50,7 +52,7 @@ var emulation = topology.Emulation{
 // app is a traffic source in the data network and the session it reaches: an iperf3 server on
 // a server address of config/samples/policies.yaml, and a client on the UE pulling from it.
 type app struct {
-	name, node, session string // session: the one whose address the client binds
+	name, node, session string // session: the one whose address the client binds ("": the N4 session)
 	server              netip.Addr
 	port                int
 	args                []string // the client's traffic flags
@@ -63,9 +65,11 @@ var apps = []*app{
 	{name: "web (default-internet)", node: firstUENode, session: "alice-internet", server: topology.DNHost, port: 5201, args: []string{"-u", "-b", "15M"}},
 	{name: "video (video-streaming)", node: firstUENode, session: "alice-internet", server: netip.MustParseAddr("198.18.10.10"), port: 443, args: []string{"-b", "25M"}},
 	{name: "game (cloud-gaming)", node: secondUENode, session: "bob-internet", server: netip.MustParseAddr("198.18.20.10"), port: 3074, args: []string{"-u", "-b", "8M"}},
+	{name: "stream (the SMF's MAR 2)", node: secondUENode, server: netip.MustParseAddr("198.18.30.10"), port: 5301, args: []string{"-u", "-b", "10M"}},
 }
 
 type dataplane struct {
+	smf     *exec.Cmd // the SMF emulator: SIGUSR1 sends its Session Modification
 	topo    *topology.Topology
 	work    string
 	procs   []proc
@@ -161,8 +165,8 @@ func (dp *dataplane) show(ctx context.Context, k8s client.Client, work, kubeconf
 		return err
 	}
 
-	step(fmt.Sprintf("traffic starts; the story: WiFi lost at %s at %v, back at %v, %s arrives at %v",
-		firstUENode, wifiLostAt, wifiBackAt, secondUENode, secondUEAt))
+	step(fmt.Sprintf("traffic starts; the story: WiFi lost at %s at %v, back at %v, %s arrives at %v, the SMF modifies its N4 session at %v",
+		firstUENode, wifiLostAt, wifiBackAt, secondUENode, secondUEAt, n4ModifyAt))
 	v := &view{k8s: k8s, dp: dp, prev: map[string]float64{}, legUp: map[string]bool{}, suspended: map[string]bool{}}
 	start := time.Now()
 	events := []struct {
@@ -173,6 +177,8 @@ func (dp *dataplane) show(ctx context.Context, k8s client.Client, work, kubeconf
 		{wifiLostAt, "WiFi lost at " + firstUENode + " (carrier down): traffic moves to 5G", func() error { return dp.wifi(firstUENode, false) }},
 		{wifiBackAt, "WiFi back at " + firstUENode, func() error { return dp.wifi(firstUENode, true) }},
 		{secondUEAt, secondUENode + " arrives: its agent starts", func() error { return dp.startAgent(secondUENode, kubeconfig) }},
+		{n4ModifyAt, "the SMF modifies bob's N4 session over N4: MAR 2 (the stream) from load-balance 50/50 to active-standby on 5G",
+			func() error { return dp.smf.Process.Signal(syscall.SIGUSR1) }},
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -222,14 +228,18 @@ func (dp *dataplane) addUEs(ctx context.Context, k8s client.Client) error {
 		}
 		u := specs[node]
 		if l := s.Spec.AccessLegs.ThreeGPP; l != nil {
-			if string(l.GNBAddress) == topology.GNBN3.String() {
-				u.Addr3GPP = append(u.Addr3GPP, netip.MustParseAddr(string(l.UEAddress)))
+			if a := netip.MustParseAddr(string(l.UEAddress)); string(l.GNBAddress) == topology.GNBN3.String() {
+				if !slices.Contains(u.Addr3GPP, a) {
+					u.Addr3GPP = append(u.Addr3GPP, a)
+				}
 			} else {
 				fmt.Printf("   %s: its gNB %s is not emulated here, its 3GPP leg has no address on %s\n", s.Name, l.GNBAddress, node)
 			}
 		}
 		if l := s.Spec.AccessLegs.NonThreeGPP; l != nil {
-			u.AddrWiFi = append(u.AddrWiFi, netip.MustParseAddr(string(l.UEAddress)))
+			if a := netip.MustParseAddr(string(l.UEAddress)); !slices.Contains(u.AddrWiFi, a) {
+				u.AddrWiFi = append(u.AddrWiFi, a)
+			}
 		}
 	}
 	nodes := make([]string, 0, len(specs))
@@ -286,6 +296,13 @@ func (dp *dataplane) startApps(ctx context.Context, k8s client.Client, v *view, 
 	for _, a := range apps {
 		if a.started || dp.metrics[a.node] == "" {
 			continue
+		}
+		if a.session == "" {
+			var n4 junctionv1.ATSSSSessionList
+			if err := k8s.List(ctx, &n4, client.InNamespace("default"), client.HasLabels{"atsss.junction.dev/n4-upf"}); err != nil || len(n4.Items) == 0 {
+				continue
+			}
+			a.session = n4.Items[0].Name
 		}
 		s := &junctionv1.ATSSSSession{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: a.session}, s); err != nil ||

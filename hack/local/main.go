@@ -85,8 +85,8 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 		defer dp.close()
 	}
 
-	step("building the software UPF, the operator, the UE agent and the gNB emulator")
-	for _, name := range []string{"softupf", "manager", "ue-agent", "gnb-emulator"} {
+	step("building the software UPF, the operator, the UE agent, the gNB emulator and the SMF emulator")
+	for _, name := range []string{"softupf", "manager", "ue-agent", "gnb-emulator", "smf-emulator"} {
 		if err := command(ctx, root, os.Stdout, "go", "build", "-o", filepath.Join(work, name), "./cmd/"+name).Run(); err != nil {
 			return fmt.Errorf("build %s: %w", name, err)
 		}
@@ -158,7 +158,19 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 	}
 
 	step("waiting for every session to be Programmed")
-	sessions, err := waitProgrammed(ctx, k8s, timeout)
+	sessions, err := waitProgrammed(ctx, k8s, timeout, 0)
+	if err != nil {
+		printSessions(sessions)
+		return err
+	}
+	step(fmt.Sprintf("an SMF establishes bob's second MA PDU session over N4 (%s; log: %s)", n4Address, filepath.Join(work, "smf-emulator.log")))
+	smfLog, _ := os.Create(filepath.Join(work, "smf-emulator.log"))
+	smfProc := command(ctx, root, smfLog, filepath.Join(work, "smf-emulator"), append(n4Session.args(), "--kubeconfig", kubeconfig)...)
+	if err := smfProc.Start(); err != nil {
+		return err
+	}
+	defer terminate(smfProc)
+	sessions, err = waitProgrammed(ctx, k8s, timeout, len(sessions)+1)
 	printSessions(sessions)
 	if err != nil {
 		return err
@@ -173,6 +185,7 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 	}
 	if dp != nil {
 		defer dp.stop()
+		dp.smf = smfProc
 		return dp.show(ctx, k8s, work, kubeconfig, once)
 	}
 	if once {
@@ -205,8 +218,39 @@ func terminate(cmd *exec.Cmd) {
 	}
 }
 
+// n4Address is where the demo's UPF listens for PFCP.
+var n4Address = netip.MustParseAddrPort("127.0.0.1:8805")
+
+// n4Session is the session the demo's SMF establishes: bob's second MA PDU session (his SUPI and
+// node; its own session and leg addresses, as the UE agent wants), smallest delay by its default MAR, the
+// UDP traffic of 198.18.30.0/24 load-balanced 50/50 by a second MAR (MAR 2); the story's
+// modification (SIGUSR1) puts MAR 2 on active-standby on 5G. (Its default MAR steers what no
+// policy of the UPF describes: the samples' catch-all default-internet takes the rest, docs/n4.md.)
+var n4Session = smfSession{
+	imsi: "001010000000002", ue: "10.60.0.22", ue3GPP: "10.45.0.22", ueNon3GPP: "203.0.113.22",
+	gnb: "198.51.100.10", dlTEID: 8202, node: "ue-node-b", steering: "smallest-delay",
+	apps:   []string{"100|load-balance:50|permit out 17 from 198.18.30.0/24 to assigned"},
+	modify: "active-standby:3gpp",
+}
+
+type smfSession struct {
+	imsi, ue, ue3GPP, ueNon3GPP, gnb, node, steering, modify string
+	dlTEID                                                   int
+	apps                                                     []string
+}
+
+func (s smfSession) args() []string {
+	out := []string{"--upf", n4Address.String(), "--imsi", s.imsi, "--ue", s.ue, "--ue-3gpp", s.ue3GPP, "--ue-non3gpp", s.ueNon3GPP,
+		"--gnb", s.gnb, "--dl-teid", fmt.Sprint(s.dlTEID), "--steering", s.steering, "--modify-mar", "2", "--modify-steering", s.modify,
+		"--namespace", "default", "--upf-name", "edge-upf-1", "--node-name", s.node}
+	for _, a := range s.apps {
+		out = append(out, "--app", a)
+	}
+	return out
+}
+
 // applySamples creates the pipeline ConfigMap and config/samples in namespace default, the UPF
-// pointed at the software UPF's upfAddr.
+// pointed at the software UPF's upfAddr and given an N4 endpoint on n4Address.
 func applySamples(ctx context.Context, k8s client.Client, upfAddr string) error {
 	p4info := p4.P4InfoText()
 	cm := &corev1.ConfigMap{
@@ -222,6 +266,10 @@ func applySamples(ctx context.Context, k8s client.Client, upfAddr string) error 
 		return err
 	}
 	for _, o := range objs {
+		if u, ok := o.(*junctionv1.UserPlaneFunction); ok {
+			// The demo's SMF reaches the UPF's N4 endpoint on loopback.
+			u.Spec.N4 = &junctionv1.N4{NodeID: n4Address.Addr().String(), Listen: n4Address.String()}
+		}
 		gvk, err := apiutil.GVKForObject(o, k8s.Scheme())
 		if err != nil {
 			return err
@@ -234,14 +282,15 @@ func applySamples(ctx context.Context, k8s client.Client, upfAddr string) error 
 	return nil
 }
 
-func waitProgrammed(ctx context.Context, k8s client.Client, timeout time.Duration) ([]junctionv1.ATSSSSession, error) {
+// waitProgrammed waits until there are at least n sessions (one, for n 0) and all are Programmed.
+func waitProgrammed(ctx context.Context, k8s client.Client, timeout time.Duration, n int) ([]junctionv1.ATSSSSession, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		var list junctionv1.ATSSSSessionList
 		if err := k8s.List(ctx, &list, client.InNamespace("default")); err != nil {
 			return nil, err
 		}
-		done := len(list.Items) > 0
+		done := len(list.Items) > 0 && len(list.Items) >= n
 		for _, s := range list.Items {
 			if !apimeta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionProgrammed) {
 				done = false

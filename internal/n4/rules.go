@@ -38,13 +38,10 @@ const (
 	ohcUDPv4  uint16 = 0x0400
 )
 
-// Apply Action flags (§8.2.26, octet 5).
+// Apply Action flags (§8.2.26, octet 5) Junction takes; BUFF, NOCP, DUPL and the rest are refused.
 const (
 	actDrop uint8 = 0x01
 	actForw uint8 = 0x02
-	actBuff uint8 = 0x04
-	actNocp uint8 = 0x08
-	actDupl uint8 = 0x10
 )
 
 // IE types go-pfcp v0.0.24 does not name (Rel-17, TS 29.244 §8.2.186 and §8.2.187; Wireshark's
@@ -447,10 +444,12 @@ func decodeFAR(g *ie.IE, old *FAR) (*FAR, error) {
 			return nil, bad(x, fmt.Errorf("no flags"))
 		}
 		f.Action = b[0]
+		extra := b[0] &^ (actForw | actDrop)
 		for _, o := range b[1:] {
-			if o != 0 {
-				return nil, refuse(CauseServiceNotSupported, ie.ApplyAction, "Apply Action of FAR %d: only FORW and DROP are supported", f.ID)
-			}
+			extra |= o
+		}
+		if extra != 0 {
+			return nil, refuse(CauseServiceNotSupported, ie.ApplyAction, "Apply Action of FAR %d: only FORW and DROP are supported (no buffering, notification or duplication)", f.ID)
 		}
 	} else if g.Type == ie.CreateFAR {
 		return nil, refuse(CauseMandatoryIEMissing, ie.ApplyAction, "FAR %d has no Apply Action", f.ID)

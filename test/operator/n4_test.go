@@ -429,6 +429,7 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 		{"a PDR naming a MAR the session does not have", replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink), defaultPDR(9)),
 			73, "failed rule type 0 id 000a", nil},
 		{"two PDRs with one ID", adding(defaultPDR(smf.MARDefault)), 73, "failed rule type 0 id 000a", nil},
+		{"a FAR that buffers", adding(ie.NewCreateFAR(ie.NewFARID(40), ie.NewApplyAction(0x04))), 76, "offending IE 44", nil},
 		{"a QER with an MBR (QoS the pipeline does not enforce)", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewMBR(60000, 60000))),
 			76, "offending IE 26", nil},
 		{"the MPTCP steering functionality", replacing(ie.CreateMAR, ie.MARID, u16b(smf.MARDefault), ie.NewCreateMAR(ie.NewMARID(smf.MARDefault),
@@ -510,6 +511,20 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 			}
 		})
 	}
+
+	// A session address a manifest session holds: the N4 session is the later one and is refused.
+	manifest := session(r.ns, "manifest", "imsi-001010000000099", "10.60.0.99", "upf", "n", "")
+	create(t, manifest)
+	waitCondition(t, programTimeout, manifest, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	taken := s
+	taken.UEAddr = netip.MustParseAddr("10.60.0.99")
+	if e, err := r.smf.Establish(ctx, taken); err == nil || e.Resp.Cause() != 69 || why(e.Resp) != "offending IE 93" {
+		t.Errorf("a session address a manifest session holds: %v (%s), want cause 69 with offending IE 93 (UE IP Address)", err, why(e.Resp))
+	}
+	if n := len(r.n4Sessions(t)); n != 0 {
+		t.Errorf("%d N4 sessions after the conflict", n)
+	}
+	waitCondition(t, programTimeout, manifest, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 
 	// A modification is all or nothing: a valid Update MAR with a Create PDR naming a FAR the
 	// session lacks changes nothing.
