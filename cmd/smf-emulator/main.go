@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -114,7 +113,18 @@ func run() error {
 	name := fmt.Sprintf("n4-%s-%016x", upfName, est.UPSEID)
 	fmt.Printf("session established: UP SEID %#x, uplink TEID %#x on %s\n", est.UPSEID, est.UplinkTEID, est.N3)
 	if nodeName != "" {
-		if err := handToAgent(ctx, kubeconfig, types.NamespacedName{Namespace: namespace, Name: name}, nodeName); err != nil {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return fmt.Errorf("--kubeconfig: %w", err)
+		}
+		if err := junctionv1.AddToScheme(scheme.Scheme); err != nil {
+			return err
+		}
+		k8s, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+		if err != nil {
+			return err
+		}
+		if err := smf.HandToAgent(ctx, k8s, types.NamespacedName{Namespace: namespace, Name: name}, nodeName); err != nil {
 			return err
 		}
 		fmt.Printf("ATSSSSession %s/%s handed to the UE agent on %s\n", namespace, name, nodeName)
@@ -184,29 +194,4 @@ func session(imsi, ue, ue3, ueN, gnb string, dlTEID uint32, steering string, app
 		s.Apps = append(s.Apps, smf.App{Precedence: uint32(prec), Steering: st, Flow: f[2]})
 	}
 	return s, nil
-}
-
-// handToAgent sets the session's spec.ue.nodeName by server-side apply under the emulator's own
-// field manager: what NAS does in a 5G core (the UE learns its ATSSS rules), here the UE agent
-// of that node picks the session up.
-func handToAgent(ctx context.Context, kubeconfig string, key types.NamespacedName, node string) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return fmt.Errorf("--kubeconfig: %w", err)
-	}
-	if err := junctionv1.AddToScheme(scheme.Scheme); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		return err
-	}
-	patch, _ := json.Marshal(map[string]any{
-		"apiVersion": junctionv1.GroupVersion.String(), "kind": "ATSSSSession",
-		"metadata": map[string]any{"name": key.Name, "namespace": key.Namespace},
-		"spec":     map[string]any{"ue": map[string]any{"nodeName": node}},
-	})
-	obj := &junctionv1.ATSSSSession{}
-	obj.Name, obj.Namespace = key.Name, key.Namespace
-	return c.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, patch), client.FieldOwner("junction-smf-emulator"))
 }

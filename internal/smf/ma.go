@@ -3,11 +3,16 @@ package smf
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
 
 // Steering modes of TS 29.244 §8.2.124.
@@ -239,4 +244,25 @@ func (c *Client) Modify(ctx context.Context, s *Established, ies ...*ie.IE) (*Re
 // Delete sends a Session Deletion Request.
 func (c *Client) Delete(ctx context.Context, s *Established) (*Response, error) {
 	return c.Session(ctx, message.MsgTypeSessionDeletionRequest, s.UPSEID)
+}
+
+// FieldManager is the emulator's field manager on the ATSSSSessions it hands to UE agents.
+const FieldManager = "junction-smf-emulator"
+
+// HandToAgent sets an N4 session's spec.ue.nodeName by server-side apply under the emulator's
+// own field manager: what NAS does in a 5G core (the UE learns its ATSSS rules); here the UE
+// agent of that node picks the session up (docs/n4.md). The N4 endpoint's own applies leave
+// the field alone.
+func HandToAgent(ctx context.Context, c client.Client, key types.NamespacedName, node string) error {
+	patch, err := json.Marshal(map[string]any{
+		"apiVersion": junctionv1.GroupVersion.String(), "kind": "ATSSSSession",
+		"metadata": map[string]any{"name": key.Name, "namespace": key.Namespace},
+		"spec":     map[string]any{"ue": map[string]any{"nodeName": node}},
+	})
+	if err != nil {
+		return err
+	}
+	obj := &junctionv1.ATSSSSession{}
+	obj.Name, obj.Namespace = key.Name, key.Namespace
+	return c.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, patch), client.FieldOwner(FieldManager))
 }

@@ -1,0 +1,99 @@
+//go:build linux
+
+package ueagent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/smf"
+	"github.com/junction-atsss/junction/internal/ueagent"
+	"github.com/junction-atsss/junction/test/topology"
+)
+
+// TestN4SessionCarriesTrafficAsItsMARSays: an SMF (the emulator) establishes an MA PDU session
+// over N4 whose MAR puts all traffic on 3GPP; the emulator hands the session to the node's UE
+// agent (NAS's part); pings from the session address cross the 3GPP leg both ways. A Session
+// Modification that changes the MAR to active-standby on non-3GPP moves the downlink to WiFi
+// (the agent follows the session's new steering for the uplink), and a Session Deletion
+// removes the session's tunnel from the node.
+func TestN4SessionCarriesTrafficAsItsMARSays(t *testing.T) {
+	ctx := context.Background()
+	tb := newTestbed(t, 1)
+	u := tb.ues[0]
+	tb.startAgent(u)
+
+	// The UPF opens its N4 endpoint on a free loopback port.
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	must(t, err)
+	n4 := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	c.Close()
+	upf := &junctionv1.UserPlaneFunction{}
+	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: tb.ns, Name: "upf"}, upf))
+	upf.Spec.N4 = &junctionv1.N4{NodeID: "127.0.0.1", Listen: n4.String()}
+	must(t, k8s.Update(ctx, upf))
+
+	sm, err := smf.Dial(netip.MustParseAddrPort("127.0.0.1:0"), n4, "smf.test.example")
+	must(t, err)
+	defer sm.Close()
+	eventually(t, readyTimeout, "the N4 association", func() error {
+		r, err := sm.Associate(ctx)
+		if err == nil && r.Cause() != ie.CauseRequestAccepted {
+			err = fmt.Errorf("cause %d", r.Cause())
+		}
+		return err
+	})
+	s := smf.MASession{
+		IMSI: "001010000000100", UEAddr: netip.MustParseAddr(sessionAddr), UE3GPP: u.Addr3GPP[0], UENon3GPP: u.AddrWiFi[0],
+		GNB: topology.GNBN3, DownlinkTEID: 4196, Default: smf.Steering{Mode: smf.ActiveStandby, Active: smf.ThreeGPP},
+	}
+	est, err := sm.Establish(ctx, s)
+	must(t, err)
+	name := fmt.Sprintf("n4-upf-%016x", est.UPSEID)
+	must(t, smf.HandToAgent(ctx, k8s, types.NamespacedName{Namespace: tb.ns, Name: name}, u.Node))
+	tb.waitReady(name)
+	tb.legState(name, junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
+	tb.legState(name, junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
+
+	// pingsOn sends 10 pings and reports whether their requests left and their replies arrived
+	// by the interface iface (and not by the other leg's).
+	pingsOn := func(iface, other string) error {
+		tx, rx, otx, orx := txBytes(t, u.NS, iface), rxBytes(t, u.NS, iface), txBytes(t, u.NS, other), rxBytes(t, u.NS, other)
+		if got := ping(t, u, 10); got != 10 {
+			return fmt.Errorf("%d of 10 pings answered", got)
+		}
+		dt, dr := txBytes(t, u.NS, iface)-tx, rxBytes(t, u.NS, iface)-rx
+		odt, odr := txBytes(t, u.NS, other)-otx, rxBytes(t, u.NS, other)-orx
+		if dt < 10*pingSize || dr < 10*pingSize || odt >= 10*pingSize/2 || odr >= 10*pingSize/2 {
+			return fmt.Errorf("%s sent %d and received %d bytes, %s %d and %d, during 10 pings of %d bytes", iface, dt, dr, other, odt, odr, pingSize)
+		}
+		return nil
+	}
+	ping(t, u, 1) // the first echo after the legs came up (see TestSessionCarriesTrafficOnBothLegs)
+	eventually(t, readyTimeout, "pings on the 3GPP leg, as MAR 1 says", func() error { return pingsOn("ran0", "wlan0") })
+
+	r, err := sm.Modify(ctx, est, sm.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.ActiveStandby, Active: smf.NonThreeGPP}, true))
+	if err != nil || r.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("Session Modification: %v, cause %d", err, r.Cause())
+	}
+	eventually(t, readyTimeout, "pings on the WiFi leg after the modification", func() error { return pingsOn("wlan0", "ran0") })
+
+	if r, err := sm.Delete(ctx, est); err != nil || r.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("Session Deletion: %v", err)
+	}
+	tunName := ueagent.TUNName(netip.MustParseAddr(sessionAddr))
+	eventually(t, readyTimeout, "the session's TUN removed from the node", func() error {
+		if out, err := u.NS.Command("ip", "link", "show", "dev", tunName).CombinedOutput(); err == nil {
+			return fmt.Errorf("TUN still there: %s", out)
+		}
+		return nil
+	})
+}
