@@ -82,6 +82,11 @@ bench-targets: ## As root: the software UPF beside BMv2 (pps, latency at 10 kpps
 	hack/tools.sh p4tools
 	go test ./test/vectors -run '^$$' -bench Targets -benchtime 1x -count=1
 
+.PHONY: bench-n4
+bench-n4: ## N4 Session Establishments into the software UPF beside the manifest path (a table; JUNCTION_BENCH_N4_SESSIONS=1000,5000).
+	hack/tools.sh envtest
+	KUBEBUILDER_ASSETS=$$(hack/tools.sh envtest-path) go test ./test/operator -run '^$$' -bench N4 -benchtime 1x -count=1 -v -timeout 60m
+
 .PHONY: bench-path
 bench-path: ## As root: one TCP flow through a UE agent session vs wireguard-go vs kernel routing (a table).
 	hack/tools.sh envtest dataplane

@@ -5,6 +5,7 @@ go 1.24.0
 require (
 	github.com/antoninbas/p4runtime-go-client v0.0.0-20220204221603-49eba9f248c1
 	github.com/go-logr/logr v1.4.3
+	github.com/omec-project/pfcpsim v1.2.0
 	github.com/p4lang/p4runtime v1.4.1
 	github.com/prometheus/client_golang v1.22.0
 	github.com/prometheus/client_model v0.6.1

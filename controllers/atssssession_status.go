@@ -56,6 +56,12 @@ func steeringSummary(s *junctionv1.ATSSSSession, policies []desired.Policy) stri
 // pathStatus copies the user's path summary (refreshed by path monitoring at a bounded rate)
 // into the status and sets Degraded.
 func (r *ATSSSSessionReconciler) pathStatus(s *junctionv1.ATSSSSession, rt *upfRuntime, user uint32) {
+	if s.Spec.Type == junctionv1.SessionSingleAccess {
+		// No Junction tunnel, no probes: nothing measures the one leg (the gNB's GTP-U Echo
+		// is answered by the data plane alone).
+		setCondition(&s.Status.Conditions, s.Generation, junctionv1.ConditionDegraded, false, ReasonSingleAccess, "a single-access session has one leg and no path state")
+		return
+	}
 	sum, ok := rt.mon.Summary(user)
 	if !ok {
 		setUnknown(&s.Status.Conditions, s.Generation, junctionv1.ConditionDegraded, ReasonNotMeasured, "no probe report from the UE yet")

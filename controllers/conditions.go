@@ -57,6 +57,7 @@ const (
 	ReasonPathDown         = "PathDown"
 	ReasonAllPathsUp       = "AllPathsUp"
 	ReasonNotMeasured      = "NotMeasured"
+	ReasonSingleAccess     = "SingleAccess"
 	ReasonDeleting         = "Deleting"
 	ReasonEntriesRemoved   = "EntriesRemoved"
 	ReasonIndexesAllocated = "IndexesAllocated"

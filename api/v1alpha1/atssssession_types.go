@@ -83,16 +83,37 @@ type AccessLegs struct {
 	NonThreeGPP *NonThreeGPPLeg `json:"nonThreeGPP,omitempty"`
 }
 
+// SessionType says whether a session is an MA PDU session (Junction's tunnel over one or both
+// legs) or an ordinary single-access PDU session (plain GTP-U on N3, what an SMF sends without a
+// MAR).
+// +kubebuilder:validation:Enum=MultiAccess;SingleAccess
+type SessionType string
+
+const (
+	// SessionMultiAccess is an MA PDU session: the UE agent's Junction tunnel over its legs.
+	SessionMultiAccess SessionType = "MultiAccess"
+	// SessionSingleAccess is a PDU session on 3GPP access only: the UE's packets in GTP-U, no
+	// Junction header, no steering (the pipeline's uplink_tunnels and downlink_tunnels).
+	SessionSingleAccess SessionType = "SingleAccess"
+)
+
 // ATSSSSessionSpec is one MA PDU session: one UE, one session address, its access legs and the
 // policies that steer its traffic.
 // +kubebuilder:validation:XValidation:rule="!has(self.modeOverride) || !(self.modeOverride.mode in ['LoadBalance', 'PriorityBased', 'Redundant']) || (has(self.accessLegs.threeGPP) && has(self.accessLegs.nonThreeGPP))",message="modeOverride LoadBalance, PriorityBased and Redundant need both access legs"
 // +kubebuilder:validation:XValidation:rule="!has(self.policySteering) || self.policySteering.all(p, !(p.steering.mode in ['LoadBalance', 'PriorityBased', 'Redundant'])) || (has(self.accessLegs.threeGPP) && has(self.accessLegs.nonThreeGPP))",message="policySteering LoadBalance, PriorityBased and Redundant need both access legs"
 // +kubebuilder:validation:XValidation:rule="!has(self.modeOverrideThresholds) || has(self.modeOverride)",message="modeOverrideThresholds needs modeOverride"
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'SingleAccess' || (has(self.accessLegs.threeGPP) && !has(self.accessLegs.nonThreeGPP) && self.accessLegs.threeGPP.ueAddress == self.sessionAddress && !has(self.policyRefs) && !has(self.policySelector) && !has(self.modeOverride) && !has(self.policySteering))",message="a SingleAccess session has a 3GPP leg only, whose ueAddress is the sessionAddress, and no steering (policies or overrides)"
 // +kubebuilder:validation:XValidation:rule="!has(self.policySteering) || self.policySteering.all(p, has(self.policyRefs) && self.policyRefs.exists(r, r.name == p.name))",message="every policySteering name must be in policyRefs"
 type ATSSSSessionSpec struct {
 	// ue is the user equipment.
 	// +required
 	UE UE `json:"ue"`
+
+	// type is MultiAccess (the default: an MA PDU session through the UE agent's tunnel) or
+	// SingleAccess (an ordinary PDU session: plain GTP-U on its 3GPP leg). Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable"
+	// +optional
+	Type SessionType `json:"type,omitempty"`
 
 	// sessionAddress is the session's virtual tunnel address, the session ID in the UPF. Immutable.
 	// +required

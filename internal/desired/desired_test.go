@@ -282,6 +282,30 @@ func TestSessionEntries(t *testing.T) {
 			t.Errorf("a session with policySteering is %s, want Exception", k)
 		}
 	})
+	t.Run("a single-access session is plain GTP-U: its uplink TEID and a downlink_tunnels entry, no sessions entry", func(t *testing.T) {
+		// docs/pipeline.md: downlink_tunnels (ue_addr) -> encap_gtpu(teid, peer_idx, endpoint_idx).
+		s := session(nil)
+		s.Spec.Type = junctionv1.SessionSingleAccess
+		s.Spec.AccessLegs.NonThreeGPP = nil
+		s.EndpointIndex = 1
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(es); len(got) != 2 || got["uplink_tunnels"] != 1 || got["downlink_tunnels"] != 1 {
+			t.Fatalf("tables %v", got)
+		}
+		d := es[1]
+		want := [][]byte{{0, 0, 0x20, 0x01}, {0, 2}, {1}}
+		if !bytes.Equal(d.Match[0].Value, []byte{10, 60, 0, 1}) || d.Action != "encap_gtpu" {
+			t.Fatalf("downlink entry %+v", d)
+		}
+		for i, w := range want {
+			if !bytes.Equal(d.Params[i].Value, w) {
+				t.Errorf("param %s = %v, want %v", d.Params[i].Name, d.Params[i].Value, w)
+			}
+		}
+	})
 	t.Run("an exception session without a sequence index is an error", func(t *testing.T) {
 		if _, err := SessionEntries(session(nil, video)); err == nil {
 			t.Error("no error")

@@ -29,6 +29,9 @@ type Session struct {
 // policy whose mode splits one session's packets across both accesses and so needs a
 // per-session sequence counter.
 func Lookup(spec junctionv1.ATSSSSessionSpec, policies []Policy) (junctionv1.LookupKind, error) {
+	if spec.Type == junctionv1.SessionSingleAccess {
+		return junctionv1.LookupSummarized, nil
+	}
 	if spec.ModeOverride != nil || len(spec.PolicySteering) > 0 {
 		return junctionv1.LookupException, nil
 	}
@@ -52,6 +55,9 @@ func SessionEntries(s Session) ([]Entry, error) {
 	sa, err := parseAddr("sessionAddress", string(spec.SessionAddress))
 	if err != nil {
 		return nil, err
+	}
+	if spec.Type == junctionv1.SessionSingleAccess {
+		return singleAccessEntries(s, sa)
 	}
 	var ue3, ueN netip.Addr = netip.IPv4Unspecified(), netip.IPv4Unspecified()
 	var teidDown uint32
@@ -151,6 +157,23 @@ func SessionEntries(s Session) ([]Entry, error) {
 		})
 	}
 	return out, nil
+}
+
+// singleAccessEntries are an ordinary PDU session's: its uplink TEID (decapsulated, then routed)
+// and its downlink_tunnels entry (plain GTP-U toward its gNB, no Junction header).
+func singleAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
+	leg := s.Spec.AccessLegs.ThreeGPP
+	if leg == nil || s.Spec.AccessLegs.NonThreeGPP != nil {
+		return nil, fmt.Errorf("session %s is SingleAccess: it needs its 3GPP leg and no other", s.Name)
+	}
+	if s.PeerIndex == 0 {
+		return nil, fmt.Errorf("session %s has a 3GPP leg but no tunnel peer index", s.Name)
+	}
+	return []Entry{
+		{Table: "uplink_tunnels", Match: []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(leg.UplinkTEID))}}, Action: "decap_gtpu"},
+		{Table: "downlink_tunnels", Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: "encap_gtpu",
+			Params: []Param{{"teid", u32(uint32(leg.DownlinkTEID))}, {"peer_idx", u16(s.PeerIndex)}, {"endpoint_idx", u8(s.EndpointIndex)}}},
+	}, nil
 }
 
 // PolicySteerings encodes a session's spec.policySteering by policy name.

@@ -210,7 +210,17 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 			return err
 		}
 		b := append([]byte(nil), buf[:n]...)
-		e.sem <- struct{}{}
+		select {
+		case e.sem <- struct{}{}:
+		default:
+			// Every handler is busy: a session request is answered at once with PFCP entity in
+			// congestion (TS 29.244 §5.22.1) rather than left to overflow the socket; the rest
+			// (heartbeats, associations, answers to the UPF's requests) waits for a handler.
+			if e.congested(b, from) {
+				continue
+			}
+			e.sem <- struct{}{}
+		}
 		go func() {
 			defer func() { <-e.sem }()
 			defer func() {
@@ -228,6 +238,39 @@ func (e *Endpoint) send(to netip.AddrPort, b []byte) {
 	if _, err := e.conn.WriteToUDPAddrPort(b, to); err != nil {
 		e.cfg.Log.V(1).Info("N4 send failed", "to", to, "error", err)
 	}
+}
+
+// congested answers a session request with cause 74 without decoding its IEs; it reports
+// whether b was one. The answer is not cached: a retransmission may find a handler free.
+func (e *Endpoint) congested(b []byte, from netip.AddrPort) bool {
+	h, err := message.ParseHeader(b)
+	if err != nil || h.Flags>>5 != 1 {
+		return false
+	}
+	cause := ie.NewCause(CauseCongestion)
+	var m marshaler
+	switch h.Type {
+	case message.MsgTypeSessionEstablishmentRequest:
+		m = message.NewSessionEstablishmentResponse(0, 0, 0, h.SequenceNumber, 0, ie.NewNodeIDHeuristic(e.cfg.NodeID), cause)
+	case message.MsgTypeSessionModificationRequest, message.MsgTypeSessionDeletionRequest:
+		e.mu.Lock()
+		var seid uint64
+		if s := e.sessions[h.SEID]; s != nil {
+			seid = s.CPSEID
+		}
+		e.mu.Unlock()
+		if h.Type == message.MsgTypeSessionModificationRequest {
+			m = message.NewSessionModificationResponse(0, 0, seid, h.SequenceNumber, 0, cause)
+		} else {
+			m = message.NewSessionDeletionResponse(0, 0, seid, h.SequenceNumber, 0, cause)
+		}
+	default:
+		return false
+	}
+	if out, err := m.Marshal(); err == nil {
+		e.send(from, out)
+	}
+	return true
 }
 
 type marshaler interface{ Marshal() ([]byte, error) }

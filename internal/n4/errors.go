@@ -18,6 +18,7 @@ const (
 	CauseMandatoryIEIncorrect uint8 = 69
 	CauseNoAssociation        uint8 = 72
 	CauseRuleFailure          uint8 = 73
+	CauseCongestion           uint8 = 74
 	CauseNoResources          uint8 = 75
 	CauseServiceNotSupported  uint8 = 76
 	CauseSystemFailure        uint8 = 77

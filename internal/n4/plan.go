@@ -89,18 +89,25 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 	if len(down) == 0 {
 		return nil, refuse(CauseMandatoryIEMissing, ie.CreatePDR, "the session has no downlink PDR (Source Interface Core) with the UE IP address")
 	}
+	multi := false
+	for _, p := range down {
+		multi = multi || p.MARID != nil
+	}
+	if !multi {
+		return singleAccessPlan(r, up, down, teids, supi, t)
+	}
 
 	// Downlink: the UE IP address is the session address; every downlink PDR is steered by a MAR.
 	spec := junctionv1.ATSSSSessionSpec{UE: junctionv1.UE{SUPI: supi}, UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint}
 	var session netip.Addr
 	for _, p := range down {
 		switch {
-		case !p.UEIP.IsValid() || !p.UEIPDest:
-			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has no UE IP Address with S/D set (the session address)", p.ID)
+		case !p.UEIP.IsValid():
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has no UE IP Address (the session address)", p.ID)
 		case session.IsValid() && p.UEIP != session:
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d is for UE IP %s, another PDR for %s: one session has one address", p.ID, p.UEIP, session)
 		case p.MARID == nil:
-			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has a FAR and no MAR: single-access PDU sessions are not supported yet (docs/n4.md)", p.ID)
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has a FAR and no MAR, other downlink PDRs have MARs: an MA PDU session's downlink is steered by MARs", p.ID)
 		}
 		session = p.UEIP
 	}
@@ -148,7 +155,7 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 			if teid == 0 {
 				return nil, refuse(CauseMandatoryIEIncorrect, ie.FTEID, "F-TEID of PDR %d has TEID 0", p.ID)
 			}
-			if !p.UEIP.IsValid() || p.UEIPDest {
+			if !p.UEIP.IsValid() {
 				return nil, refuse(CauseConditionalIEMissing, ie.UEIPAddress, "uplink PDR %d has no source UE IP Address (the UE's address on its 3GPP leg)", p.ID)
 			}
 			if ul3 != nil && (teid != ulTEID || p.UEIP != ul3.UEIP) {
@@ -230,6 +237,68 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 	}
 	plan.Spec = spec
 	return plan, nil
+}
+
+// singleAccessPlan maps an ordinary PDU session (no MAR): plain GTP-U on N3 both ways. Every
+// downlink PDR forwards through one GTP-U tunnel toward the gNB (SDF filters then change
+// nothing and are accepted); every uplink PDR has the one F-TEID and forwards to Core.
+func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi string, t Target) (*Plan, error) {
+	var session netip.Addr
+	var tunnel *OHC
+	var tunnelFAR uint32
+	for _, p := range down {
+		f := r.FARs[*p.FARID]
+		switch {
+		case !p.UEIP.IsValid():
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has no UE IP Address (the session address)", p.ID)
+		case session.IsValid() && p.UEIP != session:
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d is for UE IP %s, another PDR for %s: one session has one address", p.ID, p.UEIP, session)
+		case f.Action != actForw || f.Dest == nil || *f.Dest != ifaceAccess || f.OHC == nil || f.OHC.Desc != ohcGTPUv4:
+			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session's downlink must forward to Access in GTP-U/UDP/IPv4 (buffering or dropping a session's downlink is not supported)", f.ID)
+		case f.DestType != nil && *f.DestType != itypeN3Access3GPP:
+			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session is on N3 3GPP access (3GPP Interface Type %d)", f.ID, *f.DestType)
+		case f.OHC.TEID == 0:
+			return nil, refuse(CauseMandatoryIEIncorrect, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d has TEID 0", f.ID)
+		case tunnel != nil && *f.OHC != *tunnel:
+			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d and FAR %d send one session's downlink into different tunnels", tunnelFAR, f.ID)
+		}
+		session, tunnel, tunnelFAR = p.UEIP, f.OHC, f.ID
+	}
+	var ulTEID uint32
+	for _, p := range up {
+		far := r.FARs[derefFAR(p)]
+		if p.MARID != nil || far == nil || far.Action != actForw || far.Dest == nil || (*far.Dest != ifaceCore && *far.Dest != ifaceN6LAN) || far.OHC != nil {
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d: its FAR must forward to Core without outer header creation (Junction decapsulates and routes)", p.ID)
+		}
+		if p.FTEID == nil || p.OHR == nil || *p.OHR != ohrGTPUv4 {
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d of a single-access session must have an F-TEID and remove GTP-U/UDP/IPv4", p.ID)
+		}
+		teid := p.FTEID.TEID
+		if p.FTEID.Choose {
+			teid = teids[p.ID]
+		} else if p.FTEID.Addr != t.N3 {
+			return nil, refuse(CauseMandatoryIEIncorrect, ie.FTEID, "F-TEID of PDR %d is on %s; this UPF's N3 address is %s", p.ID, p.FTEID.Addr, t.N3)
+		}
+		switch {
+		case teid == 0:
+			return nil, refuse(CauseMandatoryIEIncorrect, ie.FTEID, "F-TEID of PDR %d has TEID 0", p.ID)
+		case ulTEID != 0 && teid != ulTEID:
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDRs with TEIDs %#x and %#x: a single-access session has one", ulTEID, teid)
+		case p.UEIP.IsValid() && p.UEIP != session:
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d is for UE IP %s, the downlink for %s", p.ID, p.UEIP, session)
+		}
+		ulTEID = teid
+	}
+	if ulTEID == 0 {
+		return nil, refuse(CauseConditionalIEMissing, ie.FTEID, "no uplink PDR has an F-TEID")
+	}
+	a := junctionv1.IPv4Address(session.String())
+	return &Plan{Spec: junctionv1.ATSSSSessionSpec{
+		Type: junctionv1.SessionSingleAccess, UE: junctionv1.UE{SUPI: supi}, SessionAddress: a,
+		UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint,
+		AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
+			UEAddress: a, GNBAddress: junctionv1.IPv4Address(tunnel.Addr.String()), UplinkTEID: int64(ulTEID), DownlinkTEID: int64(tunnel.TEID)}},
+	}}, nil
 }
 
 func derefFAR(p *PDR) uint32 {

@@ -79,9 +79,10 @@ type PDR struct {
 	Source     uint8  `json:"source"`
 	SourceType *uint8 `json:"sourceType,omitempty"`
 	FTEID      *FTEID `json:"fteid,omitempty"`
-	// UEIP is the PDI's UE IP Address; UEIPDest says it is the destination (S/D set).
+	// UEIP is the PDI's UE IP Address. Its S/D flag is not read: the Source Interface says on
+	// which side of the packet the UE is, as most UPFs do (pfcpsim, for one, leaves S/D clear
+	// on downlink PDRs).
 	UEIP            netip.Addr `json:"ueIP,omitzero"`
-	UEIPDest        bool       `json:"ueIPDest,omitempty"`
 	SDF             []string   `json:"sdf,omitempty"` // Flow Descriptions (IPFilterRule)
 	ApplicationID   string     `json:"applicationID,omitempty"`
 	NetworkInstance string     `json:"networkInstance,omitempty"`
@@ -278,7 +279,7 @@ func decodePDR(g *ie.IE, old *PDR) (*PDR, error) {
 		return nil, refuse(CauseMandatoryIEMissing, ie.Precedence, "PDR %d has no Precedence", p.ID)
 	}
 	if x = c.one(ie.PDI); x != nil {
-		p.Source, p.SourceType, p.FTEID, p.UEIP, p.UEIPDest, p.SDF, p.ApplicationID, p.NetworkInstance = 0, nil, nil, netip.Addr{}, false, nil, "", ""
+		p.Source, p.SourceType, p.FTEID, p.UEIP, p.SDF, p.ApplicationID, p.NetworkInstance = 0, nil, nil, netip.Addr{}, nil, "", ""
 		if err := decodePDI(x, p); err != nil {
 			return nil, err
 		}
@@ -375,7 +376,7 @@ func decodePDI(g *ie.IE, p *PDR) error {
 		if !ok || u.Flags&0x02 == 0 {
 			return refuse(CauseServiceNotSupported, ie.UEIPAddress, "UE IP Address of PDR %d is not one IPv4 address (Junction's sessions are IPv4; CHV4 allocation is not offered)", p.ID)
 		}
-		p.UEIP, p.UEIPDest = a, u.Flags&0x04 != 0
+		p.UEIP = a
 	}
 	for _, x := range c.all(ie.SDFFilter) {
 		fd, err := flowDescription(x.Payload)
@@ -401,21 +402,26 @@ func decodePDI(g *ie.IE, p *PDR) error {
 
 // decodeFAR decodes a Create FAR, or applies an Update FAR to old: Apply Action and each IE of
 // Update Forwarding Parameters replace old's.
-// flowDescription reads an SDF Filter (§8.2.5) that carries a Flow Description only: flags
-// (FD set, nothing else), a spare octet, the description's length, the description. (go-pfcp
-// v0.0.24 reads past the IE on a length that overruns it.)
+// flowDescription reads an SDF Filter (§8.2.5) that carries a Flow Description, and perhaps
+// an SDF Filter ID (a name for the filter, which matches nothing): flags (FD, BID), a spare
+// octet, the description's length, the description, the ID. ToS, SPI and flow label are
+// refused. (go-pfcp v0.0.24 reads past the IE on a length that overruns it.)
 func flowDescription(b []byte) (string, error) {
+	const fd, bid = 0x01, 0x10
 	if len(b) < 4 {
 		return "", fmt.Errorf("%d octets, too short for a Flow Description", len(b))
 	}
-	if b[0] != 0x01 {
-		return "", refuse(CauseServiceNotSupported, ie.SDFFilter, "only a Flow Description is supported (flags %#02x: no ToS, SPI, flow label or filter ID)", b[0])
+	if b[0]&fd == 0 || b[0]&^(fd|bid) != 0 {
+		return "", refuse(CauseServiceNotSupported, ie.SDFFilter, "only a Flow Description (and a filter ID) is supported (flags %#02x: no ToS, SPI or flow label)", b[0])
 	}
-	n := int(binary.BigEndian.Uint16(b[2:4]))
-	if 4+n != len(b) {
-		return "", fmt.Errorf("Flow Description length %d, %d octets follow", n, len(b)-4)
+	n, want := int(binary.BigEndian.Uint16(b[2:4])), len(b)-4
+	if b[0]&bid != 0 {
+		want -= 4
 	}
-	return string(b[4:]), nil
+	if n != want {
+		return "", fmt.Errorf("Flow Description length %d, %d octets for it", n, want)
+	}
+	return string(b[4 : 4+n]), nil
 }
 
 func decodeFAR(g *ie.IE, old *FAR) (*FAR, error) {

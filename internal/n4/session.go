@@ -315,7 +315,8 @@ func (e *Endpoint) delete(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		if err != nil {
 			return nil, err
 		}
-		if err := c.only(); err != nil {
+		// Some SMFs (pfcpsim) repeat their CP F-SEID; the SEID in the header is what counts.
+		if err := c.only(ie.FSEID); err != nil {
 			return nil, err
 		}
 	}

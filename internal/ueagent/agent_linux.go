@@ -156,7 +156,9 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		}
 		return ctrl.Result{}, err
 	}
-	if s.DeletionTimestamp != nil || s.Spec.UE.NodeName != a.opts.NodeName {
+	// A single-access session has no Junction tunnel: the UE's own stack sends on its 3GPP
+	// interface; the agent neither serves nor reports it.
+	if s.DeletionTimestamp != nil || s.Spec.UE.NodeName != a.opts.NodeName || s.Spec.Type == junctionv1.SessionSingleAccess {
 		return ctrl.Result{}, a.closeTunnel(req.NamespacedName)
 	}
 	var upf *junctionv1.UserPlaneFunction

@@ -40,7 +40,7 @@ func freeUDPPort(t testing.TB) netip.AddrPort {
 	return c.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
-func newN4Rig(t *testing.T, n4spec func(*junctionv1.N4), edit func(*p4configv1.P4Info)) n4Rig {
+func newN4Rig(t testing.TB, n4spec func(*junctionv1.N4), edit func(*p4configv1.P4Info)) n4Rig {
 	t.Helper()
 	r := n4Rig{upfRig: upfRig{ns: newNamespace(t), u: startSoftUPF(t, "127.0.0.1:0")}}
 	cm, sch := pipelineConfigMap(t, r.ns, "pipeline", edit)
@@ -91,7 +91,7 @@ func (r n4Rig) n4Sessions(t testing.TB) []junctionv1.ATSSSSession {
 	return list.Items
 }
 
-func (r n4Rig) associate(t *testing.T) {
+func (r n4Rig) associate(t testing.TB) {
 	t.Helper()
 	resp, err := r.smf.Associate(context.Background())
 	if err != nil {
@@ -460,7 +460,7 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 			ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink+1), ie.NewPrecedence(100), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
 				ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0), ie.NewSDFFilter("permit out 6 from any to assigned established", "", "", "", 0)), ie.NewMARID(smf.MARDefault+1))),
 			69, "offending IE 23", nil},
-		{"a downlink PDR with a FAR and no MAR (single access, not yet supported)", replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
+		{"an MA PDU session with one downlink PDR that has a FAR and no MAR", replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
 			ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
 				ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewFARID(smf.FAR3GPP))),
 			73, "failed rule type 0 id 000a", nil},

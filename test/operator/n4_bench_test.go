@@ -1,0 +1,216 @@
+package operator
+
+// BenchmarkN4 measures Session Establishments over N4 into the software UPF, end to end: the SMF
+// emulator's request, the endpoint's mapping and server-side apply, the session controller's
+// allocation and P4Runtime write, the Programmed condition, the response. In the same run it
+// prints the references the issue names: the manifest path (the same sessions created through
+// the API server, until Programmed) and the rate at which the same UPF takes the sessions'
+// entries from the operator's programmer (the replay after a UPF restart: the P4Runtime ceiling
+// of this path). It also prints the response times at offered rates, open loop, and the
+// operator's heap per N4 session.
+//
+//	go test -run '^$' -bench N4 -benchtime 1x -timeout 60m -v ./test/operator/
+//	JUNCTION_BENCH_N4_SESSIONS=1000,5000 go test ...   # choose the sizes (default 1000)
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/junction-atsss/junction/internal/smf"
+)
+
+type n4Result struct {
+	sessions                int
+	n4Rate, manifestRate    float64 // establishments (or creates) until Programmed, per second
+	p50, p99                time.Duration
+	replay                  time.Duration
+	replayRate              float64
+	heapPerSession          float64 // bytes
+	offered                 []offeredResult
+	refusedClosed, timeouts int
+}
+
+type offeredResult struct {
+	rate               float64
+	p50, p99           time.Duration
+	answered, refused  int
+	timeouts, requests int
+}
+
+func BenchmarkN4(b *testing.B) {
+	sizes := []int{1_000}
+	if env := os.Getenv("JUNCTION_BENCH_N4_SESSIONS"); env != "" {
+		sizes = sizes[:0]
+		for _, f := range strings.Split(env, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				b.Fatalf("JUNCTION_BENCH_N4_SESSIONS: %v", err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	var rows []n4Result
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			for range b.N {
+				rows = append(rows, runN4(b, n))
+			}
+		})
+	}
+	var t strings.Builder
+	t.WriteString("\n| sessions | N4 establishments/s (64 in flight) | p50 | p99 | refused | manifest path, creates→Programmed /s | N4 / manifest | UPF takes the entries at /s (replay) | replay after UPF restart | operator heap per N4 session |\n")
+	t.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		replayRate := "too fast to time"
+		if r.replayRate > 0 {
+			replayRate = fmt.Sprintf("%.0f", r.replayRate)
+		}
+		fmt.Fprintf(&t, "| %d | %.0f | %v | %v | %d | %.0f | %.0f%% | %s | %v | %.1f kB |\n", r.sessions, r.n4Rate, r.p50.Round(time.Millisecond),
+			r.p99.Round(time.Millisecond), r.refusedClosed+r.timeouts, r.manifestRate, 100*r.n4Rate/r.manifestRate, replayRate,
+			r.replay.Round(time.Millisecond), r.heapPerSession/1024)
+	}
+	t.WriteString("\n| offered establishments/s (open loop) | requests | accepted | refused (74: congestion) | no answer in 30 s | p50 of the accepted | p99 |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		for _, o := range r.offered {
+			fmt.Fprintf(&t, "| %.0f | %d | %d | %d | %d | %v | %v |\n", o.rate, o.requests, o.answered, o.refused, o.timeouts,
+				o.p50.Round(time.Millisecond), o.p99.Round(time.Millisecond))
+		}
+	}
+	b.Log(t.String())
+}
+
+// benchSession is N4 session i: its own UE and addresses, one of 64 gNBs, load-balanced 50/50.
+func benchSession(i int) smf.MASession {
+	ip := func(base byte) netip.Addr {
+		return netip.AddrFrom4([4]byte{base, byte(i >> 16), byte(i >> 8), byte(i)})
+	}
+	return smf.MASession{
+		IMSI: fmt.Sprintf("00101%010d", i), UEAddr: ip(10), UE3GPP: ip(100), UENon3GPP: ip(172),
+		GNB: netip.AddrFrom4([4]byte{198, 51, 100, byte(1 + i%64)}), DownlinkTEID: uint32(i + 1),
+		Default: smf.Steering{Mode: smf.LoadBalancing, Weight3GPP: 50},
+	}
+}
+
+func runN4(b *testing.B, n int) n4Result {
+	ctx := context.Background()
+	res := n4Result{sessions: n}
+	r := newN4Rig(b, nil, nil)
+	r.associate(b)
+	// No retransmissions: a request waits for its answer, so the latencies are the endpoint's.
+	r.smf.T1, r.smf.N1 = 30*time.Second, 0
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+
+	// Closed loop: 64 establishments in flight until n are answered.
+	lat := make([]time.Duration, n)
+	var next, refused, timeouts atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				_, err := r.smf.Establish(ctx, benchSession(i))
+				lat[i] = time.Since(t0)
+				switch {
+				case errors.Is(err, smf.ErrTimeout):
+					timeouts.Add(1)
+				case err != nil:
+					refused.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	res.refusedClosed, res.timeouts = int(refused.Load()), int(timeouts.Load())
+	res.n4Rate = float64(n-res.refusedClosed-res.timeouts) / elapsed.Seconds()
+	slices.Sort(lat)
+	res.p50, res.p99 = lat[n/2], lat[n*99/100]
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	res.heapPerSession = float64(int64(m1.HeapInuse)-int64(m0.HeapInuse)) / float64(n)
+
+	// Open loop: requests sent at their times whatever came back, at a rate the path takes and
+	// at the issue's 1,000/s.
+	base := n
+	for _, o := range []struct {
+		rate float64
+		d    time.Duration
+	}{{50, 2 * time.Second}, {1000, time.Second}} {
+		count := int(o.rate * o.d.Seconds())
+		out := offeredResult{rate: o.rate, requests: count}
+		lats := make([]time.Duration, count)
+		kinds := make([]int, count) // 0 answered, 1 refused, 2 no answer
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for k := range count {
+			time.Sleep(time.Until(t0.Add(time.Duration(float64(k) / o.rate * float64(time.Second)))))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := time.Now()
+				_, err := r.smf.Establish(ctx, benchSession(base+k))
+				lats[k] = time.Since(s)
+				switch {
+				case errors.Is(err, smf.ErrTimeout):
+					kinds[k] = 2
+				case err != nil:
+					kinds[k] = 1
+				}
+			}()
+		}
+		wg.Wait()
+		base += count
+		var ok []time.Duration
+		for k := range count {
+			switch kinds[k] {
+			case 0:
+				ok = append(ok, lats[k])
+			case 1:
+				out.refused++
+			default:
+				out.timeouts++
+			}
+		}
+		out.answered = len(ok)
+		if len(ok) > 0 {
+			slices.Sort(ok)
+			out.p50, out.p99 = ok[len(ok)/2], ok[len(ok)*99/100]
+		}
+		res.offered = append(res.offered, out)
+	}
+
+	// The UPF restarts: the operator replays every session, N4 ones like any other.
+	total := base - res.refusedClosed - res.timeouts
+	for _, o := range res.offered {
+		total -= o.refused + o.timeouts
+	}
+	r.u.stop()
+	restarted := time.Now()
+	fresh := startSoftUPF(b, r.u.addr)
+	firstWrite, replayed := waitSessionsOnUPF(b, fresh, r.sch, total, scaleTimeout(total))
+	res.replay, res.replayRate = replayed.Sub(restarted), rateOver(total, replayed.Sub(firstWrite))
+
+	// The manifest path in the same run: the same number of sessions through the API server.
+	res.manifestRate = runScale(b, n).statusRate
+	return res
+}

@@ -1,0 +1,138 @@
+package operator
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/omec-project/pfcpsim/pkg/pfcpsim"
+	pfcprules "github.com/omec-project/pfcpsim/pkg/pfcpsim/session"
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
+
+// TestN4SingleAccessSessionsFromPfcpsim: omec-project/pfcpsim's PFCP client, a peer written
+// apart from Junction (it drives omec-project/upf in its CI), associates, establishes ordinary
+// PDU sessions built with its own rule builders (an uplink PDR on the UPF's F-TEID, a downlink
+// PDR for the UE address, a FAR to Core and a FAR into GTP-U toward the gNB), moves one to
+// another gNB with a Session Modification (a handover), and deletes them. The entries read
+// back are plain GTP-U (docs/pipeline.md: uplink_tunnels, downlink_tunnels, tunnel_peers), no
+// sessions entry. pfcpsim's builders insist on QER IDs on every PDR, and its QERs carry a QFI,
+// which Junction refuses (docs/n4.md): the builders run with their check off and no QERs.
+func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
+	r := newN4Rig(t, nil, nil)
+	pfcprules.SetCheck(false)
+	defer pfcprules.SetCheck(true)
+	c := pfcpsim.NewPFCPClient("127.0.0.2") // it binds port 8805 of its address
+	if err := c.ConnectN4(r.n4.String()); err != nil {
+		t.Fatal(err)
+	}
+	defer c.DisconnectN4()
+	if err := c.SetupAssociation(); err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 3
+	upSEIDs := make([]uint64, n)
+	for i := range n {
+		pdrs := []*ie.IE{
+			pfcprules.NewPDRBuilder().WithID(1).WithMethod(pfcprules.Create).WithPrecedence(100).WithTEID(uint32(0x100 + i)).
+				WithN3Address("192.0.2.1").WithFARID(1).MarkAsUplink().BuildPDR(),
+			pfcprules.NewPDRBuilder().WithID(2).WithMethod(pfcprules.Create).WithPrecedence(100).WithUEAddress(fmt.Sprintf("10.61.0.%d", 1+i)).
+				WithFARID(2).MarkAsDownlink().BuildPDR(),
+		}
+		fars := []*ie.IE{
+			pfcprules.NewFARBuilder().WithID(1).WithMethod(pfcprules.Create).WithAction(pfcprules.ActionForward).WithDstInterface(ie.DstInterfaceCore).BuildFAR(),
+			pfcprules.NewFARBuilder().WithID(2).WithMethod(pfcprules.Create).WithAction(pfcprules.ActionForward).WithDstInterface(ie.DstInterfaceAccess).
+				WithTEID(uint32(0x200 + i)).WithDownlinkIP("198.51.100.10").BuildFAR(),
+		}
+		if err := c.SendSessionEstablishmentRequest(pdrs, fars, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.PeekNextResponse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, ok := m.(*message.SessionEstablishmentResponse)
+		if !ok {
+			t.Fatalf("got %T, want a Session Establishment Response", m)
+		}
+		if cause, _ := resp.Cause.Cause(); cause != ie.CauseRequestAccepted {
+			t.Fatalf("session %d: cause %d", i, cause)
+		}
+		f, err := resp.UPFSEID.FSEID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		upSEIDs[i] = f.SEID
+	}
+	sessions := r.n4Sessions(t)
+	if len(sessions) != n {
+		t.Fatalf("%d ATSSSSessions for %d PFCP sessions", len(sessions), n)
+	}
+	for i := range sessions {
+		s := &sessions[i]
+		if s.Spec.Type != junctionv1.SessionSingleAccess || s.Spec.AccessLegs.NonThreeGPP != nil || s.Spec.AccessLegs.ThreeGPP == nil ||
+			string(s.Spec.AccessLegs.ThreeGPP.UEAddress) != string(s.Spec.SessionAddress) {
+			t.Errorf("session %s: %+v, want SingleAccess with its 3GPP leg on the session address", s.Name, s.Spec)
+		}
+		waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+		waitCondition(t, programTimeout, s, junctionv1.ConditionDegraded, metav1.ConditionFalse, "SingleAccess")
+	}
+	// docs/pipeline.md: uplink_tunnels (teid) -> decap_gtpu; downlink_tunnels (ue_addr) ->
+	// encap_gtpu(teid, peer_idx, endpoint_idx); the gNB in tunnel_peers, shared.
+	var want []string
+	for i := range n {
+		want = append(want, fmt.Sprintf("uplink_tunnels teid=%s -> decap_gtpu()", hx(uint64(0x100+i), 4)),
+			fmt.Sprintf("downlink_tunnels ue_addr=0a3d00%02x -> encap_gtpu(endpoint_idx=00,peer_idx=01,teid=%s)", 1+i, hx(uint64(0x200+i), 4)))
+	}
+	want = append(want, "tunnel_peers peer_idx=01 -> set_tunnel_peer(peer_addr=c633640a)")
+	wantEntries(t, r, want...)
+	if got := mustEntries(t, r.u, r.sch); countTable(got, "sessions") != 0 {
+		t.Errorf("%d sessions entries for single-access sessions, want none", countTable(got, "sessions"))
+	}
+
+	// Handover of session 0 to gNB 198.51.100.11 with a new downlink TEID.
+	far := pfcprules.NewFARBuilder().WithID(2).WithMethod(pfcprules.Update).WithAction(pfcprules.ActionForward).WithDstInterface(ie.DstInterfaceAccess).
+		WithTEID(0x300).WithDownlinkIP("198.51.100.11").BuildFAR()
+	if err := c.SendSessionModificationRequest(upSEIDs[0], nil, nil, []*ie.IE{far}, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.PeekNextResponse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mod, ok := m.(*message.SessionModificationResponse); !ok {
+		t.Fatalf("got %T", m)
+	} else if cause, _ := mod.Cause.Cause(); cause != ie.CauseRequestAccepted {
+		t.Fatalf("modification: cause %d", cause)
+	}
+	wantEntries(t, r, "downlink_tunnels ue_addr=0a3d0001 -> encap_gtpu(endpoint_idx=00,peer_idx=02,teid=0300)",
+		"tunnel_peers peer_idx=02 -> set_tunnel_peer(peer_addr=c633640b)")
+
+	for i, seid := range upSEIDs {
+		if err := c.SendSessionDeletionRequest(uint64(i+1), seid); err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.PeekNextResponse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if del, ok := m.(*message.SessionDeletionResponse); !ok {
+			t.Fatalf("got %T", m)
+		} else if cause, _ := del.Cause.Cause(); cause != ie.CauseRequestAccepted {
+			t.Fatalf("deletion %d: cause %d", i, cause)
+		}
+	}
+	eventually(t, programTimeout, "no tunnel entries after the deletions", func() error {
+		for _, e := range mustEntries(t, r.u, r.sch) {
+			if strings.HasPrefix(e, "downlink_tunnels") || strings.HasPrefix(e, "uplink_tunnels") {
+				return fmt.Errorf("left: %s", e)
+			}
+		}
+		return nil
+	})
+}
