@@ -191,16 +191,6 @@ func (r *N4Endpoints) stopAll(release bool) {
 	}
 }
 
-// Endpoint returns the running endpoint of a UPF (tests and the demo read its address).
-func (r *N4Endpoints) Endpoint(upf types.NamespacedName) *n4.Endpoint {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if run := r.running[upf]; run != nil {
-		return run.ep
-	}
-	return nil
-}
-
 func (r *N4Endpoints) event(obj client.Object, t, reason, msg string) {
 	if r.Recorder != nil {
 		r.Recorder.Event(obj, t, reason, msg)

@@ -1,3 +1,9 @@
+// Package n4 is the UPF's N4 endpoint: PFCP (3GPP TS 29.244) toward a 5G core's SMFs. It
+// keeps the associations (heartbeats both ways, the Recovery Time Stamp), decodes the SMF's
+// rules (rules.go), maps them onto Junction's model (plan.go: an ATSSSSession and the traffic
+// classes of its SDF filters) and hands the result to a Store, which in the operator writes the
+// objects the controllers program (controllers/n4_store.go). docs/n4.md is the contract: which IE
+// becomes what, and what is refused with which cause.
 package n4
 
 import (
@@ -117,7 +123,7 @@ type cpKey struct {
 // an AddressConflict on the later session, and the SMF is refused (docs/n4.md).
 const firstTEID = 0x80000000
 
-// New makes an endpoint; Run binds and serves it.
+// New makes an endpoint; Bind and Serve run it.
 func New(cfg Config, store Store) *Endpoint {
 	if cfg.HeartbeatMisses == 0 {
 		cfg.HeartbeatMisses = 3
@@ -138,14 +144,6 @@ func New(cfg Config, store Store) *Endpoint {
 		e.fseidIP = cfg.Listen.Addr().AsSlice()
 	}
 	return e
-}
-
-// Addr is the bound address (after Run started).
-func (e *Endpoint) Addr() netip.AddrPort {
-	if e.conn == nil {
-		return netip.AddrPort{}
-	}
-	return e.conn.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
 // Bind opens the socket and restores what an earlier endpoint left: with sessions and a
@@ -187,7 +185,7 @@ func (e *Endpoint) Bind(ctx context.Context) error {
 		return fmt.Errorf("spec.n4.listen: %w", err)
 	}
 	e.conn = conn
-	e.cfg.Log.Info("N4 endpoint listening", "address", e.Addr(), "nodeID", e.cfg.NodeID, "sessions", len(states), "associations", len(node.Associations), "recoveryTimeStamp", e.recovery)
+	e.cfg.Log.Info("N4 endpoint listening", "address", conn.LocalAddr(), "nodeID", e.cfg.NodeID, "sessions", len(states), "associations", len(node.Associations), "recoveryTimeStamp", e.recovery)
 	return nil
 }
 

@@ -137,23 +137,14 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 	var ul3 *PDR
 	var ulTEID uint32
 	for _, p := range up {
-		far := r.FARs[derefFAR(p)]
-		if p.MARID != nil || far == nil || far.Action != actForw || far.Dest == nil || (*far.Dest != ifaceCore && *far.Dest != ifaceN6LAN) || far.OHC != nil {
-			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d: its FAR must forward to Core without outer header creation (Junction decapsulates and routes)", p.ID)
+		if err := forwardsToCore(r, p); err != nil {
+			return nil, err
 		}
 		switch {
 		case p.FTEID != nil:
-			if p.OHR == nil || *p.OHR != ohrGTPUv4 {
-				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d with an F-TEID must remove GTP-U/UDP/IPv4 (Outer Header Removal 0)", p.ID)
-			}
-			teid := p.FTEID.TEID
-			if p.FTEID.Choose {
-				teid = teids[p.ID]
-			} else if p.FTEID.Addr != t.N3 {
-				return nil, refuse(CauseMandatoryIEIncorrect, ie.FTEID, "F-TEID of PDR %d is on %s; this UPF's N3 address is %s", p.ID, p.FTEID.Addr, t.N3)
-			}
-			if teid == 0 {
-				return nil, refuse(CauseMandatoryIEIncorrect, ie.FTEID, "F-TEID of PDR %d has TEID 0", p.ID)
+			teid, err := uplinkTEID(p, teids, t)
+			if err != nil {
+				return nil, err
 			}
 			if !p.UEIP.IsValid() {
 				return nil, refuse(CauseConditionalIEMissing, ie.UEIPAddress, "uplink PDR %d has no source UE IP Address (the UE's address on its 3GPP leg)", p.ID)
@@ -266,22 +257,17 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 	}
 	var ulTEID uint32
 	for _, p := range up {
-		far := r.FARs[derefFAR(p)]
-		if p.MARID != nil || far == nil || far.Action != actForw || far.Dest == nil || (*far.Dest != ifaceCore && *far.Dest != ifaceN6LAN) || far.OHC != nil {
-			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d: its FAR must forward to Core without outer header creation (Junction decapsulates and routes)", p.ID)
+		if err := forwardsToCore(r, p); err != nil {
+			return nil, err
 		}
-		if p.FTEID == nil || p.OHR == nil || *p.OHR != ohrGTPUv4 {
-			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d of a single-access session must have an F-TEID and remove GTP-U/UDP/IPv4", p.ID)
+		if p.FTEID == nil {
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d of a single-access session has no F-TEID", p.ID)
 		}
-		teid := p.FTEID.TEID
-		if p.FTEID.Choose {
-			teid = teids[p.ID]
-		} else if p.FTEID.Addr != t.N3 {
-			return nil, refuse(CauseMandatoryIEIncorrect, ie.FTEID, "F-TEID of PDR %d is on %s; this UPF's N3 address is %s", p.ID, p.FTEID.Addr, t.N3)
+		teid, err := uplinkTEID(p, teids, t)
+		if err != nil {
+			return nil, err
 		}
 		switch {
-		case teid == 0:
-			return nil, refuse(CauseMandatoryIEIncorrect, ie.FTEID, "F-TEID of PDR %d has TEID 0", p.ID)
 		case ulTEID != 0 && teid != ulTEID:
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDRs with TEIDs %#x and %#x: a single-access session has one", ulTEID, teid)
 		case p.UEIP.IsValid() && p.UEIP != session:
@@ -301,11 +287,35 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 	}}, nil
 }
 
-func derefFAR(p *PDR) uint32 {
-	if p.FARID == nil {
-		return 0
+// forwardsToCore refuses an uplink PDR whose FAR does not just forward to Core: Junction
+// decapsulates and routes.
+func forwardsToCore(r *Rules, p *PDR) error {
+	var far *FAR
+	if p.FARID != nil {
+		far = r.FARs[*p.FARID]
 	}
-	return *p.FARID
+	if p.MARID != nil || far == nil || far.Action != actForw || far.Dest == nil || (*far.Dest != ifaceCore && *far.Dest != ifaceN6LAN) || far.OHC != nil {
+		return ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d: its FAR must forward to Core without outer header creation (Junction decapsulates and routes)", p.ID)
+	}
+	return nil
+}
+
+// uplinkTEID is the TEID of an uplink PDR with an F-TEID: the one the UPF chose (CH) or the
+// SMF's, which must be on the UPF's N3 address; the PDR must remove GTP-U.
+func uplinkTEID(p *PDR, teids map[uint16]uint32, t Target) (uint32, error) {
+	if p.OHR == nil || *p.OHR != ohrGTPUv4 {
+		return 0, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d with an F-TEID must remove GTP-U/UDP/IPv4 (Outer Header Removal 0)", p.ID)
+	}
+	teid := p.FTEID.TEID
+	if p.FTEID.Choose {
+		teid = teids[p.ID]
+	} else if p.FTEID.Addr != t.N3 {
+		return 0, refuse(CauseMandatoryIEIncorrect, ie.FTEID, "F-TEID of PDR %d is on %s; this UPF's N3 address is %s", p.ID, p.FTEID.Addr, t.N3)
+	}
+	if teid == 0 {
+		return 0, refuse(CauseMandatoryIEIncorrect, ie.FTEID, "F-TEID of PDR %d has TEID 0", p.ID)
+	}
+	return teid, nil
 }
 
 // checkRefs refuses a PDR that names a FAR, MAR or QER the session does not have, has neither

@@ -62,7 +62,7 @@ func (e *Endpoint) sessionRequest(ctx context.Context, key string, from netip.Ad
 	}
 	switch h.Type {
 	case message.MsgTypeSessionEstablishmentRequest:
-		seid, out, err := e.establish(ctx, from, ies)
+		seid, out, err := e.establish(ctx, ies)
 		if err != nil {
 			fail(seid, err)
 			return
@@ -161,7 +161,7 @@ func decodeEstablishment(ies []*ie.IE) (_ *establishment, err error) {
 }
 
 // establish creates a session: all of its rules, or none (TS 29.244 §6.3.2).
-func (e *Endpoint) establish(ctx context.Context, from netip.AddrPort, ies []*ie.IE) (uint64, []*ie.IE, error) {
+func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.IE, error) {
 	q, err := decodeEstablishment(ies)
 	if err != nil {
 		if q != nil {
@@ -169,20 +169,16 @@ func (e *Endpoint) establish(ctx context.Context, from netip.AddrPort, ies []*ie
 		}
 		return 0, nil, err
 	}
-	smf, fseid, r, supi, atsss := q.smf, q.cpSEID, q.rules, q.supi, q.atsss
+	smf, fseid, r, supi := q.smf, q.cpSEID, q.rules, q.supi
 	e.mu.Lock()
 	assoc := e.assocs[smf]
+	// A CP F-SEID already in use by this SMF replaces that session (the SMF lost it).
+	old := e.sessions[e.byCP[cpKey{smf, fseid}]]
 	e.mu.Unlock()
 	if assoc == nil {
 		return fseid, nil, refuse(CauseNoAssociation, 0, "no PFCP association with %s", smf)
 	}
-
-	// A CP F-SEID already in use by this SMF replaces that session (the SMF lost it).
-	e.mu.Lock()
-	oldSEID, replacing := e.byCP[cpKey{smf, fseid}]
-	old := e.sessions[oldSEID]
-	e.mu.Unlock()
-	if replacing && old != nil {
+	if old != nil {
 		old.mu.Lock()
 		if err := e.store.Remove(ctx, old); err != nil {
 			old.mu.Unlock()
@@ -228,8 +224,8 @@ func (e *Endpoint) establish(ctx context.Context, from netip.AddrPort, ies []*ie
 	e.mu.Unlock()
 	out := []*ie.IE{ie.NewNodeIDHeuristic(e.cfg.NodeID), ie.NewCause(CauseAccepted), ie.NewFSEID(s.UPSEID, e.fseidIP, nil)}
 	out = append(out, created...)
-	if atsss != nil {
-		out = append(out, atsss)
+	if q.atsss != nil {
+		out = append(out, q.atsss)
 	}
 	return fseid, out, nil
 }

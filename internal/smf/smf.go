@@ -159,29 +159,19 @@ func (r *Response) Find(t uint16) *ie.IE {
 // ErrTimeout: no response after N1 retransmissions.
 var ErrTimeout = errors.New("no response from the UPF")
 
-// Send sends a request built for sequence number seq and waits for its response, retransmitting
-// the same bytes every T1 up to N1 times.
+// Send sends a request built for a fresh sequence number and waits for its response (SendRaw).
 func (c *Client) Send(ctx context.Context, build func(seq uint32) ([]byte, error)) (*Response, error) {
-	c.mu.Lock()
-	c.seq = (c.seq + 1) & 0xffffff
-	seq := c.seq
-	ch := make(chan []byte, 1)
-	c.pending[seq] = ch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, seq)
-		c.mu.Unlock()
-	}()
+	seq := c.NextSeq()
 	b, err := build(seq)
 	if err != nil {
 		return nil, err
 	}
-	return c.exchange(ctx, b, ch)
+	return c.SendRaw(ctx, seq, b)
 }
 
 // SendRaw sends bytes as they are (malformed ones included) with sequence number seq, which
-// the caller wrote into them, and waits for the response with that sequence number.
+// the caller wrote into them, and waits for the response with that sequence number,
+// retransmitting the same bytes every T1 up to N1 times.
 func (c *Client) SendRaw(ctx context.Context, seq uint32, b []byte) (*Response, error) {
 	ch := make(chan []byte, 1)
 	c.mu.Lock()
@@ -192,10 +182,6 @@ func (c *Client) SendRaw(ctx context.Context, seq uint32, b []byte) (*Response, 
 		delete(c.pending, seq)
 		c.mu.Unlock()
 	}()
-	return c.exchange(ctx, b, ch)
-}
-
-func (c *Client) exchange(ctx context.Context, b []byte, ch chan []byte) (*Response, error) {
 	for try := 0; try <= c.N1; try++ {
 		if _, err := c.conn.WriteToUDPAddrPort(b, c.upf); err != nil {
 			return nil, err
