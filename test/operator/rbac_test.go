@@ -61,10 +61,13 @@ func TestChartRBACIsEnoughForTheSamples(t *testing.T) {
 		{"watch", "", "secrets", "", ns, true},
 		{"create", "events.k8s.io", "events", "", ns, true},
 		{"update", "coordination.k8s.io", "leases", "", ns, true},
+		// The N4 endpoint: the sessions SMFs establish and release, their traffic classes.
+		{"create", junctionv1.GroupVersion.Group, "atssssessions", "", ns, true},
+		{"delete", junctionv1.GroupVersion.Group, "atssssessions", "", ns, true},
+		{"create", junctionv1.GroupVersion.Group, "steeringpolicies", "", ns, true},
 		// What it never does.
-		{"create", junctionv1.GroupVersion.Group, "atssssessions", "", ns, false},
-		{"delete", junctionv1.GroupVersion.Group, "atssssessions", "", ns, false},
 		{"delete", junctionv1.GroupVersion.Group, "userplanefunctions", "", ns, false},
+		{"create", junctionv1.GroupVersion.Group, "userplanefunctions", "", ns, false},
 		{"update", "", "secrets", "", ns, false},
 		{"create", "", "configmaps", "", ns, false},
 		{"get", "", "pods", "", ns, false},
