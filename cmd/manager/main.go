@@ -50,6 +50,7 @@ func run() error {
 		flipWindow, settle                     time.Duration
 		apiQPS                                 float64
 		apiBurst                               int
+		n4LeaderLabel                          bool
 	)
 	def := pathmon.DefaultConfig()
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; \"0\" disables it.")
@@ -72,6 +73,7 @@ func run() error {
 	flag.IntVar(&flipSwitches, "flip-flop-switches", def.MaxSwitches, "Active-access changes tolerated within --flip-flop-window; one more suspends the user's in-data-plane path updates.")
 	flag.DurationVar(&flipWindow, "flip-flop-window", def.Window, "Window over which active-access changes are counted.")
 	flag.DurationVar(&settle, "flip-flop-settle", def.Settle, "How long a suspended user's paths must be stable before updates resume.")
+	flag.BoolVar(&n4LeaderLabel, "n4-leader-label", false, "Label this pod "+controllers.LabelN4Leader+"=true while it leads (POD_NAME and POD_NAMESPACE name the pod), for a Service that sends N4 to the leader.")
 	zopts := zap.Options{Development: false}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -131,6 +133,22 @@ func run() error {
 		OnDeposed:               onDeposed,
 	}); err != nil {
 		return err
+	}
+	if n4LeaderLabel {
+		pod := types.NamespacedName{Namespace: podNamespace(), Name: os.Getenv("POD_NAME")}
+		if pod.Name == "" {
+			return errors.New("--n4-leader-label needs POD_NAME (the downward API's metadata.name)")
+		}
+		label := &controllers.LeaderPodLabel{Client: mgr.GetClient(), Pod: pod, OnFailure: func(err error) {
+			stop(fmt.Errorf("labelling the leader's pod %s for N4: %w", pod, err))
+		}}
+		// A replica clears the label before it may lead: the old leader's restarted process too.
+		if err := label.Clear(ctx); err != nil {
+			return fmt.Errorf("clearing %s on pod %s: %w", controllers.LabelN4Leader, pod, err)
+		}
+		if err := mgr.Add(label); err != nil {
+			return err
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

@@ -200,6 +200,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"metrics.prometheusRule.tableUsageRatio=2", "tableUsageRatio"},
 		{"p4runtimeTLS.certManager.issuerRef.kind=Vault", "kind"},
 		{"softupf.tls.secretName=Not_A_Name", "secretName"},
+		{"n4.ports[0]=0", "/n4/ports"},
+		{"n4.service.type=ExternalName", "type"},
 	} {
 		out, err := run(t, "template", "j", chart, "--kube-version", "1.33.0", "--set", tc.set)
 		if err == nil || !strings.Contains(out, tc.want) {
@@ -259,6 +261,49 @@ func TestRenderedDetails(t *testing.T) {
 		if !strings.Contains(fmt.Sprint(args), want) {
 			t.Errorf("%s: want %s in %v", name, want, args)
 		}
+	}
+}
+
+// With n4.enabled the operator's pods open the N4 ports (UDP), the leader labels its own pod
+// (the flag, POD_NAME, RBAC to patch pods in the release namespace) and the N4 Service selects
+// that label besides the operator's pods (docs/n4.md); without it none of that is rendered.
+func TestN4ServiceReachesTheLeaderOnly(t *testing.T) {
+	objs := render(t, "--set", "n4.enabled=true", "--set", "n4.ports={8805,8806}", "--set", "n4.service.type=LoadBalancer")
+	svc := objs["Service/j-n4"]
+	if svc == nil {
+		t.Fatalf("no Service j-n4; rendered %v", names(objs))
+	}
+	sel, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+	if sel["atsss.junction.dev/n4-leader"] != "true" || sel["app.kubernetes.io/component"] != "operator" || sel["app.kubernetes.io/instance"] != "j" {
+		t.Errorf("N4 Service selector %v, want the operator's pods with atsss.junction.dev/n4-leader=true", sel)
+	}
+	if typ, _, _ := unstructured.NestedString(svc.Object, "spec", "type"); typ != "LoadBalancer" {
+		t.Errorf("N4 Service type %q", typ)
+	}
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if got := fmt.Sprint(ports); len(ports) != 2 || !strings.Contains(got, "port:8805") || !strings.Contains(got, "port:8806") || strings.Contains(got, "TCP") {
+		t.Errorf("N4 Service ports %v, want UDP 8805 and 8806", ports)
+	}
+	containers, _, _ := unstructured.NestedSlice(objs["Deployment/j-operator"].Object, "spec", "template", "spec", "containers")
+	c := fmt.Sprint(containers)
+	for _, want := range []string{"--n4-leader-label", "POD_NAME", "containerPort:8805", "containerPort:8806", "protocol:UDP"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("operator container lacks %s: %v", want, c)
+		}
+	}
+	rules, _, _ := unstructured.NestedSlice(objs["Role/j-leader-election"].Object, "rules")
+	if r := fmt.Sprint(rules); !strings.Contains(r, "resources:[pods]") || !strings.Contains(r, "verbs:[patch]") {
+		t.Errorf("leader-election Role %v, want patch on pods", rules)
+	}
+
+	off := render(t)
+	if off["Service/j-n4"] != nil {
+		t.Error("an N4 Service without n4.enabled")
+	}
+	containers, _, _ = unstructured.NestedSlice(off["Deployment/j-operator"].Object, "spec", "template", "spec", "containers")
+	rules, _, _ = unstructured.NestedSlice(off["Role/j-leader-election"].Object, "rules")
+	if strings.Contains(fmt.Sprint(containers), "n4") || strings.Contains(fmt.Sprint(rules), "pods") {
+		t.Error("N4 flags, ports or pod RBAC without n4.enabled")
 	}
 }
 

@@ -13,10 +13,12 @@ import (
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/controllers"
 	"github.com/junction-atsss/junction/internal/p4bytes"
 	"github.com/junction-atsss/junction/internal/smf"
 )
@@ -654,4 +656,41 @@ func TestN4ReleasesTheSessionsOfASilentSMF(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestTheLeaderLabelsItsPodForN4: a replica clears the N4 leader label from its own pod before
+// it may lead (a stale one from before a restart included); the leader sets it. The chart's N4
+// Service selects that label (test/chart).
+func TestTheLeaderLabelsItsPodForN4(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator-0", Labels: map[string]string{controllers.LabelN4Leader: "true", "app": "junction"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "junction"}}},
+	}
+	create(t, pod)
+	l := &controllers.LeaderPodLabel{Client: k8s, Pod: client.ObjectKeyFromObject(pod)}
+	label := func() (string, bool) {
+		var p corev1.Pod
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Labels["app"] != "junction" {
+			t.Errorf("the pod's other labels changed: %v", p.Labels)
+		}
+		v, ok := p.Labels[controllers.LabelN4Leader]
+		return v, ok
+	}
+	if err := l.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := label(); ok {
+		t.Errorf("after Clear the pod still has %s=%q", controllers.LabelN4Leader, v)
+	}
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := label(); v != "true" {
+		t.Errorf("the leader's pod has %s=%q, want true", controllers.LabelN4Leader, v)
+	}
 }
