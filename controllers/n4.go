@@ -40,6 +40,7 @@ type N4Endpoints struct {
 	watch   sessionWatch
 	mu      sync.Mutex
 	running map[types.NamespacedName]*runningEndpoint
+	invalid map[types.NamespacedName]int64 // the generation whose spec.n4 was reported invalid
 }
 
 type runningEndpoint struct {
@@ -60,6 +61,7 @@ func (r *N4Endpoints) Start(ctx context.Context) error {
 	}
 	r.watch.waiters = map[types.NamespacedName][]chan struct{}{}
 	r.running = map[types.NamespacedName]*runningEndpoint{}
+	r.invalid = map[types.NamespacedName]int64{}
 	sessions, err := r.Cache.GetInformer(ctx, &junctionv1.ATSSSSession{})
 	if err != nil {
 		return err
@@ -133,9 +135,17 @@ func (r *N4Endpoints) syncAll(ctx context.Context) {
 	for key, u := range want {
 		cfg, err := r.config(u)
 		if err != nil {
-			r.event(u, corev1.EventTypeWarning, "N4Invalid", err.Error())
+			// Said once per change of the spec; an endpoint on the old spec stops.
+			if run := r.running[key]; run != nil {
+				r.stop(key, run)
+			}
+			if r.invalid[key] != u.Generation {
+				r.invalid[key] = u.Generation
+				r.event(u, corev1.EventTypeWarning, "N4Invalid", err.Error())
+			}
 			continue
 		}
+		delete(r.invalid, key)
 		if run := r.running[key]; run != nil {
 			if sameN4Config(run.cfg, cfg) {
 				continue
@@ -231,11 +241,25 @@ func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error)
 		return cfg, fmt.Errorf("tunnelEndpoints[%s].n3Address: %v", te.Name, err)
 	}
 	cfg.UPF, cfg.TunnelEndpoint = u.Name, te.Name
+	// The UP F-SEID's address: where SMFs send this UPF's session messages.
+	switch a, err := netip.ParseAddr(s.NodeID); {
+	case s.Address != "":
+		cfg.Address, err = netip.ParseAddr(string(s.Address))
+		if err != nil {
+			return cfg, fmt.Errorf("spec.n4.address: %v", err)
+		}
+	case err == nil && a.Is4():
+		cfg.Address = a
+	case !cfg.Listen.Addr().IsUnspecified():
+		cfg.Address = cfg.Listen.Addr()
+	default:
+		return cfg, fmt.Errorf("spec.n4: nodeID %q is not an IPv4 address and listen is %s: set spec.n4.address, the IPv4 address SMFs reach the UPF at", s.NodeID, listen)
+	}
 	return cfg, nil
 }
 
 func sameN4Config(a, b n4.Config) bool {
-	return a.Target == b.Target && a.Listen == b.Listen && a.NodeID == b.NodeID && a.Heartbeat == b.Heartbeat && a.Grace == b.Grace
+	return a.Target == b.Target && a.Listen == b.Listen && a.NodeID == b.NodeID && a.Address == b.Address && a.Heartbeat == b.Heartbeat && a.Grace == b.Grace
 }
 
 // collectPolicies deletes the N4 endpoint's traffic classes no session selects any more.

@@ -223,6 +223,13 @@ type N4 struct {
 	// +required
 	NodeID string `json:"nodeID"`
 
+	// address is the IPv4 address SMFs reach this endpoint at (the chart's N4 Service, or a
+	// load balancer's), which the UP F-SEID of every session carries; unset: nodeID when it is
+	// an address, else listen's when that is not 0.0.0.0. An FQDN nodeID with a wildcard listen
+	// needs it.
+	// +optional
+	Address IPv4Address `json:"address,omitempty"`
+
 	// listen is the local IPv4 address and UDP port the endpoint binds, e.g. 0.0.0.0:8805 (the
 	// default); each UPF with N4 on one operator needs a port of its own.
 	// +kubebuilder:validation:MaxLength=32

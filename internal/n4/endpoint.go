@@ -76,6 +76,8 @@ type Config struct {
 	Listen netip.AddrPort
 	// NodeID is the UPF's Node ID (an IPv4 address or an FQDN).
 	NodeID string
+	// Address is the IPv4 address the UP F-SEIDs carry: where SMFs send session messages.
+	Address netip.Addr
 	// Heartbeat is the interval of the UPF's heartbeats to each SMF (0: none); after
 	// HeartbeatMisses unanswered ones the SMF is lost, and after Grace its sessions are released.
 	Heartbeat       time.Duration
@@ -97,7 +99,7 @@ type Endpoint struct {
 	store    Store
 	conn     *net.UDPConn
 	recovery time.Time
-	fseidIP  net.IP // the IPv4 in the UP F-SEID
+	fseidIP  net.IP // Config.Address, for the UP F-SEIDs
 
 	mu       sync.Mutex
 	assocs   map[string]*Association // by Node ID
@@ -138,11 +140,7 @@ func New(cfg Config, store Store) *Endpoint {
 		sem: make(chan struct{}, 256),
 	}
 	e.cache.entries = map[string]*cached{}
-	if a, err := netip.ParseAddr(cfg.NodeID); err == nil && a.Is4() {
-		e.fseidIP = a.AsSlice()
-	} else if cfg.Listen.Addr().Is4() && !cfg.Listen.Addr().IsUnspecified() {
-		e.fseidIP = cfg.Listen.Addr().AsSlice()
-	}
+	e.fseidIP = cfg.Address.AsSlice()
 	return e
 }
 

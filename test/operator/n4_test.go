@@ -172,6 +172,9 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	if est.UPSEID == 0 || est.UplinkTEID < 0x80000000 || est.N3 != netip.MustParseAddr("192.0.2.1") {
 		t.Errorf("UP F-SEID %#x, Created PDR F-TEID %#x on %s; want a SEID, a TEID the UPF chose (upper half) on its N3 address 192.0.2.1", est.UPSEID, est.UplinkTEID, est.N3)
 	}
+	if f, err := est.Resp.Find(ie.FSEID).FSEID(); err != nil || !f.IPv4Address.Equal(net.IPv4(127, 0, 0, 1)) {
+		t.Errorf("UP F-SEID %+v (%v), want the node ID's address 127.0.0.1", f, err)
+	}
 	if est.Resp.Header.SEID != est.CPSEID {
 		t.Errorf("response SEID %#x, want the SMF's CP SEID %#x", est.Resp.Header.SEID, est.CPSEID)
 	}
@@ -692,5 +695,51 @@ func TestTheLeaderLabelsItsPodForN4(t *testing.T) {
 	}
 	if v, _ := label(); v != "true" {
 		t.Errorf("the leader's pod has %s=%q, want true", controllers.LabelN4Leader, v)
+	}
+}
+
+// TestN4FQDNNodeIDNeedsAnAddress: with an FQDN node ID and a wildcard listen address the UPF has
+// no address for its F-SEIDs unless spec.n4.address gives one; then every UP F-SEID carries it.
+// Without it the endpoint does not run and an N4Invalid event names the field.
+func TestN4FQDNNodeIDNeedsAnAddress(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, func(n *junctionv1.N4) {
+		n.NodeID, n.Address, n.Listen = "upf1.core.example", "127.0.0.1", "0.0.0.0:"+strings.Split(n.Listen, ":")[1]
+	}, nil)
+	r.associate(t)
+	est, err := r.smf.Establish(ctx, alice())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := est.Resp.Find(ie.FSEID).FSEID(); err != nil || !f.IPv4Address.Equal(net.IPv4(127, 0, 0, 1)) {
+		t.Errorf("UP F-SEID %+v (%v), want spec.n4.address 127.0.0.1", f, err)
+	}
+	if id, _ := est.Resp.Find(ie.NodeID).NodeID(); id != "upf1.core.example" {
+		t.Errorf("Node ID %q, want the FQDN", id)
+	}
+
+	var upf junctionv1.UserPlaneFunction
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(r.upf), &upf); err != nil {
+		t.Fatal(err)
+	}
+	upf.Spec.N4.Address = ""
+	if err := k8s.Update(ctx, &upf); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, programTimeout, "an N4Invalid event naming spec.n4.address", func() error {
+		var list corev1.EventList
+		if err := k8s.List(ctx, &list, client.InNamespace(r.ns)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Reason == "N4Invalid" && strings.Contains(e.Message, "spec.n4.address") {
+				return nil
+			}
+		}
+		return fmt.Errorf("none yet")
+	})
+	r.smf.T1, r.smf.N1 = 300*time.Millisecond, 1
+	if _, err := r.smf.Heartbeat(ctx); err == nil {
+		t.Error("the endpoint still answers after its spec became invalid")
 	}
 }
