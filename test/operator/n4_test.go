@@ -743,3 +743,28 @@ func TestN4FQDNNodeIDNeedsAnAddress(t *testing.T) {
 		t.Error("the endpoint still answers after its spec became invalid")
 	}
 }
+
+// TestN4RefusesWhenTheSwitchDoesNotTakeTheSession: with the UPF's device gone, an establishment
+// cannot be programmed: after the operator's wait (10 s by default) the SMF gets System failure
+// (77) and nothing of the session remains; the endpoint still answers heartbeats.
+func TestN4RefusesWhenTheSwitchDoesNotTakeTheSession(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	r.u.stop()
+	waitCondition(t, programTimeout, r.upf, junctionv1.ConditionConnected, metav1.ConditionFalse, "")
+	r.smf.T1, r.smf.N1 = 30*time.Second, 0 // one request, answered when the operator gives up
+	e, err := r.smf.Establish(ctx, alice())
+	if err == nil || e.Resp.Cause() != 77 {
+		t.Fatalf("establishment with the switch gone: %v, want cause 77", err)
+	}
+	eventually(t, programTimeout, "no N4 session left", func() error {
+		if n := len(r.n4Sessions(t)); n != 0 {
+			return fmt.Errorf("%d sessions", n)
+		}
+		return nil
+	})
+	if _, err := r.smf.Heartbeat(ctx); err != nil {
+		t.Errorf("heartbeat after the refusal: %v", err)
+	}
+}
