@@ -51,17 +51,7 @@ type scaleResult struct {
 }
 
 func BenchmarkOperatorScale(b *testing.B) {
-	sizes := []int{1_000, 10_000, 100_000}
-	if env := os.Getenv("JUNCTION_BENCH_SESSIONS"); env != "" {
-		sizes = sizes[:0]
-		for _, f := range strings.Split(env, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				b.Fatalf("JUNCTION_BENCH_SESSIONS: %v", err)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := benchSizes(b, "JUNCTION_BENCH_SESSIONS", 1_000, 10_000, 100_000)
 	warmup := 1_000
 	if env := os.Getenv("JUNCTION_BENCH_WARMUP"); env != "" {
 		var err error
@@ -93,6 +83,24 @@ func BenchmarkOperatorScale(b *testing.B) {
 			float64(r.updates)/float64(max(r.writeRequests, 1)), r.replay.Round(time.Millisecond), replayRate, r.steadyWrites)
 	}
 	b.Log(t.String())
+}
+
+// benchSizes reads a comma-separated list of sizes from the environment variable env, or
+// returns def.
+func benchSizes(b *testing.B, env string, def ...int) []int {
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			b.Fatalf("%s: %v", env, err)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
 }
 
 func runScale(b *testing.B, n int) scaleResult {

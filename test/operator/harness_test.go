@@ -499,10 +499,19 @@ func newUPFRig(t *testing.T, name string, opts ...grpc.ServerOption) upfRig {
 // newUPFRigWith is newUPFRig with the P4Info edited by edit (e.g. tableSize) first.
 func newUPFRigWith(t *testing.T, name string, edit func(*p4configv1.P4Info), opts ...grpc.ServerOption) upfRig {
 	t.Helper()
+	return newUPFRigOf(t, name, nil, edit, opts...)
+}
+
+// newUPFRigOf is newUPFRigWith with the UserPlaneFunction edited by editUPF before it is created.
+func newUPFRigOf(t testing.TB, name string, editUPF func(*junctionv1.UserPlaneFunction), edit func(*p4configv1.P4Info), opts ...grpc.ServerOption) upfRig {
+	t.Helper()
 	r := upfRig{ns: newNamespace(t), u: startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, opts...)}
 	var cm *corev1.ConfigMap
 	cm, r.sch = pipelineConfigMap(t, r.ns, "pipeline", edit)
 	r.upf = newUPF(r.ns, name, r.u.addr, "pipeline")
+	if editUPF != nil {
+		editUPF(r.upf)
+	}
 	create(t, cm, r.upf)
 	return r
 }

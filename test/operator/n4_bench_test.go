@@ -17,10 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,17 +47,7 @@ type offeredResult struct {
 }
 
 func BenchmarkN4(b *testing.B) {
-	sizes := []int{1_000}
-	if env := os.Getenv("JUNCTION_BENCH_N4_SESSIONS"); env != "" {
-		sizes = sizes[:0]
-		for _, f := range strings.Split(env, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				b.Fatalf("JUNCTION_BENCH_N4_SESSIONS: %v", err)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := benchSizes(b, "JUNCTION_BENCH_N4_SESSIONS", 1_000)
 	var rows []n4Result
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {

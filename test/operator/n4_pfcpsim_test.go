@@ -52,17 +52,7 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 		if err := c.SendSessionEstablishmentRequest(pdrs, fars, nil, nil); err != nil {
 			t.Fatal(err)
 		}
-		m, err := c.PeekNextResponse()
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, ok := m.(*message.SessionEstablishmentResponse)
-		if !ok {
-			t.Fatalf("got %T, want a Session Establishment Response", m)
-		}
-		if cause, _ := resp.Cause.Cause(); cause != ie.CauseRequestAccepted {
-			t.Fatalf("session %d: cause %d", i, cause)
-		}
+		resp := pfcpsimAccepted[*message.SessionEstablishmentResponse](t, c, fmt.Sprintf("establishment %d", i))
 		f, err := resp.UPFSEID.FSEID()
 		if err != nil {
 			t.Fatal(err)
@@ -101,15 +91,7 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 	if err := c.SendSessionModificationRequest(upSEIDs[0], nil, nil, []*ie.IE{far}, nil); err != nil {
 		t.Fatal(err)
 	}
-	m, err := c.PeekNextResponse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mod, ok := m.(*message.SessionModificationResponse); !ok {
-		t.Fatalf("got %T", m)
-	} else if cause, _ := mod.Cause.Cause(); cause != ie.CauseRequestAccepted {
-		t.Fatalf("modification: cause %d", cause)
-	}
+	pfcpsimAccepted[*message.SessionModificationResponse](t, c, "modification")
 	wantEntries(t, r, "downlink_tunnels ue_addr=0a3d0001 -> encap_gtpu(endpoint_idx=00,peer_idx=02,teid=0300)",
 		"tunnel_peers peer_idx=02 -> set_tunnel_peer(peer_addr=c633640b)")
 
@@ -117,15 +99,7 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 		if err := c.SendSessionDeletionRequest(uint64(i+1), seid); err != nil {
 			t.Fatal(err)
 		}
-		m, err := c.PeekNextResponse()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if del, ok := m.(*message.SessionDeletionResponse); !ok {
-			t.Fatalf("got %T", m)
-		} else if cause, _ := del.Cause.Cause(); cause != ie.CauseRequestAccepted {
-			t.Fatalf("deletion %d: cause %d", i, cause)
-		}
+		pfcpsimAccepted[*message.SessionDeletionResponse](t, c, fmt.Sprintf("deletion %d", i))
 	}
 	eventually(t, programTimeout, "no tunnel entries after the deletions", func() error {
 		for _, e := range mustEntries(t, r.u, r.sch) {
@@ -135,4 +109,39 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// pfcpsimAccepted reads pfcpsim's next response, which must be a T with Cause Request accepted.
+func pfcpsimAccepted[T message.Message](t *testing.T, c *pfcpsim.PFCPClient, what string) T {
+	t.Helper()
+	m, err := c.PeekNextResponse()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	resp, ok := m.(T)
+	if !ok {
+		t.Fatalf("%s: got %T", what, m)
+	}
+	b := make([]byte, m.MarshalLen())
+	if err := m.MarshalTo(b); err != nil {
+		t.Fatal(err)
+	}
+	h, err := message.ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ies, err := ie.ParseMultiIEs(h.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range ies {
+		if x.Type == ie.Cause {
+			if cause, _ := x.Cause(); cause != ie.CauseRequestAccepted {
+				t.Fatalf("%s: cause %d", what, cause)
+			}
+			return resp
+		}
+	}
+	t.Fatalf("%s: no Cause", what)
+	return resp
 }

@@ -44,16 +44,13 @@ func freeUDPPort(t testing.TB) netip.AddrPort {
 
 func newN4Rig(t testing.TB, n4spec func(*junctionv1.N4), edit func(*p4configv1.P4Info)) n4Rig {
 	t.Helper()
-	r := n4Rig{upfRig: upfRig{ns: newNamespace(t), u: startSoftUPF(t, "127.0.0.1:0")}}
-	cm, sch := pipelineConfigMap(t, r.ns, "pipeline", edit)
-	r.sch = sch
-	r.n4 = freeUDPPort(t)
-	r.upf = newUPF(r.ns, "upf", r.u.addr, "pipeline")
-	r.upf.Spec.N4 = &junctionv1.N4{NodeID: "127.0.0.1", Listen: r.n4.String()}
-	if n4spec != nil {
-		n4spec(r.upf.Spec.N4)
-	}
-	create(t, cm, r.upf)
+	r := n4Rig{n4: freeUDPPort(t)}
+	r.upfRig = newUPFRigOf(t, "upf", func(u *junctionv1.UserPlaneFunction) {
+		u.Spec.N4 = &junctionv1.N4{NodeID: "127.0.0.1", Listen: r.n4.String()}
+		if n4spec != nil {
+			n4spec(u.Spec.N4)
+		}
+	}, edit)
 	r.op = startOperator(t, r.ns, operatorOptions{})
 	waitCondition(t, programTimeout, r.upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
 	eventually(t, programTimeout, "the N4 endpoint's recovery time stamp in the UPF status", func() error {

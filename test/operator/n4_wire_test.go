@@ -17,6 +17,7 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/smf"
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -28,12 +29,7 @@ import (
 // warning or error.
 func TestN4MessagesDecodeInWireshark(t *testing.T) {
 	tshark, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Geteuid() == 0 {
-			t.Fatal("tshark is not installed: hack/tools.sh tshark installs it (make test does, as root)")
-		}
-		t.Skip("tshark is not installed and installing it needs root: hack/tools.sh tshark")
-	}
+	testenv.Require(t, "tshark (hack/tools.sh tshark installs it; make test does, as root)", err)
 	ctx := context.Background()
 	r := newN4Rig(t, func(n *junctionv1.N4) { n.HeartbeatInterval = "300ms" }, nil)
 	r.associate(t)
