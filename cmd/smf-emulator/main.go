@@ -145,10 +145,15 @@ func run() error {
 		case <-ctx.Done():
 			bg, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if r, err := c.Delete(bg, est); err == nil {
+			// On the way out the UPF may be stopping too (make run stops everything at once).
+			if r, err := c.Delete(bg, est); err != nil {
+				fmt.Printf("session deletion: %v\n", err)
+			} else {
 				fmt.Printf("session deleted: cause %d\n", r.Cause())
 			}
-			if r, err := c.Release(bg); err == nil {
+			if r, err := c.Release(bg); err != nil {
+				fmt.Printf("association release: %v\n", err)
+			} else {
 				fmt.Printf("association released: cause %d\n", r.Cause())
 			}
 			return nil
