@@ -61,13 +61,23 @@ type ATSSSSessionReconciler struct {
 // write, the API server being what limits how fast sessions are programmed.
 func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	s := &junctionv1.ATSSSSession{}
+	spec, direct := r.Fleet.direct.get(sessionKey(req.Namespace, req.Name))
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
+		if direct && spec != nil {
+			return ctrl.Result{}, nil // an N4 session the endpoint programmed: its object is on the way
+		}
 		r.metrics.observe(req.NamespacedName, "", "", false, 0)
 		_, err := r.removeEntries(ctx, req.NamespacedName)
 		return ctrl.Result{}, err
+	}
+	if direct {
+		if spec == nil {
+			return ctrl.Result{}, nil // deleted over N4: its object goes soon
+		}
+		s.Spec = *spec // newer than the object the cache holds, or the same
 	}
 	// Sessions programmed by earlier versions carry a finalizer; it goes, once.
 	if s.DeletionTimestamp == nil && controllerutil.ContainsFinalizer(s, finalizerName) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +21,6 @@ import (
 
 // reconcileNormal: UPF → policies → indexes → entries → status (with the indexes).
 func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctionv1.ATSSSSession) (ctrl.Result, error) {
-	key, owner := sessionKey(s.Namespace, s.Name), sessionOwner(s.Namespace, s.Name)
 	wasProgrammed := meta.IsStatusConditionTrue(s.Status.Conditions, junctionv1.ConditionProgrammed)
 
 	upf := &junctionv1.UserPlaneFunction{}
@@ -57,57 +55,22 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 		return ctrl.Result{}, err
 	}
 	sel, missing, pending := desired.SelectPolicies(s, policies.Items)
-	n, err := sessionNeeds(s, sel)
-	if err != nil {
+	p, err := rt.program(ctx, s, upf, sel)
+	if p.acquired {
+		recordAllocation(&s.Status, p.alloc)
+	}
+	var specErr *invalidSpecError
+	switch {
+	case errors.As(err, &specErr):
 		r.notProgrammed(s, ReasonInvalidSpec, err.Error())
 		return ctrl.Result{}, nil
-	}
-	if _, err := upf.TunnelEndpointIndex(s.Spec.TunnelEndpoint); err != nil {
-		r.notProgrammed(s, ReasonInvalidSpec, err.Error())
-		return ctrl.Result{}, nil
-	}
-
-	// Indexes: recorded in the status by the same patch as Programmed, one API write per
-	// session. A restart restores them from there; a session the operator programmed but could
-	// not record before it stopped is written again with fresh indexes once the replay removed
-	// its old entries (README, "The operator").
-	a, err := rt.acquire(key, n)
-	if err != nil {
+	case errors.Is(err, errIndexesExhausted):
 		r.notProgrammed(s, ReasonIndexesExhausted, err.Error())
 		return ctrl.Result{RequeueAfter: requeueTableFull}, nil
-	}
-	recordAllocation(&s.Status, a)
-
-	ds, err := buildSession(s, upf, a, sel)
-	if err != nil {
-		r.notProgrammed(s, ReasonInvalidSpec, err.Error())
-		return ctrl.Result{}, nil
-	}
-	entries, err := desired.SessionEntries(ds)
-	if err != nil {
-		r.notProgrammed(s, ReasonInvalidSpec, err.Error())
-		return ctrl.Result{}, nil
-	}
-	owners := []string{}
-	var changes []Change
-	if a.gnb != "" {
-		changes = append(changes, Change{Owner: peerOwner(a.gnb), Entries: []desired.Entry{desired.TunnelPeerEntry(a.peer, netip.MustParseAddr(a.gnb))}})
-		owners = append(owners, peerOwner(a.gnb))
-	}
-	changes = append(changes, Change{Owner: owner, Entries: entries})
-	owners = append(owners, owner)
-	res, err := rt.prog.Apply(ctx, changes...)
-	if err != nil {
+	case err != nil:
 		return ctrl.Result{}, err
 	}
-	werr := firstError(res, owners...)
-	if werr == nil {
-		peers, users := rt.commit(key, a)
-		rt.dropPeers(peers)
-		for _, u := range users {
-			rt.mon.Forget(u)
-		}
-	}
+	a, werr, entries := p.alloc, p.werr, p.entries
 
 	kind, _ := desired.Lookup(s.Spec, sel)
 	s.Status.Lookup = kind
@@ -121,7 +84,7 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 		}
 		return o.result()
 	}
-	r.programmed(s, upf.Name, len(entries))
+	r.programmed(s, upf.Name, entries)
 
 	user := a.user
 	if _, err := rt.pathWriteError(&user); err != nil {
@@ -176,48 +139,36 @@ func (r *ATSSSSessionReconciler) reconcileDelete(ctx context.Context, s *junctio
 	return controllerutil.ContainsFinalizer(s, finalizerName), nil
 }
 
-// removeEntries removes a deleted session's entries from the UPF that holds its indexes and
-// frees them, with an EntriesRemoved event; removed is false when no UPF held any. A device that
-// refuses the deletes keeps the entries and the indexes (an index is free only once no entry
-// names it): the error retries. A device that is away deletes them in its replay.
+// removeEntries removes a deleted session's entries (Fleet.removeSession), with an
+// EntriesRemoved event; removed is false when no UPF held any.
 func (r *ATSSSSessionReconciler) removeEntries(ctx context.Context, key types.NamespacedName) (removed bool, _ error) {
-	k, owner := sessionKey(key.Namespace, key.Name), sessionOwner(key.Namespace, key.Name)
-	for _, rt := range r.Fleet.runtimesHolding(k) {
-		res, err := rt.prog.Apply(ctx, Change{Owner: owner})
-		if err != nil {
-			return removed, err
-		}
-		if werr := res[owner]; werr != nil && !errors.Is(werr, errNotSynced) {
-			return removed, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, werr)
-		}
-		peers, users := rt.release(k)
-		rt.dropPeers(peers)
-		for _, u := range users {
-			rt.mon.Forget(u)
-		}
-		removed = true
+	from, _, err := r.Fleet.removeSession(ctx, key, false)
+	for _, upf := range from {
 		ref := &junctionv1.ATSSSSession{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-		r.Recorder.Event(ref, corev1.EventTypeNormal, ReasonEntriesRemoved, "Entries removed from UserPlaneFunction "+rt.key.Name+" and indexes freed")
+		r.Recorder.Event(ref, corev1.EventTypeNormal, ReasonEntriesRemoved, "Entries removed from UserPlaneFunction "+upf+" and indexes freed")
 	}
-	return removed, nil
+	return len(from) > 0, err
 }
 
 // recordAllocation writes the allocation into the status; true when it changed.
 func recordAllocation(st *junctionv1.ATSSSSessionStatus, a sessionAlloc) bool {
 	i32 := func(v uint32) *int32 { x := int32(v); return &x }
 	user := i32(a.user)
-	var peer, seq *int32
+	var peer, seq, usage *int32
 	if a.gnb != "" {
 		peer = i32(uint32(a.peer))
 	}
 	if a.seq != nil {
 		seq = i32(*a.seq)
 	}
+	if a.usage != 0 {
+		usage = i32(a.usage)
+	}
 	eq := func(x, y *int32) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
-	if eq(st.UserIndex, user) && eq(st.TunnelPeerIndex, peer) && eq(st.SequenceIndex, seq) {
+	if eq(st.UserIndex, user) && eq(st.TunnelPeerIndex, peer) && eq(st.SequenceIndex, seq) && eq(st.UsageIndex, usage) {
 		return false
 	}
-	st.UserIndex, st.TunnelPeerIndex, st.SequenceIndex = user, peer, seq
+	st.UserIndex, st.TunnelPeerIndex, st.SequenceIndex, st.UsageIndex = user, peer, seq, usage
 	return true
 }
 

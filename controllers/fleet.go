@@ -62,6 +62,8 @@ type Fleet struct {
 	creating  map[types.NamespacedName]*creation
 	apps      *alloc.Pool
 	appsReady bool
+
+	direct directSessions // N4 sessions the endpoints program themselves (n4_direct.go)
 }
 
 func (f *Fleet) init() {

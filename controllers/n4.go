@@ -30,8 +30,10 @@ import (
 
 // N4Endpoints starts, reconfigures and stops the UPFs' N4 endpoints.
 type N4Endpoints struct {
-	Client   client.Client
-	Cache    cache.Cache
+	Client client.Client
+	Cache  cache.Cache
+	// Fleet reads the sessions' usage counters for the URRs' reports.
+	Fleet    *Fleet
 	Recorder record.EventRecorder
 	Log      logr.Logger
 	// Timeout is how long an N4 request waits for its session's entries (default 10s).
@@ -44,11 +46,16 @@ type N4Endpoints struct {
 }
 
 type runningEndpoint struct {
-	cfg    n4.Config
-	ep     *n4.Endpoint
-	cancel context.CancelFunc
-	done   chan struct{}
+	cfg        n4.Config
+	ep         *n4.Endpoint
+	writer     *n4Writer
+	cancel     context.CancelFunc
+	stopWriter context.CancelFunc
+	done       chan struct{}
 }
+
+// n4DrainTimeout bounds how long a stopping endpoint's writer may take to write what is left.
+const n4DrainTimeout = 30 * time.Second
 
 // policyGCAge is how old an N4 traffic class must be before it is deleted for having no
 // session: younger ones may belong to an establishment in flight.
@@ -167,15 +174,18 @@ func (r *N4Endpoints) start(ctx context.Context, u *junctionv1.UserPlaneFunction
 		}
 		r.event(ref, t, reason, msg)
 	}
-	store := &n4Store{c: r.Client, upf: key, watch: &r.watch, timeout: r.Timeout}
+	store := &n4Store{c: r.Client, fleet: r.Fleet, upf: key, watch: &r.watch, timeout: r.Timeout, log: cfg.Log}
+	store.writer = newN4Writer(store)
 	ep := n4.New(cfg, store)
 	if err := ep.Bind(ctx); err != nil {
 		r.event(u, corev1.EventTypeWarning, "N4BindFailed", err.Error())
 		return
 	}
 	epCtx, cancel := context.WithCancel(ctx)
-	run := &runningEndpoint{cfg: cfg, ep: ep, cancel: cancel, done: make(chan struct{})}
+	writerCtx, stopWriter := context.WithCancel(ctx)
+	run := &runningEndpoint{cfg: cfg, ep: ep, writer: store.writer, cancel: cancel, stopWriter: stopWriter, done: make(chan struct{})}
 	r.running[key] = run
+	go store.writer.run(writerCtx)
 	go func() {
 		defer close(run.done)
 		if err := ep.Serve(epCtx); err != nil {
@@ -184,9 +194,15 @@ func (r *N4Endpoints) start(ctx context.Context, u *junctionv1.UserPlaneFunction
 	}()
 }
 
+// stop ends an endpoint, then lets its writer finish what the SMFs were told (bounded by
+// n4DrainTimeout); what it cannot write, a new endpoint learns from unsavedSince.
 func (r *N4Endpoints) stop(key types.NamespacedName, run *runningEndpoint) {
 	run.cancel()
 	<-run.done
+	ctx, cancel := context.WithTimeout(context.Background(), n4DrainTimeout)
+	run.writer.drain(ctx)
+	cancel()
+	run.stopWriter()
 	delete(r.running, key)
 }
 
@@ -276,6 +292,9 @@ func (r *N4Endpoints) collectPolicies(ctx context.Context) {
 		var users junctionv1.ATSSSSessionList
 		if err := r.Client.List(ctx, &users, client.InNamespace(p.Namespace), client.MatchingFields{indexSessionPolicy: p.Name}, client.Limit(1)); err != nil || len(users.Items) > 0 {
 			continue
+		}
+		if r.Fleet.direct.selects(p.Namespace, p.Name) {
+			continue // a session whose object is not written yet
 		}
 		if err := r.Client.Delete(ctx, p, client.Preconditions{ResourceVersion: &p.ResourceVersion}); err == nil {
 			r.Log.V(1).Info("deleted an N4 traffic class no session selects", "policy", client.ObjectKeyFromObject(p))

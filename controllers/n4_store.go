@@ -1,15 +1,19 @@
 package controllers
 
 // The N4 endpoint's store: PFCP sessions become ATSSSSessions (and the traffic classes of their
-// SDF filters SteeringPolicies), written by server-side apply under their own field manager, so
-// the session controller allocates and programs them like any other session (docs/n4.md, "Where
-// N4 sessions live"). The endpoint's own state of a session (the rules as the SMF sent them,
-// the SEIDs, the TEIDs it chose) rides along in an annotation, which is what a new leader reads
-// back; the association state and the Recovery Time Stamp live in the UPF's status.n4.
+// SDF filters SteeringPolicies), written by server-side apply under their own field manager
+// (docs/n4.md, "Where N4 sessions live"). A session is programmed on the switch by the endpoint
+// itself, with the allocators and programmer the session controller uses (n4_direct.go), and its
+// object written after the SMF's answer (n4_writer.go); a session that selects a policy without
+// an application ID yet takes the controller's path instead: its object first, answered once
+// Programmed. The endpoint's own state of a session (the rules as the SMF sent them, the SEIDs,
+// the TEIDs it chose) rides along in an annotation, which is what a new leader reads back; the
+// association state and the Recovery Time Stamp live in the UPF's status.n4.
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -24,6 +28,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/go-logr/logr"
 	"github.com/wmnsk/go-pfcp/ie"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
@@ -95,9 +100,12 @@ func (w *sessionWatch) subscribe(key types.NamespacedName) (<-chan struct{}, fun
 // n4Store is the store of one UPF's endpoint.
 type n4Store struct {
 	c       client.Client // cache-backed reads
+	fleet   *Fleet
 	upf     types.NamespacedName
 	watch   *sessionWatch
 	timeout time.Duration // how long a request waits for the UPF to hold its entries
+	log     logr.Logger
+	writer  *n4Writer
 }
 
 var _ n4.Store = (*n4Store)(nil)
@@ -129,6 +137,7 @@ func (st *n4Store) Apply(ctx context.Context, s *n4.State, p *n4.Plan) error {
 	if err != nil {
 		return err
 	}
+	key := types.NamespacedName{Namespace: ns, Name: n4SessionName(st.upf.Name, s.UPSEID)}
 	obj := &junctionv1.ATSSSSession{
 		TypeMeta: metav1.TypeMeta{APIVersion: junctionv1.GroupVersion.String(), Kind: "ATSSSSession"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -141,7 +150,20 @@ func (st *n4Store) Apply(ctx context.Context, s *n4.State, p *n4.Plan) error {
 	if errs := validation.IsValidLabelValue(s.SMF); len(errs) == 0 {
 		obj.Labels[labelN4SMF] = s.SMF
 	}
-	key := client.ObjectKeyFromObject(obj)
+	switch err := st.fleet.programN4(ctx, obj, st.timeout); {
+	case err == nil:
+		// On the switch: the SMF may hear of it once a restart would know it is missing.
+		if err := st.writer.setUnsaved(ctx, true); err != nil {
+			return fmt.Errorf("marking the UPF's N4 sessions unsaved: %w", err)
+		}
+		st.writer.put(key, obj)
+		return nil
+	case !errors.Is(err, errSlowPath):
+		return err
+	}
+	// The controller's path: the object first, then its Programmed condition.
+	st.fleet.direct.forget(sessionKey(key.Namespace, key.Name))
+	st.writer.cancel(key)
 	changed, stop := st.watch.subscribe(key)
 	defer stop()
 	if err := st.c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManagerN4), client.ForceOwnership); err != nil {
@@ -224,29 +246,46 @@ func (st *n4Store) awaitProgrammed(ctx context.Context, key types.NamespacedName
 	}
 }
 
-func (st *n4Store) Remove(ctx context.Context, s *n4.State) error {
+// Remove takes the session off the switch (a device that is away deletes its entries at its
+// replay) and reads its last usage there; its object goes after.
+func (st *n4Store) Remove(ctx context.Context, s *n4.State) (*n4.Usage, error) {
 	key := types.NamespacedName{Namespace: st.upf.Namespace, Name: n4SessionName(st.upf.Name, s.UPSEID)}
-	changed, stop := st.watch.subscribe(key)
-	defer stop()
-	obj := &junctionv1.ATSSSSession{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
-	if err := st.c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-		return err
+	usage, err := st.fleet.removeN4(ctx, key)
+	if err != nil {
+		return nil, err
 	}
-	// The session controller removes the entries before it lets the object go.
+	if err := st.writer.setUnsaved(ctx, true); err != nil {
+		return usage, fmt.Errorf("marking the UPF's N4 sessions unsaved: %w", err)
+	}
+	st.writer.put(key, nil)
+	return usage, nil
+}
+
+// awaitRecorded waits until the session's status holds its indexes for generation gen (the
+// session controller records them), so that a restart restores them; after the timeout it
+// gives up waiting (the object is written; a controller that cannot program the session says
+// why in its status).
+func (st *n4Store) awaitRecorded(ctx context.Context, key types.NamespacedName, gen int64, changed <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, st.timeout)
 	defer cancel()
 	for {
-		if err := st.c.Get(ctx, key, obj); apierrors.IsNotFound(err) {
+		var s junctionv1.ATSSSSession
+		if err := st.c.Get(ctx, key, &s); err == nil && s.Status.UsageIndex != nil && s.Status.ObservedGeneration >= gen {
 			return nil
+		} else if err != nil && !apierrors.IsNotFound(err) {
+			return err
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			// The object keeps its finalizer until the device has forgotten it (a device that is
-			// down: at its replay); for the SMF the session is gone.
+			st.log.V(1).Info("An N4 session's indexes are not in its status yet", "session", key)
 			return nil
 		}
 	}
+}
+
+func (st *n4Store) Usage(ctx context.Context, s *n4.State) (n4.Usage, error) {
+	return st.fleet.SessionUsage(ctx, st.upf.Namespace, n4SessionName(st.upf.Name, s.UPSEID))
 }
 
 func (st *n4Store) Load(ctx context.Context) ([]*n4.State, n4.NodeState, error) {
@@ -259,6 +298,10 @@ func (st *n4Store) Load(ctx context.Context) ([]*n4.State, n4.NodeState, error) 
 		if s.RecoveryTimeStamp != nil {
 			node.RecoveryTime = s.RecoveryTimeStamp.Time
 		}
+		node.Unsaved = s.UnsavedSince != nil
+		st.writer.mark.Lock()
+		st.writer.marked = node.Unsaved // what the API server holds
+		st.writer.mark.Unlock()
 		for _, a := range s.Associations {
 			n := n4.Association{NodeID: a.NodeID, Since: a.Since.Time, RecoveryTime: a.SMFRecoveryTimeStamp.Time}
 			if ap, err := netip.ParseAddrPort(a.Address); err == nil {

@@ -13,18 +13,21 @@ import (
 
 // P4Info names the operator uses outside internal/desired (docs/pipeline.md).
 const (
-	tableSessions       = "sessions"
-	tableOverrides      = "session_overrides"
-	fieldAppID          = "app_id"
-	registerRTT3GPP     = "rtt_3gpp"
-	registerRTTNon3GPP  = "rtt_non3gpp"
-	registerLoss3GPP    = "loss_3gpp"
-	registerLossNon3GPP = "loss_non3gpp"
-	registerSuspended   = "path_updates_suspended"
-	registerLive3GPP    = "live_rtt_3gpp"
-	registerLiveNon3GPP = "live_rtt_non3gpp"
-	registerShare       = "autonomous_share"
-	digestProbeReports  = "probe_reports"
+	tableSessions        = "sessions"
+	tableOverrides       = "session_overrides"
+	fieldAppID           = "app_id"
+	registerRTT3GPP      = "rtt_3gpp"
+	registerRTTNon3GPP   = "rtt_non3gpp"
+	registerLoss3GPP     = "loss_3gpp"
+	registerLossNon3GPP  = "loss_non3gpp"
+	registerSuspended    = "path_updates_suspended"
+	registerLive3GPP     = "live_rtt_3gpp"
+	registerLiveNon3GPP  = "live_rtt_non3gpp"
+	registerShare        = "autonomous_share"
+	digestProbeReports   = "probe_reports"
+	counterUplinkUsage   = "uplink_usage"
+	counterDownlinkUsage = "downlink_usage"
+	paramUsageIndex      = "usage_idx"
 )
 
 // legs is the set of access legs of a sessions entry.

@@ -137,6 +137,10 @@ type programmer struct {
 	want   map[string]*builtEntry            // upfclient.EntryKey → the entry an owner wants
 	mirror map[string]*p4v1.TableEntry       // upfclient.EntryKey → entry on the device
 	legs   map[uint32]legCount               // users' legs, from the mirror's sessions entries
+	// usageRefs counts the mirror's entries naming each usage cell; zeroPending are the cells
+	// to zero before entries start counting into them (usageZeroLocked), with their owner.
+	usageRefs   map[uint32]int
+	zeroPending map[uint32]string
 	// used are the user indices that have had a sessions entry since this programmer saw the
 	// pipeline pushed (usedKnown); their registers may hold state. Without usedKnown (the
 	// pipeline was there already) every index may.
@@ -175,7 +179,7 @@ func newProgrammer(dev entryDevice, log logr.Logger, window time.Duration) *prog
 		kick: make(chan struct{}, 1), replayCh: make(chan uint64, 1),
 		owners: map[string]map[string]*builtEntry{}, claims: map[string]string{}, want: map[string]*builtEntry{},
 		mirror: map[string]*p4v1.TableEntry{}, legs: map[uint32]legCount{}, usage: map[string]int{},
-		used: map[uint32]struct{}{}, resetPending: map[uint32]string{},
+		used: map[uint32]struct{}{}, resetPending: map[uint32]string{}, usageRefs: map[uint32]int{}, zeroPending: map[uint32]string{},
 		dirty: map[string]struct{}{}, stale: map[string]staleEntry{}, staleRefused: map[string]struct{}{},
 		failed: map[string]error{}, full: map[string]string{}, blocked: map[string]map[string]struct{}{},
 	}
@@ -524,7 +528,9 @@ type pendingUpdate struct {
 	table string
 	owner string // for a stale delete, the owner that dropped it ("" found on the device); for a register, the owner of the sessions entry
 	stale bool   // a delete of an entry nobody wants
-	user  uint32 // a register's user
+	user  uint32 // a register's user; a usage counter's index
+	// counter: a usage cell's zeroing (usageZeroLocked), not a path-state register.
+	counter bool
 	// monitor receives the result of a path monitoring register write (not settled here).
 	monitor chan error
 }
@@ -532,7 +538,7 @@ type pendingUpdate struct {
 // round writes the difference for every dirty owner.
 func (p *programmer) round(ctx context.Context) {
 	p.mu.Lock()
-	if p.mode != modeSynced || (len(p.dirty) == 0 && len(p.waiters) == 0 && len(p.stale) == 0 && len(p.registers) == 0) {
+	if p.mode != modeSynced || (len(p.dirty) == 0 && len(p.waiters) == 0 && len(p.stale) == 0 && len(p.registers) == 0 && len(p.zeroPending) == 0) {
 		p.mu.Unlock()
 		return
 	}
@@ -565,7 +571,7 @@ func (p *programmer) round(ctx context.Context) {
 		}
 	}
 	clear(p.stale)
-	regs := p.pathInitLocked(ups, dels)
+	regs := append(p.pathInitLocked(ups, dels), p.usageZeroLocked(ups)...)
 	monitored := p.registers
 	p.registers = nil
 	p.mu.Unlock()
@@ -699,6 +705,21 @@ func (p *programmer) write(ctx context.Context, dels, regs, ups []pendingUpdate,
 func (p *programmer) settleLocked(results []writeResult, ownerErr map[string]error) {
 	for _, r := range results {
 		pu, err := r.pu, r.err
+		if pu.counter {
+			if err == nil {
+				delete(p.zeroPending, pu.user)
+				continue
+			}
+			p.log.Error(err, "Usage cell not zeroed", "counter", pu.table, "index", pu.user)
+			if pu.owner != "" {
+				err = fmt.Errorf("zeroing %s[%d]: %w", pu.table, pu.user, err)
+				if ownerErr[pu.owner] == nil {
+					ownerErr[pu.owner] = err
+				}
+				p.failed[pu.owner] = err
+			}
+			continue
+		}
 		if pu.key == "" { // a path-state reset
 			if err == nil {
 				delete(p.resetPending, pu.user)

@@ -1,11 +1,16 @@
 package controllers
 
 // The programmer's mirror of the device: every change goes through setMirrorLocked and
-// delMirrorLocked, which keep table usage and the users' legs (for the initial path state)
-// in step.
+// delMirrorLocked, which keep table usage, the users' legs (for the initial path state) and the
+// entries naming each usage cell (for zeroing a cell a session starts to use) in step.
 
 import (
+	"maps"
+	"slices"
+
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
 func (p *programmer) setMirrorLocked(key string, te *p4v1.TableEntry) {
@@ -24,13 +29,20 @@ func (p *programmer) delMirrorLocked(key string) {
 	}
 }
 
-// countLocked keeps table usage and users' legs in step with the mirror.
+// countLocked keeps table usage, users' legs and usage cell references in step with the mirror.
 func (p *programmer) countLocked(te *p4v1.TableEntry, d int) {
 	if p.sch == nil {
 		return
 	}
 	table := p.sch.TableName(te.GetTableId())
 	p.usage[table] += d
+	if idx, ok := usageIndex(p.sch, te); ok {
+		if n := p.usageRefs[idx] + d; n > 0 {
+			p.usageRefs[idx] = n
+		} else {
+			delete(p.usageRefs, idx)
+		}
+	}
 	if table != tableSessions {
 		return
 	}
@@ -100,4 +112,51 @@ func (p *programmer) pathInitLocked(ups, dels []pendingUpdate) []pendingUpdate {
 		out = append(out, pendingUpdate{u: u, table: w.register, owner: owner[w.user], user: w.user})
 	}
 	return out
+}
+
+// usageZeroLocked plans the zeroing of the usage cells that entries of this round start to name
+// while no entry on the device names them (a session's new index, which an earlier session may
+// have counted into), and of cells whose zeroing failed before. It goes with the round's
+// inserts, so a session's usage counts from its first entry; a cell some entry still names keeps
+// counting (an operator restart or a replay does not reset a session's usage).
+func (p *programmer) usageZeroLocked(ups []pendingUpdate) []pendingUpdate {
+	for _, pu := range ups {
+		if pu.u.GetType() == p4v1.Update_DELETE {
+			continue
+		}
+		if idx, ok := usageIndex(p.sch, pu.te); ok && idx != 0 && p.usageRefs[idx] == 0 {
+			p.zeroPending[idx] = pu.owner
+		}
+	}
+	var out []pendingUpdate
+	for _, idx := range slices.Sorted(maps.Keys(p.zeroPending)) {
+		for _, c := range []string{counterUplinkUsage, counterDownlinkUsage} {
+			u, err := p.sch.CounterUpdate(c, int64(idx), upfclient.CounterData{})
+			if err != nil {
+				p.log.Error(err, "Usage cell not zeroed", "counter", c, "index", idx)
+				continue
+			}
+			out = append(out, pendingUpdate{u: u, table: c, owner: p.zeroPending[idx], user: idx, counter: true})
+		}
+	}
+	return out
+}
+
+// usageIndex is the usage cell an entry names (its action's usage_idx), if it names one.
+func usageIndex(sch *upfclient.Schema, te *p4v1.TableEntry) (uint32, bool) {
+	a := te.GetAction().GetAction()
+	if sch == nil || a == nil {
+		return 0, false
+	}
+	id, ok := sch.ParamID(a.GetActionId(), paramUsageIndex)
+	if !ok {
+		return 0, false
+	}
+	for _, prm := range a.GetParams() {
+		if prm.GetParamId() == id {
+			v, err := upfclient.DecodeUint(prm.GetValue())
+			return uint32(v), err == nil
+		}
+	}
+	return 0, false
 }

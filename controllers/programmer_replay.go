@@ -47,7 +47,7 @@ func (p *programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 		p.mu.Unlock()
 		return extrasOK // superseded by a newer generation or the device went down
 	}
-	p.mirror, p.legs, p.usage = map[string]*p4v1.TableEntry{}, map[uint32]legCount{}, map[string]int{}
+	p.mirror, p.legs, p.usage, p.usageRefs = map[string]*p4v1.TableEntry{}, map[uint32]legCount{}, map[string]int{}, map[uint32]int{}
 	for k, te := range read {
 		p.setMirrorLocked(k, te)
 	}
@@ -79,7 +79,7 @@ func (p *programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 	clear(p.stale)
 	clear(p.staleRefused)
 	clear(p.failed)
-	regs := p.pathInitLocked(ups, dels)
+	regs := append(p.pathInitLocked(ups, dels), p.usageZeroLocked(ups)...)
 	p.mu.Unlock()
 
 	results := p.write(ctx, dels, regs, ups, nil)

@@ -615,3 +615,71 @@ func BenchmarkProgrammerReplay(b *testing.B) {
 		b.ReportMetric(float64(n)/empty.Seconds(), "sessions/s")
 	}
 }
+
+// A session's usage cells count from its first entry (docs/pipeline.md, "Usage counters"): the
+// programmer zeroes a cell when an entry starts to name it and none on the device does, and
+// leaves it alone when a replay finds the session's entries on the device (an operator restart
+// does not reset a session's usage) or the session's entries change.
+func TestUsageCellsAreZeroedWhenASessionStartsUsingThem(t *testing.T) {
+	r := newProgRig(t, nil)
+	ctx := context.Background()
+	sch := r.dev.Schema()
+	set := func(idx int64, c upfclient.CounterData) {
+		t.Helper()
+		for _, name := range []string{counterUplinkUsage, counterDownlinkUsage} {
+			u, err := sch.CounterUpdate(name, idx, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := r.dev.Write(ctx, []*p4v1.Update{u}); errs != nil {
+				t.Fatal(errs[0])
+			}
+		}
+	}
+	get := func(idx int64) [2]upfclient.CounterData {
+		t.Helper()
+		var out [2]upfclient.CounterData
+		for i, name := range []string{counterUplinkUsage, counterDownlinkUsage} {
+			c, err := r.dev.ReadCounter(ctx, name, idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = c
+		}
+		return out
+	}
+	entries := func(teid uint32) []desired.Entry {
+		es, err := desired.SessionEntries(desired.Session{
+			Name: "s", UserIndex: 1, PeerIndex: 1, UsageIndex: 7,
+			Spec: junctionv1.ATSSSSessionSpec{
+				SessionAddress: "10.60.0.1",
+				AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
+					UEAddress: "10.45.0.1", GNBAddress: "198.51.100.10", UplinkTEID: int64(teid), DownlinkTEID: 8193}},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return es
+	}
+	apply := func(es []desired.Entry) {
+		t.Helper()
+		res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/s", Entries: es})
+		if err = errors.Join(err, res["session/ns/s"]); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	set(7, upfclient.CounterData{Packets: 5, Bytes: 500}) // what an earlier session counted
+	apply(entries(4097))
+	if got := get(7); got != [2]upfclient.CounterData{} {
+		t.Fatalf("cell 7 after the session's first entries: %+v, want zero", got)
+	}
+	counted := upfclient.CounterData{Packets: 3, Bytes: 300}
+	set(7, counted) // the session's own traffic
+	apply(entries(4098))
+	r.replay(t)
+	if got := get(7); got != [2]upfclient.CounterData{counted, counted} {
+		t.Errorf("cell 7 after a change of the session's entries and a replay: %+v, want %+v both ways", got, counted)
+	}
+}

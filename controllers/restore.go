@@ -151,6 +151,6 @@ func buildSession(s *junctionv1.ATSSSSession, upf *junctionv1.UserPlaneFunction,
 	}
 	return desired.Session{
 		Name: s.Name, Spec: s.Spec, UserIndex: a.user, EndpointIndex: uint8(ep), // at most 16 endpoints
-		PeerIndex: a.peer, SequenceIndex: a.seq, Policies: policies,
+		PeerIndex: a.peer, SequenceIndex: a.seq, UsageIndex: a.usage, Policies: policies,
 	}, nil
 }

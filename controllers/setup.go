@@ -92,7 +92,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) (*Fleet,
 	if err := (&ATSSSSessionReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec, MaxConcurrentReconciles: o.MaxConcurrentReconciles}).SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("ATSSSSession controller: %w", err)
 	}
-	n4s := &N4Endpoints{Client: mgr.GetClient(), Cache: mgr.GetCache(), Recorder: rec, Log: mgr.GetLogger().WithName("n4"), Timeout: o.N4Timeout}
+	n4s := &N4Endpoints{Client: mgr.GetClient(), Cache: mgr.GetCache(), Fleet: fleet, Recorder: rec, Log: mgr.GetLogger().WithName("n4"), Timeout: o.N4Timeout}
 	if err := mgr.Add(n4s); err != nil {
 		return nil, nil, err
 	}

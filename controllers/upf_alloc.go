@@ -2,7 +2,7 @@ package controllers
 
 // Index allocations of one UPF: user indexes per SUPI (shared by its sessions: one set of path
 // state per UE), tunnel peer indexes per gNB (shared, reference counted), sequence indexes per
-// exception session. New indexes are recorded in the session's status before any entry uses
+// exception session, usage indexes per session. New indexes are recorded in the session's status before any entry uses
 // them; indexes a session stops using are freed only after its new entries are written.
 
 import (
@@ -39,6 +39,13 @@ func (rt *upfRuntime) restoreSession(s *junctionv1.ATSSSSession) sessionAlloc {
 			a.seq = &v
 		} else {
 			rt.log.Error(err, "Recorded sequence index not restored", "session", key)
+		}
+	}
+	if idx := s.Status.UsageIndex; idx != nil {
+		if err := rt.usages.Restore(key, key, uint32(*idx)); err == nil {
+			a.usage = uint32(*idx)
+		} else {
+			rt.log.Error(err, "Recorded usage index not restored", "session", key)
 		}
 	}
 	rt.amu.Lock()
@@ -88,6 +95,11 @@ func (rt *upfRuntime) acquire(key string, n need) (sessionAlloc, error) {
 			next.seq = &idx
 		}
 	}
+	if idx, e := rt.usages.Acquire(key, key); e != nil {
+		err = errors.Join(err, fmt.Errorf("usage index: %w", e))
+	} else {
+		next.usage = idx
+	}
 	rt.pendingLocked(key, next)
 	return next, err
 }
@@ -121,6 +133,9 @@ func (rt *upfRuntime) releaseUnusedLocked(key string, next sessionAlloc, held ..
 		}
 		if a.seq != nil && next.seq == nil {
 			rt.seqs.Release(key, key)
+		}
+		if a.usage != 0 && next.usage == 0 {
+			rt.usages.Release(key, key)
 		}
 	}
 	return freedPeers, freedUsers

@@ -12,6 +12,7 @@ func newAllocRuntime() *upfRuntime {
 		users:    alloc.NewPool("user index", 0, 8),
 		seqs:     alloc.NewPool("sequence index", 0, 8),
 		peers:    alloc.NewPool("tunnel peer index", 1, 8),
+		usages:   alloc.NewPool("usage index", 1, 8),
 		sessions: map[string]sessionAlloc{},
 		byUser:   map[uint32]map[string]struct{}{},
 	}
@@ -84,7 +85,28 @@ func TestADeletedSessionFreesSupersededIndexes(t *testing.T) {
 	if !slices.Equal(peers, []string{"10.0.0.1", "10.0.0.2"}) || len(users) != 2 {
 		t.Errorf("release freed gNBs %v and users %v; want both gNBs and both users", peers, users)
 	}
-	if rt.users.Used() != 0 || rt.peers.Used() != 0 {
-		t.Errorf("%d user and %d peer indexes left in use", rt.users.Used(), rt.peers.Used())
+	if rt.users.Used() != 0 || rt.peers.Used() != 0 || rt.usages.Used() != 0 {
+		t.Errorf("%d user, %d peer and %d usage indexes left in use", rt.users.Used(), rt.peers.Used(), rt.usages.Used())
+	}
+}
+
+// A session keeps one usage cell through spec changes (its usage goes on counting), gets one
+// of its own (from 1: cell 0 is where entries without one count), and frees it when deleted.
+func TestASessionKeepsItsUsageIndexUntilDeleted(t *testing.T) {
+	rt := newAllocRuntime()
+	a, _ := rt.acquire("ns/a", need{supi: "imsi-1"})
+	rt.commit("ns/a", a)
+	b, _ := rt.acquire("ns/b", need{supi: "imsi-1"})
+	if a.usage == 0 || b.usage == 0 || a.usage == b.usage {
+		t.Fatalf("usage indexes %d and %d; want two distinct ones from 1", a.usage, b.usage)
+	}
+	moved, _ := rt.acquire("ns/a", need{supi: "imsi-2", gnb: "10.0.0.1", exception: true})
+	rt.commit("ns/a", moved)
+	if moved.usage != a.usage {
+		t.Errorf("after a spec change the session counts into cell %d, want its own %d", moved.usage, a.usage)
+	}
+	rt.release("ns/a")
+	if _, held := rt.usages.Lookup("ns/a"); held || rt.usages.Used() != 1 {
+		t.Errorf("deleted session's usage index held: %v; %d in use, want b's only", held, rt.usages.Used())
 	}
 }

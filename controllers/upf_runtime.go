@@ -103,6 +103,8 @@ type sessionAlloc struct {
 	gnb  string // "" without a 3GPP leg
 	peer uint16
 	seq  *uint32
+	// usage is the session's cell in the usage counters (0: none yet; the pool starts at 1).
+	usage uint32
 }
 
 type upfRuntime struct {
@@ -115,12 +117,12 @@ type upfRuntime struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	users, seqs, peers *alloc.Pool
-	amu                sync.Mutex
-	sessions           map[string]sessionAlloc        // session key (ns/name) → allocation
-	pending            map[string]sessionAlloc        // acquired, not yet committed
-	superseded         map[string][]sessionAlloc      // pending allocations a spec change replaced before commit
-	byUser             map[uint32]map[string]struct{} // user index → session keys
+	users, seqs, peers, usages *alloc.Pool
+	amu                        sync.Mutex
+	sessions                   map[string]sessionAlloc        // session key (ns/name) → allocation
+	pending                    map[string]sessionAlloc        // acquired, not yet committed
+	superseded                 map[string][]sessionAlloc      // pending allocations a spec change replaced before commit
+	byUser                     map[uint32]map[string]struct{} // user index → session keys
 
 	prog *programmer
 	mon  *pathmon.Monitor
@@ -165,9 +167,11 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 		f: f, key: key, uid: upf.UID, log: log,
 		// User indexes index the path-state registers; sequence indexes session_seq; tunnel
 		// peer 0 means "no 3GPP leg" in a sessions entry, so peers start at 1.
-		users:        alloc.NewPool("user index", 0, size(regSize(registerRTT3GPP), contract.MaxUsers)),
-		seqs:         alloc.NewPool("sequence index", 0, size(regSize("session_seq"), contract.MaxSessionOverrides)),
-		peers:        alloc.NewPool("tunnel peer index", 1, min(size(func() (int64, error) { return sch.TableSize("tunnel_peers") }, contract.MaxTunnelPeers), 1<<16)),
+		users: alloc.NewPool("user index", 0, size(regSize(registerRTT3GPP), contract.MaxUsers)),
+		seqs:  alloc.NewPool("sequence index", 0, size(regSize("session_seq"), contract.MaxSessionOverrides)),
+		peers: alloc.NewPool("tunnel peer index", 1, min(size(func() (int64, error) { return sch.TableSize("tunnel_peers") }, contract.MaxTunnelPeers), 1<<16)),
+		// Usage cells: one per session, from 1 (0 is where entries without one count).
+		usages:       alloc.NewPool("usage index", 1, size(func() (int64, error) { return sch.CounterSize(counterUplinkUsage) }, contract.MaxUsageRecords)),
 		sessions:     map[string]sessionAlloc{},
 		byUser:       map[uint32]map[string]struct{}{},
 		repush:       make(chan struct{}, 1),

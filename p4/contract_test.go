@@ -249,7 +249,12 @@ func TestContractExterns(t *testing.T) {
 			if strings.Contains(kind, "packets and bytes") != (c.GetSpec().GetUnit() == p4configv1.CounterSpec_BOTH) {
 				t.Errorf("counter %s: pipeline.md says %q, the P4Info unit is %s", name, kind, c.GetSpec().GetUnit())
 			}
-			if row[3] != strconv.FormatInt(c.GetSize(), 10) {
+			// A size.p4 constant (`MAX_USAGE_RECORDS`) or a number.
+			size, err := strconv.ParseInt(row[3], 10, 64)
+			if sizeName := firstCode(row[3]); sizeName != "" {
+				size, err = constValue(t, prog, sizeName), nil
+			}
+			if err != nil || size != c.GetSize() {
 				t.Errorf("counter %s: pipeline.md says size %s, the P4Info has %d", name, row[3], c.GetSize())
 			}
 		case kind == "digest":

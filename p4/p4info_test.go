@@ -197,6 +197,18 @@ func TestTNASizeOutsideTheProfileIsReported(t *testing.T) {
 	if len(diffs) != 1 || !strings.Contains(diffs[0], "tables[sessions].size") {
 		t.Errorf("a sessions table of 7 entries: got %q, want one difference in tables[sessions].size", diffs)
 	}
+
+	tna = proto.Clone(embeddedTNA(t)).(*p4configv1.P4Info)
+	for _, c := range tna.Counters {
+		if c.GetPreamble().GetName() == "uplink_usage" {
+			c.Size = 7
+		}
+	}
+	v1, got = comparableP4Infos(embedded(t), tna, tofinoSizes(t))
+	diffs = diffP4Info(v1, got, "p4c", "bf-p4c")
+	if len(diffs) != 1 || !strings.Contains(diffs[0], "counters[uplink_usage].size") {
+		t.Errorf("an uplink_usage counter of 7 cells: got %q, want one difference in counters[uplink_usage].size", diffs)
+	}
 }
 
 // tofinoSizes reads the Tofino profile from the sources: each capacity of size.p4 that
@@ -275,6 +287,13 @@ func comparableP4Infos(v1, tna *p4configv1.P4Info, tofino map[int64][]int64) (*p
 		for _, v := range v1.Registers {
 			if v.GetPreamble().GetName() == r.GetPreamble().GetName() {
 				r.Size = int32(design(int64(r.Size), int64(v.Size)))
+			}
+		}
+	}
+	for _, c := range tna.Counters {
+		for _, v := range v1.Counters {
+			if v.GetPreamble().GetName() == c.GetPreamble().GetName() {
+				c.Size = design(c.Size, v.Size)
 			}
 		}
 	}

@@ -233,6 +233,12 @@ type ATSSSSessionStatus struct {
 	// +optional
 	SequenceIndex *int32 `json:"sequenceIndex,omitempty"`
 
+	// usageIndex is the session's cell in the uplink_usage and downlink_usage counters on its UPF
+	// (docs/pipeline.md, "Usage counters"), which N4 usage reports read. Recorded before the
+	// entries are written.
+	// +optional
+	UsageIndex *int32 `json:"usageIndex,omitempty"`
+
 	// tunnelPeerIndex is the tunnel_peers index of the session's gNB on its UPF, shared by every
 	// session behind that gNB; set only when the session has a 3GPP leg.
 	// +optional

@@ -280,6 +280,12 @@ type N4Status struct {
 	// sessions is how many PFCP sessions the endpoint holds.
 	// +optional
 	Sessions int32 `json:"sessions,omitempty"`
+	// unsavedSince is set while some session the SMFs were told about is not yet written as its
+	// ATSSSSession (the endpoint answers once the switch holds a session and writes the object
+	// after). An endpoint that starts and finds it set cannot restore every session: it takes a
+	// new Recovery Time Stamp, so that the SMFs establish their sessions again.
+	// +optional
+	UnsavedSince *metav1.Time `json:"unsavedSince,omitempty"`
 }
 
 // TableUsage is how full one table of the UPF is.

@@ -132,6 +132,11 @@ func (in *ATSSSSessionStatus) DeepCopyInto(out *ATSSSSessionStatus) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.UsageIndex != nil {
+		in, out := &in.UsageIndex, &out.UsageIndex
+		*out = new(int32)
+		**out = **in
+	}
 	if in.TunnelPeerIndex != nil {
 		in, out := &in.TunnelPeerIndex, &out.TunnelPeerIndex
 		*out = new(int32)
@@ -332,6 +337,10 @@ func (in *N4Status) DeepCopyInto(out *N4Status) {
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
+	}
+	if in.UnsavedSince != nil {
+		in, out := &in.UnsavedSince, &out.UnsavedSince
+		*out = (*in).DeepCopy()
 	}
 }
 

@@ -1,7 +1,8 @@
 // Command smf-emulator is the N4 side of an SMF (internal/smf): it associates with a UPF's N4
 // endpoint, establishes one MA PDU session with MARs, keeps the association up (heartbeats),
-// modifies one of the session's MARs (--modify-mar) to --modify-steering on SIGUSR1, and on
-// Ctrl-C deletes the session and releases the association.
+// modifies one of the session's MARs (--modify-mar) to --modify-steering on SIGUSR1, prints the
+// session's usage reports (with --usage-period: a URR on every PDR, reported every period), and
+// on Ctrl-C deletes the session (printing its last usage) and releases the association.
 //
 //	smf-emulator --upf=127.0.0.1:8805 --imsi=001010000000002 --ue=10.60.0.22 \
 //	    --ue-3gpp=10.45.0.2 --ue-non3gpp=203.0.113.12 --gnb=198.51.100.10 --dl-teid=8202 \
@@ -52,6 +53,7 @@ func run() error {
 		kubeconfig, namespace, upfName, nodeName                      string
 		dlTEID, modifyMAR                                             uint
 		apps                                                          stringList
+		usagePeriod                                                   time.Duration
 	)
 	flag.StringVar(&upf, "upf", "127.0.0.1:8805", "The UPF's N4 address.")
 	flag.StringVar(&local, "local", "127.0.0.1:0", "The SMF's own N4 address.")
@@ -66,6 +68,7 @@ func run() error {
 	flag.Var(&apps, "app", "A downlink PDR with an SDF filter and its own MAR: '<precedence>|<steering>|<flow description>' (repeatable).")
 	flag.StringVar(&modify, "modify-steering", "", "The steering of MAR --modify-mar after a Session Modification, sent on SIGUSR1.")
 	flag.UintVar(&modifyMAR, "modify-mar", uint(smf.MARDefault), "The MAR SIGUSR1 modifies: 1 is the default MAR, 2 the first --app's, and so on.")
+	flag.DurationVar(&usagePeriod, "usage-period", 0, "Measure the session's usage (a URR on every PDR) and have the UPF report it this often; 0: no URR.")
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "With --node-name: the cluster whose ATSSSSession gets spec.ue.nodeName.")
 	flag.StringVar(&namespace, "namespace", "default", "The UPF's namespace.")
 	flag.StringVar(&upfName, "upf-name", "", "The UserPlaneFunction's name (with --node-name).")
@@ -75,6 +78,9 @@ func run() error {
 	s, err := session(imsi, ue, ue3, ueN, gnb, uint32(dlTEID), steering, apps)
 	if err != nil {
 		return err
+	}
+	if usagePeriod > 0 {
+		s.URR = &smf.URR{Period: usagePeriod}
 	}
 	upfAddr, err := netip.ParseAddrPort(upf)
 	if err != nil {
@@ -134,8 +140,17 @@ func run() error {
 	if modify != "" {
 		signal.Notify(usr1, syscall.SIGUSR1)
 	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	printed := 0
 	for {
 		select {
+		case <-tick.C:
+			reports := c.Reports()
+			for _, r := range reports[printed:] {
+				printUsage("usage report", r.IEs)
+			}
+			printed = len(reports)
 		case <-usr1:
 			r, err := c.Modify(ctx, est, c.UpdateMAR(uint16(modifyMAR), next, s.UENon3GPP.IsValid()))
 			if err != nil {
@@ -150,6 +165,7 @@ func run() error {
 				fmt.Printf("session deletion: %v\n", err)
 			} else {
 				fmt.Printf("session deleted: cause %d\n", r.Cause())
+				printUsage("final usage", r.IEs)
 			}
 			if r, err := c.Release(bg); err != nil {
 				fmt.Printf("association release: %v\n", err)
@@ -199,4 +215,14 @@ func session(imsi, ue, ue3, ueN, gnb string, dlTEID uint32, steering string, app
 		s.Apps = append(s.Apps, smf.App{Precedence: uint32(prec), Steering: st, Flow: f[2]})
 	}
 	return s, nil
+}
+
+func printUsage(what string, ies []*ie.IE) {
+	reports, err := smf.UsageReports(ies)
+	if err != nil {
+		fmt.Printf("%s: %v\n", what, err)
+	}
+	for _, u := range reports {
+		fmt.Printf("%s: %s\n", what, u)
+	}
 }

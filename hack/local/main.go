@@ -242,7 +242,7 @@ type smfSession struct {
 func (s smfSession) args() []string {
 	out := []string{"--upf", n4Address.String(), "--imsi", s.imsi, "--ue", s.ue, "--ue-3gpp", s.ue3GPP, "--ue-non3gpp", s.ueNon3GPP,
 		"--gnb", s.gnb, "--dl-teid", fmt.Sprint(s.dlTEID), "--steering", s.steering, "--modify-mar", "2", "--modify-steering", s.modify,
-		"--namespace", "default", "--upf-name", "edge-upf-1", "--node-name", s.node}
+		"--namespace", "default", "--upf-name", "edge-upf-1", "--node-name", s.node, "--usage-period", "10s"}
 	for _, a := range s.apps {
 		out = append(out, "--app", a)
 	}

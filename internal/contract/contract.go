@@ -198,6 +198,7 @@ const (
 	MaxUsers            = 262144 // MAX_USERS: path-state registers, user indexes
 	MaxSessionOverrides = 16384  // MAX_SESSION_OVERRIDES: also the session_seq register
 	MaxTunnelPeers      = 4096   // MAX_TUNNEL_PEERS
+	MaxUsageRecords     = 589824 // MAX_USAGE_RECORDS: cells of uplink_usage and downlink_usage
 )
 
 // ReorderMaxHoldUS is the longest reorder timeout a CURRENT_PATH packet may ask for, in µs

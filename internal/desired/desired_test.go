@@ -182,7 +182,7 @@ func session(override *junctionv1.SteeringMode, policies ...Policy) Session {
 			},
 			ModeOverride: override,
 		},
-		UserIndex: 5, PeerIndex: 2, Policies: policies,
+		UserIndex: 5, PeerIndex: 2, UsageIndex: 9, Policies: policies,
 	}
 }
 
@@ -210,8 +210,16 @@ func TestSessionEntries(t *testing.T) {
 		if got := tables(es); got["sessions"] != 1 || got["uplink_tunnels"] != 1 || got["session_overrides"] != 0 {
 			t.Errorf("tables %v", got)
 		}
+		// docs/pipeline.md: decap_gtpu(usage_idx); set_session(user_idx, endpoint_idx, peer_idx,
+		// teid, ue_addr_3gpp, ue_addr_non3gpp, usage_idx).
+		if up := es[0]; up.Action != "decap_gtpu" || len(up.Params) != 1 || !bytes.Equal(up.Params[0].Value, []byte{0, 0, 0, 9}) {
+			t.Errorf("uplink TEID entry %+v, want decap_gtpu(usage_idx 9)", up)
+		}
 		se := es[1]
-		want := [][]byte{{0, 0, 0, 5}, {0}, {0, 2}, {0, 0, 0x20, 0x01}, {10, 45, 0, 1}, {203, 0, 113, 11}}
+		want := [][]byte{{0, 0, 0, 5}, {0}, {0, 2}, {0, 0, 0x20, 0x01}, {10, 45, 0, 1}, {203, 0, 113, 11}, {0, 0, 0, 9}}
+		if len(se.Params) != len(want) {
+			t.Fatalf("set_session has %d params, want %d", len(se.Params), len(want))
+		}
 		for i, w := range want {
 			if !bytes.Equal(se.Params[i].Value, w) {
 				t.Errorf("param %s = %v, want %v", se.Params[i].Name, se.Params[i].Value, w)
@@ -283,7 +291,8 @@ func TestSessionEntries(t *testing.T) {
 		}
 	})
 	t.Run("a single-access session is plain GTP-U: its uplink TEID and a downlink_tunnels entry, no sessions entry", func(t *testing.T) {
-		// docs/pipeline.md: downlink_tunnels (ue_addr) -> encap_gtpu(teid, peer_idx, endpoint_idx).
+		// docs/pipeline.md: downlink_tunnels (ue_addr) -> encap_gtpu(teid, peer_idx, endpoint_idx,
+		// usage_idx); uplink_tunnels (teid) -> decap_gtpu(usage_idx).
 		s := session(nil)
 		s.Spec.Type = junctionv1.SessionSingleAccess
 		s.Spec.AccessLegs.NonThreeGPP = nil
@@ -296,8 +305,8 @@ func TestSessionEntries(t *testing.T) {
 			t.Fatalf("tables %v", got)
 		}
 		d := es[1]
-		want := [][]byte{{0, 0, 0x20, 0x01}, {0, 2}, {1}}
-		if !bytes.Equal(d.Match[0].Value, []byte{10, 60, 0, 1}) || d.Action != "encap_gtpu" {
+		want := [][]byte{{0, 0, 0x20, 0x01}, {0, 2}, {1}, {0, 0, 0, 9}}
+		if !bytes.Equal(d.Match[0].Value, []byte{10, 60, 0, 1}) || d.Action != "encap_gtpu" || len(d.Params) != len(want) {
 			t.Fatalf("downlink entry %+v", d)
 		}
 		for i, w := range want {

@@ -20,6 +20,8 @@ type Session struct {
 	PeerIndex uint16
 	// SequenceIndex is the session's sequence counter, set for exception sessions only.
 	SequenceIndex *uint32
+	// UsageIndex is the session's cell in the usage counters (uplink_usage, downlink_usage).
+	UsageIndex uint32
 	// Policies are the SteeringPolicies the session selects that exist.
 	Policies []Policy
 }
@@ -74,6 +76,7 @@ func SessionEntries(s Session) ([]Entry, error) {
 			Table:  "uplink_tunnels",
 			Match:  []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(leg.UplinkTEID))}},
 			Action: "decap_gtpu",
+			Params: []Param{{"usage_idx", u32(s.UsageIndex)}},
 		})
 	}
 	if leg := spec.AccessLegs.NonThreeGPP; leg != nil {
@@ -92,6 +95,7 @@ func SessionEntries(s Session) ([]Entry, error) {
 			{"teid", u32(teidDown)},
 			{"ue_addr_3gpp", addr(ue3)},
 			{"ue_addr_non3gpp", addr(ueN)},
+			{"usage_idx", u32(s.UsageIndex)},
 		},
 	})
 
@@ -170,9 +174,10 @@ func singleAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 		return nil, fmt.Errorf("session %s has a 3GPP leg but no tunnel peer index", s.Name)
 	}
 	return []Entry{
-		{Table: "uplink_tunnels", Match: []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(leg.UplinkTEID))}}, Action: "decap_gtpu"},
+		{Table: "uplink_tunnels", Match: []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(leg.UplinkTEID))}}, Action: "decap_gtpu",
+			Params: []Param{{"usage_idx", u32(s.UsageIndex)}}},
 		{Table: "downlink_tunnels", Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: "encap_gtpu",
-			Params: []Param{{"teid", u32(uint32(leg.DownlinkTEID))}, {"peer_idx", u16(s.PeerIndex)}, {"endpoint_idx", u8(s.EndpointIndex)}}},
+			Params: []Param{{"teid", u32(uint32(leg.DownlinkTEID))}, {"peer_idx", u16(s.PeerIndex)}, {"endpoint_idx", u8(s.EndpointIndex)}, {"usage_idx", u32(s.UsageIndex)}}},
 	}, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -30,8 +31,11 @@ type Store interface {
 	// Apply makes the session's objects say what plan says and returns once the UPF holds the
 	// entries, or why it cannot (a *Refusal carries the cause for the SMF).
 	Apply(ctx context.Context, s *State, p *Plan) error
-	// Remove deletes the session's objects and returns once its entries are gone.
-	Remove(ctx context.Context, s *State) error
+	// Remove deletes the session's objects and returns once its entries are gone, with the
+	// session's usage from its first entry to its last (nil when the UPF could not say).
+	Remove(ctx context.Context, s *State) (*Usage, error)
+	// Usage reads the session's usage from its first entry to now.
+	Usage(ctx context.Context, s *State) (Usage, error)
 	// Load returns the sessions and the node state an earlier endpoint of this UPF left.
 	Load(ctx context.Context) ([]*State, NodeState, error)
 	// SaveNode records the node state (in the UPF's status).
@@ -49,7 +53,8 @@ type State struct {
 	Rules *Rules            `json:"rules"`
 	TEIDs map[uint16]uint32 `json:"teids,omitempty"` // PDR ID -> the TEID the UPF chose (CH)
 
-	mu sync.Mutex // serializes the SMF's requests on this session
+	mu        sync.Mutex // serializes the SMF's requests on this session
+	reporting bool       // a Session Report Request awaits its answer
 }
 
 // NodeState is what outlives one endpoint process.
@@ -57,6 +62,8 @@ type NodeState struct {
 	RecoveryTime time.Time
 	Associations []Association
 	Sessions     int
+	// Unsaved: the endpoint before this one stopped with sessions the SMFs know of unwritten.
+	Unsaved bool
 }
 
 // Association is one SMF's PFCP association.
@@ -113,6 +120,8 @@ type Endpoint struct {
 
 	cache responseCache
 	sem   chan struct{}
+	// reportsRunning: a round of usage reports is under way (reportUsage).
+	reportsRunning atomic.Bool
 }
 
 type cpKey struct {
@@ -153,11 +162,15 @@ func (e *Endpoint) Bind(ctx context.Context) error {
 		return fmt.Errorf("restoring N4 sessions: %w", err)
 	}
 	e.recovery = node.RecoveryTime
-	if e.recovery.IsZero() {
-		// Sessions without the time stamp the SMFs know them under cannot be kept: the new
-		// time stamp tells the SMFs to re-establish them.
+	if node.Unsaved && len(states)+len(node.Associations) > 0 {
+		e.cfg.Event(true, "N4SessionsLost", fmt.Sprintf("the previous N4 endpoint stopped before it wrote every session; "+
+			"a new Recovery Time Stamp tells the SMFs to establish their sessions again (%d were restored and are released)", len(states)))
+	}
+	if e.recovery.IsZero() || node.Unsaved {
+		// Sessions without the time stamp the SMFs know them under, or some missing, cannot be
+		// kept: the new time stamp tells the SMFs to re-establish them.
 		for _, s := range states {
-			if err := e.store.Remove(ctx, s); err != nil {
+			if _, err := e.store.Remove(ctx, s); err != nil {
 				return fmt.Errorf("removing an N4 session of an unknown recovery time: %w", err)
 			}
 		}
@@ -535,7 +548,7 @@ func (e *Endpoint) releaseSessionsOf(ctx context.Context, smf string) {
 	e.mu.Unlock()
 	for _, s := range mine {
 		s.mu.Lock()
-		if err := e.store.Remove(ctx, s); err != nil {
+		if _, err := e.store.Remove(ctx, s); err != nil {
 			e.cfg.Log.Error(err, "releasing an N4 session", "upSEID", s.UPSEID, "smf", smf)
 		}
 		e.forget(s)
@@ -578,6 +591,7 @@ func (e *Endpoint) housekeeping(ctx context.Context) {
 		}
 		now := time.Now()
 		e.cache.expire(now)
+		go e.reportUsage(ctx) // it may wait on sessions in work: not in the heartbeats' way
 		if e.cfg.Heartbeat > 0 && now.Sub(lastBeat) >= e.cfg.Heartbeat {
 			lastBeat = now
 			e.beat(ctx, now)
@@ -628,16 +642,25 @@ func (e *Endpoint) beat(ctx context.Context, now time.Time) {
 }
 
 // request sends a request of the UPF's and calls onAnswer with the response's header if one
-// comes within the heartbeat interval.
-func (e *Endpoint) request(to netip.AddrPort, build func(seq uint32) marshaler, onAnswer func(*message.Header)) {
+// comes within the heartbeat interval, else the first of onSilence.
+func (e *Endpoint) request(to netip.AddrPort, build func(seq uint32) marshaler, onAnswer func(*message.Header), onSilence ...func()) {
 	e.mu.Lock()
 	e.seq = (e.seq + 1) & 0xffffff
 	seq := e.seq
 	ch := make(chan *message.Header, 1)
 	e.pending[seq] = ch
 	e.mu.Unlock()
+	silent := func() {
+		if len(onSilence) > 0 {
+			onSilence[0]()
+		}
+	}
 	b, err := build(seq).Marshal()
 	if err != nil {
+		e.mu.Lock()
+		delete(e.pending, seq)
+		e.mu.Unlock()
+		silent()
 		return
 	}
 	e.send(to, b)
@@ -655,6 +678,7 @@ func (e *Endpoint) request(to netip.AddrPort, build func(seq uint32) marshaler, 
 		case h := <-ch:
 			onAnswer(h)
 		case <-time.After(wait):
+			silent()
 		}
 	}()
 }

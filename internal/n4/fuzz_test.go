@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
@@ -36,9 +37,11 @@ func decodePath(b []byte) error {
 	var rules *Rules
 	if h.Type == message.MsgTypeSessionModificationRequest {
 		// A modification of the first seed's session.
-		c, err := messageIEs(ies, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateMAR, ie.UpdatePDR, ie.UpdateFAR,
-			ie.UpdateQER, ie.UpdateMAR, ie.RemovePDR, ie.RemoveFAR, ie.RemoveQER, ie.RemoveMAR)
+		c, err := messageIEs(ies, modificationRules...)
 		if err != nil {
+			return err
+		}
+		if _, err := queriedURRs(c, baseRules); err != nil {
 			return err
 		}
 		if rules, err = baseRules.modified(c); err != nil {
@@ -75,7 +78,8 @@ func FuzzEstablishment(f *testing.F) {
 		{IMSI: "001010000000001", UEAddr: netip.MustParseAddr("10.60.0.1"), UE3GPP: netip.MustParseAddr("10.45.0.1"),
 			UENon3GPP: netip.MustParseAddr("203.0.113.1"), GNB: netip.MustParseAddr("198.51.100.10"), DownlinkTEID: 7,
 			Default: smf.Steering{Mode: smf.PriorityBased, High: smf.NonThreeGPP, RTTms: 40, LossPercent: &loss},
-			Apps:    []smf.App{{Flow: "permit out 6 from 192.0.2.0/24 443 to assigned", Precedence: 10, Steering: smf.Steering{Mode: smf.LoadBalancing, Autonomous: true}}}},
+			Apps:    []smf.App{{Flow: "permit out 6 from 192.0.2.0/24 443 to assigned", Precedence: 10, Steering: smf.Steering{Mode: smf.LoadBalancing, Autonomous: true}}},
+			URR:     &smf.URR{Period: time.Minute, VolumeThreshold: 1 << 30}},
 		{UEAddr: netip.MustParseAddr("10.60.0.2"), UE3GPP: netip.MustParseAddr("10.45.0.2"), GNB: netip.MustParseAddr("198.51.100.10"), DownlinkTEID: 9,
 			Default: smf.Steering{Mode: smf.ActiveStandby}},
 	} {
@@ -102,6 +106,8 @@ func FuzzEstablishment(f *testing.F) {
 		{c.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.LoadBalancing, Weight3GPP: 20}, true)},
 		{ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewUpdateForwardingParameters(ie.NewOuterHeaderCreation(0x0100, 99, "198.51.100.11", "", 0, 0, 0)))},
 		{ie.NewRemovePDR(ie.NewPDRID(smf.PDRDownlink + 1)), ie.NewRemoveMAR(ie.NewMARID(smf.MARDefault + 1))},
+		{ie.NewQueryURR(ie.NewURRID(smf.URRID)), ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x04, 0), ie.NewTimeThreshold(time.Hour))},
+		{ie.NewPFCPSMReqFlags(0x04)},
 	} {
 		b, err := message.NewSessionModificationRequest(0, 0, 5, 2, 0, mod...).Marshal()
 		if err != nil {

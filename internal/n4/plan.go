@@ -63,6 +63,9 @@ type leg struct {
 // makePlan maps a session's rules onto Junction's model. teids are the TEIDs the UPF chose for
 // PDRs with CH set. Every refusal names the rule (Failed Rule ID) or the IE (Offending IE).
 func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, error) {
+	if err := r.checkURRs(); err != nil {
+		return nil, err
+	}
 	var up, down []*PDR
 	for _, id := range sortedKeys(r.PDRs) {
 		p := r.PDRs[id]

@@ -90,6 +90,7 @@ type PDR struct {
 	FARID           *uint32    `json:"farID,omitempty"`
 	MARID           *uint16    `json:"marID,omitempty"`
 	QERIDs          []uint32   `json:"qerIDs,omitempty"`
+	URRIDs          []uint32   `json:"urrIDs,omitempty"`
 }
 
 // OHC is a FAR's Outer Header Creation.
@@ -145,10 +146,11 @@ type Rules struct {
 	FARs map[uint32]*FAR `json:"fars"`
 	QERs map[uint32]*QER `json:"qers,omitempty"`
 	MARs map[uint16]*MAR `json:"mars,omitempty"`
+	URRs map[uint32]*URR `json:"urrs,omitempty"`
 }
 
 func newRules() *Rules {
-	return &Rules{PDRs: map[uint16]*PDR{}, FARs: map[uint32]*FAR{}, QERs: map[uint32]*QER{}, MARs: map[uint16]*MAR{}}
+	return &Rules{PDRs: map[uint16]*PDR{}, FARs: map[uint32]*FAR{}, QERs: map[uint32]*QER{}, MARs: map[uint16]*MAR{}, URRs: map[uint32]*URR{}}
 }
 
 // clone is a deep enough copy for a modification: rules are replaced whole, never edited in place.
@@ -165,6 +167,10 @@ func (r *Rules) clone() *Rules {
 	}
 	for k, v := range r.MARs {
 		c.MARs[k] = v
+	}
+	for k, v := range r.URRs {
+		cp := *v // a URR's measurement moves on with its reports
+		c.URRs[k] = &cp
 	}
 	return c
 }
@@ -252,11 +258,11 @@ func ipv4(ip net.IP) (netip.Addr, bool) {
 // decodePDR decodes a Create PDR, or applies an Update PDR to old: each IE it carries replaces
 // old's (a PDI whole, QER IDs as a list).
 func decodePDR(g *ie.IE, old *PDR) (*PDR, error) {
-	c, err := childrenOf(g, ie.QERID)
+	c, err := childrenOf(g, ie.QERID, ie.URRID)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.only(ie.PDRID, ie.Precedence, ie.PDI, ie.OuterHeaderRemoval, ie.FARID, ie.QERID, ie.MARID); err != nil {
+	if err := c.only(ie.PDRID, ie.Precedence, ie.PDI, ie.OuterHeaderRemoval, ie.FARID, ie.QERID, ie.URRID, ie.MARID); err != nil {
 		return nil, err
 	}
 	p := &PDR{}
@@ -316,6 +322,16 @@ func decodePDR(g *ie.IE, old *PDR) (*PDR, error) {
 			return nil, bad(x, err)
 		}
 		p.QERIDs = append(p.QERIDs, v)
+	}
+	if urrs := c.all(ie.URRID); len(urrs) > 0 {
+		p.URRIDs = nil
+	}
+	for _, x := range c.all(ie.URRID) {
+		v, err := x.URRID()
+		if err != nil {
+			return nil, bad(x, err)
+		}
+		p.URRIDs = append(p.URRIDs, v)
 	}
 	return p, nil
 }

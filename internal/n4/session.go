@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
@@ -112,7 +113,7 @@ type establishment struct {
 // CP SEID is returned with a refusal whenever it could be read, for the response's header.
 func decodeEstablishment(ies []*ie.IE) (_ *establishment, err error) {
 	defer undecodable(&err)
-	c, err := messageIEs(ies, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateMAR)
+	c, err := messageIEs(ies, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateURR, ie.CreateMAR)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func decodeEstablishment(ies []*ie.IE) (_ *establishment, err error) {
 	}
 	q.cpSEID = fseid.SEID
 	q.cpAddr, _ = ipv4(fseid.IPv4Address)
-	if err := c.only(append([]uint16{ie.NodeID, ie.FSEID, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateMAR, ie.ProvideATSSSControlInformation}, informational...)...); err != nil {
+	if err := c.only(append([]uint16{ie.NodeID, ie.FSEID, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateURR, ie.CreateMAR, ie.ProvideATSSSControlInformation}, informational...)...); err != nil {
 		return q, err
 	}
 	if _, err := c.need(ie.CreatePDR); err != nil {
@@ -180,7 +181,7 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 	}
 	if old != nil {
 		old.mu.Lock()
-		if err := e.store.Remove(ctx, old); err != nil {
+		if _, err := e.store.Remove(ctx, old); err != nil {
 			old.mu.Unlock()
 			return fseid, nil, err
 		}
@@ -194,6 +195,10 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 		supi = fmt.Sprintf("nai-n4-%016x@%s", s.UPSEID, e.cfg.UPF)
 	}
 	s.SUPI = supi
+	now := time.Now()
+	for _, u := range r.URRs {
+		u.Since = now // the session's usage cells count from its first entry: Base is zero
+	}
 	created, err := e.chooseTEIDsLocked(s, nil)
 	if err == nil {
 		e.sessions[s.UPSEID] = s // reserved: a retransmission cannot race it, Lookups wait on s.mu
@@ -210,7 +215,7 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 	if err == nil {
 		if err = e.store.Apply(ctx, s, p); err != nil {
 			// All of the rules or none: what the store wrote goes.
-			if rerr := e.store.Remove(ctx, s); rerr != nil {
+			if _, rerr := e.store.Remove(ctx, s); rerr != nil {
 				e.cfg.Log.Error(rerr, "removing a refused N4 session", "upSEID", s.UPSEID)
 			}
 		}
@@ -230,16 +235,22 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 	return fseid, out, nil
 }
 
+// modificationRules are the rule IEs a Session Modification Request may carry, each repeatable.
+var modificationRules = []uint16{ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateURR, ie.CreateMAR, ie.UpdatePDR, ie.UpdateFAR,
+	ie.UpdateQER, ie.UpdateURR, ie.UpdateMAR, ie.RemovePDR, ie.RemoveFAR, ie.RemoveQER, ie.RemoveURR, ie.RemoveMAR, ie.QueryURR}
+
 // modify applies a Session Modification Request: all of it, or nothing (the session keeps its
 // rules and its objects are put back as they were).
 func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE, error) {
-	c, err := messageIEs(ies, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateMAR, ie.UpdatePDR, ie.UpdateFAR,
-		ie.UpdateQER, ie.UpdateMAR, ie.RemovePDR, ie.RemoveFAR, ie.RemoveQER, ie.RemoveMAR)
+	c, err := messageIEs(ies, modificationRules...)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.only(ie.FSEID, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateMAR, ie.UpdatePDR, ie.UpdateFAR,
-		ie.UpdateQER, ie.UpdateMAR, ie.RemovePDR, ie.RemoveFAR, ie.RemoveQER, ie.RemoveMAR); err != nil {
+	if err := c.only(append(modificationRules, ie.FSEID, ie.PFCPSMReqFlags)...); err != nil {
+		return nil, err
+	}
+	queried, err := queriedURRs(c, s.Rules)
+	if err != nil {
 		return nil, err
 	}
 	cpSEID, cpAddr := s.CPSEID, s.CPAddr
@@ -254,6 +265,31 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	r, err := s.Rules.modified(c)
 	if err != nil {
 		return nil, err
+	}
+	// Reports and new URRs need the session's usage now: read before anything changes.
+	var usage Usage
+	if len(queried) > 0 || len(c.all(ie.RemoveURR)) > 0 || hasNewURR(s.Rules, r) {
+		if usage, err = e.store.Usage(ctx, s); err != nil {
+			return nil, refuse(CauseSystemFailure, 0, "reading the session's usage: %v", err)
+		}
+	}
+	now := time.Now()
+	for id, u := range r.URRs {
+		if s.Rules.URRs[id] == nil {
+			u.Since, u.Base = now, usage
+		}
+	}
+	var reports []*ie.IE
+	for _, id := range sortedKeys(s.Rules.URRs) {
+		if r.URRs[id] == nil { // removed: its last report (§7.5.5.2)
+			reports = append(reports, s.Rules.URRs[id].report(ie.UsageReportWithinSessionModificationResponse, s.Rules, reportTERMR, now, usage))
+		}
+	}
+	for _, id := range queried {
+		if u := r.URRs[id]; u != nil {
+			reports = append(reports, u.report(ie.UsageReportWithinSessionModificationResponse, r, reportIMMER, now, usage))
+			u.reported(now, usage)
+		}
 	}
 	prevRules, prevTEIDs := s.Rules, s.TEIDs
 	e.mu.Lock()
@@ -302,7 +338,53 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		e.byCP[cpKey{s.SMF, cpSEID}] = s.UPSEID
 	}
 	e.mu.Unlock()
-	return created, nil
+	return append(created, reports...), nil
+}
+
+// queriedURRs are the URRs a modification queries: Query URR IEs, or all of them with the
+// QAURR flag (PFCPSMReq-Flags, §8.2.57).
+func queriedURRs(c children, r *Rules) ([]uint32, error) {
+	if x := c.one(ie.PFCPSMReqFlags); x != nil {
+		if len(x.Payload) < 1 {
+			return nil, bad(x, fmt.Errorf("no flags"))
+		}
+		if x.Payload[0]&^0x04 != 0 { // DROBU and SNDEM: buffering is not offered
+			return nil, refuse(CauseServiceNotSupported, ie.PFCPSMReqFlags, "PFCPSMReq-Flags %#02x; only QAURR is supported", x.Payload[0])
+		}
+		if x.Payload[0]&0x04 != 0 {
+			return sortedKeys(r.URRs), nil
+		}
+	}
+	var out []uint32
+	for _, x := range c.all(ie.QueryURR) {
+		cc, err := childrenOf(x)
+		if err != nil {
+			return nil, err
+		}
+		y, err := cc.need(ie.URRID)
+		if err != nil {
+			return nil, err
+		}
+		id, err := y.URRID()
+		if err != nil {
+			return nil, bad(y, err)
+		}
+		if r.URRs[id] == nil {
+			return nil, ruleFailure(ie.RuleIDTypeURR, id, "Query URR: no URR %d", id)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// hasNewURR: next has a URR prev does not.
+func hasNewURR(prev, next *Rules) bool {
+	for id := range next.URRs {
+		if prev.URRs[id] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Endpoint) delete(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE, error) {
@@ -316,11 +398,22 @@ func (e *Endpoint) delete(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 			return nil, err
 		}
 	}
-	if err := e.store.Remove(ctx, s); err != nil {
+	usage, err := e.store.Remove(ctx, s)
+	if err != nil {
 		return nil, err
 	}
 	e.forget(s)
-	return nil, nil
+	// Every URR's last report (§7.5.7); none when the UPF could not read the session's usage.
+	var out []*ie.IE
+	if usage == nil && len(s.Rules.URRs) > 0 {
+		e.cfg.Log.Info("N4: a deleted session's usage could not be read; no usage report", "upSEID", s.UPSEID)
+		return nil, nil
+	}
+	now := time.Now()
+	for _, id := range sortedKeys(s.Rules.URRs) {
+		out = append(out, s.Rules.URRs[id].report(ie.UsageReportWithinSessionDeletionResponse, s.Rules, reportTERMR, now, *usage))
+	}
+	return out, nil
 }
 
 // chooseTEIDsLocked gives every PDR whose F-TEID has CH set a TEID: one per CHOOSE ID (PDRs
@@ -375,7 +468,7 @@ func (r *Rules) modified(c children) (_ *Rules, err error) {
 	return out, nil
 }
 
-// create decodes the Create PDR/FAR/QER/MAR IEs into r; an ID that exists is refused.
+// create decodes the Create PDR/FAR/QER/URR/MAR IEs into r; an ID that exists is refused.
 func (r *Rules) create(c children) error {
 	for _, x := range c.all(ie.CreateFAR) {
 		f, err := decodeFAR(x, nil)
@@ -396,6 +489,16 @@ func (r *Rules) create(c children) error {
 			return ruleFailure(ie.RuleIDTypeQER, q.ID, "QER %d exists", q.ID)
 		}
 		r.QERs[q.ID] = q
+	}
+	for _, x := range c.all(ie.CreateURR) {
+		u, err := decodeURR(x, nil)
+		if err != nil {
+			return err
+		}
+		if r.URRs[u.ID] != nil {
+			return ruleFailure(ie.RuleIDTypeURR, u.ID, "URR %d exists", u.ID)
+		}
+		r.URRs[u.ID] = u
 	}
 	for _, x := range c.all(ie.CreateMAR) {
 		m, err := decodeMAR(x, nil)
@@ -420,7 +523,7 @@ func (r *Rules) create(c children) error {
 	return nil
 }
 
-// update applies the Update PDR/FAR/QER/MAR IEs to r; a rule that does not exist is refused.
+// update applies the Update PDR/FAR/QER/URR/MAR IEs to r; a rule that does not exist is refused.
 func (r *Rules) update(c children) error {
 	for _, x := range c.all(ie.UpdateFAR) {
 		id, err := x.FARID()
@@ -437,6 +540,15 @@ func (r *Rules) update(c children) error {
 			return ruleFailure(ie.RuleIDTypeQER, id, "Update QER: no QER %d", id)
 		}
 		if r.QERs[id], err = decodeQER(x, r.QERs[id]); err != nil {
+			return err
+		}
+	}
+	for _, x := range c.all(ie.UpdateURR) {
+		id, err := x.URRID()
+		if err != nil || r.URRs[id] == nil {
+			return ruleFailure(ie.RuleIDTypeURR, id, "Update URR: no URR %d", id)
+		}
+		if r.URRs[id], err = decodeURR(x, r.URRs[id]); err != nil {
 			return err
 		}
 	}
@@ -461,7 +573,7 @@ func (r *Rules) update(c children) error {
 	return nil
 }
 
-// remove applies the Remove PDR/FAR/QER/MAR IEs to r; a rule that does not exist is refused.
+// remove applies the Remove PDR/FAR/QER/URR/MAR IEs to r; a rule that does not exist is refused.
 // Rules still named by others are caught by makePlan afterwards.
 func (r *Rules) remove(c children) error {
 	for _, x := range c.all(ie.RemovePDR) {
@@ -484,6 +596,13 @@ func (r *Rules) remove(c children) error {
 			return ruleFailure(ie.RuleIDTypeQER, id, "Remove QER: no QER %d", id)
 		}
 		delete(r.QERs, id)
+	}
+	for _, x := range c.all(ie.RemoveURR) {
+		id, err := x.URRID()
+		if err != nil || r.URRs[id] == nil {
+			return ruleFailure(ie.RuleIDTypeURR, id, "Remove URR: no URR %d", id)
+		}
+		delete(r.URRs, id)
 	}
 	for _, x := range c.all(ie.RemoveMAR) {
 		id, err := x.MARID()

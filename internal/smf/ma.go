@@ -63,6 +63,8 @@ type MASession struct {
 	DownlinkTEID uint32
 	Default      Steering // the MAR of all traffic no App describes
 	Apps         []App
+	// URR, when set, measures the session's usage (URRID, named by every PDR).
+	URR *URR
 }
 
 // Rule IDs the emulator uses.
@@ -88,6 +90,12 @@ type Established struct {
 
 // EstablishmentIEs are the IEs of the session's Establishment Request.
 func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
+	pdr := func(ies ...*ie.IE) *ie.IE {
+		if s.URR != nil {
+			ies = append(ies, ie.NewURRID(URRID))
+		}
+		return ie.NewCreatePDR(ies...)
+	}
 	ies := []*ie.IE{
 		ie.NewNodeIDHeuristic(c.NodeID), c.FSEID(cpSEID), ie.NewPDNType(ie.PDNTypeIPv4),
 		ie.NewProvideATSSSControlInformation(ie.NewATSSSLLControlInformation(1)),
@@ -96,7 +104,7 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 			ie.NewDestinationInterface(ie.DstInterfaceAccess),
 			ie.NewOuterHeaderCreation(0x0100, s.DownlinkTEID, s.GNB.String(), "", 0, 0, 0),
 			ie.NewTGPPInterfaceType(11))), // N3 3GPP Access
-		ie.NewCreatePDR(ie.NewPDRID(PDRUplink3GPP), ie.NewPrecedence(100), ie.NewPDI(
+		pdr(ie.NewPDRID(PDRUplink3GPP), ie.NewPrecedence(100), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceAccess),
 			ie.NewFTEID(0x0d, 0, nil, nil, chooseID), // V4 | CH | CHID
 			ie.NewUEIPAddress(0x02, s.UE3GPP.String(), "", 0, 0),
@@ -112,25 +120,28 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 				ie.NewDestinationInterface(ie.DstInterfaceAccess),
 				ie.NewOuterHeaderCreation(0x0400, 0, s.UENon3GPP.String(), "", junctionPort, 0, 0),
 				ie.NewTGPPInterfaceType(13))), // N3 untrusted non-3GPP access
-			ie.NewCreatePDR(ie.NewPDRID(PDRUplinkNon3GPP), ie.NewPrecedence(100), ie.NewPDI(
+			pdr(ie.NewPDRID(PDRUplinkNon3GPP), ie.NewPrecedence(100), ie.NewPDI(
 				ie.NewSourceInterface(ie.SrcInterfaceAccess),
 				ie.NewUEIPAddress(0x02, s.UENon3GPP.String(), "", 0, 0),
 				ie.NewTGPPInterfaceType(13)),
 				ie.NewOuterHeaderRemoval(2, 0), ie.NewFARID(FARCore)))
 	}
 	ies = append(ies,
-		ie.NewCreatePDR(ie.NewPDRID(PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(
+		pdr(ie.NewPDRID(PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, s.UEAddr.String(), "", 0, 0)),
 			ie.NewMARID(MARDefault)),
 		c.CreateMAR(MARDefault, s.Default, s.UENon3GPP.IsValid()))
 	for i, a := range s.Apps {
 		mar := MARDefault + uint16(i) + 1
 		ies = append(ies,
-			ie.NewCreatePDR(ie.NewPDRID(PDRDownlink+uint16(i)+1), ie.NewPrecedence(a.Precedence), ie.NewPDI(
+			pdr(ie.NewPDRID(PDRDownlink+uint16(i)+1), ie.NewPrecedence(a.Precedence), ie.NewPDI(
 				ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, s.UEAddr.String(), "", 0, 0),
 				ie.NewSDFFilter(a.Flow, "", "", "", 0)),
 				ie.NewMARID(mar)),
 			c.CreateMAR(mar, a.Steering, s.UENon3GPP.IsValid()))
+	}
+	if s.URR != nil {
+		ies = append(ies, s.URR.CreateURR())
 	}
 	return ies
 }
@@ -223,6 +234,9 @@ func (c *Client) Establish(ctx context.Context, s MASession) (*Established, erro
 			return out, err
 		}
 		out.UPSEID = f.SEID
+		c.mu.Lock()
+		c.upSEIDs[cp] = f.SEID
+		c.mu.Unlock()
 	}
 	for _, x := range r.IEs {
 		if x.Type != ie.CreatedPDR {

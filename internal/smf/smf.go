@@ -38,6 +38,8 @@ type Client struct {
 	heartbeats int
 	quiet      bool
 	received   [][]byte
+	reports    []*Response       // Session Report Requests, answered
+	upSEIDs    map[uint64]uint64 // CP SEID → the UPF's SEID, for the responses to its requests
 }
 
 // Received returns every datagram the UPF sent the SMF, as it came.
@@ -55,7 +57,7 @@ func Dial(local, upf netip.AddrPort, nodeID string) (*Client, error) {
 	}
 	c := &Client{
 		NodeID: nodeID, Recovery: time.Now().Truncate(time.Second), T1: 500 * time.Millisecond, N1: 3,
-		conn: conn, upf: upf, ip: local.Addr().AsSlice(), pending: map[uint32]chan []byte{},
+		conn: conn, upf: upf, ip: local.Addr().AsSlice(), pending: map[uint32]chan []byte{}, upSEIDs: map[uint64]uint64{},
 	}
 	go c.read()
 	return c, nil
@@ -107,6 +109,12 @@ func (c *Client) read() {
 				if r, err := message.NewHeartbeatResponse(h.SequenceNumber, ie.NewRecoveryTimeStamp(c.Recovery)).Marshal(); err == nil {
 					_, _ = c.conn.WriteToUDPAddrPort(r, from)
 				}
+			}
+			continue
+		}
+		if h.Type == message.MsgTypeSessionReportRequest {
+			if r := c.sessionReport(h, b); r != nil {
+				_, _ = c.conn.WriteToUDPAddrPort(r, from)
 			}
 			continue
 		}

@@ -125,6 +125,19 @@ func (s *Schema) RegisterUpdate(name string, index int64, value uint64) (*p4v1.U
 	}}}}, nil
 }
 
+// CounterUpdate sets one cell of an indirect counter.
+func (s *Schema) CounterUpdate(name string, index int64, c CounterData) (*p4v1.Update, error) {
+	id, err := s.CounterID(name)
+	if err != nil {
+		return nil, err
+	}
+	return &p4v1.Update{Type: p4v1.Update_MODIFY, Entity: &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{
+		CounterId: id,
+		Index:     &p4v1.Index{Index: index},
+		Data:      &p4v1.CounterData{PacketCount: c.Packets, ByteCount: c.Bytes},
+	}}}}, nil
+}
+
 // WriteRegister sets one register cell.
 func (d *Device) WriteRegister(ctx context.Context, name string, index int64, value uint64) error {
 	sch := d.Schema()

@@ -92,6 +92,19 @@ func (s *Schema) RegisterID(name string) (uint32, error) {
 	return r.ID, nil
 }
 
+// ParamID is the ID of an action's parameter, if the action has one of that name.
+func (s *Schema) ParamID(action uint32, name string) (uint32, bool) {
+	a, ok := s.ps.ActionByID(action)
+	if !ok {
+		return 0, false
+	}
+	p, err := a.Param(name)
+	if err != nil {
+		return 0, false
+	}
+	return p.ID, true
+}
+
 // CounterID resolves a counter name.
 func (s *Schema) CounterID(name string) (uint32, error) {
 	c, err := s.ps.Counter(name)
@@ -99,6 +112,15 @@ func (s *Schema) CounterID(name string) (uint32, error) {
 		return 0, err
 	}
 	return c.ID, nil
+}
+
+// CounterSize is the number of cells of an indirect counter.
+func (s *Schema) CounterSize(name string) (int64, error) {
+	c, err := s.ps.Counter(name)
+	if err != nil {
+		return 0, err
+	}
+	return c.Size, nil
 }
 
 // RegisterSize is the number of cells of a register.

@@ -29,6 +29,7 @@ typedef bit<8>  ratio_t;         // share of packets on 3GPP, in 1/128 units (0.
 typedef bit<32> rtt_us_t;        // microseconds; 0 in the path state means unavailable
 typedef bit<8>  loss_pct_t;      // percent of a leg's probes lost, as the UE measured them
 typedef bit<32> seq_index_t;     // index into session_seq
+typedef bit<32> usage_idx_t;     // index into uplink_usage / downlink_usage, one per PDU session
 typedef bit<32> seq_t;
 typedef bit<32> time_us_t;       // low 32 bits of a microsecond clock, compared modulo 2^32
 typedef bit<8>  suspended_t;

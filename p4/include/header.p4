@@ -284,6 +284,8 @@ struct local_metadata_t {
     teid_t          teid;
     ipv4_addr_t     ue_addr_3gpp;
     ipv4_addr_t     ue_addr_non3gpp;
+    usage_idx_t     usage_idx;      // the PDU session's usage cell (decap_gtpu, set_session,
+                                    // encap_gtpu; Verdict counts it)
 
     app_id_t        app_id;
     steering_mode_t mode;

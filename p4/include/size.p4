@@ -42,6 +42,12 @@
 #define MAX_ROUTES 4096
 #endif
 
+// Usage counters (uplink_usage, downlink_usage): one cell per PDU session the UPF
+// can hold, MA sessions (sessions) and single-access ones (downlink_tunnels).
+#ifndef MAX_USAGE_RECORDS
+#define MAX_USAGE_RECORDS (MAX_SESSIONS + MAX_DOWNLINK_TUNNELS)
+#endif
+
 // The drops counter has one cell per drop reason (define.p4), with room to grow.
 #ifndef DROP_REASON_COUNT
 #define DROP_REASON_COUNT 32

@@ -9,7 +9,7 @@
 //   -> Applications -> DownlinkTunnels -> SessionSeq -> Probes -> PathState
 //   -> Steering -> Tunnels -> Filter -> Routing -> DropReasons -> Reorder -> Rewrite
 //   -> ReorderQueue (pause / resume queues, timers) -> packet-in?
-//   -> Verdict (drops counter, port, redundant mirror)
+//   -> Verdict (drops and usage counters, port, redundant mirror)
 // Egress adds the encapsulation (Encap): see include/control/egress.p4.
 //
 // Build: hack/p4-build.sh (bf-p4c --target tofino2 --arch t2na, and the flags it says why).
@@ -25,10 +25,13 @@
 #define MAX_USERS 65536
 #endif
 #ifndef MAX_SESSIONS
-#define MAX_SESSIONS 131072
+#define MAX_SESSIONS 94208
 #endif
 #ifndef MAX_UPLINK_TUNNELS
 #define MAX_UPLINK_TUNNELS 65536
+#endif
+#ifndef MAX_USAGE_RECORDS
+#define MAX_USAGE_RECORDS 32768
 #endif
 
 #include "../include/define.p4"

@@ -6,7 +6,7 @@
 //   -> JunctionCheck -> UserPacket -> Sessions -> Applications
 //   -> DownlinkTunnels -> SessionSeq -> Probes -> PathState -> Steering
 //   -> Reorder -> Tunnels -> Filter -> Routing -> Encap -> packet-in?
-//   -> Verdict (drops counter, held packets, redundant clone)
+//   -> Verdict (drops and usage counters, held packets, redundant clone)
 // Egress recirculates held packets and redundant clones; nothing else.
 //
 // Build: hack/p4-build.sh (p4c-bm2-ss from hack/tools.sh p4tools; see p4/README.md)

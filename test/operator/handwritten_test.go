@@ -87,6 +87,7 @@ func allocatedIndexes(ns string) (map[string]int32, error) {
 		put(s.Name, "userIndex", s.Status.UserIndex)
 		put(s.Name, "sequenceIndex", s.Status.SequenceIndex)
 		put(s.Name, "tunnelPeerIndex", s.Status.TunnelPeerIndex)
+		put(s.Name, "usageIndex", s.Status.UsageIndex)
 	}
 	var policies junctionv1.SteeringPolicyList
 	if err := k8s.List(ctx, &policies, client.InNamespace(ns)); err != nil {

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
@@ -59,10 +61,7 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 		}
 		upSEIDs[i] = f.SEID
 	}
-	sessions := r.n4Sessions(t)
-	if len(sessions) != n {
-		t.Fatalf("%d ATSSSSessions for %d PFCP sessions", len(sessions), n)
-	}
+	sessions := r.awaitN4Sessions(t, n)
 	for i := range sessions {
 		s := &sessions[i]
 		if s.Spec.Type != junctionv1.SessionSingleAccess || s.Spec.AccessLegs.NonThreeGPP != nil || s.Spec.AccessLegs.ThreeGPP == nil ||
@@ -72,12 +71,22 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 		waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 		waitCondition(t, programTimeout, s, junctionv1.ConditionDegraded, metav1.ConditionFalse, "SingleAccess")
 	}
-	// docs/pipeline.md: uplink_tunnels (teid) -> decap_gtpu; downlink_tunnels (ue_addr) ->
-	// encap_gtpu(teid, peer_idx, endpoint_idx); the gNB in tunnel_peers, shared.
+	// docs/pipeline.md: uplink_tunnels (teid) -> decap_gtpu(usage_idx); downlink_tunnels
+	// (ue_addr) -> encap_gtpu(teid, peer_idx, endpoint_idx, usage_idx), both with the session's
+	// usage cell; the gNB in tunnel_peers, shared.
+	usage := map[string]uint64{} // session address → usage cell
+	for i := range sessions {
+		s := &sessions[i]
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s); err != nil {
+			t.Fatal(err)
+		}
+		usage[string(s.Spec.SessionAddress)] = uint64(*s.Status.UsageIndex)
+	}
 	var want []string
 	for i := range n {
-		want = append(want, fmt.Sprintf("uplink_tunnels teid=%s -> decap_gtpu()", hx(uint64(0x100+i), 4)),
-			fmt.Sprintf("downlink_tunnels ue_addr=0a3d00%02x -> encap_gtpu(endpoint_idx=00,peer_idx=01,teid=%s)", 1+i, hx(uint64(0x200+i), 4)))
+		u := hx(usage[fmt.Sprintf("10.61.0.%d", 1+i)], 4)
+		want = append(want, fmt.Sprintf("uplink_tunnels teid=%s -> decap_gtpu(usage_idx=%s)", hx(uint64(0x100+i), 4), u),
+			fmt.Sprintf("downlink_tunnels ue_addr=0a3d00%02x -> encap_gtpu(endpoint_idx=00,peer_idx=01,teid=%s,usage_idx=%s)", 1+i, hx(uint64(0x200+i), 4), u))
 	}
 	want = append(want, "tunnel_peers peer_idx=01 -> set_tunnel_peer(peer_addr=c633640a)")
 	wantEntries(t, r, want...)
@@ -92,7 +101,7 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 		t.Fatal(err)
 	}
 	pfcpsimAccepted[*message.SessionModificationResponse](t, c, "modification")
-	wantEntries(t, r, "downlink_tunnels ue_addr=0a3d0001 -> encap_gtpu(endpoint_idx=00,peer_idx=02,teid=0300)",
+	wantEntries(t, r, fmt.Sprintf("downlink_tunnels ue_addr=0a3d0001 -> encap_gtpu(endpoint_idx=00,peer_idx=02,teid=0300,usage_idx=%s)", hx(usage["10.61.0.1"], 4)),
 		"tunnel_peers peer_idx=02 -> set_tunnel_peer(peer_addr=c633640b)")
 
 	for i, seid := range upSEIDs {

@@ -15,6 +15,7 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
@@ -88,6 +89,20 @@ func (r n4Rig) n4Sessions(t testing.TB) []junctionv1.ATSSSSession {
 		t.Fatal(err)
 	}
 	return list.Items
+}
+
+// awaitN4Sessions waits until the N4 endpoint's objects are n (they are written after the SMF's
+// answer, docs/n4.md) and returns them.
+func (r n4Rig) awaitN4Sessions(t testing.TB, n int) []junctionv1.ATSSSSession {
+	t.Helper()
+	var out []junctionv1.ATSSSSession
+	eventually(t, programTimeout, fmt.Sprintf("%d N4 sessions as objects", n), func() error {
+		if out = r.n4Sessions(t); len(out) != n {
+			return fmt.Errorf("%d", len(out))
+		}
+		return nil
+	})
+	return out
 }
 
 func (r n4Rig) associate(t testing.TB) {
@@ -182,11 +197,7 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	}
 
 	// The session as an object: what the rules say, and Programmed.
-	sessions := r.n4Sessions(t)
-	if len(sessions) != 1 {
-		t.Fatalf("%d N4 sessions in the namespace, want 1", len(sessions))
-	}
-	obj := &sessions[0]
+	obj := &r.awaitN4Sessions(t, 1)[0]
 	sp := obj.Spec
 	if sp.UE.SUPI != "imsi-001010000000077" || sp.SessionAddress != "10.60.0.7" || sp.UPFRef.Name != "upf" {
 		t.Errorf("UE %+v, address %s, UPF %s", sp.UE, sp.SessionAddress, sp.UPFRef.Name)
@@ -227,14 +238,15 @@ func TestN4MASessionLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	user, peer, seq, app := uint64(*obj.Status.UserIndex), uint64(*obj.Status.TunnelPeerIndex), uint64(*obj.Status.SequenceIndex), uint64(*pol.Status.ApplicationID)
+	usage := uint64(*obj.Status.UsageIndex)
 
 	// docs/pipeline.md: set_session(user_idx, endpoint_idx, peer_idx, teid, ue_addr_3gpp,
-	// ue_addr_non3gpp); override_steering modes 1 active-standby (access 2: non-3GPP), 2 smallest
-	// delay, 3 load balance (ratio_3gpp = round(70 * 128 / 100) = 90); loss_limit_pct = loss + 1;
+	// ue_addr_non3gpp, usage_idx), decap_gtpu(usage_idx); override_steering modes 1
+	// active-standby (access 2: non-3GPP), 2 smallest delay, 3 load balance (ratio_3gpp = round(70 * 128 / 100) = 90); loss_limit_pct = loss + 1;
 	// set_application of a
 	// traffic class: active-standby (1) on 3GPP (1), the default application's steering.
-	sessionEntry := fmt.Sprintf("sessions session_addr=0a3c0007 -> set_session(endpoint_idx=00,peer_idx=%s,teid=1234,ue_addr_3gpp=0a2d0007,ue_addr_non3gpp=cb007107,user_idx=%s)", hx(peer, 2), hx(user, 4))
-	uplink := fmt.Sprintf("uplink_tunnels teid=%x -> decap_gtpu()", est.UplinkTEID)
+	sessionEntry := fmt.Sprintf("sessions session_addr=0a3c0007 -> set_session(endpoint_idx=00,peer_idx=%s,teid=1234,ue_addr_3gpp=0a2d0007,ue_addr_non3gpp=cb007107,usage_idx=%s,user_idx=%s)", hx(peer, 2), hx(usage, 4), hx(user, 4))
+	uplink := fmt.Sprintf("uplink_tunnels teid=%x -> decap_gtpu(usage_idx=%s)", est.UplinkTEID, hx(usage, 4))
 	override := func(appID uint64, mode, ratio, loss, access uint8) string {
 		return fmt.Sprintf("session_overrides app_id=%s session_addr=0a3c0007 -> override_steering(access=%s,loss_limit_pct=%s,mode=%s,ratio_3gpp=%s,rtt_threshold_us=00,seq_index=%s)",
 			hx(appID, 2), hx(uint64(access), 1), hx(uint64(loss), 1), hx(uint64(mode), 1), hx(uint64(ratio), 1), hx(seq, 4))
@@ -280,9 +292,7 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	if c := del.Cause(); c != ie.CauseRequestAccepted {
 		t.Fatalf("Session Deletion: cause %d, want 1", c)
 	}
-	if n := len(r.n4Sessions(t)); n != 0 {
-		t.Errorf("%d N4 sessions after the deletion", n)
-	}
+	r.awaitN4Sessions(t, 0)
 	eventually(t, programTimeout, "no session entries after the deletion", func() error {
 		got, err := r.u.entries(r.sch)
 		if err != nil {
@@ -434,6 +444,23 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 		{"a FAR that buffers", adding(ie.NewCreateFAR(ie.NewFARID(40), ie.NewApplyAction(0x04))), 76, "offending IE 44", nil},
 		{"a QER with an MBR (QoS the pipeline does not enforce)", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewMBR(60000, 60000))),
 			76, "offending IE 26", nil},
+		{"a URR measuring events", adding(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(1, 0, 0), ie.NewReportingTriggers(0, 0))),
+			76, "offending IE 62", nil},
+		{"a URR with a volume quota (enforcement the pipeline does not do)", adding(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0),
+			ie.NewReportingTriggers(0, 0x01), ie.NewVolumeQuota(0x01, 1e6, 0, 0))), 76, "offending IE 73", nil},
+		{"a URR reporting the start of traffic (detection the pipeline does not do)", adding(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0),
+			ie.NewReportingTriggers(0x10, 0))), 76, "offending IE 37", nil},
+		{"periodic reporting without a Measurement Period", adding(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x01, 0))),
+			67, "offending IE 64", nil},
+		{"a PDR naming a URR the session does not have", replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
+			ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+				ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewMARID(smf.MARDefault), ie.NewURRID(5))),
+			73, "failed rule type 0 id 000a", nil},
+		{"a URR one of two downlink PDRs names (a session's direction is measured whole)", func(in []*ie.IE) []*ie.IE {
+			return adding(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0, 0)))(replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
+				ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+					ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewMARID(smf.MARDefault), ie.NewURRID(1)))(in))
+		}, 73, "failed rule type 3 id 00000001", nil},
 		{"the MPTCP steering functionality", replacing(ie.CreateMAR, ie.MARID, u16b(smf.MARDefault), ie.NewCreateMAR(ie.NewMARID(smf.MARDefault),
 			ie.NewSteeringFunctionality(1), ie.NewSteeringMode(smf.SmallestDelay),
 			ie.NewTGPPAccessForwardingActionInformation(afai(smf.FAR3GPP)...), ie.NewNonTGPPAccessForwardingActionInformation(afai(smf.FARNon3GPP)...))),
@@ -508,9 +535,7 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 			if resp.Find(ie.NodeID) == nil {
 				t.Error("the Establishment Response has no Node ID (mandatory, TS 29.244 §7.5.3)")
 			}
-			if n := len(r.n4Sessions(t)); n != 0 {
-				t.Errorf("%d sessions left after a refused establishment", n)
-			}
+			r.awaitN4Sessions(t, 0) // none was written for the refused establishment, or it went
 		})
 	}
 
@@ -523,9 +548,7 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 	if e, err := r.smf.Establish(ctx, taken); err == nil || e.Resp.Cause() != 69 || why(e.Resp) != "offending IE 93" {
 		t.Errorf("a session address a manifest session holds: %v (%s), want cause 69 with offending IE 93 (UE IP Address)", err, why(e.Resp))
 	}
-	if n := len(r.n4Sessions(t)); n != 0 {
-		t.Errorf("%d N4 sessions after the conflict", n)
-	}
+	r.awaitN4Sessions(t, 0)
 	waitCondition(t, programTimeout, manifest, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 
 	// A modification is all or nothing: a valid Update MAR with a Create PDR naming a FAR the
@@ -534,7 +557,7 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := r.n4Sessions(t)[0]
+	before := r.awaitN4Sessions(t, 1)[0]
 	mod, err := r.smf.Modify(ctx, est,
 		r.smf.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.Redundant}, true),
 		ie.NewCreatePDR(ie.NewPDRID(30), ie.NewPrecedence(10), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess)), ie.NewFARID(77)))
@@ -571,9 +594,7 @@ func TestN4RefusesSessionsBeyondTheTables(t *testing.T) {
 	if err == nil || e.Resp.Cause() != 75 {
 		t.Fatalf("a second session on a one-entry table: %v, want cause 75", err)
 	}
-	if n := len(r.n4Sessions(t)); n != 1 {
-		t.Errorf("%d N4 sessions, want alice's only", n)
-	}
+	r.awaitN4Sessions(t, 1) // alice's only
 }
 
 // TestN4SessionsSurviveAnOperatorRestart: the operator stops and a new one starts (as after a
@@ -615,9 +636,12 @@ func TestN4SessionsSurviveAnOperatorRestart(t *testing.T) {
 	if err != nil || mod.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("modification after the restart: %v, cause %d (%s)", err, mod.Cause(), why(mod))
 	}
-	if s := r.n4Sessions(t); len(s) != 1 || s[0].Spec.ModeOverride.Mode != junctionv1.ModeActiveStandby {
-		t.Errorf("sessions after the modification: %d, want one on ActiveStandby", len(s))
-	}
+	eventually(t, programTimeout, "the modified session's object on ActiveStandby", func() error {
+		if s := r.n4Sessions(t); len(s) != 1 || s[0].Spec.ModeOverride.Mode != junctionv1.ModeActiveStandby {
+			return fmt.Errorf("%d sessions, the first %+v", len(s), s)
+		}
+		return nil
+	})
 	if st := r.n4Status(t); len(st.Associations) != 1 || st.Sessions != 1 {
 		t.Errorf("status.n4 after the restart: %+v, want the association and 1 session", st)
 	}
@@ -638,9 +662,7 @@ func TestN4ReleasesTheSessionsOfASilentSMF(t *testing.T) {
 	r.smf.SetQuiet(true)
 	start := time.Now()
 	eventually(t, programTimeout, "an SMFLost event", func() error { return findEvent(r.ns, "upf", "Warning", "SMFLost") })
-	if n := len(r.n4Sessions(t)); n != 1 {
-		t.Errorf("%d sessions right after the SMF was lost, want 1 (kept for the grace period)", n)
-	}
+	r.awaitN4Sessions(t, 1) // kept for the grace period
 	eventually(t, programTimeout, "the silent SMF's sessions released", func() error {
 		if n := len(r.n4Sessions(t)); n != 0 {
 			return fmt.Errorf("%d sessions", n)
@@ -763,5 +785,71 @@ func TestN4RefusesWhenTheSwitchDoesNotTakeTheSession(t *testing.T) {
 	})
 	if _, err := r.smf.Heartbeat(ctx); err != nil {
 		t.Errorf("heartbeat after the refusal: %v", err)
+	}
+}
+
+// TestN4AnswersFirstAndANewEndpointKnowsWhatWasLost: the endpoint answers once the switch holds
+// a session and writes its object after (docs/n4.md, "Where N4 sessions live"); whenever a
+// session the SMF heard of is not saved with its indexes, the UPF's status.n4.unsavedSince says
+// so, and a new endpoint that finds it set (a leader that died mid-write) takes a new Recovery
+// Time Stamp, which tells the SMF to establish its sessions again (as after a UPF restart), and
+// releases what it restored.
+func TestN4AnswersFirstAndANewEndpointKnowsWhatWasLost(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, func(n *junctionv1.N4) { n.HeartbeatInterval = "300ms" }, nil)
+	resp, err := r.smf.Associate(ctx)
+	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("association: %v", err)
+	}
+	ts0, _ := resp.Find(ie.RecoveryTimeStamp).RecoveryTimeStamp()
+	s := alice()
+	s.Apps = nil // no traffic class to wait for: the direct path
+	est, err := r.smf.Establish(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: r.ns, Name: fmt.Sprintf("n4-upf-%016x", est.UPSEID)}
+	var obj junctionv1.ATSSSSession
+	err = k8s.Get(ctx, key, &obj)
+	if saved := err == nil && obj.Status.UsageIndex != nil; !saved && r.n4Status(t).UnsavedSince == nil {
+		t.Errorf("answered with the session neither saved (object: %v) nor status.n4.unsavedSince set", err)
+	}
+	eventually(t, programTimeout, "the session saved and unsavedSince cleared", func() error {
+		if err := k8s.Get(ctx, key, &obj); err != nil || obj.Status.UsageIndex == nil {
+			return fmt.Errorf("object %v, indexes %v", err, obj.Status.UsageIndex)
+		}
+		if u := r.n4Status(t).UnsavedSince; u != nil {
+			return fmt.Errorf("unsavedSince %s", u)
+		}
+		return nil
+	})
+
+	// The operator stops as one that dies mid-write would leave it: unsavedSince set.
+	r.op.stop()
+	patch := []byte(fmt.Sprintf(`{"status":{"n4":{"unsavedSince":%q}}}`, time.Now().UTC().Format(time.RFC3339)))
+	if err := k8s.Status().Patch(ctx, r.upf.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	r.op = startOperator(t, r.ns, operatorOptions{})
+	eventually(t, programTimeout, "a new Recovery Time Stamp", func() error {
+		hb, err := r.smf.Heartbeat(ctx)
+		if err != nil {
+			return err
+		}
+		if ts, err := hb.Find(ie.RecoveryTimeStamp).RecoveryTimeStamp(); err != nil || ts.Equal(ts0) {
+			return fmt.Errorf("recovery time stamp %v (%v), the first was %v", ts, err, ts0)
+		}
+		return nil
+	})
+	eventually(t, programTimeout, "an N4SessionsLost event", func() error { return findEvent(r.ns, "upf", "Warning", "N4SessionsLost") })
+	r.awaitN4Sessions(t, 0)
+	eventually(t, programTimeout, "unsavedSince cleared once the released sessions' objects went", func() error {
+		if u := r.n4Status(t).UnsavedSince; u != nil {
+			return fmt.Errorf("unsavedSince %s", u)
+		}
+		return nil
+	})
+	if m, err := r.smf.Modify(ctx, est); err != nil || m.Cause() != CauseSessionContextNotFound {
+		t.Errorf("a modification of the lost session: %v, cause %d; want 65", err, m.Cause())
 	}
 }

@@ -23,10 +23,10 @@ import (
 )
 
 // TestN4MessagesDecodeInWireshark: every message the N4 endpoint sent in a run of every
-// procedure (node and session, accepted and refused, UPF-initiated heartbeats and association
-// release, a version it does not speak) goes through Wireshark's PFCP dissector, a decoder
-// written apart from both the endpoint and go-pfcp; none may be malformed or carry an expert
-// warning or error.
+// procedure (node and session, accepted and refused, usage reports, UPF-initiated heartbeats
+// and association release, a version it does not speak) goes through Wireshark's PFCP
+// dissector, a decoder written apart from both the endpoint and go-pfcp; none may be malformed
+// or carry an expert warning or error.
 func TestN4MessagesDecodeInWireshark(t *testing.T) {
 	tshark, err := exec.LookPath("tshark")
 	testenv.Require(t, "tshark (hack/tools.sh tshark installs it; make test does, as root)", err)
@@ -39,10 +39,23 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 	if _, err := r.smf.Heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	est, err := r.smf.Establish(ctx, alice())
+	// A session with a URR: usage reports in a modification's and the deletion's response and in
+	// the UPF's Session Report Requests.
+	metered := alice()
+	metered.URR = &smf.URR{Period: time.Second, VolumeThreshold: 1 << 20}
+	est, err := r.smf.Establish(ctx, metered)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := r.smf.Modify(ctx, est, ie.NewQueryURR(ie.NewURRID(smf.URRID))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, programTimeout, "a Session Report Request", func() error {
+		if len(r.smf.Reports()) == 0 {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
 	if _, err := r.smf.Modify(ctx, est, r.smf.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.Redundant}, true)); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +114,7 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 	for _, b := range got {
 		seen[b[1]]++
 	}
-	for _, typ := range []uint8{2, 1, 6, 8, 9, 10, 11, 51, 53, 55} {
+	for _, typ := range []uint8{2, 1, 6, 8, 9, 10, 11, 51, 53, 55, 56} {
 		if seen[typ] == 0 {
 			t.Errorf("no message of type %d among the endpoint's (%v): the run did not cover it", typ, seen)
 		}

@@ -4,8 +4,8 @@ P4Runtime target by P4Info names only.
     check.py --grpc-addr 127.0.0.1:9559 --p4info p4/p4info.txtpb [--device-config FILE]
 
 It pushes the pipeline, reads the P4Info back from the target, writes, reads and deletes
-`sessions` and `routes` entries with TableEntry, writes and reads a register element, and
-prints one line per check and "p4rtshell: N passed, M failed". Exit status 1 on any failure.
+`sessions` and `routes` entries with TableEntry, writes and reads a register element and a
+usage counter cell, and prints one line per check and "p4rtshell: N passed, M failed". Exit status 1 on any failure.
 """
 
 import argparse
@@ -83,6 +83,13 @@ def register_id(name):
     raise AssertionError(f"register {name} not in the target's P4Info")
 
 
+def counter_id(name):
+    for c in sh.context.p4info.counters:
+        if c.preamble.name == name or c.preamble.alias == name:
+            return c.preamble.id
+    raise AssertionError(f"counter {name} not in the target's P4Info")
+
+
 def register_entity(name, index):
     e = p4runtime_pb2.Entity()
     e.register_entry.register_id = register_id(name)
@@ -136,6 +143,7 @@ def run_checks():
     session.action["teid"] = "0x200"
     session.action["ue_addr_3gpp"] = "198.18.1.1"
     session.action["ue_addr_non3gpp"] = "198.18.2.1"
+    session.action["usage_idx"] = "1"
 
     route = sh.TableEntry("routes")(action="route")
     route.match["dst_addr"] = "203.0.113.0/24"
@@ -193,6 +201,23 @@ def run_checks():
             for e in resp.entities:
                 values.append(int.from_bytes(e.register_entry.data.bitstring, "big"))
         assert values == [1500], f"read {values}, want [1500]"
+
+    @check("write uplink_usage[5] = 3 packets, 300 bytes and read it back")
+    def _():
+        e = p4runtime_pb2.Entity()
+        e.counter_entry.counter_id = counter_id("uplink_usage")
+        e.counter_entry.index.index = 5
+        update = p4runtime_pb2.Update()
+        update.type = p4runtime_pb2.Update.MODIFY
+        update.entity.CopyFrom(e)
+        update.entity.counter_entry.data.packet_count = 3
+        update.entity.counter_entry.data.byte_count = 300
+        sh.client.write_update(update)
+        cells = []
+        for resp in sh.client.read_one(e):
+            for x in resp.entities:
+                cells.append((x.counter_entry.data.packet_count, x.counter_entry.data.byte_count))
+        assert cells == [(3, 300)], f"read {cells}, want [(3, 300)]"
 
     @check("read the drops counter (every reason, zero packets so far)")
     def _():

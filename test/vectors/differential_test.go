@@ -5,7 +5,8 @@ package vectors
 // The differential test: the software UPF and BMv2 (the P4 program as p4c compiles it) get the
 // same setups and the same frames — every vector's frames and mutations of them — and must
 // agree on everything observable: the frames out, port by port and byte for byte, packet-ins,
-// digests, the drops counter and the path-state and sequence registers. A disagreement is a bug
+// digests, the drops counter, the usage counters' cells of the case's sessions (packets and
+// bytes) and the path-state and sequence registers. A disagreement is a bug
 // in one of them; each one found is pinned by a vector.
 //
 // What depends on the clock is compared by class, not by value: a PROBE_REPLY's upf_ts, a
@@ -18,6 +19,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,6 +72,10 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 			}
 		}
 		cells := comparedCells(c)
+		usage, err := usageCells(runs[0], c)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
 		for i, s := range c.Steps {
 			if s.Send == nil {
 				continue
@@ -102,7 +108,7 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						if errs[j] = cr.writeRegisters(ctx, state); errs[j] == nil {
-							outs[j], errs[j] = cr.observe(ctx, s.Send.Port, frame, cells)
+							outs[j], errs[j] = cr.observe(ctx, s.Send.Port, frame, cells, usage)
 						}
 					}()
 				}
@@ -170,18 +176,74 @@ func comparedCells(c *Case) []string {
 	return out
 }
 
+// usageCells are the cells of uplink_usage and downlink_usage that a case's entries name
+// (the usage_idx of set_session, encap_gtpu and decap_gtpu, defaults included), by counter.
+func usageCells(cr *caseRun, c *Case) (map[string][]int64, error) {
+	idxs := map[int64]bool{}
+	add := func(params map[string]any) error {
+		x, ok := params["usage_idx"]
+		if !ok {
+			return nil
+		}
+		n, err := cr.vars.number(x, 32)
+		idxs[int64(n)] = true
+		return err
+	}
+	for _, e := range c.Setup.Entries {
+		if err := add(e.Params); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range c.Setup.Defaults {
+		if err := add(d.Params); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string][]int64{}
+	for _, name := range []string{"uplink_usage", "downlink_usage"} {
+		for i := range idxs {
+			out[name] = append(out[name], i)
+		}
+		slices.Sort(out[name])
+	}
+	return out, nil
+}
+
+// readUsage reads the cells of each counter in usage.
+func (cr *caseRun) readUsage(ctx context.Context, usage map[string][]int64) (map[string]cellCount, error) {
+	out := map[string]cellCount{}
+	for _, name := range sortedKeys(usage) {
+		if len(usage[name]) == 0 {
+			continue
+		}
+		c, err := cr.r.schema.Counter(name)
+		if err != nil {
+			return nil, err
+		}
+		cells, err := cr.readCounters(ctx, c, usage[name]...)
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range cells {
+			out[fmt.Sprintf("%s[%d]", name, i)] = v
+		}
+	}
+	return out, nil
+}
+
 // outcome is what one frame did on one target.
 type outcome struct {
 	frames    []string // "port hex", by port, in arrival order
 	packetIns []string
 	digests   []string
-	drops     map[int64]int64 // counter index -> packets added
+	drops     map[int64]int64   // counter index -> packets added
+	usage     map[string]string // "uplink_usage[i]" -> "+packets/+bytes", cells that moved
 	regs      map[string]uint64
 	probeAck  bool // the frame was a PROBE_ACK: RTTs are the target's clock
 }
 
 func (o outcome) silent() bool {
-	if len(o.frames)+len(o.packetIns)+len(o.digests) > 0 {
+	if len(o.frames)+len(o.packetIns)+len(o.digests)+len(o.usage) > 0 {
 		return false
 	}
 	for _, d := range o.drops {
@@ -204,6 +266,9 @@ func (o outcome) diff(b outcome) string {
 	list("digests", o.digests, b.digests)
 	if fmt.Sprint(o.drops) != fmt.Sprint(b.drops) {
 		out = append(out, fmt.Sprintf("  drops: software UPF %v, BMv2 %v", dropNames(o.drops), dropNames(b.drops)))
+	}
+	if fmt.Sprint(o.usage) != fmt.Sprint(b.usage) {
+		out = append(out, fmt.Sprintf("  usage: software UPF %v, BMv2 %v", o.usage, b.usage))
 	}
 	for _, k := range sortedKeys(o.regs) {
 		x, y := o.regs[k], b.regs[k]
@@ -239,7 +304,7 @@ func dropNames(d map[int64]int64) string {
 
 // observe sends frame on port and collects what it did: output until 10 ms after the first sign
 // of it (frames, stream messages or a drops count), at most 300 ms.
-func (cr *caseRun) observe(ctx context.Context, port string, frame []byte, cells []string) (outcome, error) {
+func (cr *caseRun) observe(ctx context.Context, port string, frame []byte, cells []string, usage map[string][]int64) (outcome, error) {
 	r := cr.r
 	p, ok := r.ports[port]
 	if !ok {
@@ -248,6 +313,10 @@ func (cr *caseRun) observe(ctx context.Context, port string, frame []byte, cells
 	r.collector.take()
 	r.client.takeEvents()
 	before, err := cr.readDrops(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	usageBefore, err := cr.readUsage(ctx, usage)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -277,10 +346,20 @@ func (cr *caseRun) observe(ctx context.Context, port string, frame []byte, cells
 		return outcome{}, err
 	}
 
-	o := outcome{drops: map[int64]int64{}, regs: map[string]uint64{}, probeAck: isProbeAck(frame)}
+	usageAfter, err := cr.readUsage(ctx, usage)
+	if err != nil {
+		return outcome{}, err
+	}
+
+	o := outcome{drops: map[int64]int64{}, usage: map[string]string{}, regs: map[string]uint64{}, probeAck: isProbeAck(frame)}
 	for i, n := range after {
 		if d := n - before[i]; d != 0 {
 			o.drops[i] = d
+		}
+	}
+	for k, a := range usageAfter {
+		if b := usageBefore[k]; a != b {
+			o.usage[k] = fmt.Sprintf("+%d/+%d", int64(a.packets-b.packets), int64(a.bytes-b.bytes))
 		}
 	}
 	got, rxErrs := r.collector.take()

@@ -2,7 +2,7 @@ package vectors
 
 // The vector format (README.md describes it for people). One YAML or JSON file is one case:
 // what to install by P4Info name, then steps of "send this frame on this logical port, expect
-// these frames, register values, drop-counter deltas, digests and packet-ins". Vectors name
+// these frames, register values, counter cells, drop-counter deltas, digests and packet-ins". Vectors name
 // logical ports only; the runner maps them to port numbers and interfaces.
 
 import (
@@ -32,8 +32,8 @@ type Case struct {
 	file string
 }
 
-// Setup is written before the first step, in this order: clone sessions, registers, table
-// entries, default actions.
+// Setup is written before the first step, in this order: clone sessions, registers, counter
+// cells, table entries, default actions.
 type Setup struct {
 	// Include names setup fragments (files of the Setup shape, relative to the case's file)
 	// written first; the case's own registers win over theirs.
@@ -42,8 +42,19 @@ type Setup struct {
 	Defaults []DefaultAction `json:"defaults"`
 	// Registers maps "name[index]" to the value to write. A case writes every register it
 	// relies on: registers keep their values from one case to the next.
-	Registers     map[string]any `json:"registers"`
-	CloneSessions []CloneSession `json:"clone_sessions"`
+	Registers map[string]any `json:"registers"`
+	// Counters maps "name[index]" to the packets and bytes to write into that cell (MODIFY).
+	// Counters, like registers, keep their values from one case to the next: a case that
+	// checks a cell writes it first.
+	Counters      map[string]CounterCell `json:"counters"`
+	CloneSessions []CloneSession         `json:"clone_sessions"`
+}
+
+// CounterCell is one cell of a packets-and-bytes counter: numbers to write, or expectations
+// (a number, "*", "lo-hi", "!0" or "?x") to check. Both must be given.
+type CounterCell struct {
+	Packets any `json:"packets"`
+	Bytes   any `json:"bytes"`
 }
 
 // Entry is a table entry by name, with human values.
@@ -78,6 +89,8 @@ type Step struct {
 	PacketOut *Send `json:"packet_out"`
 	// SetRegisters are written before the frame is sent ("name[index]": value).
 	SetRegisters map[string]any `json:"set_registers"`
+	// SetCounters are written before the frame is sent ("name[index]": {packets, bytes}).
+	SetCounters map[string]CounterCell `json:"set_counters"`
 	// Window overrides the runner's collection window for this step ("2s", "500ms").
 	Window Duration `json:"window"`
 	// Expect maps a logical port to the frames expected on it, in order, or "none". A port
@@ -87,6 +100,10 @@ type Step struct {
 	PacketIn []PacketIn `json:"packet_in"`
 	// Registers maps "name[index]" to an expected value: a number, "*", "lo-hi", "!0" or "?x".
 	Registers map[string]any `json:"registers"`
+	// Counters maps "name[index]" to the cell's expected packets and bytes, read after the
+	// window (absolute values, not deltas: the case writes the cell in its setup or an earlier
+	// step).
+	Counters map[string]CounterCell `json:"counters"`
 	// Drops maps drop reasons (PARSER_ERROR, NO_ROUTE...) to the expected increase of the
 	// `drops` packet counter; every reason not listed must not move.
 	Drops map[string]uint64 `json:"drops"`
@@ -218,8 +235,26 @@ func LoadCase(path string) (*Case, error) {
 		if s.Send != nil && s.PacketOut != nil {
 			return nil, fmt.Errorf("%s: step %d: send and packet_out in one step; use two steps", path, i+1)
 		}
+		for _, cells := range []map[string]CounterCell{s.SetCounters, s.Counters} {
+			if err := checkCells(cells); err != nil {
+				return nil, fmt.Errorf("%s: step %d: %w", path, i+1, err)
+			}
+		}
+	}
+	if err := checkCells(c.Setup.Counters); err != nil {
+		return nil, fmt.Errorf("%s: setup: %w", path, err)
 	}
 	return c, nil
+}
+
+// checkCells requires packets and bytes of every counter cell.
+func checkCells(cells map[string]CounterCell) error {
+	for _, key := range sortedKeys(cells) {
+		if c := cells[key]; c.Packets == nil || c.Bytes == nil {
+			return fmt.Errorf("counter %s: give both packets and bytes (\"*\" for don't care)", key)
+		}
+	}
+	return nil
 }
 
 // include merges the setup fragments named in Include into s.
@@ -247,6 +282,12 @@ func (s *Setup) include(dir string) error {
 			}
 			merged.Registers[k] = v
 		}
+		for k, v := range frag.Counters {
+			if merged.Counters == nil {
+				merged.Counters = map[string]CounterCell{}
+			}
+			merged.Counters[k] = v
+		}
 	}
 	if len(s.Include) == 0 {
 		return nil
@@ -261,5 +302,12 @@ func (s *Setup) include(dir string) error {
 		merged.Registers[k] = v
 	}
 	s.Registers = merged.Registers
+	for k, v := range s.Counters {
+		if merged.Counters == nil {
+			merged.Counters = map[string]CounterCell{}
+		}
+		merged.Counters[k] = v
+	}
+	s.Counters = merged.Counters
 	return nil
 }

@@ -65,6 +65,15 @@ func TestCasesLoadAndFramesBuild(t *testing.T) {
 					v[mm.capture] = 1
 				}
 			}
+			for key, cell := range s.Counters {
+				for _, x := range []any{cell.Packets, cell.Bytes} {
+					if mm, err := v.parseMatcher(x, 63); err != nil {
+						t.Errorf("%s step %d counter %s: %v", c.Name, i+1, key, err)
+					} else if mm.capture != "" {
+						v[mm.capture] = 1
+					}
+				}
+			}
 			for name := range s.Drops {
 				if _, ok := DropReasons[name]; !ok {
 					t.Errorf("%s step %d: unknown drop reason %s", c.Name, i+1, name)
@@ -76,7 +85,7 @@ func TestCasesLoadAndFramesBuild(t *testing.T) {
 
 // Every name and value in the vectors resolves against the checked-in P4Info, exactly as the
 // runner resolves them before writing to a target: tables, match fields, actions, parameters,
-// registers and digest members.
+// registers, counters and digest members.
 func TestCasesResolveAgainstP4Info(t *testing.T) {
 	info, err := p4.P4Info()
 	if err != nil {
@@ -112,7 +121,19 @@ func TestCasesResolveAgainstP4Info(t *testing.T) {
 				t.Errorf("%s register %s: %v", c.Name, key, err)
 			}
 		}
+		for key := range c.Setup.Counters {
+			if _, _, err := cr.counterRef(key); err != nil {
+				t.Errorf("%s counters: %v", c.Name, err)
+			}
+		}
 		for i, s := range c.Steps {
+			for _, cells := range []map[string]CounterCell{s.SetCounters, s.Counters} {
+				for key := range cells {
+					if _, _, err := cr.counterRef(key); err != nil {
+						t.Errorf("%s step %d counters: %v", c.Name, i+1, err)
+					}
+				}
+			}
 			for key, val := range s.SetRegisters {
 				if _, _, _, err := cr.registerCell(key, val); err != nil {
 					t.Errorf("%s step %d set_registers %s: %v", c.Name, i+1, key, err)

@@ -3,10 +3,12 @@
 //
 // A case's way through the runner:
 //
-//	setup ──Write──> clone sessions, registers, table entries, default actions
-//	each step: read `drops` ─> send the frame (AF_PACKET, test side of the link)
+//	setup ──Write──> clone sessions, registers, counter cells, table entries, default actions
+//	each step: write registers and counter cells ─> read `drops`
+//	           ─> send the frame (AF_PACKET, test side of the link)
 //	           ─> collect frames on every port, digests and packet-ins for the window
-//	           ─> compare frames (masked), packet-ins, digests ─> read `drops`, registers, compare
+//	           ─> compare frames (masked), packet-ins, digests
+//	           ─> read `drops`, registers, counter cells, compare
 //	cleanup ──Read + Delete──> every table entry, default actions reset, clone sessions removed
 package vectors
 
@@ -321,6 +323,9 @@ func (cr *caseRun) setup(ctx context.Context) error {
 	if err := cr.writeRegisters(ctx, s.Registers); err != nil {
 		return fmt.Errorf("registers: %w", err)
 	}
+	if err := cr.writeCounters(ctx, s.Counters); err != nil {
+		return fmt.Errorf("counters: %w", err)
+	}
 
 	var entries []*p4v1.Update
 	for i, e := range s.Entries {
@@ -425,24 +430,75 @@ func (cr *caseRun) action(t *p4schema.Table, name string, params map[string]any)
 	return act, nil
 }
 
-// registerRef parses "name[index]".
-func (cr *caseRun) registerRef(key string) (*p4schema.Register, int64, error) {
+// cellRef parses "name[index]" of a register or counter (what).
+func (cr *caseRun) cellRef(what, key string) (string, int64, error) {
 	open := strings.IndexByte(key, '[')
 	if open < 0 || !strings.HasSuffix(key, "]") {
-		return nil, 0, fmt.Errorf("register %q: want name[index]", key)
-	}
-	reg, err := cr.r.schema.Register(strings.TrimSpace(key[:open]))
-	if err != nil {
-		return nil, 0, err
+		return "", 0, fmt.Errorf("%s %q: want name[index]", what, key)
 	}
 	idx, err := cr.vars.number(strings.TrimSpace(key[open+1:len(key)-1]), 32)
 	if err != nil {
-		return nil, 0, fmt.Errorf("register %q index: %w", key, err)
+		return "", 0, fmt.Errorf("%s %q index: %w", what, key, err)
 	}
-	if int64(idx) >= reg.Size {
+	return strings.TrimSpace(key[:open]), int64(idx), nil
+}
+
+// registerRef parses "name[index]" of a register.
+func (cr *caseRun) registerRef(key string) (*p4schema.Register, int64, error) {
+	name, idx, err := cr.cellRef("register", key)
+	if err != nil {
+		return nil, 0, err
+	}
+	reg, err := cr.r.schema.Register(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	if idx >= reg.Size {
 		return nil, 0, fmt.Errorf("register %q: index %d beyond size %d", key, idx, reg.Size)
 	}
-	return reg, int64(idx), nil
+	return reg, idx, nil
+}
+
+// counterRef parses "name[index]" of a counter.
+func (cr *caseRun) counterRef(key string) (*p4schema.Counter, int64, error) {
+	name, idx, err := cr.cellRef("counter", key)
+	if err != nil {
+		return nil, 0, err
+	}
+	c, err := cr.r.schema.Counter(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	if idx >= c.Size {
+		return nil, 0, fmt.Errorf("counter %q: index %d beyond size %d", key, idx, c.Size)
+	}
+	return c, idx, nil
+}
+
+// writeCounters sets the counter cells named "name[index]" in one P4Runtime write (CounterEntry
+// MODIFY, on every target).
+func (cr *caseRun) writeCounters(ctx context.Context, cells map[string]CounterCell) error {
+	var ups []*p4v1.Update
+	for _, key := range sortedKeys(cells) {
+		c, idx, err := cr.counterRef(key)
+		if err != nil {
+			return err
+		}
+		packets, err := cr.vars.number(cells[key].Packets, 63)
+		if err != nil {
+			return fmt.Errorf("counter %s packets: %w", key, err)
+		}
+		bytes, err := cr.vars.number(cells[key].Bytes, 63)
+		if err != nil {
+			return fmt.Errorf("counter %s bytes: %w", key, err)
+		}
+		ups = append(ups, update(p4v1.Update_MODIFY, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{
+			CounterId: c.ID,
+			Index:     &p4v1.Index{Index: idx},
+			Data:      &p4v1.CounterData{PacketCount: int64(packets), ByteCount: int64(bytes)},
+		}}}))
+	}
+	return cr.r.client.write(ctx, ups...)
 }
 
 // writeRegisters sets the cells named "name[index]", through Config.Registers when set, else in

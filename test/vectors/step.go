@@ -63,6 +63,10 @@ func (cr *caseRun) step(ctx context.Context, i int) bool {
 		fail("set_registers: %v", err)
 		return false
 	}
+	if err := cr.writeCounters(ctx, s.SetCounters); err != nil {
+		fail("set_counters: %v", err)
+		return false
+	}
 	before, err := cr.readDrops(ctx)
 	if err != nil {
 		fail("%v", err)
@@ -188,7 +192,68 @@ func (cr *caseRun) step(ctx context.Context, i int) bool {
 			fail("register %s = %d, want %s", key, val, m)
 		}
 	}
+	return cr.compareCounters(ctx, fail, s.Counters)
+}
+
+// compareCounters reads each counter cell named and checks its packets and bytes; it reports
+// false when a name or value of the vector is wrong (a malformed vector).
+func (cr *caseRun) compareCounters(ctx context.Context, fail func(string, ...any), want map[string]CounterCell) bool {
+	for _, key := range sortedKeys(want) {
+		c, idx, err := cr.counterRef(key)
+		if err != nil {
+			fail("%v", err)
+			return false
+		}
+		packets, err := cr.vars.parseMatcher(want[key].Packets, 63)
+		if err != nil {
+			fail("counter %s packets: %v", key, err)
+			return false
+		}
+		bytes, err := cr.vars.parseMatcher(want[key].Bytes, 63)
+		if err != nil {
+			fail("counter %s bytes: %v", key, err)
+			return false
+		}
+		got, err := cr.readCounters(ctx, c, idx)
+		if err != nil {
+			fail("counter %s: %v", key, err)
+			return false
+		}
+		okP, okB := packets.check(got[idx].packets, cr.vars), bytes.check(got[idx].bytes, cr.vars)
+		if !okP || !okB {
+			fail("counter %s = %d packets, %d bytes; want %s packets, %s bytes", key, got[idx].packets, got[idx].bytes, packets, bytes)
+		}
+	}
 	return true
+}
+
+// cellCount is one counter cell as read.
+type cellCount struct{ packets, bytes uint64 }
+
+// readCounters reads cells idxs of counter c in one P4Runtime read.
+func (cr *caseRun) readCounters(ctx context.Context, c *p4schema.Counter, idxs ...int64) (map[int64]cellCount, error) {
+	var filters []*p4v1.Entity
+	for _, i := range idxs {
+		filters = append(filters, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{
+			CounterId: c.ID, Index: &p4v1.Index{Index: i},
+		}}})
+	}
+	ents, err := cr.r.client.read(ctx, filters...)
+	if err != nil {
+		return nil, fmt.Errorf("read counter %s: %w", c.Name, err)
+	}
+	out := map[int64]cellCount{}
+	for _, e := range ents {
+		if ce := e.GetCounterEntry(); ce != nil && ce.GetCounterId() == c.ID {
+			out[ce.GetIndex().GetIndex()] = cellCount{uint64(ce.GetData().GetPacketCount()), uint64(ce.GetData().GetByteCount())}
+		}
+	}
+	for _, i := range idxs {
+		if _, ok := out[i]; !ok {
+			return nil, fmt.Errorf("read counter %s returned no entry for index %d", c.Name, i)
+		}
+	}
+	return out, nil
 }
 
 // wait returns when the window is over, or a quiet time after everything expected arrived.

@@ -5,7 +5,8 @@ import (
 )
 
 // The hot paths allocate nothing per packet: downlink (session, steering, Junction in GTP-U),
-// uplink Junction DATA on either leg, and plain GTP-U uplink. Each frame must leave on the port
+// uplink Junction DATA on either leg, plain GTP-U uplink and downlink, each counting its
+// session's usage. Each frame must leave on the port
 // its path sends it to, so that a drop path (cheaper, and also allocation-free) cannot stand in.
 func TestHotPathsAllocateNothing(t *testing.T) {
 	h := topology(t)
@@ -19,6 +20,7 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 		{"uplink Junction DATA on 3GPP", portGNB, junction3GPP(data(0), userPacket(64, true)), portDN},
 		{"uplink Junction DATA on non-3GPP", portWiFi, junctionWiFi(data(0), userPacket(64, true)), portDN},
 		{"uplink plain GTP-U", portGNB, fromGNB(ulTEID, userPacket(64, true)), portDN},
+		{"downlink plain GTP-U", portDN, singleAccess(h), portGNB},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := make([]*Packet, 1)

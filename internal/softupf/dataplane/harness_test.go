@@ -232,17 +232,28 @@ func (h *harness) setReg(name string, idx uint32, v uint64) {
 
 func (h *harness) drops(r DropReason) uint64 {
 	h.t.Helper()
-	var id uint32
+	n, _ := h.counter("drops", uint32(r))
+	return n
+}
+
+func (h *harness) counterID(name string) uint32 {
 	for _, c := range h.info.GetCounters() {
-		if c.GetPreamble().GetName() == "drops" {
-			id = c.GetPreamble().GetId()
+		if c.GetPreamble().GetName() == name {
+			return c.GetPreamble().GetId()
 		}
 	}
-	n, _, err := h.p.ReadCounter(id, uint32(r))
+	h.t.Fatalf("no counter %q", name)
+	return 0
+}
+
+// counter reads one cell of a counter by name.
+func (h *harness) counter(name string, idx uint32) (packets, bytes uint64) {
+	h.t.Helper()
+	n, b, err := h.p.ReadCounter(h.counterID(name), idx)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return n
+	return n, b
 }
 
 // process pushes one frame received on inPort and returns what Process emitted (copied).
@@ -319,8 +330,14 @@ func specP4Info() *p4configv1.P4Info {
 		info.Registers = append(info.Registers, &p4configv1.Register{
 			Preamble: &p4configv1.Preamble{Id: 0x10000100 + uint32(k)*5, Name: spec.name}, TypeSpec: bitT(spec.bits), Size: size})
 	}
-	info.Counters = append(info.Counters, &p4configv1.Counter{Preamble: &p4configv1.Preamble{Id: 0x12000001, Name: "drops"},
-		Spec: &p4configv1.CounterSpec{Unit: p4configv1.CounterSpec_BOTH}, Size: 32})
+	for k, name := range counterSpecs {
+		size := int64(4096)
+		if k == int(cDrops) {
+			size = 32 // DROP_REASON_COUNT
+		}
+		info.Counters = append(info.Counters, &p4configv1.Counter{Preamble: &p4configv1.Preamble{Id: 0x12000100 + uint32(k)*3, Name: name},
+			Spec: &p4configv1.CounterSpec{Unit: p4configv1.CounterSpec_BOTH}, Size: size})
+	}
 	st := &p4configv1.P4StructTypeSpec{}
 	for _, m := range contract.ProbeReportMembers {
 		st.Members = append(st.Members, &p4configv1.P4StructTypeSpec_Member{Name: m.Name, TypeSpec: bitT(int32(m.Width))})

@@ -7,8 +7,8 @@ package dataplane
 //	DATA with payload ─ length != user packet ──> drop BAD_JUNCTION
 //	                  ─ sessions(user src) miss ─> drop NO_SESSION
 //	                  ─ not from the session's address on its leg ─> drop WRONG_SOURCE (every message)
-//	                  └ filter, TTL, route ─ CURRENT_PATH ─> reorder (hold or send)
-//	                                        └ unmarked ────> out
+//	                  └ filter, TTL, route, uplink_usage ─ CURRENT_PATH ─> reorder (hold or send)
+//	                                                      └ unmarked ────> out
 //	EX-PATH marker ── sessions(seq) ──> release held packets (reorder.go) ──> CONSUMED
 //	PROBE ── sessions(body) ──> PROBE_REPLY on the arrival leg, upf_ts = now_us ──> out
 //	PROBE_ACK ── rtt = now_us - upf_ts ──> rtt_<leg>[user] unless suspended, live_rtt_<leg>[user],
@@ -83,6 +83,7 @@ func (c *proc) uplinkData(pkt *Packet, h wire.Header, arrival contract.Access) {
 	if !c.forward(pkt, off+f.UserOff, off+f.UserEnd, user, f.Ports) {
 		return
 	}
+	c.st.add(cUplinkUsage, sess.usage, c.inLen) // held or not, it is through
 	if h.Marks&wire.MarkCurrentPath != 0 && pkt.OutPort != c.p.cpuPort {
 		c.reorder(pkt, sess.user, h.Marks.Epoch(), min(h.Seq, contract.ReorderMaxHoldUS))
 		return

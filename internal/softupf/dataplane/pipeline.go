@@ -66,12 +66,12 @@ type Pipeline struct {
 
 var _ p4rt.Target = (*Pipeline)(nil)
 
-// state is one committed pipeline: its schema, tables, registers, counter and clone sessions.
+// state is one committed pipeline: its schema, tables, registers, counters and clone sessions.
 type state struct {
 	schema *schema
 	t      *tables
 	regs   [numRegisters]*register
-	drops  []counterCell
+	ctrs   [numCounters][]counterCell // cells sized by the P4Info
 	clones map[uint32][]*p4v1.Replica
 }
 
@@ -103,17 +103,25 @@ func New(cfg Config) (*Pipeline, error) {
 }
 
 func newState(s *schema) *state {
-	st := &state{schema: s, t: newTables(), drops: make([]counterCell, s.dropsSize), clones: map[uint32][]*p4v1.Replica{}}
+	st := &state{schema: s, t: newTables(), clones: map[uint32][]*p4v1.Replica{}}
 	for k := range numRegisters {
 		st.regs[k] = newRegister(registerSpecs[k], s.regSizes[k])
+	}
+	for k := range numCounters {
+		st.ctrs[k] = make([]counterCell, s.ctrSizes[k])
 	}
 	return st
 }
 
-func (st *state) count(r DropReason, bytes int) {
-	if int(r) < len(st.drops) {
-		st.drops[r].packets.Add(1)
-		st.drops[r].bytes.Add(uint64(bytes))
+// count adds one packet of bytes to drops[r].
+func (st *state) count(r DropReason, bytes int) { st.add(cDrops, uint32(r), bytes) }
+
+// add adds one packet of bytes to cell i of counter k; an index beyond the counter counts
+// nowhere.
+func (st *state) add(k counterKind, i uint32, bytes int) {
+	if cells := st.ctrs[k]; uint64(i) < uint64(len(cells)) {
+		cells[i].packets.Add(1)
+		cells[i].bytes.Add(uint64(bytes))
 	}
 }
 
@@ -253,16 +261,18 @@ func (p *Pipeline) counter(id, index uint32) (*counterCell, error) {
 	if err != nil {
 		return nil, err
 	}
-	if id != st.schema.dropsID {
+	k, ok := st.schema.counters[id]
+	if !ok {
 		return nil, fmt.Errorf("counter %d is not implemented by the software UPF", id)
 	}
-	if uint64(index) >= uint64(len(st.drops)) {
-		return nil, fmt.Errorf("counter %q index %d out of range (size %d)", dropsCounterName, index, len(st.drops))
+	cells := st.ctrs[k]
+	if uint64(index) >= uint64(len(cells)) {
+		return nil, fmt.Errorf("counter %q index %d out of range (size %d)", counterSpecs[k], index, len(cells))
 	}
-	return &st.drops[index], nil
+	return &cells[index], nil
 }
 
-// ReadCounter reads one cell of the drops counter.
+// ReadCounter reads one cell of a counter (drops, uplink_usage, downlink_usage).
 func (p *Pipeline) ReadCounter(id, index uint32) (packets, bytes uint64, err error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -273,7 +283,8 @@ func (p *Pipeline) ReadCounter(id, index uint32) (packets, bytes uint64, err err
 	return c.packets.Load(), c.bytes.Load(), nil
 }
 
-// WriteCounter sets one cell of the drops counter.
+// WriteCounter sets one cell of a counter: the controller zeroes a usage cell before it gives
+// its index to a new PDU session.
 func (p *Pipeline) WriteCounter(id, index uint32, packets, bytes uint64) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -336,8 +347,9 @@ func (p *Pipeline) Stats() Stats {
 	var s Stats
 	if p.st != nil {
 		s.Pipelined = true
-		for i := range min(len(p.st.drops), len(s.Drops)) {
-			s.Drops[i] = p.st.drops[i].packets.Load()
+		drops := p.st.ctrs[cDrops]
+		for i := range min(len(drops), len(s.Drops)) {
+			s.Drops[i] = drops[i].packets.Load()
 		}
 	}
 	p.reorder.mu.Lock()

@@ -21,6 +21,12 @@ package dataplane
 // junction (junction.go): DATA → sessions(src) → filter, TTL, route → reorder (reorder.go);
 // control messages → probes and link notifications (junction.go).
 //
+// Usage: a PDU session's user packet that the pipeline lets through (its route found, before
+// any reorder hold) adds one packet and the received frame's length to its session's cell,
+// usage_idx: uplink_usage for Junction DATA and plain G-PDUs, downlink_usage for downlink that
+// sessions or downlink_tunnels took (a redundant packet once, for both copies); as the P4
+// program's Verdict counts what ingress does not drop, on its first pass.
+//
 // Every packet handed to Process ends in exactly one place: appended to the output, held by
 // the reorder queue, or returned to the pool (drops and packet-ins).
 
@@ -40,7 +46,7 @@ type proc struct {
 	t     *tables
 	out   []*Packet
 	f     wire.Frame
-	inLen int // the received frame's length, for the drops counter
+	inLen int // the received frame's length, for the drops and usage counters
 	nowOK bool
 	now   uint32
 }
@@ -120,7 +126,8 @@ func (c *proc) ingress(pkt *Packet) {
 	case f.Has&wire.HasGTPU != 0 && f.GTPU.Type == wire.GTPUTypeEchoRequest:
 		c.gtpuEcho(pkt)
 	case f.Has&wire.HasGTPU != 0:
-		if !c.knownTEID(pkt) {
+		usage, ok := c.knownTEID(pkt)
+		if !ok {
 			return
 		}
 		if f.Has&wire.HasJunction != 0 {
@@ -135,6 +142,7 @@ func (c *proc) ingress(pkt *Packet) {
 		}
 		in := pkt.off + f.InnerOff
 		if c.forward(pkt, in, in+int(inner.TotalLen), inner, ports) {
+			c.st.add(cUplinkUsage, usage, c.inLen)
 			c.send(pkt)
 		}
 	case f.Has&wire.HasJunction != 0:
@@ -173,12 +181,13 @@ func (c *proc) gtpuEcho(pkt *Packet) {
 // recoveryIELen is the Recovery IE's length: type and restart counter.
 const recoveryIELen = 2
 
-func (c *proc) knownTEID(pkt *Packet) bool {
-	if _, ok := c.t.uplink.lookup(c.f.GTPU.TEID); !ok {
+// knownTEID looks the G-PDU's TEID up in uplink_tunnels and returns its usage_idx; on false
+// the packet has been dropped.
+func (c *proc) knownTEID(pkt *Packet) (usage uint32, ok bool) {
+	if usage, ok = c.t.uplink.lookup(c.f.GTPU.TEID); !ok {
 		c.drop(pkt, contract.DropUnknownTEID)
-		return false
 	}
-	return true
+	return usage, ok
 }
 
 // downlinkOuter sends an IPv4 packet not addressed to the UPF down step 4; the whole outer
@@ -211,8 +220,10 @@ func (c *proc) malformed(pkt *Packet, err error) {
 	// and ports), after the GTP-U TEID (P4: JunctionCheck follows Uplink): on the 3GPP leg an
 	// unknown TEID comes first.
 	carried := badJunction || (f.Has&wire.HasJunction != 0 && (l == wire.LayerIPv4 || l == wire.LayerTransport))
-	if carried && f.Has&wire.HasGTPU != 0 && !c.knownTEID(pkt) {
-		return
+	if carried && f.Has&wire.HasGTPU != 0 {
+		if _, ok := c.knownTEID(pkt); !ok {
+			return
+		}
 	}
 	if badJunction {
 		c.drop(pkt, contract.DropBadJunction)
@@ -318,6 +329,7 @@ func (c *proc) downlink(pkt *Packet, off, end int, ip wire.IPv4, ports wire.Port
 	if !c.encapJunction(pkt, off, end, first, &sess, ep, hdr, legAddr(&sess, first)) {
 		return // dropped (no route): as on P4, whose ingress clones only a packet it does not drop
 	}
+	c.st.add(cDownlinkUsage, sess.usage, c.inLen)
 	if second != contract.AccessNone {
 		c.redundantCopy(pkt, off, end, &sess, ep, second, hdr) // the user packet at [off:end] is untouched
 	}
@@ -393,6 +405,7 @@ func (c *proc) downlinkGTPU(pkt *Packet, off, end int, fl *flow, tun dlTunnel) {
 	off = wire.TunnelUDP(wire.GTPUPort).Prepend(b, off)
 	off = wire.TunnelIPv4(addr4(ep.n3), addr4(pr.addr)).Prepend(b, off)
 	if c.route(pkt, off, end, pr.addr) {
+		c.st.add(cDownlinkUsage, tun.usage, c.inLen)
 		c.send(pkt)
 	}
 }

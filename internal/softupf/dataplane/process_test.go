@@ -32,6 +32,8 @@ const (
 	portDN     = 3
 	endpointIx = 1
 	peerIx     = 3
+	sessUsage  = 11 // the MA session's usage cell
+	ulUsage    = 12 // the uplink tunnel's (a single-access session's)
 )
 
 var (
@@ -52,14 +54,14 @@ func topology(t testing.TB, opts ...func(*Config)) *harness {
 func install(h *harness) {
 	h.insert("local_addresses", map[string]any{"dst_addr": ip4(n3Addr)}, 0, "accept_local", nil)
 	h.insert("local_addresses", map[string]any{"dst_addr": ip4(jAddr)}, 0, "accept_local", nil)
-	h.insert("uplink_tunnels", map[string]any{"teid": uint64(ulTEID)}, 0, "decap_gtpu", nil)
+	h.insert("uplink_tunnels", map[string]any{"teid": uint64(ulTEID)}, 0, "decap_gtpu", map[string]uint64{"usage_idx": ulUsage})
 	h.insert("tunnel_endpoints", map[string]any{"endpoint_idx": uint64(endpointIx)}, 0, "set_tunnel_endpoint",
 		map[string]uint64{"n3_addr": ip4(n3Addr), "junction_addr": ip4(jAddr)})
 	h.insert("tunnel_peers", map[string]any{"peer_idx": uint64(peerIx)}, 0, "set_tunnel_peer",
 		map[string]uint64{"peer_addr": ip4(gnbAddr)})
 	h.insert("sessions", map[string]any{"session_addr": ip4(sessAddr)}, 0, "set_session", map[string]uint64{
 		"user_idx": user, "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": dlTEID,
-		"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4(ueWiFi)})
+		"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4(ueWiFi), "usage_idx": sessUsage})
 	route := func(prefix string, l int32, port uint64, dst [6]byte) {
 		h.insert("routes", map[string]any{"dst_addr": lv{ip4(prefix), l}}, 0, "route",
 			map[string]uint64{"port": port, "src_mac": macV(srcMAC), "dst_mac": macV(dst)})
@@ -228,7 +230,7 @@ func TestDownlinkPlainGTPU(t *testing.T) {
 	h := topology(t)
 	other := "10.46.0.9"
 	h.insert("downlink_tunnels", map[string]any{"ue_addr": ip4(other)}, 0, "encap_gtpu",
-		map[string]uint64{"teid": 0x777, "peer_idx": peerIx, "endpoint_idx": endpointIx})
+		map[string]uint64{"teid": 0x777, "peer_idx": peerIx, "endpoint_idx": endpointIx, "usage_idx": 13})
 	pkt := func(ttl uint8) []byte {
 		return wiretest.Build(wire.IPv4{Src: addr(server), Dst: addr(other), TTL: ttl}, wiretest.TCP{SrcPort: 80, DstPort: 5555})
 	}
@@ -551,7 +553,7 @@ func TestProbeOnAMissingLeg(t *testing.T) {
 	h := topology(t)
 	h.write(p4v1.Update_MODIFY, h.entry("sessions", map[string]any{"session_addr": ip4(sessAddr)}, 0, "set_session", map[string]uint64{
 		"user_idx": user, "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": dlTEID,
-		"ue_addr_3gpp": 0, "ue_addr_non3gpp": ip4(ueWiFi)}))
+		"ue_addr_3gpp": 0, "ue_addr_non3gpp": ip4(ueWiFi), "usage_idx": sessUsage}))
 	probe := junction3GPP(wire.Header{Type: wire.TypeProbe}, wire.Control{Session: addr(sessAddr), Access: contract.Access3GPP})
 	expectDrop(t, h, contract.DropWrongSource, h.process(portGNB, probe))
 }

@@ -12,7 +12,7 @@ import (
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 )
 
-// tableKind, actionKind and registerKind number the objects this package knows; the P4Info's
+// tableKind, actionKind, registerKind and counterKind number the objects this package knows; the P4Info's
 // IDs map onto them at commit. Each spec below lists keys and params in the order the decoders
 // in tables.go read them.
 type tableKind uint8
@@ -72,6 +72,15 @@ const (
 	rLiveRTTNon3GPP
 	rAutonomousShare
 	numRegisters
+)
+
+type counterKind uint8
+
+const (
+	cDrops         counterKind = iota // indexed by drop reason
+	cUplinkUsage                      // indexed by a PDU session's usage_idx
+	cDownlinkUsage                    // likewise
+	numCounters
 )
 
 type fieldSpec struct {
@@ -141,14 +150,14 @@ var tableSpecs = [numTables]tableSpec{
 var actionSpecs = [numActions]actionSpec{
 	aAcceptLocal:       {"accept_local", nil},
 	aNotLocal:          {"not_local", nil},
-	aDecapGTPU:         {"decap_gtpu", nil},
+	aDecapGTPU:         {"decap_gtpu", []paramSpec{{"usage_idx", 32}}},
 	aDropUnknownTEID:   {"drop_unknown_teid", nil},
 	aSetTunnelEndpoint: {"set_tunnel_endpoint", []paramSpec{{"n3_addr", 32}, {"junction_addr", 32}}},
 	aDropNoEndpoint:    {"drop_no_endpoint", nil},
 	aSetTunnelPeer:     {"set_tunnel_peer", []paramSpec{{"peer_addr", 32}}},
 	aDropNoTunnelPeer:  {"drop_no_tunnel_peer", nil},
 	aSetSession: {"set_session", []paramSpec{{"user_idx", 32}, {"endpoint_idx", 8}, {"peer_idx", 16},
-		{"teid", 32}, {"ue_addr_3gpp", 32}, {"ue_addr_non3gpp", 32}}},
+		{"teid", 32}, {"ue_addr_3gpp", 32}, {"ue_addr_non3gpp", 32}, {"usage_idx", 32}}},
 	aMissSession: {"miss_session", nil},
 	aSetApplication: {"set_application", []paramSpec{{"app_id", 16}, {"mode", 8}, {"access", 8},
 		{"ratio_3gpp", 8}, {"rtt_threshold_us", 32}, {"loss_limit_pct", 8}}},
@@ -156,7 +165,7 @@ var actionSpecs = [numActions]actionSpec{
 	aOverrideSteering: {"override_steering", []paramSpec{{"mode", 8}, {"access", 8}, {"ratio_3gpp", 8},
 		{"rtt_threshold_us", 32}, {"loss_limit_pct", 8}, {"seq_index", 32}}},
 	aNoOverride:  {"no_override", nil},
-	aEncapGTPU:   {"encap_gtpu", []paramSpec{{"teid", 32}, {"peer_idx", 16}, {"endpoint_idx", 8}}},
+	aEncapGTPU:   {"encap_gtpu", []paramSpec{{"teid", 32}, {"peer_idx", 16}, {"endpoint_idx", 8}, {"usage_idx", 32}}},
 	aNoTunnel:    {"no_tunnel", nil},
 	aPermit:      {"permit", nil},
 	aDeny:        {"deny", nil},
@@ -178,11 +187,18 @@ var registerSpecs = [numRegisters]paramSpec{
 	rAutonomousShare:      {"autonomous_share", 8},
 }
 
+// counterSpecs name the counters (all packets and bytes); the usage counters' sizes are the
+// P4Info's, the drops counter needs a cell per drop reason.
+var counterSpecs = [numCounters]string{
+	cDrops:         "drops",
+	cUplinkUsage:   "uplink_usage",
+	cDownlinkUsage: "downlink_usage",
+}
+
 const (
-	dropsCounterName = "drops"
-	probeDigestName  = "probe_reports"
-	packetInName     = "packet_in"
-	packetOutName    = "packet_out"
+	probeDigestName = "probe_reports"
+	packetInName    = "packet_in"
+	packetOutName   = "packet_out"
 )
 
 // schema is a P4Info resolved against the specs: P4Info IDs to this package's kinds, and the
@@ -197,8 +213,9 @@ type schema struct {
 	registerIDs [numRegisters]uint32
 	registers   map[uint32]registerKind
 	regSizes    [numRegisters]int
-	dropsID     uint32
-	dropsSize   int
+	counterIDs  [numCounters]uint32
+	counters    map[uint32]counterKind
+	ctrSizes    [numCounters]int
 	digestID    uint32
 }
 
@@ -213,6 +230,7 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 		tables:    map[uint32]tableKind{},
 		actions:   map[uint32]actionKind{},
 		registers: map[uint32]registerKind{},
+		counters:  map[uint32]counterKind{},
 	}
 
 	for k := range numActions {
@@ -292,14 +310,22 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 		s.regSizes[k] = int(r.Size)
 	}
 
-	dc, err := ps.Counter(dropsCounterName)
-	if err != nil {
-		return nil, err
+	for k := range numCounters {
+		name := counterSpecs[k]
+		c, err := ps.Counter(name)
+		if err != nil {
+			return nil, err
+		}
+		if c.Unit != p4configv1.CounterSpec_BOTH {
+			return nil, fmt.Errorf("counter %q counts %s, the software UPF counts packets and bytes", name, c.Unit)
+		}
+		if k == cDrops && c.Size < int64(numDropReasons) {
+			return nil, fmt.Errorf("counter %q has %d cells, want at least %d", name, c.Size, numDropReasons)
+		}
+		s.counterIDs[k] = c.ID
+		s.counters[c.ID] = k
+		s.ctrSizes[k] = int(c.Size)
 	}
-	if dc.Size < int64(numDropReasons) {
-		return nil, fmt.Errorf("counter %q has %d cells, want at least %d", dropsCounterName, dc.Size, numDropReasons)
-	}
-	s.dropsID, s.dropsSize = dc.ID, int(dc.Size)
 
 	d, err := ps.Digest(probeDigestName)
 	if err != nil {

@@ -64,6 +64,19 @@ func TestCheckPipeline(t *testing.T) {
 			}
 		}, `register "rtt_3gpp" elements are bit<16>`},
 		{"a short drops counter is refused", func(i *p4configv1.P4Info) { i.Counters[0].Size = 8 }, `counter "drops"`},
+		{"a missing usage counter is named", func(i *p4configv1.P4Info) {
+			i.Counters = slices.DeleteFunc(i.Counters, func(x *p4configv1.Counter) bool { return x.GetPreamble().GetName() == "downlink_usage" })
+		}, `counter "downlink_usage"`},
+		{"a usage counter of packets alone is refused", func(i *p4configv1.P4Info) {
+			for _, c := range i.Counters {
+				if c.GetPreamble().GetName() == "uplink_usage" {
+					c.Spec.Unit = p4configv1.CounterSpec_PACKETS
+				}
+			}
+		}, `counter "uplink_usage" counts PACKETS`},
+		{"decap_gtpu without its usage_idx is refused", func(i *p4configv1.P4Info) {
+			action(i, "decap_gtpu").Params = nil
+		}, `action "decap_gtpu" has 0 params`},
 		{"a changed digest member is named", func(i *p4configv1.P4Info) {
 			for _, s := range i.TypeInfo.Structs {
 				s.Members[4].Name = "rtt"
@@ -108,7 +121,7 @@ func TestModifyAndDefaultActions(t *testing.T) {
 	t.Run("MODIFY of a session moves its non-3GPP leg", func(t *testing.T) {
 		h.write(p4v1.Update_MODIFY, h.entry("sessions", map[string]any{"session_addr": ip4(sessAddr)}, 0, "set_session", map[string]uint64{
 			"user_idx": user, "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": dlTEID,
-			"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4("198.51.100.8")}))
+			"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4("198.51.100.8"), "usage_idx": sessUsage}))
 		h.setReg("rtt_3gpp", user, 0)
 		out := h.process(portDN, fromDN(userPacket(64, false)))
 		if len(out) != 1 || out[0].port != portWiFi {

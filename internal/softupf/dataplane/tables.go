@@ -24,6 +24,7 @@ type session struct {
 	teid     uint32
 	ue3GPP   uint32
 	ueNon3GP uint32
+	usage    uint32 // usage_idx: the session's uplink_usage / downlink_usage cell
 	peer     uint16
 	endpoint uint8
 }
@@ -45,6 +46,7 @@ type override struct {
 
 type dlTunnel struct {
 	teid     uint32
+	usage    uint32 // usage_idx
 	peer     uint16
 	endpoint uint8
 }
@@ -177,7 +179,7 @@ var defaultApplication = steering{app: 0, mode: contract.ModeActiveStandby, acce
 // tables holds every match-action table of one committed pipeline.
 type tables struct {
 	local      exactTable[uint32, struct{}]
-	uplink     exactTable[uint32, struct{}]
+	uplink     exactTable[uint32, uint32] // TEID -> usage_idx
 	endpoints  [256]endpoint
 	endpointDf endpoint
 	peers      []peer // indexed by peer_idx, 1<<16 entries
@@ -195,7 +197,7 @@ type tables struct {
 func newTables() *tables {
 	t := &tables{
 		local:     exactTable[uint32, struct{}]{m: map[uint32]struct{}{}},
-		uplink:    exactTable[uint32, struct{}]{m: map[uint32]struct{}{}},
+		uplink:    exactTable[uint32, uint32]{m: map[uint32]uint32{}},
 		peers:     make([]peer, 1<<16),
 		sessions:  exactTable[uint32, session]{m: map[uint32]session{}},
 		appDf:     defaultApplication,
@@ -299,7 +301,7 @@ func (m *entryMatch) rng(pos int) (rng, error) {
 // decodedAction is an action and its params, by position in the action spec.
 type decodedAction struct {
 	kind   actionKind
-	params [6]uint64
+	params [7]uint64
 }
 
 func (s *schema) action(a *p4v1.Action) (decodedAction, error) {
@@ -337,7 +339,7 @@ func mac(v uint64) (m [6]byte) {
 func (d *decodedAction) session() session {
 	p := d.params
 	return session{user: uint32(p[0]), endpoint: uint8(p[1]), peer: uint16(p[2]), teid: uint32(p[3]),
-		ue3GPP: uint32(p[4]), ueNon3GP: uint32(p[5])}
+		ue3GPP: uint32(p[4]), ueNon3GP: uint32(p[5]), usage: uint32(p[6])}
 }
 
 func (d *decodedAction) steering() steering {
@@ -353,8 +355,12 @@ func (d *decodedAction) override() override {
 }
 
 func (d *decodedAction) dlTunnel() dlTunnel {
-	return dlTunnel{teid: uint32(d.params[0]), peer: uint16(d.params[1]), endpoint: uint8(d.params[2])}
+	return dlTunnel{teid: uint32(d.params[0]), peer: uint16(d.params[1]), endpoint: uint8(d.params[2]),
+		usage: uint32(d.params[3])}
 }
+
+// usage is decap_gtpu's usage_idx.
+func (d *decodedAction) usage() uint32 { return uint32(d.params[0]) }
 
 func (d *decodedAction) route() route {
 	return route{port: uint32(d.params[0]), src: mac(d.params[1]), dst: mac(d.params[2])}
@@ -424,7 +430,7 @@ func (t *tables) write(s *schema, op p4v1.Update_Type, e *p4v1.TableEntry) error
 	case tLocalAddresses:
 		return writeFlag(&t.local, uint32(key), del, act.kind == aAcceptLocal)
 	case tUplinkTunnels:
-		return writeFlag(&t.uplink, uint32(key), del, act.kind == aDecapGTPU)
+		writeValue(&t.uplink, uint32(key), del, act.kind == aDecapGTPU, act.usage)
 	case tTunnelEndpoints:
 		if del || act.kind != aSetTunnelEndpoint {
 			t.endpoints[uint8(key)] = endpoint{}
@@ -452,7 +458,7 @@ func (t *tables) write(s *schema, op p4v1.Update_Type, e *p4v1.TableEntry) error
 }
 
 // writeFlag stores a key whose hit action has no params; an entry that uses the miss action
-// is stored as absent, which behaves the same.
+// is stored as absent, which behaves the same (writeValue likewise).
 func writeFlag(t *exactTable[uint32, struct{}], key uint32, del, hit bool) error {
 	if del || !hit {
 		delete(t.m, key)
@@ -552,7 +558,7 @@ func (t *tables) setDefault(s *schema, tableID uint32, a *p4v1.Action) error {
 	case tLocalAddresses:
 		t.local.defHit = hit
 	case tUplinkTunnels:
-		t.uplink.defHit = hit
+		t.uplink.def, t.uplink.defHit = act.usage(), hit
 	case tTunnelEndpoints:
 		t.endpointDf = endpoint{n3: uint32(act.params[0]), junction: uint32(act.params[1]), ok: hit}
 	case tTunnelPeers:

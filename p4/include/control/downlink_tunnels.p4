@@ -2,8 +2,8 @@
 //
 // Packet's way: downlink whose destination is not an MA PDU session address
 // looks up downlink_tunnels; a hit wraps the packet in GTP-U toward the gNB
-// (Tunnels resolves peer and endpoint), a miss leaves it to plain routing
-// (the UPF is also a router).
+// (Tunnels resolves peer and endpoint) and names the session's usage cell
+// (Verdict); a miss leaves it to plain routing (the UPF is also a router).
 
 #ifndef JUNCTION_CONTROL_DOWNLINK_TUNNELS_P4
 #define JUNCTION_CONTROL_DOWNLINK_TUNNELS_P4
@@ -11,11 +11,13 @@
 control DownlinkTunnels(inout local_metadata_t md) {
 
     @name(".encap_gtpu") @id(0x0100000F)
-    action encap_gtpu(teid_t teid, peer_idx_t peer_idx, endpoint_idx_t endpoint_idx) {
+    action encap_gtpu(teid_t teid, peer_idx_t peer_idx, endpoint_idx_t endpoint_idx,
+                      usage_idx_t usage_idx) {
         md.downlink_tunnel_hit = true;
         md.teid = teid;
         md.peer_idx = peer_idx;
         md.endpoint_idx = endpoint_idx;
+        md.usage_idx = usage_idx;
     }
 
     @name(".no_tunnel") @id(0x01000010)

@@ -4,8 +4,8 @@
 // Packet's way: downlink looks up its destination; Junction uplink data, probes,
 // link messages and EX-PATH markers look up the session address they carry.
 // A hit gives the user (index into the per-user path state), the UPF endpoint,
-// the gNB (index into tunnel_peers), the downlink TEID and the UE's address on
-// each leg (0: the leg is absent). A miss drops Junction traffic (NO_SESSION);
+// the gNB (index into tunnel_peers), the downlink TEID, the UE's address on
+// each leg (0: the leg is absent) and the session's usage cell (Verdict). A miss drops Junction traffic (NO_SESSION);
 // downlink falls through to downlink_tunnels and then plain routing. Junction
 // traffic must come from the session's address on the leg it arrived on (the
 // source of the IPv4 header that carried it: the outer one on non-3GPP, the
@@ -20,7 +20,8 @@ control Sessions(in headers_t hdr, inout local_metadata_t md) {
     @name(".set_session") @id(0x01000009)
     action set_session(user_idx_t user_idx, endpoint_idx_t endpoint_idx,
                        peer_idx_t peer_idx, teid_t teid,
-                       ipv4_addr_t ue_addr_3gpp, ipv4_addr_t ue_addr_non3gpp) {
+                       ipv4_addr_t ue_addr_3gpp, ipv4_addr_t ue_addr_non3gpp,
+                       usage_idx_t usage_idx) {
         md.session_hit = true;
         md.user_idx = user_idx;
         md.endpoint_idx = endpoint_idx;
@@ -28,6 +29,7 @@ control Sessions(in headers_t hdr, inout local_metadata_t md) {
         md.teid = teid;
         md.ue_addr_3gpp = ue_addr_3gpp;
         md.ue_addr_non3gpp = ue_addr_non3gpp;
+        md.usage_idx = usage_idx;
     }
 
     @name(".miss_session") @id(0x0100000A)

@@ -2,11 +2,11 @@
 //
 // Packet's way: IPv4 to one of the UPF's own addresses (local_addresses) is
 // uplink. A GTP-U Echo Request is answered (Encap). A GTP-U G-PDU must name a
-// known TEID (uplink_tunnels); what it carries is either Junction (3GPP leg)
-// or a plain user packet. Junction straight over UDP:2153 is the non-3GPP leg.
-// Anything else addressed to the UPF, and every non-IPv4 frame, goes to the
-// controller. IPv4 to other
-// addresses is downlink. A frame the parser found malformed or truncated is
+// known TEID (uplink_tunnels, whose entry also names a single-access session's
+// usage cell); what it carries is either Junction (3GPP leg) or a plain user
+// packet. Junction straight over UDP:2153 is the non-3GPP leg. Anything else
+// addressed to the UPF, and every non-IPv4 frame, goes to the controller. IPv4
+// to other addresses is downlink. A frame the parser found malformed or truncated is
 // dropped as PARSER_ERROR, unless it is downlink with sound IPv4 and UDP
 // headers: what a data-network packet carries over UDP is not the UPF's
 // business. This control only decides; Encap removes headers.
@@ -40,8 +40,9 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
     }
 
     @name(".decap_gtpu") @id(0x01000003)
-    action decap_gtpu() {
+    action decap_gtpu(usage_idx_t usage_idx) {
         md.teid_known = true;
+        md.usage_idx = usage_idx;  // a single-access session's; Sessions sets an MA one's
     }
 
     @name(".drop_unknown_teid") @id(0x01000004)

@@ -7,6 +7,14 @@
 // REDUNDANT_CLONE_SESSION, whose port must be the recirculation port: egress
 // strips the first copy's encapsulation and the copy comes back with the other
 // access and the same seq. Internal packets were dealt with by ReorderQueue.
+//
+// A PDU session's usage is counted here, once per packet that ingress lets
+// through (a held packet passes ingress once, into its paused queue; a
+// redundant packet's second copy and internal packets are not counted): a
+// session's uplink user packet (Junction DATA, a single-access G-PDU) in
+// uplink_usage, a session's downlink packet (sessions or downlink_tunnels hit)
+// in downlink_usage, each at md.lmd.usage_idx, with the bytes Tofino's ingress
+// counters count for the frame.
 
 #ifndef JUNCTION_TNA_VERDICT_P4
 #define JUNCTION_TNA_VERDICT_P4
@@ -17,6 +25,12 @@ control Verdict(inout tna_ingress_metadata_t md,
 
     @name(".drops") @id(0x12000001)
     Counter<bit<64>, drop_reason_t>(DROP_REASON_COUNT, CounterType_t.PACKETS_AND_BYTES) drops;
+
+    @name(".uplink_usage") @id(0x12000002)
+    Counter<bit<64>, usage_idx_t>(MAX_USAGE_RECORDS, CounterType_t.PACKETS_AND_BYTES) uplink_usage;
+
+    @name(".downlink_usage") @id(0x12000003)
+    Counter<bit<64>, usage_idx_t>(MAX_USAGE_RECORDS, CounterType_t.PACKETS_AND_BYTES) downlink_usage;
 
     apply {
         // The other access, for a redundant packet's second copy: chosen before the
@@ -37,6 +51,15 @@ control Verdict(inout tna_ingress_metadata_t md,
         } else {
             if (md.lmd.count_reason != DROP_NONE) {
                 drops.count(md.lmd.count_reason);
+            }
+            if (!md.lmd.redundant_copy) {
+                if ((md.lmd.path == PATH_JUNCTION && md.lmd.junction_kind == JK_DATA) ||
+                        md.lmd.path == PATH_GTPU_UPLINK) {
+                    uplink_usage.count(md.lmd.usage_idx);
+                } else if (md.lmd.path == PATH_DOWNLINK &&
+                           (md.lmd.session_hit || md.lmd.downlink_tunnel_hit)) {
+                    downlink_usage.count(md.lmd.usage_idx);
+                }
             }
             if (!md.lmd.done && !md.lmd.punt) {
                 ig_tm_md.ucast_egress_port = md.lmd.egress_port;

@@ -8,6 +8,14 @@
 // I2E clone to REDUNDANT_CLONE_SESSION that egress recirculates, carrying the
 // other access and the same seq; its port is whatever the controller
 // programmed, since egress never sends the clone out.
+//
+// A PDU session's usage is counted here, once per packet that ingress lets
+// through, on its first pass only (instance type NORMAL: not a held packet back
+// from the loop, not a redundant packet's second copy): a session's uplink user
+// packet (Junction DATA, a single-access G-PDU) in uplink_usage, a session's
+// downlink packet (sessions or downlink_tunnels hit) in downlink_usage, each at
+// md.usage_idx. BMv2's counters add the packet's ingress length: the frame's
+// length as it arrived on the port.
 
 #ifndef JUNCTION_V1MODEL_VERDICT_P4
 #define JUNCTION_V1MODEL_VERDICT_P4
@@ -16,6 +24,12 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
 
     @name(".drops") @id(0x12000001)
     counter<drop_reason_t>(DROP_REASON_COUNT, CounterType.packets_and_bytes) drops;
+
+    @name(".uplink_usage") @id(0x12000002)
+    counter<usage_idx_t>(MAX_USAGE_RECORDS, CounterType.packets_and_bytes) uplink_usage;
+
+    @name(".downlink_usage") @id(0x12000003)
+    counter<usage_idx_t>(MAX_USAGE_RECORDS, CounterType.packets_and_bytes) downlink_usage;
 
     apply {
         if (md.consume && md.drop_reason == DROP_NONE) {
@@ -27,6 +41,14 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
         } else {
             if (md.count_reason != DROP_NONE) {
                 drops.count(md.count_reason);
+            }
+            if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL) {
+                if ((md.path == PATH_JUNCTION && md.junction_kind == JK_DATA) ||
+                        md.path == PATH_GTPU_UPLINK) {
+                    uplink_usage.count(md.usage_idx);
+                } else if (md.path == PATH_DOWNLINK && (md.session_hit || md.downlink_tunnel_hit)) {
+                    downlink_usage.count(md.usage_idx);
+                }
             }
             if (md.reorder_hold) {
                 standard_metadata.egress_spec = standard_metadata.ingress_port;

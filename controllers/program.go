@@ -1,0 +1,119 @@
+package controllers
+
+// Programming one session on its UPF: indexes, entries, the device's answer. The session
+// controller and the N4 endpoint's direct path (n4_direct.go) share it, so that an N4 session
+// and a manifest session are allocated and written alike.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/desired"
+	"github.com/junction-atsss/junction/internal/n4"
+)
+
+// invalidSpecError: the session cannot be programmed as its spec says (InvalidSpec).
+type invalidSpecError struct{ err error }
+
+func (e *invalidSpecError) Error() string { return e.err.Error() }
+func (e *invalidSpecError) Unwrap() error { return e.err }
+
+// errIndexesExhausted: the UPF has no index left that the session needs (IndexesExhausted).
+var errIndexesExhausted = errors.New("indexes exhausted")
+
+// programResult is what programming a session did.
+type programResult struct {
+	alloc    sessionAlloc
+	acquired bool  // alloc holds the session's indexes (to record in its status)
+	entries  int   // the session's own entries
+	werr     error // the device's answer for them; nil: written
+}
+
+// program acquires the session's indexes, builds its entries with the policies it selects (sel)
+// and writes them through the UPF's programmer; once the device took them, the allocation is
+// committed (what it no longer uses is freed). Indexes are recorded in the session's status by
+// its caller: a restart restores them from there, and a session programmed but not recorded
+// before the operator stopped is written again with fresh indexes once the replay removed its
+// old entries (README, "The operator").
+func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, upf *junctionv1.UserPlaneFunction, sel []desired.Policy) (programResult, error) {
+	var out programResult
+	key, owner := sessionKey(s.Namespace, s.Name), sessionOwner(s.Namespace, s.Name)
+	n, err := sessionNeeds(s, sel)
+	if err != nil {
+		return out, &invalidSpecError{err}
+	}
+	if _, err := upf.TunnelEndpointIndex(s.Spec.TunnelEndpoint); err != nil {
+		return out, &invalidSpecError{err}
+	}
+	a, err := rt.acquire(key, n)
+	if err != nil {
+		return out, fmt.Errorf("%w: %v", errIndexesExhausted, err)
+	}
+	out.alloc, out.acquired = a, true
+	ds, err := buildSession(s, upf, a, sel)
+	if err != nil {
+		return out, &invalidSpecError{err}
+	}
+	entries, err := desired.SessionEntries(ds)
+	if err != nil {
+		return out, &invalidSpecError{err}
+	}
+	out.entries = len(entries)
+	owners := []string{}
+	var changes []Change
+	if a.gnb != "" {
+		changes = append(changes, Change{Owner: peerOwner(a.gnb), Entries: []desired.Entry{desired.TunnelPeerEntry(a.peer, netip.MustParseAddr(a.gnb))}})
+		owners = append(owners, peerOwner(a.gnb))
+	}
+	changes = append(changes, Change{Owner: owner, Entries: entries})
+	owners = append(owners, owner)
+	res, err := rt.prog.Apply(ctx, changes...)
+	if err != nil {
+		return out, err
+	}
+	if out.werr = firstError(res, owners...); out.werr == nil {
+		peers, users := rt.commit(key, a)
+		rt.dropPeers(peers)
+		for _, u := range users {
+			rt.mon.Forget(u)
+		}
+	}
+	return out, nil
+}
+
+// removeSession removes a session's entries from the UPFs that hold its indexes and frees them,
+// and returns the UPFs it removed them from. A device that refuses the deletes keeps the entries
+// and the indexes (an index is free only once no entry names it): the error says so, to retry.
+// A device that is away deletes them in its replay. With readUsage, the session's usage once its
+// entries are gone, and before its cell is freed, is returned: every packet it ever carried
+// (nil when it could not be read).
+func (f *Fleet) removeSession(ctx context.Context, nn types.NamespacedName, readUsage bool) (from []string, usage *n4.Usage, _ error) {
+	key, owner := sessionKey(nn.Namespace, nn.Name), sessionOwner(nn.Namespace, nn.Name)
+	for _, rt := range f.runtimesHolding(key) {
+		res, err := rt.prog.Apply(ctx, Change{Owner: owner})
+		if err != nil {
+			return from, usage, err
+		}
+		if werr := res[owner]; werr != nil && !errors.Is(werr, errNotSynced) {
+			return from, usage, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, werr)
+		} else if werr == nil && readUsage {
+			if u, err := rt.readUsage(ctx, key); err == nil {
+				usage = &u
+			} else if !errors.Is(err, errNoUsage) {
+				rt.log.Info("Usage of a deleted session not read", "session", key, "err", err.Error())
+			}
+		}
+		peers, users := rt.release(key)
+		rt.dropPeers(peers)
+		for _, u := range users {
+			rt.mon.Forget(u)
+		}
+		from = append(from, rt.key.Name)
+	}
+	return from, usage, nil
+}

@@ -1,0 +1,66 @@
+package controllers
+
+// Session usage: what the pipeline's usage counters say a session carried (docs/pipeline.md,
+// "Usage counters"). The N4 endpoint reports it to the SMF (URRs, docs/n4.md); the last reading
+// of a deleted session is taken after its entries left the device and before its cell is freed
+// (Fleet.removeSession), so that it holds every packet the session ever carried.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/junction-atsss/junction/internal/n4"
+	"github.com/junction-atsss/junction/internal/upfclient"
+)
+
+// ethernetHeaderBytes: the counters add each frame's length as it arrived, and the frames
+// they count are untagged Ethernet (a tagged one goes to the controller, uncounted).
+const ethernetHeaderBytes = 14
+
+// usageOf is a session's traffic since its first entry from its cells: IP packets and their
+// bytes as they arrived at the UPF (downlink: the user's packets; uplink: with the GTP-U or
+// Junction headers of the leg they came on).
+func usageOf(up, down upfclient.CounterData) n4.Usage {
+	ip := func(c upfclient.CounterData) uint64 {
+		return uint64(max(0, c.Bytes-ethernetHeaderBytes*c.Packets))
+	}
+	return n4.Usage{ULPackets: uint64(up.Packets), ULBytes: ip(up), DLPackets: uint64(down.Packets), DLBytes: ip(down)}
+}
+
+// errNoUsage: the session has no usage cell on any UPF (not programmed yet, or gone).
+var errNoUsage = fmt.Errorf("the session has no usage cell on a UPF")
+
+// readUsage reads a session's usage cells on this UPF.
+func (rt *upfRuntime) readUsage(ctx context.Context, key string) (n4.Usage, error) {
+	rt.amu.Lock()
+	idx := rt.sessions[key].usage
+	if p, ok := rt.pending[key]; ok && idx == 0 {
+		idx = p.usage
+	}
+	rt.amu.Unlock()
+	if idx == 0 {
+		return n4.Usage{}, errNoUsage
+	}
+	d := rt.dev.cur.Load()
+	if d == nil {
+		return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, errNotSynced)
+	}
+	var cells [2]upfclient.CounterData
+	for i, c := range []string{counterUplinkUsage, counterDownlinkUsage} {
+		v, err := d.ReadCounter(ctx, c, int64(idx))
+		if err != nil {
+			return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, err)
+		}
+		cells[i] = v
+	}
+	return usageOf(cells[0], cells[1]), nil
+}
+
+// SessionUsage reads the usage of the session ns/name on the UPF that holds it.
+func (f *Fleet) SessionUsage(ctx context.Context, ns, name string) (n4.Usage, error) {
+	k := sessionKey(ns, name)
+	for _, rt := range f.runtimesHolding(k) {
+		return rt.readUsage(ctx, k)
+	}
+	return n4.Usage{}, errNoUsage
+}

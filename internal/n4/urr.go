@@ -1,0 +1,428 @@
+package n4
+
+// Usage Reporting Rules (TS 29.244 §5.2.2): Junction measures a session's volume and duration
+// and reports it at deletion, when a URR is removed, when the SMF queries it, and on the
+// periodic, volume threshold and time threshold triggers (Session Report Request). What it
+// measures is the pipeline's per-session usage counters (docs/pipeline.md, "Usage counters"):
+// one uplink and one downlink count per session, so a URR measures a direction whole (every
+// PDR of that direction or none). Quotas, inactivity, linked usage and event reporting are
+// enforcement or detection the pipeline does not do: refused, never ignored (docs/n4.md).
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+// Usage is what a session carried: IP packets and their bytes, per direction.
+type Usage struct {
+	ULPackets uint64 `json:"ulPackets"`
+	ULBytes   uint64 `json:"ulBytes"`
+	DLPackets uint64 `json:"dlPackets"`
+	DLBytes   uint64 `json:"dlBytes"`
+}
+
+// since is u less an earlier reading base (a counter that went back, after a device restart,
+// counts from zero).
+func (u Usage) since(base Usage) Usage {
+	d := func(a, b uint64) uint64 {
+		if a < b {
+			return a
+		}
+		return a - b
+	}
+	if u.ULPackets < base.ULPackets || u.DLPackets < base.DLPackets {
+		return u
+	}
+	return Usage{d(u.ULPackets, base.ULPackets), d(u.ULBytes, base.ULBytes), d(u.DLPackets, base.DLPackets), d(u.DLBytes, base.DLBytes)}
+}
+
+// Measurement Method (§8.2.40) and Reporting Triggers (§8.2.19) bits Junction implements.
+const (
+	methodDURAT = 0x01
+	methodVOLUM = 0x02
+	methodEVENT = 0x04
+
+	triggerPERIO = 0x01 // octet 5
+	triggerVOLTH = 0x02
+	triggerTIMTH = 0x04
+
+	measInfoMNOP = 0x10 // Measurement Information (§8.2.68): measure packets, which Junction always does
+)
+
+// Usage Report Trigger (§8.2.41) octets.
+var (
+	reportPERIO = [3]byte{0x01, 0, 0}
+	reportVOLTH = [3]byte{0x02, 0, 0}
+	reportTIMTH = [3]byte{0x04, 0, 0}
+	reportIMMER = [3]byte{0x80, 0, 0}
+	reportTERMR = [3]byte{0, 0x08, 0}
+)
+
+// URR is a Usage Reporting Rule and where its measurement stands.
+type URR struct {
+	ID       uint32 `json:"id"`
+	Volume   bool   `json:"volume,omitempty"`   // VOLUM
+	Duration bool   `json:"duration,omitempty"` // DURAT
+	// Period (PERIO), TimeThreshold (TIMTH): seconds, 0 when not asked for.
+	Period          uint32           `json:"period,omitempty"`
+	TimeThreshold   uint32           `json:"timeThreshold,omitempty"`
+	VolumeThreshold *VolumeThreshold `json:"volumeThreshold,omitempty"`
+	// Since is when the measurement the next report covers began, Base the session's usage
+	// then, Seq the next report's UR-SEQN. A report the SMF accepted moves them on.
+	Since time.Time `json:"since"`
+	Base  Usage     `json:"base"`
+	Seq   uint32    `json:"seq"`
+}
+
+// VolumeThreshold is the VOLTH trigger's thresholds in bytes (nil: not set).
+type VolumeThreshold struct {
+	Total    *uint64 `json:"total,omitempty"`
+	Uplink   *uint64 `json:"uplink,omitempty"`
+	Downlink *uint64 `json:"downlink,omitempty"`
+}
+
+// decodeURR decodes a Create URR, or an Update URR over old (the measurement state is kept).
+func decodeURR(g *ie.IE, old *URR) (*URR, error) {
+	c, err := childrenOf(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.only(ie.URRID, ie.MeasurementMethod, ie.ReportingTriggers, ie.MeasurementPeriod, ie.VolumeThreshold,
+		ie.TimeThreshold, ie.MeasurementInformation); err != nil {
+		return nil, err
+	}
+	u := &URR{}
+	if old != nil {
+		cp := *old
+		u = &cp
+	}
+	x, err := c.need(ie.URRID)
+	if err != nil {
+		return nil, err
+	}
+	if u.ID, err = x.URRID(); err != nil {
+		return nil, bad(x, err)
+	}
+	create := g.Type == ie.CreateURR
+	if x = c.one(ie.MeasurementMethod); x != nil {
+		m, err := x.MeasurementMethod()
+		if err != nil {
+			return nil, bad(x, err)
+		}
+		if m&methodEVENT != 0 {
+			return nil, refuse(CauseServiceNotSupported, ie.MeasurementMethod, "URR %d: event measurement is not supported", u.ID)
+		}
+		u.Volume, u.Duration = m&methodVOLUM != 0, m&methodDURAT != 0
+	} else if create {
+		return nil, refuse(CauseMandatoryIEMissing, ie.MeasurementMethod, "URR %d has no Measurement Method", u.ID)
+	}
+	if x = c.one(ie.ReportingTriggers); x != nil {
+		b, err := x.ReportingTriggers()
+		if err != nil || len(b) < 2 {
+			return nil, bad(x, fmt.Errorf("%d octets", len(b)))
+		}
+		unsupported := b[0] &^ (triggerPERIO | triggerVOLTH | triggerTIMTH)
+		for _, o := range b[1:] {
+			unsupported |= o
+		}
+		if unsupported != 0 {
+			return nil, refuse(CauseServiceNotSupported, ie.ReportingTriggers,
+				"URR %d: reporting triggers %x; Junction reports on PERIO, VOLTH and TIMTH (and at deletion, removal and query), and enforces no quota", u.ID, b)
+		}
+		u.Period, u.TimeThreshold = 0, 0
+		if b[0]&triggerVOLTH == 0 {
+			u.VolumeThreshold = nil
+		}
+		if b[0]&triggerPERIO != 0 {
+			if u.Period, err = seconds(c, ie.MeasurementPeriod, u.ID); err != nil {
+				return nil, err
+			}
+		}
+		if b[0]&triggerTIMTH != 0 {
+			if u.TimeThreshold, err = seconds(c, ie.TimeThreshold, u.ID); err != nil {
+				return nil, err
+			}
+		}
+		if b[0]&triggerVOLTH != 0 {
+			if u.VolumeThreshold, err = volumeThreshold(c, u.ID); err != nil {
+				return nil, err
+			}
+		}
+	} else if create {
+		return nil, refuse(CauseMandatoryIEMissing, ie.ReportingTriggers, "URR %d has no Reporting Triggers", u.ID)
+	}
+	if x = c.one(ie.MeasurementInformation); x != nil {
+		v, err := x.MeasurementInformation()
+		if err != nil {
+			return nil, bad(x, err)
+		}
+		if v&^measInfoMNOP != 0 {
+			return nil, refuse(CauseServiceNotSupported, ie.MeasurementInformation, "URR %d: Measurement Information %#02x; only MNOP is supported", u.ID, v)
+		}
+	}
+	return u, nil
+}
+
+// seconds reads the Measurement Period or Time Threshold a trigger needs.
+func seconds(c children, t uint16, urr uint32) (uint32, error) {
+	x := c.one(t)
+	if x == nil {
+		return 0, refuse(CauseConditionalIEMissing, t, "URR %d: its trigger needs %s", urr, ieName(t))
+	}
+	var d time.Duration
+	var err error
+	if t == ie.MeasurementPeriod {
+		d, err = x.MeasurementPeriod()
+	} else {
+		d, err = x.TimeThreshold()
+	}
+	if err != nil || d <= 0 {
+		return 0, refuse(CauseMandatoryIEIncorrect, t, "URR %d: %s must be at least a second", urr, ieName(t))
+	}
+	return uint32(d / time.Second), nil
+}
+
+func volumeThreshold(c children, urr uint32) (*VolumeThreshold, error) {
+	x := c.one(ie.VolumeThreshold)
+	if x == nil {
+		return nil, refuse(CauseConditionalIEMissing, ie.VolumeThreshold, "URR %d: VOLTH needs a Volume Threshold", urr)
+	}
+	f, err := x.VolumeThreshold()
+	if err != nil {
+		return nil, bad(x, err)
+	}
+	v := &VolumeThreshold{}
+	if f.HasTOVOL() {
+		v.Total = &f.TotalVolume
+	}
+	if f.HasULVOL() {
+		v.Uplink = &f.UplinkVolume
+	}
+	if f.HasDLVOL() {
+		v.Downlink = &f.DownlinkVolume
+	}
+	if v.Total == nil && v.Uplink == nil && v.Downlink == nil {
+		return nil, refuse(CauseMandatoryIEIncorrect, ie.VolumeThreshold, "URR %d: a Volume Threshold with no volume", urr)
+	}
+	return v, nil
+}
+
+// directions says which directions a URR measures: those of the PDRs that name it. A URR that
+// some but not all PDRs of a direction name measures what the pipeline cannot count apart.
+func (r *Rules) directions(u *URR) (ul, dl bool, err error) {
+	var named, all [2]int // [uplink, downlink]
+	for _, p := range r.PDRs {
+		d := 1
+		if p.Source == ifaceAccess {
+			d = 0
+		}
+		all[d]++
+		for _, id := range p.URRIDs {
+			if id == u.ID {
+				named[d]++
+			}
+		}
+	}
+	for d, dir := range []string{"uplink", "downlink"} {
+		if named[d] != 0 && named[d] != all[d] {
+			return false, false, ruleFailure(ie.RuleIDTypeURR, u.ID,
+				"URR %d is named by %d of the session's %d %s PDRs; Junction measures a session's %s whole", u.ID, named[d], all[d], dir, dir)
+		}
+	}
+	return named[0] > 0, named[1] > 0, nil
+}
+
+// checkURRs refuses PDRs naming URRs the session does not have, and URRs that measure part of
+// a direction.
+func (r *Rules) checkURRs() error {
+	for _, id := range sortedKeys(r.PDRs) {
+		for _, u := range r.PDRs[id].URRIDs {
+			if r.URRs[u] == nil {
+				return ruleFailure(ie.RuleIDTypePDR, uint32(id), "PDR %d names URR %d, which the session does not have", id, u)
+			}
+		}
+	}
+	for _, id := range sortedKeys(r.URRs) {
+		if _, _, err := r.directions(r.URRs[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// due returns the trigger of the report a URR owes at now with the session at cur, if any.
+func (u *URR) due(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
+	switch {
+	case u.Period > 0 && now.Sub(u.Since) >= time.Duration(u.Period)*time.Second:
+		return reportPERIO, true
+	case u.TimeThreshold > 0 && now.Sub(u.Since) >= time.Duration(u.TimeThreshold)*time.Second:
+		return reportTIMTH, true
+	case u.VolumeThreshold != nil:
+		ul, dl, _ := r.directions(u)
+		v := cur.since(u.Base)
+		up, down := v.ULBytes, v.DLBytes
+		if !ul {
+			up = 0
+		}
+		if !dl {
+			down = 0
+		}
+		t := u.VolumeThreshold
+		if (t.Total != nil && up+down >= *t.Total) || (t.Uplink != nil && up >= *t.Uplink) || (t.Downlink != nil && down >= *t.Downlink) {
+			return reportVOLTH, true
+		}
+	}
+	return [3]byte{}, false
+}
+
+// polled: a URR has a trigger that only a reading of the counters can fire.
+func (r *Rules) polled() bool {
+	for _, u := range r.URRs {
+		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// report is a Usage Report (grouped IE typ: within a Session Modification Response, a Session
+// Deletion Response or a Session Report Request) of what the URR measured from its last report
+// to now, with the session at cur.
+func (u *URR) report(typ uint16, r *Rules, trigger [3]byte, now time.Time, cur Usage) *ie.IE {
+	ies := []*ie.IE{
+		ie.NewURRID(u.ID), ie.NewURSEQN(u.Seq), ie.NewUsageReportTrigger(trigger[:]...),
+		ie.NewStartTime(u.Since), ie.NewEndTime(now),
+	}
+	if u.Volume {
+		ul, dl, _ := r.directions(u)
+		v := cur.since(u.Base)
+		var flags uint8 = 0x01 | 0x08 // TOVOL, TONOP
+		var tot, up, down, totP, upP, downP uint64
+		if ul {
+			flags |= 0x02 | 0x10 // ULVOL, ULNOP
+			up, upP = v.ULBytes, v.ULPackets
+		}
+		if dl {
+			flags |= 0x04 | 0x20 // DLVOL, DLNOP
+			down, downP = v.DLBytes, v.DLPackets
+		}
+		tot, totP = up+down, upP+downP
+		ies = append(ies, ie.NewVolumeMeasurement(flags, tot, up, down, totP, upP, downP))
+	}
+	if u.Duration {
+		ies = append(ies, ie.NewDurationMeasurement(now.Sub(u.Since).Truncate(time.Second)))
+	}
+	return ie.NewUsageReport(typ, ies...)
+}
+
+// reported moves the URR's measurement past a report the SMF got.
+func (u *URR) reported(now time.Time, cur Usage) {
+	u.Since, u.Base, u.Seq = now, cur, u.Seq+1
+}
+
+// reportUsage sends the Session Report Requests that periodic, volume threshold and time
+// threshold triggers owe (§7.5.8), one session at a time. A report moves its URR's measurement
+// on only once the SMF accepted it; one unanswered is sent again at the next round, with the
+// same UR-SEQN and what was measured meanwhile.
+func (e *Endpoint) reportUsage(ctx context.Context) {
+	if !e.reportsRunning.CompareAndSwap(false, true) {
+		return // the last round is still at it
+	}
+	defer e.reportsRunning.Store(false)
+	e.mu.Lock()
+	var polled []*State
+	for _, s := range e.sessions {
+		if !s.reporting && s.Rules != nil && s.Rules.polled() {
+			polled = append(polled, s)
+		}
+	}
+	e.mu.Unlock()
+	for _, s := range polled {
+		if ctx.Err() != nil {
+			return
+		}
+		e.reportSession(ctx, s)
+	}
+}
+
+func (e *Endpoint) reportSession(ctx context.Context, s *State) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.mu.Lock()
+	gone := e.sessions[s.UPSEID] != s
+	assoc := e.assocs[s.SMF]
+	e.mu.Unlock()
+	if gone || assoc == nil || s.reporting {
+		return
+	}
+	cur, err := e.store.Usage(ctx, s)
+	if err != nil {
+		e.cfg.Log.V(1).Info("N4: usage not read for a report", "upSEID", s.UPSEID, "err", err.Error())
+		return
+	}
+	now := time.Now()
+	var reports []*ie.IE
+	sent := map[uint32]uint32{} // URR → the UR-SEQN reported
+	for _, id := range sortedKeys(s.Rules.URRs) {
+		u := s.Rules.URRs[id]
+		if trig, ok := u.due(s.Rules, now, cur); ok {
+			reports = append(reports, u.report(ie.UsageReportWithinSessionReportRequest, s.Rules, trig, now, cur))
+			sent[id] = u.Seq
+		}
+	}
+	if len(reports) == 0 {
+		return
+	}
+	s.reporting = true
+	to := netip.AddrPortFrom(s.CPAddr, assoc.Addr.Port())
+	if !s.CPAddr.IsValid() {
+		to = assoc.Addr
+	}
+	cpSEID := s.CPSEID
+	e.request(to, func(seq uint32) marshaler {
+		return message.NewSessionReportRequest(0, 0, cpSEID, seq, 0, append([]*ie.IE{ie.NewReportType(0, 0, 1, 0)}, reports...)...)
+	}, func(h *message.Header) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.reporting = false
+		if cause := responseCause(h); cause != CauseAccepted {
+			e.cfg.Log.Info("N4: the SMF refused a usage report", "upSEID", s.UPSEID, "cause", cause)
+			return
+		}
+		for id, seq := range sent {
+			if u := s.Rules.URRs[id]; u != nil && u.Seq == seq {
+				u.reported(now, cur)
+			}
+		}
+		// The measurement's new start rides in the session's state, for the next leader.
+		if p, err := makePlan(s.Rules, s.TEIDs, s.SUPI, e.cfg.Target); err == nil {
+			if err := e.store.Apply(ctx, s, p); err != nil {
+				e.cfg.Log.Error(err, "N4: saving a session after a usage report", "upSEID", s.UPSEID)
+			}
+		}
+	}, func() {
+		s.mu.Lock()
+		s.reporting = false
+		s.mu.Unlock()
+	})
+}
+
+// responseCause is the Cause of a response (0 when it has none).
+func responseCause(h *message.Header) uint8 {
+	ies, err := ie.ParseMultiIEs(h.Payload)
+	if err != nil {
+		return 0
+	}
+	for _, x := range ies {
+		if x.Type == ie.Cause {
+			c, _ := x.Cause()
+			return c
+		}
+	}
+	return 0
+}
