@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -276,7 +278,22 @@ func HandToAgent(ctx context.Context, c client.Client, key types.NamespacedName,
 	if err != nil {
 		return err
 	}
+	// The UPF writes the session's object after its answer (docs/n4.md): wait for it, or the
+	// apply would create a session of nothing but a node name.
 	obj := &junctionv1.ATSSSSession{}
-	obj.Name, obj.Namespace = key.Name, key.Namespace
+	for {
+		err := c.Get(ctx, key, obj)
+		if err == nil {
+			break
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ATSSSSession %s: %w", key, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	return c.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, patch), client.FieldOwner(FieldManager))
 }

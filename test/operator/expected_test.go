@@ -71,6 +71,9 @@ func expectedEntries(ns, upfName string, sch *upfclient.Schema) ([]string, error
 			v := uint32(*s.Status.SequenceIndex)
 			ds.SequenceIndex = &v
 		}
+		if s.Status.UsageIndex != nil {
+			ds.UsageIndex = uint32(*s.Status.UsageIndex)
+		}
 		for _, ref := range s.Spec.PolicyRefs {
 			if p, ok := byName[ref.Name]; ok {
 				ds.Policies = append(ds.Policies, p)
