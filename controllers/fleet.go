@@ -51,6 +51,8 @@ type Fleet struct {
 	OnDeposed func(upf types.NamespacedName)
 
 	sessionEvents, policyEvents, upfEvents *requests
+	// upfStatusEvents ask for a UPF status refresh that may wait upfStatusDelay (usage counts).
+	upfStatusEvents *requests
 
 	startOnce sync.Once
 	started   chan struct{}
@@ -74,6 +76,7 @@ func (f *Fleet) init() {
 		f.sessionEvents = newRequests(func() client.Object { return &junctionv1.ATSSSSession{} })
 		f.policyEvents = newRequests(func() client.Object { return &junctionv1.SteeringPolicy{} })
 		f.upfEvents = newRequests(func() client.Object { return &junctionv1.UserPlaneFunction{} })
+		f.upfStatusEvents = newRequests(func() client.Object { return &junctionv1.UserPlaneFunction{} })
 		// Application IDs are 16 bits; 0 is the default application (traffic no policy matches).
 		f.apps = alloc.NewPool("application ID", 1, 1<<16)
 		if f.Window <= 0 {
@@ -102,7 +105,7 @@ func (f *Fleet) Start(ctx context.Context) error {
 		}
 	}
 	f.ctx, f.low = ctx, low
-	for _, q := range []*requests{f.sessionEvents, f.policyEvents, f.upfEvents} {
+	for _, q := range []*requests{f.sessionEvents, f.policyEvents, f.upfEvents, f.upfStatusEvents} {
 		go q.run(ctx)
 	}
 	f.Log.Info("Fleet started", "electionIDLow", low)
@@ -414,3 +417,7 @@ func (f *Fleet) enqueueSessions(keys []types.NamespacedName) { f.sessionEvents.a
 func (f *Fleet) enqueuePolicies(keys []types.NamespacedName) { f.policyEvents.add(keys...) }
 
 func (f *Fleet) enqueueUPF(key types.NamespacedName) { f.upfEvents.add(key) }
+
+// refreshUPFStatus asks for a UPF status refresh that may wait upfStatusDelay: table usage and
+// allocations change with every session, and a burst must not cost a status write per session.
+func (f *Fleet) refreshUPFStatus(key types.NamespacedName) { f.upfStatusEvents.add(key) }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -113,7 +114,8 @@ type programmer struct {
 	// deleted, and the owners refused for a conflict once the key they wanted was released.
 	onRoom   func(owners []string)
 	onSynced func()
-	// onStatus is told when what Status shows changed outside a replay (refused deletes).
+	// onStatus is told when what Status shows changed outside a replay: table usage, refused
+	// deletes, refused path-state resets. It only queues (the UPF's status write is rate-limited).
 	onStatus func()
 	// onReplayFailed is told a generation whose replay failed (to set it up again later).
 	onReplayFailed func(gen uint64)
@@ -580,7 +582,7 @@ func (p *programmer) round(ctx context.Context) {
 	p.rollbackFull(ctx, results)
 
 	p.mu.Lock()
-	hadRefused := len(p.staleRefused) > 0
+	hadRefused, hadResets, usage := len(p.staleRefused) > 0, len(p.resetPending), maps.Clone(p.usage)
 	p.settleLocked(results, ownerErr)
 	for _, w := range waiters {
 		w.errs = map[string]error{}
@@ -595,7 +597,7 @@ func (p *programmer) round(ctx context.Context) {
 	}
 	room := append(p.roomLocked(results), p.freed...)
 	p.freed = nil
-	statusChanged := (len(p.staleRefused) > 0) != hadRefused
+	statusChanged := (len(p.staleRefused) > 0) != hadRefused || len(p.resetPending) != hadResets || !maps.Equal(usage, p.usage)
 	p.mu.Unlock()
 	if len(room) > 0 {
 		p.onRoom(room)

@@ -259,6 +259,35 @@ func TestProgrammerOwnershipAndDeletion(t *testing.T) {
 	})
 }
 
+// A round that changes the entries a table holds tells onStatus, with Status showing the new
+// count: the UPF's status.tables and status.sessions follow the device, not a timer.
+func TestProgrammerTellsWhenTableUsageChanges(t *testing.T) {
+	r := newProgRig(t, nil)
+	told := make(chan int, 16)
+	r.prog.onStatus = func() { told <- r.prog.Status().Usage["sessions"] }
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		entries []desired.Entry
+		want    int
+	}{
+		{"a session written", sessionEntries(t, 1), 1},
+		{"the session removed", nil, 0},
+	} {
+		if res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/a", Entries: tc.entries}); err != nil || res["session/ns/a"] != nil {
+			t.Fatal(tc.name, err, res)
+		}
+		select {
+		case n := <-told:
+			if n != tc.want {
+				t.Errorf("%s: told with %d sessions entries, want %d", tc.name, n, tc.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: onStatus not told", tc.name)
+		}
+	}
+}
+
 func TestProgrammerTableFullThenRoom(t *testing.T) {
 	r := newProgRig(t, func(info *p4configv1.P4Info) {
 		for _, tb := range info.GetTables() {

@@ -73,6 +73,7 @@ func (rt *upfRuntime) peerIndexes() map[string]uint16 {
 func (rt *upfRuntime) acquire(key string, n need) (sessionAlloc, error) {
 	rt.amu.Lock()
 	defer rt.amu.Unlock()
+	defer rt.refreshIfCounts(rt.allocCounts())
 	var next sessionAlloc
 	idx, err := rt.users.Acquire(n.supi, key)
 	if err != nil {
@@ -147,6 +148,7 @@ func (rt *upfRuntime) releaseUnusedLocked(key string, next sessionAlloc, held ..
 func (rt *upfRuntime) commit(key string, next sessionAlloc) (freedPeers []string, freedUsers []uint32) {
 	rt.amu.Lock()
 	defer rt.amu.Unlock()
+	defer rt.refreshIfCounts(rt.allocCounts())
 	freedPeers, freedUsers = rt.releaseUnusedLocked(key, next, append([]sessionAlloc{rt.sessions[key]}, rt.superseded[key]...)...)
 	delete(rt.pending, key)
 	delete(rt.superseded, key)
@@ -167,12 +169,23 @@ func (rt *upfRuntime) holds(key string) bool {
 func (rt *upfRuntime) release(key string) (freedPeers []string, freedUsers []uint32) {
 	rt.amu.Lock()
 	defer rt.amu.Unlock()
+	defer rt.refreshIfCounts(rt.allocCounts())
 	freedPeers, freedUsers = rt.releaseUnusedLocked(key, sessionAlloc{}, append([]sessionAlloc{rt.sessions[key], rt.pending[key]}, rt.superseded[key]...)...)
 	delete(rt.pending, key)
 	delete(rt.superseded, key)
 	rt.setAllocLocked(key, sessionAlloc{})
 	delete(rt.sessions, key)
 	return freedPeers, freedUsers
+}
+
+// allocCounts is what status.users and status.tunnelPeers show.
+func (rt *upfRuntime) allocCounts() [2]int { return [2]int{rt.users.Used(), rt.peers.Used()} }
+
+// refreshIfCounts asks for a UPF status refresh when the counts changed since before.
+func (rt *upfRuntime) refreshIfCounts(before [2]int) {
+	if rt.allocCounts() != before {
+		rt.f.refreshUPFStatus(rt.key)
+	}
 }
 
 // setAllocLocked records a session's allocation and keeps the user → sessions index.

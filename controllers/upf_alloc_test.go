@@ -8,7 +8,10 @@ import (
 )
 
 func newAllocRuntime() *upfRuntime {
+	f := &Fleet{}
+	f.init()
 	return &upfRuntime{
+		f:        f,
 		users:    alloc.NewPool("user index", 0, 8),
 		seqs:     alloc.NewPool("sequence index", 0, 8),
 		peers:    alloc.NewPool("tunnel peer index", 1, 8),

@@ -182,7 +182,7 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 	rt.prog = newProgrammer(&rt.dev, log.WithName("programmer"), f.Window)
 	rt.prog.onRoom = rt.onRoom
 	rt.prog.onSynced = func() { f.enqueueUPF(key) }
-	rt.prog.onStatus = func() { f.enqueueUPF(key) }
+	rt.prog.onStatus = func() { f.refreshUPFStatus(key) }
 	rt.prog.extras = rt.ensureExtras
 	rt.prog.onReplayFailed = func(gen uint64) {
 		select {

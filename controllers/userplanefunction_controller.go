@@ -25,9 +25,10 @@ import (
 	"github.com/junction-atsss/junction/internal/desired"
 )
 
-// upfRefresh is how often a UPF's status (table usage, connection) is refreshed when nothing
-// else triggers a reconcile.
-const upfRefresh = 30 * time.Second
+// upfStatusDelay is how long a change of what a UPF's status counts (table usage, sessions,
+// users, tunnel peers) may wait for its status write: the changes of a burst share one write,
+// and status.tables and status.sessions lag by at most this much.
+const upfStatusDelay = time.Second
 
 // UserPlaneFunctionReconciler keeps one P4Runtime connection per UserPlaneFunction, its
 // pipeline, its own entries (addresses, endpoints, routes) and its status.
@@ -113,7 +114,7 @@ func (r *UserPlaneFunctionReconciler) reconcileNormal(ctx context.Context, upf *
 		upfErr = res[ownerUPF]
 	}
 	r.setStatus(upf, rt, pipe, upfErr)
-	return ctrl.Result{RequeueAfter: upfRefresh}, nil
+	return ctrl.Result{}, nil // the runtime asks for a reconcile when what the status shows changes
 }
 
 // reconcileDelete: disconnect (the device keeps its entries: it is no longer ours to manage)
@@ -189,7 +190,8 @@ func (r *UserPlaneFunctionReconciler) notReady(upf *junctionv1.UserPlaneFunction
 	setCondition(&upf.Status.Conditions, upf.Generation, junctionv1.ConditionReady, false, reason, msg)
 }
 
-// SetupWithManager watches UPFs, their ConfigMaps and Secrets, and the runtime's notices.
+// SetupWithManager watches UPFs, their ConfigMaps and Secrets, and the runtime's notices (those
+// about counts delayed by upfStatusDelay).
 func (r *UserPlaneFunctionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Fleet.init()
 	return ctrl.NewControllerManagedBy(mgr).
@@ -200,11 +202,17 @@ func (r *UserPlaneFunctionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFConfigMap)), builder.OnlyMetadata).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFSecret)), builder.OnlyMetadata).
 		WatchesRawSource(source.Channel(r.Fleet.upfEvents.ch, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.Fleet.upfStatusEvents.ch, enqueueAfter(upfStatusDelay, self))).
 		// One UPF's first reconcile restores its runtime (seconds at 100k sessions); the others
 		// go on meanwhile. Each UPF is still reconciled by one worker at a time.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Named("userplanefunction").
 		Complete(r)
+}
+
+// self requests the object itself.
+func self(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
 }
 
 func (r *UserPlaneFunctionReconciler) byIndex(field string) handler.MapFunc {
