@@ -267,7 +267,7 @@ func policyWriteOutcome(appID uint16, entries, written int, problems map[string]
 		}
 		return false, o // otherwise UPF status changes bring the policy back
 	case written == 0:
-		return true, outcome{reason: ReasonNoUPF, msg: "no UserPlaneFunction in the namespace yet; written to each one that appears"}
+		return true, outcome{reason: ReasonNoUPF, msg: "no UserPlaneFunction in the namespace programs a device yet; written to each one that does"}
 	}
 	return true, outcome{reason: ReasonProgrammed, msg: fmt.Sprintf("application %d: %d entries on %d UserPlaneFunctions", appID, entries, written)}
 }

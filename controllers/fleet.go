@@ -255,7 +255,9 @@ func (f *Fleet) create(ctx context.Context, upf *junctionv1.UserPlaneFunction) (
 
 // runtimesIn returns the runtimes of the namespace's UPFs, each created if the operator just
 // started (one not made yet would be skipped), and the names of those that cannot have one
-// (their pipeline or TLS material is missing or invalid). Deleting UPFs are left out.
+// (their pipeline is missing or invalid): what should be on their devices is not. Deleting UPFs
+// are left out, and so are UPFs waiting as duplicates of another's device (DuplicateDevice):
+// they program nothing by design, so nothing of theirs is missing.
 func (f *Fleet) runtimesIn(ctx context.Context, ns string) (rts []*upfRuntime, notReady []string, err error) {
 	var upfs junctionv1.UserPlaneFunctionList
 	if err := f.Client.List(ctx, &upfs, client.InNamespace(ns)); err != nil {
@@ -269,6 +271,8 @@ func (f *Fleet) runtimesIn(ctx context.Context, ns string) (rts []*upfRuntime, n
 		rt, err := f.runtime(ctx, upf)
 		var le *loadError
 		switch {
+		case errors.As(err, &le) && le.Reason == ReasonDuplicateDevice:
+			continue
 		case errors.As(err, &le):
 			notReady = append(notReady, upf.Name)
 		case err != nil:

@@ -103,6 +103,7 @@ func (r *SteeringPolicyReconciler) reconcileNormal(ctx context.Context, p *junct
 	}
 	owner := policyOwner(p.Namespace, p.Name)
 	problems := map[string][]string{} // reason → UPFs
+	// UPFs that should hold the entries and cannot; a duplicate that waits is not one (runtimesIn).
 	if len(notReady) > 0 {
 		problems[ReasonUPFNotReady] = notReady
 	}

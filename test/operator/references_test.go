@@ -546,6 +546,47 @@ func TestTwoUPFsOnOneDevice(t *testing.T) {
 	}
 }
 
+// TestDuplicateUPFLeavesPoliciesReady: a UserPlaneFunction waiting as a duplicate of another's
+// device (DuplicateDevice) programs nothing by design, so the namespace's policies stay Ready
+// while their entries are on the device, also when an edit reconciles them beside it. A
+// UserPlaneFunction that should hold a policy's entries and cannot (its pipeline ConfigMap is
+// missing) still makes the policy Ready=False UPFNotReady, naming that one alone.
+func TestDuplicateUPFLeavesPoliciesReady(t *testing.T) {
+	r := newUPFRig(t, "first")
+	ns, u, sch := r.ns, r.u, r.sch
+	pol := activeStandbyPolicy(ns, "video", 10, "198.18.10.0/24")
+	create(t, pol)
+	startOperator(t, ns, operatorOptions{})
+	waitCondition(t, programTimeout, pol, junctionv1.ConditionReady, metav1.ConditionTrue, "Programmed")
+
+	second := newUPF(ns, "second", u.addr, "pipeline")
+	create(t, second)
+	waitCondition(t, programTimeout, second, junctionv1.ConditionReady, metav1.ConditionFalse, "DuplicateDevice")
+	before := pol.DeepCopy()
+	pol.Spec.Precedence = 20
+	if err := k8s.Patch(context.Background(), pol, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, programTimeout, "the edited policy Ready beside the duplicate", func() error {
+		c, err := condition(pol, junctionv1.ConditionReady)
+		if err != nil {
+			return err
+		}
+		if c.ObservedGeneration != pol.Generation || c.Status != metav1.ConditionTrue || c.Reason != "Programmed" {
+			return fmt.Errorf("Ready %s %s at generation %d of %d: %s", c.Status, c.Reason, c.ObservedGeneration, pol.Generation, c.Message)
+		}
+		return nil
+	})
+	eventually(t, programTimeout, "the device holds the first UPF's state", func() error { return sameEntries(u, sch, ns, "first") })
+
+	third := newUPF(ns, "third", "127.0.0.1:1", "no-such-pipeline")
+	create(t, third)
+	waitCondition(t, programTimeout, pol, junctionv1.ConditionReady, metav1.ConditionFalse, "UPFNotReady")
+	if c, _ := condition(pol, junctionv1.ConditionReady); !strings.Contains(c.Message, "third") || strings.Contains(c.Message, "second") {
+		t.Errorf("Ready's message %q should name the UPF without its pipeline (third) and not the duplicate (second)", c.Message)
+	}
+}
+
 // TestSessionsAreNotProgrammedWhileAnotherControllerIsPrimary: another controller arbitrates
 // with a higher election ID. The operator is a backup: nothing it writes lands and the device
 // holds what the other one wants, so its sessions say Programmed=False UPFNotPrimary. The device
