@@ -40,9 +40,15 @@ p4_build=$!
 trap 'kill "$p4_build" 2>/dev/null || true' EXIT
 
 echo "== kustomize overlays build"
-for overlay in config/default config/samples ue-daemonset hack/kind/objects; do
+for overlay in config/default config/default-n4 config/samples ue-daemonset hack/kind/objects; do
   bin/kustomize build "$overlay" >/dev/null
 done
+# config/default-n4 repeats config/default (namespace, prefix, labels, resources) and adds config/n4.
+if ! diff <(grep -v '^#' config/default/kustomization.yaml) \
+          <(grep -v '^#\|^components:\|^  - \.\./n4$' config/default-n4/kustomization.yaml); then
+  echo "config/default-n4 differs from config/default beyond its N4 component" >&2
+  exit 1
+fi
 
 echo "== go vet"
 go vet ./...
