@@ -5,7 +5,8 @@ package controllers
 //	reconcile ─> Apply(owner → entries) ─> desired (by owner) ─> dirty ─┐
 //	                                                                    ├─> run loop: one round per
 //	reconcile ─> Apply(...) ───────────────────────────────────────────-┘   coalescing window:
-//	        plan (diff against the mirror) ─> Write (deletes, then registers + inserts/modifies)
+//	        plan (diff against the mirror; owners whose inserts do not fit are left out whole)
+//	        ─> Write (deletes, then registers + inserts/modifies)
 //	        ─> mirror updated from the per-update results ─> each waiter gets its owners' errors
 //	new primary generation ─> replay: read every table back, mirror := what is there,
 //	        write the difference to the whole desired state (nothing when nothing changed)
@@ -45,7 +46,9 @@ var (
 	errStopped = errors.New("the UPF runtime stopped")
 )
 
-// TableFullError says an entry did not fit: the table is full.
+// TableFullError says an object's entries do not fit in Table: the room its P4Info size leaves
+// is less than they need (none of them was written), or the device refused one
+// (RESOURCE_EXHAUSTED; those it took were rolled back).
 type TableFullError struct {
 	Table string
 	Err   error
@@ -573,6 +576,9 @@ func (p *programmer) round(ctx context.Context) {
 		}
 	}
 	clear(p.stale)
+	// Owners whose inserts do not fit are not written at all (programmer_capacity.go).
+	ups, refused := p.fitLocked(ups, dels)
+	p.refuseLocked(refused, ownerErr)
 	regs := append(p.pathInitLocked(ups, dels), p.usageZeroLocked(ups)...)
 	monitored := p.registers
 	p.registers = nil
@@ -595,7 +601,7 @@ func (p *programmer) round(ctx context.Context) {
 		}
 		close(w.done)
 	}
-	room := append(p.roomLocked(results), p.freed...)
+	room := append(p.roomAfterLocked(results, refused), p.freed...)
 	p.freed = nil
 	statusChanged := (len(p.staleRefused) > 0) != hadRefused || len(p.resetPending) != hadResets || !maps.Equal(usage, p.usage)
 	p.mu.Unlock()

@@ -79,6 +79,8 @@ func (p *programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 	clear(p.stale)
 	clear(p.staleRefused)
 	clear(p.failed)
+	ups, refused := p.fitLocked(ups, dels) // as in a round: an owner that cannot fit writes nothing
+	p.refuseLocked(refused, ownerErr)
 	regs := append(p.pathInitLocked(ups, dels), p.usageZeroLocked(ups)...)
 	p.mu.Unlock()
 
@@ -92,7 +94,7 @@ func (p *programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 		p.lastSync = time.Now()
 		p.replayErr = nil
 	}
-	room := p.roomLocked(results)
+	room := p.roomAfterLocked(results, refused)
 	p.mu.Unlock()
 	p.log.Info("Replayed the desired state", "generation", gen, "insertedOrModified", len(ups), "deleted", len(dels), "entriesRead", len(read))
 	if len(room) > 0 {

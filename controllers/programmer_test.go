@@ -410,17 +410,49 @@ func TestAppIDInUseWhileAnOverrideNamesIt(t *testing.T) {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// An object's entries go in all or none (the README: a full table disturbs nothing else): a
-// policy whose three applications entries meet room for two leaves none on the device, so that
-// a smaller policy still fits, and it goes in whole once room appears.
+// claimedSchema is a device whose P4Info, as the programmer is told, has other table sizes than
+// the one it runs: a device that holds fewer entries than its P4Info says.
+type claimedSchema struct {
+	entryDevice
+	sch *upfclient.Schema
+}
+
+func (c claimedSchema) Schema() *upfclient.Schema { return c.sch }
+
+// onDevice runs another programmer on the rig's device, as dev presents it.
+func (r *progRig) onDevice(t testing.TB, dev entryDevice) *progRig {
+	t.Helper()
+	q := &progRig{srv: r.srv, dev: r.dev, gen: r.gen, room: make(chan []string, 16)}
+	q.prog = newProgrammer(dev, logr.Discard(), 5*time.Millisecond)
+	q.prog.onRoom = func(o []string) { q.room <- o }
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go q.prog.run(ctx)
+	q.replay(t)
+	return q
+}
+
+// An object's entries go in all or none (the README: a full table disturbs nothing else), the
+// device's RESOURCE_EXHAUSTED having the last word: on a device whose applications table holds 3
+// while its P4Info says 1,024, a policy whose three entries meet room for two has the two it got
+// in taken back, so that a smaller policy still fits, and it goes in whole once room appears.
 func TestAnObjectThatDoesNotFitLeavesNothingOnTheDevice(t *testing.T) {
-	r := newProgRig(t, func(info *p4configv1.P4Info) {
-		for _, tb := range info.GetTables() {
-			if tb.GetPreamble().GetName() == "applications" {
-				tb.Size = 3
-			}
-		}
-	})
+	rig := newProgRig(t, sizeOf("applications", 3))
+	info, err := p4.P4Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := upfclient.NewSchema(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sch.TableSize("applications"); err != nil || n <= 3 {
+		t.Fatalf("the P4Info's applications size is %d (%v), want more than the device's 3", n, err)
+	}
+	sw := &deviceSwitch{}
+	sw.cur.Store(rig.dev)
+	r := rig.onDevice(t, claimedSchema{sw, sch})
+	d := &deviceWrites{srv: r.srv, last: r.srv.Stats()}
 	ctx := context.Background()
 	apply := func(owner string, id uint16, prefixes ...junctionv1.IPv4Prefix) error {
 		t.Helper()
@@ -449,6 +481,9 @@ func TestAnObjectThatDoesNotFitLeavesNothingOnTheDevice(t *testing.T) {
 	if err := apply("policy/ns/big", 2, "198.18.1.0/24", "198.18.2.0/24", "198.18.3.0/24"); !errors.As(err, &full) || full.Table != "applications" {
 		t.Fatalf("got %v, want TableFull on applications", err)
 	}
+	if inserts, refused := d.since(); inserts != 3 || refused != 1 {
+		t.Fatalf("%d inserts and %d refused updates, want the filler's and 2 of the big policy's in, 1 refused", inserts, refused)
+	}
 	if n := r.count(t, "applications"); n != 1 {
 		t.Fatalf("%d applications entries, want only the filler's 1: the policy that did not fit left some", n)
 	}
@@ -474,6 +509,189 @@ func TestAnObjectThatDoesNotFitLeavesNothingOnTheDevice(t *testing.T) {
 	}
 	if n := r.count(t, "applications"); n != 3 {
 		t.Fatalf("%d applications entries, want the big policy's 3", n)
+	}
+}
+
+// sizeOf sets a table's size in the P4Info pushed to the device.
+func sizeOf(table string, size int64) func(*p4configv1.P4Info) {
+	return func(info *p4configv1.P4Info) {
+		for _, tb := range info.GetTables() {
+			if tb.GetPreamble().GetName() == table {
+				tb.Size = size
+			}
+		}
+	}
+}
+
+// policyChange is owner's Change for a policy whose n destination prefixes make n applications
+// entries (n = 0 removes the owner).
+func policyChange(t *testing.T, owner string, id uint16, n int) Change {
+	t.Helper()
+	return steeredPolicyChange(t, owner, id, n, junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay, SmallestDelay: &junctionv1.SmallestDelay{}})
+}
+
+// steeredPolicyChange is policyChange with the policy's steering: the same entries' keys with
+// other action data.
+func steeredPolicyChange(t *testing.T, owner string, id uint16, n int, steering junctionv1.SteeringMode) Change {
+	t.Helper()
+	if n == 0 {
+		return Change{Owner: owner}
+	}
+	prefixes := make([]junctionv1.IPv4Prefix, n)
+	for i := range prefixes {
+		prefixes[i] = junctionv1.IPv4Prefix(fmt.Sprintf("198.18.%d.0/24", int(id)*16+i))
+	}
+	es, err := desired.ApplicationEntries(desired.Policy{Name: owner, AppID: id, Spec: junctionv1.SteeringPolicySpec{
+		Precedence:        int32(id),
+		TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: prefixes},
+		Steering:          steering,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != n {
+		t.Fatalf("%d applications entries for %d prefixes", len(es), n)
+	}
+	return Change{Owner: owner, Entries: es}
+}
+
+// deviceWrites counts what reached the software UPF since the last call.
+type deviceWrites struct {
+	srv  *p4rt.Server
+	last p4rt.Stats
+}
+
+func (d *deviceWrites) since() (inserts, refused uint64) {
+	inserts, _, refused = d.sinceWithModifies()
+	return inserts, refused
+}
+
+func (d *deviceWrites) sinceWithModifies() (inserts, modifies, refused uint64) {
+	st := d.srv.Stats()
+	inserts, modifies, refused = st.Inserts-d.last.Inserts, st.Modifies-d.last.Modifies, st.UpdateErrors-d.last.UpdateErrors
+	d.last = st
+	return inserts, modifies, refused
+}
+
+// An object that cannot fit writes nothing (issue 27, item 6; the README's "Capacity"): the
+// programmer plans each owner's inserts against the room its table has (the P4Info's size less
+// what the device holds, after the round's deletes and the owners planned before it in the
+// round), so none of a waiting object's entries is ever live on the device, nor is it written
+// again each time it is applied while it waits; it goes in whole once room appears.
+func TestAnOwnerThatCannotFitWritesNothingUntilThereIsRoom(t *testing.T) {
+	r := newProgRig(t, sizeOf("applications", 4))
+	ctx := context.Background()
+	d := &deviceWrites{srv: r.srv, last: r.srv.Stats()}
+	apply := func(changes ...Change) map[string]error {
+		t.Helper()
+		res, err := r.prog.Apply(ctx, changes...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	wantFull := func(res map[string]error, owner string) {
+		t.Helper()
+		var full *TableFullError
+		if !errors.As(res[owner], &full) || full.Table != "applications" {
+			t.Fatalf("%s: %v, want TableFull on applications", owner, res[owner])
+		}
+	}
+	wantWrites := func(what string, inserts uint64) {
+		t.Helper()
+		if got, refused := d.since(); got != inserts || refused != 0 {
+			t.Errorf("%s: %d inserts reached the device and it refused %d updates, want %d inserts and no refusal", what, got, refused, inserts)
+		}
+	}
+
+	if res := apply(policyChange(t, "policy/ns/filler", 1, 1)); res["policy/ns/filler"] != nil {
+		t.Fatal(res)
+	}
+	wantWrites("the filler", 1)
+	big := policyChange(t, "policy/ns/big", 2, 4)
+	wantFull(apply(big), "policy/ns/big")
+	wantWrites("a policy of 4 with room for 3", 0)
+
+	// The operator applies a waiting object again whenever it reconciles it (another object's
+	// change, a requeue): here in the same round as a second owner. The waiting one is planned
+	// first (owners go in order) and takes no room from the second.
+	res := apply(big, policyChange(t, "policy/ns/small", 3, 1))
+	wantFull(res, "policy/ns/big")
+	if res["policy/ns/small"] != nil {
+		t.Fatalf("a second owner that fits: %v", res["policy/ns/small"])
+	}
+	wantWrites("the waiting policy and a second one", 1)
+
+	// Room for 2: x takes 1, so y, planned after it in the same round, does not fit.
+	res = apply(policyChange(t, "policy/ns/x", 4, 1), policyChange(t, "policy/ns/y", 5, 2))
+	wantFull(res, "policy/ns/y")
+	if res["policy/ns/x"] != nil {
+		t.Fatalf("x, with room for it: %v", res["policy/ns/x"])
+	}
+	wantWrites("x and y with room for 2", 1)
+	if n := r.count(t, "applications"); n != 3 {
+		t.Fatalf("%d applications entries, want the filler's, small's and x's", n)
+	}
+
+	// Room for 3 appears: big is woken, still does not fit, and waits again without writing.
+	if res := apply(policyChange(t, "policy/ns/filler", 1, 0), policyChange(t, "policy/ns/small", 3, 0)); res["policy/ns/filler"] != nil || res["policy/ns/small"] != nil {
+		t.Fatal(res)
+	}
+	select {
+	case owners := <-r.room:
+		if !slices.Contains(owners, "policy/ns/big") {
+			t.Fatalf("room for %v, want policy/ns/big among them", owners)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no room notification after deletes in the applications table")
+	}
+	d.since()
+	wantFull(apply(big), "policy/ns/big")
+	wantWrites("a policy of 4 with room for 3", 0)
+
+	// The round that deletes x has room for all 4.
+	res = apply(policyChange(t, "policy/ns/x", 4, 0), big)
+	if res["policy/ns/big"] != nil || res["policy/ns/x"] != nil {
+		t.Fatalf("with room for all 4 after the round's delete: %v", res)
+	}
+	wantWrites("the policy of 4 with room for 4", 4)
+	if n := r.count(t, "applications"); n != 4 {
+		t.Fatalf("%d applications entries, want the big policy's 4", n)
+	}
+
+	// In the full table: other action data for the same 4 entries needs no room; with a fifth
+	// entry none of it is written, the modifies neither.
+	balanced := junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance, LoadBalance: &junctionv1.LoadBalance{ThreeGPPPercent: ptrTo(int32(30))}}
+	if res := apply(steeredPolicyChange(t, "policy/ns/big", 2, 4, balanced)); res["policy/ns/big"] != nil {
+		t.Fatalf("modifies in a full table: %v", res["policy/ns/big"])
+	}
+	if inserts, modifies, refused := d.sinceWithModifies(); inserts != 0 || modifies != 4 || refused != 0 {
+		t.Errorf("new action data: %d inserts, %d modifies, %d refused; want the 4 modifies", inserts, modifies, refused)
+	}
+	wantFull(apply(steeredPolicyChange(t, "policy/ns/big", 2, 5, junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay, SmallestDelay: &junctionv1.SmallestDelay{}})), "policy/ns/big")
+	if inserts, modifies, refused := d.sinceWithModifies(); inserts != 0 || modifies != 0 || refused != 0 {
+		t.Errorf("a fifth entry and new action data in a full table: %d inserts, %d modifies, %d refused; want nothing written", inserts, modifies, refused)
+	}
+}
+
+// A replay plans like a round: an owner the device has no room for is not written, and waits.
+func TestAReplayWritesNothingOfAnOwnerThatCannotFit(t *testing.T) {
+	r := newProgRig(t, sizeOf("applications", 3))
+	d := &deviceWrites{srv: r.srv, last: r.srv.Stats()}
+	if err := r.prog.Seed(policyChange(t, "policy/ns/a", 1, 2), policyChange(t, "policy/ns/b", 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	r.replay(t)
+	if inserts, refused := d.since(); inserts != 2 || refused != 0 {
+		t.Fatalf("the replay: %d inserts reached the device and it refused %d updates, want a's 2 and no refusal", inserts, refused)
+	}
+	res, err := r.prog.Apply(context.Background(), policyChange(t, "policy/ns/b", 2, 2))
+	var full *TableFullError
+	if err != nil || !errors.As(res["policy/ns/b"], &full) {
+		t.Fatalf("b after the replay: %v %v, want TableFull", err, res)
+	}
+	if inserts, refused := d.since(); inserts != 0 || refused != 0 {
+		t.Fatalf("b applied again: %d inserts, %d refused, want nothing written", inserts, refused)
 	}
 }
 

@@ -113,6 +113,81 @@ func TestFullTableGivesTableFullAndRoomProgramsTheSession(t *testing.T) {
 	})
 }
 
+// TestAPolicyThatCannotFitNeverReachesTheDevice runs the UPF with a P4Info whose applications
+// table holds 4 entries and creates a policy of 6 (issue 27, item 6: such a policy's entries were
+// written, live on the UPF for a moment and rolled back, and again on every later reconcile of
+// it). It reports TableFull without one of its entries ever inserted on the device; policies
+// created after it are written alone, and room for fewer than 6 wakes it without a write.
+func TestAPolicyThatCannotFitNeverReachesTheDevice(t *testing.T) {
+	ns := newNamespace(t)
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", tableSize("applications", 4))
+	appsID, err := sch.TableID("applications")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inserts atomic.Int64 // applications inserts sent to the device
+	u := startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, grpc.UnaryInterceptor(
+		func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			if w, ok := req.(*p4v1.WriteRequest); ok {
+				for _, up := range w.Updates {
+					if up.GetType() == p4v1.Update_INSERT && up.GetEntity().GetTableEntry().GetTableId() == appsID {
+						inserts.Add(1)
+					}
+				}
+			}
+			return handler(ctx, req)
+		}))
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	create(t, cm, upf)
+	startOperator(t, ns, operatorOptions{})
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	wantInserts := func(when string, want int64) {
+		t.Helper()
+		time.Sleep(settleTime)
+		if n := inserts.Load(); n != want {
+			t.Errorf("%s: %d applications inserts sent to the device, want %d", when, n, want)
+		}
+	}
+
+	big := activeStandbyPolicy(ns, "big", 30, "198.18.20.0/24")
+	for i := 21; i <= 25; i++ {
+		big.Spec.TrafficDescriptor.DestinationPrefixes = append(big.Spec.TrafficDescriptor.DestinationPrefixes, junctionv1.IPv4Prefix(fmt.Sprintf("198.18.%d.0/24", i)))
+	}
+	create(t, big)
+	waitCondition(t, programTimeout, big, junctionv1.ConditionReady, metav1.ConditionFalse, "TableFull")
+	wantInserts("a policy of 6 in a table of 4", 0)
+
+	var small []*junctionv1.SteeringPolicy
+	for i, name := range []string{"web", "video"} {
+		p := loadBalancePolicy(ns, name, int32(10+i), 50, fmt.Sprintf("198.18.%d.0/24", 10+i)) // 1 entry
+		create(t, p)
+		waitCondition(t, programTimeout, p, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+		small = append(small, p)
+	}
+	wantInserts("two policies of 1 created after it", 2)
+
+	// Room for 3 wakes the waiting policy (onRoom); it still does not fit.
+	if err := k8s.Delete(context.Background(), small[0]); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, programTimeout, "the deleted policy gone", func() error { return gone(small[0]) })
+	eventually(t, roomTimeout, "the waiting policy woken and told the room there is", func() error {
+		c, err := condition(big, junctionv1.ConditionReady)
+		if err != nil {
+			return err
+		}
+		if c.Reason != "TableFull" || !strings.Contains(c.Message, "room for 3 of 4") {
+			return fmt.Errorf("Ready %s: %s", c.Reason, c.Message)
+		}
+		return nil
+	})
+	wantInserts("room for 3 of 6", 2)
+	if n := countTable(mustEntries(t, u, sch), "applications"); n != 1 {
+		t.Errorf("%d applications entries on the device, want the remaining small policy's", n)
+	}
+	waitCondition(t, programTimeout, big, junctionv1.ConditionReady, metav1.ConditionFalse, "TableFull")
+}
+
 // programmingsTimed is the sample count of junction_session_programming_seconds.
 func programmingsTimed(t *testing.T) uint64 {
 	t.Helper()
