@@ -269,6 +269,9 @@ func (st *n4Store) awaitRecorded(ctx context.Context, key types.NamespacedName, 
 	ctx, cancel := context.WithTimeout(ctx, st.timeout)
 	defer cancel()
 	for {
+		if spec, direct := st.fleet.direct.get(sessionKey(key.Namespace, key.Name)); direct && spec == nil {
+			return nil // deleted meanwhile: nothing to record, its deletion comes next
+		}
 		var s junctionv1.ATSSSSession
 		if err := st.c.Get(ctx, key, &s); err == nil && s.Status.UsageIndex != nil && s.Status.ObservedGeneration >= gen {
 			return nil

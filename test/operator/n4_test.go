@@ -105,7 +105,8 @@ func (r n4Rig) awaitN4Sessions(t testing.TB, n int) []junctionv1.ATSSSSession {
 	return out
 }
 
-func (r n4Rig) associate(t testing.TB) {
+// associate sets the SMF's association up and returns the UPF's Recovery Time Stamp.
+func (r n4Rig) associate(t testing.TB) time.Time {
 	t.Helper()
 	resp, err := r.smf.Associate(context.Background())
 	if err != nil {
@@ -114,6 +115,11 @@ func (r n4Rig) associate(t testing.TB) {
 	if c := resp.Cause(); c != ie.CauseRequestAccepted {
 		t.Fatalf("Association Setup: cause %d, want 1", c)
 	}
+	ts, err := resp.Find(ie.RecoveryTimeStamp).RecoveryTimeStamp()
+	if err != nil {
+		t.Fatalf("Association Setup Response: Recovery Time Stamp: %v", err)
+	}
+	return ts
 }
 
 // alice is the MA PDU session of the tests: the default traffic on smallest delay, a UDP
@@ -603,11 +609,7 @@ func TestN4RefusesSessionsBeyondTheTables(t *testing.T) {
 func TestN4SessionsSurviveAnOperatorRestart(t *testing.T) {
 	ctx := context.Background()
 	r := newN4Rig(t, func(n *junctionv1.N4) { n.HeartbeatInterval = "300ms" }, nil)
-	resp, err := r.smf.Associate(ctx)
-	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("association: %v", err)
-	}
-	ts0, _ := resp.Find(ie.RecoveryTimeStamp).RecoveryTimeStamp()
+	ts0 := r.associate(t)
 	est, err := r.smf.Establish(ctx, alice())
 	if err != nil {
 		t.Fatal(err)
@@ -797,11 +799,7 @@ func TestN4RefusesWhenTheSwitchDoesNotTakeTheSession(t *testing.T) {
 func TestN4AnswersFirstAndANewEndpointKnowsWhatWasLost(t *testing.T) {
 	ctx := context.Background()
 	r := newN4Rig(t, func(n *junctionv1.N4) { n.HeartbeatInterval = "300ms" }, nil)
-	resp, err := r.smf.Associate(ctx)
-	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("association: %v", err)
-	}
-	ts0, _ := resp.Find(ie.RecoveryTimeStamp).RecoveryTimeStamp()
+	ts0 := r.associate(t)
 	s := alice()
 	s.Apps = nil // no traffic class to wait for: the direct path
 	est, err := r.smf.Establish(ctx, s)

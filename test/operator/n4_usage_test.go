@@ -11,7 +11,6 @@ import (
 
 	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/smf"
-	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -22,25 +21,6 @@ const (
 	userPacketBytes   = wire.IPv4HeaderLen + wire.UDPHeaderLen + 100
 	uplinkPacketBytes = wire.IPv4HeaderLen + wire.UDPHeaderLen + wire.HeaderLen + userPacketBytes
 )
-
-// feed hands frames to the software UPF's data plane as if they came on its first port and
-// returns how many left it.
-func (u *softUPF) feed(t *testing.T, frames ...[]byte) int {
-	t.Helper()
-	out := 0
-	for _, f := range frames {
-		pkt := u.pool.TryGet()
-		if pkt == nil || !pkt.SetFrame(f) {
-			t.Fatal("no buffer for the frame")
-		}
-		pkt.InPort = 1
-		for _, p := range u.dp.Process([]*dataplane.Packet{pkt}, nil) {
-			u.pool.Put(p)
-			out++
-		}
-	}
-	return out
-}
 
 // aliceTraffic: n user packets of alice's uplink on her WiFi leg and m of her downlink.
 func aliceTraffic(s smf.MASession, n, m int) [][]byte {

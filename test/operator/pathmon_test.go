@@ -38,15 +38,28 @@ func (u *softUPF) probeAck(t *testing.T, s *junctionv1.ATSSSSession, access cont
 		outer := wire.IPv4{Src: addr4(string(s.Spec.AccessLegs.NonThreeGPP.UEAddress)), Dst: addr4("192.0.2.2")}
 		frame = wiretest.Build(append([]any{eth, outer}, junction...)...)
 	}
-	pkt := u.pool.TryGet()
-	if pkt == nil || !pkt.SetFrame(frame) {
-		t.Fatal("no buffer for the frame")
+	if n := u.feed(t, frame); n != 0 {
+		t.Fatalf("a PROBE_ACK produced %d packets", n)
 	}
-	pkt.InPort = 1
-	for _, out := range u.dp.Process([]*dataplane.Packet{pkt}, nil) {
-		u.pool.Put(out)
-		t.Fatalf("a PROBE_ACK produced a packet on port %d", out.OutPort)
+}
+
+// feed hands frames to the software UPF's data plane as if they came on its first port and
+// returns how many left it.
+func (u *softUPF) feed(t *testing.T, frames ...[]byte) int {
+	t.Helper()
+	out := 0
+	for _, f := range frames {
+		pkt := u.pool.TryGet()
+		if pkt == nil || !pkt.SetFrame(f) {
+			t.Fatal("no buffer for the frame")
+		}
+		pkt.InPort = 1
+		for _, p := range u.dp.Process([]*dataplane.Packet{pkt}, nil) {
+			u.pool.Put(p)
+			out++
+		}
 	}
+	return out
 }
 
 func addr4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
