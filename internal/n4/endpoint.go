@@ -23,16 +23,17 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 )
 
-// Store keeps N4 sessions where the rest of Junction sees them. The operator's store writes
-// them as ATSSSSessions and SteeringPolicies, so the controllers allocate and program them as
-// any other session (one allocator, one programmer), kubectl shows them, and they survive an
+// Store keeps N4 sessions where the rest of Junction sees them. The operator's store programs
+// them with the controllers' allocators and programmer (one allocator, one programmer) and
+// writes them as ATSSSSessions and SteeringPolicies, so kubectl shows them and they survive an
 // operator restart or a leader change (docs/n4.md, "Where N4 sessions live").
 type Store interface {
-	// Apply makes the session's objects say what plan says and returns once the UPF holds the
-	// entries, or why it cannot (a *Refusal carries the cause for the SMF).
+	// Apply puts what plan says on the UPF and returns once the UPF holds the entries (the
+	// objects may follow), or why it cannot (a *Refusal carries the cause for the SMF).
 	Apply(ctx context.Context, s *State, p *Plan) error
-	// Remove deletes the session's objects and returns once its entries are gone, with the
-	// session's usage from its first entry to its last (nil when the UPF could not say).
+	// Remove takes the session off the UPF and returns once its entries are gone (its objects
+	// may follow), with the session's usage from its first entry to its last (nil when the UPF
+	// could not say).
 	Remove(ctx context.Context, s *State) (*Usage, error)
 	// Usage reads the session's usage from its first entry to now.
 	Usage(ctx context.Context, s *State) (Usage, error)
