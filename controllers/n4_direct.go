@@ -166,14 +166,3 @@ func (f *Fleet) removeN4(ctx context.Context, nn types.NamespacedName) (*n4.Usag
 	_, usage, err := f.removeSession(ctx, nn, true)
 	return usage, err
 }
-
-// sessionAllocation is the allocation of a session on the UPF that holds it.
-func (f *Fleet) sessionAllocation(key string) (sessionAlloc, bool) {
-	for _, rt := range f.runtimesHolding(key) {
-		rt.amu.Lock()
-		a, ok := rt.sessions[key]
-		rt.amu.Unlock()
-		return a, ok
-	}
-	return sessionAlloc{}, false
-}

@@ -7,6 +7,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/junction-atsss/junction/internal/n4"
@@ -28,7 +29,7 @@ func usageOf(up, down upfclient.CounterData) n4.Usage {
 }
 
 // errNoUsage: the session has no usage cell on any UPF (not programmed yet, or gone).
-var errNoUsage = fmt.Errorf("the session has no usage cell on a UPF")
+var errNoUsage = errors.New("the session has no usage cell on a UPF")
 
 // readUsage reads a session's usage cells on this UPF.
 func (rt *upfRuntime) readUsage(ctx context.Context, key string) (n4.Usage, error) {
@@ -45,13 +46,9 @@ func (rt *upfRuntime) readUsage(ctx context.Context, key string) (n4.Usage, erro
 	if d == nil {
 		return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, errNotSynced)
 	}
-	var cells [2]upfclient.CounterData
-	for i, c := range []string{counterUplinkUsage, counterDownlinkUsage} {
-		v, err := d.ReadCounter(ctx, c, int64(idx))
-		if err != nil {
-			return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, err)
-		}
-		cells[i] = v
+	cells, err := d.ReadCounterCells(ctx, int64(idx), counterUplinkUsage, counterDownlinkUsage)
+	if err != nil {
+		return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, err)
 	}
 	return usageOf(cells[0], cells[1]), nil
 }

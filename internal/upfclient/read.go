@@ -214,6 +214,44 @@ func (d *Device) ReadCounter(ctx context.Context, name string, index int64) (Cou
 	return c, nil
 }
 
+// ReadCounterCells reads cell index of each named counter in one Read request, in names' order.
+func (d *Device) ReadCounterCells(ctx context.Context, index int64, names ...string) ([]CounterData, error) {
+	sch := d.Schema()
+	if sch == nil {
+		return nil, ErrNoPipeline
+	}
+	pos := map[uint32]int{}
+	req := make([]*p4v1.Entity, len(names))
+	for i, name := range names {
+		id, err := sch.CounterID(name)
+		if err != nil {
+			return nil, err
+		}
+		pos[id] = i
+		req[i] = &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: id, Index: &p4v1.Index{Index: index}}}}
+	}
+	out := make([]CounterData, len(names))
+	seen := make([]bool, len(names))
+	err := d.ReadFunc(ctx, req, func(e *p4v1.Entity) error {
+		ce := e.GetCounterEntry()
+		i, ok := pos[ce.GetCounterId()]
+		if ce == nil || !ok || ce.GetIndex().GetIndex() != index {
+			return fmt.Errorf("the device returned %v for counter cells %d of %v", e.GetEntity(), index, names)
+		}
+		out[i], seen[i] = CounterData{Packets: ce.GetData().GetPacketCount(), Bytes: ce.GetData().GetByteCount()}, true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading counter cells %d of %v: %w", index, names, err)
+	}
+	for i, ok := range seen {
+		if !ok {
+			return nil, fmt.Errorf("reading counter %q[%d]: the device returned no such cell", names[i], index)
+		}
+	}
+	return out, nil
+}
+
 // ReadCounters reads every cell of an indirect counter, by index.
 func (d *Device) ReadCounters(ctx context.Context, name string) (map[int64]CounterData, error) {
 	return d.readCounter(ctx, name, nil)
