@@ -55,7 +55,12 @@ const (
 	NonThreeGPPWireline NonThreeGPPType = "Wireline"
 )
 
-// NonThreeGPPLeg is the session's WiFi or wireline leg: Junction over plain IP.
+// NonThreeGPPLeg is the session's WiFi or wireline leg: Junction over plain IP from the UE, or,
+// as a 5G core builds it, over N3: GTP-U between the UPF and the access gateway the access ends
+// at (N3IWF for untrusted WiFi, TNGF for trusted WiFi, W-AGF for wireline), carrying the same
+// Junction packets (docs/pipeline.md, "The non-3GPP leg over N3").
+// +kubebuilder:validation:XValidation:rule="has(self.uplinkTEID) == has(self.downlinkTEID)",message="uplinkTEID and downlinkTEID go together: both for a leg over N3, neither for plain IP"
+// +kubebuilder:validation:XValidation:rule="!has(self.uplinkTEID) || has(self.gatewayAddress)",message="gatewayAddress is required for a leg over N3 (uplinkTEID and downlinkTEID set): downlink GTP-U goes to it",fieldPath=".gatewayAddress"
 type NonThreeGPPLeg struct {
 	// type is WiFi or Wireline.
 	// +required
@@ -65,14 +70,33 @@ type NonThreeGPPLeg struct {
 	// +required
 	UEAddress IPv4Address `json:"ueAddress"`
 
-	// gatewayAddress is the access gateway (N3IWF, TNGF, W-AGF or router) in front of the UE,
-	// for documentation and reachability checks; the UPF routes by its routes table.
+	// gatewayAddress is the access gateway (N3IWF, TNGF, W-AGF or router) in front of the UE. For
+	// a leg over N3 it is the gateway's N3 address, the outer destination of downlink GTP-U;
+	// for a plain leg it is documentation (the UPF routes by its routes table).
 	// +optional
 	GatewayAddress IPv4Address `json:"gatewayAddress,omitempty"`
+
+	// uplinkTEID, set for a leg over N3, is the TEID the access gateway puts on uplink GTP-U
+	// toward the UPF, 1 to 4294967295. Unset: Junction over plain IP from the UE.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	// +optional
+	UplinkTEID int64 `json:"uplinkTEID,omitempty"`
+
+	// downlinkTEID, set for a leg over N3, is the TEID the UPF puts on downlink GTP-U toward the
+	// access gateway, 1 to 4294967295.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	// +optional
+	DownlinkTEID int64 `json:"downlinkTEID,omitempty"`
 }
+
+// OverN3 says whether the leg reaches the UPF through an access gateway's GTP-U tunnel.
+func (l *NonThreeGPPLeg) OverN3() bool { return l != nil && l.UplinkTEID != 0 }
 
 // AccessLegs are the two legs of an MA PDU session; at least one must be given.
 // +kubebuilder:validation:XValidation:rule="has(self.threeGPP) || has(self.nonThreeGPP)",message="at least one access leg (threeGPP or nonThreeGPP) is required"
+// +kubebuilder:validation:XValidation:rule="!has(self.threeGPP) || !has(self.nonThreeGPP) || !has(self.nonThreeGPP.uplinkTEID) || self.nonThreeGPP.uplinkTEID != self.threeGPP.uplinkTEID",message="the legs' uplink TEIDs must differ: the TEID tells the UPF which leg a packet came on",fieldPath=".nonThreeGPP.uplinkTEID"
 type AccessLegs struct {
 	// threeGPP is the 5G leg.
 	// +optional

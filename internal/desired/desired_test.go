@@ -210,13 +210,15 @@ func TestSessionEntries(t *testing.T) {
 		if got := tables(es); got["sessions"] != 1 || got["uplink_tunnels"] != 1 || got["session_overrides"] != 0 {
 			t.Errorf("tables %v", got)
 		}
-		// docs/pipeline.md: decap_gtpu(usage_idx); set_session(user_idx, endpoint_idx, peer_idx,
-		// teid, ue_addr_3gpp, ue_addr_non3gpp, usage_idx).
-		if up := es[0]; up.Action != "decap_gtpu" || len(up.Params) != 1 || !bytes.Equal(up.Params[0].Value, []byte{0, 0, 0, 9}) {
-			t.Errorf("uplink TEID entry %+v, want decap_gtpu(usage_idx 9)", up)
+		// docs/pipeline.md: decap_gtpu(access, usage_idx), access 1 = 3GPP; set_session(user_idx,
+		// endpoint_idx, peer_idx, teid, ue_addr_3gpp, ue_addr_non3gpp, gateway_non3gpp,
+		// teid_non3gpp, usage_idx), the gateway 0 for a plain non-3GPP leg.
+		if up := es[0]; up.Action != "decap_gtpu" || len(up.Params) != 2 || !bytes.Equal(up.Params[0].Value, []byte{1}) ||
+			!bytes.Equal(up.Params[1].Value, []byte{0, 0, 0, 9}) {
+			t.Errorf("uplink TEID entry %+v, want decap_gtpu(access 1, usage_idx 9)", up)
 		}
 		se := es[1]
-		want := [][]byte{{0, 0, 0, 5}, {0}, {0, 2}, {0, 0, 0x20, 0x01}, {10, 45, 0, 1}, {203, 0, 113, 11}, {0, 0, 0, 9}}
+		want := [][]byte{{0, 0, 0, 5}, {0}, {0, 2}, {0, 0, 0x20, 0x01}, {10, 45, 0, 1}, {203, 0, 113, 11}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 9}}
 		if len(se.Params) != len(want) {
 			t.Fatalf("set_session has %d params, want %d", len(se.Params), len(want))
 		}
@@ -224,6 +226,28 @@ func TestSessionEntries(t *testing.T) {
 			if !bytes.Equal(se.Params[i].Value, w) {
 				t.Errorf("param %s = %v, want %v", se.Params[i].Name, se.Params[i].Value, w)
 			}
+		}
+	})
+	t.Run("a non-3GPP leg over N3 adds its uplink TEID (access 2) and its gateway and TEID to set_session", func(t *testing.T) {
+		s := session(nil, games)
+		s.Spec.AccessLegs.NonThreeGPP = &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWireline, UEAddress: "203.0.113.11",
+			GatewayAddress: "198.51.100.20", UplinkTEID: 0x3001, DownlinkTEID: 0x3002}
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(es); got["sessions"] != 1 || got["uplink_tunnels"] != 2 {
+			t.Fatalf("tables %v", got)
+		}
+		n3 := es[1]
+		if !bytes.Equal(n3.Match[0].Value, []byte{0, 0, 0x30, 0x01}) || n3.Action != "decap_gtpu" ||
+			!bytes.Equal(n3.Params[0].Value, []byte{2}) || !bytes.Equal(n3.Params[1].Value, []byte{0, 0, 0, 9}) {
+			t.Errorf("non-3GPP uplink TEID entry %+v, want teid 0x3001 -> decap_gtpu(access 2, usage_idx 9)", n3)
+		}
+		se := es[2]
+		if len(se.Params) != 9 || se.Params[6].Name != "gateway_non3gpp" || !bytes.Equal(se.Params[6].Value, []byte{198, 51, 100, 20}) ||
+			se.Params[7].Name != "teid_non3gpp" || !bytes.Equal(se.Params[7].Value, []byte{0, 0, 0x30, 0x02}) {
+			t.Errorf("set_session %+v, want gateway_non3gpp 198.51.100.20 and teid_non3gpp 0x3002", se.Params)
 		}
 	})
 	t.Run("a load-balance session is an exception with an override for that policy only", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 )
 
 // Session is an ATSSSSession with what the operator allocated for it.
@@ -49,8 +50,8 @@ func Lookup(spec junctionv1.ATSSSSessionSpec, policies []Policy) (junctionv1.Loo
 	return junctionv1.LookupSummarized, nil
 }
 
-// SessionEntries are the entries one session owns: its `sessions` entry, its uplink TEID, and
-// for exception sessions one `session_overrides` entry per selected policy (and one for traffic
+// SessionEntries are the entries one session owns: its `sessions` entry, its legs' uplink TEIDs
+// (the 3GPP leg's, and the non-3GPP leg's when it runs over N3), and for exception sessions one `session_overrides` entry per selected policy (and one for traffic
 // no policy matches, when the mode is overridden). Tunnel peers are shared and counted apart.
 func SessionEntries(s Session) ([]Entry, error) {
 	spec := s.Spec
@@ -61,8 +62,8 @@ func SessionEntries(s Session) ([]Entry, error) {
 	if spec.Type == junctionv1.SessionSingleAccess {
 		return singleAccessEntries(s, sa)
 	}
-	var ue3, ueN netip.Addr = netip.IPv4Unspecified(), netip.IPv4Unspecified()
-	var teidDown uint32
+	var ue3, ueN, gwN = netip.IPv4Unspecified(), netip.IPv4Unspecified(), netip.IPv4Unspecified()
+	var teidDown, teidDownN uint32
 	var out []Entry
 	if leg := spec.AccessLegs.ThreeGPP; leg != nil {
 		if ue3, err = parseAddr("accessLegs.threeGPP.ueAddress", string(leg.UEAddress)); err != nil {
@@ -76,12 +77,24 @@ func SessionEntries(s Session) ([]Entry, error) {
 			Table:  "uplink_tunnels",
 			Match:  []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(leg.UplinkTEID))}},
 			Action: "decap_gtpu",
-			Params: []Param{{"usage_idx", u32(s.UsageIndex)}},
+			Params: []Param{{"access", u8(uint8(contract.Access3GPP))}, {"usage_idx", u32(s.UsageIndex)}},
 		})
 	}
 	if leg := spec.AccessLegs.NonThreeGPP; leg != nil {
 		if ueN, err = parseAddr("accessLegs.nonThreeGPP.ueAddress", string(leg.UEAddress)); err != nil {
 			return nil, err
+		}
+		if leg.OverN3() {
+			if gwN, err = parseAddr("accessLegs.nonThreeGPP.gatewayAddress", string(leg.GatewayAddress)); err != nil {
+				return nil, err
+			}
+			teidDownN = uint32(leg.DownlinkTEID)
+			out = append(out, Entry{
+				Table:  "uplink_tunnels",
+				Match:  []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(leg.UplinkTEID))}},
+				Action: "decap_gtpu",
+				Params: []Param{{"access", u8(uint8(contract.AccessNon3GPP))}, {"usage_idx", u32(s.UsageIndex)}},
+			})
 		}
 	}
 	out = append(out, Entry{
@@ -95,6 +108,8 @@ func SessionEntries(s Session) ([]Entry, error) {
 			{"teid", u32(teidDown)},
 			{"ue_addr_3gpp", addr(ue3)},
 			{"ue_addr_non3gpp", addr(ueN)},
+			{"gateway_non3gpp", addr(gwN)},
+			{"teid_non3gpp", u32(teidDownN)},
 			{"usage_idx", u32(s.UsageIndex)},
 		},
 	})
@@ -175,7 +190,7 @@ func singleAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	}
 	return []Entry{
 		{Table: "uplink_tunnels", Match: []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(leg.UplinkTEID))}}, Action: "decap_gtpu",
-			Params: []Param{{"usage_idx", u32(s.UsageIndex)}}},
+			Params: []Param{{"access", u8(uint8(contract.Access3GPP))}, {"usage_idx", u32(s.UsageIndex)}}},
 		{Table: "downlink_tunnels", Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: "encap_gtpu",
 			Params: []Param{{"teid", u32(uint32(leg.DownlinkTEID))}, {"peer_idx", u16(s.PeerIndex)}, {"endpoint_idx", u8(s.EndpointIndex)}, {"usage_idx", u32(s.UsageIndex)}}},
 	}, nil

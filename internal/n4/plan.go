@@ -60,6 +60,10 @@ type leg struct {
 	kind junctionv1.NonThreeGPPType
 }
 
+// gtpu says whether the leg runs over GTP-U: the 3GPP leg always, a non-3GPP one from an access
+// gateway on N3.
+func (l *leg) gtpu() bool { return l.ohc.Desc == ohcGTPUv4 }
+
 // makePlan maps a session's rules onto Junction's model. teids are the TEIDs the UPF chose for
 // PDRs with CH set. Every refusal names the rule (Failed Rule ID) or the IE (Offending IE).
 func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, error) {
@@ -135,10 +139,11 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 		}
 	}
 
-	// Uplink: the 3GPP leg's TEID and UE address from the PDR with an F-TEID; a plain non-3GPP
-	// PDR (UDP/IPv4 removed) must agree with the non-3GPP FAR.
-	var ul3 *PDR
-	var ulTEID uint32
+	// Uplink: a leg over GTP-U (3GPP, or non-3GPP from an N3IWF, TNGF or W-AGF) takes its TEID and
+	// UE address from the PDR with an F-TEID whose 3GPP Interface Type names the access (none:
+	// 3GPP); a plain non-3GPP PDR (UDP/IPv4 removed) must agree with the non-3GPP FAR.
+	var ul [2]*PDR
+	var ulTEID [2]uint32
 	for _, p := range up {
 		if err := forwardsToCore(r, p); err != nil {
 			return nil, err
@@ -149,32 +154,50 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 			if err != nil {
 				return nil, err
 			}
+			acc := access3GPP
+			if p.SourceType != nil && (*p.SourceType == itypeN3TrustedNon3GPP || *p.SourceType == itypeN3UntrustedNon3GPP) {
+				acc = accessNon3GPP
+			}
+			if l := legs[acc]; l != nil && !l.gtpu() {
+				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d has an F-TEID on %s access, whose FAR sends plain UDP/IPv4: a leg is over GTP-U both ways or neither", p.ID, acc.api())
+			}
 			if !p.UEIP.IsValid() {
-				return nil, refuse(CauseConditionalIEMissing, ie.UEIPAddress, "uplink PDR %d has no source UE IP Address (the UE's address on its 3GPP leg)", p.ID)
+				return nil, refuse(CauseConditionalIEMissing, ie.UEIPAddress, "uplink PDR %d has no source UE IP Address (the UE's address on its %s leg)", p.ID, acc.api())
 			}
-			if ul3 != nil && (teid != ulTEID || p.UEIP != ul3.UEIP) {
-				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDRs %d and %d differ in TEID or UE address: a session has one 3GPP leg", ul3.ID, p.ID)
+			if o := ul[acc]; o != nil && (teid != ulTEID[acc] || p.UEIP != o.UEIP) {
+				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDRs %d and %d differ in TEID or UE address: a session has one %s leg", o.ID, p.ID, acc.api())
 			}
-			ul3, ulTEID = p, teid
+			ul[acc], ulTEID[acc] = p, teid
 		case p.OHR != nil && *p.OHR == ohrUDPv4:
-			if l := legs[accessNon3GPP]; l == nil || (p.UEIP.IsValid() && p.UEIP != l.ohc.Addr) {
+			if l := legs[accessNon3GPP]; l == nil || l.gtpu() || (p.UEIP.IsValid() && p.UEIP != l.ohc.Addr) {
 				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d (UDP/IPv4 removed) does not match the non-3GPP FAR of the session's MARs", p.ID)
 			}
 		default:
-			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d has neither an F-TEID (3GPP over GTP-U) nor Outer Header Removal UDP/IPv4 (non-3GPP over plain IP)", p.ID)
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d has neither an F-TEID (a leg over GTP-U) nor Outer Header Removal UDP/IPv4 (non-3GPP over plain IP)", p.ID)
+		}
+	}
+	if ulTEID[access3GPP] != 0 && ulTEID[access3GPP] == ulTEID[accessNon3GPP] {
+		return nil, ruleFailure(ie.RuleIDTypePDR, uint32(ul[accessNon3GPP].ID), "uplink PDRs %d and %d share TEID %#x: the TEID tells which leg a packet came on", ul[access3GPP].ID, ul[accessNon3GPP].ID, ulTEID[access3GPP])
+	}
+	for acc, l := range legs {
+		if l != nil && l.gtpu() && ul[acc] == nil {
+			return nil, refuse(CauseConditionalIEMissing, ie.FTEID, "the MARs send on %s access over GTP-U but no uplink PDR from it has an F-TEID", access(acc).api())
 		}
 	}
 	if l := legs[access3GPP]; l != nil {
-		if ul3 == nil {
-			return nil, refuse(CauseConditionalIEMissing, ie.FTEID, "the MARs send on 3GPP but no uplink PDR has an F-TEID")
-		}
 		spec.AccessLegs.ThreeGPP = &junctionv1.ThreeGPPLeg{
-			UEAddress: junctionv1.IPv4Address(ul3.UEIP.String()), GNBAddress: junctionv1.IPv4Address(l.ohc.Addr.String()),
-			UplinkTEID: int64(ulTEID), DownlinkTEID: int64(l.ohc.TEID),
+			UEAddress: junctionv1.IPv4Address(ul[access3GPP].UEIP.String()), GNBAddress: junctionv1.IPv4Address(l.ohc.Addr.String()),
+			UplinkTEID: int64(ulTEID[access3GPP]), DownlinkTEID: int64(l.ohc.TEID),
 		}
 	}
 	if l := legs[accessNon3GPP]; l != nil {
-		spec.AccessLegs.NonThreeGPP = &junctionv1.NonThreeGPPLeg{Type: l.kind, UEAddress: junctionv1.IPv4Address(l.ohc.Addr.String())}
+		n := &junctionv1.NonThreeGPPLeg{Type: l.kind, UEAddress: junctionv1.IPv4Address(l.ohc.Addr.String())}
+		if l.gtpu() { // over N3: the UE's address from its uplink PDR, the gateway from the FAR
+			n.UEAddress = junctionv1.IPv4Address(ul[accessNon3GPP].UEIP.String())
+			n.GatewayAddress = junctionv1.IPv4Address(l.ohc.Addr.String())
+			n.UplinkTEID, n.DownlinkTEID = int64(ulTEID[accessNon3GPP]), int64(l.ohc.TEID)
+		}
+		spec.AccessLegs.NonThreeGPP = n
 	}
 
 	// Steering: a PDR without SDF filter or application is the session's default (modeOverride);
@@ -349,7 +372,8 @@ func checkRefs(r *Rules, p *PDR) error {
 
 // legOf reads which access a MAR's FAR serves and how: by its 3GPP Interface Type when sent,
 // else by position (AFAI 1 is 3GPP, AFAI 2 non-3GPP, as Rel-16 named them). The 3GPP leg is
-// GTP-U toward the gNB; the non-3GPP leg plain UDP/IPv4 toward the UE's address on that access.
+// GTP-U toward the gNB; the non-3GPP leg GTP-U toward its access gateway (N3IWF, TNGF, W-AGF),
+// or plain UDP/IPv4 toward the UE's address on that access.
 func legOf(f *FAR, position int) (*leg, access, error) {
 	id := f.ID
 	if f.Action != actForw || f.Dest == nil || *f.Dest != ifaceAccess || f.OHC == nil {
@@ -370,11 +394,9 @@ func legOf(f *FAR, position int) (*leg, access, error) {
 	switch {
 	case acc == access3GPP && f.OHC.Desc != ohcGTPUv4:
 		return nil, 0, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d serves 3GPP access: its outer header must be GTP-U/UDP/IPv4", id)
-	case acc == access3GPP && f.OHC.TEID == 0:
+	case f.OHC.Desc == ohcGTPUv4 && f.OHC.TEID == 0:
 		return nil, 0, refuse(CauseMandatoryIEIncorrect, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d has TEID 0", id)
-	case acc == accessNon3GPP && f.OHC.Desc == ohcGTPUv4:
-		return nil, 0, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d: a non-3GPP leg over GTP-U (N3IWF, TNGF, W-AGF) is not supported yet; use UDP/IPv4 toward the UE (docs/n4.md)", id)
-	case acc == accessNon3GPP && f.OHC.Port != 0 && f.OHC.Port != wire.JunctionPort:
+	case acc == accessNon3GPP && f.OHC.Desc != ohcGTPUv4 && f.OHC.Port != 0 && f.OHC.Port != wire.JunctionPort:
 		return nil, 0, refuse(CauseMandatoryIEIncorrect, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d: port %d; Junction's port is %d", id, f.OHC.Port, wire.JunctionPort)
 	}
 	o := *f.OHC

@@ -63,6 +63,11 @@ type MASession struct {
 	UENon3GPP    netip.Addr // the UE's address on the non-3GPP leg; invalid: 3GPP only
 	GNB          netip.Addr
 	DownlinkTEID uint32
+	// Gateway, when valid, puts the non-3GPP leg on N3: GTP-U between the UPF and this access
+	// gateway (N3IWF, TNGF, W-AGF), downlink with Non3GPPDownlinkTEID, uplink on a TEID the UPF
+	// chooses; invalid: the leg is plain UDP/IPv4 to UENon3GPP.
+	Gateway             netip.Addr
+	Non3GPPDownlinkTEID uint32
 	Default      Steering // the MAR of all traffic no App describes
 	Apps         []App
 	// URR, when set, measures the session's usage (URRID, named by every PDR).
@@ -79,15 +84,18 @@ const (
 	FARNon3GPP       uint32 = 3
 	MARDefault       uint16 = 1 // +i for App i
 	chooseID         uint8  = 1
+	chooseIDNon3GPP  uint8  = 2
 	junctionPort     uint16 = 2153
 )
 
 // Established is a session the UPF took.
 type Established struct {
 	CPSEID, UPSEID uint64
-	UplinkTEID     uint32
-	N3             netip.Addr
-	Resp           *Response
+	UplinkTEID     uint32 // the 3GPP leg's, the UPF chose
+	// UplinkTEIDNon3GPP is the non-3GPP leg's, for a leg over N3.
+	UplinkTEIDNon3GPP uint32
+	N3                netip.Addr
+	Resp              *Response
 }
 
 // EstablishmentIEs are the IEs of the session's Establishment Request.
@@ -116,7 +124,20 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 	if s.IMSI != "" {
 		ies = append(ies, ie.NewUserID(0x01, s.IMSI, "", "", ""))
 	}
-	if s.UENon3GPP.IsValid() {
+	if s.UENon3GPP.IsValid() && s.Gateway.IsValid() {
+		// TS 29.244 §5.24 (ATSSS): the non-3GPP leg's tunnel with its N3IWF/TNGF/W-AGF.
+		ies = append(ies,
+			ie.NewCreateFAR(ie.NewFARID(FARNon3GPP), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+				ie.NewDestinationInterface(ie.DstInterfaceAccess),
+				ie.NewOuterHeaderCreation(0x0100, s.Non3GPPDownlinkTEID, s.Gateway.String(), "", 0, 0, 0),
+				ie.NewTGPPInterfaceType(12))), // N3 trusted non-3GPP access (a W-AGF, a TNGF)
+			pdr(ie.NewPDRID(PDRUplinkNon3GPP), ie.NewPrecedence(100), ie.NewPDI(
+				ie.NewSourceInterface(ie.SrcInterfaceAccess),
+				ie.NewFTEID(0x0d, 0, nil, nil, chooseIDNon3GPP),
+				ie.NewUEIPAddress(0x02, s.UENon3GPP.String(), "", 0, 0),
+				ie.NewTGPPInterfaceType(12)),
+				ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(FARCore)))
+	} else if s.UENon3GPP.IsValid() {
 		ies = append(ies,
 			ie.NewCreateFAR(ie.NewFARID(FARNon3GPP), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
 				ie.NewDestinationInterface(ie.DstInterfaceAccess),
@@ -244,10 +265,16 @@ func (c *Client) Establish(ctx context.Context, s MASession) (*Established, erro
 		if x.Type != ie.CreatedPDR {
 			continue
 		}
-		if f, err := x.FTEID(); err == nil {
-			out.UplinkTEID = f.TEID
-			out.N3, _ = netip.AddrFromSlice(f.IPv4Address.To4())
+		f, err := x.FTEID()
+		if err != nil {
+			continue
 		}
+		if id, err := x.PDRID(); err == nil && id == PDRUplinkNon3GPP {
+			out.UplinkTEIDNon3GPP = f.TEID
+			continue
+		}
+		out.UplinkTEID = f.TEID
+		out.N3, _ = netip.AddrFromSlice(f.IPv4Address.To4())
 	}
 	return out, nil
 }

@@ -25,7 +25,7 @@ func sessionEntry(t testing.TB, d *Device, i int) *p4v1.TableEntry {
 		Action: "set_session",
 		Params: map[string][]byte{
 			"user_idx": Uint(uint64(i)), "endpoint_idx": Uint(0), "peer_idx": Uint(1), "teid": Uint(uint64(i + 1)),
-			"ue_addr_3gpp": Uint(uint64(0x0a000000 + i)), "ue_addr_non3gpp": Uint(uint64(0xc0a80000 + i)), "usage_idx": Uint(uint64(i + 1)),
+			"ue_addr_3gpp": Uint(uint64(0x0a000000 + i)), "ue_addr_non3gpp": Uint(uint64(0xc0a80000 + i)), "gateway_non3gpp": Uint(0), "teid_non3gpp": Uint(0), "usage_idx": Uint(uint64(i + 1)),
 		},
 	})
 }
@@ -390,7 +390,7 @@ func probeTopology(t testing.TB, u *softUPF, d *Device, user uint64) func(rtt ui
 		Insert(mustBuild(t, d, Entry{Table: "local_addresses", Match: []Match{Exact("dst_addr", IPv4(jAddr))}, Action: "accept_local"})),
 		Insert(mustBuild(t, d, Entry{Table: "sessions", Match: []Match{Exact("session_addr", IPv4(sess))}, Action: "set_session",
 			Params: map[string][]byte{"user_idx": Uint(user), "endpoint_idx": Uint(0), "peer_idx": Uint(0), "teid": Uint(1),
-				"ue_addr_3gpp": Uint(0), "ue_addr_non3gpp": IPv4(ue), "usage_idx": Uint(1)}})),
+				"ue_addr_3gpp": Uint(0), "ue_addr_non3gpp": IPv4(ue), "gateway_non3gpp": Uint(0), "teid_non3gpp": Uint(0), "usage_idx": Uint(1)}})),
 	)
 	return func(rtt uint32) []byte {
 		return wiretest.Build(

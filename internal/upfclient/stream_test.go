@@ -238,7 +238,7 @@ func BenchmarkWriteSessions(b *testing.B) {
 			Action: "set_session",
 			Params: map[string][]byte{
 				"user_idx": Uint(uint64(i)), "endpoint_idx": Uint(0), "peer_idx": Uint(1), "teid": Uint(uint64(i + 1)),
-				"ue_addr_3gpp": Uint(uint64(0x0a000000 + i)), "ue_addr_non3gpp": Uint(uint64(0xc0a80000 + i)), "usage_idx": Uint(uint64(i + 1)),
+				"ue_addr_3gpp": Uint(uint64(0x0a000000 + i)), "ue_addr_non3gpp": Uint(uint64(0xc0a80000 + i)), "gateway_non3gpp": Uint(0), "teid_non3gpp": Uint(0), "usage_idx": Uint(uint64(i + 1)),
 			},
 		})
 		if err != nil {

@@ -258,6 +258,7 @@ struct local_metadata_t {
     drop_reason_t   drop_reason;    // DropReasons, from checks; CONSUMED added by Verdict
     drop_reason_t   count_reason;   // counted but forwarded
     bool            teid_known;     // uplink_tunnels hit
+    access_t        tunnel_access;  // uplink_tunnels: the leg the TEID belongs to
 
     bool            is_local;
     access_t        arrival_access;
@@ -284,6 +285,8 @@ struct local_metadata_t {
     teid_t          teid;
     ipv4_addr_t     ue_addr_3gpp;
     ipv4_addr_t     ue_addr_non3gpp;
+    ipv4_addr_t     gateway_non3gpp; // the non-3GPP leg's access gateway on N3; 0: plain IP
+    teid_t          teid_non3gpp;    // its downlink TEID
     usage_idx_t     usage_idx;      // the PDU session's usage cell (decap_gtpu, set_session,
                                     // encap_gtpu; Verdict counts it)
 

@@ -71,7 +71,7 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 		waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 		waitCondition(t, programTimeout, s, junctionv1.ConditionDegraded, metav1.ConditionFalse, "SingleAccess")
 	}
-	// docs/pipeline.md: uplink_tunnels (teid) -> decap_gtpu(usage_idx); downlink_tunnels
+	// docs/pipeline.md: uplink_tunnels (teid) -> decap_gtpu(access 1 = 3GPP, usage_idx); downlink_tunnels
 	// (ue_addr) -> encap_gtpu(teid, peer_idx, endpoint_idx, usage_idx), both with the session's
 	// usage cell; the gNB in tunnel_peers, shared.
 	usage := map[string]uint64{} // session address → usage cell
@@ -85,7 +85,7 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 	var want []string
 	for i := range n {
 		u := hx(usage[fmt.Sprintf("10.61.0.%d", 1+i)], 4)
-		want = append(want, fmt.Sprintf("uplink_tunnels teid=%s -> decap_gtpu(usage_idx=%s)", hx(uint64(0x100+i), 4), u),
+		want = append(want, fmt.Sprintf("uplink_tunnels teid=%s -> decap_gtpu(access=01,usage_idx=%s)", hx(uint64(0x100+i), 4), u),
 			fmt.Sprintf("downlink_tunnels ue_addr=0a3d00%02x -> encap_gtpu(endpoint_idx=00,peer_idx=01,teid=%s,usage_idx=%s)", 1+i, hx(uint64(0x200+i), 4), u))
 	}
 	want = append(want, "tunnel_peers peer_idx=01 -> set_tunnel_peer(peer_addr=c633640a)")

@@ -247,12 +247,13 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	usage := uint64(*obj.Status.UsageIndex)
 
 	// docs/pipeline.md: set_session(user_idx, endpoint_idx, peer_idx, teid, ue_addr_3gpp,
-	// ue_addr_non3gpp, usage_idx), decap_gtpu(usage_idx); override_steering modes 1
+	// ue_addr_non3gpp, gateway_non3gpp (0: a plain leg), teid_non3gpp, usage_idx),
+	// decap_gtpu(access 1 = 3GPP, usage_idx); override_steering modes 1
 	// active-standby (access 2: non-3GPP), 2 smallest delay, 3 load balance (ratio_3gpp = round(70 * 128 / 100) = 90); loss_limit_pct = loss + 1;
 	// set_application of a
 	// traffic class: active-standby (1) on 3GPP (1), the default application's steering.
-	sessionEntry := fmt.Sprintf("sessions session_addr=0a3c0007 -> set_session(endpoint_idx=00,peer_idx=%s,teid=1234,ue_addr_3gpp=0a2d0007,ue_addr_non3gpp=cb007107,usage_idx=%s,user_idx=%s)", hx(peer, 2), hx(usage, 4), hx(user, 4))
-	uplink := fmt.Sprintf("uplink_tunnels teid=%x -> decap_gtpu(usage_idx=%s)", est.UplinkTEID, hx(usage, 4))
+	sessionEntry := fmt.Sprintf("sessions session_addr=0a3c0007 -> set_session(endpoint_idx=00,gateway_non3gpp=00,peer_idx=%s,teid=1234,teid_non3gpp=00,ue_addr_3gpp=0a2d0007,ue_addr_non3gpp=cb007107,usage_idx=%s,user_idx=%s)", hx(peer, 2), hx(usage, 4), hx(user, 4))
+	uplink := fmt.Sprintf("uplink_tunnels teid=%x -> decap_gtpu(access=01,usage_idx=%s)", est.UplinkTEID, hx(usage, 4))
 	override := func(appID uint64, mode, ratio, loss, access uint8) string {
 		return fmt.Sprintf("session_overrides app_id=%s session_addr=0a3c0007 -> override_steering(access=%s,loss_limit_pct=%s,mode=%s,ratio_3gpp=%s,rtt_threshold_us=00,seq_index=%s)",
 			hx(appID, 2), hx(uint64(access), 1), hx(uint64(loss), 1), hx(uint64(mode), 1), hx(uint64(ratio), 1), hx(seq, 4))
@@ -499,10 +500,10 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 			ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
 				ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewFARID(smf.FAR3GPP))),
 			73, "failed rule type 0 id 000a", nil},
-		{"a non-3GPP leg over GTP-U (not yet supported)", replacing(ie.CreateFAR, ie.FARID, u32b(smf.FARNon3GPP),
+		{"a non-3GPP FAR over GTP-U whose uplink PDR removes plain UDP/IPv4 (a leg is over N3 both ways or neither)", replacing(ie.CreateFAR, ie.FARID, u32b(smf.FARNon3GPP),
 			ie.NewCreateFAR(ie.NewFARID(smf.FARNon3GPP), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
 				ie.NewOuterHeaderCreation(0x0100, 7, "198.51.100.20", "", 0, 0, 0), ie.NewTGPPInterfaceType(13)))),
-			73, "failed rule type 1 id 00000003", nil},
+			73, "failed rule type 0 id 0002", nil},
 		{"an IE type TS 29.244 does not define, inside a Create PDR", replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
 			ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
 				ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewMARID(smf.MARDefault), ie.New(999, []byte{1}))),
@@ -587,6 +588,57 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 
 // TestN4RefusesSessionsBeyondTheTables: a session the sessions table cannot hold is refused
 // with No resources available (75), and its objects are gone.
+// TestN4NonThreeGPPLegOverN3: an SMF sets the non-3GPP leg up through an access gateway (TS
+// 29.244 §5.24: a FAR creating GTP-U toward the W-AGF, an uplink PDR with an F-TEID from N3
+// trusted non-3GPP access, CHOOSE); the UPF picks a second TEID, the object names the gateway
+// and the TEIDs, and the entries are those of docs/pipeline.md "The non-3GPP leg over N3".
+func TestN4NonThreeGPPLegOverN3(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	s := alice()
+	s.Gateway, s.Non3GPPDownlinkTEID = netip.MustParseAddr("198.51.100.20"), 0x5678
+	est, err := r.smf.Establish(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.UplinkTEIDNon3GPP == 0 || est.UplinkTEIDNon3GPP == est.UplinkTEID {
+		t.Fatalf("uplink TEIDs: 3GPP %#x, non-3GPP %#x; want two the UPF chose", est.UplinkTEID, est.UplinkTEIDNon3GPP)
+	}
+	obj := &r.awaitN4Sessions(t, 1)[0]
+	want := junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.7", GatewayAddress: "198.51.100.20",
+		UplinkTEID: int64(est.UplinkTEIDNon3GPP), DownlinkTEID: 0x5678}
+	if l := obj.Spec.AccessLegs.NonThreeGPP; l == nil || *l != want {
+		t.Errorf("non-3GPP leg %+v, want %+v", l, want)
+	}
+	waitCondition(t, programTimeout, obj, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	// set_session(..., gateway_non3gpp, teid_non3gpp, ...); decap_gtpu(access: 1 3GPP, 2 non-3GPP).
+	user, peer, usage := uint64(*obj.Status.UserIndex), uint64(*obj.Status.TunnelPeerIndex), uint64(*obj.Status.UsageIndex)
+	wantEntries(t, r,
+		fmt.Sprintf("sessions session_addr=0a3c0007 -> set_session(endpoint_idx=00,gateway_non3gpp=c6336414,peer_idx=%s,teid=1234,teid_non3gpp=5678,ue_addr_3gpp=0a2d0007,ue_addr_non3gpp=cb007107,usage_idx=%s,user_idx=%s)",
+			hx(peer, 2), hx(usage, 4), hx(user, 4)),
+		fmt.Sprintf("uplink_tunnels teid=%x -> decap_gtpu(access=01,usage_idx=%s)", est.UplinkTEID, hx(usage, 4)),
+		fmt.Sprintf("uplink_tunnels teid=%x -> decap_gtpu(access=02,usage_idx=%s)", est.UplinkTEIDNon3GPP, hx(usage, 4)))
+
+	// Deleted: both TEIDs go with the session.
+	if _, err := r.smf.Delete(ctx, est); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, programTimeout, "no uplink TEIDs left", func() error {
+		got, err := r.u.entries(r.sch)
+		if err != nil {
+			return err
+		}
+		if n := countTable(got, "uplink_tunnels"); n != 0 {
+			return fmt.Errorf("%d uplink_tunnels entries", n)
+		}
+		return nil
+	})
+}
+
 func TestN4RefusesSessionsBeyondTheTables(t *testing.T) {
 	ctx := context.Background()
 	r := newN4Rig(t, nil, tableSize("sessions", 1))

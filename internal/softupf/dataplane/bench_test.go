@@ -63,7 +63,7 @@ func installUsers(h *harness, n int) {
 		sa := base + uint64(i)
 		h.insert("sessions", map[string]any{"session_addr": sa}, 0, "set_session", map[string]uint64{
 			"user_idx": uint64(i), "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": uint64(i + 1),
-			"ue_addr_3gpp": ip4("10.60.0.1") + uint64(i), "ue_addr_non3gpp": ip4("198.51.100.0") + uint64(i%250),
+			"ue_addr_3gpp": ip4("10.60.0.1") + uint64(i), "ue_addr_non3gpp": ip4("198.51.100.0") + uint64(i%250), "gateway_non3gpp": 0, "teid_non3gpp": 0,
 			"usage_idx": uint64(i + 1)})
 		if i%8 == 0 && i/8 < 16384 {
 			h.insert("session_overrides", map[string]any{"session_addr": sa, "app_id": uint64(12)}, 0,

@@ -57,7 +57,7 @@ func TestConcurrentProcessingAndWrites(t *testing.T) {
 	for i := range 300 {
 		h.write(p4v1.Update_MODIFY, h.entry("sessions", map[string]any{"session_addr": ip4(sessAddr)}, 0, "set_session", map[string]uint64{
 			"user_idx": user, "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": uint64(dlTEID + i),
-			"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4(ueWiFi), "usage_idx": sessUsage}))
+			"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4(ueWiFi), "gateway_non3gpp": 0, "teid_non3gpp": 0, "usage_idx": sessUsage}))
 		h.setReg("rtt_3gpp", user, uint64(1000+i))
 		h.setReg("reorder_state", user, 0)
 		h.reg("rtt_non3gpp", user)

@@ -10,7 +10,8 @@ package dataplane
 //	                  └ filter, TTL, route, uplink_usage ─ CURRENT_PATH ─> reorder (hold or send)
 //	                                                      └ unmarked ────> out
 //	EX-PATH marker ── sessions(seq) ──> release held packets (reorder.go) ──> CONSUMED
-//	PROBE ── sessions(body) ──> PROBE_REPLY on the arrival leg, upf_ts = now_us ──> out
+//	PROBE ── sessions(body) ──> PROBE_REPLY on the arrival leg (in GTP-U on 3GPP and on a
+//	                            non-3GPP leg over N3), upf_ts = now_us ──> out
 //	PROBE_ACK ── rtt = now_us - upf_ts ──> rtt_<leg>[user] unless suspended, live_rtt_<leg>[user],
 //	                                       autonomous_share[user] a step, digest ──> CONSUMED
 //	LINK_DOWN/UP ──> rtt_<access>[user] = 0 / max(rtt_us, 1) unless suspended, live_rtt_<access>[user],
@@ -49,19 +50,24 @@ func (c *proc) junction(pkt *Packet, arrival contract.Access) {
 
 // session finds the session a Junction message names by its session address: sessions must hit
 // (else NO_SESSION), and the message must come from the session's address on the leg it arrived
-// on, the source of the IPv4 header that carried it: the outer one on non-3GPP, the one inside
-// GTP-U on 3GPP (else WRONG_SOURCE). On false the packet has been dropped.
+// on, the source of the IPv4 header that carried it (the outer one on a plain non-3GPP leg, the
+// one inside GTP-U on 3GPP and on a non-3GPP leg over N3), in the leg's form: GTP-U from an
+// access gateway only for a leg over N3, plain only for one that is not (else WRONG_SOURCE).
+// On false the packet has been dropped.
 func (c *proc) session(pkt *Packet, addr uint32, arrival contract.Access) (session, bool) {
 	sess, ok := c.t.sessions.lookup(addr)
 	if !ok {
 		c.drop(pkt, contract.DropNoSession)
 		return session{}, false
 	}
-	src, leg := c.f.IPv4.Src, sess.ueNon3GP
-	if arrival == contract.Access3GPP {
-		src, leg = c.f.InnerIPv4.Src, sess.ue3GPP
+	src, leg, form := c.f.IPv4.Src, sess.ueNon3GP, sess.gwN3 == 0
+	switch {
+	case arrival == contract.Access3GPP:
+		src, leg, form = c.f.InnerIPv4.Src, sess.ue3GPP, true
+	case c.f.Has&wire.HasGTPU != 0:
+		src, form = c.f.InnerIPv4.Src, sess.gwN3 != 0
 	}
-	if be32(src) != leg {
+	if !form || be32(src) != leg {
 		c.drop(pkt, contract.DropWrongSource)
 		return session{}, false
 	}
@@ -98,12 +104,15 @@ func (c *proc) probe(pkt *Packet, arrival contract.Access) {
 	if !ok {
 		return
 	}
-	dst := be32(f.IPv4.Src) // non-3GPP: back to the probe's source
-	if arrival == contract.Access3GPP {
+	dst := be32(f.IPv4.Src) // plain non-3GPP: back to the probe's source
+	switch {
+	case arrival == contract.Access3GPP:
 		dst = sess.ue3GPP
+	case f.Has&wire.HasGTPU != 0:
+		dst = sess.ueNon3GP // over N3: through the leg's gateway (encapJunction)
 	}
 	if dst == 0 {
-		c.drop(pkt, contract.DropNoPath) // the session has no 3GPP leg to answer on
+		c.drop(pkt, contract.DropNoPath) // the session has no such leg to answer on
 		return
 	}
 	ep := c.t.endpoint(sess.endpoint)

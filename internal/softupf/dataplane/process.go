@@ -10,7 +10,7 @@ package dataplane
 //	  ├ outer dst in local_addresses:
 //	  │   ├ UDP:2152 Echo Request ───────────────────────> Echo Response to its source (gtpuEcho)
 //	  │   ├ UDP:2152 G-PDU ─ uplink_tunnels miss ────────> drop UNKNOWN_TEID
-//	  │   │   ├ inner UDP:2153 ──────────────────────────> junction (arrival 3GPP)
+//	  │   │   ├ inner UDP:2153 ──────────────────────────> junction (arrival: the tunnel's leg)
 //	  │   │   └ else: the inner packet ──────────────────> filter, TTL, route
 //	  │   ├ UDP:2153 ─────────────────────────────────────> junction (arrival non-3GPP)
 //	  │   └ anything else (ICMP, ...) ───────────────────> packet-in
@@ -126,12 +126,16 @@ func (c *proc) ingress(pkt *Packet) {
 	case f.Has&wire.HasGTPU != 0 && f.GTPU.Type == wire.GTPUTypeEchoRequest:
 		c.gtpuEcho(pkt)
 	case f.Has&wire.HasGTPU != 0:
-		usage, ok := c.knownTEID(pkt)
+		tun, ok := c.knownTEID(pkt)
 		if !ok {
 			return
 		}
 		if f.Has&wire.HasJunction != 0 {
-			c.junction(pkt, contract.Access3GPP)
+			arrival := contract.Access3GPP
+			if tun.access == contract.AccessNon3GPP {
+				arrival = contract.AccessNon3GPP // a non-3GPP leg over N3, from its access gateway
+			}
+			c.junction(pkt, arrival)
 			return
 		}
 		// Plain GTP-U uplink: the T-PDU is the user packet.
@@ -142,7 +146,7 @@ func (c *proc) ingress(pkt *Packet) {
 		}
 		in := pkt.off + f.InnerOff
 		if c.forward(pkt, in, in+int(inner.TotalLen), inner, ports) {
-			c.st.add(cUplinkUsage, usage, c.inLen)
+			c.st.add(cUplinkUsage, tun.usage, c.inLen)
 			c.send(pkt)
 		}
 	case f.Has&wire.HasJunction != 0:
@@ -181,13 +185,12 @@ func (c *proc) gtpuEcho(pkt *Packet) {
 // recoveryIELen is the Recovery IE's length: type and restart counter.
 const recoveryIELen = 2
 
-// knownTEID looks the G-PDU's TEID up in uplink_tunnels and returns its usage_idx; on false
-// the packet has been dropped.
-func (c *proc) knownTEID(pkt *Packet) (usage uint32, ok bool) {
-	if usage, ok = c.t.uplink.lookup(c.f.GTPU.TEID); !ok {
+// knownTEID looks the G-PDU's TEID up in uplink_tunnels; on false the packet has been dropped.
+func (c *proc) knownTEID(pkt *Packet) (tun uplinkTunnel, ok bool) {
+	if tun, ok = c.t.uplink.lookup(c.f.GTPU.TEID); !ok {
 		c.drop(pkt, contract.DropUnknownTEID)
 	}
-	return usage, ok
+	return tun, ok
 }
 
 // downlinkOuter sends an IPv4 packet not addressed to the UPF down step 4; the whole outer
@@ -367,20 +370,26 @@ func (c *proc) redundantCopy(pkt *Packet, off, end int, sess *session, ep endpoi
 }
 
 // encapJunction wraps the packet at buf[off:end] in IPv4/UDP:2153/<hdr> toward ue on the
-// given access (plus IPv4/UDP:2152/GTP-U toward the session's gNB on 3GPP) and routes it.
-// hdr.Length is set from what follows it.
+// given access, plus IPv4/UDP:2152/GTP-U toward the session's gNB on 3GPP or toward the leg's
+// access gateway on a non-3GPP leg over N3, and routes it. hdr.Length is set from what follows it.
 func (c *proc) encapJunction(pkt *Packet, off, end int, access contract.Access, sess *session, ep endpoint, hdr wire.Header, ue uint32) bool {
 	b := pkt.buf[:end]
 	off = hdr.Prepend(b, off)
 	off = wire.TunnelUDP(wire.JunctionPort).Prepend(b, off)
 	off = wire.TunnelIPv4(addr4(ep.junction), addr4(ue)).Prepend(b, off)
-	dst := ue
-	if access == contract.Access3GPP {
-		pr := c.t.peer(sess.peer)
-		off = wire.TunnelGTPU(sess.teid).Prepend(b, off)
+	dst, teid, tunnel := ue, uint32(0), true
+	switch {
+	case access == contract.Access3GPP:
+		dst, teid = c.t.peer(sess.peer).addr, sess.teid
+	case sess.gwN3 != 0:
+		dst, teid = sess.gwN3, sess.teidN3
+	default:
+		tunnel = false
+	}
+	if tunnel {
+		off = wire.TunnelGTPU(teid).Prepend(b, off)
 		off = wire.TunnelUDP(wire.GTPUPort).Prepend(b, off)
-		off = wire.TunnelIPv4(addr4(ep.n3), addr4(pr.addr)).Prepend(b, off)
-		dst = pr.addr
+		off = wire.TunnelIPv4(addr4(ep.n3), addr4(dst)).Prepend(b, off)
 	}
 	return c.route(pkt, off, end, dst)
 }

@@ -54,14 +54,14 @@ func topology(t testing.TB, opts ...func(*Config)) *harness {
 func install(h *harness) {
 	h.insert("local_addresses", map[string]any{"dst_addr": ip4(n3Addr)}, 0, "accept_local", nil)
 	h.insert("local_addresses", map[string]any{"dst_addr": ip4(jAddr)}, 0, "accept_local", nil)
-	h.insert("uplink_tunnels", map[string]any{"teid": uint64(ulTEID)}, 0, "decap_gtpu", map[string]uint64{"usage_idx": ulUsage})
+	h.insert("uplink_tunnels", map[string]any{"teid": uint64(ulTEID)}, 0, "decap_gtpu", map[string]uint64{"access": 1, "usage_idx": ulUsage})
 	h.insert("tunnel_endpoints", map[string]any{"endpoint_idx": uint64(endpointIx)}, 0, "set_tunnel_endpoint",
 		map[string]uint64{"n3_addr": ip4(n3Addr), "junction_addr": ip4(jAddr)})
 	h.insert("tunnel_peers", map[string]any{"peer_idx": uint64(peerIx)}, 0, "set_tunnel_peer",
 		map[string]uint64{"peer_addr": ip4(gnbAddr)})
 	h.insert("sessions", map[string]any{"session_addr": ip4(sessAddr)}, 0, "set_session", map[string]uint64{
 		"user_idx": user, "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": dlTEID,
-		"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4(ueWiFi), "usage_idx": sessUsage})
+		"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4(ueWiFi), "gateway_non3gpp": 0, "teid_non3gpp": 0, "usage_idx": sessUsage})
 	route := func(prefix string, l int32, port uint64, dst [6]byte) {
 		h.insert("routes", map[string]any{"dst_addr": lv{ip4(prefix), l}}, 0, "route",
 			map[string]uint64{"port": port, "src_mac": macV(srcMAC), "dst_mac": macV(dst)})
@@ -553,7 +553,7 @@ func TestProbeOnAMissingLeg(t *testing.T) {
 	h := topology(t)
 	h.write(p4v1.Update_MODIFY, h.entry("sessions", map[string]any{"session_addr": ip4(sessAddr)}, 0, "set_session", map[string]uint64{
 		"user_idx": user, "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": dlTEID,
-		"ue_addr_3gpp": 0, "ue_addr_non3gpp": ip4(ueWiFi), "usage_idx": sessUsage}))
+		"ue_addr_3gpp": 0, "ue_addr_non3gpp": ip4(ueWiFi), "gateway_non3gpp": 0, "teid_non3gpp": 0, "usage_idx": sessUsage}))
 	probe := junction3GPP(wire.Header{Type: wire.TypeProbe}, wire.Control{Session: addr(sessAddr), Access: contract.Access3GPP})
 	expectDrop(t, h, contract.DropWrongSource, h.process(portGNB, probe))
 }

@@ -74,7 +74,7 @@ func TestCheckPipeline(t *testing.T) {
 				}
 			}
 		}, `counter "uplink_usage" counts PACKETS`},
-		{"decap_gtpu without its usage_idx is refused", func(i *p4configv1.P4Info) {
+		{"decap_gtpu without its params is refused", func(i *p4configv1.P4Info) {
 			action(i, "decap_gtpu").Params = nil
 		}, `action "decap_gtpu" has 0 params`},
 		{"a changed digest member is named", func(i *p4configv1.P4Info) {
@@ -121,7 +121,7 @@ func TestModifyAndDefaultActions(t *testing.T) {
 	t.Run("MODIFY of a session moves its non-3GPP leg", func(t *testing.T) {
 		h.write(p4v1.Update_MODIFY, h.entry("sessions", map[string]any{"session_addr": ip4(sessAddr)}, 0, "set_session", map[string]uint64{
 			"user_idx": user, "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": dlTEID,
-			"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4("198.51.100.8"), "usage_idx": sessUsage}))
+			"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4("198.51.100.8"), "gateway_non3gpp": 0, "teid_non3gpp": 0, "usage_idx": sessUsage}))
 		h.setReg("rtt_3gpp", user, 0)
 		out := h.process(portDN, fromDN(userPacket(64, false)))
 		if len(out) != 1 || out[0].port != portWiFi {

@@ -24,9 +24,17 @@ type session struct {
 	teid     uint32
 	ue3GPP   uint32
 	ueNon3GP uint32
+	gwN3     uint32 // gateway_non3gpp: the non-3GPP leg's access gateway on N3; 0: plain IP
+	teidN3   uint32 // teid_non3gpp: that leg's downlink TEID
 	usage    uint32 // usage_idx: the session's uplink_usage / downlink_usage cell
 	peer     uint16
 	endpoint uint8
+}
+
+// uplinkTunnel is decap_gtpu's parameters.
+type uplinkTunnel struct {
+	access contract.Access // the leg the TEID belongs to: non-3GPP over N3, or (any other value) 3GPP
+	usage  uint32          // a single-access session's usage cell
 }
 
 // steering is the set_application / override_steering parameters.
@@ -179,7 +187,7 @@ var defaultApplication = steering{app: 0, mode: contract.ModeActiveStandby, acce
 // tables holds every match-action table of one committed pipeline.
 type tables struct {
 	local      exactTable[uint32, struct{}]
-	uplink     exactTable[uint32, uint32] // TEID -> usage_idx
+	uplink     exactTable[uint32, uplinkTunnel] // by TEID
 	endpoints  [256]endpoint
 	endpointDf endpoint
 	peers      []peer // indexed by peer_idx, 1<<16 entries
@@ -197,7 +205,7 @@ type tables struct {
 func newTables() *tables {
 	t := &tables{
 		local:     exactTable[uint32, struct{}]{m: map[uint32]struct{}{}},
-		uplink:    exactTable[uint32, uint32]{m: map[uint32]uint32{}},
+		uplink:    exactTable[uint32, uplinkTunnel]{m: map[uint32]uplinkTunnel{}},
 		peers:     make([]peer, 1<<16),
 		sessions:  exactTable[uint32, session]{m: map[uint32]session{}},
 		appDf:     defaultApplication,
@@ -301,7 +309,7 @@ func (m *entryMatch) rng(pos int) (rng, error) {
 // decodedAction is an action and its params, by position in the action spec.
 type decodedAction struct {
 	kind   actionKind
-	params [7]uint64
+	params [9]uint64 // the most any action has (set_session)
 }
 
 func (s *schema) action(a *p4v1.Action) (decodedAction, error) {
@@ -339,7 +347,7 @@ func mac(v uint64) (m [6]byte) {
 func (d *decodedAction) session() session {
 	p := d.params
 	return session{user: uint32(p[0]), endpoint: uint8(p[1]), peer: uint16(p[2]), teid: uint32(p[3]),
-		ue3GPP: uint32(p[4]), ueNon3GP: uint32(p[5]), usage: uint32(p[6])}
+		ue3GPP: uint32(p[4]), ueNon3GP: uint32(p[5]), gwN3: uint32(p[6]), teidN3: uint32(p[7]), usage: uint32(p[8])}
 }
 
 func (d *decodedAction) steering() steering {
@@ -359,8 +367,9 @@ func (d *decodedAction) dlTunnel() dlTunnel {
 		usage: uint32(d.params[3])}
 }
 
-// usage is decap_gtpu's usage_idx.
-func (d *decodedAction) usage() uint32 { return uint32(d.params[0]) }
+func (d *decodedAction) uplinkTunnel() uplinkTunnel {
+	return uplinkTunnel{access: contract.Access(d.params[0]), usage: uint32(d.params[1])}
+}
 
 func (d *decodedAction) route() route {
 	return route{port: uint32(d.params[0]), src: mac(d.params[1]), dst: mac(d.params[2])}
@@ -430,7 +439,7 @@ func (t *tables) write(s *schema, op p4v1.Update_Type, e *p4v1.TableEntry) error
 	case tLocalAddresses:
 		return writeFlag(&t.local, uint32(key), del, act.kind == aAcceptLocal)
 	case tUplinkTunnels:
-		writeValue(&t.uplink, uint32(key), del, act.kind == aDecapGTPU, act.usage)
+		writeValue(&t.uplink, uint32(key), del, act.kind == aDecapGTPU, act.uplinkTunnel)
 	case tTunnelEndpoints:
 		if del || act.kind != aSetTunnelEndpoint {
 			t.endpoints[uint8(key)] = endpoint{}
@@ -558,7 +567,7 @@ func (t *tables) setDefault(s *schema, tableID uint32, a *p4v1.Action) error {
 	case tLocalAddresses:
 		t.local.defHit = hit
 	case tUplinkTunnels:
-		t.uplink.def, t.uplink.defHit = act.usage(), hit
+		t.uplink.def, t.uplink.defHit = act.uplinkTunnel(), hit
 	case tTunnelEndpoints:
 		t.endpointDf = endpoint{n3: uint32(act.params[0]), junction: uint32(act.params[1]), ok: hit}
 	case tTunnelPeers:

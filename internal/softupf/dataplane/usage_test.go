@@ -148,7 +148,7 @@ func TestUsageCellsAreWritable(t *testing.T) {
 	}
 	h.write(p4v1.Update_MODIFY, h.entry("sessions", map[string]any{"session_addr": ip4(sessAddr)}, 0, "set_session", map[string]uint64{
 		"user_idx": user, "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": dlTEID,
-		"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4(ueWiFi), "usage_idx": uint64(size)}))
+		"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4(ueWiFi), "gateway_non3gpp": 0, "teid_non3gpp": 0, "usage_idx": uint64(size)}))
 	if out := h.process(portDN, frame); len(out) != 1 {
 		t.Errorf("a session whose usage_idx is beyond the counter: %d frames, want 1 (it counts nowhere)", len(out))
 	}

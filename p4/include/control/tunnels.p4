@@ -3,15 +3,20 @@
 // Packet's way:
 //   downlink on the non-3GPP leg  -> IPv4/UDP:2153/Junction to ue_addr_non3gpp
 //   downlink on the 3GPP leg      -> the same inside IPv4/UDP:2152/GTP-U to the gNB
+//   downlink on a non-3GPP leg    -> the same inside IPv4/UDP:2152/GTP-U to the leg's
+//     over N3                        access gateway, with the leg's TEID
 //   downlink_tunnels hit          -> IPv4/UDP:2152/GTP-U to the gNB
 //   PROBE on the non-3GPP leg     -> PROBE_REPLY to the probe's outer source
 //   PROBE on the 3GPP leg         -> PROBE_REPLY inside GTP-U to the session's gNB,
 //                                    to the session's 3GPP UE address
+//   PROBE on a non-3GPP leg       -> PROBE_REPLY inside GTP-U to the leg's gateway,
+//     over N3                        to the session's non-3GPP UE address
 //   uplink, plain routing         -> no new headers
 //   GTP-U Echo Request            -> the response, to the request's source
 // tunnel_endpoints gives the UPF's own N3 and Junction addresses, tunnel_peers
-// the gNB address (split out of sessions as in papers/004, Method 2). The
-// result is the final outer destination that routes looks up.
+// the gNB address (split out of sessions as in papers/004, Method 2); an access
+// gateway's address comes with the session (Sessions says why). The result is
+// the final outer destination that routes looks up.
 
 #ifndef JUNCTION_CONTROL_TUNNELS_P4
 #define JUNCTION_CONTROL_TUNNELS_P4
@@ -91,6 +96,12 @@ control Tunnels(in headers_t hdr, inout local_metadata_t md) {
                 if (!md.peer_hit) {
                     md.checks.no_tunnel_peer = true;
                 }
+            } else if (md.gateway_non3gpp != 0) {
+                md.encap_kind = ENCAP_JUNCTION_GTPU;
+                md.junction_dst = md.ue_addr_non3gpp;
+                md.peer_addr = md.gateway_non3gpp;
+                md.teid = md.teid_non3gpp;
+                md.route_dst = md.gateway_non3gpp;
             } else {
                 md.encap_kind = ENCAP_JUNCTION;
                 md.junction_dst = md.ue_addr_non3gpp;
@@ -111,6 +122,16 @@ control Tunnels(in headers_t hdr, inout local_metadata_t md) {
                     md.checks.no_path = true;  // the session has no such leg
                 } else if (!md.peer_hit) {
                     md.checks.no_tunnel_peer = true;
+                }
+            } else if (hdr.gtpu.isValid()) {
+                // Over N3 (Sessions checked that the leg is): back through its gateway.
+                md.encap_kind = ENCAP_JUNCTION_GTPU;
+                md.junction_dst = md.ue_addr_non3gpp;
+                md.peer_addr = md.gateway_non3gpp;
+                md.teid = md.teid_non3gpp;
+                md.route_dst = md.gateway_non3gpp;
+                if (md.ue_addr_non3gpp == 0) {
+                    md.checks.no_path = true;
                 }
             } else {
                 md.encap_kind = ENCAP_JUNCTION;

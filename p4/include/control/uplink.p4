@@ -2,9 +2,11 @@
 //
 // Packet's way: IPv4 to one of the UPF's own addresses (local_addresses) is
 // uplink. A GTP-U Echo Request is answered (Encap). A GTP-U G-PDU must name a
-// known TEID (uplink_tunnels, whose entry also names a single-access session's
-// usage cell); what it carries is either Junction (3GPP leg) or a plain user
-// packet. Junction straight over UDP:2153 is the non-3GPP leg. Anything else
+// known TEID (uplink_tunnels, whose entry names the leg the tunnel belongs to,
+// and a single-access session's usage cell); what it carries is either
+// Junction (the 3GPP leg, or a non-3GPP leg over N3 from an N3IWF, TNGF or
+// W-AGF) or a plain user packet. Junction straight over UDP:2153 is a plain
+// non-3GPP leg. Anything else
 // addressed to the UPF, and every non-IPv4 frame, goes to the controller. IPv4
 // to other addresses is downlink. A frame the parser found malformed or truncated is
 // dropped as PARSER_ERROR, unless it is downlink with sound IPv4 and UDP
@@ -40,8 +42,9 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
     }
 
     @name(".decap_gtpu") @id(0x01000003)
-    action decap_gtpu(usage_idx_t usage_idx) {
+    action decap_gtpu(access_t access, usage_idx_t usage_idx) {
         md.teid_known = true;
+        md.tunnel_access = access;  // ACCESS_NON3GPP: a gateway's N3 tunnel; else the 3GPP leg
         md.usage_idx = usage_idx;  // a single-access session's; Sessions sets an MA one's
     }
 
@@ -84,6 +87,7 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
             hdr.junction.isValid() : ternary;
             hdr.inner_ipv4.isValid() : ternary;
             md.teid_known          : ternary;
+            md.tunnel_access       : ternary;
         }
         actions = {
             classify;
@@ -91,20 +95,22 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
         // Local, neither GTP-U nor Junction: for the controller.
         const default_action = classify(PATH_PUNT, ACCESS_NONE, 1, 0);
         const entries = {
-            (false, _, _, _, _, _, _) : classify(PATH_PUNT, ACCESS_NONE, 1, 0);
-            (true, false, _, _, _, _, _) : classify(PATH_DOWNLINK, ACCESS_NONE, 0, 0);
+            (false, _, _, _, _, _, _, _) : classify(PATH_PUNT, ACCESS_NONE, 1, 0);
+            (true, false, _, _, _, _, _, _) : classify(PATH_DOWNLINK, ACCESS_NONE, 0, 0);
             // A GTP-U Echo Request is answered whatever its TEID (Rewrite).
-            (true, true, true, GTPU_ECHO_REQUEST, _, _, _) : classify(PATH_GTPU_ECHO, ACCESS_NONE, 0, 0);
-            // A G-PDU: Junction (the 3GPP leg), a plain user packet, or for the
-            // controller when it carries no IPv4; its TEID must be known.
-            (true, true, true, _, true, _, true) : classify(PATH_JUNCTION, ACCESS_3GPP, 0, 0);
-            (true, true, true, _, true, _, false) : classify(PATH_JUNCTION, ACCESS_3GPP, 0, 1);
-            (true, true, true, _, false, true, true) : classify(PATH_GTPU_UPLINK, ACCESS_3GPP, 0, 0);
-            (true, true, true, _, false, true, false) : classify(PATH_GTPU_UPLINK, ACCESS_3GPP, 0, 1);
-            (true, true, true, _, false, false, true) : classify(PATH_PUNT, ACCESS_3GPP, 1, 0);
-            (true, true, true, _, false, false, false) : classify(PATH_PUNT, ACCESS_3GPP, 1, 1);
+            (true, true, true, GTPU_ECHO_REQUEST, _, _, _, _) : classify(PATH_GTPU_ECHO, ACCESS_NONE, 0, 0);
+            // A G-PDU: Junction (a non-3GPP leg over N3 when its tunnel says so, else
+            // the 3GPP leg), a plain user packet, or for the controller when it
+            // carries no IPv4; its TEID must be known.
+            (true, true, true, _, true, _, true, ACCESS_NON3GPP) : classify(PATH_JUNCTION, ACCESS_NON3GPP, 0, 0);
+            (true, true, true, _, true, _, true, _) : classify(PATH_JUNCTION, ACCESS_3GPP, 0, 0);
+            (true, true, true, _, true, _, false, _) : classify(PATH_JUNCTION, ACCESS_3GPP, 0, 1);
+            (true, true, true, _, false, true, true, _) : classify(PATH_GTPU_UPLINK, ACCESS_3GPP, 0, 0);
+            (true, true, true, _, false, true, false, _) : classify(PATH_GTPU_UPLINK, ACCESS_3GPP, 0, 1);
+            (true, true, true, _, false, false, true, _) : classify(PATH_PUNT, ACCESS_3GPP, 1, 0);
+            (true, true, true, _, false, false, false, _) : classify(PATH_PUNT, ACCESS_3GPP, 1, 1);
             // Junction straight over UDP: the non-3GPP leg.
-            (true, true, false, _, true, _, _) : classify(PATH_JUNCTION, ACCESS_NON3GPP, 0, 0);
+            (true, true, false, _, true, _, _, _) : classify(PATH_JUNCTION, ACCESS_NON3GPP, 0, 0);
         }
     }
 
