@@ -387,6 +387,7 @@ type AgentStatus struct {
 // +kubebuilder:resource:shortName=mas;atsss,categories=junction
 // +kubebuilder:selectablefield:JSONPath=`.spec.ue.nodeName`
 // +kubebuilder:selectablefield:JSONPath=`.spec.accessLegs.threeGPP.gnbAddress`
+// +kubebuilder:selectablefield:JSONPath=`.spec.accessLegs.nonThreeGPP.gatewayAddress`
 // +kubebuilder:printcolumn:name="SUPI",type=string,JSONPath=`.spec.ue.supi`,priority=1
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.sessionAddress`
 // +kubebuilder:printcolumn:name="UPF",type=string,JSONPath=`.spec.upfRef.name`

@@ -19,21 +19,20 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
 
-// GNBAddressField is the ATSSSSession selectable field the emulator's watch is filtered by.
-const GNBAddressField = "spec.accessLegs.threeGPP.gnbAddress"
-
-// CacheOptions restricts the cache to the sessions of gNB n3: the API server filters them.
-func CacheOptions(n3 netip.Addr) cache.Options {
+// CacheOptions restricts the cache to the sessions that name node n3 in the role's leg: the API
+// server filters them.
+func CacheOptions(role Role, n3 netip.Addr) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&junctionv1.ATSSSSession{}: {Field: fields.OneTermEqualSelector(GNBAddressField, n3.String())},
+		&junctionv1.ATSSSSession{}: {Field: fields.OneTermEqualSelector(role.SelectField(), n3.String())},
 	}}
 }
 
-// Controller keeps the data path's table equal to the sessions that name the gNB. Every event
-// rebuilds the whole table (a gNB serves few UEs); a session that cannot be served gets a
-// Warning event, once per distinct reason.
+// Controller keeps the data path's table equal to the sessions that name the node. Every event
+// rebuilds the whole table (a gNB or W-AGF here serves few UEs); a session that cannot be
+// served gets a Warning event, once per distinct reason.
 type Controller struct {
 	client.Client
+	Role     Role
 	N3       netip.Addr
 	Datapath *Datapath
 	Recorder record.EventRecorder
@@ -49,7 +48,7 @@ var all = reconcile.Request{NamespacedName: types.NamespacedName{Name: "bearers"
 // SetupWithManager watches sessions and UPFs.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	toAll := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{all} })
-	return ctrl.NewControllerManagedBy(mgr).Named("gnb").
+	return ctrl.NewControllerManagedBy(mgr).Named(string(c.Role)).
 		Watches(&junctionv1.ATSSSSession{}, toAll).
 		Watches(&junctionv1.UserPlaneFunction{}, toAll).
 		Complete(c)
@@ -65,7 +64,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.R
 	if err := c.List(ctx, &upfs); err != nil {
 		return ctrl.Result{}, err
 	}
-	t, errs := BuildTable(c.N3, sessions.Items, upfs.Items)
+	t, errs := BuildTable(c.Role, c.N3, sessions.Items, upfs.Items)
 	c.Datapath.SetTable(t)
 	c.Log.V(1).Info("Bearers updated", "bearers", t.Len(), "errors", len(errs))
 	c.report(sessions.Items, errs)
@@ -88,7 +87,7 @@ func (c *Controller) report(sessions []junctionv1.ATSSSSession, errs []BearerErr
 		if c.reported[be.Session] != be.Error() {
 			c.Log.Info("Session not served", "session", be.Session, "reason", be.Error())
 			if s := byKey[be.Session]; s != nil && c.Recorder != nil {
-				c.Recorder.Event(s, corev1.EventTypeWarning, "GNBNotServed", be.Error())
+				c.Recorder.Event(s, corev1.EventTypeWarning, c.Role.NotServedReason(), be.Error())
 			}
 		}
 	}

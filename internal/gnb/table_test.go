@@ -58,7 +58,7 @@ func TestBuildTable(t *testing.T) {
 		sess("a", "dup-teid-1", "198.51.100.10", "10.45.0.31", 6004, 10004, nil),
 		sess("a", "dup-teid-2", "198.51.100.10", "10.45.0.32", 6005, 10004, nil),
 	}
-	tbl, errs := BuildTable(n3, sessions, upfs)
+	tbl, errs := BuildTable(RoleGNB, n3, sessions, upfs)
 
 	want := map[string]Bearer{
 		"10.45.0.1": {UE: netip.MustParseAddr("10.45.0.1"), UPF: netip.MustParseAddr("192.0.2.1"), UplinkTEID: 4097, DownlinkTEID: 8193, Session: "a/s1"},
@@ -101,5 +101,47 @@ func TestBuildTable(t *testing.T) {
 		if !ok || !strings.Contains(e.Error(), field) || !strings.Contains(e.Error(), e.Session) {
 			t.Errorf("error %q: want it for one of %v, naming the session and %q", e.Error(), wantErrs, field)
 		}
+	}
+}
+
+// TestBuildTableWAGF: the W-AGF role serves the non-3GPP legs over N3 that name its address,
+// with their own TEIDs and UE addresses; plain non-3GPP legs and 3GPP legs are not its.
+func TestBuildTableWAGF(t *testing.T) {
+	wagf := netip.MustParseAddr("203.0.113.2")
+	upfs := []junctionv1.UserPlaneFunction{upf("a", "upf", ep("core", "192.0.2.1"))}
+	overN3 := func(gw, ue string, ul, dl int64) func(*junctionv1.ATSSSSession) {
+		return func(s *junctionv1.ATSSSSession) {
+			s.Spec.AccessLegs.NonThreeGPP = &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWireline,
+				UEAddress: junctionv1.IPv4Address(ue), GatewayAddress: junctionv1.IPv4Address(gw), UplinkTEID: ul, DownlinkTEID: dl}
+		}
+	}
+	sessions := []junctionv1.ATSSSSession{
+		// Its 3GPP leg names this address as a gNB: not the W-AGF's business.
+		sess("a", "rg", "203.0.113.2", "10.45.0.1", 4097, 8193, overN3("203.0.113.2", "203.0.113.12", 0x3001, 0x3002)),
+		sess("a", "other-wagf", "198.51.100.10", "10.45.0.2", 4098, 8194, overN3("203.0.113.3", "203.0.113.13", 0x3003, 0x3004)),
+		sess("a", "plain", "198.51.100.10", "10.45.0.3", 4099, 8195, func(s *junctionv1.ATSSSSession) {
+			s.Spec.AccessLegs.NonThreeGPP = &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.14", GatewayAddress: "203.0.113.2"}
+		}),
+		sess("a", "dup", "198.51.100.10", "10.45.0.4", 4100, 8196, overN3("203.0.113.2", "203.0.113.15", 0x3005, 0x3002)),
+	}
+	tbl, errs := BuildTable(RoleWAGF, wagf, sessions, upfs)
+	if tbl.Len() != 0 || len(errs) != 2 {
+		t.Fatalf("%d bearers, errors %v; want none served (rg and dup share downlink TEID 0x3002), two errors", tbl.Len(), errs)
+	}
+	for _, e := range errs {
+		if !strings.Contains(e.Error(), "spec.accessLegs.nonThreeGPP.downlinkTEID") {
+			t.Errorf("error %q does not name spec.accessLegs.nonThreeGPP.downlinkTEID", e.Error())
+		}
+	}
+	tbl, errs = BuildTable(RoleWAGF, wagf, sessions[:3], upfs)
+	want := Bearer{UE: netip.MustParseAddr("203.0.113.12"), UPF: netip.MustParseAddr("192.0.2.1"), UplinkTEID: 0x3001, DownlinkTEID: 0x3002, Session: "a/rg"}
+	if len(errs) != 0 || tbl.Len() != 1 {
+		t.Fatalf("%d bearers, errors %v; want rg's non-3GPP leg only", tbl.Len(), errs)
+	}
+	if got, ok := tbl.Downlink(0x3002); !ok || got != want {
+		t.Errorf("Downlink(0x3002) = %+v, %v; want %+v", got, ok, want)
+	}
+	if _, ok := tbl.Uplink(netip.MustParseAddr("10.45.0.1")); ok {
+		t.Error("the W-AGF serves a 3GPP leg")
 	}
 }

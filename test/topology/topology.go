@@ -11,7 +11,10 @@
 //	 ns ue (node ue-node-b) …          ran1, gw1 … ───┘                        u-n6   port 3 ┘ ══ dn0
 //
 // The access gateway routes (it is the WiFi next hop of the sample UPF, 02:00:00:00:02:02), so
-// any number of UEs share the UPF's one WiFi port. With Emulation, each UE's radio link runs
+// any number of UEs share the UPF's one WiFi port. It can also be a W-AGF for chosen UEs
+// (WAGFArgs): the gNB emulator in its W-AGF role, in the gateway's namespace, carries what
+// arrives on those UEs' lines in GTP-U from WAGFN3 to the UPF's N3 address, through the same
+// port (a 5G-RG's fixed line, its non-3GPP leg over N3). With Emulation, each UE's radio link runs
 // through its own link emulator (internal/linkem) in a namespace of its own, and the UEs' WiFi
 // links run through one emulated cell in the gateway's namespace: one UE's load queues the
 // others' packets. Nothing is configured in the caller's namespace; Close deletes everything.
@@ -39,6 +42,7 @@ var (
 	GNBN3       = netip.MustParseAddr("198.51.100.10") // the gNB's N3 address
 	GNBRadio    = netip.MustParseAddr("10.45.0.254")   // the gNB's address on every radio link
 	WiFiGateway = netip.MustParseAddr("203.0.113.1")   // the access gateway's address toward UEs
+	WAGFN3      = netip.MustParseAddr("203.0.113.2")   // the access gateway's N3 address as a W-AGF
 	DNHost      = netip.MustParseAddr("198.18.0.10")   // the data network's server
 	DNGateway   = netip.MustParseAddr("198.18.0.1")    // the UPF, as the data network sees it
 	SessionPool = netip.MustParsePrefix("10.60.0.0/16")
@@ -130,6 +134,8 @@ type UE struct {
 	// Radio and WiFi are the far ends of the UE's ran0 and wlan0 (with Emulation, the
 	// emulator's): taking one down takes the UE's carrier away.
 	Radio, WiFi Wire
+	// Line is the access gateway's interface toward the UE's wlan0: a W-AGF's fixed line.
+	Line string
 	// RadioShapers are the radio link's uplink [0] and downlink [1] (nil without Emulation).
 	RadioShapers [2]*linkem.Shaper
 }
@@ -205,6 +211,10 @@ func (t *Topology) build() error {
 		},
 		func() error { return t.AP.AddRoute(netip.PrefixFrom(UPFJunction, 32), netip.Addr{}, "gw-up") },
 		func() error { return t.AP.AddNeighbor("gw-up", UPFJunction, wifi.MAC) },
+		// As a W-AGF: its N3 address, and the UPF's, through the same port.
+		func() error { return t.AP.AddAddress("gw-up", netip.PrefixFrom(WAGFN3, 32)) },
+		func() error { return t.AP.AddRoute(netip.PrefixFrom(UPFN3, 32), netip.Addr{}, "gw-up") },
+		func() error { return t.AP.AddNeighbor("gw-up", UPFN3, wifi.MAC) },
 		// UPF port 3 ══ N6 ══ data network
 		func() error {
 			return netns.AddVeth(netns.Link{Name: n6.Iface, NS: t.UPF, MAC: n6.MAC}, netns.Link{Name: "dn0", NS: t.DN, MAC: n6.NextHopMAC})
@@ -229,8 +239,8 @@ func (t *Topology) AddUE(spec UESpec) (*UE, error) {
 		return nil, err
 	}
 	i := len(t.UEs)
-	u := &UE{UESpec: spec, NS: ns}
 	radio, gw := fmt.Sprintf("ran%d", i), fmt.Sprintf("gw%d", i)
+	u := &UE{UESpec: spec, NS: ns, Line: gw}
 	err = steps(
 		func() error { return ns.Sysctl("net/ipv4/conf/all/rp_filter", "0") },
 		func() error { return ns.Sysctl("net/ipv4/conf/default/rp_filter", "0") },
@@ -371,6 +381,17 @@ func (t *Topology) GNBArgs() []string {
 	args := []string{"--netns", t.GNB.Name, "--n3-address", GNBN3.String()}
 	for _, r := range t.Radios {
 		args = append(args, "--radio-interface", r)
+	}
+	return args
+}
+
+// WAGFArgs are the gNB emulator's flags for a W-AGF in the access gateway's namespace whose fixed
+// lines are those of ues: every packet that arrives on them goes into its tunnels, so each of
+// these UEs' non-3GPP legs must be over N3 through WAGFN3.
+func (t *Topology) WAGFArgs(ues ...*UE) []string {
+	args := []string{"--role", "w-agf", "--netns", t.AP.Name, "--n3-address", WAGFN3.String()}
+	for _, u := range ues {
+		args = append(args, "--radio-interface", u.Line)
 	}
 	return args
 }
