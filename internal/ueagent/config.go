@@ -3,7 +3,6 @@ package ueagent
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/contract"
@@ -32,27 +31,6 @@ type Config struct {
 // (policies, override) differs and the tunnel can be updated in place.
 func (c Config) sameTunnel(o Config) bool {
 	return c.Session == o.Session && c.UPF == o.UPF && c.Legs == o.Legs
-}
-
-// Prefixes are the destination prefixes the node routes into the TUN for non-catch-all
-// policies; a policy without destination prefixes (or with 0.0.0.0/0) is covered by the
-// session's source rule and default route.
-func (c Config) Prefixes() []netip.Prefix {
-	var out []netip.Prefix
-	for _, p := range c.Policies {
-		for _, s := range p.Spec.TrafficDescriptor.DestinationPrefixes {
-			if pfx, err := netip.ParsePrefix(string(s)); err == nil && pfx.Bits() > 0 {
-				out = append(out, pfx.Masked())
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b netip.Prefix) int {
-		if c := a.Addr().Compare(b.Addr()); c != 0 {
-			return c
-		}
-		return a.Bits() - b.Bits()
-	})
-	return slices.Compact(out)
 }
 
 // BuildConfig gathers a session's tunnel configuration. Errors name the field that cannot be

@@ -93,24 +93,6 @@ func TestBuildConfig(t *testing.T) {
 	}
 }
 
-func TestPrefixes(t *testing.T) {
-	c := Config{Policies: []desired.Policy{
-		{Spec: junctionv1.SteeringPolicySpec{TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: []junctionv1.IPv4Prefix{"198.18.10.7/24", "0.0.0.0/0"}}}},
-		{Spec: junctionv1.SteeringPolicySpec{TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: []junctionv1.IPv4Prefix{"198.18.0.0/16", "198.18.10.0/24", "10.0.0.0/8"}}}},
-		{}, // catch-all: the source rule covers it
-	}}
-	got := c.Prefixes()
-	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("198.18.0.0/16"), netip.MustParsePrefix("198.18.10.0/24")}
-	if len(got) != len(want) {
-		t.Fatalf("Prefixes() = %v, want %v (sorted, masked, deduplicated, no /0)", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("Prefixes() = %v, want %v", got, want)
-		}
-	}
-}
-
 func TestSameTunnel(t *testing.T) {
 	base := Config{Session: netip.MustParseAddr("10.60.0.1"), UPF: netip.MustParseAddr("192.0.2.2"),
 		Legs: [3]netip.Addr{contract.Access3GPP: netip.MustParseAddr("10.45.0.1")}}

@@ -10,10 +10,14 @@ package ueagent
 //
 //	TUN          jx<8 hex digits of the session address>      e.g. jx0a3c0001 for 10.60.0.1
 //	table        the session address as a number               e.g. 0x0a3c0001
-//	rules        prio ruleProtect: to <UPF junction address> lookup main   (the legs' own packets)
+//	rules        prio ruleProtect: from <session address> to <UPF junction address> lookup main
 //	             prio ruleSession: from <session address> lookup <table>
-//	             prio ruleSession: to <policy prefix> lookup <table>        (non-catch-all policies)
-//	routes       in <table>: default dev <TUN> src <session address>, and each policy prefix
+//	routes       in <table>: default dev <TUN> src <session address>
+//
+// Every rule matches only packets from the session address (docs/address-pools.md): a session
+// never changes how the node routes its own traffic. Policies steer inside the tunnel
+// (steer.Classifier), not by routes, so the node's routing never sees a policy prefix; an
+// application reaches the tunnel by sending from the session address.
 
 import (
 	"errors"
@@ -30,7 +34,8 @@ import (
 )
 
 // Rule priorities: below the kernel's main-table rule (32766), above local (0). The protection
-// rule comes first so that a policy prefix covering the UPF never captures the tunnel itself.
+// rule comes first so that the session's own packets to the UPF (a leg whose UE address is the
+// session address) never loop into the tunnel.
 const (
 	ruleProtect = 9990
 	ruleSession = 9991
@@ -80,15 +85,14 @@ func tableID(session netip.Addr) int {
 
 // routing is what the node's routing must hold for one session.
 type routing struct {
-	session  netip.Addr
-	upf      netip.Addr
-	prefixes []netip.Prefix // non-catch-all policy destinations; the source rule covers the rest
+	session netip.Addr
+	upf     netip.Addr
 }
 
 // configureTUN gives the TUN its address and fills the session's table and rules, replacing
 // whatever an earlier agent left for the same session.
 func configureTUN(nl *netlink.Handle, link netlink.Link, r routing) error {
-	host := &net.IPNet{IP: net.IP(r.session.AsSlice()), Mask: net.CIDRMask(32, 32)}
+	host := hostNet(r.session)
 	if err := nl.LinkSetUp(link); err != nil { // routes need a link that is up
 		return fmt.Errorf("%s up: %w", link.Attrs().Name, err)
 	}
@@ -96,49 +100,40 @@ func configureTUN(nl *netlink.Handle, link netlink.Link, r routing) error {
 		return fmt.Errorf("address %s on %s: %w", r.session, link.Attrs().Name, err)
 	}
 	table := tableID(r.session)
-	routes := []*net.IPNet{{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}}
-	for _, p := range r.prefixes {
-		routes = append(routes, &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), 32)})
+	rt := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)},
+		Src: host.IP, Table: table, Scope: netlink.SCOPE_LINK, Protocol: ruleProtocol}
+	if err := nl.RouteReplace(rt); err != nil {
+		return fmt.Errorf("default route dev %s table %d: %w", link.Attrs().Name, table, err)
 	}
-	for _, dst := range routes {
-		rt := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: dst, Src: host.IP, Table: table,
-			Scope: netlink.SCOPE_LINK, Protocol: ruleProtocol}
-		if err := nl.RouteReplace(rt); err != nil {
-			return fmt.Errorf("route %s dev %s table %d: %w", dst, link.Attrs().Name, table, err)
-		}
-	}
-	rules := []*netlink.Rule{protectRule(r.session, r.upf)}
 	src := netlink.NewRule()
 	src.Priority, src.Table, src.Src, src.Protocol = ruleSession, table, host, ruleProtocol
-	rules = append(rules, src)
-	for _, dst := range routes[1:] {
-		to := netlink.NewRule()
-		to.Priority, to.Table, to.Dst, to.Protocol = ruleSession, table, dst, ruleProtocol
-		rules = append(rules, to)
-	}
+	rules := []*netlink.Rule{protectRule(r.session, r.upf), src}
 	for _, rule := range rules {
 		if err := nl.RuleAdd(rule); err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("rule %s: %w", rule, err)
 		}
 	}
-	// Only then do the rules no longer wanted go (a prefix a policy dropped): every reconcile
+	// Only then do the rules no longer wanted go (those an older agent left): every reconcile
 	// applies this again, and deleting them all first left the session's packets without a
 	// route in between.
-	return removeRules(nl, r.session, rules[1:]...)
+	return removeRules(nl, r.session, rules...)
 }
 
-// protectRule keeps the legs' packets to the UPF in the main table. Sessions toward the same UPF
-// share it (adding it twice is EEXIST); pruneRules removes it when no session needs it.
+func hostNet(a netip.Addr) *net.IPNet {
+	return &net.IPNet{IP: net.IP(a.AsSlice()), Mask: net.CIDRMask(32, 32)}
+}
+
+// protectRule keeps the session's packets to the UPF in the main table.
 func protectRule(session, upf netip.Addr) *netlink.Rule {
 	r := netlink.NewRule()
 	r.Priority, r.Table, r.Protocol = ruleProtect, unix.RT_TABLE_MAIN, ruleProtocol
-	r.Dst = &net.IPNet{IP: net.IP(upf.AsSlice()), Mask: net.CIDRMask(32, 32)}
+	r.Src, r.Dst = hostNet(session), hostNet(upf)
 	return r
 }
 
-// removeRules deletes the rules that send traffic to the session's table, but those like one of
-// keep (the same source and destination). Protection rules are shared by every session toward
-// the same UPF and are removed by pruneRules.
+// removeRules deletes the agent's rules of the session (from its address, or into its table as
+// older agents added them) but those like one of keep (the same priority, source and
+// destination).
 func removeRules(nl *netlink.Handle, session netip.Addr, keep ...*netlink.Rule) error {
 	rules, err := nl.RuleList(unix.AF_INET)
 	if err != nil {
@@ -150,16 +145,33 @@ func removeRules(nl *netlink.Handle, session netip.Addr, keep ...*netlink.Rule) 
 	}
 	table := tableID(session)
 	for i := range rules {
-		if rules[i].Table == table && rules[i].Priority == ruleSession && !kept[selector(&rules[i])] {
-			if err := nl.RuleDel(&rules[i]); err != nil && !errors.Is(err, unix.ENOENT) {
-				return fmt.Errorf("delete rule %s: %w", rules[i], err)
+		r := &rules[i]
+		if r.Protocol != ruleProtocol || kept[selector(r)] {
+			continue
+		}
+		if src, ok := ruleSource(r); (ok && src == session) || r.Table == table {
+			if err := nl.RuleDel(r); err != nil && !errors.Is(err, unix.ENOENT) {
+				return fmt.Errorf("delete rule %s: %w", r, err)
 			}
 		}
 	}
 	return nil
 }
 
-// selector is what tells a session's rules apart: their source and destination prefixes.
+// ruleSource is the single address a rule's source selector matches; ok is false for a rule
+// without one (every source: what no rule of this agent is).
+func ruleSource(r *netlink.Rule) (netip.Addr, bool) {
+	if r.Src == nil {
+		return netip.Addr{}, false
+	}
+	if ones, _ := r.Src.Mask.Size(); ones != 32 {
+		return netip.Addr{}, false
+	}
+	a, ok := netip.AddrFromSlice(r.Src.IP.To4())
+	return a, ok
+}
+
+// selector is what tells a session's rules apart: their priority, source and destination.
 func selector(r *netlink.Rule) string {
 	prefix := func(n *net.IPNet) string {
 		if n == nil {
@@ -169,18 +181,13 @@ func selector(r *netlink.Rule) string {
 		ones, _ := n.Mask.Size()
 		return netip.PrefixFrom(a, ones).String()
 	}
-	return prefix(r.Src) + " " + prefix(r.Dst)
+	return fmt.Sprintf("%d %s %s", r.Priority, prefix(r.Src), prefix(r.Dst))
 }
 
-// pruneRules deletes every rule the agent owns that no live session needs: sessions deleted
-// while no agent ran, and protection rules of UPFs no session uses any more.
+// pruneRules deletes every rule the agent owns that no live session (address → UPF) needs:
+// those of sessions deleted while no agent ran, and any without a session source (older agents
+// added node-wide ones).
 func pruneRules(nl *netlink.Handle, live map[netip.Addr]netip.Addr) error {
-	tables := map[int]bool{}
-	upfs := map[netip.Addr]bool{}
-	for s, upf := range live {
-		tables[tableID(s)] = true
-		upfs[upf] = true
-	}
 	rules, err := nl.RuleList(unix.AF_INET)
 	if err != nil {
 		return fmt.Errorf("list rules: %w", err)
@@ -188,18 +195,20 @@ func pruneRules(nl *netlink.Handle, live map[netip.Addr]netip.Addr) error {
 	var errs []error
 	for i := range rules {
 		r := &rules[i]
-		stale := false
 		if r.Protocol != ruleProtocol {
 			continue // not the agent's
 		}
-		switch r.Priority {
-		case ruleSession:
-			stale = !tables[r.Table]
-		case ruleProtect:
-			if r.Dst != nil {
-				a, _ := netip.AddrFromSlice(r.Dst.IP.To4())
-				stale = !upfs[a]
-			}
+		src, ok := ruleSource(r)
+		upf, isLive := live[src]
+		stale := !ok || !isLive
+		switch {
+		case stale:
+		case r.Priority == ruleSession:
+			stale = r.Dst != nil || r.Table != tableID(src)
+		case r.Priority == ruleProtect:
+			stale = r.Dst == nil || !upf.IsValid() || selector(r) != selector(protectRule(src, upf))
+		default:
+			stale = true
 		}
 		if stale {
 			if err := nl.RuleDel(r); err != nil && !errors.Is(err, unix.ENOENT) {

@@ -16,7 +16,7 @@ import (
 
 // The agent applies a session's routing again on every reconcile (each status resync): its
 // rules must never all be gone meanwhile, or a packet the UE sends then finds no route ("Network
-// is unreachable"; seen once in TestKindDataplane). A policy prefix that goes loses its rule.
+// is unreachable"; seen once in TestKindDataplane). A rule an older agent left goes.
 func TestReconfiguringKeepsTheSessionsRules(t *testing.T) {
 	netns.Require(t)
 	ns, err := netns.New(netns.UniqueName("jxrules"))
@@ -40,8 +40,8 @@ func TestReconfiguringKeepsTheSessionsRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	session, policy := netip.MustParseAddr("10.60.0.2"), netip.MustParsePrefix("198.51.100.0/24")
-	r := routing{session: session, upf: netip.MustParseAddr("192.0.2.2"), prefixes: []netip.Prefix{policy}}
+	session := netip.MustParseAddr("10.60.0.2")
+	r := routing{session: session, upf: netip.MustParseAddr("192.0.2.2")}
 	if err := configureTUN(nl, link, r); err != nil {
 		t.Fatal(err)
 	}
@@ -53,13 +53,13 @@ func TestReconfiguringKeepsTheSessionsRules(t *testing.T) {
 		}
 		out := map[string]int{}
 		for _, ru := range rules {
-			if ru.Table == tableID(session) && ru.Priority == ruleSession {
+			if ru.Protocol == ruleProtocol {
 				out[ipNetString(ru.Src)+" "+ipNetString(ru.Dst)]++
 			}
 		}
 		return out, nil
 	}
-	const fromSession, toPolicy = "10.60.0.2/32 all", "all 198.51.100.0/24"
+	const fromSession, toUPF = "10.60.0.2/32 all", "10.60.0.2/32 192.0.2.2/32"
 
 	const rounds = 300
 	var wg sync.WaitGroup
@@ -80,7 +80,7 @@ func TestReconfiguringKeepsTheSessionsRules(t *testing.T) {
 				return
 			}
 			looks++
-			if got[fromSession] == 0 || got[toPolicy] == 0 {
+			if got[fromSession] == 0 || got[toUPF] == 0 {
 				missing++
 			}
 		}
@@ -101,18 +101,24 @@ func TestReconfiguringKeepsTheSessionsRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]int{fromSession: 1, toPolicy: 1}; !maps.Equal(got, want) {
+	if want := map[string]int{fromSession: 1, toUPF: 1}; !maps.Equal(got, want) {
 		t.Errorf("after %d reconfigurations: rules %v, want %v, once each", rounds+1, got, want)
 	}
-	r.prefixes = nil
+	// A node-wide rule into the session's table, as older agents added per policy prefix.
+	old := netlink.NewRule()
+	old.Priority, old.Table, old.Protocol = ruleSession, tableID(session), ruleProtocol
+	old.Dst = &net.IPNet{IP: net.IPv4(198, 51, 100, 0).To4(), Mask: net.CIDRMask(24, 32)}
+	if err := nl.RuleAdd(old); err != nil {
+		t.Fatal(err)
+	}
 	if err := configureTUN(nl, link, r); err != nil {
 		t.Fatal(err)
 	}
 	if got, err = sessionRules(nl); err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]int{fromSession: 1}; !maps.Equal(got, want) {
-		t.Errorf("after the policy prefix went: rules %v, want %v", got, want)
+	if want := map[string]int{fromSession: 1, toUPF: 1}; !maps.Equal(got, want) {
+		t.Errorf("after an older agent's rule: rules %v, want %v", got, want)
 	}
 }
 

@@ -145,7 +145,7 @@ func newTunnel(n *node, cfg Config, exp Experiment, log logr.Logger, m *Metrics,
 	t.dev = dev
 	link, err := n.nl.LinkByName(name)
 	if err == nil {
-		err = configureTUN(n.nl, link, routing{session: cfg.Session, upf: cfg.UPF, prefixes: cfg.Prefixes()})
+		err = configureTUN(n.nl, link, routing{session: cfg.Session, upf: cfg.UPF})
 	}
 	if err != nil {
 		// Undo what configureTUN got to: the session's rules (its routes went with the TUN).
@@ -182,7 +182,7 @@ func (t *Tunnel) Update(cfg Config) (ok bool, err error) {
 	}
 	if link, err := t.node.nl.LinkByName(t.dev.Name()); err != nil {
 		return true, err
-	} else if err := configureTUN(t.node.nl, link, routing{session: cfg.Session, upf: cfg.UPF, prefixes: cfg.Prefixes()}); err != nil {
+	} else if err := configureTUN(t.node.nl, link, routing{session: cfg.Session, upf: cfg.UPF}); err != nil {
 		return true, err
 	}
 	t.cfg = cfg
