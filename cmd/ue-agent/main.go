@@ -1,6 +1,7 @@
 // Command ue-agent is Junction's UE agent (the paper's JUNCTION-UE), one per node: it watches
-// the ATSSSSessions whose spec.ue.nodeName is its node and builds, for each, a TUN device and a
-// multipath UDP tunnel over the session's 3GPP and non-3GPP legs toward the UPF (internal/ueagent).
+// the ATSSSSessions whose spec.ue.nodeName is its node and builds, for each whose addresses an
+// AddressPool grants (docs/address-pools.md), a TUN device and a multipath UDP tunnel over the
+// session's 3GPP and non-3GPP legs toward the UPF (internal/ueagent).
 // Flags are parsed here only.
 //
 //	ue-agent --node-name=$(NODE_NAME) --metrics-addr=:9110 --health-addr=:9111
@@ -9,6 +10,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/junction-atsss/junction/internal/addrpool"
 	"github.com/junction-atsss/junction/internal/nodecmd"
 	"github.com/junction-atsss/junction/internal/ueagent"
 )
@@ -32,11 +35,12 @@ func main() {
 
 func run() error {
 	var (
-		node, namespace, netns, metricsAddr, healthAddr string
+		node, namespace, netns, metricsAddr, healthAddr, reserved string
 		statusInterval, minStatusInterval               time.Duration
 	)
 	flag.StringVar(&node, "node-name", os.Getenv("NODE_NAME"), "The node this agent serves: sessions whose spec.ue.nodeName equals it (default $NODE_NAME).")
-	flag.StringVar(&namespace, "namespace", "", "Watch sessions, policies and UPFs in this namespace only; empty: all namespaces.")
+	flag.StringVar(&namespace, "namespace", "", "Serve the sessions of these namespaces only (comma-separated; the chart's ueAgent.namespaces); empty: all namespaces.")
+	flag.StringVar(&reserved, "reserved-prefixes", "", "Comma-separated IPv4 prefixes no session address may take beside the node's own networks and the API server's address: the cluster's pod and service ranges (docs/address-pools.md).")
 	flag.StringVar(&netns, "netns", "", "Network namespace (a name under /var/run/netns, or a path) that holds the node's legs and gets the TUNs; empty: the agent's own. For running several agents as separate nodes on one machine (the testbed).")
 	flag.StringVar(&metricsAddr, "metrics-addr", ":9110", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	flag.StringVar(&healthAddr, "health-addr", ":9111", "Address of the /healthz and /readyz endpoints.")
@@ -58,8 +62,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	keep, err := addrpool.ParseReserved(reserved, "the cluster's pod or service range (--reserved-prefixes)")
+	if err != nil {
+		return fmt.Errorf("--reserved-prefixes: %w", err)
+	}
+	keep = append(keep, addrpool.APIServer(context.Background(), mgr.GetConfig().Host)...)
 	agent, err := ueagent.New(mgr.GetClient(), ueagent.Options{
-		NodeName: node, Netns: netns, StatusInterval: statusInterval, MinStatusInterval: minStatusInterval, Experiment: exp,
+		NodeName: node, Netns: netns, StatusInterval: statusInterval, MinStatusInterval: minStatusInterval, Reserved: keep, Experiment: exp,
 	}, ueagent.NewMetrics(ctrlmetrics.Registry), mgr.GetEventRecorderFor("junction-ue-agent"), log)
 	if err != nil {
 		return err

@@ -6,8 +6,13 @@
 package addrpool
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/netip"
+	"net/url"
+	"os"
+	"strings"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
@@ -86,4 +91,56 @@ func granted(ns, field string, addr netip.Addr, poolField string, pools []juncti
 		}
 	}
 	return &RefusedError{Field: field, Why: fmt.Sprintf("%s is in no AddressPool's spec.%s for namespace %s (an administrator grants addresses, docs/address-pools.md)", addr, poolField, ns)}
+}
+
+// ParseReserved reads a comma-separated list of IPv4 prefixes or addresses (a flag's value),
+// each reserved as what.
+func ParseReserved(list, what string) ([]Reserved, error) {
+	var out []Reserved
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil || !a.Is4() {
+				return nil, fmt.Errorf("%q is not an IPv4 prefix or address", f)
+			}
+			p = netip.PrefixFrom(a, 32)
+		}
+		if !p.Addr().Is4() {
+			return nil, fmt.Errorf("%q is not an IPv4 prefix", f)
+		}
+		out = append(out, Reserved{Prefix: p.Masked(), What: what})
+	}
+	return out, nil
+}
+
+// APIServer reserves the API server's addresses as a client reaches it: the host of its URL
+// when that is an address, else what the name resolves to now, and the in-cluster Service
+// address ($KUBERNETES_SERVICE_HOST).
+func APIServer(ctx context.Context, hostURL string) []Reserved {
+	var hosts []string
+	if u, err := url.Parse(hostURL); err == nil && u.Hostname() != "" {
+		hosts = append(hosts, u.Hostname())
+	} else if h, _, err := net.SplitHostPort(hostURL); err == nil {
+		hosts = append(hosts, h)
+	}
+	if h := os.Getenv("KUBERNETES_SERVICE_HOST"); h != "" {
+		hosts = append(hosts, h)
+	}
+	var out []Reserved
+	for _, h := range hosts {
+		addrs := []string{h}
+		if _, err := netip.ParseAddr(h); err != nil {
+			addrs, _ = net.DefaultResolver.LookupHost(ctx, h)
+		}
+		for _, s := range addrs {
+			if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
+				out = append(out, Reserved{Prefix: netip.PrefixFrom(a, 32), What: "the API server's address"})
+			}
+		}
+	}
+	return out
 }

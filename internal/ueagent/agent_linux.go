@@ -3,7 +3,8 @@ package ueagent
 // Agent reconciles the ATSSSSessions of its node into tunnels:
 //
 //	session (field selector spec.ue.nodeName=<node>) + its UPF + the policies it selects
-//	  ─BuildConfig─> Config ─> Tunnel (new, updated in place, or rebuilt) ─> status.agent, AgentReady
+//	  ─BuildConfig─> Config ─checkAddresses (AddressPools, the node's networks)─> Tunnel (new,
+//	  updated in place, or rebuilt) ─> status.agent, AgentReady
 //	netlink link/address events ─> every tunnel re-reads its legs' interfaces
 //	a tunnel's state change ─> notify ─> the session is reconciled again (status written on change,
 //	at a bounded rate)
@@ -35,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/addrpool"
 	"github.com/junction-atsss/junction/internal/contract"
 )
 
@@ -52,6 +54,9 @@ type Options struct {
 	StatusInterval time.Duration
 	// MinStatusInterval is the least time between two status writes of one session.
 	MinStatusInterval time.Duration
+	// Reserved are ranges no session address may take beside the node's own networks: the
+	// cluster's pod and service ranges, the API server's addresses (docs/address-pools.md).
+	Reserved []addrpool.Reserved
 	// Experiment alters the uplink for the testbed's experiments; zero in production.
 	Experiment Experiment
 }
@@ -115,6 +120,7 @@ func (a *Agent) SetupWithManager(mgr ctrl.Manager) error {
 		For(&junctionv1.ATSSSSession{}).
 		Watches(&junctionv1.SteeringPolicy{}, handler.EnqueueRequestsFromMapFunc(a.sessionsIn)).
 		Watches(&junctionv1.UserPlaneFunction{}, handler.EnqueueRequestsFromMapFunc(a.sessionsIn)).
+		Watches(&junctionv1.AddressPool{}, handler.EnqueueRequestsFromMapFunc(a.sessionsOfPool)).
 		WatchesRawSource(source.Channel(a.events, &handler.EnqueueRequestForObject{})).
 		Complete(a)
 	if err != nil {
@@ -179,6 +185,16 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 			log.Error(cerr, "Tunnel not closed")
 		}
 		return a.report(ctx, &s, nil, unresolved, notReady("InvalidSession", err.Error()))
+	}
+	if err := a.checkAddresses(ctx, &s); err != nil {
+		var refused *addrpool.RefusedError
+		if !errors.As(err, &refused) {
+			return ctrl.Result{}, err
+		}
+		if cerr := a.closeTunnel(req.NamespacedName); cerr != nil {
+			log.Error(cerr, "Tunnel not closed")
+		}
+		return a.report(ctx, &s, nil, unresolved, notReady(addrpool.Reason, err.Error()))
 	}
 	t, err := a.ensureTunnel(req.NamespacedName, cfg, log)
 	if err != nil {
