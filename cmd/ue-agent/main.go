@@ -40,7 +40,7 @@ func run() error {
 	)
 	flag.StringVar(&node, "node-name", os.Getenv("NODE_NAME"), "The node this agent serves: sessions whose spec.ue.nodeName equals it (default $NODE_NAME).")
 	flag.StringVar(&namespace, "namespace", "", "Serve the sessions of these namespaces only (comma-separated; the chart's ueAgent.namespaces); empty: all namespaces.")
-	flag.StringVar(&reserved, "reserved-prefixes", "", "Comma-separated IPv4 prefixes no session address may take beside the node's own networks and the API server's address: the cluster's pod and service ranges (docs/address-pools.md).")
+	flag.StringVar(&reserved, "reserved-prefixes", "", "Comma-separated IPv4 prefixes no session address may take beside the node's own networks and the API server's address: the cluster's node, pod and service ranges (docs/address-pools.md).")
 	flag.StringVar(&netns, "netns", "", "Network namespace (a name under /var/run/netns, or a path) that holds the node's legs and gets the TUNs; empty: the agent's own. For running several agents as separate nodes on one machine (the testbed).")
 	flag.StringVar(&metricsAddr, "metrics-addr", ":9110", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	flag.StringVar(&healthAddr, "health-addr", ":9111", "Address of the /healthz and /readyz endpoints.")
@@ -62,7 +62,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	keep, err := addrpool.ParseReserved(reserved, "the cluster's pod or service range (--reserved-prefixes)")
+	keep, err := addrpool.ParseReserved(reserved, "the cluster's reserved range (--reserved-prefixes)")
 	if err != nil {
 		return fmt.Errorf("--reserved-prefixes: %w", err)
 	}
