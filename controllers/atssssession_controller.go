@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/addrpool"
 	"github.com/junction-atsss/junction/internal/desired"
 )
 
@@ -49,6 +50,9 @@ type ATSSSSessionReconciler struct {
 	MaxConcurrentReconciles int
 	// Now is the clock (tests substitute it); default time.Now.
 	Now func() time.Time
+	// Reserved are ranges no session address may take beside the ServiceCIDRs (clusterRanges):
+	// the API server's address, the cluster's node and pod ranges.
+	Reserved []addrpool.Reserved
 
 	metrics sessionMetrics // junction_sessions, junction_session_programming_seconds
 }
@@ -112,6 +116,13 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		release, err = r.reconcileDelete(ctx, s)
 		return ctrl.Result{}, err
 	}
+	if !direct {
+		if err := r.checkAddresses(ctx, s); isRefused(err) {
+			return ctrl.Result{}, r.refuseAddresses(ctx, s, err)
+		} else if err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	return r.reconcileNormal(ctx, s)
 }
 
@@ -134,6 +145,7 @@ func (r *ATSSSSessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&junctionv1.ATSSSSession{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletingPredicate()))).
 		Watches(&junctionv1.UserPlaneFunction{}, handler.EnqueueRequestsFromMapFunc(r.sessionsOfUPF), builder.WithPredicates(upfChangedForDependents())).
 		Watches(&junctionv1.SteeringPolicy{}, handler.EnqueueRequestsFromMapFunc(r.sessionsOfPolicy), builder.WithPredicates(policyChangedForSessions())).
+		Watches(&junctionv1.AddressPool{}, handler.EnqueueRequestsFromMapFunc(r.sessionsOfPool), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.Fleet.sessionEvents.ch, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: n}).
 		Named("atssssession").

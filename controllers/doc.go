@@ -10,5 +10,8 @@ package controllers
 // The N4 endpoints (n4.go) create and delete the sessions and traffic classes SMFs ask for.
 // +kubebuilder:rbac:groups=atsss.junction.dev,resources=steeringpolicies;atssssessions,verbs=create;delete
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
+// AddressPools, and the service ranges a session address must stay out of.
+// +kubebuilder:rbac:groups=atsss.junction.dev,resources=addresspools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

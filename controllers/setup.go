@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/junction-atsss/junction/internal/addrpool"
 	"github.com/junction-atsss/junction/internal/pathmon"
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
@@ -39,6 +40,9 @@ type Options struct {
 	OnDeposed func(upf types.NamespacedName)
 	// N4Timeout is how long an N4 request waits for its session's entries (default 10s).
 	N4Timeout time.Duration
+	// Reserved are ranges no session address may take beside the ServiceCIDRs and the API
+	// server's address, which the operator finds itself: the cluster's node and pod ranges.
+	Reserved []addrpool.Reserved
 }
 
 // ManagerOptions are the manager options the controllers expect; the caller adds the rest
@@ -89,7 +93,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) (*Fleet,
 	if err := (&SteeringPolicyReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec}).SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("SteeringPolicy controller: %w", err)
 	}
-	if err := (&ATSSSSessionReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec, MaxConcurrentReconciles: o.MaxConcurrentReconciles}).SetupWithManager(mgr); err != nil {
+	reserved := append(addrpool.APIServer(ctx, mgr.GetConfig().Host), o.Reserved...)
+	if err := (&ATSSSSessionReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec, MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		Reserved: reserved}).SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("ATSSSSession controller: %w", err)
 	}
 	n4s := &N4Endpoints{Client: mgr.GetClient(), Cache: mgr.GetCache(), Fleet: fleet, Recorder: rec, Log: mgr.GetLogger().WithName("n4"), Timeout: o.N4Timeout}

@@ -24,6 +24,7 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/controllers"
+	"github.com/junction-atsss/junction/internal/addrpool"
 	"github.com/junction-atsss/junction/internal/pathmon"
 )
 
@@ -51,6 +52,7 @@ func run() error {
 		apiQPS                                 float64
 		apiBurst                               int
 		n4LeaderLabel                          bool
+		reservedPrefixes                       string
 	)
 	def := pathmon.DefaultConfig()
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; \"0\" disables it.")
@@ -75,8 +77,13 @@ func run() error {
 	flag.DurationVar(&settle, "flip-flop-settle", def.Settle, "How long a suspended user's paths must be stable before updates resume.")
 	flag.BoolVar(&n4LeaderLabel, "n4-leader-label", false, "Label this pod "+controllers.LabelN4Leader+"=true while it leads (POD_NAME and POD_NAMESPACE name the pod), for a Service that sends N4 to the leader.")
 	zopts := zap.Options{Development: false}
+	flag.StringVar(&reservedPrefixes, "reserved-prefixes", "", "Comma-separated IPv4 prefixes no session address may take beside the ServiceCIDRs and the API server's address: the cluster's node and pod ranges (docs/address-pools.md).")
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	reserved, err := addrpool.ParseReserved(reservedPrefixes, "the cluster's reserved range (--reserved-prefixes)")
+	if err != nil {
+		return fmt.Errorf("--reserved-prefixes: %w", err)
+	}
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 	log := ctrl.Log.WithName("setup")
@@ -131,6 +138,7 @@ func run() error {
 		StatusInterval:          statusInterval,
 		PathConfig:              pathmon.Config{MaxSwitches: flipSwitches, Window: flipWindow, Settle: settle, Reassert: def.Reassert, Refresh: def.Refresh},
 		OnDeposed:               onDeposed,
+		Reserved:                reserved,
 	}); err != nil {
 		return err
 	}

@@ -15,9 +15,10 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
 
-// Samples reads config/samples (every manifest but the kustomization: the UPF, the policies and
-// the sessions) into objects of the scheme's types in namespace ns, the UPF's P4Runtime address
-// set to upfAddr: what a user applies, pointed at the caller's software UPF.
+// Samples reads config/samples (every manifest but the kustomization: the address pool, the UPF,
+// the policies and the sessions) into objects of the scheme's types in namespace ns, the UPF's
+// P4Runtime address set to upfAddr: what a user applies, pointed at the caller's software UPF.
+// The cluster-scoped pool is named and granted after ns.
 func Samples(s *runtime.Scheme, ns, upfAddr string) ([]client.Object, error) {
 	files, err := filepath.Glob(filepath.Join(RepoRoot(), "config", "samples", "*.yaml"))
 	if err != nil {
@@ -49,6 +50,11 @@ func Samples(s *runtime.Scheme, ns, upfAddr string) ([]client.Object, error) {
 				return nil, fmt.Errorf("%s: %w", f, err)
 			}
 			o := typed.(client.Object)
+			if pool, ok := o.(*junctionv1.AddressPool); ok {
+				pool.Name, pool.Spec.Namespace = "samples-"+ns, ns
+				objs = append(objs, o)
+				continue
+			}
 			o.SetNamespace(ns)
 			if upf, ok := o.(*junctionv1.UserPlaneFunction); ok {
 				upf.Spec.P4Runtime.Address = upfAddr

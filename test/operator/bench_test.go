@@ -275,7 +275,7 @@ func scaleSession(ns string, i int) *junctionv1.ATSSSSession {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("s-%d", i)},
 		Spec: junctionv1.ATSSSSessionSpec{
 			UE:             junctionv1.UE{SUPI: fmt.Sprintf("imsi-00101%010d", i)},
-			SessionAddress: ip(10, i),
+			SessionAddress: ip(10, i+1<<16), // 10.1.0.0 on: 10.0.0.0/24 is envtest's service range
 			UPFRef:         junctionv1.LocalObjectReference{Name: "upf"},
 			AccessLegs: junctionv1.AccessLegs{
 				ThreeGPP: &junctionv1.ThreeGPPLeg{UEAddress: ip(100, i), GNBAddress: junctionv1.IPv4Address(fmt.Sprintf("198.51.100.%d", 1+i%64)),

@@ -393,7 +393,17 @@ func (o *operator) stop() {
 // Objects
 // ---------------------------------------------------------------------------------------------
 
-// newNamespace creates a namespace of its own for a test.
+// testPool grants a test's namespace the addresses the tests use (docs/address-pools.md): session
+// addresses in 10/8 and 100.64/10 (envtest's service range 10.0.0.0/24 stays refused), UE
+// addresses in the ranges the legs use.
+func testPool(ns string) *junctionv1.AddressPool {
+	return &junctionv1.AddressPool{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: junctionv1.AddressPoolSpec{Namespace: ns,
+		SessionAddresses: []junctionv1.IPv4Prefix{"10.0.0.0/8", "100.64.0.0/10"},
+		UEAddresses:      []junctionv1.IPv4Prefix{"10.0.0.0/8", "100.0.0.0/8", "172.0.0.0/8", "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"}}}
+}
+
+// newNamespace creates a namespace of its own for a test, and the AddressPool that grants it
+// the test addresses.
 func newNamespace(t testing.TB) string {
 	t.Helper()
 	// A DNS label: what else a test name holds ("_", "/", "=", the "#01" of a repeated
@@ -411,6 +421,10 @@ func newNamespace(t testing.TB) string {
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := k8s.Create(context.Background(), testPool(name)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), testPool(name)) })
 	return name
 }
 

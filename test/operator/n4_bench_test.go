@@ -86,7 +86,11 @@ func BenchmarkN4(b *testing.B) {
 // benchSession is N4 session i: its own UE and addresses, one of 64 gNBs, load-balanced 50/50.
 func benchSession(i int) smf.MASession {
 	ip := func(base byte) netip.Addr {
-		return netip.AddrFrom4([4]byte{base, byte(i >> 16), byte(i >> 8), byte(i)})
+		j := i
+		if base == 10 {
+			j += 1 << 16 // 10.1.0.0 on: 10.0.0.0/24 is envtest's service range
+		}
+		return netip.AddrFrom4([4]byte{base, byte(j >> 16), byte(j >> 8), byte(j)})
 	}
 	return smf.MASession{
 		IMSI: fmt.Sprintf("00101%010d", i), UEAddr: ip(10), UE3GPP: ip(100), UENon3GPP: ip(172),

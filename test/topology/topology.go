@@ -46,6 +46,8 @@ var (
 	DNHost      = netip.MustParseAddr("198.18.0.10")   // the data network's server
 	DNGateway   = netip.MustParseAddr("198.18.0.1")    // the UPF, as the data network sees it
 	SessionPool = netip.MustParsePrefix("10.60.0.0/16")
+	// UEPools hold the UEs' 3GPP and WiFi addresses (DefaultUE's and the samples').
+	UEPools = []netip.Prefix{netip.MustParsePrefix("10.45.0.0/24"), netip.MustParsePrefix("203.0.113.0/24")}
 )
 
 // Port is one of the software UPF's ports and the next hop behind it.
@@ -365,6 +367,17 @@ func (t *Topology) UPFSpec(grpcAddr, pipelineConfigMap string) junctionv1.UserPl
 // UPFObject is UPFSpec as an object.
 func (t *Topology) UPFObject(namespace, name, grpcAddr, pipelineConfigMap string) *junctionv1.UserPlaneFunction {
 	return &junctionv1.UserPlaneFunction{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: t.UPFSpec(grpcAddr, pipelineConfigMap)}
+}
+
+// AddressPool grants namespace this topology's session and UE addresses, as
+// config/samples/addresspool.yaml does.
+func AddressPool(namespace string) *junctionv1.AddressPool {
+	p := &junctionv1.AddressPool{ObjectMeta: metav1.ObjectMeta{Name: namespace}, Spec: junctionv1.AddressPoolSpec{Namespace: namespace,
+		SessionAddresses: []junctionv1.IPv4Prefix{junctionv1.IPv4Prefix(SessionPool.String())}}}
+	for _, u := range UEPools {
+		p.Spec.UEAddresses = append(p.Spec.UEAddresses, junctionv1.IPv4Prefix(u.String()))
+	}
+	return p
 }
 
 // SoftUPFArgs are the software UPF's flags for its ports in this topology.

@@ -304,6 +304,8 @@ func newEmulatedTestbed(t testing.TB, nUEs int, em *topology.Emulation) *testbed
 	tb.softupf = start(t, "softupf", append([]string{"--grpc-addr", tb.upfGRPC, "--device-id", "1", "--cpu-port", "255"}, topo.SoftUPFArgs()...)...)
 
 	tb.ns = newK8sNamespace(t)
+	create(t, topology.AddressPool(tb.ns))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), topology.AddressPool(tb.ns)) })
 	tb.createUPF()
 	startOperator(t, tb.ns)
 

@@ -28,7 +28,7 @@ func (g grant) String() string {
 // apply; record events. Anything the ClusterRole adds to this fails the test.
 var agentGrants = func() []grant {
 	var gs []grant
-	for _, r := range []string{"atssssessions", "steeringpolicies", "userplanefunctions"} {
+	for _, r := range []string{"atssssessions", "steeringpolicies", "userplanefunctions", "addresspools"} {
 		for _, v := range []string{"get", "list", "watch"} {
 			gs = append(gs, grant{"atsss.junction.dev", r, v})
 		}
@@ -111,6 +111,7 @@ func TestServiceAccountIsAuthorizedForExactlyThat(t *testing.T) {
 		{"atsss.junction.dev", "steeringpolicies/status", ""},
 		{"atsss.junction.dev", "userplanefunctions", ""},
 		{"atsss.junction.dev", "userplanefunctions/status", ""},
+		{"atsss.junction.dev", "addresspools", ""},
 		{"", "events", ""},
 		{"events.k8s.io", "events", ""},
 		{"", "pods", ""},
