@@ -405,7 +405,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	for _, c := range crds.Items {
 		names = append(names, c.GetName())
 	}
-	if strings.Join(names, ",") != "atssssessions.atsss.junction.dev,steeringpolicies.atsss.junction.dev,userplanefunctions.atsss.junction.dev" {
+	if strings.Join(names, ",") != "addresspools.atsss.junction.dev,atssssessions.atsss.junction.dev,steeringpolicies.atsss.junction.dev,userplanefunctions.atsss.junction.dev" {
 		t.Fatalf("CRDs after install: %v", names)
 	}
 	ds := &appsv1.DaemonSet{}
@@ -457,7 +457,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if err := k8s.List(ctx, crds); err != nil || len(crds.Items) != 3 {
+	if err := k8s.List(ctx, crds); err != nil || len(crds.Items) != 4 {
 		t.Fatalf("CRDs after uninstall: %d, %v; Helm keeps crds/", len(crds.Items), err)
 	}
 }

@@ -1,0 +1,92 @@
+package chart
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/junction-atsss/junction/internal/testenv"
+)
+
+// With ueAgent.namespaces the agents serve those namespaces only: the DaemonSet says so, and
+// the API server's RBAC lets the agent's ServiceAccount read and report sessions there and
+// nowhere else (the AddressPools it checks addresses against are cluster-scoped and readable).
+func TestUEAgentServesChosenNamespacesOnly(t *testing.T) {
+	objs := render(t, "--set", "ueAgent.enabled=true", "--set", "ueAgent.namespaces={tenant-a}",
+		"--set", "reservedPrefixes={10.244.0.0/16}")
+	ds := objs["DaemonSet/j-ue-agent"]
+	if ds == nil {
+		t.Fatal("DaemonSet/j-ue-agent not rendered")
+	}
+	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+	args, _ := containers[0].(map[string]any)["args"].([]any)
+	for _, want := range []string{"--namespace=tenant-a", "--reserved-prefixes=10.244.0.0/16"} {
+		if !slices.Contains(args, any(want)) {
+			t.Errorf("the agent's args %v lack %s", args, want)
+		}
+	}
+	if objs["ClusterRoleBinding/j-ue-agent"] != nil {
+		t.Error("ClusterRoleBinding/j-ue-agent rendered: the agent could read every namespace's sessions")
+	}
+
+	assets, err := testenv.AssetsDir()
+	testenv.Require(t, "the envtest control plane (make tools)", err)
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{chart + "/crds"}}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Stop()
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, ns := range []string{"tenant-a", "tenant-b"} {
+		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range []string{"ClusterRole/j-ue-agent", "RoleBinding/j-ue-agent", "ClusterRole/j-ue-agent-addresspools", "ClusterRoleBinding/j-ue-agent-addresspools"} {
+		o := objs[key]
+		if o == nil {
+			t.Fatalf("%s not rendered", key)
+		}
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatalf("create %s: %v", key, err)
+		}
+	}
+	user := "system:serviceaccount:junction-system:j-ue-agent"
+	for _, c := range []struct {
+		ns, resource, sub, verb string
+		allowed                 bool
+	}{
+		{"tenant-a", "atssssessions", "", "list", true},
+		{"tenant-a", "atssssessions", "status", "patch", true},
+		{"tenant-a", "steeringpolicies", "", "watch", true},
+		{"tenant-b", "atssssessions", "", "list", false},
+		{"tenant-b", "atssssessions", "status", "patch", false},
+		{"", "atssssessions", "", "list", false}, // every namespace
+		{"", "addresspools", "", "list", true},
+		{"", "addresspools", "", "create", false},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:junction-system", "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: c.ns, Group: "atsss.junction.dev", Resource: c.resource, Subresource: c.sub, Verb: c.verb},
+		}}
+		if err := k8s.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != c.allowed {
+			t.Errorf("%s %s/%s in %q: allowed=%v, want %v", c.verb, c.resource, c.sub, c.ns, sar.Status.Allowed, c.allowed)
+		}
+	}
+}
