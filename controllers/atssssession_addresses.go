@@ -3,9 +3,9 @@ package controllers
 // The address gate of a session (docs/address-pools.md): its addresses must come from an
 // AddressPool granted to its namespace, and its session address must stay clear of the
 // cluster's service ranges, the API server's address and --reserved-prefixes (node and pod
-// ranges). A refused session has no
-// entries on its UPF; N4 sessions the endpoint programs itself come from an SMF the UPF's owner
-// associated and are not gated here (the UE agent still checks them on the node).
+// ranges). A refused session has no entries on its UPF. N4 sessions the endpoint programs
+// itself (n4_direct.go) are not gated here yet; their objects are when the controller programs
+// them, and the UE agent checks them.
 
 import (
 	"context"
