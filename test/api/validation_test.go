@@ -30,6 +30,7 @@ const (
 	upf     = "UserPlaneFunction"
 	policy  = "SteeringPolicy"
 	session = "ATSSSSession"
+	pool    = "AddressPool"
 )
 
 var invalidCases = []invalidCase{
@@ -222,6 +223,13 @@ var invalidCases = []invalidCase{
 		[]edit{{"spec.policyRefs[1].name", "cloud-gaming"}}, []string{"spec.policyRefs[1]", "Duplicate value"}},
 	{"a session without a UPF is rejected", session, "bob-internet",
 		[]edit{{"spec.upfRef", nil}}, []string{"spec.upfRef", "Required value"}},
+	// AddressPool
+	{"an address pool prefix with host bits is rejected", pool, "samples",
+		[]edit{{"spec.sessionAddresses[0]", "10.60.0.1/16"}}, []string{"spec.sessionAddresses[0]", "no host bits set"}},
+	{"an address pool for no namespace is rejected", pool, "samples",
+		[]edit{{"spec.namespace", nil}}, []string{"spec.namespace", "Required value"}},
+	{"an address pool prefix given twice is rejected", pool, "samples",
+		[]edit{{"spec.ueAddresses[1]", "10.45.0.0/24"}}, []string{"spec.ueAddresses[1]", "Duplicate value"}},
 }
 
 func TestInvalidManifestsAreRejectedNamingTheField(t *testing.T) {
