@@ -2,8 +2,9 @@ package main
 
 // The data path of `make run`, as root: test/topology's network (namespaces jx-*, wired as
 // config/samples says) with emulated 5G and WiFi links, one UE node per sample node, the gNB
-// emulator and one UE agent per node, application traffic through the sessions, a live view
-// every second, and a scripted story: WiFi lost at ue-node-a, WiFi back, ue-node-b arriving.
+// emulator, a W-AGF for the nodes whose non-3GPP legs run over N3 (carol's fixed line), one UE
+// agent per node, application traffic through the sessions, a live view every second, and a
+// scripted story: WiFi lost at ue-node-a, WiFi back, ue-node-b and ue-node-c arriving.
 
 import (
 	"context"
@@ -41,6 +42,7 @@ const (
 	readyWait    = 90 * time.Second
 	firstUENode  = "ue-node-a"
 	secondUENode = "ue-node-b"
+	lineUENode   = "ue-node-c" // carol's 5G-RG: 5G and a fixed line through the W-AGF
 )
 
 // emulation: a 5G cell farther away than the WiFi access point, both 60 Mbit/s each way.
@@ -66,6 +68,7 @@ var apps = []*app{
 	{name: "video (video-streaming)", node: firstUENode, session: "alice-internet", server: netip.MustParseAddr("198.18.10.10"), port: 443, args: []string{"-b", "25M"}},
 	{name: "game (cloud-gaming)", node: secondUENode, session: "bob-internet", server: netip.MustParseAddr("198.18.20.10"), port: 3074, args: []string{"-u", "-b", "8M"}},
 	{name: "stream (the SMF's MAR 2)", node: secondUENode, server: netip.MustParseAddr("198.18.30.10"), port: 5301, args: []string{"-u", "-b", "10M"}},
+	{name: "branch (5G + fixed line, 50/50)", node: lineUENode, session: "carol-branch", server: topology.DNHost, port: 5202, args: []string{"-u", "-b", "20M"}},
 }
 
 type dataplane struct {
@@ -74,6 +77,7 @@ type dataplane struct {
 	work    string
 	procs   []proc
 	metrics map[string]string // node → the agent's /metrics URL
+	lines   []*topology.UE    // UEs whose non-3GPP legs are over N3 through the W-AGF
 }
 
 // proc is a process the data path started; done closes when it has exited.
@@ -151,6 +155,12 @@ func (dp *dataplane) show(ctx context.Context, k8s client.Client, work, kubeconf
 	if err := dp.start("gnb-emulator", gnb); err != nil {
 		return err
 	}
+	if len(dp.lines) > 0 {
+		wagf := exec.Command(filepath.Join(work, "gnb-emulator"), append([]string{"--kubeconfig", kubeconfig, "--metrics-addr", "0"}, dp.topo.WAGFArgs(dp.lines...)...)...)
+		if err := dp.start("w-agf", wagf); err != nil {
+			return err
+		}
+	}
 	for _, a := range apps {
 		srv := dp.topo.DN.Command("iperf3", "--server", "--bind", a.server.String(), "--port", fmt.Sprint(a.port))
 		if err := dp.start(fmt.Sprintf("iperf3-server-%d", a.port), srv); err != nil {
@@ -177,6 +187,7 @@ func (dp *dataplane) show(ctx context.Context, k8s client.Client, work, kubeconf
 		{wifiLostAt, "WiFi lost at " + firstUENode + " (carrier down): traffic moves to 5G", func() error { return dp.wifi(firstUENode, false) }},
 		{wifiBackAt, "WiFi back at " + firstUENode, func() error { return dp.wifi(firstUENode, true) }},
 		{secondUEAt, secondUENode + " arrives: its agent starts", func() error { return dp.startAgent(secondUENode, kubeconfig) }},
+		{secondUEAt, lineUENode + " (a branch office's 5G-RG) arrives: 5G, and a fixed line through the W-AGF, over N3", func() error { return dp.startAgent(lineUENode, kubeconfig) }},
 		{n4ModifyAt, "the SMF modifies bob's N4 session over N4: MAR 2 (the stream) from load-balance 50/50 to active-standby on 5G",
 			func() error { return dp.smf.Process.Signal(syscall.SIGUSR1) }},
 	}
@@ -210,13 +221,14 @@ func (dp *dataplane) show(ctx context.Context, k8s client.Client, work, kubeconf
 }
 
 // addUEs adds a UE node per node name in the sessions, with the leg addresses of the sessions
-// this testbed can carry (3GPP legs through its gNB; every non-3GPP leg, behind the gateway).
+// this testbed can carry (3GPP legs through its gNB; every non-3GPP leg, behind the gateway,
+// over N3 through the gateway's W-AGF when the leg names it).
 func (dp *dataplane) addUEs(ctx context.Context, k8s client.Client) error {
 	var list junctionv1.ATSSSSessionList
 	if err := k8s.List(ctx, &list, client.InNamespace("default")); err != nil {
 		return err
 	}
-	specs := map[string]*topology.UESpec{}
+	specs, overN3 := map[string]*topology.UESpec{}, map[string]bool{}
 	for _, s := range list.Items {
 		node := s.Spec.UE.NodeName
 		if node == "" {
@@ -240,6 +252,10 @@ func (dp *dataplane) addUEs(ctx context.Context, k8s client.Client) error {
 			if a := netip.MustParseAddr(string(l.UEAddress)); !slices.Contains(u.AddrWiFi, a) {
 				u.AddrWiFi = append(u.AddrWiFi, a)
 			}
+			// The W-AGF takes every packet on the node's line: all of its legs go through it.
+			if l.OverN3() && string(l.GatewayAddress) == topology.WAGFN3.String() {
+				overN3[node] = true
+			}
 		}
 	}
 	nodes := make([]string, 0, len(specs))
@@ -248,10 +264,16 @@ func (dp *dataplane) addUEs(ctx context.Context, k8s client.Client) error {
 	}
 	sort.Strings(nodes)
 	for _, n := range nodes {
-		if _, err := dp.topo.AddUE(*specs[n]); err != nil {
+		u, err := dp.topo.AddUE(*specs[n])
+		if err != nil {
 			return err
 		}
-		fmt.Printf("   node %s: namespace jx-%s, 3GPP %v, WiFi %v\n", n, n, specs[n].Addr3GPP, specs[n].AddrWiFi)
+		line := "WiFi"
+		if overN3[n] {
+			dp.lines = append(dp.lines, u)
+			line = "fixed line through the W-AGF " + topology.WAGFN3.String() + ", over N3"
+		}
+		fmt.Printf("   node %s: namespace jx-%s, 3GPP %v, %s %v\n", n, n, specs[n].Addr3GPP, line, specs[n].AddrWiFi)
 	}
 	return nil
 }
@@ -355,7 +377,7 @@ func (v *view) print(ctx context.Context, el time.Duration) {
 	}
 	if v.lines%20 == 0 {
 		fmt.Printf("%6s  %-15s %-10s %-15s %-15s %-15s %-15s %-5s %s\n", "t", "SESSION", "NODE",
-			"5G Mbit/s ↓/↑", "WiFi Mbit/s ↓/↑", "5G RTT UPF/UE", "WiFi RTT UPF/UE", "ON", "MODES")
+			"5G Mbit/s ↓/↑", "WiFi/line ↓/↑", "5G RTT UPF/UE", "WiFi/line RTT", "ON", "MODES")
 	}
 	for _, s := range list.Items {
 		node := s.Spec.UE.NodeName
@@ -509,7 +531,7 @@ Logs: bin/local/*.log
 }
 
 // waitAgentReady waits until every session of node is AgentReady with all its legs Up (legs
-// without an address on the node, as carol's 3GPP leg, excepted).
+// without an address on the node excepted).
 func waitAgentReady(ctx context.Context, k8s client.Client, node string) error {
 	deadline := time.Now().Add(readyWait)
 	for {

@@ -412,7 +412,7 @@ func describe(sch *upfclient.Schema, e upfclient.Entry) string {
 // value shows addresses as dotted quads and everything else as a number.
 func value(name string, v []byte) string {
 	n, _ := p4bytes.DecodeUint(v)
-	if strings.Contains(name, "addr") {
+	if strings.Contains(name, "addr") || strings.HasPrefix(name, "gateway") {
 		return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String()
 	}
 	return fmt.Sprint(n)
