@@ -294,13 +294,7 @@ func TestScenarioHandover(t *testing.T) {
 		// stream keeps the leg busy) when only probes can tell.
 		target := 100 * time.Millisecond
 		if mode == "silent" {
-			fail = func() {
-				for _, s := range em.Cell {
-					p := s.Params()
-					p.Down = true
-					s.Set(p)
-				}
-			}
+			fail = func() { setDown(em.Cell[:], true) }
 			target = 3 * steer.DefaultLegConfig().Busy
 		}
 		s := tb.cbr(t, d, failAt, fail)
@@ -326,19 +320,15 @@ func TestScenarioHandover(t *testing.T) {
 		for _, mode := range []string{"carrier", "silent"} {
 			fail := func() { must(t, mp.WiFi.SetCarrier(false)) }
 			if mode == "silent" {
-				fail = func() {
-					for _, s := range mp.WiFiShapers {
-						p := s.Params()
-						p.Down = true
-						s.Set(p)
-					}
-				}
+				fail = func() { setDown(mp.WiFiShapers[:], true) }
 			}
 			s := mptcpCBR(t, mp, d, failAt, fail)
 			results = append(results, handoverResult{name: "MPTCP " + mode, s: s, outage: s.outage(failAt, d), after: s.rateAfter(d-time.Second, d)})
 			must(t, mp.WiFi.SetCarrier(true))
 		}
-		writeHandover(t, d, results)
+		writeHandover(t, d, results, "fig11-handover", "Handover: WiFi lost, traffic moves to 5G (25 Mbit/s)", map[string]string{
+			"carrier": "Junction, carrier lost (netlink)", "silent": "Junction, silent loss (probes)",
+			"MPTCP carrier": "MPTCP, carrier lost", "MPTCP silent": "MPTCP, silent loss"})
 		writeHandoverTable(t, results)
 	} else {
 		t.Log("the MPTCP baseline runs in the full scenario only (make scenarios SCENARIO=Handover)")
@@ -375,17 +365,16 @@ func writeHandoverTable(t *testing.T, results []handoverResult) {
 	writeResultsTable(t, "handover", rows)
 }
 
-// writeHandover writes the CSV and the plot of the full run under docs/results.
-func writeHandover(t *testing.T, d time.Duration, results []handoverResult) {
+// writeHandover writes the CSV and the plot of a full handover run under docs/results, as
+// base.csv and base.png, each run's line labelled legend[its name].
+func writeHandover(t *testing.T, d time.Duration, results []handoverResult, base, title string, legend map[string]string) {
 	dir := resultsDir(t)
 	p := plot.New()
-	p.Title.Text = "Handover: WiFi lost, traffic moves to 5G (25 Mbit/s)"
+	p.Title.Text = title
 	p.X.Label.Text = "time (s)"
 	p.Y.Label.Text = "throughput (Mbit/s)"
 	palette := []color.RGBA{{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, {R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
 		{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}}
-	legend := map[string]string{"carrier": "Junction, carrier lost (netlink)", "silent": "Junction, silent loss (probes)",
-		"MPTCP carrier": "MPTCP, carrier lost", "MPTCP silent": "MPTCP, silent loss"}
 	csv := "t_s"
 	var series [][]float64
 	for i, r := range results {
@@ -413,9 +402,9 @@ func writeHandover(t *testing.T, d time.Duration, results []handoverResult) {
 		}
 		csv += "\n"
 	}
-	must(t, os.WriteFile(filepath.Join(dir, "fig11-handover.csv"), []byte(csv), 0o644))
-	must(t, p.Save(8*vg.Inch, 4*vg.Inch, filepath.Join(dir, "fig11-handover.png")))
-	t.Logf("wrote %s/fig11-handover.{csv,png}", dir)
+	must(t, os.WriteFile(filepath.Join(dir, base+".csv"), []byte(csv), 0o644))
+	must(t, p.Save(8*vg.Inch, 4*vg.Inch, filepath.Join(dir, base+".png")))
+	t.Logf("wrote %s/%s.{csv,png}", dir, base)
 }
 
 // The paper's Fig. 12 (aggregation): two 60 Mbit/s links, one TCP download for the run's

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
-	"github.com/junction-atsss/junction/test/topology"
 )
 
 // TestSessionOverWirelineThroughWAGF: hybrid access as a 5G core builds it. The UE is a 5G-RG
@@ -21,12 +20,8 @@ func TestSessionOverWirelineThroughWAGF(t *testing.T) {
 	u := tb.ues[0]
 	start(t, "gnb-emulator", append([]string{"--kubeconfig", kubeconfig, "--namespace", tb.ns, "--metrics-addr", "0"}, tb.WAGFArgs(u.UE)...)...)
 	tb.startAgent(u)
-	s := tb.session("rg", u, sessionAddr, 100, "on-the-line")
-	s.Spec.AccessLegs.NonThreeGPP = &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWireline,
-		UEAddress: junctionv1.IPv4Address(u.AddrWiFi[0].String()), GatewayAddress: junctionv1.IPv4Address(topology.WAGFN3.String()),
-		UplinkTEID: 0x3001, DownlinkTEID: 0x3002}
-	create(t, tb.policy("on-the-line", activeStandby(junctionv1.AccessNon3GPP)), s)
-	s = tb.waitReady("rg")
+	create(t, tb.policy("on-the-line", activeStandby(junctionv1.AccessNon3GPP)), tb.overN3(tb.session("rg", u, sessionAddr, 100, "on-the-line")))
+	s := tb.waitReady("rg")
 	tb.legState("rg", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
 	tb.legState("rg", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 	user := userIndex(t, s)
