@@ -36,10 +36,15 @@ const (
 	ReasonInvalidPipeline   = "InvalidPipeline"
 	ReasonSecretNotFound    = "SecretNotFound"
 	ReasonInvalidTLS        = "InvalidTLS"
-	ReasonReplaying         = "Replaying"
-	ReasonReady             = "Ready"
-	ReasonProgrammed        = "Programmed"
-	ReasonUPFNotFound       = "UPFNotFound"
+	// Neither spec.p4runtime.tls nor spec.p4runtime.insecure (an object stored before one was
+	// required): the operator does not connect.
+	ReasonTLSRequired = "TLSRequired"
+	// spec.p4runtime.insecure: P4Runtime in plaintext (the Insecure condition and its event).
+	ReasonPlaintext   = "Plaintext"
+	ReasonReplaying   = "Replaying"
+	ReasonReady       = "Ready"
+	ReasonProgrammed  = "Programmed"
+	ReasonUPFNotFound = "UPFNotFound"
 	// A policy sets thresholds its steering mode does not read.
 	ReasonThresholdNotEnforced = "ThresholdNotEnforced"
 	ReasonUPFNotReady          = "UPFNotReady"
@@ -92,7 +97,7 @@ func setUnknown(conds *[]metav1.Condition, generation int64, typ, reason, msg st
 var stalledReasons = map[string]bool{
 	ReasonTableFull: true, ReasonConflict: true, ReasonInvalidSpec: true, ReasonIndexesExhausted: true,
 	ReasonInvalidPipeline: true, ReasonInvalidTLS: true, ReasonPipelineMismatch: true, ReasonRegisterWriteRefused: true,
-	ReasonDuplicateDevice: true,
+	ReasonDuplicateDevice: true, ReasonTLSRequired: true,
 }
 
 // setProgressConditions derives Reconciling and Stalled from Ready, as the last step before the

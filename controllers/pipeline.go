@@ -107,10 +107,16 @@ func (a connParams) same(b connParams) bool {
 }
 
 // loadConnParams reads the endpoint and, for TLS, the Secret with ca.crt (and tls.crt, tls.key).
+// Plaintext needs spec.p4runtime.insecure; the API server requires tls or insecure, but an object
+// stored before that rule may have neither, and it is not served in plaintext.
 func loadConnParams(ctx context.Context, c client.Reader, upf *junctionv1.UserPlaneFunction) (connParams, error) {
 	ep := upf.Spec.P4Runtime
 	cp := connParams{address: ep.Address, deviceID: uint64(ep.DeviceID), role: ep.Role}
 	if ep.TLS == nil {
+		if !ep.Insecure {
+			return cp, &loadError{ReasonTLSRequired, fmt.Errorf("spec.p4runtime.tls is unset and spec.p4runtime.insecure is not true: " +
+				"P4Runtime is TLS unless plaintext is asked for; set spec.p4runtime.tls (a Secret with ca.crt, tls.crt and tls.key) or spec.p4runtime.insecure: true")}
+		}
 		return cp, nil
 	}
 	var sec corev1.Secret
@@ -149,10 +155,12 @@ func tlsConfig(ep junctionv1.P4RuntimeEndpoint, data map[string][]byte) (*tls.Co
 		serverName = host
 	}
 	cfg := &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}
-	if ep.TLS.Mode == junctionv1.TLSMutual {
+	// Mutual unless the mode says TLS: an object the API server did not default (a client that
+	// bypassed it, or a unit test) gets the safe mode too.
+	if ep.TLS.Mode != junctionv1.TLSServerOnly {
 		crt, key := data["tls.crt"], data["tls.key"]
 		if len(crt) == 0 || len(key) == 0 {
-			return nil, "", fmt.Errorf("mode MutualTLS needs keys tls.crt and tls.key")
+			return nil, "", fmt.Errorf("mode MutualTLS (spec.p4runtime.tls.mode, the default) needs keys tls.crt and tls.key")
 		}
 		pair, err := tls.X509KeyPair(crt, key)
 		if err != nil {

@@ -79,6 +79,7 @@ func (r *UserPlaneFunctionReconciler) reconcileNormal(ctx context.Context, upf *
 		r.notReady(upf, junctionv1.ConditionPipelineReady, le.Reason, le.Error())
 		return ctrl.Result{}, nil // the ConfigMap watch brings the UPF back
 	}
+	r.plaintext(upf)
 	cp, err := loadConnParams(ctx, r.Client, upf)
 	if err != nil {
 		var le *loadError
@@ -161,6 +162,22 @@ func (r *UserPlaneFunctionReconciler) deviceConflict(ctx context.Context, upf *j
 		r.Recorder.Event(upf, corev1.EventTypeWarning, ReasonDuplicateDevice, msg)
 	}
 	return nil
+}
+
+// plaintext sets the Insecure condition while spec.p4runtime.insecure asks for plaintext, with a
+// Warning event when it appears, and removes it otherwise.
+func (r *UserPlaneFunctionReconciler) plaintext(upf *junctionv1.UserPlaneFunction) {
+	ep := upf.Spec.P4Runtime
+	if !ep.Insecure || ep.TLS != nil {
+		meta.RemoveStatusCondition(&upf.Status.Conditions, junctionv1.ConditionInsecure)
+		return
+	}
+	msg := fmt.Sprintf("P4Runtime to %s is plaintext (spec.p4runtime.insecure): whoever reaches that address or the path to it can read and rewrite the UPF's entries and pipeline", ep.Address)
+	appeared := meta.FindStatusCondition(upf.Status.Conditions, junctionv1.ConditionInsecure) == nil
+	setCondition(&upf.Status.Conditions, upf.Generation, junctionv1.ConditionInsecure, true, ReasonPlaintext, msg)
+	if appeared {
+		r.Recorder.Event(upf, corev1.EventTypeWarning, ReasonPlaintext, msg)
+	}
 }
 
 // sameDevice requests the other UserPlaneFunctions that name o's device (one appearing or

@@ -29,6 +29,10 @@ const (
 	// ConditionDeviceConflict says another UserPlaneFunction names the same P4Runtime device
 	// (address, device ID, role); its message says which one programs it.
 	ConditionDeviceConflict = "DeviceConflict"
+	// ConditionInsecure says the operator speaks P4Runtime with the UPF in plaintext
+	// (spec.p4runtime.insecure): anyone on the path can read and rewrite what it programs.
+	// Present only while True.
+	ConditionInsecure = "Insecure"
 
 	// ConditionReconciling and ConditionStalled are kstatus's (sigs.k8s.io/cli-utils), which Flux's
 	// health checks use and deploy/argocd/health.lua reads the same way. kstatus knows no Junction

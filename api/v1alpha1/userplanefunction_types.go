@@ -9,20 +9,24 @@ import (
 type TLSMode string
 
 const (
-	// TLSServerOnly verifies the switch's certificate against ca.crt.
+	// TLSServerOnly verifies the switch's certificate against ca.crt; the switch does not learn
+	// who the controller is, so it must not accept a controller it cannot authenticate otherwise.
 	TLSServerOnly TLSMode = "TLS"
-	// TLSMutual also presents tls.crt and tls.key to the switch.
+	// TLSMutual also presents tls.crt and tls.key to the switch, which can then refuse every
+	// other client (the default).
 	TLSMutual TLSMode = "MutualTLS"
 )
 
 // P4RuntimeTLS points at a Secret with the connection's certificates.
 type P4RuntimeTLS struct {
-	// mode is TLS (verify the switch) or MutualTLS (also authenticate the operator).
-	// +kubebuilder:default=TLS
+	// mode is MutualTLS (verify the switch and present the operator's client certificate, the
+	// default) or TLS (only verify the switch).
+	// +kubebuilder:default=MutualTLS
 	// +optional
 	Mode TLSMode `json:"mode,omitempty"`
 
-	// secretRef names a Secret in the UPF's namespace with ca.crt, and tls.crt and tls.key for MutualTLS.
+	// secretRef names a Secret in the UPF's namespace with ca.crt, and tls.crt and tls.key for
+	// MutualTLS (the layout of a kubernetes.io/tls Secret that cert-manager writes).
 	// +required
 	SecretRef LocalObjectReference `json:"secretRef"`
 
@@ -33,7 +37,8 @@ type P4RuntimeTLS struct {
 }
 
 // P4RuntimeEndpoint is how to reach one P4Runtime target (a Tofino switch, BMv2, or the
-// software UPF).
+// software UPF). It is secured with tls, or in plaintext only when insecure says so.
+// +kubebuilder:validation:XValidation:rule="has(self.tls) != (has(self.insecure) && self.insecure)",message="set exactly one of spec.p4runtime.tls (TLS, mutual by default) and spec.p4runtime.insecure: true (plaintext)"
 type P4RuntimeEndpoint struct {
 	// address is host:port of the P4Runtime gRPC server, e.g. tofino-1.lab:9559.
 	// +kubebuilder:validation:Pattern=`^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):[0-9]{1,5}$`
@@ -48,9 +53,18 @@ type P4RuntimeEndpoint struct {
 	// +optional
 	DeviceID int64 `json:"deviceID"`
 
-	// tls secures the connection; unset means plaintext (labs and the software UPF).
+	// tls secures the connection, with a client certificate unless its mode says TLS. Either tls
+	// or insecure: true is required. (Before this rule an unset tls meant plaintext; an object
+	// stored then is not served until it says which: its Connected condition says TLSRequired.)
 	// +optional
 	TLS *P4RuntimeTLS `json:"tls,omitempty"`
+
+	// insecure: true speaks P4Runtime in plaintext, for labs and a software UPF on loopback.
+	// Whoever can reach the address, or sits on the path, can then read and rewrite every entry,
+	// replace the pipeline, or take the primary role: the UPF's Insecure condition and a Warning
+	// event say so. Set it or tls, not both.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
 
 	// role is the P4Runtime role name; empty is the default (full-access) role.
 	// +kubebuilder:validation:MaxLength=63

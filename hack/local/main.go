@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -32,7 +33,7 @@ import (
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,7 +53,7 @@ import (
 
 func main() {
 	once := flag.Bool("once", false, "exit after the story (without root: after the sessions are shown) instead of running until interrupted")
-	upfAddr := flag.String("upf-address", "127.0.0.1:9559", "P4Runtime address of the software UPF (config/samples/upf.yaml is pointed at it)")
+	upfAddr := flag.String("upf-address", "127.0.0.1:9559", "P4Runtime address of the software UPF, on 127.0.0.1, which its certificate names (config/samples/upf.yaml is pointed at it)")
 	timeout := flag.Duration("timeout", 3*time.Minute, "how long to wait for the sessions to be Programmed")
 	flag.Parse()
 	// The API clients and envtest log through controller-runtime; this program prints its own
@@ -121,9 +122,31 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 	}
 	fmt.Printf("   kubeconfig: %s  (try: KUBECONFIG=%s bin/kubectl get junction)\n", kubeconfig, kubeconfig)
 
-	step("starting the software UPF on " + upfAddr)
+	// P4Runtime in mutual TLS, the default a UserPlaneFunction asks for: a CA of this run's own
+	// signs the UPF's certificate and the operator's (the Secret config/samples/upf.yaml names).
+	pki, err := testenv.GeneratePKI(30 * 24 * time.Hour)
+	if err != nil {
+		return fmt.Errorf("P4Runtime certificates: %w", err)
+	}
+	tlsDir := filepath.Join(work, "tls")
+	if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+		return err
+	}
+	var tlsFiles []string
+	for _, f := range []struct {
+		flag, name string
+		pem        []byte
+	}{{"--tls-cert", "tls.crt", pki.ServerCert}, {"--tls-key", "tls.key", pki.ServerKey}, {"--tls-client-ca", "ca.crt", pki.CA}} {
+		path := filepath.Join(tlsDir, f.name)
+		if err := os.WriteFile(path, f.pem, 0o600); err != nil {
+			return err
+		}
+		tlsFiles = append(tlsFiles, f.flag, path)
+	}
+
+	step("starting the software UPF on " + upfAddr + " (P4Runtime in mutual TLS)")
 	upfLog, _ := os.Create(filepath.Join(work, "softupf.log"))
-	upfArgs := []string{"--grpc-addr", upfAddr}
+	upfArgs := append([]string{"--grpc-addr", upfAddr}, tlsFiles...)
 	if dp != nil {
 		upfArgs = append(upfArgs, dp.topo.SoftUPFArgs()...)
 	}
@@ -153,7 +176,7 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 		return err
 	}
 	step("creating the pipeline ConfigMap and applying config/samples")
-	if err := applySamples(ctx, k8s, upfAddr); err != nil {
+	if err := applySamples(ctx, k8s, upfAddr, pki); err != nil {
 		return err
 	}
 
@@ -180,7 +203,7 @@ func run(ctx context.Context, upfAddr string, timeout time.Duration, once bool) 
 		_ = command(ctx, root, os.Stdout, kubectl, "--kubeconfig", kubeconfig, "get", "junction", "-n", "default").Run()
 	}
 	step("table entries read back from the software UPF over P4Runtime")
-	if err := printEntries(ctx, upfAddr); err != nil {
+	if err := printEntries(ctx, upfAddr, pki); err != nil {
 		return err
 	}
 	if dp != nil {
@@ -249,9 +272,14 @@ func (s smfSession) args() []string {
 	return out
 }
 
-// applySamples creates the pipeline ConfigMap and config/samples in namespace default, the UPF
-// pointed at the software UPF's upfAddr and given an N4 endpoint on n4Address.
-func applySamples(ctx context.Context, k8s client.Client, upfAddr string) error {
+// applySamples creates the pipeline ConfigMap, the P4Runtime TLS Secret and config/samples in
+// namespace default, the UPF pointed at the software UPF's upfAddr and given an N4 endpoint on
+// n4Address.
+func applySamples(ctx context.Context, k8s client.Client, upfAddr string, pki testenv.PKI) error {
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "junction-p4runtime-tls"}, Data: pki.ClientSecretData()}
+	if err := k8s.Create(ctx, sec); err != nil {
+		return fmt.Errorf("create Secret: %w", err)
+	}
 	p4info := p4.P4InfoText()
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "junction-upf-pipeline"},
@@ -334,7 +362,7 @@ func condition(s junctionv1.ATSSSSession, t string) metav1.Condition {
 
 // printEntries reads every table entry with one wildcard P4Runtime Read (streamed) and prints
 // the number per table and the sessions table in full.
-func printEntries(ctx context.Context, addr string) error {
+func printEntries(ctx context.Context, addr string, pki testenv.PKI) error {
 	info, err := p4.P4Info()
 	if err != nil {
 		return err
@@ -343,7 +371,12 @@ func printEntries(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	client, err := tls.X509KeyPair(pki.ClientCert, pki.ClientKey)
+	if err != nil {
+		return err
+	}
+	creds := credentials.NewTLS(&tls.Config{RootCAs: pki.Pool, Certificates: []tls.Certificate{client}, MinVersion: tls.VersionTLS12})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return err
 	}

@@ -28,42 +28,60 @@ type PKI struct {
 // NewPKI makes a PKI with fresh P-256 keys.
 func NewPKI(t testing.TB) PKI {
 	t.Helper()
+	p, err := GeneratePKI(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// GeneratePKI is NewPKI outside a test (`make run`), its certificates valid for validFor.
+func GeneratePKI(validFor time.Duration) (PKI, error) {
+	var firstErr error
 	key := func() *ecdsa.PrivateKey {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
+		if err != nil && firstErr == nil {
+			firstErr = err
 		}
 		return k
 	}
 	encode := func(typ string, der []byte) []byte { return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}) }
 	caKey := key()
+	if firstErr != nil {
+		return PKI{}, firstErr
+	}
 	caTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "junction test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(validFor),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
-		t.Fatal(err)
+		return PKI{}, err
 	}
 	ca, err := x509.ParseCertificate(caDER)
 	if err != nil {
-		t.Fatal(err)
+		return PKI{}, err
 	}
 	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, ips []net.IP) (certPEM, keyPEM []byte) {
 		k := key()
+		if firstErr != nil {
+			return nil, nil
+		}
 		tmpl := &x509.Certificate{
 			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(validFor),
 			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
 		if err != nil {
-			t.Fatal(err)
+			firstErr = err
+			return nil, nil
 		}
 		kb, err := x509.MarshalECPrivateKey(k)
 		if err != nil {
-			t.Fatal(err)
+			firstErr = err
+			return nil, nil
 		}
 		return encode("CERTIFICATE", der), encode("EC PRIVATE KEY", kb)
 	}
@@ -71,7 +89,13 @@ func NewPKI(t testing.TB) PKI {
 	p.Pool.AddCert(ca)
 	p.ServerCert, p.ServerKey = leaf(2, "softupf", x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
 	p.ClientCert, p.ClientKey = leaf(3, "junction-operator", x509.ExtKeyUsageClientAuth, nil)
-	return p
+	return p, firstErr
+}
+
+// ClientSecretData is what a UserPlaneFunction's spec.p4runtime.tls.secretRef names for mutual
+// TLS: the CA that signed the switch's certificate and the operator's client certificate.
+func (p PKI) ClientSecretData() map[string][]byte {
+	return map[string][]byte{"ca.crt": p.CA, "tls.crt": p.ClientCert, "tls.key": p.ClientKey}
 }
 
 // ServerPair and ClientPair are the certificates with their keys, as tls.Config takes them.

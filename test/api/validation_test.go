@@ -56,6 +56,15 @@ var invalidCases = []invalidCase{
 	{"a TLS mode other than TLS or MutualTLS is rejected", upf, "edge-upf-1",
 		[]edit{{"spec.p4runtime.tls", map[string]any{"mode": "Insecure", "secretRef": map[string]any{"name": "certs"}}}},
 		[]string{"spec.p4runtime.tls.mode", "Unsupported value"}},
+	{"a UPF with neither TLS nor insecure is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.p4runtime.tls", nil}},
+		[]string{"spec.p4runtime", "set exactly one of spec.p4runtime.tls", "spec.p4runtime.insecure: true"}},
+	{"a UPF with insecure: false and no TLS is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.p4runtime.tls", nil}, {"spec.p4runtime.insecure", false}},
+		[]string{"spec.p4runtime", "set exactly one of spec.p4runtime.tls"}},
+	{"a UPF with both TLS and insecure is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.p4runtime.insecure", true}},
+		[]string{"spec.p4runtime", "set exactly one of spec.p4runtime.tls"}},
 	{"a TLS block without its Secret is rejected", upf, "edge-upf-1",
 		[]edit{{"spec.p4runtime.tls", map[string]any{"mode": "MutualTLS"}}},
 		[]string{"spec.p4runtime.tls.secretRef", "Required value"}},
@@ -341,6 +350,8 @@ func TestSamplesAreAccepted(t *testing.T) {
 		"spec.pipeline.p4InfoKey":       "p4info.txtpb",
 		"spec.pipeline.deviceConfigKey": "device_config",
 		"spec.pipeline.pushPolicy":      "IfCookieDiffers",
+		// TLS with a client certificate unless a manifest says otherwise.
+		"spec.p4runtime.tls.mode": "MutualTLS",
 	} {
 		v, _, _ := unstructured.NestedString(got.Object, strings.Split(path, ".")...)
 		if v != want {

@@ -472,11 +472,13 @@ func pipelineConfigMapOf(t testing.TB, ns, name string, info *p4configv1.P4Info)
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"p4info.txtpb": string(text)}}, sch
 }
 
+// newUPF is a UPF in plaintext (spec.p4runtime.insecure), as most tests' software UPF on
+// loopback serves it; tls_test.go covers TLS, the default.
 func newUPF(ns, name, addr, configMap string) *junctionv1.UserPlaneFunction {
 	return &junctionv1.UserPlaneFunction{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: junctionv1.UserPlaneFunctionSpec{
-			P4Runtime: junctionv1.P4RuntimeEndpoint{Address: addr, DeviceID: 1},
+			P4Runtime: junctionv1.P4RuntimeEndpoint{Address: addr, DeviceID: 1, Insecure: true},
 			Pipeline:  junctionv1.Pipeline{ConfigMapRef: junctionv1.LocalObjectReference{Name: configMap}},
 			TunnelEndpoints: []junctionv1.TunnelEndpoint{
 				{Name: "core", N3Address: "192.0.2.1", JunctionAddress: "192.0.2.2"},

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,16 +22,18 @@ import (
 
 // TestChartRBACIsEnoughForTheSamples runs the operator as the chart's ServiceAccount
 // (impersonation), with only the roles and bindings the chart renders: with leader election it
-// programs config/samples (the UPF, every policy and every session), and the ServiceAccount is
-// refused what the operator never does.
+// programs config/samples (the UPF over mutual TLS from its Secret, every policy and every
+// session), and the ServiceAccount is refused what the operator never does.
 func TestChartRBACIsEnoughForTheSamples(t *testing.T) {
 	ns := newNamespace(t)
 	release := ns // cluster-scoped names (ClusterRole, ClusterRoleBinding) start with it: one per test
 	sa := applyChartRBAC(t, ns, release)
 
-	u := startSoftUPF(t, "127.0.0.1:0")
+	pki := testenv.NewPKI(t)
+	u := mutualTLSUPF(t, pki)
 	cm, sch := pipelineConfigMap(t, ns, "junction-upf-pipeline", nil)
-	create(t, cm)
+	// The Secret config/samples/upf.yaml names (the chart issues it for its software UPF).
+	create(t, cm, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "junction-p4runtime-tls"}, Data: pki.ClientSecretData()})
 	objs := samples(t, ns, u.addr)
 	create(t, objs...)
 	startOperator(t, ns, operatorOptions{leaseName: "junction-operator", impersonate: rest.ImpersonationConfig{

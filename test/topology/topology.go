@@ -343,11 +343,11 @@ func (u *UE) Routes() error {
 	)
 }
 
-// UPFSpec is the UserPlaneFunction of this topology, reached over P4Runtime at grpcAddr: what
-// config/samples/upf.yaml declares.
-func (t *Topology) UPFSpec(grpcAddr, pipelineConfigMap string) junctionv1.UserPlaneFunctionSpec {
+// UPFSpec is the UserPlaneFunction of this topology, reached over P4Runtime as p4rt says (the
+// caller's software UPF: its address and security): what config/samples/upf.yaml declares.
+func (t *Topology) UPFSpec(p4rt junctionv1.P4RuntimeEndpoint, pipelineConfigMap string) junctionv1.UserPlaneFunctionSpec {
 	spec := junctionv1.UserPlaneFunctionSpec{
-		P4Runtime: junctionv1.P4RuntimeEndpoint{Address: grpcAddr, DeviceID: 1},
+		P4Runtime: p4rt,
 		Pipeline:  junctionv1.Pipeline{ConfigMapRef: junctionv1.LocalObjectReference{Name: pipelineConfigMap}},
 		TunnelEndpoints: []junctionv1.TunnelEndpoint{{Name: "core",
 			N3Address: junctionv1.IPv4Address(UPFN3.String()), JunctionAddress: junctionv1.IPv4Address(UPFJunction.String())}},
@@ -365,8 +365,8 @@ func (t *Topology) UPFSpec(grpcAddr, pipelineConfigMap string) junctionv1.UserPl
 }
 
 // UPFObject is UPFSpec as an object.
-func (t *Topology) UPFObject(namespace, name, grpcAddr, pipelineConfigMap string) *junctionv1.UserPlaneFunction {
-	return &junctionv1.UserPlaneFunction{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: t.UPFSpec(grpcAddr, pipelineConfigMap)}
+func (t *Topology) UPFObject(namespace, name string, p4rt junctionv1.P4RuntimeEndpoint, pipelineConfigMap string) *junctionv1.UserPlaneFunction {
+	return &junctionv1.UserPlaneFunction{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: t.UPFSpec(p4rt, pipelineConfigMap)}
 }
 
 // AddressPool grants namespace this topology's session and UE addresses, as

@@ -25,7 +25,7 @@ func TestTopologyIsTheSamples(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	got := (&Topology{}).UPFSpec(upf.Spec.P4Runtime.Address, upf.Spec.Pipeline.ConfigMapRef.Name)
+	got := (&Topology{}).UPFSpec(upf.Spec.P4Runtime, upf.Spec.Pipeline.ConfigMapRef.Name)
 	if !equality.Semantic.DeepEqual(got, upf.Spec) {
 		t.Errorf("UPFSpec differs from config/samples/upf.yaml:\n got  %+v\n want %+v", got, upf.Spec)
 	}

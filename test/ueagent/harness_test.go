@@ -384,10 +384,12 @@ func startOperator(t testing.TB, ns string) {
 	})
 }
 
-// createUPF applies the pipeline ConfigMap and the UserPlaneFunction of the testbed.
+// createUPF applies the pipeline ConfigMap and the UserPlaneFunction of the testbed, in
+// plaintext (spec.p4runtime.insecure) to the software UPF on loopback; TestKindDataplane runs
+// it in mutual TLS, as the chart does.
 func (tb *testbed) createUPF() {
 	tb.createPipeline("pipeline")
-	create(tb.t, tb.UPFObject(tb.ns, "upf", tb.upfGRPC, "pipeline"))
+	create(tb.t, tb.UPFObject(tb.ns, "upf", junctionv1.P4RuntimeEndpoint{Address: tb.upfGRPC, DeviceID: 1, Insecure: true}, "pipeline"))
 }
 
 // createPipeline applies the pipeline ConfigMap (this program's P4Info) named name.

@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -72,12 +75,18 @@ func TestKindDataplane(t *testing.T) {
 
 	// The software UPF as its pod runs it: gRPC in its own network, the ports of
 	// hack/kind/values.yaml in the core node's namespace.
+	// P4Runtime in mutual TLS, as the chart issues it: the UPF's server certificate and the
+	// operator's client certificate (the Secret config/samples/upf.yaml names) from one CA.
 	upfGRPC := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	start(t, "softupf", append([]string{"--grpc-addr", upfGRPC, "--device-id", "1", "--cpu-port", "255"}, kindUPFPorts(t, prefix)...)...)
+	pki, dir := testenv.NewPKI(t), t.TempDir()
+	tlsArgs := []string{"--tls-cert", testenv.WriteFile(t, dir, "tls.crt", pki.ServerCert), "--tls-key", testenv.WriteFile(t, dir, "tls.key", pki.ServerKey),
+		"--tls-client-ca", testenv.WriteFile(t, dir, "ca.crt", pki.CA)}
+	start(t, "softupf", slices.Concat([]string{"--grpc-addr", upfGRPC, "--device-id", "1", "--cpu-port", "255"}, tlsArgs, kindUPFPorts(t, prefix))...)
 	tb := &testbed{t: t, ns: newK8sNamespace(t)}
 	objs, err := testenv.Samples(k8s.Scheme(), tb.ns, upfGRPC)
 	must(t, err)
 	tb.createPipeline("junction-upf-pipeline")
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tb.ns, Name: "junction-p4runtime-tls"}, Data: pki.ClientSecretData()})
 	create(t, objs...)
 	startOperator(t, tb.ns)
 	// The gNB emulator as its pod runs it: also with /proc/sys read-only, as in a container.
