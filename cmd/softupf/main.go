@@ -7,8 +7,9 @@
 //
 //	softupf -i 1@veth0 -i 2@veth1 --grpc-addr 127.0.0.1:9559 --device-id 1 --cpu-port 255
 //
-// P4Runtime is plaintext unless --tls-cert and --tls-key are given (tls.go); --tls-client-ca
-// then also requires the controller's certificate.
+// P4Runtime is mutual TLS with --tls-cert, --tls-key and --tls-client-ca (tls.go). Anything
+// less lets whoever reaches the port program the UPF, so it needs --insecure: plaintext on an
+// address other than loopback, or TLS without --tls-client-ca.
 //
 // Interfaces facing it should have offloads off (see internal/softupf/ports).
 package main
@@ -78,6 +79,7 @@ type options struct {
 	p4info   string
 	netns    string
 	tls      tlsFiles
+	insecure bool
 	logLevel slog.Level
 }
 
@@ -94,7 +96,9 @@ func parseFlags(args []string) (*options, error) {
 		"while gRPC listens in the process's own: how a testbed keeps the UPF's links in a namespace and its controller on loopback")
 	fs.StringVar(&o.tls.cert, "tls-cert", "", "PEM `file` of the P4Runtime server's certificate chain: TLS with --tls-key (default plaintext)")
 	fs.StringVar(&o.tls.key, "tls-key", "", "PEM `file` of the P4Runtime server's private key")
-	fs.StringVar(&o.tls.clientCA, "tls-client-ca", "", "PEM `file` of the CAs a controller's client certificate must chain to: mutual TLS")
+	fs.StringVar(&o.tls.clientCA, "tls-client-ca", "", "PEM `file` of the CAs a controller's client certificate must chain to: mutual TLS, required with --tls-cert unless --insecure")
+	fs.BoolVar(&o.insecure, "insecure", false, "allow what lets anyone who reaches --grpc-addr program the UPF: plaintext on an address other than loopback, "+
+		"or TLS without --tls-client-ca")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -106,6 +110,9 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("--cpu-port %d: ports are 0..%d", o.cpuPort, ports.MaxPort)
 	}
 	if err := o.tls.check(); err != nil {
+		return nil, err
+	}
+	if err := o.tls.checkExposure(o.grpcAddr, o.insecure); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -161,6 +168,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	log.Info("software UPF started", "grpc", lis.Addr().String(), "tls", tlsMode(o.tls), "device_id", o.deviceID,
 		"cpu_port", cpuPort, "ports", o.ports.String(), "buffers", pool.Size())
+	if o.tls.clientCA == "" {
+		log.Warn("P4Runtime authenticates no client: whoever reaches the address can program this UPF", "grpc", lis.Addr().String(), "tls", tlsMode(o.tls))
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

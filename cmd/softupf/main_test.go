@@ -52,3 +52,38 @@ func TestCheckP4Info(t *testing.T) {
 		t.Errorf("checkP4Info = %v, want an error naming rtt_non3gpp", err)
 	}
 }
+
+// The UPF does not serve P4Runtime that anyone who reaches it can use unless --insecure says so:
+// plaintext only on loopback, TLS only with a client CA.
+func TestNoUnauthenticatedP4RuntimeWithoutInsecure(t *testing.T) {
+	dir := t.TempDir()
+	pki := writePKI(t, dir)
+	mutual := []string{"--tls-cert", pki.serverCert, "--tls-key", pki.serverKey, "--tls-client-ca", pki.ca}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // "": accepted
+	}{
+		{"plaintext on the default address (loopback) is accepted", nil, ""},
+		{"plaintext on localhost is accepted", []string{"--grpc-addr", "localhost:9559"}, ""},
+		{"plaintext on every address is refused", []string{"--grpc-addr", "0.0.0.0:9559"}, "--grpc-addr 0.0.0.0:9559 is not a loopback address"},
+		{"plaintext on an empty host is refused", []string{"--grpc-addr", ":9559"}, "--insecure"},
+		{"plaintext on a node address is refused", []string{"--grpc-addr", "192.0.2.7:9559"}, "--tls-client-ca"},
+		{"plaintext on every address with --insecure is accepted", []string{"--grpc-addr", "0.0.0.0:9559", "--insecure"}, ""},
+		{"TLS without a client CA is refused", []string{"--grpc-addr", "0.0.0.0:9559", "--tls-cert", pki.serverCert, "--tls-key", pki.serverKey},
+			"--tls-cert without --tls-client-ca"},
+		{"TLS without a client CA on loopback is refused too", []string{"--tls-cert", pki.serverCert, "--tls-key", pki.serverKey}, "--tls-client-ca"},
+		{"TLS without a client CA with --insecure is accepted", []string{"--tls-cert", pki.serverCert, "--tls-key", pki.serverKey, "--insecure"}, ""},
+		{"mutual TLS on every address is accepted", append([]string{"--grpc-addr", "0.0.0.0:9559"}, mutual...), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseFlags(tc.args)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("parseFlags = %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+}

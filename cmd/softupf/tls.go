@@ -1,7 +1,8 @@
 package main
 
-// P4Runtime over TLS (--tls-cert, --tls-key) and mutual TLS (--tls-client-ca): without them the
-// server is plaintext, and anyone who reaches its port can program the switch. The files are
+// P4Runtime over mutual TLS (--tls-cert, --tls-key, --tls-client-ca). Without the client CA, or
+// without TLS, anyone who reaches the port can program the switch: that takes --insecure, except
+// plaintext on loopback (a controller on the same machine, as `make run` and the tests have). The files are
 // read again at every handshake, so a rotated Secret (cert-manager renews in place) takes effect
 // on the controller's next connection without a restart; they are read once at start as well, so
 // that a bad file stops the UPF there.
@@ -10,6 +11,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"os"
 
 	"google.golang.org/grpc"
@@ -33,6 +35,35 @@ func (f tlsFiles) check() error {
 		return fmt.Errorf("--tls-client-ca needs --tls-cert and --tls-key: mutual TLS is TLS first")
 	}
 	return nil
+}
+
+// checkExposure refuses, without insecure, a server that would let anyone who reaches addr
+// program the UPF: plaintext beyond loopback, or TLS that authenticates no client.
+func (f tlsFiles) checkExposure(addr string, insecure bool) error {
+	if insecure {
+		return nil
+	}
+	if f.enabled() && f.clientCA == "" {
+		return fmt.Errorf("--tls-cert without --tls-client-ca authenticates no controller: give the CA of the controller's certificate, or --insecure to serve any client")
+	}
+	if !f.enabled() && !loopback(addr) {
+		return fmt.Errorf("--grpc-addr %s is not a loopback address: P4Runtime there needs --tls-cert, --tls-key and --tls-client-ca (mutual TLS), or --insecure for plaintext", addr)
+	}
+	return nil
+}
+
+// loopback reports whether addr (host:port) listens on loopback only; an empty host or a
+// wildcard listens on every address.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // config reads the files into a server configuration: TLS 1.2 at least, and with a client CA a
