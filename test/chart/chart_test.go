@@ -46,11 +46,14 @@ var allOptional = []string{"--set", "ueAgent.enabled=true", "--set", "metrics.se
 	"--set", "softupf.ports[1].number=3", "--set", "softupf.ports[1].interface=n6",
 	"--set", "softupf.networks[0].name=n3-net", "--set", "softupf.networks[0].interface=n3",
 	"--set", "softupf.networks[1].name=n6-net", "--set", "softupf.networks[1].interface=n6",
-	"--set", "p4runtimeTLS.certManager.enabled=true", "--set", "p4runtimeTLS.certManager.issuerRef.name=switch-ca"}
+	"--set", "p4runtimeTLS.certManager.enabled=true", "--set", "p4runtimeTLS.certManager.issuerRef.name=switch-ca",
+	"--set", "softupf.tls.secretName=upf-tls"}
 
 // needForeignCRDs are the values whose objects need CRDs the envtest API server lacks
-// (Prometheus Operator, cert-manager).
-var needForeignCRDs = []string{"metrics.serviceMonitor", "metrics.prometheusRule", "p4runtimeTLS.certManager"}
+// (Prometheus Operator, cert-manager), and softupf.tls.secretName, which goes with the
+// operator's certificate from cert-manager (a server certificate from the same CA): without it
+// the chart issues both.
+var needForeignCRDs = []string{"metrics.serviceMonitor", "metrics.prometheusRule", "p4runtimeTLS.certManager", "softupf.tls.secretName"}
 
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
@@ -218,6 +221,11 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"a certificate without an issuer", []string{"p4runtimeTLS.certManager.enabled=true"}, "issuerRef.name"},
 		{"both ways of making the TLS Secret", []string{"p4runtimeTLS.create=true", "p4runtimeTLS.caCrt=x",
 			"p4runtimeTLS.certManager.enabled=true", "p4runtimeTLS.certManager.issuerRef.name=ca"}, "choose one"},
+		{"the operator's certificate from your CA and the software UPF's from the chart's",
+			[]string{"softupf.enabled=true", "p4runtimeTLS.create=true", "p4runtimeTLS.caCrt=x"}, "set softupf.tls.secretName"},
+		{"plaintext and a TLS Secret for the software UPF", []string{"softupf.enabled=true", "softupf.insecure=true", "softupf.tls.secretName=upf-tls"}, "choose one"},
+		{"the chart's cert-manager CA for a client Secret in another namespace",
+			[]string{"softupf.enabled=true", "softupf.tls.issuer=certManager", "p4runtimeTLS.namespace=tenant"}, "p4runtimeTLS.namespace"},
 		{"two replicas without leader election", []string{"operator.leaderElection=false"}, "operator.replicas=1"},
 	} {
 		args := []string{"template", "j", chart, "--kube-version", "1.33.0"}
@@ -390,7 +398,9 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		return *d.Spec.Replicas, nil
 	}
 
-	installable := append(installableOptional(), "--set", "p4runtimeTLS.create=true", "--set-file", "p4runtimeTLS.caCrt="+writeCA(t))
+	// The software UPF without a Secret of its own: the chart issues its P4Runtime PKI with helm
+	// (envtest has no cert-manager).
+	installable := installableOptional()
 	helmAt(append([]string{"install", "j", chart, "--create-namespace"}, installable...)...)
 	if n, err := replicas(); err != nil || n != 2 {
 		t.Fatalf("after install: operator replicas %d, %v; want 2", n, err)
@@ -415,9 +425,18 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "j-softupf"}, &appsv1.Deployment{}); err != nil {
 		t.Fatalf("software UPF Deployment: %v", err)
 	}
-	sec := &corev1.Secret{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "junction-p4runtime-tls"}, sec); err != nil || len(sec.Data["ca.crt"]) == 0 {
-		t.Fatalf("P4Runtime TLS Secret: %v (ca.crt %d bytes)", err, len(sec.Data["ca.crt"]))
+	pki := map[string]map[string][]byte{}
+	for _, name := range []string{"junction-p4runtime-tls", "j-softupf-tls"} {
+		sec := &corev1.Secret{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: name}, sec); err != nil {
+			t.Fatalf("P4Runtime TLS Secret %s: %v", name, err)
+		}
+		for _, k := range []string{"ca.crt", "tls.crt", "tls.key"} {
+			if len(sec.Data[k]) == 0 {
+				t.Fatalf("P4Runtime TLS Secret %s: no %s", name, k)
+			}
+		}
+		pki[name] = sec.Data
 	}
 
 	// What hack/kind.sh applies after the chart (kustomize build hack/kind/objects) is accepted.
@@ -443,6 +462,14 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	helmAt(append([]string{"upgrade", "j", chart, "--set", "operator.replicas=3"}, installable...)...)
 	if n, err := replicas(); err != nil || n != 3 {
 		t.Fatalf("after upgrade: operator replicas %d, %v; want 3", n, err)
+	}
+	// The upgrade keeps the issued certificates: new ones would not match what a running UPF
+	// and operator hold until both reload.
+	for name, data := range pki {
+		sec := &corev1.Secret{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: name}, sec); err != nil || !reflect.DeepEqual(sec.Data, data) {
+			t.Errorf("after upgrade: Secret %s changed (%v)", name, err)
+		}
 	}
 
 	helmAt("uninstall", "j")

@@ -1,11 +1,19 @@
 package chart
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -53,7 +61,7 @@ func TestSoftUPFPod(t *testing.T) {
 	if _, ok, _ := unstructured.NestedFieldNoCopy(host["Deployment/j-softupf"].Object, "spec", "template", "metadata", "annotations"); ok {
 		t.Error("a Multus annotation without networks")
 	}
-	if _, ok := pod["volumes"]; ok {
+	if strings.Contains(fmt.Sprint(pod["volumes"]), "netns") {
 		t.Errorf("volumes %v without portsNetns", pod["volumes"])
 	}
 
@@ -68,8 +76,11 @@ func TestSoftUPFPod(t *testing.T) {
 	if want := (map[string]any{"drop": []any{"ALL"}, "add": []any{"NET_RAW", "SYS_ADMIN"}}); !reflect.DeepEqual(sc["capabilities"], want) {
 		t.Errorf("capabilities %v: want %v", sc["capabilities"], want)
 	}
-	wantMount := []any{map[string]any{"name": "netns", "mountPath": "/run/netns", "mountPropagation": "HostToContainer", "readOnly": true}}
-	wantVolume := []any{map[string]any{"name": "netns", "hostPath": map[string]any{"path": "/run/netns", "type": "Directory"}}}
+	// The node's netns, and the P4Runtime certificates the chart issued.
+	wantMount := []any{map[string]any{"name": "netns", "mountPath": "/run/netns", "mountPropagation": "HostToContainer", "readOnly": true},
+		map[string]any{"name": "p4runtime-tls", "mountPath": "/etc/junction/p4runtime-tls", "readOnly": true}}
+	wantVolume := []any{map[string]any{"name": "netns", "hostPath": map[string]any{"path": "/run/netns", "type": "Directory"}},
+		map[string]any{"name": "p4runtime-tls", "secret": map[string]any{"secretName": "j-softupf-tls"}}}
 	if !reflect.DeepEqual(c["volumeMounts"], wantMount) || !reflect.DeepEqual(pod["volumes"], wantVolume) {
 		t.Errorf("mounts %v, volumes %v: want the node's /run/netns, read-only, HostToContainer", c["volumeMounts"], pod["volumes"])
 	}
@@ -78,28 +89,31 @@ func TestSoftUPFPod(t *testing.T) {
 	}
 }
 
-// writeCA writes a CA certificate (PEM) and returns its path: the ca.crt of a TLS Secret made
-// from files.
-func writeCA(t *testing.T) string {
-	return testenv.WriteFile(t, t.TempDir(), "ca.crt", testenv.NewPKI(t).CA)
+// podOf renders the software UPF with one port and the extra values, and returns its pod spec
+// and container.
+func podOf(t *testing.T, args ...string) (objs map[string]*unstructured.Unstructured, pod, c map[string]any) {
+	t.Helper()
+	base := []string{"--set", "softupf.enabled=true", "--set", "softupf.ports[0].number=1", "--set", "softupf.ports[0].interface=n3"}
+	objs = render(t, append(base, args...)...)
+	pod, _, _ = unstructured.NestedMap(objs["Deployment/j-softupf"].Object, "spec", "template", "spec")
+	return objs, pod, pod["containers"].([]any)[0].(map[string]any)
 }
 
-// With softupf.tls.secretName the software UPF serves P4Runtime over TLS from that Secret's
-// tls.crt and tls.key, mounted read-only, and with softupf.tls.mutual also asks for a client
-// certificate from its ca.crt; without it, no TLS flag and no Secret volume.
+const tlsDir = "/etc/junction/p4runtime-tls/"
+
+var mutualArgs = []string{"--tls-cert=" + tlsDir + "tls.crt", "--tls-key=" + tlsDir + "tls.key", "--tls-client-ca=" + tlsDir + "ca.crt"}
+
+// With softupf.tls.secretName the software UPF serves P4Runtime in mutual TLS from that Secret,
+// mounted read-only; softupf.tls.mutual=false drops the client CA and says --insecure.
 func TestSoftUPFTLSFromASecret(t *testing.T) {
-	base := []string{"--set", "softupf.enabled=true", "--set", "softupf.ports[0].number=1", "--set", "softupf.ports[0].interface=n3"}
-	podOf := func(args ...string) (map[string]any, map[string]any) {
-		objs := render(t, append(base, args...)...)
-		pod, _, _ := unstructured.NestedMap(objs["Deployment/j-softupf"].Object, "spec", "template", "spec")
-		return pod, pod["containers"].([]any)[0].(map[string]any)
-	}
-	const dir = "/etc/junction/p4runtime-tls/"
-	pod, c := podOf("--set", "softupf.tls.secretName=upf-tls", "--set", "softupf.tls.mutual=true")
-	for _, arg := range []string{"--tls-cert=" + dir + "tls.crt", "--tls-key=" + dir + "tls.key", "--tls-client-ca=" + dir + "ca.crt"} {
+	objs, pod, c := podOf(t, "--set", "softupf.tls.secretName=upf-tls")
+	for _, arg := range mutualArgs {
 		if !contains(c["args"], arg) {
 			t.Errorf("mutual: args %v lack %s", c["args"], arg)
 		}
+	}
+	if contains(c["args"], "--insecure") {
+		t.Errorf("mutual: args %v hold --insecure", c["args"])
 	}
 	wantVol := map[string]any{"name": "p4runtime-tls", "secret": map[string]any{"secretName": "upf-tls"}}
 	if vols, _ := pod["volumes"].([]any); len(vols) != 1 || !reflect.DeepEqual(vols[0], wantVol) {
@@ -109,19 +123,182 @@ func TestSoftUPFTLSFromASecret(t *testing.T) {
 	if mounts, _ := c["volumeMounts"].([]any); len(mounts) != 1 || !reflect.DeepEqual(mounts[0], wantMount) {
 		t.Errorf("volume mounts %v, want only %v", c["volumeMounts"], wantMount)
 	}
-
-	_, c = podOf("--set", "softupf.tls.secretName=upf-tls")
-	if !contains(c["args"], "--tls-cert="+dir+"tls.crt") || contains(c["args"], "--tls-client-ca="+dir+"ca.crt") {
-		t.Errorf("server TLS: args %v, want the certificate and no client CA", c["args"])
+	if objs["Secret/j-softupf-tls"] != nil || objs["Secret/junction-p4runtime-tls"] != nil {
+		t.Error("the chart issued certificates beside softupf.tls.secretName")
 	}
 
-	pod, c = podOf()
-	for _, a := range c["args"].([]any) {
-		if strings.HasPrefix(a.(string), "--tls") {
-			t.Errorf("no softupf.tls: arg %s", a)
+	_, _, c = podOf(t, "--set", "softupf.tls.secretName=upf-tls", "--set", "softupf.tls.mutual=false")
+	if !contains(c["args"], "--tls-cert="+tlsDir+"tls.crt") || contains(c["args"], "--tls-client-ca="+tlsDir+"ca.crt") || !contains(c["args"], "--insecure") {
+		t.Errorf("server TLS: args %v, want the certificate, no client CA, and --insecure", c["args"])
+	}
+}
+
+// By default the software UPF serves mutual TLS with certificates the chart issues: the UPF's for
+// its Service's names and the operator's, from one CA. The two Secrets are checked the way they
+// are used: the UPF's side as cmd/softupf loads it (a client certificate required from ca.crt),
+// the operator's as a UserPlaneFunction names it (ca.crt, tls.crt, tls.key; the Service's name).
+func TestSoftUPFIsMutualTLSByDefault(t *testing.T) {
+	objs, pod, c := podOf(t)
+	for _, arg := range mutualArgs {
+		if !contains(c["args"], arg) {
+			t.Errorf("args %v lack %s", c["args"], arg)
 		}
 	}
-	if _, ok := pod["volumes"]; ok {
-		t.Errorf("no softupf.tls: volumes %v", pod["volumes"])
+	if contains(c["args"], "--insecure") {
+		t.Errorf("args %v hold --insecure", c["args"])
+	}
+	wantVol := map[string]any{"name": "p4runtime-tls", "secret": map[string]any{"secretName": "j-softupf-tls"}}
+	if vols, _ := pod["volumes"].([]any); len(vols) != 1 || !reflect.DeepEqual(vols[0], wantVol) {
+		t.Errorf("volumes %v, want only %v", pod["volumes"], wantVol)
+	}
+	secret := func(name string) map[string][]byte {
+		o := objs["Secret/"+name]
+		if o == nil {
+			t.Fatalf("Secret %s not rendered; rendered %v", name, names(objs))
+		}
+		data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+		out := map[string][]byte{}
+		for k, v := range data {
+			b, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				t.Fatalf("Secret %s key %s: %v", name, k, err)
+			}
+			out[k] = b
+		}
+		if typ, _, _ := unstructured.NestedString(o.Object, "type"); typ != "kubernetes.io/tls" {
+			t.Errorf("Secret %s of type %q", name, typ)
+		}
+		return out
+	}
+	server, client := secret("j-softupf-tls"), secret("junction-p4runtime-tls")
+	if err := handshake(server, client, "j-softupf.junction-system.svc"); err != nil {
+		t.Errorf("mutual TLS with the chart's certificates: %v", err)
+	}
+	// The UPF refuses a client whose certificate another CA signed.
+	other := testenv.NewPKI(t)
+	stranger := map[string][]byte{"ca.crt": client["ca.crt"], "tls.crt": other.ClientCert, "tls.key": other.ClientKey}
+	if err := handshake(server, stranger, "j-softupf.junction-system.svc"); err == nil {
+		t.Error("the UPF accepted a client certificate from another CA")
+	}
+
+	// Plaintext is what softupf.insecure asks for, and then nothing is issued.
+	objs, pod, c = podOf(t, "--set", "softupf.insecure=true")
+	for _, a := range c["args"].([]any) {
+		if strings.HasPrefix(a.(string), "--tls") {
+			t.Errorf("softupf.insecure: arg %s", a)
+		}
+	}
+	if !contains(c["args"], "--insecure") {
+		t.Errorf("softupf.insecure: args %v lack --insecure", c["args"])
+	}
+	if _, ok := pod["volumes"]; ok || objs["Secret/j-softupf-tls"] != nil {
+		t.Errorf("softupf.insecure: volumes %v, or a Secret issued", pod["volumes"])
+	}
+
+	// With cert-manager's API in the cluster, cert-manager issues and renews instead.
+	objs, _, _ = podOf(t, "--api-versions", "cert-manager.io/v1")
+	for _, want := range []string{"Issuer/j-softupf-selfsigned", "Certificate/j-softupf-ca", "Issuer/j-softupf-ca", "Certificate/j-softupf-tls", "Certificate/j-p4runtime-client"} {
+		if objs[want] == nil {
+			t.Errorf("cert-manager: %s not rendered; rendered %v", want, names(objs))
+		}
+	}
+	if objs["Secret/j-softupf-tls"] != nil || objs["Secret/junction-p4runtime-tls"] != nil {
+		t.Error("cert-manager: helm issued Secrets too")
+	}
+	if sn, _, _ := unstructured.NestedString(objs["Certificate/j-p4runtime-client"].Object, "spec", "secretName"); sn != "junction-p4runtime-tls" {
+		t.Errorf("cert-manager: the operator's certificate goes to Secret %q", sn)
+	}
+	if dns, _, _ := unstructured.NestedStringSlice(objs["Certificate/j-softupf-tls"].Object, "spec", "dnsNames"); !slices.Contains(dns, "j-softupf.junction-system.svc") {
+		t.Errorf("cert-manager: the UPF's certificate names %v", dns)
+	}
+}
+
+// handshake runs a TLS handshake between the UPF's side, configured from server's Secret data as
+// cmd/softupf does with --tls-client-ca, and the operator's, from client's as a
+// UserPlaneFunction's mutual TLS does, checking the UPF's certificate for serverName.
+func handshake(server, client map[string][]byte, serverName string) error {
+	pool := func(pem []byte) *x509.CertPool {
+		p := x509.NewCertPool()
+		p.AppendCertsFromPEM(pem)
+		return p
+	}
+	sp, err := tls.X509KeyPair(server["tls.crt"], server["tls.key"])
+	if err != nil {
+		return fmt.Errorf("server pair: %w", err)
+	}
+	cp, err := tls.X509KeyPair(client["tls.crt"], client["tls.key"])
+	if err != nil {
+		return fmt.Errorf("client pair: %w", err)
+	}
+	// Over TCP, not net.Pipe: the UPF's refusal of a client certificate comes after the client's
+	// handshake in TLS 1.3, and an unbuffered pipe would block its alert.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer lis.Close()
+	errs := make(chan error, 1)
+	go func() {
+		conn, err := lis.Accept()
+		if err != nil {
+			errs <- err
+			return
+		}
+		defer conn.Close()
+		errs <- tls.Server(conn, &tls.Config{Certificates: []tls.Certificate{sp}, ClientCAs: pool(server["ca.crt"]),
+			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}).Handshake()
+	}()
+	conn, err := net.DialTimeout("tcp", lis.Addr().String(), 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	cerr := tls.Client(conn, &tls.Config{RootCAs: pool(client["ca.crt"]), Certificates: []tls.Certificate{cp}, ServerName: serverName, MinVersion: tls.VersionTLS12}).Handshake()
+	return errors.Join(cerr, <-errs)
+}
+
+// The NetworkPolicy admits the operator's pods, and nothing else, to the UPF's P4Runtime port.
+func TestSoftUPFNetworkPolicyAdmitsOnlyTheOperator(t *testing.T) {
+	objs, _, _ := podOf(t)
+	np := objs["NetworkPolicy/j-softupf"]
+	if np == nil {
+		t.Fatalf("no NetworkPolicy; rendered %v", names(objs))
+	}
+	labels := func(name string) map[string]string {
+		l, _, _ := unstructured.NestedStringMap(objs[name].Object, "spec", "template", "metadata", "labels")
+		return l
+	}
+	matches := func(sel, l map[string]string) bool {
+		for k, v := range sel {
+			if l[k] != v {
+				return false
+			}
+		}
+		return len(sel) > 0
+	}
+	sel, _, _ := unstructured.NestedStringMap(np.Object, "spec", "podSelector", "matchLabels")
+	if !matches(sel, labels("Deployment/j-softupf")) || matches(sel, labels("Deployment/j-operator")) {
+		t.Errorf("podSelector %v: want the UPF's pods alone", sel)
+	}
+	if types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes"); !reflect.DeepEqual(types, []string{"Ingress"}) {
+		t.Errorf("policyTypes %v, want Ingress", types)
+	}
+	ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+	if len(ingress) != 1 {
+		t.Fatalf("ingress %v: want one rule", ingress)
+	}
+	rule := ingress[0].(map[string]any)
+	from := rule["from"].([]any)
+	peer := from[0].(map[string]any)
+	fromSel, _, _ := unstructured.NestedStringMap(peer, "podSelector", "matchLabels")
+	if len(from) != 1 || len(peer) != 1 || !matches(fromSel, labels("Deployment/j-operator")) || matches(fromSel, labels("Deployment/j-softupf")) {
+		t.Errorf("from %v: want the operator's pods (of this namespace) alone", from)
+	}
+	if ports := fmt.Sprint(rule["ports"]); ports != "[map[port:9559 protocol:TCP]]" {
+		t.Errorf("ports %s, want TCP 9559 alone", ports)
+	}
+	if off := render(t, "--set", "softupf.enabled=true", "--set", "softupf.networkPolicy.enabled=false"); off["NetworkPolicy/j-softupf"] != nil {
+		t.Error("a NetworkPolicy with softupf.networkPolicy.enabled=false")
 	}
 }
