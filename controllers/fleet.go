@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +42,8 @@ type Fleet struct {
 	// ElectionLow gives the leadership epoch of the P4Runtime election IDs (electionIDs), once
 	// this process leads.
 	ElectionLow func(context.Context) (uint64, error)
+	// ElectionIDHigh is the high half of the election IDs (Options.ElectionIDHigh).
+	ElectionIDHigh uint64
 	// Metrics of the P4Runtime clients (registered by the caller); nil records nothing.
 	Metrics *upfclient.Metrics
 	// PathConfig tunes flip-flop detection; StatusInterval bounds path status refreshes.
@@ -191,23 +196,68 @@ func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) 
 	}
 }
 
-// devicePeers lists the other UserPlaneFunctions that name upf's device (deleting ones included).
+// devicePeers lists the other UserPlaneFunctions that name upf's device (deleting ones included):
+// the same port, device ID and role (the index) at a host that resolves to an address of upf's
+// host, however it is spelled (localhost and 127.0.0.1, a name and its address, upper case).
 func devicePeers(ctx context.Context, c client.Reader, upf *junctionv1.UserPlaneFunction) ([]junctionv1.UserPlaneFunction, error) {
 	var list junctionv1.UserPlaneFunctionList
 	if err := c.List(ctx, &list, client.MatchingFields{indexUPFDevice: deviceKey(upf)}); err != nil {
 		return nil, err
 	}
 	out := list.Items[:0]
+	var mine []string
 	for _, o := range list.Items {
-		if o.UID != upf.UID {
+		if o.UID == upf.UID {
+			continue
+		}
+		if mine == nil {
+			mine = deviceHosts(ctx, upf.Spec.P4Runtime.Address)
+		}
+		if overlap(mine, deviceHosts(ctx, o.Spec.P4Runtime.Address)) {
 			out = append(out, o)
 		}
 	}
 	return out, nil
 }
 
+// resolveTimeout bounds the lookup of a UPF's host name: a UPF's reconcile waits for it.
+const resolveTimeout = 2 * time.Second
+
+// deviceHosts is where address's host is: its IP addresses (resolved for a name), or, when a name
+// does not resolve, the name itself in lower case, so that two spellings of one unresolvable
+// name still match.
+func deviceHosts(ctx context.Context, address string) []string {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return []string{strings.ToLower(address)}
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return []string{ip.Unmap().String()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(ips) == 0 {
+		return []string{"name:" + strings.TrimSuffix(strings.ToLower(host), ".")}
+	}
+	out := make([]string, len(ips))
+	for i, ip := range ips {
+		out[i] = ip.Unmap().String()
+	}
+	return out
+}
+
+func overlap(a, b []string) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
 // deviceHolder returns, of upf's peers on one device, the one that programs it when it is not
-// upf itself. Two objects naming one device (address, device ID, role) would each take primary
+// upf itself. Two objects naming one device (devicePeers) would each take primary
 // in turn and delete each other's entries in their replays: the oldest one programs it (then the
 // first by namespace and name), the others wait.
 func deviceHolder(upf *junctionv1.UserPlaneFunction, peers []junctionv1.UserPlaneFunction) *junctionv1.UserPlaneFunction {
@@ -228,10 +278,16 @@ func deviceHolder(upf *junctionv1.UserPlaneFunction, peers []junctionv1.UserPlan
 	return holder
 }
 
-// deviceKey identifies the P4Runtime device a UserPlaneFunction programs.
+// deviceKey is what of a UserPlaneFunction's device its spec says without a lookup: the port,
+// device ID and role. UPFs with one key name one device when their hosts resolve to a common
+// address (devicePeers).
 func deviceKey(upf *junctionv1.UserPlaneFunction) string {
 	ep := upf.Spec.P4Runtime
-	return fmt.Sprintf("%s|%d|%s", strings.ToLower(ep.Address), ep.DeviceID, ep.Role)
+	_, port, err := net.SplitHostPort(ep.Address)
+	if err != nil {
+		port = strings.ToLower(ep.Address) // the API server's pattern makes this unreachable
+	}
+	return fmt.Sprintf("%s|%d|%s", port, ep.DeviceID, ep.Role)
 }
 
 // creation is a runtime being created; done closes when it is in f.upfs or err says why not.

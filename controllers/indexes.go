@@ -23,7 +23,7 @@ const (
 	indexSessionSelector = "spec.policySelector"
 	indexUPFConfigMap    = "spec.pipeline.configMapRef.name"
 	indexUPFSecret       = "spec.p4runtime.tls.secretRef.name"
-	indexUPFDevice       = "spec.p4runtime.device" // address, device ID and role: one P4Runtime device
+	indexUPFDevice       = "spec.p4runtime.device" // port, device ID and role: candidates for one P4Runtime device (devicePeers)
 )
 
 // indexer registers the field indexes on a manager's cache.

@@ -25,6 +25,10 @@ type Options struct {
 	// 64 bits, once this process leads (below 2^32); see LeaseElectionLow, StartTimeElectionLow
 	// and electionIDs.
 	ElectionLow func(context.Context) (uint64, error)
+	// ElectionIDHigh is the high 64 bits of every P4Runtime election ID: the cluster
+	// administrator's (cmd/manager's --p4runtime-election-id-high), never a UPF's, so that no one
+	// who may write a UserPlaneFunction can outrank another controller of a switch.
+	ElectionIDHigh uint64
 	// MaxConcurrentReconciles of the session controller (default
 	// DefaultMaxConcurrentReconciles): concurrent sessions share WriteRequests.
 	MaxConcurrentReconciles int
@@ -75,7 +79,7 @@ func ManagerOptions(cfg *rest.Config) (ctrl.Options, error) {
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) (*Fleet, *N4Endpoints, error) {
 	fleet := &Fleet{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Log: mgr.GetLogger().WithName("fleet"),
-		Window: o.WriteWindow, ElectionLow: o.ElectionLow, Metrics: P4RuntimeMetrics,
+		Window: o.WriteWindow, ElectionLow: o.ElectionLow, ElectionIDHigh: o.ElectionIDHigh, Metrics: P4RuntimeMetrics,
 		PathConfig: o.PathConfig, StatusInterval: o.StatusInterval, ReconnectBackoff: o.ReconnectBackoff,
 		OnDeposed: o.OnDeposed,
 	}

@@ -178,7 +178,7 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 		replayFailed: make(chan uint64, 1),
 	}
 	rt.pipe.Store(pipe)
-	rt.electionHigh.Store(uint64(upf.Spec.P4Runtime.ElectionIDHigh))
+	rt.electionHigh.Store(f.ElectionIDHigh)
 	rt.prog = newProgrammer(&rt.dev, log.WithName("programmer"), f.Window)
 	rt.prog.onRoom = rt.onRoom
 	rt.prog.onSynced = func() { f.enqueueUPF(key) }
@@ -213,18 +213,11 @@ func (rt *upfRuntime) stop() {
 	rt.wg.Wait()
 }
 
-// configure (re)connects when the connection parameters changed, re-arbitrates when the
-// election ID's high bits changed, and re-ensures the pipeline when its cookie changed.
+// configure (re)connects when the connection parameters changed and re-ensures the pipeline when
+// its cookie changed.
 func (rt *upfRuntime) configure(cp connParams, pipe *pipelineSpec, upf *junctionv1.UserPlaneFunction) {
 	rt.configMu.Lock()
 	defer rt.configMu.Unlock()
-	if hi := uint64(upf.Spec.P4Runtime.ElectionIDHigh); rt.electionHigh.Swap(hi) != hi {
-		if d := rt.dev.cur.Load(); d != nil {
-			if err := d.Reelect(); err != nil {
-				rt.log.Info("Re-arbitration after an election ID change failed; the next connection uses it", "err", err.Error())
-			}
-		}
-	}
 	port := uint32(0)
 	if len(upf.Spec.Ports) > 0 {
 		port = uint32(upf.Spec.Ports[0].Number)
@@ -246,9 +239,9 @@ func (rt *upfRuntime) configure(cp connParams, pipe *pipelineSpec, upf *junction
 	rt.connect(cp)
 }
 
-// electionIDs gives the election ID of each arbitration: high from the UPF's spec, low the
-// leadership epoch (Options.ElectionLow) in its upper 32 bits and a count of this runtime's
-// arbitrations below. A new leader outranks every stream of the old one (a higher epoch), and a
+// electionIDs gives the election ID of each arbitration: high the operator's
+// (Options.ElectionIDHigh), low the leadership epoch (Options.ElectionLow) in its upper 32 bits
+// and a count of this runtime's arbitrations below. A new leader outranks every stream of the old one (a higher epoch), and a
 // reconnect outranks its own earlier stream, which a switch may still hold after a network
 // partition healed: with one ID for both, the switch refuses the new stream as a duplicate until
 // the old one times out.
@@ -258,7 +251,7 @@ func electionIDs(high *atomic.Uint64, epoch uint64) func() (uint64, uint64) {
 }
 
 // deposedBy reports whether the device's primary is a newer leader of this same operator: the
-// same electionIDHigh (the UPF's spec) with a higher leadership epoch than this process's. Such a
+// same election ID high half (the operator's) with a higher leadership epoch than this process's. Such a
 // process lost its leadership without knowing it yet (paused, or cut off from the API server
 // until its lease renewal gives up): what it would write to the API server is stale.
 func deposedBy(st upfclient.State, epoch uint64) bool {

@@ -27,7 +27,8 @@ const (
 	// and at least one leg works. Only the agent writes it.
 	ConditionAgentReady = "AgentReady"
 	// ConditionDeviceConflict says another UserPlaneFunction names the same P4Runtime device
-	// (address, device ID, role); its message says which one programs it.
+	// (port, device ID and role at a host that resolves to a common address); its message says
+	// which one programs it.
 	ConditionDeviceConflict = "DeviceConflict"
 	// ConditionInsecure says the operator speaks P4Runtime with the UPF in plaintext
 	// (spec.p4runtime.insecure): anyone on the path can read and rewrite what it programs.

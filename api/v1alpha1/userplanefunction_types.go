@@ -37,7 +37,11 @@ type P4RuntimeTLS struct {
 }
 
 // P4RuntimeEndpoint is how to reach one P4Runtime target (a Tofino switch, BMv2, or the
-// software UPF). It is secured with tls, or in plaintext only when insecure says so.
+// software UPF). It is secured with tls, or in plaintext only when insecure says so. Its
+// election IDs are not the UPF's to choose: the operator derives them from its
+// --p4runtime-election-id-high, which the cluster administrator sets, and its leadership epoch.
+// (v1alpha1 had a field electionIDHigh, which let whoever may write a UPF outrank the controller
+// of a switch; it was removed, and a stored value is pruned.)
 // +kubebuilder:validation:XValidation:rule="has(self.tls) != (has(self.insecure) && self.insecure)",message="set exactly one of spec.p4runtime.tls (TLS, mutual by default) and spec.p4runtime.insecure: true (plaintext)"
 type P4RuntimeEndpoint struct {
 	// address is host:port of the P4Runtime gRPC server, e.g. tofino-1.lab:9559.
@@ -70,13 +74,6 @@ type P4RuntimeEndpoint struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Role string `json:"role,omitempty"`
-
-	// electionIDHigh is the high 64 bits of every election ID the operator sends; raise it to let
-	// this operator outrank another controller of the same role. The low 64 bits come from the
-	// operator's leader-election lease, so a newly elected leader always wins.
-	// +kubebuilder:validation:Minimum=0
-	// +optional
-	ElectionIDHigh int64 `json:"electionIDHigh,omitempty"`
 }
 
 // PushPolicy says when the operator pushes the pipeline to the target.

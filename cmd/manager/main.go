@@ -53,6 +53,7 @@ func run() error {
 		apiBurst                               int
 		n4LeaderLabel                          bool
 		reservedPrefixes                       string
+		electionHigh                           uint64
 	)
 	def := pathmon.DefaultConfig()
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; \"0\" disables it.")
@@ -75,6 +76,7 @@ func run() error {
 	flag.IntVar(&flipSwitches, "flip-flop-switches", def.MaxSwitches, "Active-access changes tolerated within --flip-flop-window; one more suspends the user's in-data-plane path updates.")
 	flag.DurationVar(&flipWindow, "flip-flop-window", def.Window, "Window over which active-access changes are counted.")
 	flag.DurationVar(&settle, "flip-flop-settle", def.Settle, "How long a suspended user's paths must be stable before updates resume.")
+	flag.Uint64Var(&electionHigh, "p4runtime-election-id-high", 0, "High 64 bits of every P4Runtime election ID the operator sends: raise it to outrank another controller of a switch (the UPFs' objects cannot).")
 	flag.BoolVar(&n4LeaderLabel, "n4-leader-label", false, "Label this pod "+controllers.LabelN4Leader+"=true while it leads (POD_NAME and POD_NAMESPACE name the pod), for a Service that sends N4 to the leader.")
 	zopts := zap.Options{Development: false}
 	flag.StringVar(&reservedPrefixes, "reserved-prefixes", "", "Comma-separated IPv4 prefixes no session address may take beside the ServiceCIDRs and the API server's address: the cluster's node and pod ranges (docs/address-pools.md).")
@@ -133,6 +135,7 @@ func run() error {
 	}
 	if _, _, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 		ElectionLow:             electionLow,
+		ElectionIDHigh:          electionHigh,
 		MaxConcurrentReconciles: maxConcurrent,
 		WriteWindow:             writeWindow,
 		StatusInterval:          statusInterval,

@@ -390,3 +390,25 @@ func TestPrinterColumnsShowWhatOperatorsLookFor(t *testing.T) {
 		}
 	}
 }
+
+// Whoever may write a UserPlaneFunction cannot choose its P4Runtime election ID (with it, one
+// could outrank the controller of a switch): a spec.p4runtime.electionIDHigh, which v1alpha1
+// once had, is not stored.
+func TestElectionIDIsNotATenantsToChoose(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "election")
+	obj := sample(t, upf, "edge-upf-1")
+	obj.SetNamespace("election")
+	setPath(t, obj.Object, "spec.p4runtime.electionIDHigh", int64(5))
+	if err := k8s.Create(ctx, obj); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(obj.GroupVersionKind())
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "p4runtime", "electionIDHigh"); ok {
+		t.Errorf("spec.p4runtime.electionIDHigh stored as %v", v)
+	}
+}

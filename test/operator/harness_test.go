@@ -299,6 +299,8 @@ type operatorOptions struct {
 	// the lease's; onDeposed is controllers.Options.OnDeposed.
 	epoch     uint64
 	onDeposed func(types.NamespacedName)
+	// electionHigh is controllers.Options.ElectionIDHigh (the administrator's flag).
+	electionHigh uint64
 }
 
 // ownConnection is cfg for a client with its own connection to the API server, as another
@@ -356,6 +358,7 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 	ctx, cancel := context.WithCancel(context.Background())
 	fleet, n4s, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 		ElectionLow:      low,
+		ElectionIDHigh:   o.electionHigh,
 		WriteWindow:      2 * time.Millisecond,
 		StatusInterval:   time.Second,
 		PathConfig:       o.path,

@@ -575,20 +575,32 @@ func refuseUpdates(refusing *atomic.Bool, msg string, refused func(*p4v1.Update)
 	})
 }
 
-// TestTwoUPFsOnOneDevice: a second UserPlaneFunction naming the device of a first (same address
-// and device ID, a higher electionIDHigh) must not take it over: the first, older, keeps
-// programming it and its sessions stay on it; the second reports DuplicateDevice (Ready=False,
-// with an event) and its sessions are not Programmed; both carry DeviceConflict. Once the first
-// is deleted, the second programs the device.
+// TestTwoUPFsOnOneDevice: a second UserPlaneFunction naming the device of a first (the same
+// device ID at the same address, however it is spelled) must not take it over: the first, older,
+// keeps programming it and its sessions stay on it; the second reports DuplicateDevice
+// (Ready=False, with an event) and its sessions are not Programmed; both carry DeviceConflict.
+// Once the first is deleted, the second programs the device.
 func TestTwoUPFsOnOneDevice(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spell func(addr string) string // the second UPF's address for the first's
+	}{
+		{"the same address", func(addr string) string { return addr }},
+		// Spelled otherwise, the same device went undetected (issue 27, item 2).
+		{"localhost for 127.0.0.1", func(addr string) string { return strings.Replace(addr, "127.0.0.1", "localhost", 1) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { twoUPFsOnOneDevice(t, tc.spell) })
+	}
+}
+
+func twoUPFsOnOneDevice(t *testing.T, spell func(string) string) {
 	r := newUPFRig(t, "first")
 	ns, u, sch, first := r.ns, r.u, r.sch, r.upf
 	startOperator(t, ns, operatorOptions{})
 	s1 := r.programmedSession(t, "s1", "imsi-001010000000001", "10.60.0.1")
 	firstID := upfStatus(t, first).ElectionID
 
-	second := newUPF(ns, "second", u.addr, "pipeline")
-	second.Spec.P4Runtime.ElectionIDHigh = 5
+	second := newUPF(ns, "second", spell(u.addr), "pipeline")
 	s2 := session(ns, "s2", "imsi-001010000000002", "10.60.0.2", "second", "n", "")
 	create(t, second, s2)
 	waitCondition(t, programTimeout, second, junctionv1.ConditionReady, metav1.ConditionFalse, "DuplicateDevice")
@@ -666,11 +678,12 @@ func TestDuplicateUPFLeavesPoliciesReady(t *testing.T) {
 // with a higher election ID. The operator is a backup: nothing it writes lands and the device
 // holds what the other one wants, so its sessions say Programmed=False UPFNotPrimary. The device
 // remembers the highest election ID it has seen (P4Runtime 5.3), so after the other controller
-// goes the operator needs a higher electionIDHigh to be primary again; then they are Programmed.
+// goes the operator needs a higher election ID (--p4runtime-election-id-high) to be primary
+// again; then they are Programmed.
 func TestSessionsAreNotProgrammedWhileAnotherControllerIsPrimary(t *testing.T) {
 	r := newUPFRig(t, "upf")
 	ns, upf := r.ns, r.upf
-	startOperator(t, ns, operatorOptions{})
+	op := startOperator(t, ns, operatorOptions{})
 	s := r.programmedSession(t, "s1", "imsi-001010000000001", "10.60.0.1")
 
 	conn, err := grpc.NewClient(r.u.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -691,11 +704,8 @@ func TestSessionsAreNotProgrammedWhileAnotherControllerIsPrimary(t *testing.T) {
 	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "UPFNotPrimary")
 
 	cancel() // the other controller goes
-	before := upf.DeepCopy()
-	upf.Spec.P4Runtime.ElectionIDHigh = 1
-	if err := k8s.Patch(context.Background(), upf, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
+	op.stop()
+	startOperator(t, ns, operatorOptions{electionHigh: 1}) // the administrator's flag, not the UPF's spec
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionConnected, metav1.ConditionTrue, "Primary")
 	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 }
