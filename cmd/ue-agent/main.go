@@ -36,7 +36,7 @@ func main() {
 func run() error {
 	var (
 		node, namespace, netns, metricsAddr, healthAddr, reserved string
-		statusInterval, minStatusInterval               time.Duration
+		statusInterval, minStatusInterval                         time.Duration
 	)
 	flag.StringVar(&node, "node-name", os.Getenv("NODE_NAME"), "The node this agent serves: sessions whose spec.ue.nodeName equals it (default $NODE_NAME).")
 	flag.StringVar(&namespace, "namespace", "", "Serve the sessions of these namespaces only (comma-separated; the chart's ueAgent.namespaces); empty: all namespaces.")
