@@ -68,8 +68,8 @@ type MASession struct {
 	// chooses; invalid: the leg is plain UDP/IPv4 to UENon3GPP.
 	Gateway             netip.Addr
 	Non3GPPDownlinkTEID uint32
-	Default      Steering // the MAR of all traffic no App describes
-	Apps         []App
+	Default             Steering // the MAR of all traffic no App describes
+	Apps                []App
 	// URR, when set, measures the session's usage (URRID, named by every PDR).
 	URR *URR
 }
