@@ -150,6 +150,7 @@ func testUPFIn(ns string) *junctionv1.UserPlaneFunction {
 	u := testUPF()
 	u.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "upf"}
 	u.Spec.P4Runtime.Address = "127.0.0.1:9559"
+	u.Spec.P4Runtime.Insecure = true // no operator connects here: the agent reads the endpoints only
 	u.Spec.Pipeline.ConfigMapRef.Name = "pipeline"
 	return u
 }
