@@ -56,7 +56,7 @@ func TestArgoCDHealthCoversEveryKind(t *testing.T) {
 	}
 	sort.Strings(got)
 	sort.Strings(want)
-	if len(want) != 3 || strings.Join(got, " ") != strings.Join(want, " ") {
+	if len(want) != 4 || strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("argocd-cm keys %v, want %v", got, want)
 	}
 }

@@ -26,10 +26,7 @@ import (
 // pass them; it cannot pass this one.
 func TestSamplesProgramTheEntriesWrittenByHand(t *testing.T) {
 	ns := newNamespace(t)
-	u := startSoftUPF(t, "127.0.0.1:0")
-	cm, sch := pipelineConfigMap(t, ns, "junction-upf-pipeline", nil)
-	create(t, cm)
-	objs := samples(t, ns, u.addr)
+	u, sch, objs := samplesUPF(t, ns)
 	create(t, objs...)
 	startOperator(t, ns, operatorOptions{})
 	for _, o := range objs {

@@ -95,13 +95,13 @@ func TestGitOpsHealth(t *testing.T) {
 	checkHealth(t, upfDangling, status.CurrentStatus, "Healthy", "", script)
 }
 
-// checkHealth waits until kstatus computes want for obj (and, for Failed, names the reason), then
-// runs the Argo CD health check on the same object read.
+// checkHealth waits until kstatus computes want for obj (and, for Failed, names the reason) and
+// the Argo CD health check says wantArgo, both of the same object read: while the operator's
+// first status writes land (the indexes before the conditions) the two may differ for a moment.
 func checkHealth(t *testing.T, obj client.Object, want status.Status, wantArgo, reason string, script []byte) {
 	t.Helper()
-	var u *unstructured.Unstructured
 	name := fmt.Sprintf("%T %s/%s", obj, obj.GetNamespace(), obj.GetName())
-	eventually(t, programTimeout, name+" is "+want.String(), func() error {
+	eventually(t, programTimeout, name+" is "+want.String()+" and "+wantArgo, func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
@@ -109,7 +109,7 @@ func checkHealth(t *testing.T, obj client.Object, want status.Status, wantArgo, 
 		if err != nil {
 			return err
 		}
-		u = &unstructured.Unstructured{Object: m}
+		u := &unstructured.Unstructured{Object: m}
 		res, err := status.Compute(u)
 		if err != nil {
 			return err
@@ -123,15 +123,15 @@ func checkHealth(t *testing.T, obj client.Object, want status.Status, wantArgo, 
 				return fmt.Errorf("Stalled for %q (%s), want %s", c.Reason, c.Message, reason)
 			}
 		}
+		got, msg, err := argoHealth(script, u.Object)
+		if err != nil {
+			t.Fatalf("%s: the Argo CD health check: %v", name, err)
+		}
+		if got != wantArgo {
+			return fmt.Errorf("Argo CD says %s (%s), kstatus %s", got, msg, res.Status)
+		}
 		return nil
 	})
-	got, msg, err := argoHealth(script, u.Object)
-	if err != nil {
-		t.Fatalf("%s: the Argo CD health check: %v", name, err)
-	}
-	if got != wantArgo {
-		t.Errorf("%s: Argo CD says %s (%s), kstatus %s; want %s", name, got, msg, want, wantArgo)
-	}
 }
 
 // argoHealth runs an Argo CD health script the way Argo CD does: the object, decoded from its

@@ -18,6 +18,7 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/testenv"
+	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
 // TestChartRBACIsEnoughForTheSamples runs the operator as the chart's ServiceAccount
@@ -29,12 +30,7 @@ func TestChartRBACIsEnoughForTheSamples(t *testing.T) {
 	release := ns // cluster-scoped names (ClusterRole, ClusterRoleBinding) start with it: one per test
 	sa := applyChartRBAC(t, ns, release)
 
-	pki := testenv.NewPKI(t)
-	u := mutualTLSUPF(t, pki)
-	cm, sch := pipelineConfigMap(t, ns, "junction-upf-pipeline", nil)
-	// The Secret config/samples/upf.yaml names (the chart issues it for its software UPF).
-	create(t, cm, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "junction-p4runtime-tls"}, Data: pki.ClientSecretData()})
-	objs := samples(t, ns, u.addr)
+	u, sch, objs := samplesUPF(t, ns)
 	create(t, objs...)
 	startOperator(t, ns, operatorOptions{leaseName: "junction-operator", impersonate: rest.ImpersonationConfig{
 		UserName: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}})
@@ -155,4 +151,17 @@ func samples(t *testing.T, ns, addr string) []client.Object {
 		t.Fatal(err)
 	}
 	return objs
+}
+
+// samplesUPF starts a software UPF for config/samples in namespace ns, as its UserPlaneFunction
+// asks (mutual TLS with the Secret it names, which the chart issues for its software UPF), with
+// the pipeline ConfigMap and that Secret in ns; it returns the UPF, its schema and the samples'
+// objects, not yet created.
+func samplesUPF(t *testing.T, ns string) (*softUPF, *upfclient.Schema, []client.Object) {
+	t.Helper()
+	pki := testenv.NewPKI(t)
+	u := mutualTLSUPF(t, pki)
+	cm, sch := pipelineConfigMap(t, ns, "junction-upf-pipeline", nil)
+	create(t, cm, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "junction-p4runtime-tls"}, Data: pki.ClientSecretData()})
+	return u, sch, samples(t, ns, u.addr)
 }

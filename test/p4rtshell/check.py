@@ -143,6 +143,8 @@ def run_checks():
     session.action["teid"] = "0x200"
     session.action["ue_addr_3gpp"] = "198.18.1.1"
     session.action["ue_addr_non3gpp"] = "198.18.2.1"
+    session.action["gateway_non3gpp"] = "192.0.2.20"  # the non-3GPP leg over N3, through a W-AGF
+    session.action["teid_non3gpp"] = "0x802"
     session.action["usage_idx"] = "1"
 
     route = sh.TableEntry("routes")(action="route")

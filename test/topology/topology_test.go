@@ -30,7 +30,9 @@ func TestTopologyIsTheSamples(t *testing.T) {
 		t.Errorf("UPFSpec differs from config/samples/upf.yaml:\n got  %+v\n want %+v", got, upf.Spec)
 	}
 
-	// alice and bob are the first two default UEs.
+	// alice, bob and carol are the first three default UEs; a leg over N3 goes through the
+	// access gateway's W-AGF.
+	names := []string{"alice-internet", "bob-internet", "carol-branch"}
 	legs := map[string][2]string{}
 	readSample(t, "sessions.yaml", func(doc []byte) {
 		var s junctionv1.ATSSSSession
@@ -42,12 +44,15 @@ func TestTopologyIsTheSamples(t *testing.T) {
 		}
 		legs[s.Name] = [2]string{string(s.Spec.AccessLegs.ThreeGPP.UEAddress), string(s.Spec.AccessLegs.NonThreeGPP.UEAddress)}
 		if s.Spec.AccessLegs.ThreeGPP.GNBAddress == junctionv1.IPv4Address(GNBN3.String()) {
-			if ue := s.Spec.UE.NodeName; ue != "ue-node-a" && ue != "ue-node-b" {
-				t.Errorf("session %s on node %q: the topology has ue-node-a and ue-node-b", s.Name, ue)
+			if ue := s.Spec.UE.NodeName; ue != DefaultUE(0).Node && ue != DefaultUE(1).Node && ue != DefaultUE(2).Node {
+				t.Errorf("session %s on node %q: the topology's default UEs are on ue-node-a, b and c", s.Name, ue)
 			}
 		}
+		if l := s.Spec.AccessLegs.NonThreeGPP; l.OverN3() && l.GatewayAddress != junctionv1.IPv4Address(WAGFN3.String()) {
+			t.Errorf("session %s: its line's gateway %s is not the topology's W-AGF %s", s.Name, l.GatewayAddress, WAGFN3)
+		}
 	})
-	for i, name := range []string{"alice-internet", "bob-internet"} {
+	for i, name := range names {
 		ue := DefaultUE(i)
 		want := [2]string{ue.Addr3GPP[0].String(), ue.AddrWiFi[0].String()}
 		if legs[name] != want {
