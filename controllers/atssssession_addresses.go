@@ -3,9 +3,8 @@ package controllers
 // The address gate of a session (docs/address-pools.md): its addresses must come from an
 // AddressPool granted to its namespace, and its session address must stay clear of the
 // cluster's service ranges, the API server's address and --reserved-prefixes (node and pod
-// ranges). A refused session has no entries on its UPF. N4 sessions the endpoint programs
-// itself (n4_direct.go) are not gated here yet; their objects are when the controller programs
-// them, and the UE agent checks them.
+// ranges). A refused session has no entries on its UPF; an N4 session the endpoint programs
+// itself (n4_direct.go) is refused to its SMF, before any entry is written.
 
 import (
 	"context"
@@ -29,16 +28,16 @@ import (
 const ReasonAddressNotAllowed = addrpool.Reason
 
 // checkAddresses returns an *addrpool.RefusedError when the session may not use its addresses.
-func (r *ATSSSSessionReconciler) checkAddresses(ctx context.Context, s *junctionv1.ATSSSSession) error {
+func (f *Fleet) checkAddresses(ctx context.Context, s *junctionv1.ATSSSSession) error {
 	var pools junctionv1.AddressPoolList
-	if err := r.List(ctx, &pools); err != nil {
+	if err := f.Client.List(ctx, &pools, client.UnsafeDisableDeepCopy); err != nil { // read only
 		return err
 	}
-	reserved, err := clusterRanges(ctx, r.Client)
+	reserved, err := clusterRanges(ctx, f.Client)
 	if err != nil {
 		return err
 	}
-	return addrpool.Check(s, pools.Items, append(reserved, r.Reserved...))
+	return addrpool.Check(s, pools.Items, append(reserved, f.Reserved...))
 }
 
 // refuseAddresses takes a refused session's entries off its UPF (if a pool shrank under it)

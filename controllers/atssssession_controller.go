@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
-	"github.com/junction-atsss/junction/internal/addrpool"
 	"github.com/junction-atsss/junction/internal/desired"
 )
 
@@ -50,9 +49,6 @@ type ATSSSSessionReconciler struct {
 	MaxConcurrentReconciles int
 	// Now is the clock (tests substitute it); default time.Now.
 	Now func() time.Time
-	// Reserved are ranges no session address may take beside the ServiceCIDRs (clusterRanges):
-	// the API server's address, the cluster's node and pod ranges.
-	Reserved []addrpool.Reserved
 
 	metrics sessionMetrics // junction_sessions, junction_session_programming_seconds
 }
@@ -117,7 +113,7 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	if !direct {
-		if err := r.checkAddresses(ctx, s); isRefused(err) {
+		if err := r.Fleet.checkAddresses(ctx, s); isRefused(err) {
 			return ctrl.Result{}, r.refuseAddresses(ctx, s, err)
 		} else if err != nil {
 			return ctrl.Result{}, err

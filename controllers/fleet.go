@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/addrpool"
 	"github.com/junction-atsss/junction/internal/alloc"
 	"github.com/junction-atsss/junction/internal/pathmon"
 	"github.com/junction-atsss/junction/internal/upfclient"
@@ -54,6 +55,9 @@ type Fleet struct {
 	// OnDeposed is called when a UPF's primary turns out to be a newer leader of this operator
 	// (deposedBy): cmd/manager stops the process, as losing the lease would.
 	OnDeposed func(upf types.NamespacedName)
+	// Reserved are ranges no session address may take beside the ServiceCIDRs (clusterRanges):
+	// the API server's address, the cluster's node and pod ranges.
+	Reserved []addrpool.Reserved
 
 	sessionEvents, policyEvents, upfEvents *requests
 	// upfStatusEvents ask for a UPF status refresh that may wait upfStatusDelay (usage counts).

@@ -109,6 +109,11 @@ func (f *Fleet) programN4(ctx context.Context, s *junctionv1.ATSSSSession, timeo
 	if err != nil {
 		return errSlowPath // the controller's path says why, in the session's status, in time
 	}
+	if err := f.checkAddresses(ctx, s); isRefused(err) {
+		return &n4.Refusal{Cause: n4.CauseMandatoryIEIncorrect, OffendingIE: ie.UEIPAddress, Msg: err.Error()}
+	} else if err != nil {
+		return err
+	}
 	var policies junctionv1.SteeringPolicyList
 	if err := f.Client.List(ctx, &policies, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil { // read only
 		return err

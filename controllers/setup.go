@@ -81,7 +81,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) (*Fleet,
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Log: mgr.GetLogger().WithName("fleet"),
 		Window: o.WriteWindow, ElectionLow: o.ElectionLow, ElectionIDHigh: o.ElectionIDHigh, Metrics: P4RuntimeMetrics,
 		PathConfig: o.PathConfig, StatusInterval: o.StatusInterval, ReconnectBackoff: o.ReconnectBackoff,
-		OnDeposed: o.OnDeposed,
+		OnDeposed: o.OnDeposed, Reserved: append(addrpool.APIServer(ctx, mgr.GetConfig().Host), o.Reserved...),
 	}
 	fleet.init()
 	if err := mgr.Add(fleet); err != nil {
@@ -97,9 +97,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) (*Fleet,
 	if err := (&SteeringPolicyReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec}).SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("SteeringPolicy controller: %w", err)
 	}
-	reserved := append(addrpool.APIServer(ctx, mgr.GetConfig().Host), o.Reserved...)
-	if err := (&ATSSSSessionReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec, MaxConcurrentReconciles: o.MaxConcurrentReconciles,
-		Reserved: reserved}).SetupWithManager(mgr); err != nil {
+	if err := (&ATSSSSessionReconciler{Client: mgr.GetClient(), Fleet: fleet, Recorder: rec, MaxConcurrentReconciles: o.MaxConcurrentReconciles}).SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("ATSSSSession controller: %w", err)
 	}
 	n4s := &N4Endpoints{Client: mgr.GetClient(), Cache: mgr.GetCache(), Fleet: fleet, Recorder: rec, Log: mgr.GetLogger().WithName("n4"), Timeout: o.N4Timeout}

@@ -639,6 +639,31 @@ func TestN4NonThreeGPPLegOverN3(t *testing.T) {
 	})
 }
 
+// TestN4RefusesAddressesNoPoolGrants: the endpoint checks an N4 session's addresses as the
+// controller checks a manifest's (docs/address-pools.md), before anything reaches the UPF: a UE
+// address no AddressPool grants the UPF's namespace is refused with cause 69 (Mandatory IE
+// incorrect), the Offending IE the UE IP Address (93).
+func TestN4RefusesAddressesNoPoolGrants(t *testing.T) {
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	s := alice()
+	s.UENon3GPP = netip.MustParseAddr("198.18.7.7") // outside testPool's UE addresses
+	est, err := r.smf.Establish(context.Background(), s)
+	if err == nil || est.Resp.Cause() != 69 || why(est.Resp) != "offending IE 93" {
+		t.Fatalf("establishment with an address no pool grants: %v (%s), want cause 69, offending IE 93", err, why(est.Resp))
+	}
+	got, err := r.u.entries(r.sch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countTable(got, "sessions") + countTable(got, "uplink_tunnels"); n != 0 {
+		t.Errorf("%d sessions and uplink_tunnels entries after the refusal, want none", n)
+	}
+	if n := len(r.n4Sessions(t)); n != 0 {
+		t.Errorf("%d N4 session objects after the refusal, want none", n)
+	}
+}
+
 func TestN4RefusesSessionsBeyondTheTables(t *testing.T) {
 	ctx := context.Background()
 	r := newN4Rig(t, nil, tableSize("sessions", 1))
