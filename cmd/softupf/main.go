@@ -281,7 +281,7 @@ func logStats(log *slog.Logger, dp *dataplane.Pipeline, set *ports.Set, srv *p4r
 			drops = append(drops, dataplane.DropReason(r).String(), n)
 		}
 	}
-	log.Info("data plane totals", append([]any{"held", st.Held}, drops...)...)
+	log.Info("data plane totals", append([]any{"held", st.Held, "packet_outs_dropped", st.PacketOutDrops}, drops...)...)
 	for _, p := range set.Stats() {
 		log.Info("port totals", "port", p.Port, "iface", p.Iface, "rx", p.RxPackets, "tx", p.TxPackets,
 			"rx_truncated", p.RxTruncated, "tx_errors", p.TxErrors)

@@ -92,9 +92,9 @@ func (cr *caseRun) step(ctx context.Context, i int) bool {
 		}
 	}
 	if s.PacketOut != nil {
-		num, ok := r.portNums[s.PacketOut.Port]
-		if !ok {
-			fail("packet_out: unknown port %q", s.PacketOut.Port)
+		num, err := cr.outPort(s.PacketOut.Port)
+		if err != nil {
+			fail("packet_out: %v", err)
 			return false
 		}
 		out, err := cr.vars.buildFrame(s.PacketOut.Frame, false)
@@ -503,4 +503,17 @@ func (cr *caseRun) readRegister(ctx context.Context, reg *p4schema.Register, idx
 		}
 	}
 	return 0, fmt.Errorf("read returned no entry for index %d", idx)
+}
+
+// outPort is a packet-out's egress port: a port of the topology by name, or a number ($cpu, or
+// a port the target does not have).
+func (cr *caseRun) outPort(name string) (uint32, error) {
+	if num, ok := cr.r.portNums[name]; ok {
+		return num, nil
+	}
+	n, err := cr.vars.number(name, 9)
+	if err != nil {
+		return 0, fmt.Errorf("port %q: not a port of the topology, and %w", name, err)
+	}
+	return uint32(n), nil
 }

@@ -8,14 +8,17 @@ package dataplane
 // or a drop Puts it back at once.
 
 import (
+	"encoding/binary"
+
 	"github.com/junction-atsss/junction/internal/wire"
 )
 
 // Tuning constants.
 const (
 	// Headroom is where a received frame starts in its buffer: at least wire.MaxHeadroom (the
-	// most the pipeline prepends) and a multiple of 64 so frames start cache-line aligned.
-	Headroom = (wire.MaxHeadroom + 63) / 64 * 64
+	// most the pipeline prepends) plus an 802.1Q tag put back (InsertVLAN), and a multiple of
+	// 64 so frames start cache-line aligned.
+	Headroom = (wire.MaxHeadroom + vlanTagLen + 63) / 64 * 64
 	// MaxFrame is the largest frame a port receives or sends: a 9000-byte jumbo MTU plus
 	// Ethernet and one VLAN tag, with room to spare, as most switches accept.
 	MaxFrame = 9216
@@ -47,6 +50,24 @@ func (p *Packet) SetRead(n int) {
 	p.off, p.end = Headroom, Headroom+min(n, MaxFrame)
 	p.tail = p.end
 }
+
+// InsertVLAN puts an 802.1Q tag (tpid, tci) back after the MAC addresses of a frame just read,
+// where it was on the wire (a packet socket reads it separately: ports_linux.go), growing the
+// frame into the headroom; it reports false if the frame is too short or would not fit.
+func (p *Packet) InsertVLAN(tpid, tci uint16) bool {
+	const macs = 12
+	if p.end-p.off < macs || p.off < vlanTagLen || p.end-p.off+vlanTagLen > MaxFrame {
+		return false
+	}
+	p.off -= vlanTagLen
+	copy(p.buf[p.off:], p.buf[p.off+vlanTagLen:p.off+vlanTagLen+macs])
+	binary.BigEndian.PutUint16(p.buf[p.off+macs:], tpid)
+	binary.BigEndian.PutUint16(p.buf[p.off+macs+2:], tci)
+	return true
+}
+
+// vlanTagLen is an 802.1Q tag's length: TPID and TCI.
+const vlanTagLen = 4
 
 // SetFrame copies frame into the packet at Headroom; it reports false if it does not fit.
 func (p *Packet) SetFrame(frame []byte) bool {

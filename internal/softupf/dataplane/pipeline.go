@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
@@ -62,6 +63,8 @@ type Pipeline struct {
 	events p4rt.Events
 
 	reorder reorderer
+
+	packetOutDrops atomic.Uint64 // packet-outs to the CPU port or to a port with no interface
 }
 
 var _ p4rt.Target = (*Pipeline)(nil)
@@ -314,13 +317,16 @@ func (p *Pipeline) WriteCloneSession(id uint32, replicas []*p4v1.Replica) error 
 	return nil
 }
 
-// PacketOut sends frame unchanged on egressPort.
+// PacketOut sends frame unchanged on egressPort. A packet-out to the CPU port or to a port
+// with no interface is dropped and counted (Stats.PacketOutDrops), not refused: the P4 program
+// drops it so on every target (docs/pipeline.md, "Packet I/O").
 func (p *Pipeline) PacketOut(egressPort uint32, frame []byte) error {
-	if p.sink == nil || !p.sink.HasPort(egressPort) {
-		return fmt.Errorf("packet-out: no port %d", egressPort)
-	}
 	if len(frame) > MaxFrame {
 		return fmt.Errorf("packet-out: frame of %d bytes exceeds %d", len(frame), MaxFrame)
+	}
+	if p.sink == nil || egressPort == p.cpuPort || !p.sink.HasPort(egressPort) {
+		p.packetOutDrops.Add(1)
+		return nil
 	}
 	pkt := p.pool.TryGet()
 	if pkt == nil {
@@ -338,6 +344,8 @@ type Stats struct {
 	Held      int                    // packets in reorder queues
 	FreeBufs  int
 	Pipelined bool
+	// PacketOutDrops are packet-outs to the CPU port or to a port with no interface.
+	PacketOutDrops uint64
 }
 
 // Stats returns a snapshot.
@@ -356,6 +364,7 @@ func (p *Pipeline) Stats() Stats {
 	s.Held = p.reorder.total
 	p.reorder.mu.Unlock()
 	s.FreeBufs = p.pool.Free()
+	s.PacketOutDrops = p.packetOutDrops.Load()
 	return s
 }
 

@@ -509,8 +509,14 @@ func TestPacketOut(t *testing.T) {
 	if len(h.sink.sent) != 1 || h.sink.sent[0].port != portWiFi || !bytes.Equal(h.sink.sent[0].frame, frame) {
 		t.Fatalf("packet-out sent %v", h.sink.sent)
 	}
-	if err := h.p.PacketOut(99, frame); err == nil {
-		t.Error("packet-out to an unmapped port succeeded")
+	// docs/pipeline.md: to the CPU port or to a port with no interface, dropped and counted.
+	for _, port := range []uint32{cpuPort, 99} {
+		if err := h.p.PacketOut(port, frame); err != nil {
+			t.Errorf("packet-out to port %d: %v, want it dropped without an error", port, err)
+		}
+	}
+	if len(h.sink.sent) != 1 || h.p.Stats().PacketOutDrops != 2 {
+		t.Errorf("after packet-outs to the CPU port and port 99: %d sent, %d dropped; want 1 sent, 2 dropped", len(h.sink.sent), h.p.Stats().PacketOutDrops)
 	}
 }
 

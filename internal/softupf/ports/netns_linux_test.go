@@ -118,7 +118,8 @@ func (crossover) Process(in, out []*dataplane.Packet) []*dataplane.Packet {
 	return out
 }
 
-// recorder keeps copies of IPv4 frames (the kernel's IPv6 chatter on new links is ignored).
+// recorder keeps copies of IPv4 frames, tagged or not (the kernel's IPv6 chatter on new links is
+// ignored).
 type recorder struct {
 	pool *dataplane.Pool
 	mu   sync.Mutex
@@ -129,12 +130,17 @@ func (r *recorder) Process(in, out []*dataplane.Packet) []*dataplane.Packet {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range in {
-		if f := p.Frame(); len(f) > 14 && f[12] == 0x08 && f[13] == 0x00 {
+		if f := p.Frame(); ours(f) {
 			r.got[p.InPort] = append(r.got[p.InPort], bytes.Clone(f))
 		}
 		r.pool.Put(p)
 	}
 	return out
+}
+
+// ours says whether a frame is one a test sends: IPv4, or tagged (802.1Q, 802.1ad).
+func ours(f []byte) bool {
+	return len(f) > 18 && (f[12] == 0x08 && f[13] == 0x00 || f[12] == 0x81 && f[13] == 0x00 || f[12] == 0x88 && f[13] == 0xa8)
 }
 
 func (r *recorder) frames(port uint32) [][]byte {
@@ -240,6 +246,66 @@ func TestPortsForwardBetweenVeths(t *testing.T) {
 	if free := upfPool.Free(); free < upfPool.Size()-2*BatchSize {
 		t.Errorf("UPF pool has %d of %d buffers free", free, upfPool.Size())
 	}
+}
+
+// TestPortsKeepVLANTags: a tagged frame reaches the pipeline with its tag where it was on the
+// wire, and leaves with it (the kernel gives a packet socket the tag beside the frame,
+// PACKET_AUXDATA; issue 30: the pipeline saw an 802.1Q-tagged IPv4 frame as untagged IPv4).
+func TestPortsKeepVLANTags(t *testing.T) {
+	tb := newTestbed(t)
+	upfPool := dataplane.NewPool(4 * BatchSize)
+	upf := openIn(t, tb.upf, []Mapping{{1, tb.u1}, {2, tb.u2}}, upfPool)
+	seen := &recorder{pool: upfPool, got: map[uint32][][]byte{}}
+	run(t, upf, teeCrossover{seen})
+
+	peerPool := dataplane.NewPool(4 * BatchSize)
+	peer := openIn(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
+	rec := &recorder{pool: peerPool, got: map[uint32][][]byte{}}
+	run(t, peer, rec)
+
+	untagged := wiretest.Build(wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
+		wire.IPv4{Src: [4]byte{198, 51, 100, 1}, Dst: [4]byte{203, 0, 113, 1}}, wire.UDP{SrcPort: 1000, DstPort: 2000}, []byte("tagged"))
+	tag := func(tpid, tci uint16) []byte { // the tag after the MAC addresses
+		return append(append(bytes.Clone(untagged[:12]), byte(tpid>>8), byte(tpid), byte(tci>>8), byte(tci)), untagged[12:]...)
+	}
+	frames := [][]byte{tag(0x8100, 0x0064), tag(0x88a8, 0x2ffe), untagged}
+	for _, f := range frames {
+		pkt := peerPool.Get(nil)
+		pkt.SetFrame(f)
+		pkt.OutPort = 1
+		peer.Transmit([]*dataplane.Packet{pkt})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rec.frames(2)) < len(frames) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, c := range []struct {
+		where string
+		got   [][]byte
+	}{{"the UPF's pipeline read on port 1", seen.frames(1)}, {"the peer received on p2", rec.frames(2)}} {
+		if len(c.got) != len(frames) {
+			t.Fatalf("%s: %d frames, want %d", c.where, len(c.got), len(frames))
+		}
+		for i, f := range frames {
+			if !bytes.Equal(c.got[i], f) {
+				t.Errorf("%s, frame %d:\ngot  %x\nwant %x", c.where, i, c.got[i], f)
+			}
+		}
+	}
+}
+
+// teeCrossover records what the pipeline is given, then sends it out the other port.
+type teeCrossover struct{ r *recorder }
+
+func (c teeCrossover) Process(in, out []*dataplane.Packet) []*dataplane.Packet {
+	c.r.mu.Lock()
+	for _, p := range in {
+		if f := p.Frame(); ours(f) {
+			c.r.got[p.InPort] = append(c.r.got[p.InPort], bytes.Clone(f))
+		}
+	}
+	c.r.mu.Unlock()
+	return crossover{}.Process(in, out)
 }
 
 func TestParseMapping(t *testing.T) {

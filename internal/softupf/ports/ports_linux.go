@@ -4,8 +4,10 @@ package ports
 //
 // A frame's way through a port: reader.run fills BatchSize pool buffers ─> recvmmsg (through
 // the Go poller, so Close wakes it) ─> own transmissions (PACKET_OUTGOING) and truncated
-// frames are skipped, their buffers reused ─> Processor.Process ─> Set.send groups the output
-// by egress port ─> sendmmsg ─> buffers back to the pool.
+// frames are skipped, their buffers reused ─> an 802.1Q tag the kernel took off is put back
+// (PACKET_AUXDATA), so the pipeline sees the frame as it was on the wire ─>
+// Processor.Process ─> Set.send groups the output by egress port ─> sendmmsg ─> buffers back
+// to the pool.
 
 import (
 	"context"
@@ -104,6 +106,11 @@ func openPort(m Mapping) (*port, error) {
 	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
 		return fail("promiscuous mode", err)
 	}
+	// The kernel takes a VLAN tag off before a packet socket reads the frame and gives it
+	// beside it (tpacket_auxdata): the reader puts it back.
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_AUXDATA, 1); err != nil {
+		return fail("PACKET_AUXDATA", err)
+	}
 	// Best effort (Linux >= 4.20): the reader also skips PACKET_OUTGOING by its address.
 	_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
 	// Best effort: large socket buffers absorb bursts while a reader is descheduled (the
@@ -185,6 +192,7 @@ type reader struct {
 	hdrs   [BatchSize]mmsghdr
 	iovs   [BatchSize]unix.Iovec
 	names  [BatchSize]unix.RawSockaddrLinklayer
+	auxs   [BatchSize][auxSpace]byte
 	in     []*dataplane.Packet
 	out    []*dataplane.Packet
 	tx     *txScratch
@@ -202,6 +210,7 @@ func newReader(s *Set, p *port, proc Processor, done chan struct{}) *reader {
 		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
 		h.Iov = &r.iovs[i]
 		h.SetIovlen(1)
+		h.Control = &r.auxs[i][0]
 	}
 	r.readFn = r.recvmmsg
 	return r
@@ -233,6 +242,7 @@ func (r *reader) run() error {
 			r.iovs[i].Base = &b[0]
 			r.iovs[i].SetLen(len(b))
 			r.hdrs[i].hdr.Namelen = unix.SizeofSockaddrLinklayer
+			r.hdrs[i].hdr.SetControllen(int(auxSpace))
 			r.hdrs[i].hdr.Flags = 0
 		}
 		if err := r.p.rc.Read(r.readFn); err != nil {
@@ -259,8 +269,15 @@ func (r *reader) run() error {
 				continue
 			}
 			pkt := r.bufs[i]
-			r.bufs[i] = nil
 			pkt.SetRead(n)
+			if tpid, tci, tagged := vlanTag(r.auxs[i][:r.hdrs[i].hdr.Controllen]); tagged {
+				if !pkt.InsertVLAN(tpid, tci) {
+					r.p.stats.rxTruncated.Add(1)
+					continue
+				}
+				n += 4
+			}
+			r.bufs[i] = nil
 			pkt.InPort = r.p.num
 			r.p.stats.rxBytes.Add(uint64(n))
 			in = append(in, pkt)
@@ -271,6 +288,31 @@ func (r *reader) run() error {
 		clear(out)
 		r.out = out[:0]
 	}
+}
+
+// auxSpace holds the one control message a port's socket gets: PACKET_AUXDATA, its header and
+// a tpacket_auxdata, aligned (CMSG_SPACE; checked in the tests against unix.CmsgSpace).
+const auxSpace = unix.SizeofCmsghdr + (unsafe.Sizeof(unix.TpacketAuxdata{})+7)&^7
+
+// vlanTag reads the VLAN tag the kernel took off a frame from its PACKET_AUXDATA control
+// message: TPID (802.1Q unless the kernel says otherwise) and TCI.
+func vlanTag(ctrl []byte) (tpid, tci uint16, ok bool) {
+	if len(ctrl) < unix.CmsgLen(int(unsafe.Sizeof(unix.TpacketAuxdata{}))) {
+		return 0, 0, false
+	}
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&ctrl[0]))
+	if h.Level != unix.SOL_PACKET || h.Type != unix.PACKET_AUXDATA {
+		return 0, 0, false
+	}
+	aux := (*unix.TpacketAuxdata)(unsafe.Pointer(&ctrl[unix.CmsgLen(0)]))
+	if aux.Status&unix.TP_STATUS_VLAN_VALID == 0 {
+		return 0, 0, false
+	}
+	tpid = 0x8100
+	if aux.Status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+		tpid = aux.Vlan_tpid
+	}
+	return tpid, aux.Vlan_tci, true
 }
 
 // release returns the reader's unused buffers.

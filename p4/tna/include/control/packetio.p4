@@ -1,7 +1,10 @@
 // JUNCTION-UPF, TNA build: P4Runtime packet I/O.
 //
 // Packet's way: a frame from the CPU port carries packet_out and is sent
-// unchanged on packet_out.egress_port (PacketOut, first). A frame the pipeline
+// unchanged on packet_out.egress_port (PacketOut, first); one whose egress_port
+// is the CPU port is dropped (docs/pipeline.md), as one to a port the target
+// does not have is: it is given no egress port, and the traffic manager drops a
+// packet without one. (Writing drop_ctl here, beside Verdict's, costs a 21st stage.) A frame the pipeline
 // punts goes to the CPU port with packet_in naming the port it arrived on
 // (PacketIn, last), and so does a packet routed to the CPU port, as the routes
 // made it.
@@ -13,7 +16,9 @@ control PacketOut(inout headers_t hdr, inout local_metadata_t md,
                   inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     apply {
         if (hdr.packet_out.isValid()) {
-            ig_tm_md.ucast_egress_port = hdr.packet_out.egress_port;
+            if (hdr.packet_out.egress_port != TNA_CPU_PORT) {
+                ig_tm_md.ucast_egress_port = hdr.packet_out.egress_port;
+            }
             hdr.packet_out.setInvalid();  // (the parser set md.done)
         }
     }
