@@ -136,6 +136,25 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 		t.Errorf("UE agent rules differ from ue-daemonset/role.yaml:\n got %v\nwant %v", got, want)
 	}
 
+	// The UE agent's admission policy is ue-daemonset's, for the release's ServiceAccount.
+	policy, binding := objs["ValidatingAdmissionPolicy/j-ue-agent"], objs["ValidatingAdmissionPolicyBinding/j-ue-agent"]
+	if policy == nil || binding == nil {
+		t.Fatalf("the UE agent's ValidatingAdmissionPolicy or its binding not rendered: %v", names(objs))
+	}
+	srcPolicy := readYAML(t, filepath.Join(root, "ue-daemonset", "admission_policy.yaml"))["spec"].(map[string]any)
+	gotPolicy := policy.Object["spec"].(map[string]any)
+	for _, f := range []string{"matchConstraints", "variables", "validations", "failurePolicy"} {
+		if !reflect.DeepEqual(gotPolicy[f], srcPolicy[f]) {
+			t.Errorf("the UE agent's admission policy's %s differs from ue-daemonset/admission_policy.yaml:\n got %v\nwant %v", f, gotPolicy[f], srcPolicy[f])
+		}
+	}
+	if want := []any{map[string]any{"name": "ue-agent", "expression": "request.userInfo.username == 'system:serviceaccount:junction-system:j-ue-agent'"}}; !reflect.DeepEqual(gotPolicy["matchConditions"], want) {
+		t.Errorf("the UE agent's admission policy matches %v, want the release's ServiceAccount %v", gotPolicy["matchConditions"], want)
+	}
+	if got, _, _ := unstructured.NestedString(binding.Object, "spec", "policyName"); got != "j-ue-agent" {
+		t.Errorf("the admission policy binding names policy %q, want j-ue-agent", got)
+	}
+
 	// The UE agent's pod spec is ue-daemonset's but for the release's names and image.
 	src := readYAML(t, filepath.Join(root, "ue-daemonset", "daemonset.yaml"))
 	srcPod := src["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)

@@ -15,12 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+var clusterScoped = map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true, "ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
+
 func TestEveryObjectIsAcceptedByTheAPIServer(t *testing.T) {
 	objs := build(t)
 	kinds := map[string]int{}
 	for _, obj := range objs {
 		kinds[obj.GetKind()]++
-		if obj.GetKind() != "ClusterRole" && obj.GetKind() != "ClusterRoleBinding" && obj.GetNamespace() != namespace {
+		if !clusterScoped[obj.GetKind()] && obj.GetNamespace() != namespace {
 			t.Errorf("%s %s is in namespace %q, want %s", obj.GetKind(), obj.GetName(), obj.GetNamespace(), namespace)
 		}
 		if obj.GetName() != agentName {
@@ -28,7 +30,8 @@ func TestEveryObjectIsAcceptedByTheAPIServer(t *testing.T) {
 		}
 		dryRunApply(t, obj, nil)
 	}
-	want := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "DaemonSet": 1}
+	want := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "DaemonSet": 1,
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Errorf("ue-daemonset builds %v, want %v (a Namespace would make `kubectl delete -k` remove the operator's)", kinds, want)
 	}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/junction-atsss/junction/internal/testenv"
@@ -44,7 +45,8 @@ const (
 )
 
 var (
-	k8s client.Client // uncached, as the cluster admin
+	k8s       client.Client // uncached, as the cluster admin
+	k8sConfig *rest.Config  // k8s's, whose host and CA other users' clients share
 	// missing says why the tests cannot run (no kustomize or no envtest control plane).
 	missing error
 )
@@ -67,6 +69,7 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stop envtest:", err)
 		}
 	}()
+	k8sConfig = cfg
 	if k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
