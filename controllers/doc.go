@@ -9,7 +9,11 @@ package controllers
 // +kubebuilder:rbac:groups=atsss.junction.dev,resources=userplanefunctions/finalizers;steeringpolicies/finalizers;atssssessions/finalizers,verbs=update
 // The N4 endpoints (n4.go) create and delete the sessions and traffic classes SMFs ask for.
 // +kubebuilder:rbac:groups=atsss.junction.dev,resources=steeringpolicies;atssssessions,verbs=create;delete
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
+// The UPFs' pipeline ConfigMaps, in any namespace.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// The UPFs' TLS Secrets: a Role, granted in each namespace that holds UPFs (the chart's
+// upfNamespaces; config/default: the operator's own), never every Secret of the cluster.
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;list;watch
 // AddressPools, and the service ranges a session address must stay out of.
 // +kubebuilder:rbac:groups=atsss.junction.dev,resources=addresspools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=get;list;watch

@@ -56,21 +56,33 @@ type Options struct {
 //     ConfigMap and TLS Secret, a few reads per UPF event), not from a cache, and the watches that
 //     trigger those reconciles keep metadata only. A cache would hold a copy of every Secret and
 //     ConfigMap in the cluster (Helm's release Secrets included) in the operator's memory.
+//   - The Secret watch covers secretNamespaces only (every namespace when empty): the operator
+//     may read Secrets in the namespaces that hold UPFs alone (docs/threat-model.md), and a
+//     watch beyond its RBAC would never sync.
 //   - The cache's watches have a connection to the API server of their own. On the connection
 //     the client writes on, their events queued in HTTP/2 behind up to MaxConcurrentReconciles
 //     status writes in flight, and new sessions reached the operator a second or more after their
 //     create (README, "Benchmark"). Setting Dial makes client-go build that connection's
 //     transport instead of sharing its cached one; the timeouts are client-go's.
-func ManagerOptions(cfg *rest.Config) (ctrl.Options, error) {
+func ManagerOptions(cfg *rest.Config, secretNamespaces []string) (ctrl.Options, error) {
 	watchCfg := rest.CopyConfig(cfg)
 	watchCfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	watchHC, err := rest.HTTPClientFor(watchCfg)
 	if err != nil {
 		return ctrl.Options{}, fmt.Errorf("the watches' HTTP client: %w", err)
 	}
+	secrets := map[string]cache.Config{cache.AllNamespaces: {}}
+	if len(secretNamespaces) > 0 {
+		secrets = map[string]cache.Config{}
+		for _, ns := range secretNamespaces {
+			secrets[ns] = cache.Config{}
+		}
+	}
 	return ctrl.Options{
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
-		Cache:  cache.Options{HTTPClient: watchHC},
+		Cache: cache.Options{HTTPClient: watchHC, ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Namespaces: secrets},
+		}},
 	}, nil
 }
 

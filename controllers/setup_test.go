@@ -13,7 +13,7 @@ import (
 // client must end in a different *http.Transport.
 func TestWatchesHaveAConnectionOfTheirOwn(t *testing.T) {
 	cfg := &rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-	opts, err := ManagerOptions(cfg)
+	opts, err := ManagerOptions(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

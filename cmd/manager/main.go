@@ -52,7 +52,7 @@ func run() error {
 		apiQPS                                 float64
 		apiBurst                               int
 		n4LeaderLabel                          bool
-		reservedPrefixes                       string
+		reservedPrefixes, secretNamespaces     string
 		electionHigh                           uint64
 	)
 	def := pathmon.DefaultConfig()
@@ -80,6 +80,7 @@ func run() error {
 	flag.BoolVar(&n4LeaderLabel, "n4-leader-label", false, "Label this pod "+controllers.LabelN4Leader+"=true while it leads (POD_NAME and POD_NAMESPACE name the pod), for a Service that sends N4 to the leader.")
 	zopts := zap.Options{Development: false}
 	flag.StringVar(&reservedPrefixes, "reserved-prefixes", "", "Comma-separated IPv4 prefixes no session address may take beside the ServiceCIDRs and the API server's address: the cluster's node and pod ranges (docs/address-pools.md).")
+	flag.StringVar(&secretNamespaces, "secret-namespaces", "", "Comma-separated namespaces whose Secrets the operator reads (the UserPlaneFunctions' TLS Secrets), as its RBAC allows; empty: every namespace.")
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	reserved, err := addrpool.ParseReserved(reservedPrefixes, "the cluster's reserved range (--reserved-prefixes)")
@@ -107,7 +108,11 @@ func run() error {
 	}
 	restCfg := ctrl.GetConfigOrDie()
 	restCfg.QPS, restCfg.Burst = float32(apiQPS), apiBurst
-	opts, err := controllers.ManagerOptions(restCfg)
+	var secretNS []string
+	if secretNamespaces != "" {
+		secretNS = strings.Split(secretNamespaces, ",")
+	}
+	opts, err := controllers.ManagerOptions(restCfg, secretNS)
 	if err != nil {
 		return err
 	}

@@ -129,6 +129,18 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 	if got, want := objs["ClusterRole/j-operator"].Object["rules"], readYAML(t, filepath.Join(root, "config", "rbac", "role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("operator rules differ from config/rbac/role.yaml:\n got %v\nwant %v", got, want)
 	}
+	// config/rbac/role.yaml's second document: the Role for the Secrets, cluster-wide by default.
+	secretsRole := map[string]any{}
+	generated, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if docs := strings.Split(string(generated), "\n---\n"); len(docs) != 2 || yaml.Unmarshal([]byte(docs[1]), &secretsRole) != nil || secretsRole["kind"] != "Role" {
+		t.Errorf("config/rbac/role.yaml is not a ClusterRole and a Role (for the Secrets): %d documents", len(docs))
+	}
+	if got := objs["ClusterRole/j-operator-secrets"]; got == nil || !reflect.DeepEqual(got.Object["rules"], secretsRole["rules"]) {
+		t.Errorf("the operator's Secrets rules differ from config/rbac/role.yaml's Role: %v", got)
+	}
 	if got, want := objs["ClusterRole/j-metrics-auth"].Object["rules"], readYAML(t, filepath.Join(root, "config", "rbac", "metrics_auth_role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("metrics auth rules differ from config/rbac/metrics_auth_role.yaml:\n got %v\nwant %v", got, want)
 	}

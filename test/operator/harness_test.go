@@ -301,6 +301,9 @@ type operatorOptions struct {
 	onDeposed func(types.NamespacedName)
 	// electionHigh is controllers.Options.ElectionIDHigh (the administrator's flag).
 	electionHigh uint64
+	// secretNamespaces are where the operator reads Secrets (cmd/manager's --secret-namespaces;
+	// nil: every namespace, whatever the namespace the rest of the cache watches).
+	secretNamespaces []string
 }
 
 // ownConnection is cfg for a client with its own connection to the API server, as another
@@ -332,7 +335,7 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 			})
 		})
 	}
-	opts, err := controllers.ManagerOptions(cfg)
+	opts, err := controllers.ManagerOptions(cfg, o.secretNamespaces)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,13 +90,52 @@ func TestChartRBACIsEnoughForTheSamples(t *testing.T) {
 	}
 }
 
-// applyChartRBAC creates the chart's ServiceAccount, roles and bindings for a release in ns and
-// returns the ServiceAccount's user name.
-func applyChartRBAC(t *testing.T, ns, release string) string {
+// TestChartReadsSecretsOnlyInUPFNamespaces: with upfNamespaces the chart lets the operator read
+// Secrets in those namespaces and nowhere else, and the operator, told the same namespaces
+// (--secret-namespaces, which the chart passes), programs the samples' UPF from its TLS Secret.
+func TestChartReadsSecretsOnlyInUPFNamespaces(t *testing.T) {
+	ns, other := newNamespace(t), newNamespace(t)
+	sa := applyChartRBAC(t, ns, ns, "--set", "upfNamespaces={"+ns+"}")
+
+	_, _, objs := samplesUPF(t, ns)
+	create(t, objs...)
+	startOperator(t, ns, operatorOptions{secretNamespaces: []string{ns}, impersonate: rest.ImpersonationConfig{
+		UserName: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}})
+	for _, o := range objs {
+		if _, ok := o.(*junctionv1.UserPlaneFunction); ok {
+			waitCondition(t, programTimeout, o, junctionv1.ConditionReady, "True", "")
+		}
+	}
+
+	for _, tc := range []struct {
+		verb, namespace string
+		allowed         bool
+	}{
+		{"get", ns, true}, {"list", ns, true}, {"watch", ns, true},
+		{"get", other, false}, {"list", other, false}, {"watch", other, false},
+		{"list", "", false}, // every namespace
+		{"update", ns, false},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: tc.namespace, Verb: tc.verb, Resource: "secrets"},
+		}}
+		if err := k8s.Create(context.Background(), sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != tc.allowed {
+			t.Errorf("%s secrets in %q: allowed %v, want %v (%s)", tc.verb, tc.namespace, sar.Status.Allowed, tc.allowed, sar.Status.Reason)
+		}
+	}
+}
+
+// applyChartRBAC creates the chart's ServiceAccount, roles and bindings for a release in ns
+// (helm's args added to its values) and returns the ServiceAccount's user name.
+func applyChartRBAC(t *testing.T, ns, release string, args ...string) string {
 	t.Helper()
 	root := testenv.RepoRoot()
-	out, err := exec.Command(filepath.Join(root, "bin", "helm"), "template", release, filepath.Join(root, "charts", "junction"),
-		"-n", ns, "--kube-version", "1.33.0").CombinedOutput()
+	out, err := exec.Command(filepath.Join(root, "bin", "helm"), append([]string{"template", release, filepath.Join(root, "charts", "junction"),
+		"-n", ns, "--kube-version", "1.33.0"}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("helm template (hack/tools.sh helm): %v\n%s", err, out)
 	}

@@ -355,7 +355,7 @@ func newK8sNamespace(t testing.TB) string {
 func startOperator(t testing.TB, ns string) {
 	t.Helper()
 	skip := true
-	opts, err := controllers.ManagerOptions(restCfg)
+	opts, err := controllers.ManagerOptions(restCfg, nil)
 	must(t, err)
 	opts.Scheme = scheme.Scheme
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
