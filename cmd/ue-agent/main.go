@@ -4,7 +4,7 @@
 // session's 3GPP and non-3GPP legs toward the UPF (internal/ueagent).
 // Flags are parsed here only.
 //
-//	ue-agent --node-name=$(NODE_NAME) --metrics-addr=:9110 --health-addr=:9111
+//	ue-agent --node-name=$(NODE_NAME) --metrics-addr=$(POD_IP):9110 --health-addr=$(POD_IP):9111
 //
 // It needs CAP_NET_ADMIN and /dev/net/tun, and runs in the node's network namespace.
 package main
@@ -42,8 +42,8 @@ func run() error {
 	flag.StringVar(&namespace, "namespace", "", "Serve the sessions of these namespaces only (comma-separated; the chart's ueAgent.namespaces); empty: all namespaces.")
 	flag.StringVar(&reserved, "reserved-prefixes", "", "Comma-separated IPv4 prefixes no session address may take beside the node's own networks and the API server's address: the cluster's node, pod and service ranges (docs/address-pools.md).")
 	flag.StringVar(&netns, "netns", "", "Network namespace (a name under /var/run/netns, or a path) that holds the node's legs and gets the TUNs; empty: the agent's own. For running several agents as separate nodes on one machine (the testbed).")
-	flag.StringVar(&metricsAddr, "metrics-addr", ":9110", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
-	flag.StringVar(&healthAddr, "health-addr", ":9111", "Address of the /healthz and /readyz endpoints.")
+	flag.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9110", "Address of the Prometheus /metrics endpoint (plain HTTP: never an access interface's); \"0\" disables it.")
+	flag.StringVar(&healthAddr, "health-addr", "127.0.0.1:9111", "Address of the /healthz and /readyz endpoints (the kubelet's probes need the node's address).")
 	flag.DurationVar(&statusInterval, "status-interval", 10*time.Second, "Least time between two status writes of a session that change only RTTs.")
 	flag.DurationVar(&minStatusInterval, "min-status-interval", time.Second, "Least time between two status writes of a session.")
 	var exp ueagent.Experiment

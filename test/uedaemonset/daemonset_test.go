@@ -174,10 +174,20 @@ func TestAgentKnowsItsNodeAndIsProbed(t *testing.T) {
 		nodeEnv.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
 		t.Errorf("NODE_NAME is %+v, want the downward API's spec.nodeName", nodeEnv)
 	}
+	// Metrics and health on the node's cluster address (a host-network pod's IP) alone, where
+	// the kubelet probes and a scraper reaches the node: not on the access interfaces (WiFi, the
+	// 5G modem) that hold the UEs' addresses.
+	podIP := envFrom(c, "POD_IP")
+	if podIP == nil || podIP.FieldRef == nil || podIP.FieldRef.FieldPath != "status.podIP" {
+		t.Errorf("POD_IP is %+v, want the downward API's status.podIP", podIP)
+	}
+	if !ds.Spec.Template.Spec.HostNetwork {
+		t.Error("not on the host network: status.podIP is not the node's address")
+	}
 	for _, want := range []string{
 		"--node-name=$(NODE_NAME)",
-		fmt.Sprintf("--metrics-addr=:%d", metricsPort),
-		fmt.Sprintf("--health-addr=:%d", healthPort),
+		fmt.Sprintf("--metrics-addr=$(POD_IP):%d", metricsPort),
+		fmt.Sprintf("--health-addr=$(POD_IP):%d", healthPort),
 	} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %v lack %s", c.Args, want)
@@ -203,6 +213,16 @@ func TestAgentKnowsItsNodeAndIsProbed(t *testing.T) {
 	if r.Requests.Cpu().IsZero() || r.Requests.Memory().IsZero() || r.Limits.Memory().IsZero() {
 		t.Errorf("resources are %+v, want cpu and memory requests and a memory limit", r)
 	}
+}
+
+// envFrom is the source of the container's variable name, nil when it has none.
+func envFrom(c *corev1.Container, name string) *corev1.EnvVarSource {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.ValueFrom
+		}
+	}
+	return nil
 }
 
 // systemNodeCritical is the priority of the built-in class system-node-critical.
