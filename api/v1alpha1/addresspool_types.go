@@ -33,6 +33,8 @@ type AddressPoolSpec struct {
 // objects) grants addresses; a namespace's own objects cannot widen what it may claim.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=jpool,categories=junction
+// +kubebuilder:metadata:annotations="helm.sh/resource-policy=keep"
+// +kubebuilder:metadata:annotations="argocd.argoproj.io/sync-options=Prune=false,Delete=false"
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.namespace`
 // +kubebuilder:printcolumn:name="Sessions",type=string,JSONPath=`.spec.sessionAddresses`
 // +kubebuilder:printcolumn:name="UEs",type=string,JSONPath=`.spec.ueAddresses`

@@ -385,6 +385,8 @@ type AgentStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mas;atsss,categories=junction
+// +kubebuilder:metadata:annotations="helm.sh/resource-policy=keep"
+// +kubebuilder:metadata:annotations="argocd.argoproj.io/sync-options=Prune=false,Delete=false"
 // +kubebuilder:selectablefield:JSONPath=`.spec.ue.nodeName`
 // +kubebuilder:selectablefield:JSONPath=`.spec.accessLegs.threeGPP.gnbAddress`
 // +kubebuilder:selectablefield:JSONPath=`.spec.accessLegs.nonThreeGPP.gatewayAddress`

@@ -131,6 +131,8 @@ type SteeringPolicyStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=spol,categories=junction
+// +kubebuilder:metadata:annotations="helm.sh/resource-policy=keep"
+// +kubebuilder:metadata:annotations="argocd.argoproj.io/sync-options=Prune=false,Delete=false"
 // +kubebuilder:printcolumn:name="Precedence",type=integer,JSONPath=`.spec.precedence`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.steering.mode`
 // +kubebuilder:printcolumn:name="App-ID",type=integer,JSONPath=`.status.applicationID`

@@ -361,6 +361,8 @@ type UserPlaneFunctionStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=upf,categories=junction
+// +kubebuilder:metadata:annotations="helm.sh/resource-policy=keep"
+// +kubebuilder:metadata:annotations="argocd.argoproj.io/sync-options=Prune=false,Delete=false"
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.p4runtime.address`
 // +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].status`
 // +kubebuilder:printcolumn:name="Pipeline",type=string,JSONPath=`.status.conditions[?(@.type=="PipelineReady")].status`
