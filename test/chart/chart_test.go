@@ -47,13 +47,13 @@ var allOptional = []string{"--set", "ueAgent.enabled=true", "--set", "metrics.se
 	"--set", "softupf.networks[0].name=n3-net", "--set", "softupf.networks[0].interface=n3",
 	"--set", "softupf.networks[1].name=n6-net", "--set", "softupf.networks[1].interface=n6",
 	"--set", "p4runtimeTLS.certManager.enabled=true", "--set", "p4runtimeTLS.certManager.issuerRef.name=switch-ca",
-	"--set", "softupf.tls.secretName=upf-tls"}
+	"--set", "softupf.tls.secretName=upf-tls", "--set", "metrics.tls.issuer=certManager"}
 
 // needForeignCRDs are the values whose objects need CRDs the envtest API server lacks
 // (Prometheus Operator, cert-manager), and softupf.tls.secretName, which goes with the
 // operator's certificate from cert-manager (a server certificate from the same CA): without it
 // the chart issues both.
-var needForeignCRDs = []string{"metrics.serviceMonitor", "metrics.prometheusRule", "p4runtimeTLS.certManager", "softupf.tls.secretName"}
+var needForeignCRDs = []string{"metrics.serviceMonitor", "metrics.prometheusRule", "metrics.tls", "p4runtimeTLS.certManager", "softupf.tls.secretName"}
 
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
@@ -111,22 +111,22 @@ func TestLintStrict(t *testing.T) {
 // The chart renders what config/ and ue-daemonset/ define, not a copy that drifted.
 func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 	objs := render(t, allOptional...)
-	for _, want := range []string{"Deployment/j-operator", "ClusterRole/j-operator", "Role/j-leader-election",
-		"PodDisruptionBudget/j-operator", "Service/j-operator-metrics", "ServiceMonitor/j-operator",
-		"ConfigMap/junction-upf-pipeline", "DaemonSet/j-ue-agent", "ClusterRole/j-ue-agent",
-		"ClusterRole/j-metrics-auth", "ClusterRoleBinding/j-metrics-auth", "ClusterRole/j-metrics-reader",
-		"PrometheusRule/j-operator", "ConfigMap/j-dashboard", "Deployment/j-softupf", "Service/j-softupf",
-		"Certificate/j-p4runtime-client"} {
+	for _, want := range []string{"Deployment/j-junction-operator", "ClusterRole/j-junction-operator", "Role/j-junction-leader-election",
+		"PodDisruptionBudget/j-junction-operator", "Service/j-junction-operator-metrics", "ServiceMonitor/j-junction-operator",
+		"ConfigMap/junction-upf-pipeline", "DaemonSet/j-junction-ue-agent", "ClusterRole/j-junction-ue-agent",
+		"ClusterRole/j-junction-metrics-auth", "ClusterRoleBinding/j-junction-metrics-auth", "ClusterRole/j-junction-metrics-reader",
+		"PrometheusRule/j-junction-operator", "ConfigMap/j-junction-dashboard", "Deployment/j-junction-softupf", "Service/j-junction-softupf",
+		"Certificate/j-junction-p4runtime-client"} {
 		if objs[want] == nil {
 			t.Errorf("%s not rendered", want)
 		}
 	}
-	if objs["Deployment/j-operator"] == nil || objs["DaemonSet/j-ue-agent"] == nil || objs["ClusterRole/j-operator"] == nil {
+	if objs["Deployment/j-junction-operator"] == nil || objs["DaemonSet/j-junction-ue-agent"] == nil || objs["ClusterRole/j-junction-operator"] == nil {
 		t.FailNow()
 	}
 
 	// The operator's rules are controller-gen's.
-	if got, want := objs["ClusterRole/j-operator"].Object["rules"], readYAML(t, filepath.Join(root, "config", "rbac", "role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
+	if got, want := objs["ClusterRole/j-junction-operator"].Object["rules"], readYAML(t, filepath.Join(root, "config", "rbac", "role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("operator rules differ from config/rbac/role.yaml:\n got %v\nwant %v", got, want)
 	}
 	// config/rbac/role.yaml's second document: the Role for the Secrets, cluster-wide by default.
@@ -138,18 +138,18 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 	if docs := strings.Split(string(generated), "\n---\n"); len(docs) != 2 || yaml.Unmarshal([]byte(docs[1]), &secretsRole) != nil || secretsRole["kind"] != "Role" {
 		t.Errorf("config/rbac/role.yaml is not a ClusterRole and a Role (for the Secrets): %d documents", len(docs))
 	}
-	if got := objs["ClusterRole/j-operator-secrets"]; got == nil || !reflect.DeepEqual(got.Object["rules"], secretsRole["rules"]) {
+	if got := objs["ClusterRole/j-junction-operator-secrets"]; got == nil || !reflect.DeepEqual(got.Object["rules"], secretsRole["rules"]) {
 		t.Errorf("the operator's Secrets rules differ from config/rbac/role.yaml's Role: %v", got)
 	}
-	if got, want := objs["ClusterRole/j-metrics-auth"].Object["rules"], readYAML(t, filepath.Join(root, "config", "rbac", "metrics_auth_role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
+	if got, want := objs["ClusterRole/j-junction-metrics-auth"].Object["rules"], readYAML(t, filepath.Join(root, "config", "rbac", "metrics_auth_role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("metrics auth rules differ from config/rbac/metrics_auth_role.yaml:\n got %v\nwant %v", got, want)
 	}
-	if got, want := objs["ClusterRole/j-ue-agent"].Object["rules"], readYAML(t, filepath.Join(root, "ue-daemonset", "role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
+	if got, want := objs["ClusterRole/j-junction-ue-agent"].Object["rules"], readYAML(t, filepath.Join(root, "ue-daemonset", "role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("UE agent rules differ from ue-daemonset/role.yaml:\n got %v\nwant %v", got, want)
 	}
 
 	// The UE agent's admission policy is ue-daemonset's, for the release's ServiceAccount.
-	policy, binding := objs["ValidatingAdmissionPolicy/j-ue-agent"], objs["ValidatingAdmissionPolicyBinding/j-ue-agent"]
+	policy, binding := objs["ValidatingAdmissionPolicy/j-junction-ue-agent"], objs["ValidatingAdmissionPolicyBinding/j-junction-ue-agent"]
 	if policy == nil || binding == nil {
 		t.Fatalf("the UE agent's ValidatingAdmissionPolicy or its binding not rendered: %v", names(objs))
 	}
@@ -160,17 +160,17 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 			t.Errorf("the UE agent's admission policy's %s differs from ue-daemonset/admission_policy.yaml:\n got %v\nwant %v", f, gotPolicy[f], srcPolicy[f])
 		}
 	}
-	if want := []any{map[string]any{"name": "ue-agent", "expression": "request.userInfo.username == 'system:serviceaccount:junction-system:j-ue-agent'"}}; !reflect.DeepEqual(gotPolicy["matchConditions"], want) {
+	if want := []any{map[string]any{"name": "ue-agent", "expression": "request.userInfo.username == 'system:serviceaccount:junction-system:j-junction-ue-agent'"}}; !reflect.DeepEqual(gotPolicy["matchConditions"], want) {
 		t.Errorf("the UE agent's admission policy matches %v, want the release's ServiceAccount %v", gotPolicy["matchConditions"], want)
 	}
-	if got, _, _ := unstructured.NestedString(binding.Object, "spec", "policyName"); got != "j-ue-agent" {
-		t.Errorf("the admission policy binding names policy %q, want j-ue-agent", got)
+	if got, _, _ := unstructured.NestedString(binding.Object, "spec", "policyName"); got != "j-junction-ue-agent" {
+		t.Errorf("the admission policy binding names policy %q, want j-junction-ue-agent", got)
 	}
 
 	// The UE agent's pod spec is ue-daemonset's but for the release's names and image.
 	src := readYAML(t, filepath.Join(root, "ue-daemonset", "daemonset.yaml"))
 	srcPod := src["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
-	gotPod, _, _ := unstructured.NestedMap(objs["DaemonSet/j-ue-agent"].Object, "spec", "template", "spec")
+	gotPod, _, _ := unstructured.NestedMap(objs["DaemonSet/j-junction-ue-agent"].Object, "spec", "template", "spec")
 	for _, pod := range []map[string]any{srcPod, gotPod} {
 		delete(pod, "serviceAccountName")
 		c := pod["containers"].([]any)[0].(map[string]any)
@@ -184,7 +184,7 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 	}
 
 	// The operator runs the chart's image with the values' settings.
-	dep := objs["Deployment/j-operator"]
+	dep := objs["Deployment/j-junction-operator"]
 	replicas, _, _ := unstructured.NestedFieldNoCopy(dep.Object, "spec", "replicas") // a float64 from YAML
 	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
 	c := containers[0].(map[string]any)
@@ -256,7 +256,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 			[]string{"softupf.enabled=true", "p4runtimeTLS.create=true", "p4runtimeTLS.caCrt=x"}, "set softupf.tls.secretName"},
 		{"plaintext and a TLS Secret for the software UPF", []string{"softupf.enabled=true", "softupf.insecure=true", "softupf.tls.secretName=upf-tls"}, "choose one"},
 		{"the chart's cert-manager CA for a client Secret in another namespace",
-			[]string{"softupf.enabled=true", "softupf.tls.issuer=certManager", "p4runtimeTLS.namespace=tenant"}, "p4runtimeTLS.namespace"},
+			[]string{"softupf.enabled=true", "softupf.tls.issuer=certManager", "upfNamespace=tenant"}, "upfNamespace"},
 		{"two replicas without leader election", []string{"operator.leaderElection=false"}, "operator.replicas=1"},
 	} {
 		args := []string{"template", "j", chart, "--kube-version", "1.33.0"}
@@ -279,10 +279,10 @@ func TestChartRequiresKubernetes131(t *testing.T) {
 // One replica gets no PodDisruptionBudget (minAvailable 1 would block every drain); numbers of a
 // million and more render as integers, not in Helm's float form (1e+06).
 func TestRenderedDetails(t *testing.T) {
-	if objs := render(t, "--set", "operator.replicas=1"); objs["PodDisruptionBudget/j-operator"] != nil {
+	if objs := render(t, "--set", "operator.replicas=1"); objs["PodDisruptionBudget/j-junction-operator"] != nil {
 		t.Error("a PodDisruptionBudget for one replica")
 	}
-	if objs := render(t); objs["PodDisruptionBudget/j-operator"] == nil {
+	if objs := render(t); objs["PodDisruptionBudget/j-junction-operator"] == nil {
 		t.Errorf("no PodDisruptionBudget for two replicas; rendered %v", names(objs))
 	}
 	// From a values file: Helm reads its numbers as float64 (--set parses integers as such).
@@ -291,7 +291,7 @@ func TestRenderedDetails(t *testing.T) {
 		t.Fatal(err)
 	}
 	objs := render(t, "-f", values)
-	for name, want := range map[string]string{"Deployment/j-operator": "--max-concurrent-reconciles=1000000", "Deployment/j-softupf": "--device-id=4000000000"} {
+	for name, want := range map[string]string{"Deployment/j-junction-operator": "--max-concurrent-reconciles=1000000", "Deployment/j-junction-softupf": "--device-id=4000000000"} {
 		o := objs[name]
 		if o == nil {
 			t.Fatalf("%s not rendered; rendered %v", name, names(objs))
@@ -308,7 +308,7 @@ func TestRenderedDetails(t *testing.T) {
 // that label besides the operator's pods (docs/n4.md); without it none of that is rendered.
 func TestN4ServiceReachesTheLeaderOnly(t *testing.T) {
 	objs := render(t, "--set", "n4.enabled=true", "--set", "n4.ports={8805,8806}", "--set", "n4.service.type=LoadBalancer")
-	svc := objs["Service/j-n4"]
+	svc := objs["Service/j-junction-n4"]
 	if svc == nil {
 		t.Fatalf("no Service j-n4; rendered %v", names(objs))
 	}
@@ -323,24 +323,24 @@ func TestN4ServiceReachesTheLeaderOnly(t *testing.T) {
 	if got := fmt.Sprint(ports); len(ports) != 2 || !strings.Contains(got, "port:8805") || !strings.Contains(got, "port:8806") || strings.Contains(got, "TCP") {
 		t.Errorf("N4 Service ports %v, want UDP 8805 and 8806", ports)
 	}
-	containers, _, _ := unstructured.NestedSlice(objs["Deployment/j-operator"].Object, "spec", "template", "spec", "containers")
+	containers, _, _ := unstructured.NestedSlice(objs["Deployment/j-junction-operator"].Object, "spec", "template", "spec", "containers")
 	c := fmt.Sprint(containers)
 	for _, want := range []string{"--n4-leader-label", "POD_NAME", "containerPort:8805", "containerPort:8806", "protocol:UDP"} {
 		if !strings.Contains(c, want) {
 			t.Errorf("operator container lacks %s: %v", want, c)
 		}
 	}
-	rules, _, _ := unstructured.NestedSlice(objs["Role/j-leader-election"].Object, "rules")
+	rules, _, _ := unstructured.NestedSlice(objs["Role/j-junction-leader-election"].Object, "rules")
 	if r := fmt.Sprint(rules); !strings.Contains(r, "resources:[pods]") || !strings.Contains(r, "verbs:[patch]") {
 		t.Errorf("leader-election Role %v, want patch on pods", rules)
 	}
 
 	off := render(t)
-	if off["Service/j-n4"] != nil {
+	if off["Service/j-junction-n4"] != nil {
 		t.Error("an N4 Service without n4.enabled")
 	}
-	containers, _, _ = unstructured.NestedSlice(off["Deployment/j-operator"].Object, "spec", "template", "spec", "containers")
-	rules, _, _ = unstructured.NestedSlice(off["Role/j-leader-election"].Object, "rules")
+	containers, _, _ = unstructured.NestedSlice(off["Deployment/j-junction-operator"].Object, "spec", "template", "spec", "containers")
+	rules, _, _ = unstructured.NestedSlice(off["Role/j-junction-leader-election"].Object, "rules")
 	if strings.Contains(fmt.Sprint(containers), "n4") || strings.Contains(fmt.Sprint(rules), "pods") {
 		t.Error("N4 flags, ports or pod RBAC without n4.enabled")
 	}
@@ -423,7 +423,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	defer cancel()
 	replicas := func() (int32, error) {
 		d := &appsv1.Deployment{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "j-operator"}, d); err != nil {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "j-junction-operator"}, d); err != nil {
 			return 0, err
 		}
 		return *d.Spec.Replicas, nil
@@ -450,14 +450,14 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Fatalf("CRDs after install: %v", names)
 	}
 	ds := &appsv1.DaemonSet{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "j-ue-agent"}, ds); err != nil {
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "j-junction-ue-agent"}, ds); err != nil {
 		t.Fatalf("UE agent DaemonSet: %v", err)
 	}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "j-softupf"}, &appsv1.Deployment{}); err != nil {
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: "j-junction-softupf"}, &appsv1.Deployment{}); err != nil {
 		t.Fatalf("software UPF Deployment: %v", err)
 	}
 	pki := map[string]map[string][]byte{}
-	for _, name := range []string{"junction-p4runtime-tls", "j-softupf-tls"} {
+	for _, name := range []string{"junction-p4runtime-tls", "j-junction-softupf-tls"} {
 		sec := &corev1.Secret{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "junction-system", Name: name}, sec); err != nil {
 			t.Fatalf("P4Runtime TLS Secret %s: %v", name, err)

@@ -106,9 +106,9 @@ func keys(m map[string]bool) []string {
 // The alerts the chart promises (the README's list) exist, and query only what the operator serves.
 func TestAlertsUseTheOperatorsMetrics(t *testing.T) {
 	served := operatorMetrics(t)
-	rule := render(t, allOptional...)["PrometheusRule/j-operator"]
+	rule := render(t, allOptional...)["PrometheusRule/j-junction-operator"]
 	if rule == nil {
-		t.Fatal("PrometheusRule/j-operator not rendered")
+		t.Fatal("PrometheusRule/j-junction-operator not rendered")
 	}
 	groups := rule.Object["spec"].(map[string]any)["groups"].([]any)
 	alerts := map[string]bool{}
@@ -117,6 +117,13 @@ func TestAlertsUseTheOperatorsMetrics(t *testing.T) {
 			r := r.(map[string]any)
 			name := r["alert"].(string)
 			alerts[name] = true
+			if name == "JunctionOperatorMetricsAbsent" {
+				// Prometheus' own up of the operator's target: it has none of the operator's metrics.
+				if want := `absent(up{job="j-junction-operator-metrics", namespace="junction-system"} == 1)`; r["expr"] != want {
+					t.Errorf("%s: %s, want %s", name, r["expr"], want)
+				}
+				continue
+			}
 			if checkQuery(t, name, r["expr"].(string), served) == 0 {
 				t.Errorf("%s queries no Junction metric: %s", name, r["expr"])
 			}
@@ -137,9 +144,9 @@ func TestAlertRulesWithPromtool(t *testing.T) {
 	if _, err := os.Stat(promtool); err != nil {
 		t.Fatalf("promtool is not built (hack/tools.sh promtool): %v", err)
 	}
-	rule := render(t, "--set", "metrics.prometheusRule.enabled=true")["PrometheusRule/j-operator"]
+	rule := render(t, "--set", "metrics.prometheusRule.enabled=true")["PrometheusRule/j-junction-operator"]
 	if rule == nil {
-		t.Fatal("PrometheusRule/j-operator not rendered")
+		t.Fatal("PrometheusRule/j-junction-operator not rendered")
 	}
 	rules, err := yaml.Marshal(rule.Object["spec"])
 	if err != nil {
@@ -208,9 +215,9 @@ func TestDashboardUsesTheOperatorsMetrics(t *testing.T) {
 		}
 	}
 
-	cm := render(t, "--set", "metrics.dashboard.enabled=true")["ConfigMap/j-dashboard"]
+	cm := render(t, "--set", "metrics.dashboard.enabled=true")["ConfigMap/j-junction-dashboard"]
 	if cm == nil {
-		t.Fatal("ConfigMap/j-dashboard not rendered")
+		t.Fatal("ConfigMap/j-junction-dashboard not rendered")
 	}
 	if got := cm.GetLabels()["grafana_dashboard"]; got != "1" {
 		t.Errorf("dashboard ConfigMap label grafana_dashboard=%q, want 1 (the sidecar's default)", got)

@@ -25,9 +25,9 @@ import (
 // (Dockerfile: packet sockets) and, to enter that namespace, CAP_SYS_ADMIN.
 func TestSoftUPFPod(t *testing.T) {
 	objs := render(t, allOptional...)
-	dep := objs["Deployment/j-softupf"]
+	dep := objs["Deployment/j-junction-softupf"]
 	if dep == nil {
-		t.Fatal("Deployment/j-softupf not rendered")
+		t.Fatal("Deployment/j-junction-softupf not rendered")
 	}
 	pod, _, _ := unstructured.NestedMap(dep.Object, "spec", "template", "spec")
 	c := pod["containers"].([]any)[0].(map[string]any)
@@ -49,16 +49,16 @@ func TestSoftUPFPod(t *testing.T) {
 	if err := json.Unmarshal([]byte(ann), &nets); err != nil || len(nets) != 2 || nets[0]["name"] != "n3-net" || nets[1]["interface"] != "n6" {
 		t.Errorf("Multus annotation %q (%v): want the two networks of the values", ann, err)
 	}
-	if port, _, _ := unstructured.NestedSlice(objs["Service/j-softupf"].Object, "spec", "ports"); len(port) != 1 || port[0].(map[string]any)["port"] != float64(9559) {
+	if port, _, _ := unstructured.NestedSlice(objs["Service/j-junction-softupf"].Object, "spec", "ports"); len(port) != 1 || port[0].(map[string]any)["port"] != float64(9559) {
 		t.Errorf("Service ports %v: want P4Runtime on 9559", port)
 	}
 
 	host := render(t, "--set", "softupf.enabled=true", "--set", "softupf.hostNetwork=true", "--set", "softupf.ports[0].number=1", "--set", "softupf.ports[0].interface=ens1f0")
-	pod, _, _ = unstructured.NestedMap(host["Deployment/j-softupf"].Object, "spec", "template", "spec")
+	pod, _, _ = unstructured.NestedMap(host["Deployment/j-junction-softupf"].Object, "spec", "template", "spec")
 	if pod["hostNetwork"] != true || pod["dnsPolicy"] != "ClusterFirstWithHostNet" {
 		t.Errorf("host network: hostNetwork %v, dnsPolicy %v", pod["hostNetwork"], pod["dnsPolicy"])
 	}
-	if _, ok, _ := unstructured.NestedFieldNoCopy(host["Deployment/j-softupf"].Object, "spec", "template", "metadata", "annotations"); ok {
+	if _, ok, _ := unstructured.NestedFieldNoCopy(host["Deployment/j-junction-softupf"].Object, "spec", "template", "metadata", "annotations"); ok {
 		t.Error("a Multus annotation without networks")
 	}
 	if strings.Contains(fmt.Sprint(pod["volumes"]), "netns") {
@@ -67,7 +67,7 @@ func TestSoftUPFPod(t *testing.T) {
 
 	// kind (hack/kind.sh): the ports in the core node's jx-upf, made by hack/kind/dataplane.sh.
 	inNetns := render(t, "-f", filepath.Join(root, "hack", "kind", "values.yaml"))
-	pod, _, _ = unstructured.NestedMap(inNetns["Deployment/j-softupf"].Object, "spec", "template", "spec")
+	pod, _, _ = unstructured.NestedMap(inNetns["Deployment/j-junction-softupf"].Object, "spec", "template", "spec")
 	c = pod["containers"].([]any)[0].(map[string]any)
 	if !contains(c["args"], "--ports-netns=/run/netns/jx-upf") || !contains(c["args"], "-i=1@u-n3") || !contains(c["args"], "-i=3@u-n6") {
 		t.Errorf("args %v: want the ports in /run/netns/jx-upf", c["args"])
@@ -80,7 +80,7 @@ func TestSoftUPFPod(t *testing.T) {
 	wantMount := []any{map[string]any{"name": "netns", "mountPath": "/run/netns", "mountPropagation": "HostToContainer", "readOnly": true},
 		map[string]any{"name": "p4runtime-tls", "mountPath": "/etc/junction/p4runtime-tls", "readOnly": true}}
 	wantVolume := []any{map[string]any{"name": "netns", "hostPath": map[string]any{"path": "/run/netns", "type": "Directory"}},
-		map[string]any{"name": "p4runtime-tls", "secret": map[string]any{"secretName": "j-softupf-tls"}}}
+		map[string]any{"name": "p4runtime-tls", "secret": map[string]any{"secretName": "j-junction-softupf-tls"}}}
 	if !reflect.DeepEqual(c["volumeMounts"], wantMount) || !reflect.DeepEqual(pod["volumes"], wantVolume) {
 		t.Errorf("mounts %v, volumes %v: want the node's /run/netns, read-only, HostToContainer", c["volumeMounts"], pod["volumes"])
 	}
@@ -95,7 +95,7 @@ func podOf(t *testing.T, args ...string) (objs map[string]*unstructured.Unstruct
 	t.Helper()
 	base := []string{"--set", "softupf.enabled=true", "--set", "softupf.ports[0].number=1", "--set", "softupf.ports[0].interface=n3"}
 	objs = render(t, append(base, args...)...)
-	pod, _, _ = unstructured.NestedMap(objs["Deployment/j-softupf"].Object, "spec", "template", "spec")
+	pod, _, _ = unstructured.NestedMap(objs["Deployment/j-junction-softupf"].Object, "spec", "template", "spec")
 	return objs, pod, pod["containers"].([]any)[0].(map[string]any)
 }
 
@@ -123,7 +123,7 @@ func TestSoftUPFTLSFromASecret(t *testing.T) {
 	if mounts, _ := c["volumeMounts"].([]any); len(mounts) != 1 || !reflect.DeepEqual(mounts[0], wantMount) {
 		t.Errorf("volume mounts %v, want only %v", c["volumeMounts"], wantMount)
 	}
-	if objs["Secret/j-softupf-tls"] != nil || objs["Secret/junction-p4runtime-tls"] != nil {
+	if objs["Secret/j-junction-softupf-tls"] != nil || objs["Secret/junction-p4runtime-tls"] != nil {
 		t.Error("the chart issued certificates beside softupf.tls.secretName")
 	}
 
@@ -147,7 +147,7 @@ func TestSoftUPFIsMutualTLSByDefault(t *testing.T) {
 	if contains(c["args"], "--insecure") {
 		t.Errorf("args %v hold --insecure", c["args"])
 	}
-	wantVol := map[string]any{"name": "p4runtime-tls", "secret": map[string]any{"secretName": "j-softupf-tls"}}
+	wantVol := map[string]any{"name": "p4runtime-tls", "secret": map[string]any{"secretName": "j-junction-softupf-tls"}}
 	if vols, _ := pod["volumes"].([]any); len(vols) != 1 || !reflect.DeepEqual(vols[0], wantVol) {
 		t.Errorf("volumes %v, want only %v", pod["volumes"], wantVol)
 	}
@@ -170,14 +170,14 @@ func TestSoftUPFIsMutualTLSByDefault(t *testing.T) {
 		}
 		return out
 	}
-	server, client := secret("j-softupf-tls"), secret("junction-p4runtime-tls")
-	if err := handshake(server, client, "j-softupf.junction-system.svc"); err != nil {
+	server, client := secret("j-junction-softupf-tls"), secret("junction-p4runtime-tls")
+	if err := handshake(server, client, "j-junction-softupf.junction-system.svc"); err != nil {
 		t.Errorf("mutual TLS with the chart's certificates: %v", err)
 	}
 	// The UPF refuses a client whose certificate another CA signed.
 	other := testenv.NewPKI(t)
 	stranger := map[string][]byte{"ca.crt": client["ca.crt"], "tls.crt": other.ClientCert, "tls.key": other.ClientKey}
-	if err := handshake(server, stranger, "j-softupf.junction-system.svc"); err == nil {
+	if err := handshake(server, stranger, "j-junction-softupf.junction-system.svc"); err == nil {
 		t.Error("the UPF accepted a client certificate from another CA")
 	}
 
@@ -191,24 +191,24 @@ func TestSoftUPFIsMutualTLSByDefault(t *testing.T) {
 	if !contains(c["args"], "--insecure") {
 		t.Errorf("softupf.insecure: args %v lack --insecure", c["args"])
 	}
-	if _, ok := pod["volumes"]; ok || objs["Secret/j-softupf-tls"] != nil {
+	if _, ok := pod["volumes"]; ok || objs["Secret/j-junction-softupf-tls"] != nil {
 		t.Errorf("softupf.insecure: volumes %v, or a Secret issued", pod["volumes"])
 	}
 
 	// With cert-manager's API in the cluster, cert-manager issues and renews instead.
 	objs, _, _ = podOf(t, "--api-versions", "cert-manager.io/v1")
-	for _, want := range []string{"Issuer/j-softupf-selfsigned", "Certificate/j-softupf-ca", "Issuer/j-softupf-ca", "Certificate/j-softupf-tls", "Certificate/j-p4runtime-client"} {
+	for _, want := range []string{"Issuer/j-junction-softupf-selfsigned", "Certificate/j-junction-softupf-ca", "Issuer/j-junction-softupf-ca", "Certificate/j-junction-softupf-tls", "Certificate/j-junction-p4runtime-client"} {
 		if objs[want] == nil {
 			t.Errorf("cert-manager: %s not rendered; rendered %v", want, names(objs))
 		}
 	}
-	if objs["Secret/j-softupf-tls"] != nil || objs["Secret/junction-p4runtime-tls"] != nil {
+	if objs["Secret/j-junction-softupf-tls"] != nil || objs["Secret/junction-p4runtime-tls"] != nil {
 		t.Error("cert-manager: helm issued Secrets too")
 	}
-	if sn, _, _ := unstructured.NestedString(objs["Certificate/j-p4runtime-client"].Object, "spec", "secretName"); sn != "junction-p4runtime-tls" {
+	if sn, _, _ := unstructured.NestedString(objs["Certificate/j-junction-p4runtime-client"].Object, "spec", "secretName"); sn != "junction-p4runtime-tls" {
 		t.Errorf("cert-manager: the operator's certificate goes to Secret %q", sn)
 	}
-	if dns, _, _ := unstructured.NestedStringSlice(objs["Certificate/j-softupf-tls"].Object, "spec", "dnsNames"); !slices.Contains(dns, "j-softupf.junction-system.svc") {
+	if dns, _, _ := unstructured.NestedStringSlice(objs["Certificate/j-junction-softupf-tls"].Object, "spec", "dnsNames"); !slices.Contains(dns, "j-junction-softupf.junction-system.svc") {
 		t.Errorf("cert-manager: the UPF's certificate names %v", dns)
 	}
 }
@@ -261,7 +261,7 @@ func handshake(server, client map[string][]byte, serverName string) error {
 // The NetworkPolicy admits the operator's pods, and nothing else, to the UPF's P4Runtime port.
 func TestSoftUPFNetworkPolicyAdmitsOnlyTheOperator(t *testing.T) {
 	objs, _, _ := podOf(t)
-	np := objs["NetworkPolicy/j-softupf"]
+	np := objs["NetworkPolicy/j-junction-softupf"]
 	if np == nil {
 		t.Fatalf("no NetworkPolicy; rendered %v", names(objs))
 	}
@@ -278,7 +278,7 @@ func TestSoftUPFNetworkPolicyAdmitsOnlyTheOperator(t *testing.T) {
 		return len(sel) > 0
 	}
 	sel, _, _ := unstructured.NestedStringMap(np.Object, "spec", "podSelector", "matchLabels")
-	if !matches(sel, labels("Deployment/j-softupf")) || matches(sel, labels("Deployment/j-operator")) {
+	if !matches(sel, labels("Deployment/j-junction-softupf")) || matches(sel, labels("Deployment/j-junction-operator")) {
 		t.Errorf("podSelector %v: want the UPF's pods alone", sel)
 	}
 	if types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes"); !reflect.DeepEqual(types, []string{"Ingress"}) {
@@ -292,13 +292,13 @@ func TestSoftUPFNetworkPolicyAdmitsOnlyTheOperator(t *testing.T) {
 	from := rule["from"].([]any)
 	peer := from[0].(map[string]any)
 	fromSel, _, _ := unstructured.NestedStringMap(peer, "podSelector", "matchLabels")
-	if len(from) != 1 || len(peer) != 1 || !matches(fromSel, labels("Deployment/j-operator")) || matches(fromSel, labels("Deployment/j-softupf")) {
+	if len(from) != 1 || len(peer) != 1 || !matches(fromSel, labels("Deployment/j-junction-operator")) || matches(fromSel, labels("Deployment/j-junction-softupf")) {
 		t.Errorf("from %v: want the operator's pods (of this namespace) alone", from)
 	}
 	if ports := fmt.Sprint(rule["ports"]); ports != "[map[port:9559 protocol:TCP]]" {
 		t.Errorf("ports %s, want TCP 9559 alone", ports)
 	}
-	if off := render(t, "--set", "softupf.enabled=true", "--set", "softupf.networkPolicy.enabled=false"); off["NetworkPolicy/j-softupf"] != nil {
+	if off := render(t, "--set", "softupf.enabled=true", "--set", "softupf.networkPolicy.enabled=false"); off["NetworkPolicy/j-junction-softupf"] != nil {
 		t.Error("a NetworkPolicy with softupf.networkPolicy.enabled=false")
 	}
 }

@@ -22,9 +22,9 @@ import (
 func TestUEAgentServesChosenNamespacesOnly(t *testing.T) {
 	objs := render(t, "--set", "ueAgent.enabled=true", "--set", "ueAgent.namespaces={tenant-a}",
 		"--set", "reservedPrefixes={10.244.0.0/16}")
-	ds := objs["DaemonSet/j-ue-agent"]
+	ds := objs["DaemonSet/j-junction-ue-agent"]
 	if ds == nil {
-		t.Fatal("DaemonSet/j-ue-agent not rendered")
+		t.Fatal("DaemonSet/j-junction-ue-agent not rendered")
 	}
 	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
 	args, _ := containers[0].(map[string]any)["args"].([]any)
@@ -33,8 +33,8 @@ func TestUEAgentServesChosenNamespacesOnly(t *testing.T) {
 			t.Errorf("the agent's args %v lack %s", args, want)
 		}
 	}
-	if objs["ClusterRoleBinding/j-ue-agent"] != nil {
-		t.Error("ClusterRoleBinding/j-ue-agent rendered: the agent could read every namespace's sessions")
+	if objs["ClusterRoleBinding/j-junction-ue-agent"] != nil {
+		t.Error("ClusterRoleBinding/j-junction-ue-agent rendered: the agent could read every namespace's sessions")
 	}
 
 	assets, err := testenv.AssetsDir()
@@ -55,7 +55,7 @@ func TestUEAgentServesChosenNamespacesOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, key := range []string{"ClusterRole/j-ue-agent", "RoleBinding/j-ue-agent", "ClusterRole/j-ue-agent-addresspools", "ClusterRoleBinding/j-ue-agent-addresspools"} {
+	for _, key := range []string{"ClusterRole/j-junction-ue-agent", "RoleBinding/j-junction-ue-agent", "ClusterRole/j-junction-ue-agent-addresspools", "ClusterRoleBinding/j-junction-ue-agent-addresspools"} {
 		o := objs[key]
 		if o == nil {
 			t.Fatalf("%s not rendered", key)
@@ -64,7 +64,7 @@ func TestUEAgentServesChosenNamespacesOnly(t *testing.T) {
 			t.Fatalf("create %s: %v", key, err)
 		}
 	}
-	user := "system:serviceaccount:junction-system:j-ue-agent"
+	user := "system:serviceaccount:junction-system:j-junction-ue-agent"
 	for _, c := range []struct {
 		ns, resource, sub, verb string
 		allowed                 bool

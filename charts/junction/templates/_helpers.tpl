@@ -1,14 +1,47 @@
+{{- /* The chart's name: nameOverride, else "junction". */ -}}
+{{- define "junction.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- /* The prefix of every object's name: fullnameOverride, else the release's name with the
+chart's after it unless it already holds it ("junction" stays "junction", "edge" becomes
+"edge-junction"), so that the cluster-scoped objects (ClusterRoles and their bindings) of a
+release named like another chart's cannot take that chart's names. */ -}}
 {{- define "junction.fullname" -}}
-{{- printf "%s" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "junction.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* The namespace of every namespaced object the chart makes, but those that belong with the
+UserPlaneFunctions (junction.upfNamespace). */ -}}
+{{- define "junction.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride -}}
+{{- end -}}
+
+{{- /* Where the UserPlaneFunctions are, and so the pipeline ConfigMap and the P4Runtime TLS
+Secret they name (a UPF reads both from its own namespace). */ -}}
+{{- define "junction.upfNamespace" -}}
+{{- default (include "junction.namespace" .) .Values.upfNamespace -}}
 {{- end -}}
 
 {{- define "junction.labels" -}}
-app.kubernetes.io/name: junction
+app.kubernetes.io/name: {{ include "junction.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: junction
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "junction.operatorSelector" -}}
@@ -16,8 +49,20 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: operator
 {{- end -}}
 
+{{- /* repository:tag, or repository@digest when image.digest is set. */ -}}
 {{- define "junction.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* extraEnv of a component: a list of EnvVars, appended to the container's. */ -}}
+{{- define "junction.extraEnv" -}}
+{{- with . }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "junction.softupfName" -}}
@@ -35,12 +80,33 @@ app.kubernetes.io/component: operator
 {{- default (printf "%s-tls" (include "junction.softupfName" .)) .Values.softupf.tls.secretName -}}
 {{- end -}}
 
+{{- /* Whether cert-manager's API is in the cluster (or the render was told so). */ -}}
+{{- define "junction.hasCertManager" -}}
+{{- if .Capabilities.APIVersions.Has "cert-manager.io/v1" }}true{{ end -}}
+{{- end -}}
+
 {{- /* Who issues the chart's certificates: certManager or helm (softupf.tls.issuer, auto resolved). */ -}}
 {{- define "junction.pkiIssuer" -}}
 {{- $i := .Values.softupf.tls.issuer -}}
 {{- if eq $i "auto" -}}
-{{- if .Capabilities.APIVersions.Has "cert-manager.io/v1" }}certManager{{ else }}helm{{ end -}}
+{{- if include "junction.hasCertManager" . }}certManager{{ else }}helm{{ end -}}
 {{- else -}}
 {{- $i -}}
 {{- end -}}
+{{- end -}}
+
+{{- /* Where the operator's metrics certificate comes from: secret (metrics.tls.secretName),
+certManager (a CA of the chart's, metrics-tls.yaml) or selfSigned (the operator's own, which no
+scraper can verify). */ -}}
+{{- define "junction.metricsTLS" -}}
+{{- $t := .Values.metrics.tls -}}
+{{- if $t.secretName -}}secret
+{{- else if or (eq $t.issuer "certManager") (and (eq $t.issuer "auto") (include "junction.hasCertManager" .)) -}}certManager
+{{- else -}}selfSigned
+{{- end -}}
+{{- end -}}
+
+{{- /* The Secret with the metrics certificate (tls.crt, tls.key, ca.crt), unless selfSigned. */ -}}
+{{- define "junction.metricsTLSSecret" -}}
+{{- default (printf "%s-metrics-tls" (include "junction.fullname" .)) .Values.metrics.tls.secretName -}}
 {{- end -}}
