@@ -1,0 +1,264 @@
+package chart
+
+// The chart against a real kube-apiserver (envtest) with stand-ins for the Prometheus Operator's
+// and cert-manager's CRDs: every documented values combination installs, the README's install
+// steps run as written, and Pod Security admits each component where the READMEs say.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/junction-atsss/junction/internal/testenv"
+)
+
+// cluster is an envtest API server with the foreign CRDs, a kubeconfig file for helm and kubectl
+// (namespace default, as a user's), and an uncached client.
+type cluster struct {
+	kubeconfig string
+	k8s        client.Client
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	assets, err := testenv.AssetsDir()
+	testenv.Require(t, "the envtest control plane (make tools)", err)
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{filepath.Join("testdata", "foreign-crds.yaml")}}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	admin, err := env.AddUser(envtest.User{Name: "helm", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{kubeconfig: filepath.Join(t.TempDir(), "kubeconfig")}
+	if err := os.WriteFile(c.kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c.k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (c *cluster) get(t *testing.T, apiVersion, kind, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	if err := c.k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		t.Errorf("%s %s/%s: %v", kind, ns, name, err)
+		return nil
+	}
+	return u
+}
+
+// Every values combination the READMEs document installs, each as a release of its own in one
+// cluster (so that their cluster-scoped names must not collide either).
+func TestDocumentedCombinationsInstall(t *testing.T) {
+	c := startCluster(t)
+	if err := c.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	p4info := filepath.Join(root, "p4", "p4info.txtpb")
+	pem := filepath.Join(t.TempDir(), "x.pem")
+	if err := os.WriteFile(pem, []byte("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		what string
+		args []string
+	}{
+		{"defaults", nil},
+		{"every optional part (cert-manager for the certificates)", allOptional},
+		{"the kind cluster's values (hack/kind.sh)", []string{"-f", filepath.Join(root, "hack", "kind", "values.yaml"),
+			"--set", "pipeline.create=true", "--set-file", "pipeline.p4info=" + p4info}},
+		{"the software UPF, its PKI from helm", []string{"--set", "softupf.enabled=true", "--set", "softupf.tls.issuer=helm"}},
+		{"the software UPF, its PKI from cert-manager", []string{"--set", "softupf.enabled=true", "--set", "softupf.tls.issuer=certManager"}},
+		{"the software UPF in plaintext", []string{"--set", "softupf.enabled=true", "--set", "softupf.insecure=true", "--set", "softupf.hostNetwork=true"}},
+		{"a switch of your own, its TLS Secret from files, UPFs in tenant-a", []string{"--set", "upfNamespace=tenant-a",
+			"--set", "p4runtimeTLS.secretName=own-switch-tls", "--set", "p4runtimeTLS.create=true",
+			"--set-file", "p4runtimeTLS.caCrt=" + pem, "--set-file", "p4runtimeTLS.tlsCrt=" + pem, "--set-file", "p4runtimeTLS.tlsKey=" + pem,
+			"--set", "pipeline.name=tenant-pipeline", "--set", "pipeline.create=true", "--set-file", "pipeline.p4info=" + p4info}},
+		{"a ServiceMonitor with a metrics Secret of your own", []string{"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.tls.secretName=my-metrics-tls"}},
+		{"a ServiceMonitor that skips verification", []string{"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.tls.issuer=none", "--set", "metrics.serviceMonitor.insecureSkipVerify=true"}},
+		{"UE agents for chosen namespaces", []string{"--set", "ueAgent.enabled=true", "--set", "ueAgent.namespaces={tenant-a}"}},
+		{"N4 behind a load balancer", []string{"--set", "n4.enabled=true", "--set", "n4.service.type=LoadBalancer"}},
+		{"one replica without leader election", []string{"--set", "operator.replicas=1", "--set", "operator.leaderElection=false"}},
+		{"the extension points", []string{"-f", extensionValues}},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			name := fmt.Sprintf("c%02d", i)
+			args := append([]string{"install", name, chart, "-n", "ns-" + name, "--create-namespace", "--kubeconfig", c.kubeconfig}, tc.args...)
+			out, err := run(t, args...)
+			if err != nil {
+				t.Fatalf("helm install: %v\n%s", err, out)
+			}
+			if out, err := run(t, "get", "manifest", name, "-n", "ns-"+name, "--kubeconfig", c.kubeconfig); err != nil || !strings.Contains(out, "kind: Deployment") {
+				t.Errorf("the release %s holds no operator Deployment: %v\n%s", name, err, out)
+			}
+		})
+	}
+	// The TLS Secret and pipeline of the switch of your own are where its UPFs read them.
+	c.get(t, "v1", "Secret", "tenant-a", "own-switch-tls")
+	c.get(t, "v1", "ConfigMap", "tenant-a", "tenant-pipeline")
+}
+
+// The README's install steps, run by a shell as written (helm and kubectl are the project's, the
+// files stand-ins for the user's), leave what the UserPlaneFunction applied into default reads:
+// its pipeline ConfigMap and its TLS Secret, in its own namespace. The step that waits for Ready
+// needs a running operator, which the envtest API server has not; test/operator covers that.
+func TestReadmeInstallSteps(t *testing.T) {
+	c := startCluster(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "## Install on a cluster\n\n```sh\n")
+	block, _, ok2 := strings.Cut(after, "```\n")
+	if !ok || !ok2 {
+		t.Fatal("README.md: no sh block under Install on a cluster")
+	}
+	var script []string
+	for _, line := range strings.Split(block, "\n") {
+		if strings.HasPrefix(line, "kubectl wait") {
+			continue
+		}
+		script = append(script, line)
+	}
+
+	dir, bin := t.TempDir(), t.TempDir()
+	for _, tool := range []string{"helm", "kubectl"} {
+		if err := os.Symlink(filepath.Join(root, "bin", tool), filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"charts", "p4"} {
+		if err := os.Symlink(filepath.Join(root, d), filepath.Join(dir, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		"build/p4/v1model/junction_upf.json": "{}", // p4c's output: not built here
+		"switch-ca.crt":                      "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
+		"operator.crt":                       "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
+		"operator.key":                       "-----BEGIN EC PRIVATE KEY-----\n-----END EC PRIVATE KEY-----\n",
+	}
+	for mine, sample := range map[string]string{"my-pools.yaml": "addresspool.yaml", "my-upf.yaml": "upf.yaml", "my-policies.yaml": "policies.yaml", "my-sessions.yaml": "sessions.yaml"} {
+		b, err := os.ReadFile(filepath.Join(root, "config", "samples", sample))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[mine] = string(b)
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("sh", "-ex", "-c", strings.Join(script, "\n"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "KUBECONFIG="+c.kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the README's steps: %v\n%s", err, out)
+	}
+
+	upfs := &unstructured.UnstructuredList{}
+	upfs.SetAPIVersion("atsss.junction.dev/v1alpha1")
+	upfs.SetKind("UserPlaneFunctionList")
+	if err := c.k8s.List(context.Background(), upfs); err != nil || len(upfs.Items) == 0 {
+		t.Fatalf("UserPlaneFunctions after the README's steps: %d, %v", len(upfs.Items), err)
+	}
+	for _, upf := range upfs.Items {
+		cmName, _, _ := unstructured.NestedString(upf.Object, "spec", "pipeline", "configMapRef", "name")
+		secretName, _, _ := unstructured.NestedString(upf.Object, "spec", "p4runtime", "tls", "secretRef", "name")
+		// What the operator reads (controllers/pipeline.go): both from the UPF's own namespace.
+		if cm := c.get(t, "v1", "ConfigMap", upf.GetNamespace(), cmName); cm != nil {
+			if info, _, _ := unstructured.NestedString(cm.Object, "data", "p4info.txtpb"); !strings.Contains(info, "tables") {
+				t.Errorf("ConfigMap %s/%s has no P4Info", upf.GetNamespace(), cmName)
+			}
+		}
+		if s := c.get(t, "v1", "Secret", upf.GetNamespace(), secretName); s != nil {
+			data, _, _ := unstructured.NestedStringMap(s.Object, "data")
+			if data["ca.crt"] == "" || data["tls.crt"] == "" || data["tls.key"] == "" {
+				t.Errorf("Secret %s/%s: keys %v, want ca.crt, tls.crt and tls.key", upf.GetNamespace(), secretName, keysOf(data))
+			}
+		}
+	}
+	// The upgrade's ServiceMonitor and rules are selected by kube-prometheus-stack's release label.
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+		if o := c.get(t, "monitoring.coreos.com/v1", kind, "junction-system", "junction-operator"); o != nil && o.GetLabels()["release"] != "kube-prometheus-stack" {
+			t.Errorf("%s labels %v, want release=kube-prometheus-stack", kind, o.GetLabels())
+		}
+	}
+	c.get(t, "apps/v1", "DaemonSet", "junction-system", "junction-ue-agent")
+}
+
+func keysOf(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Pod Security: the UE agent (host network, NET_ADMIN) and the software UPF (NET_RAW) are refused
+// by the baseline level and admitted by privileged, as the chart's README and NOTES say; the
+// operator passes restricted, so it can live in a namespace of that level on its own.
+func TestPodSecurityLevels(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	for _, level := range []string{"restricted", "baseline", "privileged"} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: level, Labels: map[string]string{"pod-security.kubernetes.io/enforce": level}}}
+		if err := c.k8s.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs := render(t, "--set", "ueAgent.enabled=true", "--set", "softupf.enabled=true", "--set", "softupf.ports[0].number=1", "--set", "softupf.ports[0].interface=n3")
+	for _, tc := range []struct {
+		workload string
+		lowest   string // the lowest level that admits it
+	}{
+		{"Deployment/j-junction-operator", "restricted"},
+		{"Deployment/j-junction-softupf", "privileged"},
+		{"DaemonSet/j-junction-ue-agent", "privileged"},
+	} {
+		tmpl, _, _ := unstructured.NestedMap(objs[tc.workload].Object, "spec", "template")
+		b, _ := yaml.Marshal(tmpl)
+		admitted := false
+		for _, level := range []string{"restricted", "baseline", "privileged"} {
+			pod := &corev1.Pod{}
+			if err := yaml.Unmarshal(b, pod); err != nil {
+				t.Fatal(err)
+			}
+			pod.Namespace, pod.Name = level, "probe"
+			pod.Spec.ServiceAccountName = "" // the release's ServiceAccounts are not in these namespaces
+			err := c.k8s.Create(ctx, pod, client.DryRunAll)
+			if admitted = admitted || level == tc.lowest; admitted != (err == nil) {
+				t.Errorf("%s in a %s namespace: %v, want admitted=%v", tc.workload, level, err, admitted)
+			}
+		}
+	}
+}
