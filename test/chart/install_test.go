@@ -84,26 +84,27 @@ func TestDocumentedCombinationsInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, tc := range []struct {
-		what string
-		args []string
+		what      string
+		args      []string
+		nodeParts bool // the software UPF or the UE agent: the namespace must be privileged
 	}{
-		{"defaults", nil},
-		{"every optional part (cert-manager for the certificates)", allOptional},
+		{"defaults", nil, false},
+		{"every optional part (cert-manager for the certificates)", allOptional, true},
 		{"the kind cluster's values (hack/kind.sh)", []string{"-f", filepath.Join(root, "hack", "kind", "values.yaml"),
-			"--set", "pipeline.create=true", "--set-file", "pipeline.p4info=" + p4info}},
-		{"the software UPF, its PKI from helm", []string{"--set", "softupf.enabled=true", "--set", "softupf.tls.issuer=helm"}},
-		{"the software UPF, its PKI from cert-manager", []string{"--set", "softupf.enabled=true", "--set", "softupf.tls.issuer=certManager"}},
-		{"the software UPF in plaintext", []string{"--set", "softupf.enabled=true", "--set", "softupf.insecure=true", "--set", "softupf.hostNetwork=true"}},
+			"--set", "pipeline.create=true", "--set-file", "pipeline.p4info=" + p4info}, true},
+		{"the software UPF, its PKI from helm", []string{"--set", "softupf.enabled=true", "--set", "softupf.tls.issuer=helm"}, true},
+		{"the software UPF, its PKI from cert-manager", []string{"--set", "softupf.enabled=true", "--set", "softupf.tls.issuer=certManager"}, true},
+		{"the software UPF in plaintext", []string{"--set", "softupf.enabled=true", "--set", "softupf.insecure=true", "--set", "softupf.hostNetwork=true"}, true},
 		{"a switch of your own, its TLS Secret from files, UPFs in tenant-a", []string{"--set", "upfNamespace=tenant-a",
 			"--set", "p4runtimeTLS.secretName=own-switch-tls", "--set", "p4runtimeTLS.create=true",
 			"--set-file", "p4runtimeTLS.caCrt=" + pem, "--set-file", "p4runtimeTLS.tlsCrt=" + pem, "--set-file", "p4runtimeTLS.tlsKey=" + pem,
-			"--set", "pipeline.name=tenant-pipeline", "--set", "pipeline.create=true", "--set-file", "pipeline.p4info=" + p4info}},
-		{"a ServiceMonitor with a metrics Secret of your own", []string{"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.tls.secretName=my-metrics-tls"}},
-		{"a ServiceMonitor that skips verification", []string{"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.tls.issuer=none", "--set", "metrics.serviceMonitor.insecureSkipVerify=true"}},
-		{"UE agents for chosen namespaces", []string{"--set", "ueAgent.enabled=true", "--set", "ueAgent.namespaces={tenant-a}"}},
-		{"N4 behind a load balancer", []string{"--set", "n4.enabled=true", "--set", "n4.service.type=LoadBalancer"}},
-		{"one replica without leader election", []string{"--set", "operator.replicas=1", "--set", "operator.leaderElection=false"}},
-		{"the extension points", []string{"-f", extensionValues}},
+			"--set", "pipeline.name=tenant-pipeline", "--set", "pipeline.create=true", "--set-file", "pipeline.p4info=" + p4info}, false},
+		{"a ServiceMonitor with a metrics Secret of your own", []string{"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.tls.secretName=my-metrics-tls"}, false},
+		{"a ServiceMonitor that skips verification", []string{"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.tls.issuer=none", "--set", "metrics.serviceMonitor.insecureSkipVerify=true"}, false},
+		{"UE agents for chosen namespaces", []string{"--set", "ueAgent.enabled=true", "--set", "ueAgent.namespaces={tenant-a}"}, true},
+		{"N4 behind a load balancer", []string{"--set", "n4.enabled=true", "--set", "n4.service.type=LoadBalancer"}, false},
+		{"one replica without leader election", []string{"--set", "operator.replicas=1", "--set", "operator.leaderElection=false"}, false},
+		{"the extension points", []string{"-f", extensionValues}, true},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			name := fmt.Sprintf("c%02d", i)
@@ -111,6 +112,13 @@ func TestDocumentedCombinationsInstall(t *testing.T) {
 			out, err := run(t, args...)
 			if err != nil {
 				t.Fatalf("helm install: %v\n%s", err, out)
+			}
+			// NOTES: the node components need a privileged namespace, and say so.
+			if says := strings.Contains(out, "kubectl label namespace ns-"+name+" pod-security.kubernetes.io/enforce=privileged"); says != tc.nodeParts {
+				t.Errorf("NOTES say the namespace must be privileged: %v, want %v:\n%s", says, tc.nodeParts, out)
+			}
+			if tc.what == "the kind cluster's values (hack/kind.sh)" && !strings.Contains(out, "portsNetns is for test beds") {
+				t.Errorf("NOTES do not mark portsNetns as test beds only:\n%s", out)
 			}
 			if out, err := run(t, "get", "manifest", name, "-n", "ns-"+name, "--kubeconfig", c.kubeconfig); err != nil || !strings.Contains(out, "kind: Deployment") {
 				t.Errorf("the release %s holds no operator Deployment: %v\n%s", name, err, out)
