@@ -197,7 +197,7 @@ func removeFinalizer(ctx context.Context, c client.Client, obj client.Object) er
 // object, which made a status patch cost it about twice a create, and the status writes are
 // what bounds how fast sessions become Programmed (README, "Benchmark"). The resourceVersion
 // matters: the UE agent writes its AgentReady condition and status.agent into the same status
-// (DESIGN.md, data flow 6), so a stale copy would put back what the agent had before; instead
+// (ue-daemonset/README.md), so a stale copy would put back what the agent had before; instead
 // the API server answers 409 Conflict and the reconcile runs again from a fresh read
 // (IsConflict: requeue, not an error). Fields written back unchanged keep their field manager.
 func writeStatus(ctx context.Context, c client.Client, bs, as any, after client.Object) error {

@@ -59,6 +59,10 @@ fi
 docker build -t "$image" --build-arg VERSION=kind --build-arg REVISION="$(git rev-parse HEAD)" .
 $kind load docker-image "$image" --name "$cluster"
 
+# The UE agents and the software UPF need the privileged Pod Security level (charts/junction/README.md).
+$kubectl create namespace junction-system --dry-run=client -o yaml | $kubectl apply -f -
+$kubectl label namespace junction-system pod-security.kubernetes.io/enforce=privileged --overwrite
+
 # The pipeline ConfigMap holds p4c's P4Info; the software UPF needs no device config.
 $helm upgrade --install junction charts/junction --kube-context "$context" \
   -n junction-system --create-namespace -f hack/kind/values.yaml \

@@ -36,7 +36,7 @@ const (
 	ConditionInsecure = "Insecure"
 
 	// ConditionReconciling and ConditionStalled are kstatus's (sigs.k8s.io/cli-utils), which Flux's
-	// health checks use and deploy/argocd/health.lua reads the same way. kstatus knows no Junction
+	// health checks use and gitops/argocd/health.lua reads the same way. kstatus knows no Junction
 	// kind: it calls an object InProgress while status.observedGeneration lags or Reconciling is
 	// True, Failed while Stalled is True, and Current otherwise. Both are present only while True.
 	// ConditionReconciling says the operator is still working towards Ready (also while an object
