@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 var extensionValues = filepath.Join("testdata", "extension-values.yaml")
@@ -123,7 +124,8 @@ func TestOperatorReplicasSpreadOverNodes(t *testing.T) {
 // are where the UserPlaneFunctions read them (upfNamespace), and the agent's RoleBindings, which
 // are in the namespaces it serves.
 func TestLabelsAndNamespaces(t *testing.T) {
-	clusterScoped := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true, "PriorityClass": true}
+	clusterScoped := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true, "PriorityClass": true,
+		"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	args := append(slices.Clone(allOptional), "--set", "namespaceOverride=ran-system", "--set", "upfNamespace=tenant-a",
 		"--set", "ueAgent.namespaces={tenant-a}", "--set", "n4.enabled=true")
 	objs := render(t, args...)
@@ -303,5 +305,30 @@ func TestSoftUPFPrivileges(t *testing.T) {
 	_, _, c = podTemplate(t, render(t, "--set", "softupf.enabled=true", "--set", "softupf.portsNetns=jx-upf")["Deployment/j-junction-softupf"])
 	if caps := fmt.Sprint(c["securityContext"]); !strings.Contains(caps, "SYS_ADMIN") {
 		t.Errorf("portsNetns without SYS_ADMIN: %s", caps)
+	}
+}
+
+// The operator reads Secrets where upfNamespaces says and in upfNamespace, where the chart puts
+// the TLS Secret it makes: a Role in each, and --secret-namespaces naming them.
+func TestSecretNamespacesIncludeTheChartsOwn(t *testing.T) {
+	set := []string{"--set", "upfNamespaces={a,b}", "--set", "upfNamespace=c"}
+	out, err := run(t, append([]string{"template", "j", chart, "-n", "junction-system", "--kube-version", "1.33.0"}, set...)...)
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	roles := map[string]bool{} // by namespace (render keys objects by kind and name)
+	for _, doc := range strings.Split(out, "\n---") {
+		u := &unstructured.Unstructured{}
+		if yaml.Unmarshal([]byte(doc), &u.Object) == nil && u.GetKind() == "Role" && strings.HasSuffix(u.GetName(), "-operator-secrets") {
+			roles[u.GetNamespace()] = true
+		}
+	}
+	if len(roles) != 3 || !roles["a"] || !roles["b"] || !roles["c"] {
+		t.Errorf("the operator's Secrets Roles are in %v, want a, b and c", roles)
+	}
+	objs := render(t, set...)
+	args, _, _ := unstructured.NestedSlice(objs["Deployment/j-junction-operator"].Object, "spec", "template", "spec", "containers")
+	if got := fmt.Sprint(args[0].(map[string]any)["args"]); !strings.Contains(got, "--secret-namespaces=a,b,c") {
+		t.Errorf("operator args %s, want --secret-namespaces=a,b,c", got)
 	}
 }

@@ -110,3 +110,11 @@ scraper can verify). */ -}}
 {{- define "junction.metricsTLSSecret" -}}
 {{- default (printf "%s-metrics-tls" (include "junction.fullname" .)) .Values.metrics.tls.secretName -}}
 {{- end -}}
+
+{{- /* The namespaces the operator reads Secrets in, comma-separated: upfNamespaces with the
+chart's own upfNamespace (where it puts the TLS Secret it makes); empty: every namespace. */ -}}
+{{- define "junction.secretNamespaces" -}}
+{{- if .Values.upfNamespaces -}}
+{{- append .Values.upfNamespaces (include "junction.upfNamespace" .) | uniq | join "," -}}
+{{- end -}}
+{{- end -}}
