@@ -152,7 +152,7 @@ control JunctionTnaIngress(inout headers_t hdr,
         md.bridged.peer_addr = md.lmd.peer_addr;
         md.bridged.junction_dst = md.lmd.junction_dst;
         reorder_queue.apply(hdr, md, ig_dprsr_md, ig_tm_md);
-        to_controller.apply(hdr, md.lmd, ig_intr_md, ig_tm_md);
+        to_controller.apply(hdr, md.lmd, ig_intr_md, ig_tm_md, ig_dprsr_md);
         verdict.apply(md, ig_dprsr_md, ig_tm_md);
     }
 }
