@@ -73,12 +73,7 @@ func SessionEntries(s Session) ([]Entry, error) {
 			return nil, fmt.Errorf("session %s has a 3GPP leg but no tunnel peer index", s.Name)
 		}
 		teidDown = uint32(leg.DownlinkTEID)
-		out = append(out, Entry{
-			Table:  "uplink_tunnels",
-			Match:  []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(leg.UplinkTEID))}},
-			Action: "decap_gtpu",
-			Params: []Param{{"access", u8(uint8(contract.Access3GPP))}, {"usage_idx", u32(s.UsageIndex)}},
-		})
+		out = append(out, uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex))
 	}
 	if leg := spec.AccessLegs.NonThreeGPP; leg != nil {
 		if ueN, err = parseAddr("accessLegs.nonThreeGPP.ueAddress", string(leg.UEAddress)); err != nil {
@@ -89,12 +84,7 @@ func SessionEntries(s Session) ([]Entry, error) {
 				return nil, err
 			}
 			teidDownN = uint32(leg.DownlinkTEID)
-			out = append(out, Entry{
-				Table:  "uplink_tunnels",
-				Match:  []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(leg.UplinkTEID))}},
-				Action: "decap_gtpu",
-				Params: []Param{{"access", u8(uint8(contract.AccessNon3GPP))}, {"usage_idx", u32(s.UsageIndex)}},
-			})
+			out = append(out, uplinkTunnel(leg.UplinkTEID, contract.AccessNon3GPP, s.UsageIndex))
 		}
 	}
 	out = append(out, Entry{
@@ -189,11 +179,17 @@ func singleAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 		return nil, fmt.Errorf("session %s has a 3GPP leg but no tunnel peer index", s.Name)
 	}
 	return []Entry{
-		{Table: "uplink_tunnels", Match: []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(leg.UplinkTEID))}}, Action: "decap_gtpu",
-			Params: []Param{{"access", u8(uint8(contract.Access3GPP))}, {"usage_idx", u32(s.UsageIndex)}}},
+		uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex),
 		{Table: "downlink_tunnels", Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: "encap_gtpu",
 			Params: []Param{{"teid", u32(uint32(leg.DownlinkTEID))}, {"peer_idx", u16(s.PeerIndex)}, {"endpoint_idx", u8(s.EndpointIndex)}, {"usage_idx", u32(s.UsageIndex)}}},
 	}, nil
+}
+
+// uplinkTunnel is a leg's uplink TEID entry: decapsulated, and the leg it belongs to (the
+// arrival access of the Junction inside), with the session's usage cell.
+func uplinkTunnel(teid int64, access contract.Access, usage uint32) Entry {
+	return Entry{Table: "uplink_tunnels", Match: []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(teid))}}, Action: "decap_gtpu",
+		Params: []Param{{"access", u8(uint8(access))}, {"usage_idx", u32(usage)}}}
 }
 
 // PolicySteerings encodes a session's spec.policySteering by policy name.

@@ -23,9 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/junction-atsss/junction/controllers"
@@ -387,32 +385,8 @@ func TestBinaryDeviceConfigSurvives(t *testing.T) {
 // CRDs and every object are accepted, an upgrade changes what it should, and uninstall removes
 // the release's objects (CRDs stay, as Helm keeps crds/).
 func TestInstallUpgradeUninstall(t *testing.T) {
-	assets, err := testenv.AssetsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
-	admin, err := env.AddUser(envtest.User{Name: "helm", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := admin.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startCluster(t)
+	kubeconfig, k8s := c.kubeconfig, c.k8s
 	helmAt := func(args ...string) {
 		t.Helper()
 		if out, err := run(t, append(args, "--kubeconfig", kubeconfig, "-n", "junction-system")...); err != nil {

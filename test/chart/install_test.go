@@ -24,18 +24,21 @@ import (
 	"github.com/junction-atsss/junction/internal/testenv"
 )
 
-// cluster is an envtest API server with the foreign CRDs, a kubeconfig file for helm and kubectl
+// cluster is an envtest API server with the given CRDs (foreignCRDs: the stand-ins for
+// cert-manager's and the Prometheus Operator's), a kubeconfig file for helm and kubectl
 // (namespace default, as a user's), and an uncached client.
 type cluster struct {
 	kubeconfig string
 	k8s        client.Client
 }
 
-func startCluster(t *testing.T) *cluster {
+var foreignCRDs = filepath.Join("testdata", "foreign-crds.yaml")
+
+func startCluster(t *testing.T, crds ...string) *cluster {
 	t.Helper()
 	assets, err := testenv.AssetsDir()
 	testenv.Require(t, "the envtest control plane (make tools)", err)
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{filepath.Join("testdata", "foreign-crds.yaml")}}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crds}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +77,7 @@ func (c *cluster) get(t *testing.T, apiVersion, kind, ns, name string) *unstruct
 // Every values combination the READMEs document installs, each as a release of its own in one
 // cluster (so that their cluster-scoped names must not collide either).
 func TestDocumentedCombinationsInstall(t *testing.T) {
-	c := startCluster(t)
+	c := startCluster(t, foreignCRDs)
 	if err := c.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +138,7 @@ func TestDocumentedCombinationsInstall(t *testing.T) {
 // its pipeline ConfigMap and its TLS Secret, in its own namespace. The step that waits for Ready
 // needs a running operator, which the envtest API server has not; test/operator covers that.
 func TestReadmeInstallSteps(t *testing.T) {
-	c := startCluster(t)
+	c := startCluster(t, foreignCRDs)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +239,7 @@ func keysOf(m map[string]string) []string {
 // by the baseline level and admitted by privileged, as the chart's README and NOTES say; the
 // operator passes restricted, so it can live in a namespace of that level on its own.
 func TestPodSecurityLevels(t *testing.T) {
-	c := startCluster(t)
+	c := startCluster(t, foreignCRDs)
 	ctx := context.Background()
 	for _, level := range []string{"restricted", "baseline", "privileged"} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: level, Labels: map[string]string{"pod-security.kubernetes.io/enforce": level}}}

@@ -26,7 +26,6 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/linkem"
-	"github.com/junction-atsss/junction/internal/ueagent/steer"
 	"github.com/junction-atsss/junction/test/topology"
 )
 
@@ -86,41 +85,12 @@ func TestScenarioHybridAccess(t *testing.T) {
 	got[hybridMPTCP], retrans[hybridMPTCP] = r.End.SumReceived.BitsPerSecond/1e6, r.End.SumSent.Retransmits
 	t.Logf("MPTCP: %.1f Mbit/s, %d retransmissions", got[hybridMPTCP], retrans[hybridMPTCP])
 
-	// The line lost under a 25 Mbit/s stream on it; carrier first, silently last (the cell
-	// emulator then stays down).
+	// The line lost under a 25 Mbit/s stream on it (active-standby on the line).
 	setMode(modes[0].mode)
-	var results []handoverResult
-	for _, mode := range []string{"carrier", "silent"} {
-		fail, target := func() { must(t, u.WiFi.SetCarrier(false)) }, 100*time.Millisecond
-		if mode == "silent" {
-			fail, target = func() { setDown(em.Cell[:], true) }, 3*steer.DefaultLegConfig().Busy
-		}
-		s := tb.cbr(t, d, failAt, fail)
-		h := handoverResult{name: mode, s: s, outage: s.outage(failAt, d), after: s.rateAfter(d-time.Second, d), target: target}
-		results = append(results, h)
-		t.Logf("the line lost (%s): outage %v (target <= %v), %.1f Mbit/s on 5G after", mode, h.outage.Round(time.Millisecond), target, h.after)
-		if h.outage > 2*time.Second || h.after < 0.8*cbrRate/1e6 {
-			t.Errorf("line lost (%s): outage %v, %.1f Mbit/s after; want the stream on 5G", mode, h.outage, h.after)
-		}
-		if mode == "carrier" {
-			must(t, u.WiFi.SetCarrier(true))
-			must(t, u.Routes())
-			tb.legState("rg", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
-		}
-	}
+	results := tb.non3GPPLost(t, em, "rg", d, failAt)
 	// MPTCP gives a silent subflow up in seconds: its handover runs in the full scenario only.
 	if fullScenario {
-		mpHO := newMPTCP(t, em, true)
-		for _, mode := range []string{"carrier", "silent"} {
-			fail := func() { must(t, mpHO.WiFi.SetCarrier(false)) }
-			if mode == "silent" {
-				fail = func() { setDown(mpHO.WiFiShapers[:], true) }
-			}
-			s := mptcpCBR(t, mpHO, d, failAt, fail)
-			results = append(results, handoverResult{name: "MPTCP " + mode, s: s, outage: s.outage(failAt, d), after: s.rateAfter(d-time.Second, d)})
-			must(t, mpHO.WiFi.SetCarrier(true))
-			setDown(mpHO.WiFiShapers[:], false)
-		}
+		results = append(results, mptcpNon3GPPLost(t, em, d, failAt)...)
 	}
 
 	alone := got[hybridLine] + got[hybrid5G]

@@ -287,45 +287,10 @@ func TestScenarioHandover(t *testing.T) {
 	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 
-	var results []handoverResult
-	for _, mode := range []string{"carrier", "silent"} {
-		fail := func() { must(t, u.WiFi.SetCarrier(false)) }
-		// The targets: 100 ms on carrier loss, 3 probe intervals (the busy interval: the
-		// stream keeps the leg busy) when only probes can tell.
-		target := 100 * time.Millisecond
-		if mode == "silent" {
-			fail = func() { setDown(em.Cell[:], true) }
-			target = 3 * steer.DefaultLegConfig().Busy
-		}
-		s := tb.cbr(t, d, failAt, fail)
-		r := handoverResult{name: mode, s: s, outage: s.outage(failAt, d), after: s.rateAfter(d-time.Second, d), target: target}
-		results = append(results, r)
-		t.Logf("handover, WiFi lost (%s): outage %v (target <= %v), %.1f Mbit/s on 5G after", mode, r.outage.Round(time.Millisecond), target, r.after)
-		// Generous bounds: the behaviour, not the target. Traffic moves to 5G and stays there.
-		if r.outage > 2*time.Second || r.after < 0.8*cbrRate/1e6 {
-			t.Errorf("%s: outage %v, %.1f Mbit/s after the failure; want the stream back on 5G", mode, r.outage, r.after)
-		}
-		// WiFi back for the next run.
-		if mode == "carrier" {
-			must(t, u.WiFi.SetCarrier(true))
-			must(t, u.Routes())
-			tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
-		}
-	}
-	// The baseline, full run only (MPTCP needs seconds to give up a silent subflow): Linux MPTCP
-	// over links emulated alike, WiFi first and 5G as the backup subflow, the same 25 Mbit/s as
-	// a paced TCP stream, the same failures.
+	results := tb.non3GPPLost(t, em, "s1", d, failAt)
+	// The baseline, full run only (MPTCP needs seconds to give up a silent subflow).
 	if full {
-		mp := newMPTCP(t, em, true)
-		for _, mode := range []string{"carrier", "silent"} {
-			fail := func() { must(t, mp.WiFi.SetCarrier(false)) }
-			if mode == "silent" {
-				fail = func() { setDown(mp.WiFiShapers[:], true) }
-			}
-			s := mptcpCBR(t, mp, d, failAt, fail)
-			results = append(results, handoverResult{name: "MPTCP " + mode, s: s, outage: s.outage(failAt, d), after: s.rateAfter(d-time.Second, d)})
-			must(t, mp.WiFi.SetCarrier(true))
-		}
+		results = append(results, mptcpNon3GPPLost(t, em, d, failAt)...)
 		writeHandover(t, d, results, "fig11-handover", "Handover: WiFi lost, traffic moves to 5G (25 Mbit/s)", map[string]string{
 			"carrier": "Junction, carrier lost (netlink)", "silent": "Junction, silent loss (probes)",
 			"MPTCP carrier": "MPTCP, carrier lost", "MPTCP silent": "MPTCP, silent loss"})
@@ -344,6 +309,55 @@ func TestScenarioHandover(t *testing.T) {
 		}
 		fmt.Printf("%-14s %12v %20s %14.1f\n", r.name, r.outage.Round(time.Millisecond), target, r.after)
 	}
+}
+
+// non3GPPLost runs the 25 Mbit/s stream to the first UE's session (active-standby on its
+// non-3GPP leg) while that leg is lost at failAt, once with its carrier gone and once silently
+// (the cell emulator drops everything), the leg back up in between; silently last, the cell stays
+// down. The targets: 100 ms on carrier loss, 3 probe intervals (the busy interval: the
+// stream keeps the leg busy) when only probes can tell. Generous bounds are asserted: the
+// stream moves to 5G and stays there.
+func (tb *testbed) non3GPPLost(t *testing.T, em *topology.Emulation, session string, d, failAt time.Duration) []handoverResult {
+	u := tb.ues[0]
+	var results []handoverResult
+	for _, mode := range []string{"carrier", "silent"} {
+		fail, target := func() { must(t, u.WiFi.SetCarrier(false)) }, 100*time.Millisecond
+		if mode == "silent" {
+			fail, target = func() { setDown(em.Cell[:], true) }, 3*steer.DefaultLegConfig().Busy
+		}
+		s := tb.cbr(t, d, failAt, fail)
+		r := handoverResult{name: mode, s: s, outage: s.outage(failAt, d), after: s.rateAfter(d-time.Second, d), target: target}
+		results = append(results, r)
+		t.Logf("the non-3GPP leg lost (%s): outage %v (target <= %v), %.1f Mbit/s on 5G after", mode, r.outage.Round(time.Millisecond), target, r.after)
+		if r.outage > 2*time.Second || r.after < 0.8*cbrRate/1e6 {
+			t.Errorf("%s: outage %v, %.1f Mbit/s after the failure; want the stream back on 5G", mode, r.outage, r.after)
+		}
+		if mode == "carrier" {
+			must(t, u.WiFi.SetCarrier(true))
+			must(t, u.Routes())
+			tb.legState(session, junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
+		}
+	}
+	return results
+}
+
+// mptcpNon3GPPLost is non3GPPLost's baseline: Linux MPTCP over links emulated alike, the
+// non-3GPP link first and 5G as the backup subflow, the same 25 Mbit/s as a paced TCP stream,
+// the same failures.
+func mptcpNon3GPPLost(t *testing.T, em *topology.Emulation, d, failAt time.Duration) []handoverResult {
+	mp := newMPTCP(t, em, true)
+	var results []handoverResult
+	for _, mode := range []string{"carrier", "silent"} {
+		fail := func() { must(t, mp.WiFi.SetCarrier(false)) }
+		if mode == "silent" {
+			fail = func() { setDown(mp.WiFiShapers[:], true) }
+		}
+		s := mptcpCBR(t, mp, d, failAt, fail)
+		results = append(results, handoverResult{name: "MPTCP " + mode, s: s, outage: s.outage(failAt, d), after: s.rateAfter(d-time.Second, d)})
+		must(t, mp.WiFi.SetCarrier(true))
+		setDown(mp.WiFiShapers[:], false)
+	}
+	return results
 }
 
 // writeHandoverTable writes Fig. 11's table: results are Junction's carrier and silent runs,
