@@ -18,9 +18,7 @@ package ueagent
 // are printed, not asserted.
 
 import (
-	"context"
 	"fmt"
-	"reflect"
 	"testing"
 	"time"
 
@@ -65,17 +63,8 @@ func TestScenarioHybridAccess(t *testing.T) {
 	tb.legState("rg", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 
 	got, retrans := map[string]float64{}, map[string]int{}
-	setMode := func(mode junctionv1.SteeringMode) {
-		p := &junctionv1.SteeringPolicy{}
-		must(t, k8s.Get(context.Background(), clientKey(pol), p))
-		if !reflect.DeepEqual(p.Spec.Steering, mode) {
-			p.Spec.Steering = mode
-			must(t, k8s.Update(context.Background(), p))
-			time.Sleep(2 * time.Second) // the operator and the agent apply it
-		}
-	}
 	for _, m := range modes {
-		setMode(m.mode)
+		setSteering(t, pol, m.mode)
 		r := iperf(t, u.NS, tb.DN, sessionAddr, "-t", secs)
 		got[m.name], retrans[m.name] = r.End.SumReceived.BitsPerSecond/1e6, r.End.SumSent.Retransmits
 		t.Logf("%s: %.1f Mbit/s, %d retransmissions", m.name, got[m.name], retrans[m.name])
@@ -86,7 +75,7 @@ func TestScenarioHybridAccess(t *testing.T) {
 	t.Logf("MPTCP: %.1f Mbit/s, %d retransmissions", got[hybridMPTCP], retrans[hybridMPTCP])
 
 	// The line lost under a 25 Mbit/s stream on it (active-standby on the line).
-	setMode(modes[0].mode)
+	setSteering(t, pol, modes[0].mode)
 	results := tb.non3GPPLost(t, em, "rg", d, failAt)
 	// MPTCP gives a silent subflow up in seconds: its handover runs in the full scenario only.
 	if fullScenario {

@@ -465,13 +465,7 @@ func TestScenarioAggregation(t *testing.T) {
 	}
 	// measure runs a TCP download (or, with up, an upload) under mode.
 	measure := func(name string, mode junctionv1.SteeringMode, up bool) {
-		p := &junctionv1.SteeringPolicy{}
-		must(t, k8s.Get(context.Background(), clientKey(pol), p))
-		if !reflect.DeepEqual(p.Spec.Steering, mode) {
-			p.Spec.Steering = mode
-			must(t, k8s.Update(context.Background(), p))
-			time.Sleep(2 * time.Second) // the operator and the agent apply it
-		}
+		setSteering(t, pol, mode)
 		var r iperfResult
 		before := downlinks(u.RadioShapers[1], em.Cell[1])
 		if up {
@@ -623,6 +617,18 @@ func writeAggregation(t *testing.T, names []string, got map[string]float64, sum 
 	must(t, os.WriteFile(filepath.Join(dir, "fig12-aggregation.csv"), []byte(csv), 0o644))
 	must(t, p.Save(8*vg.Inch, 4*vg.Inch, filepath.Join(dir, "fig12-aggregation.png")))
 	t.Logf("wrote %s/fig12-aggregation.{csv,png}", dir)
+}
+
+// setSteering gives policy pol the steering mode, and the operator and the agent time to apply
+// it, unless it has it already.
+func setSteering(t *testing.T, pol *junctionv1.SteeringPolicy, mode junctionv1.SteeringMode) {
+	p := &junctionv1.SteeringPolicy{}
+	must(t, k8s.Get(context.Background(), clientKey(pol), p))
+	if !reflect.DeepEqual(p.Spec.Steering, mode) {
+		p.Spec.Steering = mode
+		must(t, k8s.Update(context.Background(), p))
+		time.Sleep(2 * time.Second)
+	}
 }
 
 // rxBytesAll is the received bytes of every interface of ns, by name.
