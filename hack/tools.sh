@@ -49,10 +49,11 @@ stamp() { echo "$2" >"$bin/.$1.version"; }
 
 # go_install NAME PACKAGE VERSION [LDFLAGS]: bin/NAME, whatever the package's own binary name
 # (wireguard-go's module installs as "wireguard"). Built aside, so a failed build leaves no
-# half-written bin/NAME.
+# half-written bin/NAME; the link flags are part of what the cache stamp records.
 go_install() {
   local name=$1 pkg=$2 version=$3 ldflags=${4:-} tmp
-  fresh "$name" "$version" && return 0
+  local key="$version${ldflags:+ $ldflags}"
+  fresh "$name" "$key" && return 0
   log "building $name $version"
   tmp=$(mktemp -d "$bin/.build.XXXXXX")
   if ! GOBIN="$tmp" go install -ldflags "$ldflags" "$pkg@$version"; then
@@ -61,7 +62,22 @@ go_install() {
   fi
   mv "$tmp"/* "$bin/$name"
   rmdir "$tmp"
-  stamp "$name" "$version"
+  stamp "$name" "$key"
+}
+
+# helm_ldflags: the link flags of Helm's own release build (its Makefile): the version, and the
+# Kubernetes version of the client-go it is built with, which `helm template` and `helm lint`
+# assume without --kube-version (unset: 1.20, which the chart refuses).
+helm_ldflags() {
+  local gomod minor
+  gomod=$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  minor=$(awk '$1 == "k8s.io/client-go" { sub(/^v0\./, "", $2); sub(/\..*/, "", $2); print $2 }' "$gomod")
+  [[ -n $minor ]] || { log "helm $HELM_VERSION: no k8s.io/client-go in its go.mod"; return 1; }
+  local f="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    f+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$minor"
+  done
+  echo "$f"
 }
 
 # apt_install PACKAGE:COMMAND...: installs, non-interactively, the Debian packages whose command
@@ -166,7 +182,7 @@ build() {
   case $1 in
     controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION" ;;
     kustomize) go_install kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION" ;;
-    helm) go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
+    helm) go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "$(helm_ldflags)" ;;
     gotestsum) go_install gotestsum gotest.tools/gotestsum "$GOTESTSUM_VERSION" ;;
     promtool) go_install promtool github.com/prometheus/prometheus/cmd/promtool "$PROMTOOL_VERSION" ;;
     kind) go_install kind sigs.k8s.io/kind "$KIND_VERSION" ;;

@@ -272,6 +272,14 @@ func TestChartRequiresKubernetes131(t *testing.T) {
 	if out, err := run(t, "template", "j", chart, "--kube-version", "1.30.0"); err == nil || !strings.Contains(out, "1.31") {
 		t.Errorf("Kubernetes 1.30: %v, want an error naming 1.31:\n%s", err, out)
 	}
+	// Without --kube-version, helm assumes the Kubernetes version of its client-go (hack/tools.sh
+	// builds it with the link flags Helm's release build sets): the chart renders and lints, as
+	// with a released helm, for GitOps tools and users who render offline.
+	for _, args := range [][]string{{"template", "j", chart}, {"lint", chart}} {
+		if out, err := run(t, args...); err != nil {
+			t.Errorf("helm %s without --kube-version: %v\n%s", args[0], err, out)
+		}
+	}
 }
 
 // One replica gets no PodDisruptionBudget (minAvailable 1 would block every drain); numbers of a
