@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -257,6 +258,13 @@ func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error)
 		return cfg, fmt.Errorf("tunnelEndpoints[%s].n3Address: %v", te.Name, err)
 	}
 	cfg.UPF, cfg.TunnelEndpoint = u.Name, te.Name
+	for i, a := range s.AllowedSMFs {
+		p, err := netip.ParsePrefix(string(a))
+		if err != nil {
+			return cfg, fmt.Errorf("spec.n4.allowedSMFs[%d]: %v", i, err)
+		}
+		cfg.AllowedSMFs = append(cfg.AllowedSMFs, p)
+	}
 	// The UP F-SEID's address: where SMFs send this UPF's session messages.
 	switch a, err := netip.ParseAddr(s.NodeID); {
 	case s.Address != "":
@@ -275,7 +283,8 @@ func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error)
 }
 
 func sameN4Config(a, b n4.Config) bool {
-	return a.Target == b.Target && a.Listen == b.Listen && a.NodeID == b.NodeID && a.Address == b.Address && a.Heartbeat == b.Heartbeat && a.Grace == b.Grace
+	return a.Target == b.Target && a.Listen == b.Listen && a.NodeID == b.NodeID && a.Address == b.Address && a.Heartbeat == b.Heartbeat && a.Grace == b.Grace &&
+		slices.Equal(a.AllowedSMFs, b.AllowedSMFs)
 }
 
 // collectPolicies deletes the N4 endpoint's traffic classes no session selects any more.

@@ -263,6 +263,14 @@ type N4 struct {
 	// a row) are kept before they are released; default 60s.
 	// +optional
 	GracePeriod Duration `json:"gracePeriod,omitempty"`
+
+	// allowedSMFs are the prefixes SMFs may associate from: an Association Setup Request from
+	// any other address is refused (cause 64) and reported with an event. Unset: any SMF that
+	// reaches the endpoint, which PFCP does not authenticate (docs/threat-model.md, "N4").
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	// +optional
+	AllowedSMFs []IPv4Prefix `json:"allowedSMFs,omitempty"`
 }
 
 // N4Association is one SMF associated with the UPF's N4 endpoint.

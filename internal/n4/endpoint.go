@@ -91,6 +91,8 @@ type Config struct {
 	Heartbeat       time.Duration
 	HeartbeatMisses int
 	Grace           time.Duration
+	// AllowedSMFs are the prefixes SMFs may associate from; empty: any.
+	AllowedSMFs []netip.Prefix
 	// Event reports what an operator should see (an SMF lost, sessions released).
 	Event func(warning bool, reason, msg string)
 	Log   logr.Logger
@@ -479,6 +481,11 @@ func (e *Endpoint) associationRequest(ctx context.Context, key string, from neti
 	}
 	switch h.Type {
 	case message.MsgTypeAssociationSetupRequest:
+		if !e.allowed(from) {
+			fail(refuse(CauseRejected, 0, "SMF %s at %s is not in spec.n4.allowedSMFs", smf, from))
+			e.cfg.Event(true, "SMFRefused", fmt.Sprintf("Association Setup from SMF %s at %s refused: not in spec.n4.allowedSMFs", smf, from))
+			return
+		}
 		x, err := c.need(ie.RecoveryTimeStamp)
 		if err != nil {
 			fail(err.(*Refusal))
@@ -804,4 +811,17 @@ func (c *responseCache) expire(now time.Time) {
 			delete(c.entries, k)
 		}
 	}
+}
+
+// allowed says whether an SMF may associate from addr (Config.AllowedSMFs).
+func (e *Endpoint) allowed(addr netip.AddrPort) bool {
+	if len(e.cfg.AllowedSMFs) == 0 {
+		return true
+	}
+	for _, p := range e.cfg.AllowedSMFs {
+		if p.Contains(addr.Addr().Unmap()) {
+			return true
+		}
+	}
+	return false
 }

@@ -639,6 +639,43 @@ func TestN4NonThreeGPPLegOverN3(t *testing.T) {
 	})
 }
 
+// TestN4TakesOnlyTheAllowedSMFs: with spec.n4.allowedSMFs set, an Association Setup from an
+// address outside them is refused with cause 64 (Request rejected) and a Warning event says so
+// (PFCP authenticates no peer: docs/threat-model.md); the SMF's address allowed, it associates.
+func TestN4TakesOnlyTheAllowedSMFs(t *testing.T) {
+	r := newN4Rig(t, func(n *junctionv1.N4) { n.AllowedSMFs = []junctionv1.IPv4Prefix{"192.0.2.0/24"} }, nil)
+	resp, err := r.smf.Associate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resp.Cause(); c != 64 {
+		t.Fatalf("Association Setup from 127.0.0.1, allowed 192.0.2.0/24: cause %d, want 64", c)
+	}
+	eventually(t, programTimeout, "the SMFRefused event", func() error { return findEvent(r.ns, "upf", "Warning", "SMFRefused") })
+	if st := r.n4Status(t); len(st.Associations) != 0 {
+		t.Errorf("associations %+v after the refusal, want none", st.Associations)
+	}
+
+	u := &junctionv1.UserPlaneFunction{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(r.upf), u); err != nil {
+		t.Fatal(err)
+	}
+	u.Spec.N4.AllowedSMFs = append(u.Spec.N4.AllowedSMFs, "127.0.0.0/8")
+	if err := k8s.Update(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, programTimeout, "an association once 127.0.0.0/8 is allowed", func() error {
+		resp, err := r.smf.Associate(context.Background())
+		if err != nil {
+			return err
+		}
+		if c := resp.Cause(); c != ie.CauseRequestAccepted {
+			return fmt.Errorf("cause %d", c)
+		}
+		return nil
+	})
+}
+
 // TestN4RefusesAddressesNoPoolGrants: the endpoint checks an N4 session's addresses as the
 // controller checks a manifest's (docs/address-pools.md), before anything reaches the UPF: a UE
 // address no AddressPool grants the UPF's namespace is refused with cause 69 (Mandatory IE
