@@ -44,11 +44,18 @@ func TestSessionOverWirelineThroughWAGF(t *testing.T) {
 		t.Fatalf("the W-AGF's tunnel carried %d bytes up and %d down during 10 pings of %d bytes; want them all, both ways", dt, dr, pingSize)
 	}
 
-	// The fixed line loses its carrier: the leg is Down and the pings take 5G.
+	// The fixed line loses its carrier: the leg is Down, the agent's LINK_DOWN (over 5G) clears
+	// the UPF's rtt_non3gpp, and the pings take 5G both ways.
 	must(t, u.WiFi.SetCarrier(false))
 	if l := tb.legState("rg", junctionv1.AccessNon3GPP, junctionv1.LegDown, failoverTimeout); l.Reason != "LinkDown" {
 		t.Errorf("the line's leg is down with reason %q, want LinkDown", l.Reason)
 	}
+	eventually(t, failoverTimeout, "rtt_non3gpp cleared by LINK_DOWN", func() error {
+		if v, err := tb.register("rtt_non3gpp", user); err != nil || v != 0 {
+			return fmt.Errorf("rtt_non3gpp[%d] = %d, %v", user, v, err)
+		}
+		return nil
+	})
 	ran := txBytes(t, u.NS, "ran0")
 	if got := ping(t, u, 5); got != 5 {
 		t.Fatalf("line down: %d of 5 pings answered over 5G", got)
