@@ -16,8 +16,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/addrpool"
@@ -69,21 +67,6 @@ func clusterRanges(ctx context.Context, c client.Reader) ([]addrpool.Reserved, e
 		}
 	}
 	return out, nil
-}
-
-// sessionsOfPool: the sessions of the namespace a pool grants to (or granted to, before an
-// update: both ends of a change reach here as separate events).
-func (r *ATSSSSessionReconciler) sessionsOfPool(ctx context.Context, o client.Object) []reconcile.Request {
-	p, ok := o.(*junctionv1.AddressPool)
-	if !ok {
-		return nil
-	}
-	var list junctionv1.ATSSSSessionList
-	if err := r.List(ctx, &list, client.InNamespace(p.Spec.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		logf.FromContext(ctx).Error(err, "Listing the sessions of an address pool failed", "addresspool", p.Name)
-		return nil
-	}
-	return requestsFor(list.Items)
 }
 
 // isRefused tells a refusal from a failure to read what decides it.

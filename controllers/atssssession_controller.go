@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/addrpool"
 	"github.com/junction-atsss/junction/internal/desired"
 )
 
@@ -141,7 +142,7 @@ func (r *ATSSSSessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&junctionv1.ATSSSSession{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletingPredicate()))).
 		Watches(&junctionv1.UserPlaneFunction{}, handler.EnqueueRequestsFromMapFunc(r.sessionsOfUPF), builder.WithPredicates(upfChangedForDependents())).
 		Watches(&junctionv1.SteeringPolicy{}, handler.EnqueueRequestsFromMapFunc(r.sessionsOfPolicy), builder.WithPredicates(policyChangedForSessions())).
-		Watches(&junctionv1.AddressPool{}, handler.EnqueueRequestsFromMapFunc(r.sessionsOfPool), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&junctionv1.AddressPool{}, handler.EnqueueRequestsFromMapFunc(addrpool.SessionsOf(r.Client)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.Fleet.sessionEvents.ch, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: n}).
 		Named("atssssession").

@@ -14,6 +14,10 @@ import (
 	"os"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
 
@@ -143,4 +147,26 @@ func APIServer(ctx context.Context, hostURL string) []Reserved {
 		}
 	}
 	return out
+}
+
+// SessionsOf maps an AddressPool event to the sessions c sees in the namespace the pool grants
+// to (or granted to, before an update: both ends of a change arrive as separate events): the
+// operator's sessions, or, through an agent's cache, its node's.
+func SessionsOf(c client.Reader) func(context.Context, client.Object) []reconcile.Request {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		p, ok := o.(*junctionv1.AddressPool)
+		if !ok {
+			return nil
+		}
+		var list junctionv1.ATSSSSessionList
+		if err := c.List(ctx, &list, client.InNamespace(p.Spec.Namespace), client.UnsafeDisableDeepCopy); err != nil { // read only
+			logf.FromContext(ctx).Error(err, "Listing the sessions of an address pool failed", "addresspool", p.Name)
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i := range list.Items {
+			out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+		}
+		return out
+	}
 }

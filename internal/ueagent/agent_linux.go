@@ -120,7 +120,7 @@ func (a *Agent) SetupWithManager(mgr ctrl.Manager) error {
 		For(&junctionv1.ATSSSSession{}).
 		Watches(&junctionv1.SteeringPolicy{}, handler.EnqueueRequestsFromMapFunc(a.sessionsIn)).
 		Watches(&junctionv1.UserPlaneFunction{}, handler.EnqueueRequestsFromMapFunc(a.sessionsIn)).
-		Watches(&junctionv1.AddressPool{}, handler.EnqueueRequestsFromMapFunc(a.sessionsOfPool)).
+		Watches(&junctionv1.AddressPool{}, handler.EnqueueRequestsFromMapFunc(addrpool.SessionsOf(a.Client))).
 		WatchesRawSource(source.Channel(a.events, &handler.EnqueueRequestForObject{})).
 		Complete(a)
 	if err != nil {

@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/addrpool"
@@ -55,21 +53,4 @@ func nodeNetworks(n *node) ([]addrpool.Reserved, error) {
 			What: fmt.Sprintf("this node's network on %s", link.Attrs().Name)})
 	}
 	return out, nil
-}
-
-// sessionsOfPool enqueues the node's sessions in the namespace a pool grants to.
-func (a *Agent) sessionsOfPool(ctx context.Context, obj client.Object) []reconcile.Request {
-	p, ok := obj.(*junctionv1.AddressPool)
-	if !ok {
-		return nil
-	}
-	var list junctionv1.ATSSSSessionList
-	if err := a.List(ctx, &list, client.InNamespace(p.Spec.Namespace)); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return out
 }

@@ -103,22 +103,29 @@ const tlsDir = "/etc/junction/p4runtime-tls/"
 
 var mutualArgs = []string{"--tls-cert=" + tlsDir + "tls.crt", "--tls-key=" + tlsDir + "tls.key", "--tls-client-ca=" + tlsDir + "ca.crt"}
 
+// servesMutualTLSFrom checks the software UPF's pod and container serve mutual TLS (no
+// --insecure) from Secret secret, its only volume.
+func servesMutualTLSFrom(t *testing.T, pod, c map[string]any, secret string) {
+	t.Helper()
+	for _, arg := range mutualArgs {
+		if !contains(c["args"], arg) {
+			t.Errorf("args %v lack %s", c["args"], arg)
+		}
+	}
+	if contains(c["args"], "--insecure") {
+		t.Errorf("args %v hold --insecure", c["args"])
+	}
+	wantVol := map[string]any{"name": "p4runtime-tls", "secret": map[string]any{"secretName": secret}}
+	if vols, _ := pod["volumes"].([]any); len(vols) != 1 || !reflect.DeepEqual(vols[0], wantVol) {
+		t.Errorf("volumes %v, want only %v", pod["volumes"], wantVol)
+	}
+}
+
 // With softupf.tls.secretName the software UPF serves P4Runtime in mutual TLS from that Secret,
 // mounted read-only; softupf.tls.mutual=false drops the client CA and says --insecure.
 func TestSoftUPFTLSFromASecret(t *testing.T) {
 	objs, pod, c := podOf(t, "--set", "softupf.tls.secretName=upf-tls")
-	for _, arg := range mutualArgs {
-		if !contains(c["args"], arg) {
-			t.Errorf("mutual: args %v lack %s", c["args"], arg)
-		}
-	}
-	if contains(c["args"], "--insecure") {
-		t.Errorf("mutual: args %v hold --insecure", c["args"])
-	}
-	wantVol := map[string]any{"name": "p4runtime-tls", "secret": map[string]any{"secretName": "upf-tls"}}
-	if vols, _ := pod["volumes"].([]any); len(vols) != 1 || !reflect.DeepEqual(vols[0], wantVol) {
-		t.Errorf("volumes %v, want only %v", pod["volumes"], wantVol)
-	}
+	servesMutualTLSFrom(t, pod, c, "upf-tls")
 	wantMount := map[string]any{"name": "p4runtime-tls", "mountPath": "/etc/junction/p4runtime-tls", "readOnly": true}
 	if mounts, _ := c["volumeMounts"].([]any); len(mounts) != 1 || !reflect.DeepEqual(mounts[0], wantMount) {
 		t.Errorf("volume mounts %v, want only %v", c["volumeMounts"], wantMount)
@@ -139,18 +146,7 @@ func TestSoftUPFTLSFromASecret(t *testing.T) {
 // the operator's as a UserPlaneFunction names it (ca.crt, tls.crt, tls.key; the Service's name).
 func TestSoftUPFIsMutualTLSByDefault(t *testing.T) {
 	objs, pod, c := podOf(t)
-	for _, arg := range mutualArgs {
-		if !contains(c["args"], arg) {
-			t.Errorf("args %v lack %s", c["args"], arg)
-		}
-	}
-	if contains(c["args"], "--insecure") {
-		t.Errorf("args %v hold --insecure", c["args"])
-	}
-	wantVol := map[string]any{"name": "p4runtime-tls", "secret": map[string]any{"secretName": "j-junction-softupf-tls"}}
-	if vols, _ := pod["volumes"].([]any); len(vols) != 1 || !reflect.DeepEqual(vols[0], wantVol) {
-		t.Errorf("volumes %v, want only %v", pod["volumes"], wantVol)
-	}
+	servesMutualTLSFrom(t, pod, c, "j-junction-softupf-tls")
 	secret := func(name string) map[string][]byte {
 		o := objs["Secret/"+name]
 		if o == nil {

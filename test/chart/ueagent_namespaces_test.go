@@ -9,11 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
-	"github.com/junction-atsss/junction/internal/testenv"
 )
 
 // With ueAgent.namespaces the agents serve those namespaces only: the DaemonSet says so, and
@@ -37,18 +32,7 @@ func TestUEAgentServesChosenNamespacesOnly(t *testing.T) {
 		t.Error("ClusterRoleBinding/j-junction-ue-agent rendered: the agent could read every namespace's sessions")
 	}
 
-	assets, err := testenv.AssetsDir()
-	testenv.Require(t, "the envtest control plane (make tools)", err)
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{chart + "/crds"}}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k8s := startCluster(t, chart+"/crds").k8s
 	ctx := context.Background()
 	for _, ns := range []string{"tenant-a", "tenant-b"} {
 		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
