@@ -574,3 +574,34 @@ func TestFitInserts(t *testing.T) {
 		})
 	}
 }
+
+// The N4 endpoint reports a user plane lost only when the operator lost the switch, and back only
+// once the switch holds the sessions again (docs/n4.md, "Node Reports").
+func TestUserPlaneOf(t *testing.T) {
+	cond := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason}
+	}
+	primary := cond(junctionv1.ConditionConnected, metav1.ConditionTrue, "Primary")
+	pipeline := cond(junctionv1.ConditionPipelineReady, metav1.ConditionTrue, "PipelineInstalled")
+	for _, tc := range []struct {
+		name      string
+		conds     []metav1.Condition
+		up, known bool
+	}{
+		{"a new UPF with no status says nothing", nil, false, false},
+		{"a stream that is down is a lost user plane", []metav1.Condition{cond(junctionv1.ConditionConnected, metav1.ConditionFalse, "Disconnected")}, false, true},
+		{"connecting is not yet an outage", []metav1.Condition{cond(junctionv1.ConditionConnected, metav1.ConditionUnknown, "Connecting")}, false, false},
+		{"a backup controller leaves the switch's entries in place", []metav1.Condition{cond(junctionv1.ConditionConnected, metav1.ConditionFalse, "Backup")}, false, false},
+		{"primary without the pipeline holds no sessions yet", []metav1.Condition{primary}, false, false},
+		{"a replay in progress is not yet a recovery", []metav1.Condition{primary, pipeline, cond(junctionv1.ConditionReady, metav1.ConditionFalse, "Replaying")}, false, false},
+		{"primary, the pipeline and the replay done is the user plane back", []metav1.Condition{primary, pipeline, cond(junctionv1.ConditionReady, metav1.ConditionTrue, "Ready")}, true, true},
+		{"a refused register write does not take the user plane away", []metav1.Condition{primary, pipeline, cond(junctionv1.ConditionReady, metav1.ConditionFalse, "RegisterWriteRefused")}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &junctionv1.UserPlaneFunction{Status: junctionv1.UserPlaneFunctionStatus{Conditions: tc.conds}}
+			if up, known := userPlaneOf(u); up != tc.up || known != tc.known {
+				t.Errorf("userPlaneOf = up %v known %v, want up %v known %v", up, known, tc.up, tc.known)
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -162,6 +163,33 @@ func (r *N4Endpoints) syncAll(ctx context.Context) {
 		}
 		r.start(ctx, u, cfg)
 	}
+	for key, u := range want {
+		if run := r.running[key]; run != nil {
+			if up, known := userPlaneOf(u); known {
+				run.ep.UserPlane(up) // a change is reported to the SMFs (Node Report)
+			}
+		}
+	}
+}
+
+// userPlaneOf reads from a UPF's status whether its switch holds the sessions (up: primary,
+// running the pipeline, replayed) or is lost (the stream to it is down), and whether the status
+// says either: connecting, a backup (another controller holds the switch, which keeps its
+// entries) or a replay in progress say neither.
+func userPlaneOf(u *junctionv1.UserPlaneFunction) (up, known bool) {
+	connected := meta.FindStatusCondition(u.Status.Conditions, junctionv1.ConditionConnected)
+	switch {
+	case connected == nil:
+		return false, false
+	case connected.Status == metav1.ConditionFalse && connected.Reason == ReasonDisconnected:
+		return false, true
+	case connected.Status != metav1.ConditionTrue || !meta.IsStatusConditionTrue(u.Status.Conditions, junctionv1.ConditionPipelineReady):
+		return false, false
+	}
+	if ready := meta.FindStatusCondition(u.Status.Conditions, junctionv1.ConditionReady); ready != nil && ready.Reason == ReasonReplaying {
+		return false, false
+	}
+	return true, true
 }
 
 func (r *N4Endpoints) start(ctx context.Context, u *junctionv1.UserPlaneFunction, cfg n4.Config) {

@@ -120,6 +120,7 @@ type Endpoint struct {
 	seq      uint32
 	pending  map[uint32]chan *message.Header // our requests awaiting an answer
 	dirty    bool                            // the node state changed since the last save
+	plane    userPlane                       // the switch, as the operator last said (node_report.go)
 
 	cache responseCache
 	sem   chan struct{}
@@ -652,6 +653,12 @@ func (e *Endpoint) beat(ctx context.Context, now time.Time) {
 // request sends a request of the UPF's and calls onAnswer with the response's header if one
 // comes within the heartbeat interval, else the first of onSilence.
 func (e *Endpoint) request(to netip.AddrPort, build func(seq uint32) marshaler, onAnswer func(*message.Header), onSilence ...func()) {
+	e.requestTries(to, 1, build, onAnswer, onSilence...)
+}
+
+// requestTries is request with retransmissions: the same message (same sequence number, §6.4)
+// is sent up to tries times in all, each waiting the heartbeat interval for the answer.
+func (e *Endpoint) requestTries(to netip.AddrPort, tries int, build func(seq uint32) marshaler, onAnswer func(*message.Header), onSilence ...func()) {
 	e.mu.Lock()
 	e.seq = (e.seq + 1) & 0xffffff
 	seq := e.seq
@@ -671,22 +678,29 @@ func (e *Endpoint) request(to netip.AddrPort, build func(seq uint32) marshaler, 
 		silent()
 		return
 	}
-	e.send(to, b)
 	wait := e.cfg.Heartbeat
 	if wait <= 0 {
 		wait = 3 * time.Second
 	}
+	e.send(to, b)
 	go func() {
 		defer func() {
 			e.mu.Lock()
 			delete(e.pending, seq)
 			e.mu.Unlock()
 		}()
-		select {
-		case h := <-ch:
-			onAnswer(h)
-		case <-time.After(wait):
-			silent()
+		for try := 1; ; try++ {
+			select {
+			case h := <-ch:
+				onAnswer(h)
+				return
+			case <-time.After(wait):
+			}
+			if try == tries {
+				silent()
+				return
+			}
+			e.send(to, b)
 		}
 	}()
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,11 +36,12 @@ type Client struct {
 	seid    uint64
 	pending map[uint32]chan []byte
 	// Heartbeats counts the UPF's Heartbeat Requests answered; Quiet stops answering them.
-	heartbeats int
-	quiet      bool
-	received   [][]byte
-	reports    []*Response       // Session Report Requests, answered
-	upSEIDs    map[uint64]uint64 // CP SEID → the UPF's SEID, for the responses to its requests
+	heartbeats  int
+	quiet       bool
+	received    [][]byte
+	reports     []*Response       // Session Report Requests, answered
+	nodeReports []*Response       // Node Report Requests, answered
+	upSEIDs     map[uint64]uint64 // CP SEID → the UPF's SEID, for the responses to its requests
 }
 
 // Received returns every datagram the UPF sent the SMF, as it came.
@@ -114,6 +116,12 @@ func (c *Client) read() {
 		}
 		if h.Type == message.MsgTypeSessionReportRequest {
 			if r := c.sessionReport(h, b); r != nil {
+				_, _ = c.conn.WriteToUDPAddrPort(r, from)
+			}
+			continue
+		}
+		if h.Type == message.MsgTypeNodeReportRequest {
+			if r := c.nodeReport(h, b); r != nil {
 				_, _ = c.conn.WriteToUDPAddrPort(r, from)
 			}
 			continue
@@ -274,3 +282,27 @@ func (c *Client) Session(ctx context.Context, msgType uint8, upSEID uint64, ies 
 
 // FSEID is the SMF's F-SEID IE for a CP SEID.
 func (c *Client) FSEID(cpSEID uint64) *ie.IE { return ie.NewFSEID(cpSEID, c.ip, nil) }
+
+// NodeReports returns the Node Report Requests the UPF sent (answered with Request accepted),
+// in order; a retransmission (a sequence number already kept) is answered and not kept again.
+func (c *Client) NodeReports() []*Response {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*Response(nil), c.nodeReports...)
+}
+
+// nodeReport answers a Node Report Request and keeps it.
+func (c *Client) nodeReport(h *message.Header, b []byte) []byte {
+	cause := uint8(ie.CauseRequestAccepted)
+	if ies, err := ie.ParseMultiIEs(h.Payload); err != nil {
+		cause = ie.CauseMandatoryIEIncorrect
+	} else {
+		c.mu.Lock()
+		if !slices.ContainsFunc(c.nodeReports, func(r *Response) bool { return r.Header.SequenceNumber == h.SequenceNumber }) {
+			c.nodeReports = append(c.nodeReports, &Response{Header: h, IEs: ies, Raw: b})
+		}
+		c.mu.Unlock()
+	}
+	r, _ := message.NewNodeReportResponse(h.SequenceNumber, ie.NewNodeIDHeuristic(c.NodeID), ie.NewCause(cause), nil).Marshal()
+	return r
+}

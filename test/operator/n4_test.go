@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/junction-atsss/junction/controllers"
 	"github.com/junction-atsss/junction/internal/p4bytes"
 	"github.com/junction-atsss/junction/internal/smf"
+	"github.com/junction-atsss/junction/internal/testenv"
 )
 
 // n4Rig is a rig whose UPF has an N4 endpoint on a free loopback port, with the operator
@@ -763,6 +765,92 @@ func TestN4SessionsSurviveAnOperatorRestart(t *testing.T) {
 	}
 	if del, err := r.smf.Delete(ctx, est); err != nil || del.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("deletion after the restart: %v", err)
+	}
+}
+
+// TestN4ReportsTheUserPlaneLostAndBack: when the operator loses the switch, the endpoint sends
+// its SMF a Node Report Request of type UPFR whose User Plane Path Failure Report names the
+// remote GTP-U peers of the SMF's sessions (the gNBs and the access gateway of their FARs); once
+// a new switch holds the sessions again, a UPRR names the same peers (TS 29.244 §7.4.5.1,
+// docs/n4.md "Node Reports"). Both decode in Wireshark.
+func TestN4ReportsTheUserPlaneLostAndBack(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, func(n *junctionv1.N4) { n.HeartbeatInterval = "500ms" }, nil)
+	r.associate(t)
+	carol := alice()
+	carol.IMSI, carol.UEAddr, carol.UE3GPP, carol.UENon3GPP = "001010000000078", netip.MustParseAddr("10.60.0.8"), netip.MustParseAddr("10.45.0.8"), netip.MustParseAddr("203.0.113.8")
+	carol.GNB, carol.DownlinkTEID = netip.MustParseAddr("198.51.100.11"), 0x1235
+	carol.Gateway, carol.Non3GPPDownlinkTEID = netip.MustParseAddr("198.51.100.20"), 0x5678
+	for _, s := range []smf.MASession{alice(), carol} {
+		if _, err := r.smf.Establish(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantPeers := []string{"198.51.100.10", "198.51.100.11", "198.51.100.20"}
+	report := func(i int, typ uint8, group uint16) {
+		t.Helper()
+		var got *smf.Response
+		eventually(t, programTimeout, fmt.Sprintf("Node Report Request %d (type %d)", i+1, typ), func() error {
+			reps := r.smf.NodeReports()
+			if len(reps) <= i {
+				return fmt.Errorf("%d Node Report Requests", len(reps))
+			}
+			got = reps[i]
+			return nil
+		})
+		if x := got.Find(ie.NodeReportType); x == nil || len(x.Payload) != 1 || x.Payload[0] != typ {
+			t.Fatalf("Node Report Type %v, want flags %#x", x, typ)
+		}
+		if x := got.Find(ie.NodeID); x == nil {
+			t.Errorf("Node Report Request without the Node ID")
+		}
+		g := got.Find(group)
+		if g == nil {
+			t.Fatalf("no IE of type %d in the Node Report Request: %v", group, got.IEs)
+		}
+		var peers []string
+		for _, c := range g.ChildIEs {
+			f, err := ie.ParseRemoteGTPUPeerFields(c.Payload)
+			if c.Type != ie.RemoteGTPUPeer || err != nil {
+				t.Fatalf("IE %d in the report (%v), want Remote GTP-U Peer", c.Type, err)
+			}
+			if f.Flags&0x04 == 0 || f.DestinationInterface != ie.DstInterfaceAccess {
+				t.Errorf("Remote GTP-U Peer %s: flags %#x, destination interface %d, want DI set to Access (0)", f.IPv4Address, f.Flags, f.DestinationInterface)
+			}
+			peers = append(peers, f.IPv4Address.String())
+		}
+		if strings.Join(peers, ",") != strings.Join(wantPeers, ",") {
+			t.Errorf("remote GTP-U peers %v, want %v", peers, wantPeers)
+		}
+	}
+
+	r.u.stop()
+	report(0, 0x01, ie.UserPlanePathFailureReport)
+	fresh := startSoftUPF(t, r.u.addr)
+	t.Cleanup(fresh.stop)
+	report(1, 0x02, ie.UserPlanePathRecoveryReport)
+	eventually(t, programTimeout, "both sessions replayed on the new switch", func() error {
+		got, err := fresh.entries(r.sch)
+		if err != nil {
+			return err
+		}
+		if n := countTable(got, "sessions"); n != 2 {
+			return fmt.Errorf("%d sessions entries", n)
+		}
+		return nil
+	})
+	if n := len(r.smf.NodeReports()); n != 2 {
+		t.Errorf("%d Node Report Requests, want the failure and the recovery", n)
+	}
+
+	tshark, err := exec.LookPath("tshark")
+	testenv.Require(t, "tshark (hack/tools.sh tshark installs it; make test does, as root)", err)
+	var raw [][]byte
+	for _, rep := range r.smf.NodeReports() {
+		raw = append(raw, rep.Raw)
+	}
+	if decoded, problems, text := dissect(t, tshark, raw); decoded != len(raw) || len(problems) > 0 {
+		t.Errorf("tshark decoded %d of %d Node Report Requests, problems: %v\n%s", decoded, len(raw), problems, text)
 	}
 }
 
