@@ -55,7 +55,7 @@ func (r *ATSSSSessionReconciler) refuseAddresses(ctx context.Context, s *junctio
 // ranges come with --reserved-prefixes, and each UE agent adds its node's own networks.
 func clusterRanges(ctx context.Context, c client.Reader) ([]addrpool.Reserved, error) {
 	var cidrs networkingv1.ServiceCIDRList
-	if err := c.List(ctx, &cidrs); err != nil && !meta.IsNoMatchError(err) { // clusters before 1.33 have none
+	if err := c.List(ctx, &cidrs, client.UnsafeDisableDeepCopy); err != nil && !meta.IsNoMatchError(err) { // read only; clusters before 1.33 have none
 		return nil, fmt.Errorf("list servicecidrs: %w", err)
 	}
 	var out []addrpool.Reserved

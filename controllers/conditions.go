@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/programmer"
 )
 
 // Condition reasons and event reasons (CamelCase, as Kubernetes conventions ask).
@@ -124,10 +125,10 @@ func setProgressConditions(conds *[]metav1.Condition, generation int64) {
 
 // reasonOf maps a programming error to the condition reason that explains it.
 func reasonOf(err error) string {
-	var full *TableFullError
-	var conflict *ConflictError
+	var full *programmer.TableFullError
+	var conflict *programmer.ConflictError
 	var le *loadError
-	var pse *PathStateError
+	var pse *programmer.PathStateError
 	switch {
 	case err == nil:
 		return ReasonProgrammed
@@ -139,7 +140,7 @@ func reasonOf(err error) string {
 		return le.Reason
 	case errors.As(err, &pse):
 		return ReasonRegisterWriteRefused
-	case errors.Is(err, errNotSynced), errors.Is(err, errStopped):
+	case errors.Is(err, programmer.ErrNotSynced), errors.Is(err, programmer.ErrStopped):
 		return ReasonUPFNotConnected
 	}
 	return ReasonWriteFailed

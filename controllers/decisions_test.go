@@ -17,78 +17,9 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/alloc"
 	"github.com/junction-atsss/junction/internal/desired"
+	"github.com/junction-atsss/junction/internal/programmer"
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
-
-// The resets follow docs/pipeline.md: registers start at 0 ("not suspended", "available, RTT not
-// measured yet"), so a new user on an index unused since the pipeline push needs no write, and
-// any other index gets its new legs and suspension set back to 0.
-func TestInitialPathWrites(t *testing.T) {
-	fresh := func(users ...uint32) func(uint32) bool {
-		return func(u uint32) bool {
-			for _, f := range users {
-				if f == u {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	for _, tc := range []struct {
-		name          string
-		before, after map[uint32]legCount
-		fresh         func(uint32) bool
-		pending       map[uint32]string
-		want          []registerWrite
-	}{
-		{
-			"a new user on an index unused since the pipeline push needs no write",
-			nil, map[uint32]legCount{7: {1, 1}}, fresh(7), nil,
-			nil,
-		},
-		{
-			"a new user on an index that may hold state is reset: suspension, autonomous share and both legs' RTT, loss and live RTT",
-			nil, map[uint32]legCount{7: {1, 1}}, fresh(), nil,
-			[]registerWrite{{registerSuspended, 7, 0}, {registerShare, 7, 0}, {registerRTT3GPP, 7, 0}, {registerLoss3GPP, 7, 0}, {registerLive3GPP, 7, 0}, {registerRTTNon3GPP, 7, 0}, {registerLossNon3GPP, 7, 0}, {registerLiveNon3GPP, 7, 0}},
-		},
-		{
-			"a user whose legs were already on the device keeps its measured state",
-			map[uint32]legCount{7: {1, 1}}, map[uint32]legCount{7: {2, 1}}, fresh(), nil,
-			nil,
-		},
-		{
-			"a second session that adds a leg resets only that leg",
-			map[uint32]legCount{7: {1, 0}}, map[uint32]legCount{7: {1, 1}}, fresh(7), nil,
-			[]registerWrite{{registerRTTNon3GPP, 7, 0}, {registerLossNon3GPP, 7, 0}, {registerLiveNon3GPP, 7, 0}},
-		},
-		{
-			"a user whose last session goes needs no write",
-			map[uint32]legCount{7: {1, 1}}, map[uint32]legCount{7: {0, 0}}, fresh(), nil,
-			nil,
-		},
-		{
-			"a user whose reset was refused is reset whole again, even untouched by this round",
-			map[uint32]legCount{7: {1, 1}}, nil, fresh(), map[uint32]string{7: "s"},
-			[]registerWrite{{registerSuspended, 7, 0}, {registerShare, 7, 0}, {registerRTT3GPP, 7, 0}, {registerLoss3GPP, 7, 0}, {registerLive3GPP, 7, 0}, {registerRTTNon3GPP, 7, 0}, {registerLossNon3GPP, 7, 0}, {registerLiveNon3GPP, 7, 0}},
-		},
-		{
-			"a refused user that is gone needs nothing",
-			map[uint32]legCount{7: {1, 1}}, map[uint32]legCount{7: {0, 0}}, fresh(), map[uint32]string{7: "s"},
-			nil,
-		},
-		{
-			"users are written in index order",
-			nil, map[uint32]legCount{9: {0, 1}, 2: {1, 0}}, fresh(), nil,
-			[]registerWrite{{registerSuspended, 2, 0}, {registerShare, 2, 0}, {registerRTT3GPP, 2, 0}, {registerLoss3GPP, 2, 0}, {registerLive3GPP, 2, 0}, {registerSuspended, 9, 0}, {registerShare, 9, 0}, {registerRTTNon3GPP, 9, 0}, {registerLossNon3GPP, 9, 0}, {registerLiveNon3GPP, 9, 0}},
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := initialPathWrites(tc.before, tc.after, tc.fresh, tc.pending); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
 
 func policyObj(name string, id *int32, labels map[string]string, mode junctionv1.SteeringModeName) junctionv1.SteeringPolicy {
 	m := junctionv1.SteeringMode{Mode: mode}
@@ -274,9 +205,9 @@ func TestReasonOf(t *testing.T) {
 		want string
 	}{
 		{"no error is programmed", nil, ReasonProgrammed},
-		{"a full table is TableFull", fmt.Errorf("x: %w", &TableFullError{Table: "sessions", Err: errors.New("full")}), ReasonTableFull},
-		{"an entry owned by another object is a conflict", &ConflictError{Table: "sessions", Owner: "session/a/b"}, ReasonConflict},
-		{"a device that is away is UPFNotConnected", fmt.Errorf("%w: lost", errNotSynced), ReasonUPFNotConnected},
+		{"a full table is TableFull", fmt.Errorf("x: %w", &programmer.TableFullError{Table: "sessions", Err: errors.New("full")}), ReasonTableFull},
+		{"an entry owned by another object is a conflict", &programmer.ConflictError{Table: "sessions", Owner: "session/a/b"}, ReasonConflict},
+		{"a device that is away is UPFNotConnected", fmt.Errorf("%w: lost", programmer.ErrNotSynced), ReasonUPFNotConnected},
 		{"anything else is WriteFailed", errors.New("boom"), ReasonWriteFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -420,8 +351,8 @@ func TestPoliciesCountingASession(t *testing.T) {
 // generation unobserved); waiting for room or for another object is a requeue; a UPF that is away
 // is the replay's business.
 func TestSessionWriteOutcome(t *testing.T) {
-	full := fmt.Errorf("write: %w", &TableFullError{Table: "sessions", Err: errors.New("no room")})
-	away := fmt.Errorf("%w: stream lost", errNotSynced)
+	full := fmt.Errorf("write: %w", &programmer.TableFullError{Table: "sessions", Err: errors.New("no room")})
+	away := fmt.Errorf("%w: stream lost", programmer.ErrNotSynced)
 	for _, tc := range []struct {
 		name                    string
 		werr                    error
@@ -431,7 +362,7 @@ func TestSessionWriteOutcome(t *testing.T) {
 		fails                   bool
 	}{
 		{"a full table waits for room, not an error", full, false, true, ReasonTableFull, requeueTableFull, false},
-		{"an entry another object owns waits for it", &ConflictError{Table: "sessions", Owner: "session/ns/other"}, false, true, ReasonConflict, requeueWaiting, false},
+		{"an entry another object owns waits for it", &programmer.ConflictError{Table: "sessions", Owner: "session/ns/other"}, false, true, ReasonConflict, requeueWaiting, false},
 		{"a new session on a UPF that is away says so and waits for the replay", away, false, false, ReasonUPFNotConnected, 0, false},
 		{"a changed session on a UPF that is away says so", away, true, false, ReasonUPFNotConnected, 0, false},
 		{"a programmed unchanged session stays Programmed while its UPF is away", away, true, true, "", 0, false},
@@ -522,54 +453,6 @@ func TestDeposedBy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := deposedBy(tc.st, 3); got != tc.want {
 				t.Errorf("deposedBy = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-// A round writes an owner only if all its inserts fit (issue 27, item 6): in the room the
-// round's deletes leave, less what the owners before it in the round take.
-func TestFitInserts(t *testing.T) {
-	ins := func(owner string, tables ...any) ownerInserts {
-		o := ownerInserts{owner: owner, tables: map[string]int{}}
-		for i := 0; i < len(tables); i += 2 {
-			o.tables[tables[i].(string)] = tables[i+1].(int)
-		}
-		return o
-	}
-	for _, tc := range []struct {
-		name   string
-		room   map[string]int
-		owners []ownerInserts
-		want   map[string]noRoom
-	}{
-		{"an owner that fits exactly is written", map[string]int{"applications": 3},
-			[]ownerInserts{ins("a", "applications", 3)}, map[string]noRoom{}},
-		{"one entry more than the room refuses the whole owner", map[string]int{"applications": 3},
-			[]ownerInserts{ins("a", "applications", 4)}, map[string]noRoom{"a": {"applications", 4, 3}}},
-		{"an owner after one that took the room does not fit", map[string]int{"applications": 2},
-			[]ownerInserts{ins("a", "applications", 1), ins("b", "applications", 2)}, map[string]noRoom{"b": {"applications", 2, 1}}},
-		{"a refused owner takes no room from those after it", map[string]int{"applications": 2},
-			[]ownerInserts{ins("a", "applications", 3), ins("b", "applications", 2)}, map[string]noRoom{"a": {"applications", 3, 2}}},
-		{"an owner short in one table takes nothing in the others", map[string]int{"sessions": 1, "uplink_tunnels": 1},
-			[]ownerInserts{ins("a", "sessions", 2, "uplink_tunnels", 1), ins("b", "sessions", 1, "uplink_tunnels", 1)}, map[string]noRoom{"a": {"sessions", 2, 1}}},
-		{"a table of unknown size is the device's to refuse", map[string]int{},
-			[]ownerInserts{ins("a", "applications", 5000)}, map[string]noRoom{}},
-		{"a table holding more than its size has no room", map[string]int{"applications": -2},
-			[]ownerInserts{ins("a", "applications", 1)}, map[string]noRoom{"a": {"applications", 1, 0}}},
-		{"an owner with nothing to insert (modifies only) always fits", map[string]int{"applications": 0},
-			[]ownerInserts{ins("a")}, map[string]noRoom{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			room := map[string]int{}
-			for k, v := range tc.room {
-				room[k] = v
-			}
-			if got := fitInserts(room, tc.owners); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("fitInserts = %+v, want %+v", got, tc.want)
-			}
-			if !reflect.DeepEqual(room, tc.room) {
-				t.Errorf("fitInserts changed its room argument: %v", room)
 			}
 		})
 	}

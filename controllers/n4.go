@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -83,6 +84,16 @@ func (r *N4Endpoints) Start(ctx context.Context) error {
 	upfs, err := r.Cache.GetInformer(ctx, &junctionv1.UserPlaneFunction{})
 	if err != nil {
 		return err
+	}
+	// What an establishment reads, synced before an SMF is answered: an informer started by the
+	// first request makes the whole first burst wait for its list.
+	for _, obj := range []client.Object{&junctionv1.AddressPool{}, &junctionv1.SteeringPolicy{}, &networkingv1.ServiceCIDR{}} {
+		if _, err := r.Cache.GetInformer(ctx, obj); err != nil && !meta.IsNoMatchError(err) { // ServiceCIDRs: Kubernetes 1.33 on
+			return err
+		}
+	}
+	if !r.Cache.WaitForCacheSync(ctx) {
+		return ctx.Err()
 	}
 	changed := make(chan struct{}, 1)
 	poke := func(any) {

@@ -25,6 +25,7 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/desired"
 	"github.com/junction-atsss/junction/internal/n4"
+	"github.com/junction-atsss/junction/internal/programmer"
 )
 
 // directSessions are the sessions the N4 endpoints of this process program themselves.
@@ -140,7 +141,7 @@ func (f *Fleet) programN4(ctx context.Context, s *junctionv1.ATSSSSession, timeo
 		case err != nil:
 			return err
 		}
-		var conflict *ConflictError
+		var conflict *programmer.ConflictError
 		switch reason := reasonOf(p.werr); {
 		case reason == ReasonProgrammed:
 			return nil

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/programmer"
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
@@ -79,7 +80,7 @@ func loadPipeline(ctx context.Context, c client.Reader, upf *junctionv1.UserPlan
 	if err != nil {
 		return nil, &loadError{ReasonInvalidPipeline, fmt.Errorf("ConfigMap %s key %q: %v", cm.Name, infoKey, err)}
 	}
-	for _, name := range []string{tableSessions, "applications", "session_overrides", "tunnel_peers"} {
+	for _, name := range []string{programmer.TableSessions, "applications", "session_overrides", "tunnel_peers"} {
 		if _, err := sch.TableSize(name); err != nil {
 			return nil, &loadError{ReasonInvalidPipeline, fmt.Errorf("ConfigMap %s key %q is not a JUNCTION-UPF P4Info: %v", cm.Name, infoKey, err)}
 		}

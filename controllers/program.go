@@ -15,6 +15,7 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/desired"
 	"github.com/junction-atsss/junction/internal/n4"
+	"github.com/junction-atsss/junction/internal/programmer"
 )
 
 // invalidSpecError: the session cannot be programmed as its spec says (InvalidSpec).
@@ -65,12 +66,12 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 	}
 	out.entries = len(entries)
 	owners := []string{}
-	var changes []Change
+	var changes []programmer.Change
 	if a.gnb != "" {
-		changes = append(changes, Change{Owner: peerOwner(a.gnb), Entries: []desired.Entry{desired.TunnelPeerEntry(a.peer, netip.MustParseAddr(a.gnb))}})
+		changes = append(changes, programmer.Change{Owner: peerOwner(a.gnb), Entries: []desired.Entry{desired.TunnelPeerEntry(a.peer, netip.MustParseAddr(a.gnb))}})
 		owners = append(owners, peerOwner(a.gnb))
 	}
-	changes = append(changes, Change{Owner: owner, Entries: entries})
+	changes = append(changes, programmer.Change{Owner: owner, Entries: entries})
 	owners = append(owners, owner)
 	res, err := rt.prog.Apply(ctx, changes...)
 	if err != nil {
@@ -95,11 +96,11 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 func (f *Fleet) removeSession(ctx context.Context, nn types.NamespacedName, readUsage bool) (from []string, usage *n4.Usage, _ error) {
 	key, owner := sessionKey(nn.Namespace, nn.Name), sessionOwner(nn.Namespace, nn.Name)
 	for _, rt := range f.runtimesHolding(key) {
-		res, err := rt.prog.Apply(ctx, Change{Owner: owner})
+		res, err := rt.prog.Apply(ctx, programmer.Change{Owner: owner})
 		if err != nil {
 			return from, usage, err
 		}
-		if werr := res[owner]; werr != nil && !errors.Is(werr, errNotSynced) {
+		if werr := res[owner]; werr != nil && !errors.Is(werr, programmer.ErrNotSynced) {
 			return from, usage, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, werr)
 		} else if werr == nil && readUsage {
 			if u, err := rt.readUsage(ctx, key); err == nil {

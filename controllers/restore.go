@@ -15,6 +15,7 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/desired"
+	"github.com/junction-atsss/junction/internal/programmer"
 )
 
 func sessionKey(ns, name string) string { return ns + "/" + name }
@@ -47,13 +48,13 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 	if err := f.Reader.List(ctx, &policies, client.InNamespace(upf.Namespace)); err != nil {
 		return fmt.Errorf("listing SteeringPolicies: %w", err)
 	}
-	var changes []Change
+	var changes []programmer.Change
 	// An object whose entries cannot be built is left out of the seed (the first replay deletes
 	// what it had on the device) and reconciled again, which reports why on the object itself.
 	var unbuilt []string
 	var unbuiltSessions, unbuiltPolicies []types.NamespacedName
 	if es, err := desired.UPFEntries(upf.Spec); err == nil {
-		changes = append(changes, Change{Owner: ownerUPF, Entries: es})
+		changes = append(changes, programmer.Change{Owner: ownerUPF, Entries: es})
 	} else {
 		unbuilt = append(unbuilt, fmt.Sprintf("UserPlaneFunction %s: %v", upf.Name, err))
 		f.enqueueUPF(client.ObjectKeyFromObject(upf))
@@ -69,7 +70,7 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 			unbuiltPolicies = append(unbuiltPolicies, client.ObjectKeyFromObject(p))
 			continue
 		}
-		changes = append(changes, Change{Owner: policyOwner(p.Namespace, p.Name), Entries: es})
+		changes = append(changes, programmer.Change{Owner: policyOwner(p.Namespace, p.Name), Entries: es})
 	}
 	restored := 0
 	for i := range sessions.Items {
@@ -97,10 +98,10 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 			unbuiltSessions = append(unbuiltSessions, client.ObjectKeyFromObject(s))
 			continue
 		}
-		changes = append(changes, Change{Owner: sessionOwner(s.Namespace, s.Name), Entries: es})
+		changes = append(changes, programmer.Change{Owner: sessionOwner(s.Namespace, s.Name), Entries: es})
 	}
 	for gnb, idx := range rt.peerIndexes() {
-		changes = append(changes, Change{Owner: peerOwner(gnb), Entries: []desired.Entry{desired.TunnelPeerEntry(idx, netip.MustParseAddr(gnb))}})
+		changes = append(changes, programmer.Change{Owner: peerOwner(gnb), Entries: []desired.Entry{desired.TunnelPeerEntry(idx, netip.MustParseAddr(gnb))}})
 	}
 	if err := rt.prog.Seed(changes...); err != nil {
 		rt.log.Error(err, "Some recorded entries conflict; their objects are reconciled again")

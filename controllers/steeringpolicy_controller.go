@@ -22,6 +22,7 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/desired"
+	"github.com/junction-atsss/junction/internal/programmer"
 )
 
 // SteeringPolicyReconciler gives each policy a stable application ID and writes its
@@ -110,7 +111,7 @@ func (r *SteeringPolicyReconciler) reconcileNormal(ctx context.Context, p *junct
 	var full []string
 	written := 0
 	for _, rt := range rts {
-		res, err := rt.prog.Apply(ctx, Change{Owner: owner, Entries: entries})
+		res, err := rt.prog.Apply(ctx, programmer.Change{Owner: owner, Entries: entries})
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -163,11 +164,11 @@ func (r *SteeringPolicyReconciler) reconcileDelete(ctx context.Context, p *junct
 		return false, err
 	}
 	for _, rt := range rts {
-		res, err := rt.prog.Apply(ctx, Change{Owner: owner})
+		res, err := rt.prog.Apply(ctx, programmer.Change{Owner: owner})
 		if err != nil {
 			return false, err
 		}
-		if werr := res[owner]; werr != nil && !errors.Is(werr, errNotSynced) {
+		if werr := res[owner]; werr != nil && !errors.Is(werr, programmer.ErrNotSynced) {
 			r.setReady(p, false, ReasonDeleting, fmt.Sprintf("removing the entries from %s failed: %v", rt.key.Name, werr))
 			return false, werr
 		}

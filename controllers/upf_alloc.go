@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/programmer"
 )
 
 // restoreSession records the indexes a session's status holds. An index another owner claimed
@@ -215,7 +216,7 @@ func (rt *upfRuntime) dropPeers(gnbs []string) {
 	defer rt.amu.Unlock()
 	for _, g := range gnbs {
 		if _, held := rt.peers.Lookup(g); !held {
-			rt.prog.Set(Change{Owner: peerOwner(g)})
+			rt.prog.Set(programmer.Change{Owner: peerOwner(g)})
 		}
 	}
 }

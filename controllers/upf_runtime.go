@@ -33,17 +33,17 @@ import (
 	"github.com/junction-atsss/junction/internal/alloc"
 	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/pathmon"
+	"github.com/junction-atsss/junction/internal/programmer"
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
-// Digest configuration of probe_reports: lists of up to 256 reports, at most 20 ms late; the
-// device may resend a list not acked within a second.
+// Digest configuration of probe_reports (the probes' RTT reports, docs/pipeline.md): lists of up
+// to 256 reports, at most 20 ms late; the device may resend a list not acked within a second.
 const (
-	digestMaxTimeout  = 20 * time.Millisecond
-	digestMaxListSize = 256
-	digestAckTimeout  = time.Second
-	// setupRetry is the wait before trying a failed pipeline setup again on the same stream.
-	setupRetry = 5 * time.Second
+	digestProbeReports = "probe_reports"
+	digestMaxTimeout   = 20 * time.Millisecond
+	digestMaxListSize  = 256
+	digestAckTimeout   = time.Second
 )
 
 // runtimeState is the device as the UPF status shows it.
@@ -62,7 +62,7 @@ type runtimeState struct {
 	pipelineErr    error
 	cookie         uint64
 	// setupErr says what of the digest configuration and the clone session the device refused
-	// (the programmer retries every setupRetry); the pipeline and the entries work without.
+	// (the programmer retries every programmer.SetupRetry); the pipeline and the entries work without.
 	setupErr error
 }
 
@@ -124,7 +124,7 @@ type upfRuntime struct {
 	superseded                 map[string][]sessionAlloc      // pending allocations a spec change replaced before commit
 	byUser                     map[uint32]map[string]struct{} // user index → session keys
 
-	prog *programmer
+	prog *programmer.Programmer
 	mon  *pathmon.Monitor
 	dev  deviceSwitch
 
@@ -167,11 +167,11 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 		f: f, key: key, uid: upf.UID, log: log,
 		// User indexes index the path-state registers; sequence indexes session_seq; tunnel
 		// peer 0 means "no 3GPP leg" in a sessions entry, so peers start at 1.
-		users: alloc.NewPool("user index", 0, size(regSize(registerRTT3GPP), contract.MaxUsers)),
+		users: alloc.NewPool("user index", 0, size(regSize(programmer.RegisterRTT3GPP), contract.MaxUsers)),
 		seqs:  alloc.NewPool("sequence index", 0, size(regSize("session_seq"), contract.MaxSessionOverrides)),
 		peers: alloc.NewPool("tunnel peer index", 1, min(size(func() (int64, error) { return sch.TableSize("tunnel_peers") }, contract.MaxTunnelPeers), 1<<16)),
 		// Usage cells: one per session, from 1 (0 is where entries without one count).
-		usages:       alloc.NewPool("usage index", 1, size(func() (int64, error) { return sch.CounterSize(counterUplinkUsage) }, contract.MaxUsageRecords)),
+		usages:       alloc.NewPool("usage index", 1, size(func() (int64, error) { return sch.CounterSize(programmer.CounterUplinkUsage) }, contract.MaxUsageRecords)),
 		sessions:     map[string]sessionAlloc{},
 		byUser:       map[uint32]map[string]struct{}{},
 		repush:       make(chan struct{}, 1),
@@ -179,12 +179,12 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 	}
 	rt.pipe.Store(pipe)
 	rt.electionHigh.Store(f.ElectionIDHigh)
-	rt.prog = newProgrammer(&rt.dev, log.WithName("programmer"), f.Window)
-	rt.prog.onRoom = rt.onRoom
-	rt.prog.onSynced = func() { f.enqueueUPF(key) }
-	rt.prog.onStatus = func() { f.refreshUPFStatus(key) }
-	rt.prog.extras = rt.ensureExtras
-	rt.prog.onReplayFailed = func(gen uint64) {
+	rt.prog = programmer.New(&rt.dev, log.WithName("programmer"), f.Window)
+	rt.prog.OnRoom = rt.onRoom
+	rt.prog.OnSynced = func() { f.enqueueUPF(key) }
+	rt.prog.OnStatus = func() { f.refreshUPFStatus(key) }
+	rt.prog.Extras = rt.ensureExtras
+	rt.prog.OnReplayFailed = func(gen uint64) {
 		select {
 		case rt.replayFailed <- gen:
 		default:
@@ -200,7 +200,7 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 func (rt *upfRuntime) start(parent context.Context) {
 	rt.ctx, rt.cancel = context.WithCancel(parent)
 	rt.wg.Add(2)
-	go func() { defer rt.wg.Done(); rt.prog.run(rt.ctx) }()
+	go func() { defer rt.wg.Done(); rt.prog.Run(rt.ctx) }()
 	go func() { defer rt.wg.Done(); _ = rt.mon.Run(rt.ctx) }()
 }
 
@@ -338,7 +338,7 @@ func (rt *upfRuntime) watch(ctx context.Context, dev *upfclient.Device) {
 		case <-rt.repush:
 		case gen := <-rt.replayFailed:
 			if gen == done {
-				done, retry = 0, time.After(setupRetry)
+				done, retry = 0, time.After(programmer.SetupRetry)
 			}
 			continue
 		case <-retry:
@@ -349,7 +349,7 @@ func (rt *upfRuntime) watch(ctx context.Context, dev *upfclient.Device) {
 			continue
 		}
 		if err := rt.setup(ctx, dev, gen); err != nil {
-			retry = time.After(setupRetry)
+			retry = time.After(programmer.SetupRetry)
 			continue
 		}
 		done = gen
@@ -490,28 +490,28 @@ func (rt *upfRuntime) SetSuspended(ctx context.Context, user uint32, suspended b
 	if suspended {
 		v = 1
 	}
-	return rt.writeRegister(ctx, registerSuspended, user, v)
+	return rt.writeRegister(ctx, programmer.RegisterSuspended, user, v)
 }
 
 func (rt *upfRuntime) WriteRTT(ctx context.Context, user uint32, access contract.Access, value uint32) error {
-	reg := registerRTT3GPP
+	reg := programmer.RegisterRTT3GPP
 	if access == contract.AccessNon3GPP {
-		reg = registerRTTNon3GPP
+		reg = programmer.RegisterRTTNon3GPP
 	}
 	return rt.writeRegister(ctx, reg, user, uint64(value))
 }
 
 func (rt *upfRuntime) WriteLoss(ctx context.Context, user uint32, access contract.Access, percent uint8) error {
-	reg := registerLoss3GPP
+	reg := programmer.RegisterLoss3GPP
 	if access == contract.AccessNon3GPP {
-		reg = registerLossNon3GPP
+		reg = programmer.RegisterLossNon3GPP
 	}
 	return rt.writeRegister(ctx, reg, user, uint64(percent))
 }
 
 func (rt *upfRuntime) writeRegister(ctx context.Context, name string, user uint32, v uint64) error {
 	err := rt.prog.WriteRegister(ctx, name, user, v)
-	if errors.Is(err, errNotSynced) {
+	if errors.Is(err, programmer.ErrNotSynced) {
 		return err // away, not refused: the UPF's Connected condition says so
 	}
 	rt.smu.Lock()

@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/junction-atsss/junction/internal/n4"
+	"github.com/junction-atsss/junction/internal/programmer"
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
@@ -44,9 +45,9 @@ func (rt *upfRuntime) readUsage(ctx context.Context, key string) (n4.Usage, erro
 	}
 	d := rt.dev.cur.Load()
 	if d == nil {
-		return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, errNotSynced)
+		return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, programmer.ErrNotSynced)
 	}
-	cells, err := d.ReadCounterCells(ctx, int64(idx), counterUplinkUsage, counterDownlinkUsage)
+	cells, err := d.ReadCounterCells(ctx, int64(idx), programmer.CounterUplinkUsage, programmer.CounterDownlinkUsage)
 	if err != nil {
 		return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, err)
 	}

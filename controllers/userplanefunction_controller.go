@@ -23,6 +23,7 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/desired"
+	"github.com/junction-atsss/junction/internal/programmer"
 )
 
 // upfStatusDelay is how long a change of what a UPF's status counts (table usage, sessions,
@@ -108,7 +109,7 @@ func (r *UserPlaneFunctionReconciler) reconcileNormal(ctx context.Context, upf *
 	if err != nil {
 		upfErr = &loadError{ReasonInvalidSpec, err}
 	} else {
-		res, err := rt.prog.Apply(ctx, Change{Owner: ownerUPF, Entries: entries})
+		res, err := rt.prog.Apply(ctx, programmer.Change{Owner: ownerUPF, Entries: entries})
 		if err != nil {
 			return ctrl.Result{}, err
 		}

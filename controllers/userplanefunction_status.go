@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/programmer"
 )
 
 // setStatus shows the runtime's connection, pipeline, replay and table usage.
@@ -115,7 +116,7 @@ func (r *UserPlaneFunctionReconciler) setStatus(upf *junctionv1.UserPlaneFunctio
 		t := metav1.NewTime(ps.LastSync.Truncate(time.Second))
 		s.LastReplay = &t
 	}
-	s.Sessions = int32(ps.Usage[tableSessions])
+	s.Sessions = int32(ps.Usage[programmer.TableSessions])
 	s.Users = int32(rt.users.Used())
 	s.TunnelPeers = int32(rt.peers.Used())
 	s.Tables = tableUsage(pipe, ps.Usage)

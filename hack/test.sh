@@ -55,7 +55,7 @@ go vet ./...
 
 echo "== go test -race (the packages with concurrent data paths)"
 go test -race -count=1 ./internal/softupf/... ./internal/linkem ./internal/tun ./internal/ueagent/... \
-  ./internal/pathmon ./internal/upfclient ./controllers
+  ./internal/pathmon ./internal/upfclient ./internal/programmer ./controllers
 
 echo "== the P4 build: both compilers succeeded, what they write is checked in"
 if ! wait "$p4_build"; then

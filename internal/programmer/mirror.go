@@ -1,4 +1,4 @@
-package controllers
+package programmer
 
 // The programmer's mirror of the device: every change goes through setMirrorLocked and
 // delMirrorLocked, which keep table usage, the users' legs (for the initial path state) and the
@@ -13,7 +13,7 @@ import (
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
-func (p *programmer) setMirrorLocked(key string, te *p4v1.TableEntry) {
+func (p *Programmer) setMirrorLocked(key string, te *p4v1.TableEntry) {
 	old, had := p.mirror[key]
 	if had {
 		p.countLocked(old, -1)
@@ -22,7 +22,7 @@ func (p *programmer) setMirrorLocked(key string, te *p4v1.TableEntry) {
 	p.countLocked(te, +1)
 }
 
-func (p *programmer) delMirrorLocked(key string) {
+func (p *Programmer) delMirrorLocked(key string) {
 	if old, had := p.mirror[key]; had {
 		p.countLocked(old, -1)
 		delete(p.mirror, key)
@@ -30,7 +30,7 @@ func (p *programmer) delMirrorLocked(key string) {
 }
 
 // countLocked keeps table usage, users' legs and usage cell references in step with the mirror.
-func (p *programmer) countLocked(te *p4v1.TableEntry, d int) {
+func (p *Programmer) countLocked(te *p4v1.TableEntry, d int) {
 	if p.sch == nil {
 		return
 	}
@@ -43,7 +43,7 @@ func (p *programmer) countLocked(te *p4v1.TableEntry, d int) {
 			delete(p.usageRefs, idx)
 		}
 	}
-	if table != tableSessions {
+	if table != TableSessions {
 		return
 	}
 	if user, l, ok := sessionLegs(p.sch, te); ok {
@@ -62,7 +62,7 @@ func (p *programmer) countLocked(te *p4v1.TableEntry, d int) {
 // pathInitLocked plans the path-state resets of users whose legs appear on the device with this
 // round (initialPathWrites), each tagged with the owner of the user's sessions entry, who is
 // told when the device refuses the write.
-func (p *programmer) pathInitLocked(ups, dels []pendingUpdate) []pendingUpdate {
+func (p *Programmer) pathInitLocked(ups, dels []pendingUpdate) []pendingUpdate {
 	after := map[uint32]legCount{}
 	owner := map[uint32]string{}
 	touch := func(te *p4v1.TableEntry, d int) (uint32, bool) {
@@ -78,7 +78,7 @@ func (p *programmer) pathInitLocked(ups, dels []pendingUpdate) []pendingUpdate {
 		return user, true
 	}
 	for _, pu := range append(append([]pendingUpdate(nil), dels...), ups...) {
-		if pu.table != tableSessions {
+		if pu.table != TableSessions {
 			continue
 		}
 		if old, ok := p.mirror[pu.key]; ok && (pu.u.GetType() != p4v1.Update_INSERT) {
@@ -119,7 +119,7 @@ func (p *programmer) pathInitLocked(ups, dels []pendingUpdate) []pendingUpdate {
 // have counted into), and of cells whose zeroing failed before. It goes with the round's
 // inserts, so a session's usage counts from its first entry; a cell some entry still names keeps
 // counting (an operator restart or a replay does not reset a session's usage).
-func (p *programmer) usageZeroLocked(ups []pendingUpdate) []pendingUpdate {
+func (p *Programmer) usageZeroLocked(ups []pendingUpdate) []pendingUpdate {
 	for _, pu := range ups {
 		if pu.u.GetType() == p4v1.Update_DELETE {
 			continue
@@ -130,7 +130,7 @@ func (p *programmer) usageZeroLocked(ups []pendingUpdate) []pendingUpdate {
 	}
 	var out []pendingUpdate
 	for _, idx := range slices.Sorted(maps.Keys(p.zeroPending)) {
-		for _, c := range []string{counterUplinkUsage, counterDownlinkUsage} {
+		for _, c := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
 			u, err := p.sch.CounterUpdate(c, int64(idx), upfclient.CounterData{})
 			if err != nil {
 				p.log.Error(err, "Usage cell not zeroed", "counter", c, "index", idx)

@@ -1,10 +1,9 @@
-package controllers
+package programmer
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -16,12 +15,11 @@ import (
 	"github.com/go-logr/logr"
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
-	"google.golang.org/grpc"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/desired"
-	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 	"github.com/junction-atsss/junction/internal/softupf/p4rt"
+	"github.com/junction-atsss/junction/internal/softupf/p4rt/p4rttest"
 	"github.com/junction-atsss/junction/internal/upfclient"
 	"github.com/junction-atsss/junction/p4"
 )
@@ -30,33 +28,14 @@ import (
 type progRig struct {
 	srv  *p4rt.Server
 	dev  *upfclient.Device
-	prog *programmer
+	prog *Programmer
 	gen  uint64
 	room chan []string
 }
 
-// startSoftUPF serves the software UPF's P4Runtime server (no ports) on a loopback address.
-func startSoftUPF(t testing.TB) (*p4rt.Server, string) {
-	t.Helper()
-	dp, err := dataplane.New(dataplane.Config{Pool: dataplane.NewPool(16), MaxHeld: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := p4rt.New(dp, p4rt.Options{DeviceID: 1})
-	gs := grpc.NewServer()
-	p4v1.RegisterP4RuntimeServer(gs, srv)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(gs.Stop)
-	return srv, lis.Addr().String()
-}
-
 func newProgRig(t testing.TB, edit func(*p4configv1.P4Info)) *progRig {
 	t.Helper()
-	srv, addr := startSoftUPF(t)
+	srv, addr := p4rttest.Serve(t)
 
 	dev, err := upfclient.New(upfclient.Config{Address: addr, DeviceID: 1})
 	if err != nil {
@@ -81,12 +60,10 @@ func newProgRig(t testing.TB, edit func(*p4configv1.P4Info)) *progRig {
 	if _, err := dev.EnsurePipeline(wctx, info, nil, upfclient.Cookie(info, nil), upfclient.PushIfDifferent); err != nil {
 		t.Fatal(err)
 	}
-	var sw deviceSwitch
-	sw.cur.Store(dev)
 	r := &progRig{srv: srv, dev: dev, gen: st.Generation, room: make(chan []string, 16)}
-	r.prog = newProgrammer(&sw, logr.Discard(), 5*time.Millisecond)
-	r.prog.onRoom = func(o []string) { r.room <- o }
-	go r.prog.run(ctx)
+	r.prog = New(dev, logr.Discard(), 5*time.Millisecond)
+	r.prog.OnRoom = func(o []string) { r.room <- o }
+	go r.prog.Run(ctx)
 	r.replay(t)
 	return r
 }
@@ -95,7 +72,7 @@ func newProgRig(t testing.TB, edit func(*p4configv1.P4Info)) *progRig {
 func (r *progRig) replay(t testing.TB) {
 	t.Helper()
 	synced := make(chan struct{}, 1)
-	r.prog.onSynced = func() {
+	r.prog.OnSynced = func() {
 		select {
 		case synced <- struct{}{}:
 		default:
@@ -259,12 +236,12 @@ func TestProgrammerOwnershipAndDeletion(t *testing.T) {
 	})
 }
 
-// A round that changes the entries a table holds tells onStatus, with Status showing the new
+// A round that changes the entries a table holds tells OnStatus, with Status showing the new
 // count: the UPF's status.tables and status.sessions follow the device, not a timer.
 func TestProgrammerTellsWhenTableUsageChanges(t *testing.T) {
 	r := newProgRig(t, nil)
 	told := make(chan int, 16)
-	r.prog.onStatus = func() { told <- r.prog.Status().Usage["sessions"] }
+	r.prog.OnStatus = func() { told <- r.prog.Status().Usage["sessions"] }
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
@@ -283,7 +260,7 @@ func TestProgrammerTellsWhenTableUsageChanges(t *testing.T) {
 				t.Errorf("%s: told with %d sessions entries, want %d", tc.name, n, tc.want)
 			}
 		case <-time.After(5 * time.Second):
-			t.Fatalf("%s: onStatus not told", tc.name)
+			t.Fatalf("%s: OnStatus not told", tc.name)
 		}
 	}
 }
@@ -322,44 +299,6 @@ func TestProgrammerTableFullThenRoom(t *testing.T) {
 	if res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/s2", Entries: sessionEntries(t, 2)}); err != nil || res["session/ns/s2"] != nil {
 		t.Fatalf("retry: %v %v", err, res)
 	}
-}
-
-// A reconnect of the leader wins over its own earlier stream that the switch still holds (a
-// healed partition): the new stream's election ID is higher, not a duplicate the switch refuses.
-// A later leader outranks every stream of the earlier one.
-func TestReconnectOutranksItsOwnHalfDeadStream(t *testing.T) {
-	_, addr := startSoftUPF(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-
-	var high atomic.Uint64
-	leader := electionIDs(&high, 7)
-	connect := func(ids func() (uint64, uint64)) *upfclient.Device {
-		dev, err := upfclient.New(upfclient.Config{Address: addr, DeviceID: 1, ElectionID: ids})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = dev.Run(ctx) }()
-		return dev
-	}
-	primary := func(dev *upfclient.Device, what string) {
-		t.Helper()
-		wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
-		defer wcancel()
-		if _, err := dev.WaitPrimary(wctx); err != nil {
-			t.Fatalf("%s is not primary: %v (%+v)", what, err, dev.State())
-		}
-	}
-	old := connect(leader)
-	primary(old, "the first stream")
-	// The same leader connects again while the switch still holds its first stream.
-	primary(connect(leader), "the leader's reconnect")
-	for deadline := time.Now().Add(5 * time.Second); old.State().Primary; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the earlier stream is still primary")
-		}
-	}
-	primary(connect(electionIDs(&high, 8)), "the next leader")
 }
 
 // AppIDInUse sees an application ID in an override an owner wants and, after the owner dropped
@@ -413,21 +352,21 @@ func ptrTo[T any](v T) *T { return &v }
 // claimedSchema is a device whose P4Info, as the programmer is told, has other table sizes than
 // the one it runs: a device that holds fewer entries than its P4Info says.
 type claimedSchema struct {
-	entryDevice
+	Device
 	sch *upfclient.Schema
 }
 
 func (c claimedSchema) Schema() *upfclient.Schema { return c.sch }
 
 // onDevice runs another programmer on the rig's device, as dev presents it.
-func (r *progRig) onDevice(t testing.TB, dev entryDevice) *progRig {
+func (r *progRig) onDevice(t testing.TB, dev Device) *progRig {
 	t.Helper()
 	q := &progRig{srv: r.srv, dev: r.dev, gen: r.gen, room: make(chan []string, 16)}
-	q.prog = newProgrammer(dev, logr.Discard(), 5*time.Millisecond)
-	q.prog.onRoom = func(o []string) { q.room <- o }
+	q.prog = New(dev, logr.Discard(), 5*time.Millisecond)
+	q.prog.OnRoom = func(o []string) { q.room <- o }
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go q.prog.run(ctx)
+	go q.prog.Run(ctx)
 	q.replay(t)
 	return q
 }
@@ -449,9 +388,7 @@ func TestAnObjectThatDoesNotFitLeavesNothingOnTheDevice(t *testing.T) {
 	if n, err := sch.TableSize("applications"); err != nil || n <= 3 {
 		t.Fatalf("the P4Info's applications size is %d (%v), want more than the device's 3", n, err)
 	}
-	sw := &deviceSwitch{}
-	sw.cur.Store(rig.dev)
-	r := rig.onDevice(t, claimedSchema{sw, sch})
+	r := rig.onDevice(t, claimedSchema{rig.dev, sch})
 	d := &deviceWrites{srv: r.srv, last: r.srv.Stats()}
 	ctx := context.Background()
 	apply := func(owner string, id uint16, prefixes ...junctionv1.IPv4Prefix) error {
@@ -725,7 +662,7 @@ func TestPathMonitoringWritesGoThroughTheProgrammer(t *testing.T) {
 		go func() { defer wg.Done(); errs[i] = apply(n + i) }()
 		go func() {
 			defer wg.Done()
-			errs[n+i] = r.prog.WriteRegister(context.Background(), registerRTTNon3GPP, uint32(i), uint64(1000+i))
+			errs[n+i] = r.prog.WriteRegister(context.Background(), RegisterRTTNon3GPP, uint32(i), uint64(1000+i))
 		}()
 	}
 	wg.Wait()
@@ -735,7 +672,7 @@ func TestPathMonitoringWritesGoThroughTheProgrammer(t *testing.T) {
 	if writes := r.srv.Stats().WriteRequests - before; writes > n/10 {
 		t.Errorf("%d applies and %d register writes took %d WriteRequests, want them in shared rounds (at most %d)", n, n, writes, n/10)
 	}
-	got, err := r.dev.ReadRegisters(context.Background(), registerRTTNon3GPP)
+	got, err := r.dev.ReadRegisters(context.Background(), RegisterRTTNon3GPP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -751,8 +688,8 @@ func TestPathMonitoringWritesGoThroughTheProgrammer(t *testing.T) {
 
 	r.prog.Down()
 	before = r.srv.Stats().WriteRequests
-	if err := r.prog.WriteRegister(context.Background(), registerRTTNon3GPP, 1, 5); !errors.Is(err, errNotSynced) {
-		t.Errorf("a register write while down: %v, want errNotSynced", err)
+	if err := r.prog.WriteRegister(context.Background(), RegisterRTTNon3GPP, 1, 5); !errors.Is(err, ErrNotSynced) {
+		t.Errorf("a register write while down: %v, want ErrNotSynced", err)
 	}
 	if writes := r.srv.Stats().WriteRequests - before; writes != 0 {
 		t.Errorf("%d WriteRequests reached a device the programmer is down for", writes)
@@ -761,14 +698,14 @@ func TestPathMonitoringWritesGoThroughTheProgrammer(t *testing.T) {
 
 // writeTracker is a device that knows whether a Write is in flight.
 type writeTracker struct {
-	*deviceSwitch
+	Device
 	inWrite atomic.Int32
 }
 
 func (w *writeTracker) Write(ctx context.Context, updates []*p4v1.Update) []error {
 	w.inWrite.Add(1)
 	defer w.inWrite.Add(-1)
-	return w.deviceSwitch.Write(ctx, updates)
+	return w.Device.Write(ctx, updates)
 }
 
 // The programmer is the device's one writer for its other state too: the extras (the digest
@@ -776,12 +713,11 @@ func (w *writeTracker) Write(ctx context.Context, updates []*p4v1.Update) []erro
 // rounds, never while one of its writes is in flight.
 func TestExtrasRunBetweenTheProgrammersWrites(t *testing.T) {
 	rig := newProgRig(t, nil)
-	dev := &writeTracker{deviceSwitch: &deviceSwitch{}}
-	dev.cur.Store(rig.dev)
-	p := newProgrammer(dev, logr.Discard(), time.Millisecond)
+	dev := &writeTracker{Device: rig.dev}
+	p := New(dev, logr.Discard(), time.Millisecond)
 	p.extrasRetry = 10 * time.Millisecond
 	var calls, overlaps atomic.Int32
-	p.extras = func(context.Context) error {
+	p.Extras = func(context.Context) error {
 		if dev.inWrite.Load() != 0 {
 			overlaps.Add(1)
 		}
@@ -792,7 +728,7 @@ func TestExtrasRunBetweenTheProgrammersWrites(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go p.run(ctx)
+	go p.Run(ctx)
 	p.RequestReplay(rig.gen, false)
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; calls.Load() < 6; i++ {
@@ -803,7 +739,7 @@ func TestExtrasRunBetweenTheProgrammersWrites(t *testing.T) {
 		if _, err := p.Apply(ctx, Change{Owner: owner, Entries: sessionEntries(t, i%50)}); err != nil {
 			t.Fatal(err)
 		}
-		_ = p.WriteRegister(ctx, registerRTT3GPP, uint32(i%50), uint64(i))
+		_ = p.WriteRegister(ctx, RegisterRTT3GPP, uint32(i%50), uint64(i))
 	}
 	time.Sleep(50 * time.Millisecond)
 	if n := calls.Load(); n != 6 {
@@ -873,7 +809,7 @@ func TestUsageCellsAreZeroedWhenASessionStartsUsingThem(t *testing.T) {
 	sch := r.dev.Schema()
 	set := func(idx int64, c upfclient.CounterData) {
 		t.Helper()
-		for _, name := range []string{counterUplinkUsage, counterDownlinkUsage} {
+		for _, name := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
 			u, err := sch.CounterUpdate(name, idx, c)
 			if err != nil {
 				t.Fatal(err)
@@ -886,7 +822,7 @@ func TestUsageCellsAreZeroedWhenASessionStartsUsingThem(t *testing.T) {
 	get := func(idx int64) [2]upfclient.CounterData {
 		t.Helper()
 		var out [2]upfclient.CounterData
-		for i, name := range []string{counterUplinkUsage, counterDownlinkUsage} {
+		for i, name := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
 			c, err := r.dev.ReadCounter(ctx, name, idx)
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package controllers
+package programmer
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 
 // replay puts the device's other state in place (extras), reads its entries back and writes the
 // difference to the whole desired state. It reports whether the extras are in place.
-func (p *programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
+func (p *Programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 	sch := p.dev.Schema()
 	if sch == nil {
 		p.failReplay(gen, upfclient.ErrNoPipeline)
 		return true
 	}
-	extrasOK = p.extras == nil || p.extras(ctx) == nil
+	extrasOK = p.Extras == nil || p.Extras(ctx) == nil
 	p.mu.Lock()
 	if p.sch != sch {
 		p.sch = sch
@@ -98,26 +98,26 @@ func (p *programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 	p.mu.Unlock()
 	p.log.Info("Replayed the desired state", "generation", gen, "insertedOrModified", len(ups), "deleted", len(dels), "entriesRead", len(read))
 	if len(room) > 0 {
-		p.onRoom(room)
+		p.OnRoom(room)
 	}
-	p.onSynced()
+	p.OnSynced()
 	return extrasOK
 }
 
 // failReplay records a failed replay; the callbacks run after the lock is released (they only
 // queue: no goroutine outlives the programmer).
-func (p *programmer) failReplay(gen uint64, err error) {
+func (p *Programmer) failReplay(gen uint64, err error) {
 	p.log.Error(err, "Replay failed", "generation", gen)
 	p.mu.Lock()
 	current := p.gen == gen
 	if current {
 		p.replayErr = err
 		p.mode = modeDown
-		p.releaseWaitersLocked(errNotSynced)
+		p.releaseWaitersLocked(ErrNotSynced)
 	}
 	p.mu.Unlock()
 	if current {
-		p.onReplayFailed(gen)
+		p.OnReplayFailed(gen)
 	}
-	p.onSynced()
+	p.OnSynced()
 }

@@ -1,4 +1,4 @@
-package controllers
+package programmer
 
 // Pure helpers of the programmer: converting desired entries for the P4Runtime client, and
 // deciding the initial path state of users that appear on a device.
@@ -13,20 +13,19 @@ import (
 
 // P4Info names the operator uses outside internal/desired (docs/pipeline.md).
 const (
-	tableSessions        = "sessions"
+	TableSessions        = "sessions"
 	tableOverrides       = "session_overrides"
 	fieldAppID           = "app_id"
-	registerRTT3GPP      = "rtt_3gpp"
-	registerRTTNon3GPP   = "rtt_non3gpp"
-	registerLoss3GPP     = "loss_3gpp"
-	registerLossNon3GPP  = "loss_non3gpp"
-	registerSuspended    = "path_updates_suspended"
-	registerLive3GPP     = "live_rtt_3gpp"
-	registerLiveNon3GPP  = "live_rtt_non3gpp"
-	registerShare        = "autonomous_share"
-	digestProbeReports   = "probe_reports"
-	counterUplinkUsage   = "uplink_usage"
-	counterDownlinkUsage = "downlink_usage"
+	RegisterRTT3GPP      = "rtt_3gpp"
+	RegisterRTTNon3GPP   = "rtt_non3gpp"
+	RegisterLoss3GPP     = "loss_3gpp"
+	RegisterLossNon3GPP  = "loss_non3gpp"
+	RegisterSuspended    = "path_updates_suspended"
+	RegisterLive3GPP     = "live_rtt_3gpp"
+	RegisterLiveNon3GPP  = "live_rtt_non3gpp"
+	RegisterShare        = "autonomous_share"
+	CounterUplinkUsage   = "uplink_usage"
+	CounterDownlinkUsage = "downlink_usage"
 	paramUsageIndex      = "usage_idx"
 )
 
@@ -60,7 +59,7 @@ func sessionLegs(sch *upfclient.Schema, te *p4v1.TableEntry) (user uint32, l leg
 		return 0, 0, false
 	}
 	e, err := sch.Decode(te)
-	if err != nil || e.Table != tableSessions || e.Action != "set_session" {
+	if err != nil || e.Table != TableSessions || e.Action != "set_session" {
 		return 0, 0, false
 	}
 	u, err := upfclient.DecodeUint(e.Params["user_idx"])
@@ -118,13 +117,13 @@ func initialPathWrites(before, after map[uint32]legCount, fresh func(user uint32
 			continue
 		}
 		if newUser || retry {
-			out = append(out, registerWrite{registerSuspended, u, 0}, registerWrite{registerShare, u, 0})
+			out = append(out, registerWrite{RegisterSuspended, u, 0}, registerWrite{RegisterShare, u, 0})
 		}
 		if (b.n3GPP <= 0 || retry) && a.n3GPP > 0 {
-			out = append(out, registerWrite{registerRTT3GPP, u, 0}, registerWrite{registerLoss3GPP, u, 0}, registerWrite{registerLive3GPP, u, 0})
+			out = append(out, registerWrite{RegisterRTT3GPP, u, 0}, registerWrite{RegisterLoss3GPP, u, 0}, registerWrite{RegisterLive3GPP, u, 0})
 		}
 		if (b.nNon3GPP <= 0 || retry) && a.nNon3GPP > 0 {
-			out = append(out, registerWrite{registerRTTNon3GPP, u, 0}, registerWrite{registerLossNon3GPP, u, 0}, registerWrite{registerLiveNon3GPP, u, 0})
+			out = append(out, registerWrite{RegisterRTTNon3GPP, u, 0}, registerWrite{RegisterLossNon3GPP, u, 0}, registerWrite{RegisterLiveNon3GPP, u, 0})
 		}
 	}
 	return out

@@ -1,4 +1,8 @@
-package controllers
+// Package programmer writes one UPF's table entries and registers: the desired state by owner
+// (a session, a policy, the UPF itself), a mirror of the device, rounds that write the
+// difference, replays onto a new primary stream, and each table's room. The session, policy
+// and UPF controllers and the N4 endpoint all feed it; it is the device's one writer.
+package programmer
 
 // The programmer of one UPF. Its way:
 //
@@ -31,19 +35,19 @@ import (
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
-// entryDevice is what the programmer needs from a upfclient.Device.
-type entryDevice interface {
+// Device is what the programmer needs from a upfclient.Device.
+type Device interface {
 	Schema() *upfclient.Schema
 	Write(ctx context.Context, updates []*p4v1.Update) []error
 	ReadTable(ctx context.Context, table string) ([]*p4v1.TableEntry, error)
 }
 
 var (
-	// errNotSynced: the device is not primary or not replayed yet. The desired state is kept
+	// ErrNotSynced: the device is not primary or not replayed yet. The desired state is kept
 	// and written by the replay of the next primary generation.
-	errNotSynced = errors.New("the UPF is not connected as primary")
-	// errStopped: the UPF's runtime was stopped.
-	errStopped = errors.New("the UPF runtime stopped")
+	ErrNotSynced = errors.New("the UPF is not connected as primary")
+	// ErrStopped: the UPF's runtime was stopped.
+	ErrStopped = errors.New("the UPF runtime stopped")
 )
 
 // TableFullError says an object's entries do not fit in Table: the room its P4Info size leaves
@@ -103,31 +107,32 @@ type waiter struct {
 type progMode int
 
 const (
-	modeDown      progMode = iota // not primary: Apply records and returns errNotSynced
+	modeDown      progMode = iota // not primary: Apply records and returns ErrNotSynced
 	modeReplaying                 // a replay is due or running: Apply queues behind it
 	modeSynced                    // the mirror is the device: Apply queues for the next round
 )
 
-// programmer keeps one UPF's desired entries by owner and a mirror of its device.
-type programmer struct {
-	dev    entryDevice
+// Programmer keeps one UPF's desired entries by owner and a mirror of its device, and is the
+// device's one writer: the session, policy and UPF controllers and the N4 endpoint all feed it.
+type Programmer struct {
+	dev    Device
 	log    logr.Logger
 	window time.Duration
-	// onRoom is told the owners that failed for a full table once entries of that table were
+	// OnRoom is told the owners that failed for a full table once entries of that table were
 	// deleted, and the owners refused for a conflict once the key they wanted was released.
-	onRoom   func(owners []string)
-	onSynced func()
-	// onStatus is told when what Status shows changed outside a replay: table usage, refused
+	OnRoom   func(owners []string)
+	OnSynced func()
+	// OnStatus is told when what Status shows changed outside a replay: table usage, refused
 	// deletes, refused path-state resets. It only queues (the UPF's status write is rate-limited).
-	onStatus func()
-	// onReplayFailed is told a generation whose replay failed (to set it up again later).
-	onReplayFailed func(gen uint64)
-	// extras puts the device's other state in place (the digest configuration and the clone
+	OnStatus func()
+	// OnReplayFailed is told a generation whose replay failed (to set it up again later).
+	OnReplayFailed func(gen uint64)
+	// Extras puts the device's other state in place (the digest configuration and the clone
 	// session: upfRuntime.ensureExtras) and reports what failed. The programmer runs it first in
-	// every replay and again every setupRetry while it fails, between its rounds: it is the
+	// every replay and again every SetupRetry while it fails, between its rounds: it is the
 	// device's one writer.
-	extras func(ctx context.Context) error
-	// extrasRetry is the wait before running a failed extras again (default setupRetry).
+	Extras func(ctx context.Context) error
+	// extrasRetry is the wait before running a failed extras again (default SetupRetry).
 	extrasRetry time.Duration
 
 	kick     chan struct{}
@@ -169,7 +174,7 @@ type programmer struct {
 	failed    map[string]error  // owner → why its last write failed
 	full      map[string]string // owner → the table that was full
 	// blocked are the owners refused a key another owner claims (ConflictError), woken through
-	// onRoom as soon as the claim is released; freed collects them, and owners whose refused
+	// OnRoom as soon as the claim is released; freed collects them, and owners whose refused
 	// deletes went through, until the lock is released.
 	blocked   map[string]map[string]struct{} // desired key → owners
 	freed     []string
@@ -178,9 +183,15 @@ type programmer struct {
 	replayErr error
 }
 
-func newProgrammer(dev entryDevice, log logr.Logger, window time.Duration) *programmer {
-	return &programmer{
-		dev: dev, log: log, window: window, onRoom: func([]string) {}, onSynced: func() {}, onStatus: func() {}, onReplayFailed: func(uint64) {},
+// SetupRetry is the wait before a failed device setup is tried again: the programmer's Extras,
+// and the operator's pipeline setup on the same stream.
+const SetupRetry = 5 * time.Second
+
+// New makes the programmer of device dev; it gathers changes for window before each write.
+// Set the On* hooks and Extras before Run.
+func New(dev Device, log logr.Logger, window time.Duration) *Programmer {
+	return &Programmer{
+		dev: dev, log: log, window: window, OnRoom: func([]string) {}, OnSynced: func() {}, OnStatus: func() {}, OnReplayFailed: func(uint64) {},
 		kick: make(chan struct{}, 1), replayCh: make(chan uint64, 1),
 		owners: map[string]map[string]*builtEntry{}, claims: map[string]string{}, want: map[string]*builtEntry{},
 		mirror: map[string]*p4v1.TableEntry{}, legs: map[uint32]legCount{}, usage: map[string]int{},
@@ -192,7 +203,7 @@ func newProgrammer(dev entryDevice, log logr.Logger, window time.Duration) *prog
 
 // Seed records owners' desired entries without writing (the state restored at start, which the
 // first replay writes). It fails for an entry another owner claims.
-func (p *programmer) Seed(changes ...Change) error {
+func (p *Programmer) Seed(changes ...Change) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var errs []error
@@ -206,7 +217,7 @@ func (p *programmer) Seed(changes ...Change) error {
 
 // Set records owners' desired entries and schedules their writing without waiting (for
 // changes that must be ordered against allocations, made under the caller's lock).
-func (p *programmer) Set(changes ...Change) {
+func (p *Programmer) Set(changes ...Change) {
 	p.mu.Lock()
 	for _, c := range changes {
 		if _, err := p.setLocked(c); err != nil {
@@ -225,9 +236,9 @@ func (p *programmer) Set(changes ...Change) {
 }
 
 // Apply makes the device hold exactly the given entries for each owner and returns per owner
-// nil or why it does not (errNotSynced, *TableFullError, *ConflictError, a device error). It
+// nil or why it does not (ErrNotSynced, *TableFullError, *ConflictError, a device error). It
 // waits for the round that writes the change; with nothing to write it returns at once.
-func (p *programmer) Apply(ctx context.Context, changes ...Change) (map[string]error, error) {
+func (p *Programmer) Apply(ctx context.Context, changes ...Change) (map[string]error, error) {
 	out := make(map[string]error, len(changes))
 	w := &waiter{owners: map[string]struct{}{}, done: make(chan struct{})}
 	p.mu.Lock()
@@ -242,7 +253,7 @@ func (p *programmer) Apply(ctx context.Context, changes ...Change) (map[string]e
 			continue
 		}
 		if p.mode == modeDown {
-			out[c.Owner] = errNotSynced
+			out[c.Owner] = ErrNotSynced
 			continue
 		}
 		p.dirty[c.Owner] = struct{}{}
@@ -256,7 +267,7 @@ func (p *programmer) Apply(ctx context.Context, changes ...Change) (map[string]e
 	p.mu.Unlock()
 	if len(freed) > 0 {
 		sort.Strings(freed)
-		p.onRoom(freed) // woken now, as TableFull waiters are, not by a requeue a minute later
+		p.OnRoom(freed) // woken now, as TableFull waiters are, not by a requeue a minute later
 	}
 	if len(w.owners) == 0 {
 		return out, nil
@@ -279,7 +290,7 @@ func (p *programmer) Apply(ctx context.Context, changes ...Change) (map[string]e
 // setLocked replaces an owner's desired entries. Entries it no longer wants (or wants with
 // other action data) leave the wanted set; those no longer wanted at all become stale, to be
 // deleted. It reports whether any entry was dropped.
-func (p *programmer) setLocked(c Change) (dropped bool, err error) {
+func (p *Programmer) setLocked(c Change) (dropped bool, err error) {
 	next := make(map[string]*builtEntry, len(c.Entries))
 	for _, e := range c.Entries {
 		k := e.Key()
@@ -333,7 +344,7 @@ func (p *programmer) setLocked(c Change) (dropped bool, err error) {
 	return dropped, nil
 }
 
-func (p *programmer) unwantLocked(be *builtEntry) {
+func (p *Programmer) unwantLocked(be *builtEntry) {
 	if be.key != "" && p.want[be.key] == be {
 		delete(p.want, be.key)
 	}
@@ -341,7 +352,7 @@ func (p *programmer) unwantLocked(be *builtEntry) {
 
 // build resolves an entry against the current schema (lazily: before the first connection
 // there is none and the replay builds everything).
-func (p *programmer) build(be *builtEntry) {
+func (p *Programmer) build(be *builtEntry) {
 	if p.sch == nil {
 		return
 	}
@@ -356,7 +367,7 @@ func (p *programmer) build(be *builtEntry) {
 
 // inSyncLocked: every entry of the owner is on the device as wanted and nothing it dropped
 // waits for deletion.
-func (p *programmer) inSyncLocked(owner string) bool {
+func (p *Programmer) inSyncLocked(owner string) bool {
 	if _, d := p.dirty[owner]; d {
 		return false
 	}
@@ -382,16 +393,16 @@ func (p *programmer) inSyncLocked(owner string) bool {
 	return true
 }
 
-// Down marks the device unreachable: queued and future Applies get errNotSynced until the
+// Down marks the device unreachable: queued and future Applies get ErrNotSynced until the
 // next replay.
-func (p *programmer) Down() {
+func (p *Programmer) Down() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mode == modeDown {
 		return
 	}
 	p.mode = modeDown
-	p.releaseWaitersLocked(errNotSynced)
+	p.releaseWaitersLocked(ErrNotSynced)
 }
 
 // registerRequest is one register cell path monitoring wants written, and where its answer goes.
@@ -406,12 +417,12 @@ type registerRequest struct {
 // path-state resets, and returns the device's answer: path monitoring writes the device through
 // the programmer like everyone else, so that nothing reaches the device out of order with a
 // round or during a replay (one during a replay waits for the round after it). Down:
-// errNotSynced, nothing written.
-func (p *programmer) WriteRegister(ctx context.Context, name string, index uint32, value uint64) error {
+// ErrNotSynced, nothing written.
+func (p *Programmer) WriteRegister(ctx context.Context, name string, index uint32, value uint64) error {
 	p.mu.Lock()
 	if p.mode == modeDown || p.sch == nil {
 		p.mu.Unlock()
-		return errNotSynced
+		return ErrNotSynced
 	}
 	u, err := p.sch.RegisterUpdate(name, int64(index), value)
 	if err != nil {
@@ -436,7 +447,7 @@ func (p *programmer) WriteRegister(ctx context.Context, name string, index uint3
 // RequestReplay asks the run loop to replay the whole desired state for generation gen (the
 // pipeline is in place; pushed: this operator just pushed it, so every register is 0).
 // Applies queue behind it.
-func (p *programmer) RequestReplay(gen uint64, pushed bool) {
+func (p *Programmer) RequestReplay(gen uint64, pushed bool) {
 	p.mu.Lock()
 	p.mode, p.gen = modeReplaying, gen
 	p.used, p.usedKnown = map[uint32]struct{}{}, pushed
@@ -448,7 +459,7 @@ func (p *programmer) RequestReplay(gen uint64, pushed bool) {
 	p.replayCh <- gen
 }
 
-func (p *programmer) releaseWaitersLocked(err error) {
+func (p *Programmer) releaseWaitersLocked(err error) {
 	for _, r := range p.registers {
 		r.reply <- err
 	}
@@ -465,17 +476,17 @@ func (p *programmer) releaseWaitersLocked(err error) {
 }
 
 // run does every write until ctx ends.
-func (p *programmer) run(ctx context.Context) {
+func (p *Programmer) Run(ctx context.Context) {
 	defer func() {
 		p.mu.Lock()
 		p.mode = modeDown
-		p.releaseWaitersLocked(errStopped)
+		p.releaseWaitersLocked(ErrStopped)
 		p.mu.Unlock()
 	}()
 	var extrasRetry <-chan time.Time
 	retryAfter := p.extrasRetry
 	if retryAfter == 0 {
-		retryAfter = setupRetry
+		retryAfter = SetupRetry
 	}
 	for {
 		select {
@@ -492,7 +503,7 @@ func (p *programmer) run(ctx context.Context) {
 			p.mu.Lock()
 			synced := p.mode == modeSynced
 			p.mu.Unlock()
-			if synced && p.extras != nil && p.extras(ctx) != nil {
+			if synced && p.Extras != nil && p.Extras(ctx) != nil {
 				extrasRetry = time.After(retryAfter)
 			}
 		case <-p.kick:
@@ -541,7 +552,7 @@ type pendingUpdate struct {
 }
 
 // round writes the difference for every dirty owner.
-func (p *programmer) round(ctx context.Context) {
+func (p *Programmer) round(ctx context.Context) {
 	p.mu.Lock()
 	if p.mode != modeSynced || (len(p.dirty) == 0 && len(p.waiters) == 0 && len(p.stale) == 0 && len(p.registers) == 0 && len(p.zeroPending) == 0) {
 		p.mu.Unlock()
@@ -576,7 +587,7 @@ func (p *programmer) round(ctx context.Context) {
 		}
 	}
 	clear(p.stale)
-	// Owners whose inserts do not fit are not written at all (programmer_capacity.go).
+	// Owners whose inserts do not fit are not written at all (capacity.go).
 	ups, refused := p.fitLocked(ups, dels)
 	p.refuseLocked(refused, ownerErr)
 	regs := append(p.pathInitLocked(ups, dels), p.usageZeroLocked(ups)...)
@@ -596,7 +607,7 @@ func (p *programmer) round(ctx context.Context) {
 			if _, done := owners[o]; done {
 				w.errs[o] = ownerErr[o]
 			} else {
-				w.errs[o] = errNotSynced // dropped by Down before this round
+				w.errs[o] = ErrNotSynced // dropped by Down before this round
 			}
 		}
 		close(w.done)
@@ -606,15 +617,15 @@ func (p *programmer) round(ctx context.Context) {
 	statusChanged := (len(p.staleRefused) > 0) != hadRefused || len(p.resetPending) != hadResets || !maps.Equal(usage, p.usage)
 	p.mu.Unlock()
 	if len(room) > 0 {
-		p.onRoom(room)
+		p.OnRoom(room)
 	}
 	if statusChanged {
-		p.onStatus()
+		p.OnStatus()
 	}
 }
 
 // planEntryLocked returns the insert or modify that puts be on the device, if one is needed.
-func (p *programmer) planEntryLocked(be *builtEntry, owner string) (pendingUpdate, bool) {
+func (p *Programmer) planEntryLocked(be *builtEntry, owner string) (pendingUpdate, bool) {
 	table := be.e.Table
 	have, ok := p.mirror[be.key]
 	switch {
@@ -634,7 +645,7 @@ type writeResult struct {
 // write sends deletes first (so that they make room), then path-state resets, the inserts and
 // modifies, and path monitoring's register writes last (newer than any reset), and returns every
 // table or reset update's result; the monitored writes get theirs on their reply channel.
-func (p *programmer) write(ctx context.Context, dels, regs, ups []pendingUpdate, monitored []registerRequest) []writeResult {
+func (p *Programmer) write(ctx context.Context, dels, regs, ups []pendingUpdate, monitored []registerRequest) []writeResult {
 	var out []writeResult
 	second := append(regs, ups...)
 	for _, r := range monitored {
@@ -668,7 +679,7 @@ func (p *programmer) write(ctx context.Context, dels, regs, ups []pendingUpdate,
 }
 
 // settleLocked applies write results to the mirror and the owners' errors.
-func (p *programmer) settleLocked(results []writeResult, ownerErr map[string]error) {
+func (p *Programmer) settleLocked(results []writeResult, ownerErr map[string]error) {
 	for _, r := range results {
 		pu, err := r.pu, r.err
 		if pu.counter {
@@ -744,7 +755,7 @@ func (p *programmer) settleLocked(results []writeResult, ownerErr map[string]err
 			err = &TableFullError{Table: pu.table, Err: err}
 			p.full[pu.owner] = pu.table
 		} else if code == codes.Unavailable || code == codes.PermissionDenied {
-			err = fmt.Errorf("%w: %v", errNotSynced, err)
+			err = fmt.Errorf("%w: %v", ErrNotSynced, err)
 		}
 		if ownerErr[pu.owner] == nil {
 			ownerErr[pu.owner] = err
@@ -756,7 +767,7 @@ func (p *programmer) settleLocked(results []writeResult, ownerErr map[string]err
 // AppIDInUse reports whether a session_overrides entry an owner wants, or one the device still
 // holds, names application ID id: a policy's ID is freed only once none does, or a new policy
 // given the same ID would inherit the old one's overrides.
-func (p *programmer) AppIDInUse(id uint16) bool {
+func (p *Programmer) AppIDInUse(id uint16) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, entries := range p.owners {
@@ -814,7 +825,7 @@ const staleRetry = 5 * time.Second
 
 // settleStaleLocked keeps a refused delete of an entry nobody wants for the next round, and
 // schedules that round: the entry may steer traffic nobody asked for, so it is never forgotten.
-func (p *programmer) settleStaleLocked(pu pendingUpdate, err error) {
+func (p *Programmer) settleStaleLocked(pu pendingUpdate, err error) {
 	if err == nil {
 		if _, refused := p.staleRefused[pu.key]; refused {
 			delete(p.staleRefused, pu.key)
@@ -847,8 +858,8 @@ func (p *programmer) settleStaleLocked(pu pendingUpdate, err error) {
 	}
 }
 
-// progStatus is what the UPF status shows of the programmer.
-type progStatus struct {
+// Status is what the UPF status shows of the programmer.
+type Status struct {
 	Synced    bool
 	LastSync  time.Time
 	ReplayErr error
@@ -861,7 +872,7 @@ type progStatus struct {
 	StaleErr error
 }
 
-func (p *programmer) Status() progStatus {
+func (p *Programmer) Status() Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u := make(map[string]int, len(p.usage))
@@ -872,7 +883,7 @@ func (p *programmer) Status() progStatus {
 	if len(p.staleRefused) > 0 {
 		staleErr = p.staleErr
 	}
-	return progStatus{Synced: p.mode == modeSynced, LastSync: p.lastSync, ReplayErr: p.replayErr, Usage: u, Writes: p.writes,
+	return Status{Synced: p.mode == modeSynced, LastSync: p.lastSync, ReplayErr: p.replayErr, Usage: u, Writes: p.writes,
 		ResetPending: len(p.resetPending), ResetErr: p.resetErr, StaleErr: staleErr}
 }
 

@@ -1,4 +1,4 @@
-package controllers
+package programmer
 
 // Capacity: an object's entries go on the device all or none. Each round (and replay) plans its
 // owners' inserts against the room each table has (fitInserts: the P4Info's size less what the
@@ -6,7 +6,7 @@ package controllers
 // nothing and waits for room: nothing of it is ever live on the device, and applying it again
 // while it waits writes nothing either. The device's RESOURCE_EXHAUSTED stays the last word
 // (a device may hold fewer entries than its P4Info says): rollbackFull takes back what an owner
-// it refused got in. Either way the owner gets TableFullError and is told through onRoom once
+// it refused got in. Either way the owner gets TableFullError and is told through OnRoom once
 // entries of that table are deleted (roomLocked).
 
 import (
@@ -70,7 +70,7 @@ func fitInserts(room map[string]int, owners []ownerInserts) map[string]noRoom {
 // fitLocked returns ups without the updates of owners whose inserts do not fit (fitInserts),
 // and those owners' errors. ups are in owner order; dels are the deletes written before them.
 // A refused owner's modifies go too: none of its updates is written. Modifies need no room.
-func (p *programmer) fitLocked(ups, dels []pendingUpdate) ([]pendingUpdate, map[string]*TableFullError) {
+func (p *Programmer) fitLocked(ups, dels []pendingUpdate) ([]pendingUpdate, map[string]*TableFullError) {
 	var owners []ownerInserts
 	room := map[string]int{}
 	size := map[string]int{}
@@ -121,7 +121,7 @@ func (p *programmer) fitLocked(ups, dels []pendingUpdate) ([]pendingUpdate, map[
 
 // refuseLocked records the errors of the owners fitLocked refused, for their waiters and for
 // inSyncLocked (applied again while they wait, they are planned again: nothing is written).
-func (p *programmer) refuseLocked(refused map[string]*TableFullError, ownerErr map[string]error) {
+func (p *Programmer) refuseLocked(refused map[string]*TableFullError, ownerErr map[string]error) {
 	for o, err := range refused {
 		if ownerErr[o] == nil {
 			ownerErr[o] = err
@@ -132,7 +132,7 @@ func (p *programmer) refuseLocked(refused map[string]*TableFullError, ownerErr m
 
 // roomAfterLocked is roomLocked for a round that refused owners for room: those were planned
 // with this round's deletes already, so these do not wake them; a later delete will.
-func (p *programmer) roomAfterLocked(results []writeResult, refused map[string]*TableFullError) []string {
+func (p *Programmer) roomAfterLocked(results []writeResult, refused map[string]*TableFullError) []string {
 	for o := range refused {
 		delete(p.full, o)
 	}
@@ -152,7 +152,7 @@ var errRolledBack = errors.New("rolled back: another entry of the same object di
 // could use (a session's tunnels, most of a large policy). They stay wanted, and go in whole
 // once room appears. The deletes are no room: the owner would be woken by its own rollback.
 // After fitLocked this is for what the device refuses although its P4Info's size left room.
-func (p *programmer) rollbackFull(ctx context.Context, results []writeResult) {
+func (p *Programmer) rollbackFull(ctx context.Context, results []writeResult) {
 	full := map[string]bool{}
 	for _, r := range results {
 		if r.pu.key != "" && !r.pu.stale && upfclient.Code(r.err) == codes.ResourceExhausted {
@@ -187,7 +187,7 @@ func (p *programmer) rollbackFull(ctx context.Context, results []writeResult) {
 }
 
 // roomLocked returns the owners that waited for room in a table entries were deleted from.
-func (p *programmer) roomLocked(results []writeResult) []string {
+func (p *Programmer) roomLocked(results []writeResult) []string {
 	freed := map[string]bool{}
 	for _, r := range results {
 		if r.err == nil && r.pu.u.GetType() == p4v1.Update_DELETE {
