@@ -64,6 +64,7 @@ type Options struct {
 //     status writes in flight, and new sessions reached the operator a second or more after their
 //     create (README, "Benchmark"). Setting Dial makes client-go build that connection's
 //     transport instead of sharing its cached one; the timeouts are client-go's.
+//   - The REST mapper keeps each kind's mapping a minute (newRESTMapper).
 func ManagerOptions(cfg *rest.Config, secretNamespaces []string) (ctrl.Options, error) {
 	watchCfg := rest.CopyConfig(cfg)
 	watchCfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
@@ -79,7 +80,8 @@ func ManagerOptions(cfg *rest.Config, secretNamespaces []string) (ctrl.Options, 
 		}
 	}
 	return ctrl.Options{
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+		MapperProvider: newRESTMapper,
+		Client:         client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 		Cache: cache.Options{HTTPClient: watchHC, ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: secrets},
 		}},
