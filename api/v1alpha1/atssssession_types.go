@@ -403,6 +403,7 @@ type AgentStatus struct {
 // +kubebuilder:printcolumn:name="UE-RTT-Non3GPP",type=string,JSONPath=`.status.agent.legs[?(@.access=="Non3GPP")].rtt`,priority=1
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.conditions[?(@.type=="AgentReady")].status`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the object is or is not Ready: the Ready condition's reason"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ATSSSSession struct {
 	metav1.TypeMeta   `json:",inline"`

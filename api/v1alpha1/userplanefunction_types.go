@@ -376,6 +376,7 @@ type UserPlaneFunctionStatus struct {
 // +kubebuilder:printcolumn:name="Pipeline",type=string,JSONPath=`.status.conditions[?(@.type=="PipelineReady")].status`
 // +kubebuilder:printcolumn:name="Sessions",type=integer,JSONPath=`.status.sessions`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the object is or is not Ready: the Ready condition's reason"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type UserPlaneFunction struct {
 	metav1.TypeMeta   `json:",inline"`
