@@ -1,5 +1,9 @@
 // Command manager runs the Junction operator: it reconciles UserPlaneFunctions, SteeringPolicies
 // and ATSSSSessions into P4Runtime writes on each UPF. Flags are parsed here only.
+//
+//	manager [flags]         the operator
+//	manager check [flags]   whether an installation works: the Junction kinds served and an
+//	                        operator up (the chart's helm test runs it)
 package main
 
 import (
@@ -39,6 +43,10 @@ func main() {
 }
 
 func run() error {
+	// `manager check`: the installation check of the chart's helm test (check.go).
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		return runCheck(os.Args[2:])
+	}
 	var (
 		metricsAddr, probeAddr, metricsCertDir string
 		secureMetrics, enableHTTP2             bool

@@ -44,6 +44,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 {{- end -}}
 
+{{- /* The operator's leader-election Lease (in junction.namespace). */ -}}
+{{- define "junction.leaseName" -}}
+{{- printf "%s-operator.atsss.junction.dev" (include "junction.fullname" .) -}}
+{{- end -}}
+
 {{- define "junction.operatorSelector" -}}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: operator
