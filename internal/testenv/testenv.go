@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/kubernetes/scheme"
@@ -21,6 +22,16 @@ import (
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// ReleaseVersion is the VERSION file's (vMAJOR.MINOR.PATCH): the image tag every manifest names
+// and the chart's appVersion (hack/release.sh check holds them to it).
+func ReleaseVersion() string {
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "VERSION"))
+	if err != nil {
+		panic(err)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // AssetsDir returns the directory holding kube-apiserver and etcd: KUBEBUILDER_ASSETS when set,

@@ -245,7 +245,6 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		set  []string
 		want string
 	}{
-		{"a pipeline ConfigMap without its P4Info", []string{"pipeline.create=true"}, "pipeline.p4info"},
 		{"a TLS Secret without its CA", []string{"p4runtimeTLS.create=true"}, "p4runtimeTLS.caCrt"},
 		{"a certificate without an issuer", []string{"p4runtimeTLS.certManager.enabled=true"}, "issuerRef.name"},
 		{"both ways of making the TLS Secret", []string{"p4runtimeTLS.create=true", "p4runtimeTLS.caCrt=x",
@@ -359,6 +358,23 @@ func names(objs map[string]*unstructured.Unstructured) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// pipeline.create alone makes the ConfigMap the software UPF needs (a GitOps tool's values cannot
+// read files): the P4Info is this release's p4/p4info.txtpb, byte for byte, and no device config.
+func TestPipelineCarriesTheP4Info(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join(root, "p4", "p4info.txtpb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := render(t, "--set", "pipeline.create=true")["ConfigMap/junction-upf-pipeline"]
+	if cm == nil {
+		t.Fatal("pipeline.create=true rendered no ConfigMap junction-upf-pipeline")
+	}
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	if data["p4info.txtpb"] != string(want) || data["device_config"] != "" {
+		t.Errorf("the pipeline ConfigMap: p4info.txtpb of %d bytes (p4/p4info.txtpb has %d), device_config %q", len(data["p4info.txtpb"]), len(want), data["device_config"])
+	}
 }
 
 // A device config that is not text (a bf-p4c pipeline) reaches the ConfigMap byte for byte.
