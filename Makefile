@@ -65,6 +65,13 @@ kind-up: ## With Docker: a kind cluster with the image, the chart (operator, sof
 kind-down: ## Delete the kind cluster of kind-up.
 	hack/kind.sh down
 
+# REGISTRY (ghcr.io/junction-atsss) and PLATFORMS (linux/amd64,linux/arm64): hack/release.sh.
+.PHONY: release release-dry-run
+release: ## With docker buildx and registry rights: the image (every binary, multi-arch), the chart (OCI) and the git tag, at VERSION.
+	hack/release.sh
+release-dry-run: ## The release without Docker: checks VERSION everywhere, lints and packages the chart into build/release, prints the rest.
+	hack/release.sh --dry-run
+
 .PHONY: p4
 p4: ## Compile the P4 program (p4c: v1model; bf-p4c: Tofino 2) and write both P4Infos and docs/tofino.md's resource tables.
 	hack/p4-build.sh --write

@@ -186,7 +186,7 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 	replicas, _, _ := unstructured.NestedFieldNoCopy(dep.Object, "spec", "replicas") // a float64 from YAML
 	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
 	c := containers[0].(map[string]any)
-	if replicas != float64(2) || c["image"] != "ghcr.io/junction-atsss/junction:v0.1.0" || !contains(c["args"], "--leader-elect=true") {
+	if replicas != float64(2) || c["image"] != "ghcr.io/junction-atsss/junction:"+testenv.ReleaseVersion() || !contains(c["args"], "--leader-elect=true") {
 		t.Errorf("operator: replicas %v, image %v, args %v", replicas, c["image"], c["args"])
 	}
 	if want := fmt.Sprintf("--max-concurrent-reconciles=%d", controllers.DefaultMaxConcurrentReconciles); !contains(c["args"], want) {

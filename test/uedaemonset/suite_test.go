@@ -38,11 +38,13 @@ const (
 	agentName   = "junction-ue-agent" // DaemonSet, ServiceAccount, ClusterRole, ClusterRoleBinding
 	nodeLabel   = "junction.dev/ue-agent"
 	fieldOwner  = "junction-uedaemonset-test"
-	defaultTag  = "ghcr.io/junction-atsss/junction:v0.1.0" // ue-daemonset/kustomization.yaml images:
 	tunDevice   = "/dev/net/tun"
 	healthPort  = 9111
 	metricsPort = 9110
 )
+
+// defaultTag is ue-daemonset/kustomization.yaml's images: entry, the release's.
+var defaultTag = "ghcr.io/junction-atsss/junction:" + testenv.ReleaseVersion()
 
 var (
 	k8s       client.Client // uncached, as the cluster admin
