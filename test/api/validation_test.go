@@ -363,9 +363,9 @@ func TestSamplesAreAccepted(t *testing.T) {
 func TestPrinterColumnsShowWhatOperatorsLookFor(t *testing.T) {
 	ctx := context.Background()
 	for crd, want := range map[string][]string{
-		"atssssessions.atsss.junction.dev":      {"UPF", "Mode", "Active", "RTT-3GPP", "RTT-Non3GPP", "Ready", "Age"},
-		"steeringpolicies.atsss.junction.dev":   {"Precedence", "Mode", "App-ID", "Sessions", "Ready", "Age"},
-		"userplanefunctions.atsss.junction.dev": {"Address", "Connected", "Pipeline", "Sessions", "Ready", "Age"},
+		"atssssessions.atsss.junction.dev":      {"UPF", "Mode", "Active", "RTT-3GPP", "RTT-Non3GPP", "Ready", "Reason", "Age"},
+		"steeringpolicies.atsss.junction.dev":   {"Precedence", "Mode", "App-ID", "Sessions", "Ready", "Reason", "Age"},
+		"userplanefunctions.atsss.junction.dev": {"Address", "Connected", "Pipeline", "Sessions", "Ready", "Reason", "Age"},
 	} {
 		obj := &unstructured.Unstructured{}
 		obj.SetAPIVersion("apiextensions.k8s.io/v1")
