@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // hookArgs returns the helm test Pod's args and the operator's, rendered with args.
@@ -89,6 +90,18 @@ func TestHelmTestChecksTheOperator(t *testing.T) {
 			}
 		}
 	}
+	// The check passes the restricted Pod Security level, as the operator does: it may run beside it.
+	if err := c.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "restricted",
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}); err != nil {
+		t.Fatal(err)
+	}
+	probe := pod.DeepCopy()
+	probe.SetNamespace("restricted")
+	unstructured.RemoveNestedField(probe.Object, "spec", "serviceAccountName")
+	if err := c.k8s.Create(ctx, probe, client.DryRunAll); err != nil {
+		t.Errorf("the check Pod in a restricted namespace: %v", err)
+	}
+
 	// The hook Pod's identity: its ServiceAccount, impersonated.
 	kc, err := clientcmd.LoadFromFile(c.kubeconfig)
 	if err != nil {
