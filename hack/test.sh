@@ -4,7 +4,7 @@
 #   2. fail if generated code or manifests (deepcopy, CRDs, RBAC) are stale, a Go source is not
 #      gofmt-ed, or the P4 program does not compile with p4c (v1model) and bf-p4c (Tofino 2), or
 #      what they generate (both P4Infos, docs/tofino.md's resource tables) is stale;
-#   3. check that the kustomize overlays (operator, samples, UE agent DaemonSet, kind's objects) build;
+#   3. check that the kustomize overlays (operator, samples, UE agent DaemonSet, kind's objects, the GitOps examples) build;
 #   4. go vet, the concurrent packages under the race detector, and every Go test (envtest
 #      suites, P4Info check, software UPF, chart, packet vectors on the software UPF and BMv2,
 #      the operator against BMv2, the UE agent testbed and its
@@ -39,8 +39,8 @@ hack/p4-build.sh >build/p4-build.log 2>&1 &
 p4_build=$!
 trap 'kill "$p4_build" 2>/dev/null || true' EXIT
 
-echo "== kustomize overlays build"
-for overlay in config/default config/default-n4 config/samples ue-daemonset hack/kind/objects; do
+echo "== kustomize overlays build (the GitOps examples' too)"
+for overlay in config/default config/default-n4 config/samples ue-daemonset hack/kind/objects gitops/objects gitops/argocd/objects gitops/flux/release; do
   bin/kustomize build "$overlay" >/dev/null
 done
 # config/default-n4 repeats config/default (namespace, prefix, labels, resources) and adds config/n4.
