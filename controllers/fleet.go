@@ -74,7 +74,8 @@ type Fleet struct {
 	apps      *alloc.Pool
 	appsReady bool
 
-	direct directSessions // N4 sessions the endpoints program themselves (n4_direct.go)
+	direct directSessions  // N4 sessions the endpoints program themselves (n4_direct.go)
+	hosts  deviceHostCache // the device hosts devicePeers looked up
 }
 
 func (f *Fleet) init() {
@@ -152,7 +153,7 @@ func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) 
 		return nil, err
 	}
 	key := client.ObjectKeyFromObject(upf)
-	peers, err := devicePeers(ctx, f.Client, upf)
+	peers, err := devicePeers(ctx, f.Client, &f.hosts, upf)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +205,7 @@ func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) 
 // the same port, device ID and role (the index) at a host that resolves to an address of upf's
 // host, however it is spelled (localhost and 127.0.0.1, a name and its address, upper case).
 // They are the cache's own objects: callers read them, never write them.
-func devicePeers(ctx context.Context, c client.Reader, upf *junctionv1.UserPlaneFunction) ([]junctionv1.UserPlaneFunction, error) {
+func devicePeers(ctx context.Context, c client.Reader, hosts *deviceHostCache, upf *junctionv1.UserPlaneFunction) ([]junctionv1.UserPlaneFunction, error) {
 	var list junctionv1.UserPlaneFunctionList
 	// Read only (no deep copy): every session's programming asks, N4's at thousands a second.
 	if err := c.List(ctx, &list, client.MatchingFields{indexUPFDevice: deviceKey(upf)}, client.UnsafeDisableDeepCopy); err != nil {
@@ -217,9 +218,9 @@ func devicePeers(ctx context.Context, c client.Reader, upf *junctionv1.UserPlane
 			continue
 		}
 		if mine == nil {
-			mine = deviceHosts(ctx, upf.Spec.P4Runtime.Address)
+			mine = hosts.hosts(ctx, upf.Spec.P4Runtime.Address)
 		}
-		if overlap(mine, deviceHosts(ctx, o.Spec.P4Runtime.Address)) {
+		if overlap(mine, hosts.hosts(ctx, o.Spec.P4Runtime.Address)) {
 			out = append(out, o)
 		}
 	}
@@ -228,6 +229,52 @@ func devicePeers(ctx context.Context, c client.Reader, upf *junctionv1.UserPlane
 
 // resolveTimeout bounds the lookup of a UPF's host name: a UPF's reconcile waits for it.
 const resolveTimeout = 2 * time.Second
+
+// hostTTL is how long a device host's lookup is reused: every session programmed asks who else
+// names its UPF's device, and on a fleet of switches that all listen on 9559 with device ID 1
+// the answer holds every other UPF, each looked up. A name that starts (or stops) resolving to
+// a common address is seen within it.
+const hostTTL = 30 * time.Second
+
+// deviceHostCache keeps deviceHosts' answers by host for hostTTL; the zero value is ready.
+type deviceHostCache struct {
+	mu  sync.Mutex
+	m   map[string]cachedHosts
+	now func() time.Time // nil: time.Now
+}
+
+type cachedHosts struct {
+	hosts []string
+	at    time.Time
+}
+
+// hosts is deviceHosts(address), from the cache while fresh.
+func (c *deviceHostCache) hosts(ctx context.Context, address string) []string {
+	now := time.Now
+	if c.now != nil {
+		now = c.now
+	}
+	key := strings.ToLower(address)
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && now().Sub(e.at) < hostTTL {
+		return e.hosts
+	}
+	hosts := deviceHosts(ctx, address)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]cachedHosts{}
+	}
+	for k, old := range c.m { // the fleet's hosts, and the names it no longer uses
+		if now().Sub(old.at) >= hostTTL {
+			delete(c.m, k)
+		}
+	}
+	c.m[key] = cachedHosts{hosts: hosts, at: now()}
+	c.mu.Unlock()
+	return hosts
+}
 
 // deviceHosts is where address's host is: its IP addresses (resolved for a name), or, when a name
 // does not resolve, the name itself in lower case, so that two spellings of one unresolvable

@@ -139,7 +139,7 @@ func (r *UserPlaneFunctionReconciler) reconcileDelete(ctx context.Context, upf *
 // each of them, saying which one programs it (deviceHolder), with a Warning event when it
 // appears; it removes the condition when the conflict is gone.
 func (r *UserPlaneFunctionReconciler) deviceConflict(ctx context.Context, upf *junctionv1.UserPlaneFunction) error {
-	peers, err := devicePeers(ctx, r.Client, upf)
+	peers, err := devicePeers(ctx, r.Client, &r.Fleet.hosts, upf)
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (r *UserPlaneFunctionReconciler) sameDevice(ctx context.Context, o client.O
 	if !ok {
 		return nil
 	}
-	peers, err := devicePeers(ctx, r.Client, upf)
+	peers, err := devicePeers(ctx, r.Client, &r.Fleet.hosts, upf)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "Listing the UPFs of a device failed")
 		return nil
