@@ -34,17 +34,17 @@ import (
 )
 
 type n4Result struct {
-	sessions                int
-	n4Rate, manifestRate    float64 // establishments (or creates) until Programmed, per second
-	p50, p99                time.Duration
-	replay                  time.Duration
-	replayRate              float64
-	savedRate               float64 // objects written with their indexes, per second from the first request
-	heapPerSession          float64 // bytes
+	sessions             int
+	n4Rate, manifestRate float64 // establishments (or creates) until Programmed, per second
+	p50, p99             time.Duration
+	replay               time.Duration
+	replayRate           float64
+	savedRate            float64 // objects written with their indexes, per second from the first request
+	heapPerSession       float64 // bytes
 	// cpuPerSession is this process's CPU time (the SMF emulator, the operator and the software
 	// UPF; not the API server) per establishment in the closed loop: steadier than a rate on a
 	// shared machine.
-	cpuPerSession time.Duration
+	cpuPerSession           time.Duration
 	offered                 []offeredResult
 	refusedClosed, timeouts int
 }
