@@ -67,7 +67,8 @@ func run() error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 	log := ctrl.Log.WithName("gnb-emulator").WithValues("role", role)
 
-	mgr, err := nodecmd.NewManager(gnb.CacheOptions(role, addr), namespace, metricsAddr, healthAddr)
+	// A testbed tool: its metrics are plain HTTP.
+	mgr, err := nodecmd.NewManager(ctrl.GetConfigOrDie(), gnb.CacheOptions(role, addr), namespace, nodecmd.Metrics{Addr: metricsAddr}, healthAddr)
 	if err != nil {
 		return err
 	}

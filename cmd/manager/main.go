@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,12 +22,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/controllers"
 	"github.com/junction-atsss/junction/internal/addrpool"
+	"github.com/junction-atsss/junction/internal/nodecmd"
 	"github.com/junction-atsss/junction/internal/pathmon"
 )
 
@@ -106,14 +104,6 @@ func run() error {
 	if leaderElect && leaseNamespace == "" {
 		leaseNamespace = podNamespace()
 	}
-	var tlsOpts []func(*tls.Config)
-	if !enableHTTP2 {
-		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
-	}
-	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts, CertDir: metricsCertDir}
-	if secureMetrics {
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
 	restCfg := ctrl.GetConfigOrDie()
 	restCfg.QPS, restCfg.Burst = float32(apiQPS), apiBurst
 	var secretNS []string
@@ -125,7 +115,7 @@ func run() error {
 		return err
 	}
 	opts.Scheme = scheme
-	opts.Metrics = metricsOpts
+	opts.Metrics = nodecmd.Metrics{Addr: metricsAddr, Secure: secureMetrics, CertDir: metricsCertDir, HTTP2: enableHTTP2}.Options()
 	opts.HealthProbeBindAddress = probeAddr
 	opts.LeaderElection, opts.LeaderElectionID, opts.LeaderElectionNamespace = leaderElect, leaseName, leaseNamespace
 	opts.LeaderElectionReleaseOnCancel = true // a clean shutdown hands over at once

@@ -35,14 +35,17 @@ func main() {
 
 func run() error {
 	var (
-		node, namespace, netns, metricsAddr, healthAddr, reserved string
-		statusInterval, minStatusInterval                         time.Duration
+		node, namespace, netns, healthAddr, reserved string
+		statusInterval, minStatusInterval            time.Duration
+		metrics                                      nodecmd.Metrics
 	)
 	flag.StringVar(&node, "node-name", os.Getenv("NODE_NAME"), "The node this agent serves: sessions whose spec.ue.nodeName equals it (default $NODE_NAME).")
 	flag.StringVar(&namespace, "namespace", "", "Serve the sessions of these namespaces only (comma-separated; the chart's ueAgent.namespaces); empty: all namespaces.")
 	flag.StringVar(&reserved, "reserved-prefixes", "", "Comma-separated IPv4 prefixes no session address may take beside the node's own networks and the API server's address: the cluster's node, pod and service ranges (docs/address-pools.md).")
 	flag.StringVar(&netns, "netns", "", "Network namespace (a name under /var/run/netns, or a path) that holds the node's legs and gets the TUNs; empty: the agent's own. For running several agents as separate nodes on one machine (the testbed).")
-	flag.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9110", "Address of the Prometheus /metrics endpoint (plain HTTP: never an access interface's); \"0\" disables it.")
+	flag.StringVar(&metrics.Addr, "metrics-addr", "127.0.0.1:9110", "Address of the Prometheus /metrics endpoint (never an access interface's); \"0\" disables it.")
+	flag.BoolVar(&metrics.Secure, "metrics-secure", true, "Serve metrics over HTTPS, only to scrapers whose token may get /metrics (TokenReview + SubjectAccessReview); false: plain HTTP to anyone who reaches the address.")
+	flag.StringVar(&metrics.CertDir, "metrics-cert-dir", "", "Directory with tls.crt and tls.key for the metrics endpoint; empty: a self-signed certificate.")
 	flag.StringVar(&healthAddr, "health-addr", "127.0.0.1:9111", "Address of the /healthz and /readyz endpoints (the kubelet's probes need the node's address).")
 	flag.DurationVar(&statusInterval, "status-interval", 10*time.Second, "Least time between two status writes of a session that change only RTTs.")
 	flag.DurationVar(&minStatusInterval, "min-status-interval", time.Second, "Least time between two status writes of a session.")
@@ -58,7 +61,7 @@ func run() error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 	log := ctrl.Log.WithName("ue-agent")
 
-	mgr, err := nodecmd.NewManager(ueagent.CacheOptions(node), namespace, metricsAddr, healthAddr)
+	mgr, err := nodecmd.NewManager(ctrl.GetConfigOrDie(), ueagent.CacheOptions(node), namespace, metrics, healthAddr)
 	if err != nil {
 		return err
 	}
@@ -82,6 +85,6 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("Starting the UE agent", "node", node, "namespace", namespace, "metrics", metricsAddr)
+	log.Info("Starting the UE agent", "node", node, "namespace", namespace, "metrics", metrics.Addr, "secureMetrics", metrics.Secure)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

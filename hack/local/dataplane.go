@@ -299,8 +299,9 @@ func (dp *dataplane) startAgent(node, kubeconfig string) error {
 	addr := l.Addr().String()
 	l.Close()
 	dp.metrics[node] = "http://" + addr + "/metrics"
+	// Plain HTTP on loopback: the run's own display reads it, with no token to show.
 	agent := exec.Command(filepath.Join(dp.work, "ue-agent"), "--kubeconfig", kubeconfig, "--node-name", node,
-		"--netns", u.NS.Name, "--metrics-addr", addr, "--health-addr", "0", "--status-interval", "2s")
+		"--netns", u.NS.Name, "--metrics-addr", addr, "--metrics-secure=false", "--health-addr", "0", "--status-interval", "2s")
 	return dp.start("ue-agent-"+node, agent)
 }
 

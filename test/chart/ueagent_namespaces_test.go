@@ -13,7 +13,8 @@ import (
 
 // With ueAgent.namespaces the agents serve those namespaces only: the DaemonSet says so, and
 // the API server's RBAC lets the agent's ServiceAccount read and report sessions there and
-// nowhere else (the AddressPools it checks addresses against are cluster-scoped and readable).
+// nowhere else (the AddressPools it checks addresses against are cluster-scoped and readable, and
+// it may review a metrics scraper's token, which is cluster-scoped too).
 func TestUEAgentServesChosenNamespacesOnly(t *testing.T) {
 	objs := render(t, "--set", "ueAgent.enabled=true", "--set", "ueAgent.namespaces={tenant-a}",
 		"--set", "reservedPrefixes={10.244.0.0/16}")
@@ -39,7 +40,7 @@ func TestUEAgentServesChosenNamespacesOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, key := range []string{"ClusterRole/j-junction-ue-agent", "RoleBinding/j-junction-ue-agent", "ClusterRole/j-junction-ue-agent-addresspools", "ClusterRoleBinding/j-junction-ue-agent-addresspools"} {
+	for _, key := range []string{"ClusterRole/j-junction-ue-agent", "RoleBinding/j-junction-ue-agent", "ClusterRole/j-junction-ue-agent-cluster", "ClusterRoleBinding/j-junction-ue-agent-cluster"} {
 		o := objs[key]
 		if o == nil {
 			t.Fatalf("%s not rendered", key)
@@ -50,21 +51,24 @@ func TestUEAgentServesChosenNamespacesOnly(t *testing.T) {
 	}
 	user := "system:serviceaccount:junction-system:j-junction-ue-agent"
 	for _, c := range []struct {
-		ns, resource, sub, verb string
-		allowed                 bool
+		ns, group, resource, sub, verb string
+		allowed                        bool
 	}{
-		{"tenant-a", "atssssessions", "", "list", true},
-		{"tenant-a", "atssssessions", "status", "patch", true},
-		{"tenant-a", "steeringpolicies", "", "watch", true},
-		{"tenant-b", "atssssessions", "", "list", false},
-		{"tenant-b", "atssssessions", "status", "patch", false},
-		{"", "atssssessions", "", "list", false}, // every namespace
-		{"", "addresspools", "", "list", true},
-		{"", "addresspools", "", "create", false},
+		{"tenant-a", "atsss.junction.dev", "atssssessions", "", "list", true},
+		{"tenant-a", "atsss.junction.dev", "atssssessions", "status", "patch", true},
+		{"tenant-a", "atsss.junction.dev", "steeringpolicies", "", "watch", true},
+		{"tenant-b", "atsss.junction.dev", "atssssessions", "", "list", false},
+		{"tenant-b", "atsss.junction.dev", "atssssessions", "status", "patch", false},
+		{"", "atsss.junction.dev", "atssssessions", "", "list", false}, // every namespace
+		{"", "atsss.junction.dev", "addresspools", "", "list", true},
+		{"", "atsss.junction.dev", "addresspools", "", "create", false},
+		{"", "authentication.k8s.io", "tokenreviews", "", "create", true},
+		{"", "authorization.k8s.io", "subjectaccessreviews", "", "create", true},
+		{"", "authentication.k8s.io", "tokenreviews", "", "list", false},
 	} {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:junction-system", "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: c.ns, Group: "atsss.junction.dev", Resource: c.resource, Subresource: c.sub, Verb: c.verb},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: c.ns, Group: c.group, Resource: c.resource, Subresource: c.sub, Verb: c.verb},
 		}}
 		if err := k8s.Create(ctx, sar); err != nil {
 			t.Fatal(err)

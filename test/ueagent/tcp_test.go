@@ -234,7 +234,7 @@ func TestUplinkSmallMSS(t *testing.T) {
 	tb := newTestbed(t, 1)
 	u := tb.ues[0]
 	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	tb.startAgent(u, "--metrics-addr", metrics)
+	tb.startAgent(u, "--metrics-addr", metrics, "--metrics-secure=false") // read below over plain HTTP
 	pol := tb.policy("as", activeStandby(junctionv1.AccessNon3GPP))
 	create(t, pol, tb.session("s1", u, sessionAddr, 100, "as"))
 	tb.waitReady("s1")

@@ -31,19 +31,7 @@ const policyTimeout = 10 * time.Second
 // conditions, and everything with a token bound to no pod.
 func TestAgentWritesOnlyItsNodesAgentStatus(t *testing.T) {
 	ctx := context.Background()
-	objs := build(t)
-	for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
-		for _, o := range objs {
-			if o.GetKind() != kind {
-				continue
-			}
-			obj := o.DeepCopy()
-			if err := k8s.Patch(ctx, obj, client.Apply, client.ForceOwnership, client.FieldOwner(fieldOwner)); err != nil {
-				t.Fatalf("apply %s: %v", kind, err)
-			}
-			t.Cleanup(func() { _ = k8s.Delete(ctx, obj) })
-		}
-	}
+	install(t, "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 	ns := "admission"
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -133,10 +121,35 @@ func podToken(t *testing.T, node string) string {
 	return token(t, &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID})
 }
 
+// install applies the base's objects of these kinds for real, until the test ends.
+func install(t *testing.T, kinds ...string) {
+	t.Helper()
+	ctx := context.Background()
+	objs := build(t)
+	for _, kind := range kinds {
+		for _, o := range objs {
+			if o.GetKind() != kind {
+				continue
+			}
+			obj := o.DeepCopy()
+			if err := k8s.Patch(ctx, obj, client.Apply, client.ForceOwnership, client.FieldOwner(fieldOwner)); err != nil {
+				t.Fatalf("apply %s: %v", kind, err)
+			}
+			t.Cleanup(func() { _ = k8s.Delete(ctx, obj) })
+		}
+	}
+}
+
 // token requests a token of the agent's ServiceAccount, bound to obj when not nil.
 func token(t *testing.T, obj *authenticationv1.BoundObjectReference) string {
 	t.Helper()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: agentName}}
+	return tokenOf(t, agentName, obj)
+}
+
+// tokenOf requests a token of ServiceAccount name in the base's namespace.
+func tokenOf(t *testing.T, name string, obj *authenticationv1.BoundObjectReference) string {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: obj}}
 	if err := k8s.SubResource("token").Create(context.Background(), sa, tr); err != nil {
 		t.Fatalf("TokenRequest: %v", err)

@@ -25,7 +25,8 @@ func (g grant) String() string {
 
 // agentGrants is everything the UE agent may do, as its interface states it: read its sessions,
 // the policies and UPFs they refer to; write its own view into session status by server-side
-// apply; record events. Anything the ClusterRole adds to this fails the test.
+// apply; record events; check the token of a metrics scraper. Anything the ClusterRole adds to
+// this fails the test.
 var agentGrants = func() []grant {
 	var gs []grant
 	for _, r := range []string{"atssssessions", "steeringpolicies", "userplanefunctions", "addresspools"} {
@@ -41,6 +42,7 @@ var agentGrants = func() []grant {
 			gs = append(gs, grant{g, "events", v})
 		}
 	}
+	gs = append(gs, grant{"authentication.k8s.io", "tokenreviews", "create"}, grant{"authorization.k8s.io", "subjectaccessreviews", "create"})
 	return gs
 }()
 
