@@ -11,7 +11,9 @@
 // less lets whoever reaches the port program the UPF, so it needs --insecure: plaintext on an
 // address other than loopback, or TLS without --tls-client-ca.
 //
-// Interfaces facing it should have offloads off (see internal/softupf/ports).
+// Ports are AF_XDP sockets where an XDP program attaches to the interface, AF_PACKET sockets
+// elsewhere (--port-kind=auto); --port-kind=xdp or packet insists on one. The log says which
+// each port runs on. Interfaces facing it should have offloads off (see internal/softupf/ports).
 package main
 
 import (
@@ -73,6 +75,7 @@ func (p *portFlags) Set(v string) error {
 
 type options struct {
 	ports    portFlags
+	portKind ports.Kind
 	grpcAddr string
 	deviceID uint64
 	cpuPort  uint
@@ -87,6 +90,7 @@ func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("softupf", flag.ContinueOnError)
 	fs.Var(&o.ports, "i", "`PORT@IFACE`: serve P4 port PORT on Linux interface IFACE (repeatable), e.g. -i 1@veth0")
+	fs.TextVar(&o.portKind, "port-kind", ports.KindAuto, "`kind` of the ports' sockets: auto (AF_XDP where the interface takes an XDP program, else AF_PACKET), xdp or packet")
 	fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:9559", "P4Runtime gRPC listen `address`")
 	fs.Uint64Var(&o.deviceID, "device-id", 1, "P4Runtime device_id of this UPF")
 	fs.UintVar(&o.cpuPort, "cpu-port", 255, "port number of the controller for packet-in and packet-out")
@@ -167,7 +171,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("--grpc-addr: %w", err)
 	}
 	log.Info("software UPF started", "grpc", lis.Addr().String(), "tls", tlsMode(o.tls), "device_id", o.deviceID,
-		"cpu_port", cpuPort, "ports", o.ports.String(), "buffers", pool.Size())
+		"cpu_port", cpuPort, "ports", o.ports.String(), "port_kinds", portKinds(set), "buffers", pool.Size())
 	if o.tls.clientCA == "" {
 		log.Warn("P4Runtime authenticates no client: whoever reaches the address can program this UPF", "grpc", lis.Addr().String(), "tls", tlsMode(o.tls))
 	}
@@ -212,7 +216,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 // in the namespace it was created in).
 func openPorts(o *options, pool *dataplane.Pool, log *slog.Logger) (set *ports.Set, err error) {
 	err = netnsexec.Do(o.netns, func() error {
-		set, err = ports.Open(o.ports, uint32(o.cpuPort), pool, log)
+		set, err = ports.Open(o.ports, o.portKind, uint32(o.cpuPort), pool, log)
 		return err
 	})
 	if err != nil && set != nil {
@@ -222,7 +226,18 @@ func openPorts(o *options, pool *dataplane.Pool, log *slog.Logger) (set *ports.S
 	return set, err
 }
 
-// stopGRPC lets in-flight RPCs finish, then cuts the long-lived streams.
+// portKinds says which kind of socket each port runs on: "1=xdp,2=packet".
+func portKinds(set *ports.Set) string {
+	var b strings.Builder
+	for i, st := range set.Stats() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d=%s", st.Port, st.Kind)
+	}
+	return b.String()
+}
+
 // newGRPCServer is the P4Runtime server's gRPC server, with TLS when the files are given.
 func newGRPCServer(f tlsFiles, srv p4v1.P4RuntimeServer) (*grpc.Server, error) {
 	creds, err := f.serverOptions()
@@ -244,6 +259,7 @@ func tlsMode(f tlsFiles) string {
 	return "off"
 }
 
+// stopGRPC lets in-flight RPCs finish, then cuts the long-lived streams.
 func stopGRPC(gs *grpc.Server) {
 	done := make(chan struct{})
 	go func() { gs.GracefulStop(); close(done) }()
@@ -283,8 +299,8 @@ func logStats(log *slog.Logger, dp *dataplane.Pipeline, set *ports.Set, srv *p4r
 	}
 	log.Info("data plane totals", append([]any{"held", st.Held, "packet_outs_dropped", st.PacketOutDrops}, drops...)...)
 	for _, p := range set.Stats() {
-		log.Info("port totals", "port", p.Port, "iface", p.Iface, "rx", p.RxPackets, "tx", p.TxPackets,
-			"rx_truncated", p.RxTruncated, "tx_errors", p.TxErrors)
+		log.Info("port totals", "port", p.Port, "iface", p.Iface, "kind", p.Kind, "rx", p.RxPackets, "tx", p.TxPackets,
+			"rx_truncated", p.RxTruncated, "tx_errors", p.TxErrors, "kernel_drops", p.KernelDrops)
 	}
 	if n := set.NoPortDrops(); n > 0 {
 		log.Warn("frames routed to a port this UPF has no interface for were dropped (a route's port not given with -i)", "frames", n)

@@ -20,10 +20,15 @@ func TestFlags(t *testing.T) {
 	if len(o.ports) != 2 || o.ports[0] != want[0] || o.ports[1] != want[1] {
 		t.Errorf("ports = %v, want %v", o.ports, want)
 	}
-	if o.grpcAddr != "127.0.0.1:9600" || o.cpuPort != 510 || o.deviceID != 1 {
+	if o.grpcAddr != "127.0.0.1:9600" || o.cpuPort != 510 || o.deviceID != 1 || o.portKind != ports.KindAuto {
 		t.Errorf("options = %+v", o)
 	}
-	for _, bad := range [][]string{{"-i", "veth0"}, {"--cpu-port", "512"}, {"extra"}} {
+	for arg, want := range map[string]ports.Kind{"auto": ports.KindAuto, "xdp": ports.KindXDP, "packet": ports.KindPacket} {
+		if o, err := parseFlags([]string{"--port-kind", arg}); err != nil || o.portKind != want {
+			t.Errorf("--port-kind %s: %v, %v; want %v", arg, o, err, want)
+		}
+	}
+	for _, bad := range [][]string{{"-i", "veth0"}, {"--cpu-port", "512"}, {"extra"}, {"--port-kind", "af_xdp"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) accepted", bad)
 		}

@@ -5,8 +5,8 @@ package ports
 //	namespace "upf"  u1 ── veth ── p1  namespace "peer"
 //	                 u2 ── veth ── p2
 //
-// The ports under test run on u1/u2 (in "upf"); the test's own raw ports on p1/p2 (in "peer")
-// inject frames and capture what comes out. No interface has an address and forwarding is off
+// The ports under test run on u1/u2 (in "upf"), each test once per kind (AF_XDP, AF_PACKET);
+// the test's own AF_PACKET ports on p1/p2 (in "peer") inject frames and capture what comes out. No interface has an address and forwarding is off
 // in both namespaces, so nothing leaves them.
 
 import (
@@ -95,16 +95,34 @@ func inNetns(t testing.TB, ns string, f func() error) error {
 	return ferr
 }
 
-func openIn(t testing.TB, ns string, ms []Mapping, pool *dataplane.Pool) *Set {
+func openIn(t testing.TB, ns string, kind Kind, ms []Mapping, pool *dataplane.Pool) *Set {
 	t.Helper()
 	var s *Set
 	if err := inNetns(t, ns, func() (err error) {
-		s, err = Open(ms, 255, pool, nil)
+		s, err = Open(ms, kind, 255, pool, nil)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
+	if kind != KindAuto {
+		for _, st := range s.Stats() {
+			if st.Kind != kind {
+				t.Fatalf("port %d opened as %v, want %v", st.Port, st.Kind, kind)
+			}
+		}
+	}
 	return s
+}
+
+// kinds are the port kinds every test of the ports runs with, on the UPF's side.
+var kinds = []Kind{KindXDP, KindPacket}
+
+// forEachKind runs test once per port kind.
+func forEachKind(t *testing.T, test func(t *testing.T, kind Kind)) {
+	for _, k := range kinds {
+		t.Run(k.String(), func(t *testing.T) { test(t, k) })
+	}
 }
 
 // crossover sends what arrives on port 1 out of port 2 and the reverse, unchanged.
@@ -164,9 +182,13 @@ func run(t testing.TB, s *Set, p Processor) {
 // TestPortsCountFramesToUnmappedPorts: a frame the pipeline sends to a port number with no
 // interface (a route naming a port the UPF was not started with) is dropped and counted.
 func TestPortsCountFramesToUnmappedPorts(t *testing.T) {
+	forEachKind(t, testPortsCountFramesToUnmappedPorts)
+}
+
+func testPortsCountFramesToUnmappedPorts(t *testing.T, kind Kind) {
 	tb := newTestbed(t)
 	pool := dataplane.NewPool(4 * BatchSize)
-	s := openIn(t, tb.upf, []Mapping{{1, tb.u1}, {2, tb.u2}}, pool)
+	s := openIn(t, tb.upf, kind, []Mapping{{1, tb.u1}, {2, tb.u2}}, pool)
 	batch := make([]*dataplane.Packet, 0, 3)
 	for _, port := range []uint32{7, 7, MaxPort + 1} {
 		pkt := pool.Get(nil)
@@ -188,14 +210,16 @@ func TestPortsCountFramesToUnmappedPorts(t *testing.T) {
 	}
 }
 
-func TestPortsForwardBetweenVeths(t *testing.T) {
+func TestPortsForwardBetweenVeths(t *testing.T) { forEachKind(t, testPortsForwardBetweenVeths) }
+
+func testPortsForwardBetweenVeths(t *testing.T, kind Kind) {
 	tb := newTestbed(t)
 	upfPool := dataplane.NewPool(4 * BatchSize)
-	upf := openIn(t, tb.upf, []Mapping{{1, tb.u1}, {2, tb.u2}}, upfPool)
+	upf := openIn(t, tb.upf, kind, []Mapping{{1, tb.u1}, {2, tb.u2}}, upfPool)
 	run(t, upf, crossover{})
 
 	peerPool := dataplane.NewPool(4 * BatchSize)
-	peer := openIn(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
+	peer := openIn(t, tb.peer, KindPacket, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
 	rec := &recorder{pool: peerPool, got: map[uint32][][]byte{}}
 	run(t, peer, rec)
 
@@ -251,15 +275,17 @@ func TestPortsForwardBetweenVeths(t *testing.T) {
 // TestPortsKeepVLANTags: a tagged frame reaches the pipeline with its tag where it was on the
 // wire, and leaves with it (the kernel gives a packet socket the tag beside the frame,
 // PACKET_AUXDATA; issue 30: the pipeline saw an 802.1Q-tagged IPv4 frame as untagged IPv4).
-func TestPortsKeepVLANTags(t *testing.T) {
+func TestPortsKeepVLANTags(t *testing.T) { forEachKind(t, testPortsKeepVLANTags) }
+
+func testPortsKeepVLANTags(t *testing.T, kind Kind) {
 	tb := newTestbed(t)
 	upfPool := dataplane.NewPool(4 * BatchSize)
-	upf := openIn(t, tb.upf, []Mapping{{1, tb.u1}, {2, tb.u2}}, upfPool)
+	upf := openIn(t, tb.upf, kind, []Mapping{{1, tb.u1}, {2, tb.u2}}, upfPool)
 	seen := &recorder{pool: upfPool, got: map[uint32][][]byte{}}
 	run(t, upf, teeCrossover{seen})
 
 	peerPool := dataplane.NewPool(4 * BatchSize)
-	peer := openIn(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
+	peer := openIn(t, tb.peer, KindPacket, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
 	rec := &recorder{pool: peerPool, got: map[uint32][][]byte{}}
 	run(t, peer, rec)
 
@@ -352,12 +378,16 @@ func (c *counter) Process(in, out []*dataplane.Packet) []*dataplane.Packet {
 }
 
 func TestPortsSteadyStateAllocatesNothing(t *testing.T) {
+	forEachKind(t, testPortsSteadyStateAllocatesNothing)
+}
+
+func testPortsSteadyStateAllocatesNothing(t *testing.T, kind Kind) {
 	tb := newTestbed(t)
 	upfPool := dataplane.NewPool(4 * BatchSize)
-	upf := openIn(t, tb.upf, []Mapping{{1, tb.u1}, {2, tb.u2}}, upfPool)
+	upf := openIn(t, tb.upf, kind, []Mapping{{1, tb.u1}, {2, tb.u2}}, upfPool)
 	run(t, upf, crossover{})
 	peerPool := dataplane.NewPool(8 * BatchSize)
-	peer := openIn(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
+	peer := openIn(t, tb.peer, KindPacket, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
 	cnt := &counter{pool: peerPool}
 	run(t, peer, cnt)
 

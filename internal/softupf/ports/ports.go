@@ -1,10 +1,13 @@
-// Package ports connects the software UPF's data plane to Linux network interfaces: one raw
-// AF_PACKET socket per P4 port, bound to a named interface in promiscuous mode, read in batches
-// by one goroutine per port into buffers from the data plane's bounded pool, and written in
-// batches. A mapping `-i 1@veth0 -i 2@veth1` names the interface of each port, as on BMv2.
+// Package ports connects the software UPF's data plane to Linux network interfaces: one socket
+// per P4 port, an AF_XDP socket fed by an XDP program on the interface (xdp_linux.go) or a raw
+// AF_PACKET socket in promiscuous mode (ports_linux.go), read in batches by one goroutine per
+// port into buffers from the data plane's bounded pool, and written in batches. A mapping
+// `-i 1@veth0 -i 2@veth1` names the interface of each port, as on BMv2; Kind chooses the
+// socket, and KindAuto takes AF_XDP where it works on the interface and AF_PACKET elsewhere.
 //
-// A frame's way: recvmmsg into pool buffers at dataplane.Headroom ─> Processor.Process ─>
-// frames grouped by egress port ─> sendmmsg on that port's socket ─> buffers back to the pool.
+// A frame's way: a batch read into pool buffers at dataplane.Headroom ─> Processor.Process ─>
+// frames grouped by egress port ─> a batch written on that port's socket ─> buffers back to the
+// pool. Either kind gives the pipeline the frame as it was on the wire, VLAN tag included.
 //
 // Interfaces facing the software UPF should have offloads off (TSO/GSO/GRO and TX checksum;
 // `ethtool -K IFACE tso off gso off gro off tx off` on the peers), as with BMv2: an AF_PACKET
@@ -50,6 +53,41 @@ func ParseMapping(s string) (Mapping, error) {
 	return Mapping{Port: uint32(n), Iface: iface}, nil
 }
 
+// Kind is the kind of socket behind the ports.
+type Kind int
+
+const (
+	// KindAuto is AF_XDP on each interface where the XDP program attaches and a socket binds,
+	// AF_PACKET on the others.
+	KindAuto Kind = iota
+	// KindXDP is AF_XDP on every port; Open fails where it cannot be had.
+	KindXDP
+	// KindPacket is AF_PACKET on every port.
+	KindPacket
+)
+
+var kindNames = [...]string{KindAuto: "auto", KindXDP: "xdp", KindPacket: "packet"}
+
+func (k Kind) String() string {
+	if k < 0 || int(k) >= len(kindNames) {
+		return fmt.Sprintf("Kind(%d)", int(k))
+	}
+	return kindNames[k]
+}
+
+// MarshalText and UnmarshalText make a Kind a flag value (auto, xdp, packet).
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+func (k *Kind) UnmarshalText(b []byte) error {
+	for i, n := range kindNames {
+		if string(b) == n {
+			*k = Kind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("port kind %q: want auto, xdp or packet", b)
+}
+
 // Processor is the data plane as the ports see it (dataplane.Pipeline).
 type Processor interface {
 	Process(in, out []*dataplane.Packet) []*dataplane.Packet
@@ -59,18 +97,21 @@ type Processor interface {
 type PortStats struct {
 	Port               uint32
 	Iface              string
+	Kind               Kind   // KindXDP or KindPacket: what the port runs on
+	Mode               string // for AF_XDP, how: "driver" or "generic" XDP, "zero-copy" or "copy"
 	RxPackets, RxBytes uint64
 	TxPackets, TxBytes uint64
 	RxTruncated        uint64 // frames longer than dataplane.MaxFrame, dropped
-	TxErrors           uint64 // frames the kernel refused (e.g. longer than the MTU)
+	TxErrors           uint64 // frames the kernel refused (e.g. longer than the MTU) or, on AF_XDP, that found no free chunk
+	KernelDrops        uint64 // AF_XDP: frames the kernel dropped before the socket (rx ring full, no fill chunk)
 }
 
 type portCounters struct {
 	rxPackets, rxBytes, txPackets, txBytes, rxTruncated, txErrors atomic.Uint64
 }
 
-func (c *portCounters) snapshot(port uint32, iface string) PortStats {
-	return PortStats{Port: port, Iface: iface,
+func (c *portCounters) snapshot(port uint32, iface string, kind Kind, mode string) PortStats {
+	return PortStats{Port: port, Iface: iface, Kind: kind, Mode: mode,
 		RxPackets: c.rxPackets.Load(), RxBytes: c.rxBytes.Load(),
 		TxPackets: c.txPackets.Load(), TxBytes: c.txBytes.Load(),
 		RxTruncated: c.rxTruncated.Load(), TxErrors: c.txErrors.Load()}

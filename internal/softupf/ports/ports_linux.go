@@ -1,8 +1,8 @@
 package ports
 
-// Raw AF_PACKET ports on Linux.
+// The ports on Linux: the Set, and its raw AF_PACKET ports (AF_XDP: xdp_linux.go).
 //
-// A frame's way through a port: reader.run fills BatchSize pool buffers ─> recvmmsg (through
+// A frame's way through an AF_PACKET port: reader.run fills BatchSize pool buffers ─> recvmmsg (through
 // the Go poller, so Close wakes it) ─> own transmissions (PACKET_OUTGOING) and truncated
 // frames are skipped, their buffers reused ─> an 802.1Q tag the kernel took off is put back
 // (PACKET_AUXDATA), so the pipeline sees the frame as it was on the wire ─>
@@ -18,6 +18,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -41,11 +42,10 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 type port struct {
 	num   uint32
 	iface string
-	file  *os.File
-	rc    interface {
-		Read(func(uintptr) bool) error
-		Write(func(uintptr) bool) error
-	}
+	kind  Kind
+	xdp   *xdpPort // the AF_XDP program and sockets; nil on AF_PACKET
+	file  *os.File // the AF_PACKET socket; nil on AF_XDP
+	rc    syscall.RawConn
 	stats portCounters
 }
 
@@ -60,21 +60,27 @@ type Set struct {
 	tx   *txScratch
 
 	noPort atomic.Uint64 // frames the pipeline sent to a port with no interface, dropped
+
+	stop      chan struct{}  // closed by Close: readers waiting for a buffer give up
+	readers   sync.WaitGroup // Run's readers, which Close waits for before unmapping AF_XDP memory
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var _ dataplane.Sink = (*Set)(nil)
 
-// Open opens one raw socket per mapping. cpuPort may not be mapped.
-func Open(ms []Mapping, cpuPort uint32, pool *dataplane.Pool, log *slog.Logger) (*Set, error) {
+// Open opens one socket of the given kind per mapping, in the calling thread's network
+// namespace, and logs which kind each port runs on. cpuPort may not be mapped.
+func Open(ms []Mapping, kind Kind, cpuPort uint32, pool *dataplane.Pool, log *slog.Logger) (*Set, error) {
 	if err := checkMappings(ms, cpuPort); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Set{pool: pool, log: log, tx: newTxScratch()}
+	s := &Set{pool: pool, log: log, tx: newTxScratch(), stop: make(chan struct{})}
 	for _, m := range ms {
-		p, err := openPort(m)
+		p, err := openPort(m, kind, log)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -85,11 +91,30 @@ func Open(ms []Mapping, cpuPort uint32, pool *dataplane.Pool, log *slog.Logger) 
 	return s, nil
 }
 
-func openPort(m Mapping) (*port, error) {
+func openPort(m Mapping, kind Kind, log *slog.Logger) (*port, error) {
 	ifi, err := net.InterfaceByName(m.Iface)
 	if err != nil {
 		return nil, fmt.Errorf("port %d: interface %q: %w", m.Port, m.Iface, err)
 	}
+	if kind != KindPacket {
+		x, err := openXDP(ifi)
+		if err == nil {
+			log.Info("port open", "port", m.Port, "iface", m.Iface, "kind", KindXDP, "xdp", x.mode, "queues", len(x.queues))
+			return &port{num: m.Port, iface: m.Iface, kind: KindXDP, xdp: x}, nil
+		}
+		if kind == KindXDP {
+			return nil, fmt.Errorf("port %d (%s): AF_XDP: %w", m.Port, m.Iface, err)
+		}
+		log.Info("AF_XDP not available on this interface: the port uses AF_PACKET", "port", m.Port, "iface", m.Iface, "reason", err)
+	}
+	p, err := openPacket(m, ifi)
+	if err == nil {
+		log.Info("port open", "port", m.Port, "iface", m.Iface, "kind", KindPacket)
+	}
+	return p, err
+}
+
+func openPacket(m Mapping, ifi *net.Interface) (*port, error) {
 	// Protocol 0 until bind, so the socket sees no other interface's frames in between.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -126,16 +151,35 @@ func openPort(m Mapping) (*port, error) {
 		f.Close()
 		return nil, fmt.Errorf("port %d (%s): %w", m.Port, m.Iface, err)
 	}
-	return &port{num: m.Port, iface: m.Iface, file: f, rc: rc}, nil
+	return &port{num: m.Port, iface: m.Iface, kind: KindPacket, file: f, rc: rc}, nil
 }
 
-// Close closes every socket; readers blocked in Run return.
-func (s *Set) Close() error {
-	var errs []error
-	for _, p := range s.ports {
-		errs = append(errs, p.file.Close())
+// close closes the port's socket (and detaches its XDP program); readers blocked on it return.
+func (p *port) close() error {
+	if p.xdp != nil {
+		return p.xdp.close()
 	}
-	return errors.Join(errs...)
+	return p.file.Close()
+}
+
+// Close closes every socket, waits for Run's readers and frees the AF_XDP memory. Packets
+// transmitted after it are dropped.
+func (s *Set) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		var errs []error
+		for _, p := range s.ports {
+			errs = append(errs, p.close())
+		}
+		s.readers.Wait()
+		for _, p := range s.ports {
+			if p.xdp != nil {
+				p.xdp.release()
+			}
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
 }
 
 // HasPort reports whether port is mapped.
@@ -145,7 +189,11 @@ func (s *Set) HasPort(port uint32) bool { return port <= MaxPort && s.byNum[port
 func (s *Set) Stats() []PortStats {
 	out := make([]PortStats, 0, len(s.ports))
 	for _, p := range s.ports {
-		out = append(out, p.stats.snapshot(p.num, p.iface))
+		st := p.stats.snapshot(p.num, p.iface, p.kind, "")
+		if p.xdp != nil {
+			st.Mode, st.KernelDrops = p.xdp.mode.String(), p.xdp.kernelDrops()
+		}
+		out = append(out, st)
 	}
 	return out
 }
@@ -162,30 +210,37 @@ func (s *Set) Transmit(pkts []*dataplane.Packet) {
 }
 
 // Run reads every port with one goroutine each and runs the frames through proc until ctx is
-// done; then it closes the ports and waits for the readers.
+// done; then it closes the ports (Close waits for the readers).
 func (s *Set) Run(ctx context.Context, proc Processor) error {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make([]error, len(s.ports))
-	for i, p := range s.ports {
-		r := newReader(s, p, proc, done)
-		wg.Add(1)
+	var readers []*reader
+	for _, p := range s.ports {
+		if p.xdp == nil {
+			readers = append(readers, newReader(s, p, p.rc, nil, proc))
+			continue
+		}
+		for _, q := range p.xdp.queues {
+			readers = append(readers, newReader(s, p, q.rc, q, proc))
+		}
+	}
+	errs := make([]error, len(readers))
+	for i, r := range readers {
+		s.readers.Add(1)
 		go func() {
-			defer wg.Done()
+			defer s.readers.Done()
 			errs[i] = r.run()
 		}()
 	}
 	<-ctx.Done()
-	close(done)
 	s.Close()
-	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// reader is one port's receive loop and its batch state, allocated once.
+// reader is one port's (on AF_XDP, one queue's) receive loop and its batch state, allocated once.
 type reader struct {
 	s      *Set
 	p      *port
+	rc     syscall.RawConn
+	xsk    *xsk // the queue's socket; nil on AF_PACKET
 	proc   Processor
 	done   chan struct{}
 	bufs   [BatchSize]*dataplane.Packet
@@ -201,8 +256,8 @@ type reader struct {
 	readFn func(uintptr) bool
 }
 
-func newReader(s *Set, p *port, proc Processor, done chan struct{}) *reader {
-	r := &reader{s: s, p: p, proc: proc, done: done, tx: newTxScratch(),
+func newReader(s *Set, p *port, rc syscall.RawConn, x *xsk, proc Processor) *reader {
+	r := &reader{s: s, p: p, rc: rc, xsk: x, proc: proc, done: s.stop, tx: newTxScratch(),
 		in:  make([]*dataplane.Packet, 0, BatchSize),
 		out: make([]*dataplane.Packet, 0, 2*BatchSize+dataplane.DefaultMaxHeldPerUser)}
 	for i := range r.hdrs {
@@ -213,7 +268,15 @@ func newReader(s *Set, p *port, proc Processor, done chan struct{}) *reader {
 		h.Control = &r.auxs[i][0]
 	}
 	r.readFn = r.recvmmsg
+	if x != nil {
+		r.readFn = r.receiveXDP
+	}
 	return r
+}
+
+func (r *reader) receiveXDP(fd uintptr) bool {
+	r.n = r.xsk.receive(fd, r.bufs[:])
+	return r.n > 0
 }
 
 func (r *reader) recvmmsg(fd uintptr) bool {
@@ -245,7 +308,7 @@ func (r *reader) run() error {
 			r.hdrs[i].hdr.SetControllen(int(auxSpace))
 			r.hdrs[i].hdr.Flags = 0
 		}
-		if err := r.p.rc.Read(r.readFn); err != nil {
+		if err := r.rc.Read(r.readFn); err != nil {
 			r.release()
 			select {
 			case <-r.done:
@@ -258,29 +321,11 @@ func (r *reader) run() error {
 			r.s.log.Warn("port read failed", "port", r.p.num, "iface", r.p.iface, "err", r.err)
 			continue
 		}
-		in := r.in[:0]
-		for i := range r.n {
-			if r.names[i].Pkttype == unix.PACKET_OUTGOING {
-				continue // our own transmission; the buffer is reused
-			}
-			n := int(r.hdrs[i].n)
-			if r.hdrs[i].hdr.Flags&unix.MSG_TRUNC != 0 || n > dataplane.MaxFrame {
-				r.p.stats.rxTruncated.Add(1)
-				continue
-			}
-			pkt := r.bufs[i]
-			pkt.SetRead(n)
-			if tpid, tci, tagged := vlanTag(r.auxs[i][:r.hdrs[i].hdr.Controllen]); tagged {
-				if !pkt.InsertVLAN(tpid, tci) {
-					r.p.stats.rxTruncated.Add(1)
-					continue
-				}
-				n += 4
-			}
-			r.bufs[i] = nil
-			pkt.InPort = r.p.num
-			r.p.stats.rxBytes.Add(uint64(n))
-			in = append(in, pkt)
+		var in []*dataplane.Packet
+		if r.xsk != nil {
+			in = r.takeXDP()
+		} else {
+			in = r.takePacket()
 		}
 		r.p.stats.rxPackets.Add(uint64(len(in)))
 		out := r.proc.Process(in, r.out[:0])
@@ -288,6 +333,49 @@ func (r *reader) run() error {
 		clear(out)
 		r.out = out[:0]
 	}
+}
+
+// takeXDP hands over the frames receiveXDP read: they are as on the wire, tags included.
+func (r *reader) takeXDP() []*dataplane.Packet {
+	in := r.in[:0]
+	for i := range r.n {
+		pkt := r.bufs[i]
+		r.bufs[i] = nil
+		pkt.InPort = r.p.num
+		r.p.stats.rxBytes.Add(uint64(len(pkt.Frame())))
+		in = append(in, pkt)
+	}
+	return in
+}
+
+// takePacket hands over the frames recvmmsg read, without our own transmissions and truncated
+// frames, with the VLAN tag the kernel took off put back.
+func (r *reader) takePacket() []*dataplane.Packet {
+	in := r.in[:0]
+	for i := range r.n {
+		if r.names[i].Pkttype == unix.PACKET_OUTGOING {
+			continue // our own transmission; the buffer is reused
+		}
+		n := int(r.hdrs[i].n)
+		if r.hdrs[i].hdr.Flags&unix.MSG_TRUNC != 0 || n > dataplane.MaxFrame {
+			r.p.stats.rxTruncated.Add(1)
+			continue
+		}
+		pkt := r.bufs[i]
+		pkt.SetRead(n)
+		if tpid, tci, tagged := vlanTag(r.auxs[i][:r.hdrs[i].hdr.Controllen]); tagged {
+			if !pkt.InsertVLAN(tpid, tci) {
+				r.p.stats.rxTruncated.Add(1)
+				continue
+			}
+			n += 4
+		}
+		r.bufs[i] = nil
+		pkt.InPort = r.p.num
+		r.p.stats.rxBytes.Add(uint64(n))
+		in = append(in, pkt)
+	}
+	return in
 }
 
 // auxSpace holds the one control message a port's socket gets: PACKET_AUXDATA, its header and
@@ -385,6 +473,13 @@ func (s *Set) sendPort(t *txScratch, num uint32) {
 	}
 	if p == nil {
 		s.noPort.Add(uint64(len(t.pkts))) // dropped, as on a switch; counted and logged at exit
+		return
+	}
+	if p.xdp != nil {
+		sent, bytes := p.xdp.queues[0].send(t.pkts)
+		p.stats.txPackets.Add(uint64(sent))
+		p.stats.txBytes.Add(bytes)
+		p.stats.txErrors.Add(uint64(len(t.pkts) - sent))
 		return
 	}
 	n := len(t.pkts)

@@ -10,13 +10,15 @@ import (
 	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 )
 
-// Set is the open ports; raw ports exist only on Linux.
+// Set is the open ports; they exist only on Linux.
 type Set struct{}
 
-var errNotLinux = errors.New("raw AF_PACKET ports need Linux")
+var errNotLinux = errors.New("AF_XDP and AF_PACKET ports need Linux")
 
-// Open fails: raw ports need Linux.
-func Open([]Mapping, uint32, *dataplane.Pool, *slog.Logger) (*Set, error) { return nil, errNotLinux }
+// Open fails: the ports need Linux.
+func Open([]Mapping, Kind, uint32, *dataplane.Pool, *slog.Logger) (*Set, error) {
+	return nil, errNotLinux
+}
 
 func (s *Set) Close() error                         { return nil }
 func (s *Set) HasPort(uint32) bool                  { return false }

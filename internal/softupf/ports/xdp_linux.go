@@ -1,0 +1,470 @@
+package ports
+
+// AF_XDP ports on Linux.
+//
+// An XDP program on the interface redirects every frame to the XDP socket of the receive queue
+// it arrived on (an XSKMAP indexed by queue; a veth has one queue per CPU by default). Each
+// socket has its own UMEM, one anonymous mapping of umemFrames chunks of frameSize bytes: the
+// first half receives (they cycle fill ring ─> kernel ─> rx ring ─> fill ring), the second
+// half sends (free list ─> tx ring ─> kernel ─> completion ring ─> free list). Each queue has
+// its reader goroutine; the port sends on queue 0's socket.
+//
+// A frame's way: rx ring (a batch, through the Go poller: the socket is readable while the rx
+// ring is not empty) ─> copied into a pool buffer at dataplane.Headroom (the pool's buffers
+// hold a 9 KiB frame and the pipeline's headroom; a UMEM chunk is a page) ─> chunk back to the
+// fill ring ─> Processor.Process ─> Set.send ─> copied into a free tx chunk ─> tx ring ─>
+// sendto kicks the kernel. XDP runs before the kernel takes a VLAN tag off, so the frame is as
+// it was on the wire.
+//
+// The program is attached in driver (native) mode where the driver has it (veth does), else in
+// generic (skb) mode; the socket binds zero-copy where the driver offers it, else in copy mode.
+// A port falls back to AF_PACKET (kind auto) when any of this fails: no XDP, no AF_XDP socket,
+// or an MTU larger than a chunk.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-atsss/junction/internal/softupf/dataplane"
+)
+
+// Tuning constants.
+const (
+	// frameSize is one UMEM chunk: a page, the most an aligned chunk may be.
+	frameSize = 4096
+	// umemFrames is the chunks per queue, half to receive and half to send: 8 MiB, ~1 ms of
+	// 64-byte frames at 1 Mpps on either side.
+	umemFrames = 2048
+	ringSize   = umemFrames / 2 // every ring holds one half's chunks, so none overflows
+	// maxXDPFrame is the longest frame a chunk receives: the chunk less the kernel's headroom.
+	maxXDPFrame = frameSize - unix.XDP_PACKET_HEADROOM
+	// txKicks bounds the sendto calls that push one batch out (copy mode sends 32 per call)
+	// and the waits for a free tx chunk before a frame is dropped.
+	txKicks = 64
+	// maxQueues bounds the sockets (and UMEMs) of one port.
+	maxQueues = 64
+)
+
+// xdpMode says how a port's XDP program and socket run, for logs and stats.
+type xdpMode struct {
+	attach   string // "driver" or "generic"
+	zeroCopy bool
+}
+
+func (m xdpMode) String() string {
+	if m.zeroCopy {
+		return m.attach + ", zero-copy"
+	}
+	return m.attach + ", copy"
+}
+
+// ring is one of a socket's four rings, mapped from the kernel.
+type ring struct {
+	mem               []byte
+	prod, cons        *uint32
+	flags             *uint32
+	descs             unsafe.Pointer // [ringSize]unix.XDPDesc (rx, tx) or [ringSize]uint64 (fill, completion)
+	cachedProd, cons0 uint32         // the producer's own index; the consumer's own index
+}
+
+func mapRing(fd int, pgoff int64, off unix.XDPRingOffset, descSize uintptr) (ring, error) {
+	mem, err := unix.Mmap(fd, pgoff, int(off.Desc)+ringSize*int(descSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return ring{}, err
+	}
+	base := unsafe.Pointer(&mem[0])
+	r := ring{mem: mem, prod: (*uint32)(unsafe.Add(base, off.Producer)), cons: (*uint32)(unsafe.Add(base, off.Consumer)),
+		flags: (*uint32)(unsafe.Add(base, off.Flags)), descs: unsafe.Add(base, off.Desc)}
+	r.cachedProd, r.cons0 = atomic.LoadUint32(r.prod), atomic.LoadUint32(r.cons)
+	return r, nil
+}
+
+func (r *ring) addr(i uint32) *uint64 {
+	return (*uint64)(unsafe.Add(r.descs, uintptr(i&(ringSize-1))*8))
+}
+
+func (r *ring) desc(i uint32) *unix.XDPDesc {
+	return (*unix.XDPDesc)(unsafe.Add(r.descs, uintptr(i&(ringSize-1))*unsafe.Sizeof(unix.XDPDesc{})))
+}
+
+// available is what a consumer ring (rx, completion) holds now, from index cons0.
+func (r *ring) available() uint32 { return atomic.LoadUint32(r.prod) - r.cons0 }
+
+// release gives n consumed entries back to the kernel.
+func (r *ring) release(n uint32) {
+	r.cons0 += n
+	atomic.StoreUint32(r.cons, r.cons0)
+}
+
+// submit publishes a producer ring's (fill, tx) entries written up to cachedProd.
+func (r *ring) submit() { atomic.StoreUint32(r.prod, r.cachedProd) }
+
+func (r *ring) needsWakeup() bool { return atomic.LoadUint32(r.flags)&unix.XDP_RING_NEED_WAKEUP != 0 }
+
+// xdpPort is one port's XDP program and its sockets, one per receive queue.
+type xdpPort struct {
+	mode   xdpMode
+	prog   *ebpf.Program
+	xsks   *ebpf.Map
+	link   link.Link
+	queues []*xsk
+}
+
+// xsk is one receive queue's XDP socket and its UMEM.
+type xsk struct {
+	fd    int
+	file  *os.File // fd, in the Go poller
+	rc    syscall.RawConn
+	umem  []byte
+	fill  ring
+	rx    ring
+	unmap sync.Once
+
+	txMu   sync.Mutex // guards tx, comp, txFree, closed: any goroutine may send on the port
+	tx     ring
+	comp   ring
+	txFree []uint64 // free tx chunks
+	closed bool
+}
+
+// openXDP attaches the XDP program to ifi and binds an XDP socket to each of its receive queues.
+func openXDP(ifi *net.Interface) (_ *xdpPort, err error) {
+	if ifi.MTU+14+4 > maxXDPFrame { // Ethernet header and one VLAN tag
+		return nil, fmt.Errorf("MTU %d: an AF_XDP chunk holds frames up to %d bytes", ifi.MTU, maxXDPFrame)
+	}
+	n, err := rxQueues(ifi.Index)
+	if err != nil {
+		return nil, err
+	}
+	if n < 1 || n > maxQueues {
+		return nil, fmt.Errorf("%d receive queues: AF_XDP ports take 1 to %d (ethtool -L %s combined N)", n, maxQueues, ifi.Name)
+	}
+	xp := &xdpPort{}
+	defer func() {
+		if err != nil {
+			xp.close()
+			xp.release()
+		}
+	}()
+	if err := xp.attach(ifi, n); err != nil {
+		return nil, err
+	}
+	// n is the queues the device has room for; binding past the ones in use fails (EINVAL).
+	for q := range n {
+		x, err := openXSK(ifi, q, &xp.mode)
+		if q > 0 && errors.Is(err, errNoQueue) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue %d: %w", q, err)
+		}
+		xp.queues = append(xp.queues, x)
+		if err := xp.xsks.Put(uint32(q), uint32(x.fd)); err != nil {
+			return nil, fmt.Errorf("XSKMAP: %w", err)
+		}
+	}
+	return xp, nil
+}
+
+// openXSK binds an XDP socket with its own UMEM to queue q: zero-copy where the driver offers
+// it (the first queue decides, in mode), else copy mode.
+func openXSK(ifi *net.Interface, q int, mode *xdpMode) (_ *xsk, err error) {
+	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("AF_XDP socket: %w", err)
+	}
+	x := &xsk{fd: fd, file: os.NewFile(uintptr(fd), fmt.Sprintf("xdp:%s:%d", ifi.Name, q)), txFree: make([]uint64, 0, umemFrames/2)}
+	defer func() {
+		if err != nil {
+			x.close()
+			x.release()
+		}
+	}()
+	if x.rc, err = x.file.SyscallConn(); err != nil {
+		return nil, err
+	}
+	if x.umem, err = unix.Mmap(-1, 0, umemFrames*frameSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE); err != nil {
+		return nil, fmt.Errorf("UMEM: %w", err)
+	}
+	reg := unix.XDPUmemReg{Addr: uint64(uintptr(unsafe.Pointer(&x.umem[0]))), Len: uint64(len(x.umem)), Size: frameSize}
+	if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
+		return nil, fmt.Errorf("XDP_UMEM_REG: %w", err)
+	}
+	for _, o := range []int{unix.XDP_UMEM_FILL_RING, unix.XDP_UMEM_COMPLETION_RING, unix.XDP_RX_RING, unix.XDP_TX_RING} {
+		if err := unix.SetsockoptInt(fd, unix.SOL_XDP, o, ringSize); err != nil {
+			return nil, fmt.Errorf("ring size (option %d): %w", o, err)
+		}
+	}
+	var off unix.XDPMmapOffsets
+	offLen := uint32(unsafe.Sizeof(off))
+	if _, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_XDP, unix.XDP_MMAP_OFFSETS,
+		uintptr(unsafe.Pointer(&off)), uintptr(unsafe.Pointer(&offLen)), 0); e != 0 {
+		return nil, fmt.Errorf("XDP_MMAP_OFFSETS: %w", e)
+	}
+	for _, r := range []struct {
+		ring  *ring
+		pgoff int64
+		off   unix.XDPRingOffset
+		size  uintptr
+	}{{&x.fill, unix.XDP_UMEM_PGOFF_FILL_RING, off.Fr, 8}, {&x.comp, unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, 8},
+		{&x.rx, unix.XDP_PGOFF_RX_RING, off.Rx, unsafe.Sizeof(unix.XDPDesc{})}, {&x.tx, unix.XDP_PGOFF_TX_RING, off.Tx, unsafe.Sizeof(unix.XDPDesc{})}} {
+		if *r.ring, err = mapRing(fd, r.pgoff, r.off, r.size); err != nil {
+			return nil, fmt.Errorf("ring mmap: %w", err)
+		}
+	}
+	// The first half of the chunks waits in the fill ring for frames; the second is free to send.
+	for i := range uint64(umemFrames / 2) {
+		*x.fill.addr(x.fill.cachedProd) = i * frameSize
+		x.fill.cachedProd++
+		x.txFree = append(x.txFree, (umemFrames/2+i)*frameSize)
+	}
+	x.fill.submit()
+
+	sa := unix.SockaddrXDP{Flags: unix.XDP_USE_NEED_WAKEUP | unix.XDP_COPY, Ifindex: uint32(ifi.Index), QueueID: uint32(q)}
+	if q == 0 {
+		mode.zeroCopy = unix.Bind(fd, &unix.SockaddrXDP{Flags: unix.XDP_USE_NEED_WAKEUP | unix.XDP_ZEROCOPY, Ifindex: uint32(ifi.Index)}) == nil
+		if mode.zeroCopy {
+			return x, nil
+		}
+	} else if mode.zeroCopy {
+		sa.Flags = unix.XDP_USE_NEED_WAKEUP | unix.XDP_ZEROCOPY
+	}
+	if err := unix.Bind(fd, &sa); err != nil {
+		if err == unix.EINVAL {
+			return nil, fmt.Errorf("%w: bind XDP socket: %w", errNoQueue, err)
+		}
+		return nil, fmt.Errorf("bind XDP socket: %w", err)
+	}
+	return x, nil
+}
+
+// errNoQueue is a bind to a queue the device does not use.
+var errNoQueue = errors.New("no such queue")
+
+// attach loads the redirecting program and attaches it in driver mode, else in generic mode.
+func (x *xdpPort) attach(ifi *net.Interface, queues int) (err error) {
+	if x.xsks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "junction_xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: uint32(queues)}); err != nil {
+		return fmt.Errorf("XSKMAP: %w", err)
+	}
+	// return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+	if x.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "junction_xsk", Type: ebpf.XDP, License: "Dual MIT/GPL",
+		Instructions: asm.Instructions{
+			asm.LoadMem(asm.R2, asm.R1, 16, asm.Word), // struct xdp_md: data, data_end, data_meta, ingress_ifindex, rx_queue_index
+			asm.LoadMapPtr(asm.R1, x.xsks.FD()),
+			asm.Mov.Imm(asm.R3, 2), // XDP_PASS when the queue has no socket
+			asm.FnRedirectMap.Call(),
+			asm.Return(),
+		},
+	}); err != nil {
+		return fmt.Errorf("load XDP program: %w", err)
+	}
+	x.mode.attach = "driver"
+	x.link, err = link.AttachXDP(link.XDPOptions{Program: x.prog, Interface: ifi.Index, Flags: link.XDPDriverMode})
+	if err != nil {
+		x.mode.attach = "generic"
+		var gerr error
+		if x.link, gerr = link.AttachXDP(link.XDPOptions{Program: x.prog, Interface: ifi.Index, Flags: link.XDPGenericMode}); gerr != nil {
+			return fmt.Errorf("attach XDP program: driver mode: %v; generic mode: %w", err, gerr)
+		}
+	}
+	return nil
+}
+
+// close detaches the program and closes the sockets; sends after it are dropped. Their memory
+// stays mapped until release, once no reader touches it.
+func (x *xdpPort) close() error {
+	var errs []error
+	for _, q := range x.queues {
+		errs = append(errs, q.close())
+	}
+	if x.link != nil {
+		errs = append(errs, x.link.Close())
+	}
+	if x.prog != nil {
+		errs = append(errs, x.prog.Close())
+	}
+	if x.xsks != nil {
+		errs = append(errs, x.xsks.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (x *xdpPort) release() {
+	for _, q := range x.queues {
+		q.release()
+	}
+}
+
+// close closes the socket (readers waiting on it return); sends after it are dropped.
+func (x *xsk) close() error {
+	x.txMu.Lock()
+	x.closed = true
+	x.txMu.Unlock()
+	return x.file.Close()
+}
+
+// release unmaps the rings and the UMEM (the socket goes with its last mapping).
+func (x *xsk) release() {
+	x.unmap.Do(func() {
+		for _, m := range [][]byte{x.fill.mem, x.comp.mem, x.rx.mem, x.tx.mem, x.umem} {
+			if m != nil {
+				unix.Munmap(m)
+			}
+		}
+	})
+}
+
+// receive reads up to len(bufs) frames from the rx ring into bufs (copies), gives their chunks
+// back to the fill ring and returns how many it read; 0 means the ring is empty.
+func (x *xsk) receive(fd uintptr, bufs []*dataplane.Packet) int {
+	n := min(x.rx.available(), uint32(len(bufs)))
+	if n == 0 {
+		if x.fill.needsWakeup() {
+			unix.Syscall6(unix.SYS_RECVFROM, fd, 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		}
+		return 0
+	}
+	for i := range n {
+		d := x.rx.desc(x.rx.cons0 + i)
+		bufs[i].SetRead(copy(bufs[i].ReadBuffer(), x.umem[d.Addr:d.Addr+uint64(d.Len)]))
+		*x.fill.addr(x.fill.cachedProd) = d.Addr &^ (frameSize - 1)
+		x.fill.cachedProd++
+	}
+	x.rx.release(n)
+	x.fill.submit()
+	return int(n)
+}
+
+// reapLocked moves sent chunks from the completion ring to the free list.
+func (x *xsk) reapLocked() {
+	n := x.comp.available()
+	for i := range n {
+		x.txFree = append(x.txFree, *x.comp.addr(x.comp.cons0 + i))
+	}
+	x.comp.release(n)
+}
+
+// kickLocked makes the kernel send what the tx ring holds (copy mode sends in sendto).
+func (x *xsk) kickLocked() {
+	for range txKicks {
+		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(x.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		if atomic.LoadUint32(x.tx.cons) == x.tx.cachedProd {
+			return
+		}
+		if e != 0 && e != unix.EAGAIN && e != unix.EBUSY && e != unix.ENOBUFS {
+			return
+		}
+	}
+}
+
+// send queues pkts on the tx ring and kicks the kernel. It returns how many frames and bytes
+// went out; the rest were dropped (too long, closed, or no tx chunk came free in time).
+func (x *xsk) send(pkts []*dataplane.Packet) (sent int, bytes uint64) {
+	x.txMu.Lock()
+	defer x.txMu.Unlock()
+	if x.closed {
+		return 0, 0
+	}
+	x.reapLocked()
+	for _, pkt := range pkts {
+		f := pkt.Frame()
+		if len(f) > frameSize {
+			continue
+		}
+		for wait := 0; len(x.txFree) == 0 && wait < txKicks; wait++ {
+			x.tx.submit()
+			x.kickLocked()
+			x.reapLocked()
+			if len(x.txFree) == 0 {
+				runtime.Gosched()
+			}
+		}
+		if len(x.txFree) == 0 {
+			continue
+		}
+		addr := x.txFree[len(x.txFree)-1]
+		x.txFree = x.txFree[:len(x.txFree)-1]
+		copy(x.umem[addr:addr+frameSize], f)
+		*x.tx.desc(x.tx.cachedProd) = unix.XDPDesc{Addr: addr, Len: uint32(len(f))}
+		x.tx.cachedProd++
+		sent++
+		bytes += uint64(len(f))
+	}
+	x.tx.submit()
+	x.kickLocked()
+	return sent, bytes
+}
+
+// kernelDrops is what the kernel dropped before the port's sockets.
+func (x *xdpPort) kernelDrops() (n uint64) {
+	for _, q := range x.queues {
+		n += q.kernelDrops()
+	}
+	return n
+}
+
+// kernelDrops reads the kernel's drop counters of the socket.
+func (x *xsk) kernelDrops() uint64 {
+	var st unix.XDPStatistics
+	l := uint32(unsafe.Sizeof(st))
+	var e syscall.Errno
+	if x.rc.Control(func(fd uintptr) { // fails once the socket is closed
+		_, _, e = unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_XDP, unix.XDP_STATISTICS,
+			uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0)
+	}) != nil || e != 0 {
+		return 0
+	}
+	return st.Rx_dropped + st.Rx_ring_full + st.Rx_fill_ring_empty_descs
+}
+
+func setsockopt(fd, opt int, p unsafe.Pointer, size uintptr) error {
+	if _, _, e := unix.Syscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.SOL_XDP, uintptr(opt), uintptr(p), size, 0); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// rxQueues is how many receive queues the interface has room for (IFLA_NUM_RX_QUEUES; ethtool
+// -l may set fewer in use), in the calling thread's network namespace.
+func rxQueues(ifindex int) (int, error) {
+	rib, err := syscall.NetlinkRIB(syscall.RTM_GETLINK, syscall.AF_UNSPEC)
+	if err != nil {
+		return 0, fmt.Errorf("list links: %w", err)
+	}
+	msgs, err := syscall.ParseNetlinkMessage(rib)
+	if err != nil {
+		return 0, fmt.Errorf("list links: %w", err)
+	}
+	for _, m := range msgs {
+		if m.Header.Type != syscall.RTM_NEWLINK || len(m.Data) < syscall.SizeofIfInfomsg {
+			continue
+		}
+		if int((*syscall.IfInfomsg)(unsafe.Pointer(&m.Data[0])).Index) != ifindex {
+			continue
+		}
+		attrs, err := syscall.ParseNetlinkRouteAttr(&m)
+		if err != nil {
+			return 0, err
+		}
+		for _, a := range attrs {
+			if a.Attr.Type == unix.IFLA_NUM_RX_QUEUES && len(a.Value) >= 4 {
+				return int(*(*uint32)(unsafe.Pointer(&a.Value[0]))), nil
+			}
+		}
+		return 1, nil
+	}
+	return 0, fmt.Errorf("interface %d not found", ifindex)
+}
