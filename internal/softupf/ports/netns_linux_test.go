@@ -14,10 +14,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -427,5 +429,102 @@ func testPortsSteadyStateAllocatesNothing(t *testing.T, kind Kind) {
 	t.Logf("%d allocations for %d frames", allocs, got)
 	if allocs > uint64(got)/20 {
 		t.Errorf("%d allocations for %d frames through two port sets", allocs, got)
+	}
+}
+
+// TestPortsFallBackToPacket: kind auto runs a port on AF_XDP where the interface takes it and on
+// AF_PACKET where it does not (here an MTU larger than a UMEM chunk holds), says so in the log,
+// and forwards between the two; kind xdp refuses such a port; kind packet takes AF_PACKET.
+func TestPortsFallBackToPacket(t *testing.T) {
+	tb := newTestbed(t)
+	ipCmd(t, "-n", tb.upf, "link", "set", tb.u2, "mtu", "9000")
+	ms := []Mapping{{1, tb.u1}, {2, tb.u2}}
+	open := func(kind Kind, log *slog.Logger) (s *Set, err error) {
+		err = inNetns(t, tb.upf, func() (err error) {
+			s, err = Open(ms, kind, 255, dataplane.NewPool(4*BatchSize), log)
+			return err
+		})
+		if err == nil {
+			t.Cleanup(func() { s.Close() })
+		}
+		return s, err
+	}
+
+	if _, err := open(KindXDP, nil); err == nil || !strings.Contains(err.Error(), "MTU 9000") {
+		t.Errorf("kind xdp on a port with MTU 9000: %v; want an error naming the MTU", err)
+	}
+	s, err := open(KindPacket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range s.Stats() {
+		if st.Kind != KindPacket {
+			t.Errorf("kind packet: port %d runs on %v", st.Port, st.Kind)
+		}
+	}
+	s.Close()
+
+	var logs bytes.Buffer
+	upf, err := open(KindAuto, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := upf.Stats()
+	// veth has native XDP and no zero-copy.
+	if st[0].Kind != KindXDP || st[0].Mode != "driver, copy" || st[1].Kind != KindPacket {
+		t.Errorf("kind auto: port 1 %v (%s), port 2 %v; want xdp (driver, copy) and packet", st[0].Kind, st[0].Mode, st[1].Kind)
+	}
+	for _, line := range []string{"port=1 iface=" + tb.u1 + " kind=xdp", "AF_XDP not available on this interface: the port uses AF_PACKET\" port=2",
+		"port=2 iface=" + tb.u2 + " kind=packet"} {
+		if !strings.Contains(logs.String(), line) {
+			t.Errorf("the log does not say %q:\n%s", line, logs.String())
+		}
+	}
+	run(t, upf, crossover{})
+	peerPool := dataplane.NewPool(4 * BatchSize)
+	peer := openIn(t, tb.peer, KindPacket, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
+	rec := &recorder{pool: peerPool, got: map[uint32][][]byte{}}
+	run(t, peer, rec)
+	frame := wiretest.Build(wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
+		wire.IPv4{Src: [4]byte{198, 51, 100, 1}, Dst: [4]byte{203, 0, 113, 1}}, wire.UDP{SrcPort: 1, DstPort: 2}, []byte("either way"))
+	for _, out := range []uint32{1, 2} {
+		pkt := peerPool.Get(nil)
+		pkt.SetFrame(frame)
+		pkt.OutPort = out
+		peer.Transmit([]*dataplane.Packet{pkt})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for (len(rec.frames(1)) < 1 || len(rec.frames(2)) < 1) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, p := range []uint32{1, 2} {
+		if got := rec.frames(p); len(got) != 1 || !bytes.Equal(got[0], frame) {
+			t.Errorf("p%d received %x; want the frame sent on the other side", p, got)
+		}
+	}
+}
+
+// TestXDPTransmitAllocatesNothing: a batch sent on an AF_XDP port allocates nothing.
+func TestXDPTransmitAllocatesNothing(t *testing.T) {
+	tb := newTestbed(t)
+	pool := dataplane.NewPool(2 * BatchSize)
+	s := openIn(t, tb.upf, KindXDP, []Mapping{{1, tb.u1}}, pool)
+	frame := wiretest.Build(wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
+		wire.IPv4{Src: [4]byte{198, 51, 100, 1}, Dst: [4]byte{203, 0, 113, 1}}, wire.UDP{SrcPort: 1, DstPort: 2}, make([]byte, 18))
+	batch := make([]*dataplane.Packet, BatchSize)
+	const runs = 100
+	allocs := testing.AllocsPerRun(runs, func() {
+		for i := range batch {
+			batch[i] = pool.Get(nil)
+			batch[i].SetFrame(frame)
+			batch[i].OutPort = 1
+		}
+		s.Transmit(batch)
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per batch of %d sent on AF_XDP", allocs, BatchSize)
+	}
+	if st := s.Stats()[0]; st.TxPackets != (runs+1)*BatchSize {
+		t.Errorf("%d frames sent, %d refused; want %d sent", st.TxPackets, st.TxErrors, (runs+1)*BatchSize)
 	}
 }

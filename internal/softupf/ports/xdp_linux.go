@@ -30,6 +30,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -55,6 +56,8 @@ const (
 	txKicks = 64
 	// maxQueues bounds the sockets (and UMEMs) of one port.
 	maxQueues = 64
+	// bindWait is how long a bind waits for a queue a closed socket still holds.
+	bindWait = 2 * time.Second
 )
 
 // xdpMode says how a port's XDP program and socket run, for logs and stats.
@@ -234,20 +237,34 @@ func openXSK(ifi *net.Interface, q int, mode *xdpMode) (_ *xsk, err error) {
 
 	sa := unix.SockaddrXDP{Flags: unix.XDP_USE_NEED_WAKEUP | unix.XDP_COPY, Ifindex: uint32(ifi.Index), QueueID: uint32(q)}
 	if q == 0 {
-		mode.zeroCopy = unix.Bind(fd, &unix.SockaddrXDP{Flags: unix.XDP_USE_NEED_WAKEUP | unix.XDP_ZEROCOPY, Ifindex: uint32(ifi.Index)}) == nil
+		mode.zeroCopy = bind(fd, &unix.SockaddrXDP{Flags: unix.XDP_USE_NEED_WAKEUP | unix.XDP_ZEROCOPY, Ifindex: uint32(ifi.Index)}) == nil
 		if mode.zeroCopy {
 			return x, nil
 		}
 	} else if mode.zeroCopy {
 		sa.Flags = unix.XDP_USE_NEED_WAKEUP | unix.XDP_ZEROCOPY
 	}
-	if err := unix.Bind(fd, &sa); err != nil {
+	if err := bind(fd, &sa); err != nil {
 		if err == unix.EINVAL {
 			return nil, fmt.Errorf("%w: bind XDP socket: %w", errNoQueue, err)
 		}
 		return nil, fmt.Errorf("bind XDP socket: %w", err)
 	}
 	return x, nil
+}
+
+// bind binds an XDP socket, waiting up to bindWait while the queue is busy: the kernel frees a
+// closed socket's hold on its queue in a work queue, after close returns (a restarted UPF, a
+// port set opened again).
+func bind(fd int, sa *unix.SockaddrXDP) error {
+	deadline := time.Now().Add(bindWait)
+	for {
+		err := unix.Bind(fd, sa)
+		if err != unix.EBUSY || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // errNoQueue is a bind to a queue the device does not use.
