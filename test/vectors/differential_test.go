@@ -44,16 +44,22 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	soft, err := NewRunner(ctx, startSoftUPF(t))
-	if err != nil {
-		t.Fatal(err)
+	// One software UPF per port kind, each compared with BMv2 (the last runner).
+	var runners []*Runner
+	for _, kind := range portKinds {
+		soft, err := NewRunner(ctx, startSoftUPF(t, kind))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer soft.Close()
+		runners = append(runners, soft)
 	}
-	defer soft.Close()
 	bm, err := NewRunner(ctx, startBMv2(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bm.Close()
+	runners = append(runners, bm)
 	cases, err := LoadCases("cases", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +71,11 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 		if strings.HasPrefix(c.Name, "reorder-") {
 			continue // held packets: their timing is each target's own
 		}
-		runs := [2]*caseRun{newCaseRun(soft, c), newCaseRun(bm, c)}
+		runs := make([]*caseRun, len(runners))
+		for j, r := range runners {
+			runs[j] = newCaseRun(r, c)
+		}
+		last := len(runs) - 1
 		for _, cr := range runs {
 			if err := cr.setup(ctx); err != nil {
 				t.Fatalf("%s: setup on %s: %v", c.Name, cr.r.cfg.Target, err)
@@ -116,8 +126,8 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 					send = func(cr *caseRun) error { return cr.r.client.packetOut(cr.r.cfg.P4Info, port, frame) }
 					where = fmt.Sprintf("a packet-out to port %d", port)
 				}
-				var outs [2]outcome
-				var errs [2]error
+				outs := make([]outcome, len(runs))
+				errs := make([]error, len(runs))
 				var wg sync.WaitGroup
 				for j, cr := range runs {
 					wg.Add(1)
@@ -135,14 +145,16 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 					}
 				}
 				frames++
-				if outs[0].silent() && outs[1].silent() {
-					skipped++ // neither did anything visible in time (a hold): nothing to compare
+				if !slices.ContainsFunc(outs, func(o outcome) bool { return !o.silent() }) {
+					skipped++ // none did anything visible in time (a hold): nothing to compare
 					continue
 				}
-				if d := outs[0].diff(outs[1]); d != "" {
-					disagreements++
-					if disagreements <= reportLimit() {
-						t.Errorf("%s step %d, frame %s, %s:\n  %s\n%s", c.Name, i+1, how, where, hex.EncodeToString(frame), d)
+				for j, kind := range portKinds {
+					if d := outs[j].diff(outs[last]); d != "" {
+						disagreements++
+						if disagreements <= reportLimit() {
+							t.Errorf("%s step %d, frame %s, %s, software UPF on %s ports:\n  %s\n%s", c.Name, i+1, how, where, kind, hex.EncodeToString(frame), d)
+						}
 					}
 				}
 			}
@@ -153,7 +165,7 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("differential: %d frames through both targets, %d skipped (held), %d disagreements", frames, skipped, disagreements)
+	t.Logf("differential: %d frames through every target (software UPF on %v ports, BMv2), %d skipped (held), %d disagreements", frames, portKinds, skipped, disagreements)
 	if frames < 1000 && n >= mutationsPerFrame {
 		t.Errorf("only %d frames compared: the corpus shrank", frames)
 	}

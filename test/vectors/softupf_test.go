@@ -2,12 +2,13 @@
 
 package vectors
 
-// Runs every vector against the real software UPF binary over veth pairs:
+// Runs every vector against the real software UPF binary over veth pairs, once with each kind
+// of port (--port-kind xdp, packet):
 //
 //	namespace jvtst-*                         namespace jvupf-*
 //	runner (AF_PACKET) t-n3   ══ veth ══  u-n3   port 1 ┐
 //	                   t-n6   ══ veth ══  u-n6   port 2 ├ softupf --grpc-addr 127.0.0.1:9559
-//	                   t-wifi ══ veth ══  u-wifi port 3 ┘          --cpu-port 255
+//	                   t-wifi ══ veth ══  u-wifi port 3 ┘          --cpu-port 255 --port-kind K
 //	runner (gRPC, dialled inside jvupf-*) ──────────────> 127.0.0.1:9559
 //
 // Nothing is configured in the root namespace; deleting the two namespaces removes everything.
@@ -24,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-atsss/junction/internal/softupf/ports"
 	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/p4"
 	"github.com/junction-atsss/junction/test/netns"
@@ -47,14 +49,27 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// portKinds are the kinds of port the software UPF is tested and measured with. Each is asked
+// for by name (not auto), so a kind that cannot be had fails the test instead of falling back.
+var portKinds = []ports.Kind{ports.KindXDP, ports.KindPacket}
+
 func TestVectorsAgainstSoftUPF(t *testing.T) {
 	netns.Require(t)
-	runAllCases(t, startSoftUPF(t))
+	for _, kind := range portKinds {
+		t.Run(kind.String(), func(t *testing.T) { runAllCases(t, startSoftUPF(t, kind)) })
+	}
 }
 
-// startSoftUPF builds ./cmd/softupf, runs it behind vectorTopology and returns the runner's
-// configuration for it.
-func startSoftUPF(t testing.TB) Config {
+// startSoftUPF builds ./cmd/softupf, runs it with ports of the given kind behind vectorTopology
+// and returns the runner's configuration for it.
+func startSoftUPF(t testing.TB, kind ports.Kind) Config {
+	cfg, _ := startSoftUPFProcess(t, kind)
+	return cfg
+}
+
+// startSoftUPFProcess is startSoftUPF that also returns the process's PID (its CPU time is
+// measured by the benchmark).
+func startSoftUPFProcess(t testing.TB, kind ports.Kind) (Config, int) {
 	bin := filepath.Join(t.TempDir(), "softupf")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/softupf")
 	build.Dir = testenv.RepoRoot()
@@ -65,8 +80,8 @@ func startSoftUPF(t testing.TB) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upf, tester, ports := vectorTopology(t)
-	args := []string{"--grpc-addr", upfGRPCAddr, "--cpu-port", fmt.Sprint(upfCPUPort)}
+	upf, tester, testerPorts := vectorTopology(t)
+	args := []string{"--grpc-addr", upfGRPCAddr, "--cpu-port", fmt.Sprint(upfCPUPort), "--port-kind", kind.String()}
 	for _, p := range testPorts {
 		args = append(args, "-i", fmt.Sprintf("%d@u-%s", p.Number, p.Name))
 	}
@@ -107,11 +122,11 @@ func startSoftUPF(t testing.TB) Config {
 		DeviceID:    1,
 		ElectionID:  [2]uint64{0, 1},
 		P4Info:      info,
-		Ports:       ports,
+		Ports:       testerPorts,
 		CPUPort:     upfCPUPort,
 		Dial:        dial,
 		InNamespace: tester.Do,
-	}
+	}, cmd.Process.Pid
 }
 
 // vectorTopology builds the two namespaces and one veth pair per logical port: u-<port> on the
