@@ -219,7 +219,7 @@ func (s *Set) Run(ctx context.Context, proc Processor) error {
 			continue
 		}
 		for _, q := range p.xdp.queues {
-			readers = append(readers, newReader(s, p, q.rc, q, proc))
+			readers = append(readers, newReader(s, p, nil, q, proc))
 		}
 	}
 	errs := make([]error, len(readers))
@@ -239,8 +239,8 @@ func (s *Set) Run(ctx context.Context, proc Processor) error {
 type reader struct {
 	s      *Set
 	p      *port
-	rc     syscall.RawConn
-	xsk    *xsk // the queue's socket; nil on AF_PACKET
+	rc     syscall.RawConn // AF_PACKET
+	xsk    *xsk            // the queue's socket; nil on AF_PACKET
 	proc   Processor
 	done   chan struct{}
 	bufs   [BatchSize]*dataplane.Packet
@@ -268,15 +268,24 @@ func newReader(s *Set, p *port, rc syscall.RawConn, x *xsk, proc Processor) *rea
 		h.Control = &r.auxs[i][0]
 	}
 	r.readFn = r.recvmmsg
-	if x != nil {
-		r.readFn = r.receiveXDP
-	}
 	return r
 }
 
-func (r *reader) receiveXDP(fd uintptr) bool {
-	r.n = r.xsk.receive(fd, r.bufs[:])
-	return r.n > 0
+// readXDP waits for frames on the rx ring and reads a batch into bufs, in poll(2) rather than
+// the Go poller: the poller's epoll also listens for writability, which the kernel signals for
+// every frame sent (a third of the UPF's time went to those wake-ups).
+func (r *reader) readXDP() error {
+	for {
+		if r.n = r.xsk.receive(r.bufs[:]); r.n > 0 {
+			return nil
+		}
+		select {
+		case <-r.done:
+			return net.ErrClosed
+		default:
+		}
+		r.xsk.wait()
+	}
 }
 
 func (r *reader) recvmmsg(fd uintptr) bool {
@@ -301,6 +310,9 @@ func (r *reader) run() error {
 					return nil
 				}
 			}
+			if r.xsk != nil {
+				continue
+			}
 			b := r.bufs[i].ReadBuffer()
 			r.iovs[i].Base = &b[0]
 			r.iovs[i].SetLen(len(b))
@@ -308,7 +320,13 @@ func (r *reader) run() error {
 			r.hdrs[i].hdr.SetControllen(int(auxSpace))
 			r.hdrs[i].hdr.Flags = 0
 		}
-		if err := r.rc.Read(r.readFn); err != nil {
+		var err error
+		if r.xsk != nil {
+			err = r.readXDP()
+		} else {
+			err = r.rc.Read(r.readFn)
+		}
+		if err != nil {
 			r.release()
 			select {
 			case <-r.done:
@@ -335,7 +353,7 @@ func (r *reader) run() error {
 	}
 }
 
-// takeXDP hands over the frames receiveXDP read: they are as on the wire, tags included.
+// takeXDP hands over the frames readXDP read: they are as on the wire, tags included.
 func (r *reader) takeXDP() []*dataplane.Packet {
 	in := r.in[:0]
 	for i := range r.n {

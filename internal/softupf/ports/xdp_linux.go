@@ -9,8 +9,7 @@ package ports
 // half sends (free list ─> tx ring ─> kernel ─> completion ring ─> free list). Each queue has
 // its reader goroutine; the port sends on queue 0's socket.
 //
-// A frame's way: rx ring (a batch, through the Go poller: the socket is readable while the rx
-// ring is not empty) ─> copied into a pool buffer at dataplane.Headroom (the pool's buffers
+// A frame's way: rx ring (a batch; poll(2) waits while it is empty) ─> copied into a pool buffer at dataplane.Headroom (the pool's buffers
 // hold a 9 KiB frame and the pipeline's headroom; a UMEM chunk is a page) ─> chunk back to the
 // fill ring ─> Processor.Process ─> Set.send ─> copied into a free tx chunk ─> tx ring ─>
 // sendto kicks the kernel. XDP runs before the kernel takes a VLAN tag off, so the frame is as
@@ -25,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -43,11 +41,11 @@ import (
 
 // Tuning constants.
 const (
-	// frameSize is one UMEM chunk: a page, the most an aligned chunk may be.
-	frameSize = 4096
-	// umemFrames is the chunks per queue, half to receive and half to send: 8 MiB, ~1 ms of
-	// 64-byte frames at 1 Mpps on either side.
-	umemFrames = 2048
+	// frameSize is one UMEM chunk (2048 to a page): 2 KiB holds a frame of a 1,500-byte MTU.
+	frameSize = 2048
+	// umemFrames is the chunks per queue, half to receive and half to send: 16 MiB, 4 ms of
+	// 64-byte frames at 1 Mpps on either side, to ride out a reader's descheduling.
+	umemFrames = 8192
 	ringSize   = umemFrames / 2 // every ring holds one half's chunks, so none overflows
 	// maxXDPFrame is the longest frame a chunk receives: the chunk less the kernel's headroom.
 	maxXDPFrame = frameSize - unix.XDP_PACKET_HEADROOM
@@ -56,6 +54,8 @@ const (
 	txKicks = 64
 	// maxQueues bounds the sockets (and UMEMs) of one port.
 	maxQueues = 64
+	// pollWait bounds a reader's wait in poll(2): how long Close may wait for it.
+	pollWait = 50 * time.Millisecond
 	// bindWait is how long a bind waits for a queue a closed socket still holds.
 	bindWait = 2 * time.Second
 )
@@ -127,15 +127,14 @@ type xdpPort struct {
 
 // xsk is one receive queue's XDP socket and its UMEM.
 type xsk struct {
-	fd    int
-	file  *os.File // fd, in the Go poller
-	rc    syscall.RawConn
+	fd    int // open until release
 	umem  []byte
+	poll  [1]unix.PollFd
 	fill  ring
 	rx    ring
 	unmap sync.Once
 
-	txMu   sync.Mutex // guards tx, comp, txFree, closed: any goroutine may send on the port
+	txMu   sync.Mutex // guards tx, comp, txFree, closed, and fd's closing: any goroutine may send on the port
 	tx     ring
 	comp   ring
 	txFree []uint64 // free tx chunks
@@ -188,16 +187,13 @@ func openXSK(ifi *net.Interface, q int, mode *xdpMode) (_ *xsk, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("AF_XDP socket: %w", err)
 	}
-	x := &xsk{fd: fd, file: os.NewFile(uintptr(fd), fmt.Sprintf("xdp:%s:%d", ifi.Name, q)), txFree: make([]uint64, 0, umemFrames/2)}
+	x := &xsk{fd: fd, poll: [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, txFree: make([]uint64, 0, umemFrames/2)}
 	defer func() {
 		if err != nil {
 			x.close()
 			x.release()
 		}
 	}()
-	if x.rc, err = x.file.SyscallConn(); err != nil {
-		return nil, err
-	}
 	if x.umem, err = unix.Mmap(-1, 0, umemFrames*frameSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE); err != nil {
 		return nil, fmt.Errorf("UMEM: %w", err)
 	}
@@ -325,17 +321,21 @@ func (x *xdpPort) release() {
 	}
 }
 
-// close closes the socket (readers waiting on it return); sends after it are dropped.
+// close makes sends drop their frames; the socket stays open for its readers until release.
 func (x *xsk) close() error {
 	x.txMu.Lock()
 	x.closed = true
 	x.txMu.Unlock()
-	return x.file.Close()
+	return nil
 }
 
-// release unmaps the rings and the UMEM (the socket goes with its last mapping).
+// release closes the socket and unmaps the rings and the UMEM, once no reader uses them.
 func (x *xsk) release() {
 	x.unmap.Do(func() {
+		x.txMu.Lock()
+		unix.Close(x.fd)
+		x.fd, x.closed = -1, true
+		x.txMu.Unlock()
 		for _, m := range [][]byte{x.fill.mem, x.comp.mem, x.rx.mem, x.tx.mem, x.umem} {
 			if m != nil {
 				unix.Munmap(m)
@@ -346,12 +346,9 @@ func (x *xsk) release() {
 
 // receive reads up to len(bufs) frames from the rx ring into bufs (copies), gives their chunks
 // back to the fill ring and returns how many it read; 0 means the ring is empty.
-func (x *xsk) receive(fd uintptr, bufs []*dataplane.Packet) int {
+func (x *xsk) receive(bufs []*dataplane.Packet) int {
 	n := min(x.rx.available(), uint32(len(bufs)))
 	if n == 0 {
-		if x.fill.needsWakeup() {
-			unix.Syscall6(unix.SYS_RECVFROM, fd, 0, 0, unix.MSG_DONTWAIT, 0, 0)
-		}
 		return 0
 	}
 	for i := range n {
@@ -362,7 +359,16 @@ func (x *xsk) receive(fd uintptr, bufs []*dataplane.Packet) int {
 	}
 	x.rx.release(n)
 	x.fill.submit()
+	if x.fill.needsWakeup() { // a zero-copy driver that ran out of fill entries waits for this
+		unix.Syscall6(unix.SYS_RECVFROM, uintptr(x.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	}
 	return int(n)
+}
+
+// wait returns when the rx ring has frames, after pollWait, or on a signal. poll(2) also wakes
+// a driver that waits for fill ring entries (need_wakeup).
+func (x *xsk) wait() {
+	unix.Syscall(unix.SYS_POLL, uintptr(unsafe.Pointer(&x.poll[0])), 1, uintptr(pollWait.Milliseconds()))
 }
 
 // reapLocked moves sent chunks from the completion ring to the free list.
@@ -437,11 +443,13 @@ func (x *xdpPort) kernelDrops() (n uint64) {
 func (x *xsk) kernelDrops() uint64 {
 	var st unix.XDPStatistics
 	l := uint32(unsafe.Sizeof(st))
-	var e syscall.Errno
-	if x.rc.Control(func(fd uintptr) { // fails once the socket is closed
-		_, _, e = unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_XDP, unix.XDP_STATISTICS,
-			uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0)
-	}) != nil || e != 0 {
+	x.txMu.Lock() // the socket stays open while it is held
+	defer x.txMu.Unlock()
+	if x.fd < 0 {
+		return 0
+	}
+	if _, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(x.fd), unix.SOL_XDP, unix.XDP_STATISTICS,
+		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0); e != 0 {
 		return 0
 	}
 	return st.Rx_dropped + st.Rx_ring_full + st.Rx_fill_ring_empty_descs
