@@ -91,7 +91,7 @@ scenarios: ## As root: the paper's evaluation at full length (SCENARIO=Handover|
 	JUNCTION_SCENARIO=full go test ./test/tablev -run TableV -count=1
 
 .PHONY: bench-targets
-bench-targets: ## As root: the software UPF beside BMv2 (pps, latency at 10 kpps, P4Runtime writes), a table.
+bench-targets: ## As root: the software UPF on AF_XDP and on AF_PACKET ports beside BMv2 (pps, pps per core, latency at 10 kpps, P4Runtime writes), a table.
 	hack/tools.sh p4tools
 	go test ./test/vectors -run '^$$' -bench Targets -benchtime 1x -count=1
 

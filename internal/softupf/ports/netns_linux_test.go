@@ -528,3 +528,70 @@ func TestXDPTransmitAllocatesNothing(t *testing.T) {
 		t.Errorf("%d frames sent, %d refused; want %d sent", st.TxPackets, st.TxErrors, (runs+1)*BatchSize)
 	}
 }
+
+// TestXDPGenericModeWhereNoDriverMode: an interface whose driver has no XDP (a bridge) takes
+// the program in generic mode.
+func TestXDPGenericModeWhereNoDriverMode(t *testing.T) {
+	tb := newTestbed(t)
+	br := "jbr" + tb.upf[3:]
+	ipCmd(t, "-n", tb.upf, "link", "add", br, "type", "bridge")
+	ipCmd(t, "-n", tb.upf, "link", "set", br, "up")
+	s := openIn(t, tb.upf, KindXDP, []Mapping{{1, br}}, dataplane.NewPool(2*BatchSize))
+	if st := s.Stats()[0]; st.Mode != "generic, copy" {
+		t.Errorf("XDP on a bridge runs %q; want generic, copy", st.Mode)
+	}
+}
+
+// TestXDPReadsEveryQueue: on an interface with two receive queues, frames of many flows (spread
+// over both queues by the sender's hash) all reach the pipeline: each queue has its socket.
+func TestXDPReadsEveryQueue(t *testing.T) {
+	tb := newTestbed(t)
+	mq, mqPeer := "jmq"+tb.upf[3:], "jmp"+tb.upf[3:]
+	ipCmd(t, "link", "add", mq, "numtxqueues", "2", "numrxqueues", "2", "netns", tb.upf, "type", "veth",
+		"peer", "name", mqPeer, "numtxqueues", "2", "numrxqueues", "2", "netns", tb.peer)
+	for _, l := range [][2]string{{tb.upf, mq}, {tb.peer, mqPeer}} {
+		if out, err := exec.Command("ip", "netns", "exec", l[0], "ethtool", "-L", l[1], "rx", "2", "tx", "2").CombinedOutput(); err != nil {
+			t.Fatalf("ethtool -L %s rx 2 tx 2: %v: %s", l[1], err, out)
+		}
+		ipCmd(t, "-n", l[0], "link", "set", l[1], "up")
+	}
+	upfPool := dataplane.NewPool(4 * BatchSize)
+	var logs bytes.Buffer
+	var upf *Set
+	if err := inNetns(t, tb.upf, func() (err error) {
+		upf, err = Open([]Mapping{{1, mq}, {2, tb.u2}}, KindXDP, 255, upfPool, slog.New(slog.NewTextHandler(&logs, nil)))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "iface="+mq+" kind=xdp xdp=\"driver, copy\" queues=2") {
+		t.Errorf("the log does not show two queues on %s:\n%s", mq, logs.String())
+	}
+	run(t, upf, crossover{})
+	peerPool := dataplane.NewPool(4 * BatchSize)
+	peer := openIn(t, tb.peer, KindPacket, []Mapping{{1, mqPeer}, {2, tb.p2}}, peerPool)
+	cnt := &counter{pool: peerPool}
+	run(t, peer, cnt)
+
+	const flows = 256
+	for i := 0; i < flows; i += 32 {
+		batch := make([]*dataplane.Packet, 0, 32)
+		for f := i; f < i+32; f++ {
+			pkt := peerPool.Get(nil)
+			pkt.SetFrame(wiretest.Build(wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
+				wire.IPv4{Src: [4]byte{198, 51, 100, byte(f)}, Dst: [4]byte{203, 0, 113, 1}},
+				wire.UDP{SrcPort: uint16(1000 + f), DstPort: 2000}, []byte("flow")))
+			pkt.OutPort = 1
+			batch = append(batch, pkt)
+		}
+		peer.Transmit(batch)
+		time.Sleep(5 * time.Millisecond)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for cnt.n[2].Load() < flows && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := cnt.n[2].Load(); got != flows {
+		t.Errorf("%d of %d flows' frames crossed a port with two queues", got, flows)
+	}
+}

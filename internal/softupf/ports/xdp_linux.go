@@ -75,11 +75,11 @@ func (m xdpMode) String() string {
 
 // ring is one of a socket's four rings, mapped from the kernel.
 type ring struct {
-	mem               []byte
-	prod, cons        *uint32
-	flags             *uint32
-	descs             unsafe.Pointer // [ringSize]unix.XDPDesc (rx, tx) or [ringSize]uint64 (fill, completion)
-	cachedProd, cons0 uint32         // the producer's own index; the consumer's own index
+	mem                    []byte
+	prod, cons             *uint32
+	flags                  *uint32
+	descs                  unsafe.Pointer // [ringSize]unix.XDPDesc (rx, tx) or [ringSize]uint64 (fill, completion)
+	cachedProd, cachedCons uint32         // the producer's own index; the consumer's own index
 }
 
 func mapRing(fd int, pgoff int64, off unix.XDPRingOffset, descSize uintptr) (ring, error) {
@@ -90,7 +90,7 @@ func mapRing(fd int, pgoff int64, off unix.XDPRingOffset, descSize uintptr) (rin
 	base := unsafe.Pointer(&mem[0])
 	r := ring{mem: mem, prod: (*uint32)(unsafe.Add(base, off.Producer)), cons: (*uint32)(unsafe.Add(base, off.Consumer)),
 		flags: (*uint32)(unsafe.Add(base, off.Flags)), descs: unsafe.Add(base, off.Desc)}
-	r.cachedProd, r.cons0 = atomic.LoadUint32(r.prod), atomic.LoadUint32(r.cons)
+	r.cachedProd, r.cachedCons = atomic.LoadUint32(r.prod), atomic.LoadUint32(r.cons)
 	return r, nil
 }
 
@@ -102,13 +102,13 @@ func (r *ring) desc(i uint32) *unix.XDPDesc {
 	return (*unix.XDPDesc)(unsafe.Add(r.descs, uintptr(i&(ringSize-1))*unsafe.Sizeof(unix.XDPDesc{})))
 }
 
-// available is what a consumer ring (rx, completion) holds now, from index cons0.
-func (r *ring) available() uint32 { return atomic.LoadUint32(r.prod) - r.cons0 }
+// available is what a consumer ring (rx, completion) holds now, from index cachedCons.
+func (r *ring) available() uint32 { return atomic.LoadUint32(r.prod) - r.cachedCons }
 
 // release gives n consumed entries back to the kernel.
 func (r *ring) release(n uint32) {
-	r.cons0 += n
-	atomic.StoreUint32(r.cons, r.cons0)
+	r.cachedCons += n
+	atomic.StoreUint32(r.cons, r.cachedCons)
 }
 
 // submit publishes a producer ring's (fill, tx) entries written up to cachedProd.
@@ -352,7 +352,7 @@ func (x *xsk) receive(bufs []*dataplane.Packet) int {
 		return 0
 	}
 	for i := range n {
-		d := x.rx.desc(x.rx.cons0 + i)
+		d := x.rx.desc(x.rx.cachedCons + i)
 		bufs[i].SetRead(copy(bufs[i].ReadBuffer(), x.umem[d.Addr:d.Addr+uint64(d.Len)]))
 		*x.fill.addr(x.fill.cachedProd) = d.Addr &^ (frameSize - 1)
 		x.fill.cachedProd++
@@ -375,7 +375,7 @@ func (x *xsk) wait() {
 func (x *xsk) reapLocked() {
 	n := x.comp.available()
 	for i := range n {
-		x.txFree = append(x.txFree, *x.comp.addr(x.comp.cons0 + i))
+		x.txFree = append(x.txFree, *x.comp.addr(x.comp.cachedCons + i))
 	}
 	x.comp.release(n)
 }
