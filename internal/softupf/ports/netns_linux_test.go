@@ -158,9 +158,9 @@ func (r *recorder) Process(in, out []*dataplane.Packet) []*dataplane.Packet {
 	return out
 }
 
-// ours says whether a frame is one a test sends: IPv4, or tagged (802.1Q, 802.1ad).
+// ours says whether a frame is one a test sends: IPv4, or tagged (802.1Q, 802.1ad), whole or not.
 func ours(f []byte) bool {
-	return len(f) > 18 && (f[12] == 0x08 && f[13] == 0x00 || f[12] == 0x81 && f[13] == 0x00 || f[12] == 0x88 && f[13] == 0xa8)
+	return len(f) >= 14 && (f[12] == 0x08 && f[13] == 0x00 || f[12] == 0x81 && f[13] == 0x00 || f[12] == 0x88 && f[13] == 0xa8)
 }
 
 func (r *recorder) frames(port uint32) [][]byte {
@@ -297,7 +297,10 @@ func testPortsKeepVLANTags(t *testing.T, kind Kind) {
 		return append(append(bytes.Clone(untagged[:12]), byte(tpid>>8), byte(tpid), byte(tci>>8), byte(tci)), untagged[12:]...)
 	}
 	frames := [][]byte{tag(0x8100, 0x0064), tag(0x88a8, 0x2ffe), untagged}
-	for _, f := range frames {
+	// A frame cut inside its tag goes first: Linux drops it before a packet socket reads it, and
+	// every kind of port must give the pipeline the same (the differential test found it).
+	cut := tag(0x88a8, 0x2ffe)[:16]
+	for _, f := range append([][]byte{cut}, frames...) {
 		pkt := peerPool.Get(nil)
 		pkt.SetFrame(f)
 		pkt.OutPort = 1

@@ -101,7 +101,7 @@ type PortStats struct {
 	Mode               string // for AF_XDP, how: "driver" or "generic" XDP, "zero-copy" or "copy"
 	RxPackets, RxBytes uint64
 	TxPackets, TxBytes uint64
-	RxTruncated        uint64 // frames longer than dataplane.MaxFrame, dropped
+	RxTruncated        uint64 // frames longer than dataplane.MaxFrame or cut inside their VLAN tag, dropped
 	TxErrors           uint64 // frames the kernel refused (e.g. longer than the MTU) or, on AF_XDP, that found no free chunk
 	KernelDrops        uint64 // AF_XDP: frames the kernel dropped before the socket (rx ring full, no fill chunk)
 }

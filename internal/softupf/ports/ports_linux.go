@@ -353,11 +353,17 @@ func (r *reader) run() error {
 	}
 }
 
-// takeXDP hands over the frames readXDP read: they are as on the wire, tags included.
+// takeXDP hands over the frames readXDP read: they are as on the wire, tags included. A frame
+// cut short inside its VLAN tag is dropped, as Linux drops it before a packet socket (or BMv2)
+// sees it (skb_vlan_untag), so that every kind of port gives the pipeline the same frames.
 func (r *reader) takeXDP() []*dataplane.Packet {
 	in := r.in[:0]
 	for i := range r.n {
 		pkt := r.bufs[i]
+		if f := pkt.Frame(); len(f) < 18 && len(f) >= 14 && (f[12] == 0x81 && f[13] == 0x00 || f[12] == 0x88 && f[13] == 0xa8) {
+			r.p.stats.rxTruncated.Add(1)
+			continue // the buffer is reused
+		}
 		r.bufs[i] = nil
 		pkt.InPort = r.p.num
 		r.p.stats.rxBytes.Add(uint64(len(pkt.Frame())))
