@@ -3,17 +3,17 @@ package ports
 // AF_XDP ports on Linux.
 //
 // An XDP program on the interface redirects every frame to the XDP socket of the receive queue
-// it arrived on (an XSKMAP indexed by queue; a veth has one queue per CPU by default). Each
-// socket has its own UMEM, one anonymous mapping of umemFrames chunks of frameSize bytes: the
-// first half receives (they cycle fill ring ─> kernel ─> rx ring ─> fill ring), the second
-// half sends (free list ─> tx ring ─> kernel ─> completion ring ─> free list). Each queue has
-// its reader goroutine; the port sends on queue 0's socket.
+// it arrived on (an XSKMAP indexed by queue; a frame on a queue with no socket goes on to the
+// kernel). Each socket has its own UMEM, one anonymous mapping of umemFrames chunks of
+// frameSize bytes: the first half receives (they cycle fill ring ─> kernel ─> rx ring ─> fill
+// ring), the second half sends (free list ─> tx ring ─> kernel ─> completion ring ─> free
+// list). Each queue has its reader goroutine; the port sends on queue 0's socket.
 //
-// A frame's way: rx ring (a batch; poll(2) waits while it is empty) ─> copied into a pool buffer at dataplane.Headroom (the pool's buffers
-// hold a 9 KiB frame and the pipeline's headroom; a UMEM chunk is a page) ─> chunk back to the
-// fill ring ─> Processor.Process ─> Set.send ─> copied into a free tx chunk ─> tx ring ─>
-// sendto kicks the kernel. XDP runs before the kernel takes a VLAN tag off, so the frame is as
-// it was on the wire.
+// A frame's way: rx ring (a batch; poll(2) waits while it is empty) ─> copied into a pool
+// buffer at dataplane.Headroom (a pool buffer holds a 9 KiB frame and the pipeline's headroom,
+// a UMEM chunk 2 KiB) ─> chunk back to the fill ring ─> Processor.Process ─> Set.send ─>
+// copied into a free tx chunk ─> tx ring ─> sendto kicks the kernel. XDP runs before the
+// kernel takes a VLAN tag off, so the frame is as it was on the wire.
 //
 // The program is attached in driver (native) mode where the driver has it (veth does), else in
 // generic (skb) mode; the socket binds zero-copy where the driver offers it, else in copy mode.
