@@ -253,7 +253,7 @@ func testPortsForwardBetweenVeths(t *testing.T, kind Kind) {
 	}
 	got := rec.frames(2)
 	if len(got) != n {
-		t.Fatalf("port 2 of the peer received %d of %d frames", len(got), n)
+		t.Fatalf("port 2 of the peer received %d of %d frames (UPF ports %+v)", len(got), n, upf.Stats())
 	}
 	for i := range frames {
 		if !bytes.Equal(got[i], frames[i]) {
@@ -315,7 +315,7 @@ func testPortsKeepVLANTags(t *testing.T, kind Kind) {
 		got   [][]byte
 	}{{"the UPF's pipeline read on port 1", seen.frames(1)}, {"the peer received on p2", rec.frames(2)}} {
 		if len(c.got) != len(frames) {
-			t.Fatalf("%s: %d frames, want %d", c.where, len(c.got), len(frames))
+			t.Fatalf("%s: %d frames, want %d (UPF ports %+v)", c.where, len(c.got), len(frames), upf.Stats())
 		}
 		for i, f := range frames {
 			if !bytes.Equal(c.got[i], f) {
