@@ -4,6 +4,7 @@ go 1.24.0
 
 require (
 	github.com/antoninbas/p4runtime-go-client v0.0.0-20220204221603-49eba9f248c1
+	github.com/cilium/ebpf v0.19.0
 	github.com/go-logr/logr v1.4.3
 	github.com/omec-project/pfcpsim v1.2.0
 	github.com/p4lang/p4runtime v1.4.1
@@ -41,7 +42,6 @@ require (
 	github.com/campoy/embedmd v1.0.0 // indirect
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/cilium/ebpf v0.19.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.11.0 // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect

@@ -2,8 +2,8 @@ package ports
 
 // The ports on Linux: the Set, and its raw AF_PACKET ports (AF_XDP: xdp_linux.go).
 //
-// A frame's way through an AF_PACKET port: reader.run fills BatchSize pool buffers ─> recvmmsg (through
-// the Go poller, so Close wakes it) ─> own transmissions (PACKET_OUTGOING) and truncated
+// A frame's way through an AF_PACKET port: reader.run fills BatchSize pool buffers ─> recvmmsg
+// (through the Go poller, so Close wakes it) ─> own transmissions (PACKET_OUTGOING) and truncated
 // frames are skipped, their buffers reused ─> an 802.1Q tag the kernel took off is put back
 // (PACKET_AUXDATA), so the pipeline sees the frame as it was on the wire ─>
 // Processor.Process ─> Set.send groups the output by egress port ─> sendmmsg ─> buffers back
@@ -43,9 +43,9 @@ type port struct {
 	num   uint32
 	iface string
 	kind  Kind
-	xdp   *xdpPort // the AF_XDP program and sockets; nil on AF_PACKET
-	file  *os.File // the AF_PACKET socket; nil on AF_XDP
-	rc    syscall.RawConn
+	xdp   *xdpPort        // the AF_XDP program and sockets; nil on AF_PACKET
+	file  *os.File        // the AF_PACKET socket; nil on AF_XDP
+	rc    syscall.RawConn // file's
 	stats portCounters
 }
 
