@@ -598,3 +598,38 @@ func TestXDPReadsEveryQueue(t *testing.T) {
 		t.Errorf("%d of %d flows' frames crossed a port with two queues", got, flows)
 	}
 }
+
+// TestXDPCountsKernelDrops: frames that find the rx ring full are dropped by the kernel and
+// counted in the port's KernelDrops, which Close keeps (the UPF logs its totals after it).
+func TestXDPCountsKernelDrops(t *testing.T) {
+	tb := newTestbed(t)
+	upf := openIn(t, tb.upf, KindXDP, []Mapping{{1, tb.u1}}, dataplane.NewPool(2*BatchSize))
+	// No reader runs: the rx ring (ringSize frames) fills and the rest is dropped.
+	peerPool := dataplane.NewPool(2 * BatchSize)
+	peer := openIn(t, tb.peer, KindPacket, []Mapping{{1, tb.p1}}, peerPool)
+	frame := wiretest.Build(wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
+		wire.IPv4{Src: [4]byte{198, 51, 100, 1}, Dst: [4]byte{203, 0, 113, 1}}, wire.UDP{SrcPort: 1, DstPort: 2}, []byte("dropped"))
+	const sent = ringSize + 1000
+	batch := make([]*dataplane.Packet, BatchSize)
+	for range sent / BatchSize {
+		for i := range batch {
+			batch[i] = peerPool.Get(nil)
+			batch[i].SetFrame(frame)
+			batch[i].OutPort = 1
+		}
+		peer.Transmit(batch)
+		time.Sleep(time.Millisecond) // within veth's own queue (256 frames)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for upf.Stats()[0].KernelDrops < sent/BatchSize*BatchSize-ringSize && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := upf.Stats()[0].KernelDrops
+	if want := uint64(sent/BatchSize*BatchSize - ringSize); before < want {
+		t.Errorf("%d kernel drops counted; want at least %d (%d frames into a ring of %d)", before, want, sent/BatchSize*BatchSize, ringSize)
+	}
+	upf.Close()
+	if after := upf.Stats()[0].KernelDrops; after != before {
+		t.Errorf("after Close the port counts %d kernel drops; it counted %d", after, before)
+	}
+}

@@ -139,6 +139,7 @@ type xsk struct {
 	comp   ring
 	txFree []uint64 // free tx chunks
 	closed bool
+	drops  uint64 // the kernel's drop counters when the socket closed
 }
 
 // openXDP attaches the XDP program to ifi and binds an XDP socket to each of its receive queues.
@@ -333,6 +334,7 @@ func (x *xsk) close() error {
 func (x *xsk) release() {
 	x.unmap.Do(func() {
 		x.txMu.Lock()
+		x.drops = x.kernelDropsLocked()
 		unix.Close(x.fd)
 		x.fd, x.closed = -1, true
 		x.txMu.Unlock()
@@ -439,15 +441,19 @@ func (x *xdpPort) kernelDrops() (n uint64) {
 	return n
 }
 
-// kernelDrops reads the kernel's drop counters of the socket.
+// kernelDrops is the kernel's drop counters of the socket: rx ring full, no fill chunk.
 func (x *xsk) kernelDrops() uint64 {
-	var st unix.XDPStatistics
-	l := uint32(unsafe.Sizeof(st))
 	x.txMu.Lock() // the socket stays open while it is held
 	defer x.txMu.Unlock()
+	return x.kernelDropsLocked()
+}
+
+func (x *xsk) kernelDropsLocked() uint64 {
 	if x.fd < 0 {
-		return 0
+		return x.drops
 	}
+	var st unix.XDPStatistics
+	l := uint32(unsafe.Sizeof(st))
 	if _, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(x.fd), unix.SOL_XDP, unix.XDP_STATISTICS,
 		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0); e != 0 {
 		return 0
