@@ -18,7 +18,8 @@
 # A binary that needs one therefore runs as uid 0 with every other capability dropped and
 # allowPrivilegeEscalation false.
 #   manager       none: non-root, all dropped, read-only root filesystem (config/manager)
-#   softupf       CAP_NET_RAW (packet sockets on its ports); with --ports-netns also
+#   softupf       CAP_NET_RAW (packet sockets on its ports); with AF_XDP ports (--port-kind xdp
+#                 or auto) also CAP_NET_ADMIN, CAP_BPF and CAP_IPC_LOCK; with --ports-netns also
 #                 CAP_SYS_ADMIN (setns), which only the testbed uses
 #   ue-agent      CAP_NET_ADMIN and the host's /dev/net/tun, on the host network (ue-daemonset/);
 #                 with --netns also CAP_SYS_ADMIN, testbed only

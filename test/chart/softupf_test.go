@@ -31,7 +31,7 @@ func TestSoftUPFPod(t *testing.T) {
 	}
 	pod, _, _ := unstructured.NestedMap(dep.Object, "spec", "template", "spec")
 	c := pod["containers"].([]any)[0].(map[string]any)
-	for _, arg := range []string{"-i=1@n3", "-i=3@n6", "--grpc-addr=0.0.0.0:9559", "--device-id=1", "--cpu-port=255"} {
+	for _, arg := range []string{"-i=1@n3", "-i=3@n6", "--grpc-addr=0.0.0.0:9559", "--device-id=1", "--cpu-port=255", "--port-kind=packet"} {
 		if !contains(c["args"], arg) {
 			t.Errorf("args %v lack %s", c["args"], arg)
 		}
@@ -63,6 +63,18 @@ func TestSoftUPFPod(t *testing.T) {
 	}
 	if strings.Contains(fmt.Sprint(pod["volumes"]), "netns") {
 		t.Errorf("volumes %v without portsNetns", pod["volumes"])
+	}
+
+	// AF_XDP ports (README, "Run the software UPF by hand"): an XDP program to load and UMEM to lock.
+	for _, kind := range []string{"xdp", "auto"} {
+		_, _, c := podOf(t, "--set", "softupf.portKind="+kind)
+		if !contains(c["args"], "--port-kind="+kind) {
+			t.Errorf("portKind %s: args %v lack --port-kind=%s", kind, c["args"], kind)
+		}
+		caps, _, _ := unstructured.NestedFieldNoCopy(c, "securityContext", "capabilities")
+		if want := (map[string]any{"drop": []any{"ALL"}, "add": []any{"NET_RAW", "NET_ADMIN", "BPF", "IPC_LOCK"}}); !reflect.DeepEqual(caps, want) {
+			t.Errorf("portKind %s: capabilities %v, want %v", kind, caps, want)
+		}
 	}
 
 	// kind (hack/kind.sh): the ports in the core node's jx-upf, made by hack/kind/dataplane.sh.
