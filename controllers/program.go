@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -78,10 +79,16 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 		return out, err
 	}
 	if out.werr = firstError(res, owners...); out.werr == nil {
+		prev, hadPrev := rt.sessionUser(key)
 		peers, users := rt.commit(key, a)
 		rt.dropPeers(peers)
 		for _, u := range users {
 			rt.mon.Forget(u)
+		}
+		reads, _ := desired.ReadsRTTComparison(ds) // its errors are SessionEntries', checked above
+		rt.setReadsComparison(ctx, key, a.user, reads)
+		if hadPrev && prev != a.user && !slices.Contains(users, prev) {
+			rt.regard(ctx, prev) // the session moved to another UE
 		}
 	}
 	return out, nil
@@ -109,10 +116,14 @@ func (f *Fleet) removeSession(ctx context.Context, nn types.NamespacedName, read
 				rt.log.Info("Usage of a deleted session not read", "session", key, "err", err.Error())
 			}
 		}
+		user, hadUser := rt.sessionUser(key)
 		peers, users := rt.release(key)
 		rt.dropPeers(peers)
 		for _, u := range users {
 			rt.mon.Forget(u)
+		}
+		if hadUser && !slices.Contains(users, user) {
+			rt.regard(ctx, user) // its other sessions may not read the comparison
 		}
 		from = append(from, rt.key.Name)
 	}

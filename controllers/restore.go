@@ -99,6 +99,9 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 			continue
 		}
 		changes = append(changes, programmer.Change{Owner: sessionOwner(s.Namespace, s.Name), Entries: es})
+		if reads, _ := desired.ReadsRTTComparison(ds); reads && a.supi != "" {
+			rt.setReadsComparison(ctx, sessionKey(s.Namespace, s.Name), a.user, true)
+		}
 	}
 	for gnb, idx := range rt.peerIndexes() {
 		changes = append(changes, programmer.Change{Owner: peerOwner(gnb), Entries: []desired.Entry{desired.TunnelPeerEntry(idx, netip.MustParseAddr(gnb))}})

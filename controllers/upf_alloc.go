@@ -6,6 +6,7 @@ package controllers
 // them; indexes a session stops using are freed only after its new entries are written.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -176,7 +177,47 @@ func (rt *upfRuntime) release(key string) (freedPeers []string, freedUsers []uin
 	delete(rt.superseded, key)
 	rt.setAllocLocked(key, sessionAlloc{})
 	delete(rt.sessions, key)
+	delete(rt.comparison, key)
 	return freedPeers, freedUsers
+}
+
+// setReadsComparison records whether a programmed session's steering reads the RTT comparison
+// and tells path monitoring whether its user is now guarded against flip-flops.
+func (rt *upfRuntime) setReadsComparison(ctx context.Context, key string, user uint32, reads bool) {
+	rt.amu.Lock()
+	if reads {
+		rt.comparison[key] = true
+	} else {
+		delete(rt.comparison, key)
+	}
+	guarded := rt.userReadsCompLocked(user)
+	rt.amu.Unlock()
+	rt.mon.SetGuarded(ctx, user, guarded)
+}
+
+// regard tells path monitoring again whether a user whose sessions changed is guarded.
+func (rt *upfRuntime) regard(ctx context.Context, user uint32) {
+	rt.amu.Lock()
+	guarded := rt.userReadsCompLocked(user)
+	rt.amu.Unlock()
+	rt.mon.SetGuarded(ctx, user, guarded)
+}
+
+// sessionUser is the user index a session holds here, if any.
+func (rt *upfRuntime) sessionUser(key string) (uint32, bool) {
+	rt.amu.Lock()
+	defer rt.amu.Unlock()
+	a, ok := rt.sessions[key]
+	return a.user, ok && a.supi != ""
+}
+
+func (rt *upfRuntime) userReadsCompLocked(user uint32) bool {
+	for k := range rt.byUser[user] {
+		if rt.comparison[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // allocCounts is what status.users and status.tunnelPeers show.

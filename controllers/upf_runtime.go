@@ -123,6 +123,9 @@ type upfRuntime struct {
 	pending                    map[string]sessionAlloc        // acquired, not yet committed
 	superseded                 map[string][]sessionAlloc      // pending allocations a spec change replaced before commit
 	byUser                     map[uint32]map[string]struct{} // user index → session keys
+	// comparison: the sessions whose steering reads the RTT comparison
+	// (desired.ReadsRTTComparison); their users are the ones the flip-flop guard watches.
+	comparison map[string]bool
 
 	prog *programmer.Programmer
 	mon  *pathmon.Monitor
@@ -174,6 +177,7 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 		usages:       alloc.NewPool("usage index", 1, size(func() (int64, error) { return sch.CounterSize(programmer.CounterUplinkUsage) }, contract.MaxUsageRecords)),
 		sessions:     map[string]sessionAlloc{},
 		byUser:       map[uint32]map[string]struct{}{},
+		comparison:   map[string]bool{},
 		repush:       make(chan struct{}, 1),
 		replayFailed: make(chan uint64, 1),
 	}

@@ -204,3 +204,41 @@ func PolicySteerings(spec junctionv1.ATSSSSessionSpec) (map[string]Steering, err
 	}
 	return out, nil
 }
+
+// ReadsRTTComparison reports whether any steering the session's downlink can take reads the
+// RTT comparison (Steering.ReadsRTTComparison): a selected policy's mode, the session's own
+// steering of it or its mode override, and, for traffic no policy matches, the override or the
+// default (active-standby on 3GPP, which reads none).
+func ReadsRTTComparison(s Session) (bool, error) {
+	spec := s.Spec
+	if spec.ModeOverride != nil {
+		o, err := EncodeSteering(*spec.ModeOverride, spec.ModeOverrideThresholds)
+		if err != nil {
+			return false, fmt.Errorf("modeOverride: %w", err)
+		}
+		// The override steers every application the session selects except those it steers
+		// itself (policySteering), and the traffic no policy matches.
+		if o.ReadsRTTComparison() {
+			return true, nil
+		}
+	}
+	own, err := PolicySteerings(spec)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range s.Policies {
+		st, err := p.Steering()
+		if err != nil {
+			return false, err
+		}
+		if o, mine := own[p.Name]; mine {
+			st = o
+		} else if spec.ModeOverride != nil {
+			continue // the override, judged above
+		}
+		if st.ReadsRTTComparison() {
+			return true, nil
+		}
+	}
+	return false, nil
+}

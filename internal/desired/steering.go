@@ -137,3 +137,19 @@ func (s Steering) params() []Param {
 		{"loss_limit_pct", u8(s.LossLimitPct)},
 	}
 }
+
+// ReadsRTTComparison reports whether the mode's choice turns on how the accesses' RTTs compare
+// with each other or with a threshold: smallest-delay, and priority-based with an RTT threshold.
+// Only those choices flip-flop when the RTTs cross, so only users with such a mode are guarded
+// by the operator's flip-flop detection (docs/pipeline.md, "The flip-flop guard, by mode").
+// Active-standby and the load-balance modes read no comparison while both accesses meet their
+// thresholds; the autonomous share reads live RTTs that a suspension does not freeze.
+func (s Steering) ReadsRTTComparison() bool {
+	switch s.Mode {
+	case contract.ModeSmallestDelay:
+		return true
+	case contract.ModePriorityBased:
+		return s.RTTThresholdUS != 0
+	}
+	return false
+}

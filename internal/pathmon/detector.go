@@ -66,6 +66,12 @@ type UserState struct {
 	// have chosen another (zero: they agree).
 	Frozen       contract.Access
 	Contradicted time.Time
+	// Guarded says one of the user's steering modes reads the RTT comparison
+	// (desired.Steering.ReadsRTTComparison): only then do flip-flops count toward a suspension.
+	// An unguarded user is never suspended; a suspension the device holds for it is lifted.
+	Guarded bool
+	// Lifted is when a suspension the device held for an unguarded user was last lifted.
+	Lifted time.Time
 }
 
 // PathWrite is a path-state register write the operator must do itself while the user's
@@ -94,8 +100,8 @@ type Decision struct {
 
 // ActiveAccess is the access smallest-delay steering picks from a user's path state: the
 // available access with the smaller RTT, a tie going to 3GPP (docs/pipeline.md). It is the
-// access whose changes the detector counts, whatever the steering modes of the user's
-// applications: it is the one that moves when the measured paths compete.
+// access whose changes the detector counts, for a user whose modes read the RTT comparison
+// (UserState.Guarded): it is the one that moves when the measured paths compete.
 func ActiveAccess(up [2]bool, rtt [2]time.Duration) contract.Access {
 	switch {
 	case up[0] && up[1]:
@@ -153,6 +159,14 @@ func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 	st.Loss[i], st.LossKnown[i] = r.Loss, true
 
 	switch {
+	case r.Suspended && !st.Suspended && !st.Guarded:
+		// The device holds a suspension for a user no flip-flop can harm (an earlier operator
+		// decided it, or the user's modes changed): lift it, once per Reassert while reports
+		// decided before the write are still in flight.
+		if st.Lifted.IsZero() || now.Sub(st.Lifted) >= cfg.Reassert {
+			d.Resume, d.Changed = true, true
+			st.Lifted = now
+		}
 	case r.Suspended && !st.Suspended:
 		// The device holds a suspension this operator did not decide (an earlier operator
 		// instance did): adopt it, so that it is lifted once the paths settle.
@@ -174,7 +188,7 @@ func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 		st.LastChange = now
 	}
 	st.Switches = prune(st.Switches, now.Add(-cfg.Window))
-	if !st.Suspended && len(st.Switches) > cfg.MaxSwitches {
+	if st.Guarded && !st.Suspended && len(st.Switches) > cfg.MaxSwitches {
 		st.Suspended, st.SuspendedAt = true, now
 		d.Suspend = true
 	}
@@ -192,6 +206,19 @@ func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 		d.Changed = true
 	}
 	d.Changed = d.Changed || d.Suspend || st.Active != before.Active || st.Up != before.Up || st.RTT != before.RTT
+	return d
+}
+
+// SetGuarded records whether the user's steering reads the RTT comparison. A suspended user
+// that no longer does is resumed at once: its modes gain nothing from frozen RTTs.
+func SetGuarded(st *UserState, guarded bool, now time.Time) Decision {
+	var d Decision
+	st.Guarded = guarded
+	if !guarded && st.Suspended {
+		st.Suspended, st.Switches, st.Contradicted = false, nil, time.Time{}
+		st.Lifted = now
+		d.Resume, d.Changed = true, true
+	}
 	return d
 }
 

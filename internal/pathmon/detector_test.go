@@ -61,7 +61,7 @@ func TestObserve(t *testing.T) {
 		// 36.71875 - 26.71875/8 = 33.378907 ms (ns truncated): 33378 µs. The third switch
 		// (MaxSwitches 2) suspends, on a dip: frozen at the last samples non-3GPP (10 ms) would
 		// keep the traffic; at the smoothed RTTs 3GPP (20 ms) does.
-		var st UserState
+		st := UserState{Guarded: true}
 		var d Decision
 		for i, r := range []Report{rtt(contract.Access3GPP, 20), rtt(contract.AccessNon3GPP, 40), rtt(contract.AccessNon3GPP, 10), rtt(contract.AccessNon3GPP, 40), rtt(contract.AccessNon3GPP, 10)} {
 			d = Observe(&st, r, t0.Add(time.Duration(i)*time.Second), cfg)
@@ -109,7 +109,7 @@ func TestObserve(t *testing.T) {
 	})
 
 	t.Run("more switches than allowed within the window suspend the user once", func(t *testing.T) {
-		var st UserState
+		st := UserState{Guarded: true}
 		Observe(&st, rtt(contract.Access3GPP, 30), t0, cfg)
 		Observe(&st, rtt(contract.AccessNon3GPP, 40), t0, cfg)
 		suspends := 0
@@ -219,7 +219,7 @@ func TestObserve(t *testing.T) {
 	})
 
 	t.Run("a suspension found on the device is adopted", func(t *testing.T) {
-		var st UserState
+		st := UserState{Guarded: true}
 		r := rtt(contract.Access3GPP, 30)
 		r.Suspended = true
 		d := Observe(&st, r, t0, cfg)
@@ -245,6 +245,71 @@ func TestObserve(t *testing.T) {
 			t.Fatalf("decision %+v", d)
 		}
 	})
+}
+
+// The flip-flop guard by mode (docs/pipeline.md): flip-flops count only for a user whose modes
+// read the RTT comparison (Guarded); any other user is never suspended, and a suspension the
+// device holds for one is lifted.
+func TestGuardByMode(t *testing.T) {
+	cfg := Config{MaxSwitches: 2, Window: 10 * time.Second, Settle: 20 * time.Second, Reassert: 5 * time.Second}
+	// flipFlop: 3GPP's RTT alternates 50 and 20 ms against non-3GPP's 40, once a second: a
+	// switch per report, 6 in 6 s (more than MaxSwitches 2 within the 10 s window).
+	flipFlop := func(st *UserState, suspendedOnDevice bool) (suspends, resumes int) {
+		Observe(st, rtt(contract.Access3GPP, 30), t0, cfg)
+		Observe(st, rtt(contract.AccessNon3GPP, 40), t0, cfg)
+		for i := 1; i <= 6; i++ {
+			r := rtt(contract.Access3GPP, 50)
+			if i%2 == 0 {
+				r = rtt(contract.Access3GPP, 20)
+			}
+			r.Suspended = suspendedOnDevice
+			d := Observe(st, r, t0.Add(time.Duration(i)*time.Second), cfg)
+			suspends += btoi(d.Suspend)
+			resumes += btoi(d.Resume)
+		}
+		return suspends, resumes
+	}
+	for _, tc := range []struct {
+		name              string
+		guarded, onDevice bool
+		suspended         bool
+		suspends, resumes int
+	}{
+		{name: "a user whose modes read the comparison is suspended once when its paths flip-flop", guarded: true, suspended: true, suspends: 1},
+		{name: "a user whose modes read no comparison is never suspended, however its paths flip-flop"},
+		{name: "a suspension the device holds for an unguarded user is lifted, once per grace period", onDevice: true, resumes: 2},
+		{name: "a suspension the device holds for a guarded user is adopted", guarded: true, onDevice: true, suspended: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := UserState{Guarded: tc.guarded}
+			suspends, resumes := flipFlop(&st, tc.onDevice)
+			if st.Suspended != tc.suspended || suspends != tc.suspends || resumes != tc.resumes {
+				t.Fatalf("suspended %v after %d suspensions and %d resumptions; want %v, %d, %d", st.Suspended, suspends, resumes, tc.suspended, tc.suspends, tc.resumes)
+			}
+			if len(st.Switches) != 6 {
+				t.Errorf("%d switches recorded, want 6: the status counts them whatever the mode", len(st.Switches))
+			}
+		})
+	}
+
+	t.Run("a suspended user whose modes stop reading the comparison is resumed at once", func(t *testing.T) {
+		st := UserState{Guarded: true}
+		flipFlop(&st, false)
+		d := SetGuarded(&st, false, t0.Add(7*time.Second))
+		if !d.Resume || st.Suspended || len(st.Switches) != 0 {
+			t.Fatalf("decision %+v, state %+v: want resumed, switches forgotten", d, st)
+		}
+		if d := SetGuarded(&st, false, t0.Add(8*time.Second)); d.Resume || d.Changed {
+			t.Fatalf("again: decision %+v, want nothing", d)
+		}
+	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func TestTick(t *testing.T) {
@@ -347,6 +412,7 @@ func TestMonitorSuspendsResumesAndNotifiesAtABoundedRate(t *testing.T) {
 		Notify: func(u []uint32) { notified = append(notified, u) }})
 	ctx := context.Background()
 	now := t0
+	m.SetGuarded(ctx, 7, true) // smallest delay, say: a mode that reads the RTT comparison
 	m.Observe(ctx, rtt(contract.Access3GPP, 30), now)
 	m.Observe(ctx, rtt(contract.AccessNon3GPP, 40), now)
 	for i := 1; i <= 20; i++ { // a probe pair every second, the faster access alternating

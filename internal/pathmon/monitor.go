@@ -55,6 +55,7 @@ type Monitor struct {
 
 	mu        sync.Mutex
 	users     map[uint32]*UserState
+	guarded   map[uint32]bool // SetGuarded's word, kept for users with no report yet
 	suspended map[uint32]struct{}
 	dirty     map[uint32]struct{}
 }
@@ -100,7 +101,7 @@ func NewMonitor(o Options) *Monitor {
 	}
 	return &Monitor{
 		upf: o.UPF, cfg: o.Config, act: o.Act, notify: o.Notify, every: o.Interval, now: o.Now, log: o.Log, known: o.Known,
-		in: make(chan Report, o.Queue), users: map[uint32]*UserState{},
+		in: make(chan Report, o.Queue), users: map[uint32]*UserState{}, guarded: map[uint32]bool{},
 		suspended: map[uint32]struct{}{}, dirty: map[uint32]struct{}{},
 	}
 }
@@ -152,13 +153,39 @@ func (m *Monitor) Observe(ctx context.Context, r Report, now time.Time) {
 			reportsDropped.WithLabelValues(m.upf).Inc()
 			return
 		}
-		st = &UserState{}
+		st = &UserState{Guarded: m.guarded[r.User]}
 		m.users[r.User] = st
 	}
 	d := Observe(st, r, now, m.cfg)
 	m.record(r.User, st, d)
 	m.mu.Unlock()
 	m.carryOut(ctx, r.User, d)
+}
+
+// SetGuarded says whether the user's steering reads the RTT comparison, the only case in which
+// its flip-flops suspend its path updates (UserState.Guarded); the operator calls it whenever
+// the user's sessions or their policies change. A suspended user that is no longer guarded is
+// resumed.
+func (m *Monitor) SetGuarded(ctx context.Context, user uint32, guarded bool) {
+	m.mu.Lock()
+	if m.guarded[user] == guarded && (m.users[user] == nil || m.users[user].Guarded == guarded) {
+		m.mu.Unlock()
+		return
+	}
+	if guarded {
+		m.guarded[user] = true
+	} else {
+		delete(m.guarded, user)
+	}
+	st := m.users[user]
+	if st == nil {
+		m.mu.Unlock()
+		return
+	}
+	d := SetGuarded(st, guarded, m.now())
+	m.record(user, st, d)
+	m.mu.Unlock()
+	m.carryOut(ctx, user, d)
 }
 
 // Tick resumes users whose paths have settled.
@@ -277,6 +304,7 @@ func (m *Monitor) Forget(user uint32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.users, user)
+	delete(m.guarded, user)
 	delete(m.suspended, user)
 	delete(m.dirty, user)
 	usersSuspended.WithLabelValues(m.upf).Set(float64(len(m.suspended)))

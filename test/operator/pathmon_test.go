@@ -74,6 +74,8 @@ func TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem(t *testing.T) 
 	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
 	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10")
+	// Smallest delay: a mode that reads the RTT comparison, which the flip-flop guard watches.
+	s.Spec.ModeOverride = &junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay}
 	create(t, cm, upf, s)
 	startOperator(t, ns, operatorOptions{path: pathmon.Config{MaxSwitches: 3, Window: time.Minute, Settle: 3 * time.Second, Reassert: 5 * time.Second}})
 	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
@@ -189,4 +191,57 @@ func TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem(t *testing.T) 
 		}
 		return nil
 	})
+}
+
+// TestFlipFloppingPathsOfAnActiveStandbyUserAreNotSuspended: the flip-flop guard watches only
+// users whose modes read the RTT comparison (docs/pipeline.md, "The flip-flop guard, by
+// mode"). An active-standby user (the default steering) whose faster access changes with every
+// probe keeps its path updates: the data plane goes on writing each report's RTT, and the
+// status never says suspended.
+func TestFlipFloppingPathsOfAnActiveStandbyUserAreNotSuspended(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	u := startSoftUPF(t, "127.0.0.1:0")
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10")
+	create(t, cm, upf, s)
+	startOperator(t, ns, operatorOptions{path: pathmon.Config{MaxSwitches: 3, Window: time.Minute, Settle: 3 * time.Second, Reassert: 5 * time.Second}})
+	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	var got junctionv1.ATSSSSession
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(s), &got); err != nil {
+		t.Fatal(err)
+	}
+	user := int64(*got.Status.UserIndex)
+	u.probeAck(t, s, contract.AccessNon3GPP, 45*time.Millisecond)
+	// Twice the flip-flops that suspend a guarded user (MaxSwitches 3), spaced as in the test
+	// above; the last report's RTT must be in the register, written by the data plane.
+	last := time.Duration(0)
+	for i := 0; i < 8; i++ {
+		last = time.Duration(30+i) * time.Millisecond
+		if i%2 == 0 {
+			last = time.Duration(60+i) * time.Millisecond
+		}
+		u.probeAck(t, s, contract.Access3GPP, last)
+		time.Sleep(100 * time.Millisecond)
+	}
+	eventually(t, programTimeout, "the status shows the last RTT, not suspended", func() error {
+		var cur junctionv1.ATSSSSession
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
+			return err
+		}
+		if p := cur.Status.Paths.ThreeGPP; p == nil || p.RTT != junctionv1.Duration(last.String()) {
+			return fmt.Errorf("3GPP path %+v, want RTT %v", p, last)
+		}
+		if cur.Status.PathUpdatesSuspended {
+			return fmt.Errorf("pathUpdatesSuspended under active-standby")
+		}
+		return nil
+	})
+	if v, err := u.register(sch, "path_updates_suspended", user); err != nil || v != 0 {
+		t.Errorf("path_updates_suspended[%d] = %d (%v), want 0", user, v, err)
+	}
+	if v, err := u.register(sch, "rtt_3gpp", user); err != nil || v != uint64(last.Microseconds()) {
+		t.Errorf("rtt_3gpp[%d] = %d (%v), want %d: the data plane's updates go on", user, v, err, last.Microseconds())
+	}
 }
