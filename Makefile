@@ -84,7 +84,7 @@ test: ## Run every test (what CI runs): generated files, unit, envtest, data pla
 # its CSV and plot in docs/results/ and its table in docs/results.md (test/ueagent/results_test.go).
 SCENARIO ?=
 .PHONY: scenarios
-scenarios: ## As root: the paper's evaluation at full length (SCENARIO=Handover|Aggregation|SmallestDelay|Redundant|Priority|LossThreshold|Reorder) and Table V; regenerates docs/results.
+scenarios: ## As root: the paper's evaluation at full length (SCENARIO=Handover|Aggregation|SmallestDelay|Redundant|Priority|LossThreshold|Reorder|HybridAccess|UnequalLinks|Cell) and Table V; regenerates docs/results.
 	hack/tools.sh envtest dataplane
 	JUNCTION_SCENARIO=full KUBEBUILDER_ASSETS=$$(hack/tools.sh envtest-path) \
 		go test ./test/ueagent -run 'TestScenario$(SCENARIO)' -count=1 -v -timeout 30m
