@@ -45,8 +45,9 @@ const (
 	batch = tun.MaxSegments
 	// rxBatch is how many datagrams one leg read (recvmmsg) may return.
 	rxBatch = 32
-	// reorderCapacity bounds the packets one session's downlink reorder buffer holds.
-	reorderCapacity = 1024
+	// rateInterval is the shortest span the downlink's arrival rate is measured over (the
+	// reorder window follows it).
+	rateInterval = 50 * time.Millisecond
 	// maxTimerSleep bounds how long the timer goroutine sleeps without being woken.
 	maxTimerSleep = 100 * time.Millisecond
 )
@@ -98,6 +99,11 @@ type Tunnel struct {
 	pending [][]byte  // in-order packets waiting for flushTUN, under rx
 	held    []*packet // their buffers
 	pool    sync.Pool
+	// The downlink's arrival rate in packets a second (falls by an eighth per measurement,
+	// rises at once), measured from rateDelivered at rateAt; under rx, by the timer goroutine.
+	pps           float64
+	rateAt        time.Time
+	rateDelivered uint64
 }
 
 // newTunnel builds a session's TUN, routing and legs and starts its goroutines. notify is
@@ -115,7 +121,8 @@ func newTunnel(n *node, cfg Config, exp Experiment, log logr.Logger, m *Metrics,
 	if err := t.setSteering(cfg); err != nil {
 		return nil, err
 	}
-	t.reorder = steer.NewReorder[*packet](reorderCapacity, t.deliver, t.release)
+	t.reorder = steer.NewReorder[*packet](steer.MaxReorderWindow, t.deliver, t.release)
+	t.reorder.SetWindow(steer.MinReorderWindow)
 
 	mtu3, mtuN := -1, -1
 	for a := contract.Access3GPP; a <= contract.AccessNon3GPP; a++ {
@@ -471,7 +478,7 @@ func (t *Tunnel) timers() {
 			}
 		}
 		t.rx.Lock()
-		t.reorder.SetTimeout(t.bufferTimeout())
+		t.adaptReorderLocked(now)
 		t.reorder.Expire(now)
 		if d := t.reorder.Deadline(); !d.IsZero() && d.Before(next) {
 			next = d
@@ -488,6 +495,21 @@ func (t *Tunnel) timers() {
 		}
 		timer.Reset(max(time.Until(next), 0))
 	}
+}
+
+// adaptReorderLocked sizes the downlink reorder buffer to the legs (issue 31): its timeout
+// from their RTTs and the skew it measured, its window from that timeout and the arrival rate.
+func (t *Tunnel) adaptReorderLocked(now time.Time) {
+	timeout := steer.AdaptiveTimeout(t.bufferTimeout(), t.reorder.Skew(now))
+	t.reorder.SetTimeout(timeout)
+	if dt := now.Sub(t.rateAt); dt >= rateInterval {
+		delivered := t.reorder.Stats().Delivered
+		if !t.rateAt.IsZero() {
+			t.pps = max(float64(delivered-t.rateDelivered)/dt.Seconds(), t.pps*7/8)
+		}
+		t.rateAt, t.rateDelivered = now, delivered
+	}
+	t.reorder.SetWindow(steer.ReorderWindow(t.pps, timeout))
 }
 
 // bufferTimeout is the downlink reorder timeout from both legs' RTTs and their variation.

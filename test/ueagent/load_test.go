@@ -44,6 +44,10 @@ type unequalRun struct {
 	mbps      float64
 	retrans   int
 	suspended bool // the session's status said pathUpdatesSuspended during the download
+	// reorder: the agent's downlink reorder buffer during the download: packets delivered
+	// late (after their gap was given up on), gaps given up on (timed out), packets
+	// released early from a full window (overflow).
+	late, timedOut, overflow float64
 }
 
 // The unequal-links runs, per pair.
@@ -68,7 +72,15 @@ func TestScenarioUnequalLinks(t *testing.T) {
 	em := newEmulation(ran, wifi)
 	tb := newEmulatedTestbed(t, 1, em)
 	u := tb.ues[0]
-	tb.startAgent(u)
+	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	tb.startAgent(u, "--metrics-addr", metrics)
+	reorder := func() [3]float64 {
+		var v [3]float64
+		for i, kind := range []string{"late", "timed_out", "overflow"} {
+			v[i] = scrapeCounter(t, metrics, "junction_ue_reorder_packets", `kind="`+kind+`"`)
+		}
+		return v
+	}
 	pol := tb.policy("p", activeStandby(junctionv1.AccessNon3GPP))
 	create(t, pol, tb.session("s1", u, sessionAddr, 100, "p"))
 	tb.waitReady("s1")
@@ -102,10 +114,14 @@ func TestScenarioUnequalLinks(t *testing.T) {
 		} {
 			setSteering(t, pol, m.mode)
 			stop := watchSuspended(t, tb.ns, "s1")
+			before := reorder()
 			res := iperf(t, u.NS, tb.DN, sessionAddr, "-t", secs)
-			run := unequalRun{pair: pair, name: m.name, mbps: res.End.SumReceived.BitsPerSecond / 1e6, retrans: res.End.SumSent.Retransmits, suspended: stop()}
+			after := reorder()
+			run := unequalRun{pair: pair, name: m.name, mbps: res.End.SumReceived.BitsPerSecond / 1e6, retrans: res.End.SumSent.Retransmits, suspended: stop(),
+				late: after[0] - before[0], timedOut: after[1] - before[1], overflow: after[2] - before[2]}
 			runs = append(runs, run)
-			t.Logf("%v, %s: %.1f Mbit/s, %d retransmissions, suspended %v", pair, m.name, run.mbps, run.retrans, run.suspended)
+			t.Logf("%v, %s: %.1f Mbit/s, %d retransmissions, suspended %v; reorder: %.0f late, %.0f timed out, %.0f overflow",
+				pair, m.name, run.mbps, run.retrans, run.suspended, run.late, run.timedOut, run.overflow)
 		}
 		res := iperfMPTCP(t, mp.Server, mp.Client, mp.ServerAddr.String(), "-t", secs, "-R")
 		runs = append(runs, unequalRun{pair: pair, name: ulMPTCP, mbps: res.End.SumReceived.BitsPerSecond / 1e6, retrans: res.End.SumSent.Retransmits})
@@ -115,7 +131,8 @@ func TestScenarioUnequalLinks(t *testing.T) {
 	fmt.Printf("\nUnequal links (one TCP download, %s s; targets: >= 97%% of the two links alone, summed, and <= 100 retransmissions)\n", secs)
 	for _, r := range runs {
 		alone := unequalAlone(runs, r.pair)
-		fmt.Printf("%-14v %-34s %6.1f Mbit/s %4.0f%% of the links alone %6d retransmissions suspended %v\n", r.pair, r.name, r.mbps, 100*r.mbps/alone, r.retrans, r.suspended)
+		fmt.Printf("%-14v %-34s %6.1f Mbit/s %4.0f%% of the links alone %6d retransmissions suspended %-5v reorder late/timed out/overflow %.0f/%.0f/%.0f\n",
+			r.pair, r.name, r.mbps, 100*r.mbps/alone, r.retrans, r.suspended, r.late, r.timedOut, r.overflow)
 	}
 	if fullScenario {
 		writeUnequal(t, runs, secs)
@@ -194,7 +211,7 @@ func watchSuspended(t *testing.T, ns, name string) func() bool {
 
 // writeUnequal writes the unequal-links table, CSV and bar chart.
 func writeUnequal(t *testing.T, runs []unequalRun, secs string) {
-	rows := [][]string{{"links (Mbit/s)", "run", "Mbit/s", "of the two single-link results, summed", "TCP retransmissions", "pathUpdatesSuspended", "targets (≥ 97%, ≤ 100 retransmissions)"}}
+	rows := [][]string{{"links (Mbit/s)", "run", "Mbit/s", "of the two single-link results, summed", "TCP retransmissions", "reorder: late / gaps given up / released early", "pathUpdatesSuspended", "targets (≥ 97%, ≤ 100 retransmissions)"}}
 	csv := "links,run,mbps,retransmissions,suspended\n"
 	var names []string
 	var values plotter.Values
@@ -208,11 +225,11 @@ func writeUnequal(t *testing.T, runs []unequalRun, secs string) {
 		case ulMPTCP:
 			share, target = pct(r.mbps/alone), "baseline"
 		}
-		susp := fmt.Sprint(r.suspended)
+		susp, reo := fmt.Sprint(r.suspended), fmt.Sprintf("%.0f / %.0f / %.0f", r.late, r.timedOut, r.overflow)
 		if r.name == ulMPTCP {
-			susp = ""
+			susp, reo = "", ""
 		}
-		rows = append(rows, []string{r.pair.String(), r.name, mbps(r.mbps), share, fmt.Sprint(r.retrans), susp, target})
+		rows = append(rows, []string{r.pair.String(), r.name, mbps(r.mbps), share, fmt.Sprint(r.retrans), reo, susp, target})
 		csv += fmt.Sprintf("%v,%s,%.1f,%d,%v\n", r.pair, r.name, r.mbps, r.retrans, r.suspended)
 		names = append(names, fmt.Sprintf("%.0f/%.0f %s", r.pair.wifi/1e6, r.pair.ran/1e6, shortRunName(r.name)))
 		values = append(values, r.mbps)

@@ -70,6 +70,10 @@ func TestPerPacketCallsDoNotAllocate(t *testing.T) {
 		r.Deadline()
 		r.Push(now, next+1_000_000, 1) // far: set aside, then dropped as stale
 		r.Push(now, 0, 1)              // unsequenced
+		// The timer's adaptation (issue 31).
+		timeout := AdaptiveTimeout(ms(5), r.Skew(now))
+		r.SetTimeout(timeout)
+		r.SetWindow(ReorderWindow(8000, timeout))
 	})
 	wantNoAllocs(t, "Reorder resync", func() {
 		now = now.Add(time.Millisecond)

@@ -17,6 +17,7 @@ package steer
 // and a bitmap over the last historyLen positions says which were delivered.
 
 import (
+	"math"
 	"time"
 )
 
@@ -30,6 +31,13 @@ const (
 	// 400 ms at 10k packets/s, more than the lag of redundant mode's slower copy or of a late
 	// packet on any real pair of legs.
 	historyLen = 4096
+	// skewPeriod is the span of one half of the skew's windowed maximum: the estimate follows a
+	// queue that grows at once and one that drains within two periods, slower than TCP's
+	// sawtooth moves a queue (seconds), faster than a user moves.
+	skewPeriod = time.Second
+	// skewScan bounds how many slots behind a filled gap are searched for the packet that waited
+	// longest (normally the very next one).
+	skewScan = 64
 	// resyncAfter consecutive far packets (each within historyLen of the one before) restart the
 	// buffer at the first of them: one stray is dropped, while a sender whose counter jumped
 	// (a UPF restart resets session_seq) is followed after two packets.
@@ -92,20 +100,75 @@ type Reorder[T any] struct {
 	far  [resyncAfter - 1]farPacket[T]
 	nfar int
 
+	// window is how many sequence numbers ahead of the expected one are held: 1..Cap.
+	window int
+	// skew: the longest wait behind a gap, this skew period (skewCur, which started at
+	// skewStart) and the one before (skewPrev). gaveUp is when Expire or makeRoom last gave up
+	// on a gap, and gaveUpWait how long the packet behind it had waited then.
+	skewCur, skewPrev time.Duration
+	skewStart         time.Time
+	gaveUp            time.Time
+	gaveUpWait        time.Duration
+
 	stats ReorderStats
 }
 
 // NewReorder returns a buffer that holds at most capacity packets (at least 1): a packet at most
-// capacity sequence numbers ahead of the expected one is held. Every packet pushed is passed
-// exactly once to deliver or to drop (duplicates, strays), unless it is still held. The timeout
-// is DefaultBufferTimeout until SetTimeout.
+// window sequence numbers ahead of the expected one is held, the window being capacity until
+// SetWindow. Every packet pushed is passed exactly once to deliver or to drop (duplicates,
+// strays), unless it is still held. The timeout is DefaultBufferTimeout until SetTimeout.
 func NewReorder[T any](capacity int, deliver, drop func(T)) *Reorder[T] {
 	capacity = max(capacity, 1)
 	h := max(historyLen, (capacity+63)/64*64)
 	return &Reorder[T]{
 		deliver: deliver, drop: drop, timeout: DefaultBufferTimeout,
-		slots: make([]heldPacket[T], capacity+1),
-		hist:  make([]uint64, h/64), histLen: uint64(h),
+		slots: make([]heldPacket[T], capacity+1), window: capacity,
+		hist: make([]uint64, h/64), histLen: uint64(h),
+	}
+}
+
+// SetWindow sets how many sequence numbers ahead of the expected one are held, within 1..Cap.
+// Held packets beyond a smaller window stay until they are released in order or time out.
+func (r *Reorder[T]) SetWindow(n int) { r.window = min(max(n, 1), r.Cap()) }
+
+// Window is how many sequence numbers ahead of the expected one are held.
+func (r *Reorder[T]) Window() int { return r.window }
+
+// Skew is the longest a packet waited behind a gap that then filled, or that a late packet
+// shows the wait would have had to be, over the last one to two skew periods at now: the
+// arrival-time skew between the legs that the timeout must cover. Zero with no gap seen.
+func (r *Reorder[T]) Skew(now time.Time) time.Duration {
+	r.rollSkew(now)
+	return max(r.skewCur, r.skewPrev)
+}
+
+// rollSkew starts a new skew period when the current one is over.
+func (r *Reorder[T]) rollSkew(now time.Time) {
+	switch since := now.Sub(r.skewStart); {
+	case since < skewPeriod:
+	case since < 2*skewPeriod:
+		r.skewPrev, r.skewCur, r.skewStart = r.skewCur, 0, r.skewStart.Add(skewPeriod)
+	default:
+		r.skewPrev, r.skewCur, r.skewStart = 0, 0, now
+	}
+}
+
+// sampleSkew records that a packet waited w behind a gap.
+func (r *Reorder[T]) sampleSkew(now time.Time, w time.Duration) {
+	r.rollSkew(now)
+	r.skewCur = max(r.skewCur, w)
+}
+
+// gapFilled samples the wait of the packets held behind the gap the expected packet fills at
+// now: the first held packet within skewScan behind it (they arrived in order, so it waited
+// longest).
+func (r *Reorder[T]) gapFilled(now time.Time) {
+	n := uint64(len(r.slots))
+	for d := uint64(1); d <= skewScan && d < n; d++ {
+		if s := &r.slots[(r.pos+d)%n]; s.full {
+			r.sampleSkew(now, now.Sub(s.at))
+			return
+		}
 	}
 }
 
@@ -120,6 +183,42 @@ func BufferTimeout(rtt3, rttN, var3, varN time.Duration) time.Duration {
 		diff = -diff
 	}
 	return clampTimeout(diff + rttVarFactor*max(var3, varN, 0))
+}
+
+// Bounds of the downlink reorder window (ReorderWindow).
+const (
+	// MinReorderWindow: the window never shrinks below the fixed size the buffer had before it
+	// adapted (1,024 packets: 120 ms at 100 Mbit/s of 1,470-byte frames), so a rate estimate
+	// that lags a burst costs nothing against it.
+	MinReorderWindow = 1024
+	// MaxReorderWindow bounds memory: the slots are allocated at it, and a full window holds as
+	// many receive buffers (4,096 of 9.2 kB: 38 MB per session at most, only while a gap is
+	// awaited). It covers MaxReorderTimeout up to 20,000 packets a second (240 Mbit/s of
+	// 1,470-byte frames); faster downlinks wait less than the timeout before Overflow.
+	MaxReorderWindow = 4096
+	// reorderMargin (in quarters) covers the bursts and growth the last estimates missed: a
+	// quarter more than measured, for the window as for the timeout.
+	reorderMargin = 5
+)
+
+// AdaptiveTimeout is the downlink reorder timeout from the legs' RTTs (rttTimeout, from
+// BufferTimeout) and the skew the buffer measured (Reorder.Skew): the larger of the two, the
+// skew with a quarter more, clamped to [MinReorderTimeout, MaxReorderTimeout]. The RTTs alone
+// miss a queue that grows between probes and the smoothing's lag; the skew alone knows nothing
+// before the first gap.
+func AdaptiveTimeout(rttTimeout, skew time.Duration) time.Duration {
+	return clampTimeout(max(rttTimeout, skew*reorderMargin/4))
+}
+
+// ReorderWindow is how many packets ahead of a gap the buffer must hold to wait timeout for it
+// when packets arrive at pps a second: all that arrive meanwhile, with a quarter more, within
+// [MinReorderWindow, MaxReorderWindow].
+func ReorderWindow(pps float64, timeout time.Duration) int {
+	n := pps * timeout.Seconds() * reorderMargin / 4
+	if n >= MaxReorderWindow {
+		return MaxReorderWindow
+	}
+	return max(int(math.Ceil(n)), MinReorderWindow)
 }
 
 // SetTimeout sets how long a held packet waits for the gaps in front of it (negative: 0).
@@ -148,11 +247,13 @@ func (r *Reorder[T]) Next() uint32 { return r.next }
 //     normally send such packets straight on.
 //   - The first packet sets the expected sequence number (after Reset too).
 //   - The expected packet is delivered, then the run of held packets that follows it.
-//   - A packet 1..Cap ahead is held; one already held is a duplicate (dropped).
+//   - A packet 1..Window ahead is held; one already held is a duplicate (dropped).
 //   - A packet further ahead (up to historyLen) releases the oldest held packets, giving up
 //     on the gaps in front of them, until it fits (Overflow).
 //   - A packet behind (up to historyLen) is delivered if it never was (Late), else dropped
 //     (Duplicate).
+//   - A gap that fills samples the skew (how long the first packet behind it waited); a Late
+//     packet samples it too (the wait given up on, plus the time since).
 //   - A packet further than historyLen either way is far: it is set aside. An in-range packet
 //     drops the set-aside ones (Stale); resyncAfter far packets in a row, each within
 //     historyLen of the one before, resynchronize: the held packets are delivered in order,
@@ -171,22 +272,25 @@ func (r *Reorder[T]) Push(now time.Time, seq uint32, v T) (held bool) {
 		return r.pushFar(now, seq, v)
 	}
 	r.dropFar()
-	n := int64(len(r.slots))
+	w := int64(r.window)
 	for {
 		d := seqDist(r.next, seq)
 		switch {
 		case d < 0:
-			r.late(d, v)
+			r.late(now, d, v)
 			return false
 		case d == 0:
+			if r.nheld > 0 {
+				r.gapFilled(now)
+			}
 			r.out(v)
 			r.step(true)
 			r.releaseRun()
 			return false
-		case d < n:
+		case d <= w:
 			return r.hold(now, d, v)
 		}
-		r.makeRoom(uint64(d - (n - 1)))
+		r.makeRoom(now, uint64(d-w))
 	}
 }
 
@@ -208,6 +312,9 @@ func (r *Reorder[T]) Expire(now time.Time) {
 		if s := &r.slots[(r.pos+d)%n]; s.full && !s.at.After(cutoff) {
 			last = d
 		}
+	}
+	if last > 0 {
+		r.noteGiveUp(now)
 	}
 	for i := uint64(0); i < last; i++ {
 		if s := &r.slots[r.pos%n]; s.full {
@@ -321,7 +428,7 @@ func (r *Reorder[T]) hold(now time.Time, d int64, v T) bool {
 }
 
 // late handles v at distance d < 0 (within the history).
-func (r *Reorder[T]) late(d int64, v T) {
+func (r *Reorder[T]) late(now time.Time, d int64, v T) {
 	p := r.pos - uint64(-d)
 	i := p % r.histLen
 	if r.hist[i/64]&(1<<(i%64)) != 0 {
@@ -331,13 +438,32 @@ func (r *Reorder[T]) late(d int64, v T) {
 	}
 	r.hist[i/64] |= 1 << (i % 64)
 	r.stats.Late++
+	if !r.gaveUp.IsZero() {
+		// Given up on too soon: the packet behind the gap had waited gaveUpWait then, and the
+		// gap's own packet came now.
+		r.sampleSkew(now, r.gaveUpWait+now.Sub(r.gaveUp))
+	}
 	r.out(v)
+}
+
+// noteGiveUp records that the buffer gives up on the gap in front of the expected sequence
+// number at now, and how long the first packet held behind it has waited.
+func (r *Reorder[T]) noteGiveUp(now time.Time) {
+	n := uint64(len(r.slots))
+	for d := uint64(1); d <= skewScan && d < n; d++ {
+		if s := &r.slots[(r.pos+d)%n]; s.full {
+			r.gaveUp, r.gaveUpWait = now, now.Sub(s.at)
+			return
+		}
+	}
+	r.gaveUp, r.gaveUpWait = now, 0
 }
 
 // makeRoom moves the window on by k sequence numbers, giving up on the gaps it passes; the held
 // packets it passes and the run that follows them are delivered early (Overflow).
-func (r *Reorder[T]) makeRoom(k uint64) {
+func (r *Reorder[T]) makeRoom(now time.Time, k uint64) {
 	before := r.stats.Delivered
+	r.noteGiveUp(now)
 	n := uint64(len(r.slots))
 	for i := uint64(0); i < k; i++ {
 		if s := &r.slots[r.pos%n]; s.full {
