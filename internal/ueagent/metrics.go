@@ -86,7 +86,7 @@ func (tm *tunnelMetrics) leg(a contract.Access) *legMetrics {
 func (tm *tunnelMetrics) reorderStats(st steer.ReorderStats) {
 	for kind, v := range map[string]uint64{
 		"delivered": st.Delivered, "late": st.Late, "duplicate": st.Duplicate,
-		"timed_out": st.TimedOut, "overflow": st.Overflow, "resync": st.Resync, "stale": st.Stale,
+		"timed_out": st.TimedOut, "lost": st.Lost, "overflow": st.Overflow, "resync": st.Resync, "stale": st.Stale,
 	} {
 		tm.m.reorder.WithLabelValues(tm.session, kind).Set(float64(v))
 	}

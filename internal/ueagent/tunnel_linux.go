@@ -403,7 +403,7 @@ func (t *Tunnel) received(l *leg, p *packet) (kept bool) {
 	}
 	// From here the packet is the reorder buffer's: held, delivered or dropped by it.
 	wasEmpty := t.reorder.Len() == 0
-	t.reorder.Push(time.Now(), r.header.Seq, p)
+	t.reorder.PushFrom(time.Now(), int(l.access), r.header.Seq, p)
 	holding := t.reorder.Len() > 0
 	t.rx.Unlock()
 	if wasEmpty && holding {

@@ -107,19 +107,22 @@ func TestReorderSkew(t *testing.T) {
 type arrival struct {
 	at  time.Duration
 	seq uint32
+	leg int
 }
 
 func legs(pps float64, d time.Duration, share3GPP uint32, wifi, ran func(sent time.Duration) time.Duration) []arrival {
 	n := int(pps * d.Seconds())
 	out := make([]arrival, 0, n)
+	var last [3]time.Duration // a leg is a FIFO: no packet overtakes one sent before it
 	for i := 1; i <= n; i++ {
 		sent := time.Duration(float64(i) / pps * float64(time.Second))
 		seq := uint32(i)
-		delay := wifi(sent)
+		delay, leg := wifi(sent), 2
 		if seq%128 < share3GPP {
-			delay = ran(sent)
+			delay, leg = ran(sent), 1
 		}
-		out = append(out, arrival{sent + delay, seq})
+		last[leg] = max(last[leg], sent+delay)
+		out = append(out, arrival{last[leg], seq, leg})
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].at < out[b].at })
 	return out
@@ -165,7 +168,7 @@ func TestReorderHidesTheIssuesUnequalQueues(t *testing.T) {
 				}
 				r.Expire(now)
 			}
-			r.Push(t0.Add(a.at), a.seq, a.seq)
+			r.PushFrom(t0.Add(a.at), a.leg, a.seq, a.seq)
 		}
 		r.Flush()
 		inversions := 0
@@ -188,4 +191,68 @@ func TestReorderHidesTheIssuesUnequalQueues(t *testing.T) {
 		t.Errorf("adapted: stats %+v, %d out of order; want in order (fixed: %d late, %d out of order)", adapted, inv, fixed.Late, fixedInv)
 	}
 	t.Logf("fixed: %d late, %d timed out, %d out of order; adapted: %d late, %d timed out, %d out of order", fixed.Late, fixed.TimedOut, fixedInv, adapted.Late, adapted.TimedOut, inv)
+}
+
+func TestReorderLossRule(t *testing.T) {
+	type pushOn struct {
+		at  time.Duration
+		leg int
+		seq uint32
+	}
+	for _, tc := range []struct {
+		name      string
+		pushes    []pushOn
+		delivered []uint32
+		lost      uint64
+	}{
+		{"a gap both legs have delivered beyond is lost at once", []pushOn{{0, 2, 1}, {ms(1), 2, 3}, {ms(2), 1, 4}},
+			[]uint32{1, 3, 4}, 1},
+		{"a gap one leg has not delivered beyond waits for it", []pushOn{{0, 2, 1}, {0, 1, 2}, {ms(1), 2, 4}, {ms(2), 2, 5}, {ms(30), 1, 3}},
+			[]uint32{1, 2, 3, 4, 5}, 0},
+		{"one leg alone never declares a loss (the other may carry the gap)", []pushOn{{0, 2, 1}, {ms(1), 2, 3}, {ms(2), 2, 4}},
+			[]uint32{1}, 0},
+		{"a leg silent for a second does not count", []pushOn{{0, 1, 1}, {ms(1500), 2, 3}, {ms(1501), 2, 4}},
+			[]uint32{1}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(16, ms(200))
+			for _, p := range tc.pushes {
+				h.r.PushFrom(t0.Add(p.at), p.leg, p.seq, p.seq)
+			}
+			if !slices.Equal(h.delivered, tc.delivered) || h.r.Stats().Lost != tc.lost {
+				t.Fatalf("delivered %v, lost %d; want %v, %d", h.delivered, h.r.Stats().Lost, tc.delivered, tc.lost)
+			}
+		})
+	}
+}
+
+// TestReorderTellsLossesFromLateness: the issue's legs as above, 5G's queue dropping one packet
+// in 100 between the first and the third second (a full queue's tail drops). Every dropped packet is declared lost as soon as both legs
+// have passed it (no gap waits the timeout), and every other packet comes out in order.
+func TestReorderTellsLossesFromLateness(t *testing.T) {
+	wifi := func(time.Duration) time.Duration { return ms(25) }
+	ran := func(sent time.Duration) time.Duration {
+		return ms(10) + ms(90)*time.Duration(sent%(2*time.Second))/(2*time.Second)
+	}
+	var in []arrival
+	dropped := 0
+	for i, a := range legs(7800, 4*time.Second, 26, wifi, ran) {
+		if a.leg == 1 && i%100 == 0 && a.at > time.Second && a.at < 3*time.Second { // mid-run: both legs pass it
+			dropped++
+			continue
+		}
+		in = append(in, a)
+	}
+	var out []uint32
+	r := NewReorder(MaxReorderWindow, func(v uint32) { out = append(out, v) }, func(uint32) {})
+	r.SetTimeout(ms(200))
+	for _, a := range in {
+		r.PushFrom(t0.Add(a.at), a.leg, a.seq, a.seq)
+		r.Expire(t0.Add(a.at))
+	}
+	r.Flush()
+	st := r.Stats()
+	if dropped == 0 || st.Lost != uint64(dropped) || st.TimedOut != 0 || st.Late != 0 || !slices.IsSorted(out) {
+		t.Fatalf("%d dropped; stats %+v, in order %v", dropped, st, slices.IsSorted(out))
+	}
 }

@@ -62,8 +62,8 @@ func TestPerPacketCallsDoNotAllocate(t *testing.T) {
 		now = now.Add(time.Millisecond)
 		a, b := next, seqAfter(next)
 		next = seqAfter(b)
-		r.Push(now, b, 1) // swapped pair: held, then released
-		r.Push(now, a, 1)
+		r.PushFrom(now, 2, b, 1) // swapped pair: held, then released
+		r.PushFrom(now, 1, a, 1)
 		r.Push(now, a, 1)                        // duplicate
 		r.Push(now, seqAfter(seqAfter(next)), 1) // a gap, held until Expire
 		r.Expire(now.Add(ms(10)))

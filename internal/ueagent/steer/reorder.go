@@ -38,6 +38,12 @@ const (
 	// skewScan bounds how many slots behind a filled gap are searched for the packet that waited
 	// longest (normally the very next one).
 	skewScan = 64
+	// legRecent is how long a leg that delivered nothing still counts for the loss rule: a leg
+	// that stopped (lost, or unused by the mode) must not keep its gaps waiting for the
+	// other leg's, nor make them look lost.
+	legRecent = time.Second
+	// MaxLegs bounds the leg numbers PushFrom takes: 1 (3GPP) and 2 (non-3GPP).
+	MaxLegs = 2
 	// resyncAfter consecutive far packets (each within historyLen of the one before) restart the
 	// buffer at the first of them: one stray is dropped, while a sender whose counter jumped
 	// (a UPF restart resets session_seq) is followed after two packets.
@@ -61,6 +67,9 @@ type ReorderStats struct {
 	// Overflow counts held packets released before their gap filled to make room in a full
 	// window (released, never dropped).
 	Overflow uint64
+	// Lost counts sequence numbers given up on because every leg had delivered a packet beyond
+	// them (PushFrom).
+	Lost uint64
 	// Resync counts restarts at a far sequence number.
 	Resync uint64
 	// Stale counts far packets dropped because no run of them followed (strays, or copies too
@@ -109,6 +118,10 @@ type Reorder[T any] struct {
 	skewStart         time.Time
 	gaveUp            time.Time
 	gaveUpWait        time.Duration
+
+	// legs: the furthest sequence number each leg delivered (by leg number - 1) and when.
+	legSeq [MaxLegs]uint32
+	legAt  [MaxLegs]time.Time
 
 	stats ReorderStats
 }
@@ -292,6 +305,44 @@ func (r *Reorder[T]) Push(now time.Time, seq uint32, v T) (held bool) {
 		}
 		r.makeRoom(now, uint64(d-w))
 	}
+}
+
+// PushFrom is Push for a packet that arrived on leg (1..MaxLegs; others: Push alone). Each leg
+// delivers in order, so once every leg that delivered within legRecent has delivered beyond the
+// gap in front of the held packets, with at least two such legs, the gap is lost: it is given up
+// on at once (Lost) and the packets behind it go on.
+func (r *Reorder[T]) PushFrom(now time.Time, leg int, seq uint32, v T) (held bool) {
+	held = r.Push(now, seq, v)
+	if leg < 1 || leg > MaxLegs || seq == 0 {
+		return held
+	}
+	i := leg - 1
+	if r.legAt[i].IsZero() || seqDist(r.legSeq[i], seq) > 0 || now.Sub(r.legAt[i]) >= legRecent {
+		r.legSeq[i] = seq
+	}
+	r.legAt[i] = now
+	for r.nheld > 0 && r.legsPast(now, r.next) {
+		r.stats.Lost++
+		r.step(false)
+		r.releaseRun()
+	}
+	return held
+}
+
+// legsPast reports whether two legs or more delivered within legRecent and every one of them
+// delivered beyond seq.
+func (r *Reorder[T]) legsPast(now time.Time, seq uint32) bool {
+	n := 0
+	for i := range r.legAt {
+		if r.legAt[i].IsZero() || now.Sub(r.legAt[i]) >= legRecent {
+			continue
+		}
+		if seqDist(seq, r.legSeq[i]) <= 0 {
+			return false
+		}
+		n++
+	}
+	return n >= 2
 }
 
 // Expire gives up on the gaps in front of every held packet that has waited the timeout at
