@@ -45,9 +45,10 @@ type unequalRun struct {
 	retrans   int
 	suspended bool // the session's status said pathUpdatesSuspended during the download
 	// reorder: the agent's downlink reorder buffer during the download: packets delivered
-	// late (after their gap was given up on), gaps given up on (timed out), packets
-	// released early from a full window (overflow).
-	late, timedOut, overflow float64
+	// late (after their gap was given up on), gaps given up on after the timeout (timed out)
+	// and as lost (every leg passed them), packets released early from a full window
+	// (overflow).
+	late, timedOut, lost, overflow float64
 }
 
 // The unequal-links runs, per pair.
@@ -74,9 +75,9 @@ func TestScenarioUnequalLinks(t *testing.T) {
 	u := tb.ues[0]
 	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	tb.startAgent(u, "--metrics-addr", metrics)
-	reorder := func() [3]float64 {
-		var v [3]float64
-		for i, kind := range []string{"late", "timed_out", "overflow"} {
+	reorder := func() [4]float64 {
+		var v [4]float64
+		for i, kind := range []string{"late", "timed_out", "lost", "overflow"} {
 			v[i] = scrapeCounter(t, metrics, "junction_ue_reorder_packets", `kind="`+kind+`"`)
 		}
 		return v
@@ -118,10 +119,10 @@ func TestScenarioUnequalLinks(t *testing.T) {
 			res := iperf(t, u.NS, tb.DN, sessionAddr, "-t", secs)
 			after := reorder()
 			run := unequalRun{pair: pair, name: m.name, mbps: res.End.SumReceived.BitsPerSecond / 1e6, retrans: res.End.SumSent.Retransmits, suspended: stop(),
-				late: after[0] - before[0], timedOut: after[1] - before[1], overflow: after[2] - before[2]}
+				late: after[0] - before[0], timedOut: after[1] - before[1], lost: after[2] - before[2], overflow: after[3] - before[3]}
 			runs = append(runs, run)
-			t.Logf("%v, %s: %.1f Mbit/s, %d retransmissions, suspended %v; reorder: %.0f late, %.0f timed out, %.0f overflow",
-				pair, m.name, run.mbps, run.retrans, run.suspended, run.late, run.timedOut, run.overflow)
+			t.Logf("%v, %s: %.1f Mbit/s, %d retransmissions, suspended %v; reorder: %.0f late, %.0f timed out, %.0f lost, %.0f overflow",
+				pair, m.name, run.mbps, run.retrans, run.suspended, run.late, run.timedOut, run.lost, run.overflow)
 		}
 		res := iperfMPTCP(t, mp.Server, mp.Client, mp.ServerAddr.String(), "-t", secs, "-R")
 		runs = append(runs, unequalRun{pair: pair, name: ulMPTCP, mbps: res.End.SumReceived.BitsPerSecond / 1e6, retrans: res.End.SumSent.Retransmits})
@@ -131,8 +132,8 @@ func TestScenarioUnequalLinks(t *testing.T) {
 	fmt.Printf("\nUnequal links (one TCP download, %s s; targets: >= 97%% of the two links alone, summed, and <= 100 retransmissions)\n", secs)
 	for _, r := range runs {
 		alone := unequalAlone(runs, r.pair)
-		fmt.Printf("%-14v %-34s %6.1f Mbit/s %4.0f%% of the links alone %6d retransmissions suspended %-5v reorder late/timed out/overflow %.0f/%.0f/%.0f\n",
-			r.pair, r.name, r.mbps, 100*r.mbps/alone, r.retrans, r.suspended, r.late, r.timedOut, r.overflow)
+		fmt.Printf("%-14v %-34s %6.1f Mbit/s %4.0f%% of the links alone %6d retransmissions suspended %-5v reorder late/timed out/lost/overflow %.0f/%.0f/%.0f/%.0f\n",
+			r.pair, r.name, r.mbps, 100*r.mbps/alone, r.retrans, r.suspended, r.late, r.timedOut, r.lost, r.overflow)
 	}
 	if fullScenario {
 		writeUnequal(t, runs, secs)
@@ -211,7 +212,7 @@ func watchSuspended(t *testing.T, ns, name string) func() bool {
 
 // writeUnequal writes the unequal-links table, CSV and bar chart.
 func writeUnequal(t *testing.T, runs []unequalRun, secs string) {
-	rows := [][]string{{"links (Mbit/s)", "run", "Mbit/s", "of the two single-link results, summed", "TCP retransmissions", "reorder: late / gaps given up / released early", "pathUpdatesSuspended", "targets (≥ 97%, ≤ 100 retransmissions)"}}
+	rows := [][]string{{"links (Mbit/s)", "run", "Mbit/s", "of the two single-link results, summed", "TCP retransmissions", "reorder: late / timed out / lost / released early", "pathUpdatesSuspended", "targets (≥ 97%, ≤ 100 retransmissions)"}}
 	csv := "links,run,mbps,retransmissions,suspended\n"
 	var names []string
 	var values plotter.Values
@@ -225,7 +226,7 @@ func writeUnequal(t *testing.T, runs []unequalRun, secs string) {
 		case ulMPTCP:
 			share, target = pct(r.mbps/alone), "baseline"
 		}
-		susp, reo := fmt.Sprint(r.suspended), fmt.Sprintf("%.0f / %.0f / %.0f", r.late, r.timedOut, r.overflow)
+		susp, reo := fmt.Sprint(r.suspended), fmt.Sprintf("%.0f / %.0f / %.0f / %.0f", r.late, r.timedOut, r.lost, r.overflow)
 		if r.name == ulMPTCP {
 			susp, reo = "", ""
 		}
