@@ -142,7 +142,7 @@ func run() error {
 		MaxConcurrentReconciles: maxConcurrent,
 		WriteWindow:             writeWindow,
 		StatusInterval:          statusInterval,
-		PathConfig:              pathmon.Config{MaxSwitches: flipSwitches, Window: flipWindow, Settle: settle, Reassert: def.Reassert, Refresh: def.Refresh},
+		PathConfig:              pathmon.Config{MaxSwitches: flipSwitches, Window: flipWindow, Settle: settle, Reassert: def.Reassert, Refresh: def.Refresh, MaxRefresh: def.MaxRefresh},
 		OnDeposed:               onDeposed,
 		Reserved:                reserved,
 	}); err != nil {

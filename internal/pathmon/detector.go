@@ -23,6 +23,12 @@ type Config struct {
 	// before it is frozen anew at them: a damped switch, at most one per Refresh, rather than
 	// none until the paths settle (0: never).
 	Refresh time.Duration
+	// MaxRefresh bounds the damping of refreshes: each refresh of a suspension doubles the
+	// contradiction the next one needs, from Refresh up to MaxRefresh, and, from the second
+	// refresh on, stretches it by a per-user factor in [1, 1.5) so that users that share a cell,
+	// and were suspended together, do not all move together (0: every refresh after Refresh).
+	// A user that has not been refreshed for twice MaxRefresh starts from Refresh again.
+	MaxRefresh time.Duration
 }
 
 // DefaultConfig: a UE probes each leg once a second while idle, so 4 switches in 30 s is a path
@@ -32,9 +38,27 @@ type Config struct {
 // own, which a suspension does not freeze: docs/pipeline.md). A minute of calm is enough to
 // trust the path again. Two seconds of smoothed RTTs that disagree with the frozen choice (some
 // 20 probes while data flows, each folded in at 1/8) is a lasting change, not the flip-flop: the
-// choice follows it.
+// choice follows it. A bulk download makes its own access look the slower one wherever it is
+// (its queue is where it is), so such a user would move every 2 s: the waits double to 32 s
+// (docs/pipeline.md, "Damped, staggered refreshes"), a few moves a minute at most.
 func DefaultConfig() Config {
-	return Config{MaxSwitches: 4, Window: 30 * time.Second, Settle: 60 * time.Second, Reassert: 5 * time.Second, Refresh: 2 * time.Second}
+	return Config{MaxSwitches: 4, Window: 30 * time.Second, Settle: 60 * time.Second, Reassert: 5 * time.Second, Refresh: 2 * time.Second, MaxRefresh: 32 * time.Second}
+}
+
+// RefreshWait is how long the smoothed RTTs must contradict the frozen choice of a suspended
+// user before its next refresh, after refreshes refreshes of its suspension: Refresh for the
+// first; then doubled per refresh up to MaxRefresh and stretched by the user's stagger,
+// (16 + k)/16 with k in 0..7 from a hash of the user index.
+func RefreshWait(cfg Config, user uint32, refreshes int) time.Duration {
+	if refreshes == 0 || cfg.MaxRefresh <= cfg.Refresh {
+		return cfg.Refresh
+	}
+	d := cfg.MaxRefresh
+	if refreshes < 16 && cfg.Refresh<<refreshes < cfg.MaxRefresh {
+		d = cfg.Refresh << refreshes
+	}
+	k := time.Duration(user*2654435761>>29) & 7 // Knuth's multiplicative hash, top 3 bits
+	return d * (16 + k) / 16
 }
 
 // UserState is what the operator knows about one user's two paths. The zero value is a user
@@ -63,9 +87,12 @@ type UserState struct {
 	SuspendedAt time.Time
 	LastChange  time.Time
 	// Frozen is the access the frozen RTTs choose; Contradicted is since when the smoothed RTTs
-	// have chosen another (zero: they agree).
+	// have chosen another (zero: they agree). Refreshes counts the refreshes of this
+	// suspension (RefreshWait), LastRefresh is when the last was.
 	Frozen       contract.Access
 	Contradicted time.Time
+	Refreshes    int
+	LastRefresh  time.Time
 	// Guarded says one of the user's steering modes reads the RTT comparison
 	// (desired.Steering.ReadsRTTComparison): only then do flip-flops count toward a suspension.
 	// An unguarded user is never suspended; a suspension the device holds for it is lifted.
@@ -189,7 +216,7 @@ func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 	}
 	st.Switches = prune(st.Switches, now.Add(-cfg.Window))
 	if st.Guarded && !st.Suspended && len(st.Switches) > cfg.MaxSwitches {
-		st.Suspended, st.SuspendedAt = true, now
+		st.Suspended, st.SuspendedAt, st.Refreshes = true, now, 0
 		d.Suspend = true
 	}
 	switch smoothed := ActiveAccess(st.Up, st.SRTT); {
@@ -201,9 +228,10 @@ func Observe(st *UserState, r Report, now time.Time, cfg Config) Decision {
 		st.Contradicted = time.Time{}
 	case st.Contradicted.IsZero():
 		st.Contradicted = now
-	case now.Sub(st.Contradicted) >= cfg.Refresh:
+	case now.Sub(st.Contradicted) >= RefreshWait(cfg, r.User, st.refreshesAt(now, cfg)):
 		d.Writes = append(d.Writes, freeze(st, smoothed)...)
 		d.Changed = true
+		st.Refreshes, st.LastRefresh = st.refreshesAt(now, cfg)+1, now
 	}
 	d.Changed = d.Changed || d.Suspend || st.Active != before.Active || st.Up != before.Up || st.RTT != before.RTT
 	return d
@@ -220,6 +248,15 @@ func SetGuarded(st *UserState, guarded bool, now time.Time) Decision {
 		d.Resume, d.Changed = true, true
 	}
 	return d
+}
+
+// refreshesAt is the refreshes that count toward the next wait at now: none once the last is
+// twice MaxRefresh old.
+func (st *UserState) refreshesAt(now time.Time, cfg Config) int {
+	if st.Refreshes > 0 && now.Sub(st.LastRefresh) >= 2*cfg.MaxRefresh {
+		return 0
+	}
+	return st.Refreshes
 }
 
 // Tick decides what the passing of time asks for: resume a suspended user whose would-be

@@ -466,3 +466,65 @@ func TestMonitorKeepsOnlyKnownUsers(t *testing.T) {
 		t.Errorf("%v reports counted dropped, want the late one", got)
 	}
 }
+
+// docs/pipeline.md, "Damped, staggered refreshes".
+func TestRefreshWait(t *testing.T) {
+	cfg := Config{Refresh: 2 * time.Second, MaxRefresh: 32 * time.Second}
+	for _, tc := range []struct {
+		name      string
+		cfg       Config
+		user      uint32
+		refreshes int
+		want      time.Duration
+	}{
+		{"the first refresh of a suspension waits Refresh, whoever the user", cfg, 7, 0, 2 * time.Second},
+		// Knuth's hash of user 0 is 0: no stagger.
+		{"each refresh doubles the next wait", cfg, 0, 1, 4 * time.Second},
+		{"the doubling stops at MaxRefresh", cfg, 0, 9, 32 * time.Second},
+		// 1 × 2654435761 >> 29 = 4: a stretch of 20/16.
+		{"user 1's waits are stretched by a quarter", cfg, 1, 2, 10 * time.Second},
+		// 2 × 2654435761 mod 2^32 = 1013904226, >> 29 = 1: 17/16.
+		{"user 2's by a sixteenth", cfg, 2, 5, 34 * time.Second},
+		{"without MaxRefresh every refresh waits Refresh", Config{Refresh: 2 * time.Second}, 1, 5, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RefreshWait(tc.cfg, tc.user, tc.refreshes); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A suspended user whose own bulk download makes whichever access it is on the slower one (its
+// queue goes where it goes) has its frozen choice contradicted again after every refresh. The
+// waits double from 2 s to 32 s, stretched by at most half: in the first minute at most 2 + 4
+// + 8 + 16 s (× 1.5 from the second) fit, 4 moves; in the second at most two.
+func TestRefreshesOfASelfLoadedUserAreDamped(t *testing.T) {
+	cfg := DefaultConfig()
+	for _, user := range []uint32{0, 1, 2, 3, 7, 1000} {
+		st := UserState{Guarded: true, Suspended: true, SuspendedAt: t0, Up: [2]bool{true, true}, RTT: [2]time.Duration{20 * time.Millisecond, 20 * time.Millisecond},
+			SRTT: [2]time.Duration{80 * time.Millisecond, 20 * time.Millisecond}, Seen: [2]bool{true, true}, LossKnown: [2]bool{true, true},
+			Active: contract.Access3GPP, Frozen: contract.Access3GPP}
+		var moves []time.Duration
+		for at := 100 * time.Millisecond; at <= 120*time.Second; at += 100 * time.Millisecond {
+			busy, idle := st.Frozen, st.Frozen.Other()
+			for _, r := range []Report{rtt(busy, 80), rtt(idle, 20)} {
+				r.User, r.Suspended = user, true
+				if d := Observe(&st, r, t0.Add(at), cfg); len(d.Writes) > 0 {
+					moves = append(moves, at)
+				}
+			}
+		}
+		first, second := 0, 0
+		for _, m := range moves {
+			if m <= time.Minute {
+				first++
+			} else {
+				second++
+			}
+		}
+		if first > 4 || second > 2 || first < 2 {
+			t.Errorf("user %d moved at %v: %d in the first minute, %d in the second; want 2..4 and at most 2", user, moves, first, second)
+		}
+	}
+}
