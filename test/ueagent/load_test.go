@@ -20,6 +20,8 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +51,9 @@ type unequalRun struct {
 	// and as lost (every leg passed them), packets released early from a full window
 	// (overflow).
 	late, timedOut, lost, overflow float64
+	// drops are the frames the links' downlink queues dropped during the download (WiFi, 5G):
+	// congestion, which no reordering hides.
+	drops [2]uint64
 }
 
 // The unequal-links runs, per pair.
@@ -115,33 +120,40 @@ func TestScenarioUnequalLinks(t *testing.T) {
 		} {
 			setSteering(t, pol, m.mode)
 			stop := watchSuspended(t, tb.ns, "s1")
-			before := reorder()
+			before, dropsBefore := reorder(), queueDrops(em.Cell[1], u.RadioShapers[1])
 			res := iperf(t, u.NS, tb.DN, sessionAddr, "-t", secs)
-			after := reorder()
+			after, dropsAfter := reorder(), queueDrops(em.Cell[1], u.RadioShapers[1])
 			run := unequalRun{pair: pair, name: m.name, mbps: res.End.SumReceived.BitsPerSecond / 1e6, retrans: res.End.SumSent.Retransmits, suspended: stop(),
-				late: after[0] - before[0], timedOut: after[1] - before[1], lost: after[2] - before[2], overflow: after[3] - before[3]}
+				late: after[0] - before[0], timedOut: after[1] - before[1], lost: after[2] - before[2], overflow: after[3] - before[3],
+				drops: [2]uint64{dropsAfter[0] - dropsBefore[0], dropsAfter[1] - dropsBefore[1]}}
 			runs = append(runs, run)
-			t.Logf("%v, %s: %.1f Mbit/s, %d retransmissions, suspended %v; reorder: %.0f late, %.0f timed out, %.0f lost, %.0f overflow",
-				pair, m.name, run.mbps, run.retrans, run.suspended, run.late, run.timedOut, run.lost, run.overflow)
+			t.Logf("%v, %s: %.1f Mbit/s, %d retransmissions, suspended %v; reorder: %.0f late, %.0f timed out, %.0f lost, %.0f overflow; queue drops WiFi %d, 5G %d",
+				pair, m.name, run.mbps, run.retrans, run.suspended, run.late, run.timedOut, run.lost, run.overflow, run.drops[0], run.drops[1])
 		}
+		dropsBefore := queueDrops(mp.WiFiShapers[1], mp.RadioShapers[1])
 		res := iperfMPTCP(t, mp.Server, mp.Client, mp.ServerAddr.String(), "-t", secs, "-R")
-		runs = append(runs, unequalRun{pair: pair, name: ulMPTCP, mbps: res.End.SumReceived.BitsPerSecond / 1e6, retrans: res.End.SumSent.Retransmits})
+		dropsAfter := queueDrops(mp.WiFiShapers[1], mp.RadioShapers[1])
+		runs = append(runs, unequalRun{pair: pair, name: ulMPTCP, mbps: res.End.SumReceived.BitsPerSecond / 1e6, retrans: res.End.SumSent.Retransmits,
+			drops: [2]uint64{dropsAfter[0] - dropsBefore[0], dropsAfter[1] - dropsBefore[1]}})
 		t.Logf("%v, MPTCP: %.1f Mbit/s, %d retransmissions", pair, runs[len(runs)-1].mbps, runs[len(runs)-1].retrans)
 	}
 
 	fmt.Printf("\nUnequal links (one TCP download, %s s; targets: >= 97%% of the two links alone, summed, and <= 100 retransmissions)\n", secs)
 	for _, r := range runs {
 		alone := unequalAlone(runs, r.pair)
-		fmt.Printf("%-14v %-34s %6.1f Mbit/s %4.0f%% of the links alone %6d retransmissions suspended %-5v reorder late/timed out/lost/overflow %.0f/%.0f/%.0f/%.0f\n",
-			r.pair, r.name, r.mbps, 100*r.mbps/alone, r.retrans, r.suspended, r.late, r.timedOut, r.lost, r.overflow)
+		fmt.Printf("%-14v %-34s %6.1f Mbit/s %4.0f%% of the links alone %6d retransmissions, queue drops %d/%d, suspended %-5v reorder late/timed out/lost/overflow %.0f/%.0f/%.0f/%.0f\n",
+			r.pair, r.name, r.mbps, 100*r.mbps/alone, r.retrans, r.drops[0], r.drops[1], r.suspended, r.late, r.timedOut, r.lost, r.overflow)
 	}
 	if fullScenario {
 		writeUnequal(t, runs, secs)
 	}
-	// Bounds that catch a regression, generous for a 4 s run on a shared machine: each link
-	// alone carries most of its rate; both balancing modes more than WiFi alone (the issue saw
-	// 85-90 Mbit/s against WiFi's 73.5), with at most a few thousand retransmissions (it saw
-	// up to 10,559 in 20 s); no suspension in load balance or active-standby.
+	// Bounds that catch a regression, generous for a shared machine: each link alone carries
+	// most of its rate; both balancing modes a tenth more than WiFi alone; load balance at
+	// most 50 retransmissions a second of download, autonomous 400 (before the reorder buffer
+	// followed the legs: load balance 250-390 a second at 1.02-1.17 times WiFi alone,
+	// autonomous 50-700 at 1.06-1.17; after: 5-32 and 20-330, docs/results.md); no
+	// suspension in load balance or active-standby.
+	d, _ := strconv.ParseFloat(secs, 64)
 	for _, pair := range pairs {
 		get := func(name string) unequalRun {
 			for _, r := range runs {
@@ -156,10 +168,13 @@ func TestScenarioUnequalLinks(t *testing.T) {
 		if wifiAlone.mbps < 0.7*pair.wifi/1e6 || get(ulRAN).mbps < 0.6*pair.ran/1e6 {
 			t.Errorf("%v: a link alone carries %.1f (WiFi) and %.1f (5G) Mbit/s", pair, wifiAlone.mbps, get(ulRAN).mbps)
 		}
-		for _, name := range []string{ulBalance, ulAutonomous} {
-			r := get(name)
-			if r.mbps < 1.05*wifiAlone.mbps || r.retrans > 3000 {
-				t.Errorf("%v, %s: %.1f Mbit/s (WiFi alone %.1f), %d retransmissions", pair, name, r.mbps, wifiAlone.mbps, r.retrans)
+		for _, b := range []struct {
+			name          string
+			retransPerSec float64
+		}{{ulBalance, 50}, {ulAutonomous, 400}} {
+			r := get(b.name)
+			if r.mbps < 1.1*wifiAlone.mbps || float64(r.retrans) > b.retransPerSec*d {
+				t.Errorf("%v, %s: %.1f Mbit/s (WiFi alone %.1f), %d retransmissions in %s s", pair, b.name, r.mbps, wifiAlone.mbps, r.retrans, secs)
 			}
 		}
 		for _, name := range []string{ulWiFi, ulRAN, ulBalance, ulAutonomous} {
@@ -168,6 +183,11 @@ func TestScenarioUnequalLinks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// queueDrops is the frames each shaper's queue dropped so far.
+func queueDrops(wifi, ran *linkem.Shaper) [2]uint64 {
+	return [2]uint64{wifi.Stats().QueueDrops, ran.Stats().QueueDrops}
 }
 
 // unequalAlone is what the pair's two links carried alone, summed.
@@ -212,7 +232,7 @@ func watchSuspended(t *testing.T, ns, name string) func() bool {
 
 // writeUnequal writes the unequal-links table, CSV and bar chart.
 func writeUnequal(t *testing.T, runs []unequalRun, secs string) {
-	rows := [][]string{{"links (Mbit/s)", "run", "Mbit/s", "of the two single-link results, summed", "TCP retransmissions", "reorder: late / timed out / lost / released early", "pathUpdatesSuspended", "targets (≥ 97%, ≤ 100 retransmissions)"}}
+	rows := [][]string{{"links (Mbit/s)", "run", "Mbit/s", "of the two single-link results, summed", "TCP retransmissions", "queue drops, WiFi / 5G", "reorder: late / timed out / lost / released early", "pathUpdatesSuspended", "targets (≥ 97%, ≤ 100 retransmissions)"}}
 	csv := "links,run,mbps,retransmissions,suspended\n"
 	var names []string
 	var values plotter.Values
@@ -230,7 +250,7 @@ func writeUnequal(t *testing.T, runs []unequalRun, secs string) {
 		if r.name == ulMPTCP {
 			susp, reo = "", ""
 		}
-		rows = append(rows, []string{r.pair.String(), r.name, mbps(r.mbps), share, fmt.Sprint(r.retrans), reo, susp, target})
+		rows = append(rows, []string{r.pair.String(), r.name, mbps(r.mbps), share, fmt.Sprint(r.retrans), fmt.Sprintf("%d / %d", r.drops[0], r.drops[1]), reo, susp, target})
 		csv += fmt.Sprintf("%v,%s,%.1f,%d,%v\n", r.pair, r.name, r.mbps, r.retrans, r.suspended)
 		names = append(names, fmt.Sprintf("%.0f/%.0f %s", r.pair.wifi/1e6, r.pair.ran/1e6, shortRunName(r.name)))
 		values = append(values, r.mbps)
@@ -316,10 +336,19 @@ func TestScenarioCell(t *testing.T) {
 		writeCellTable(t, results)
 	}
 	// Bounds that catch a regression: the issue measured 41-44% of the capacity with three
-	// UEs; a short run on a shared machine must carry at least 35% of it, and fairly.
+	// UEs; a run on a shared machine must carry at least 35% of it with three, 25% with eight,
+	// and fairly. In the full runs, no user switches more than 12 times a minute (before the
+	// refreshes were damped: up to 16.4; docs/results.md).
 	for _, r := range results {
-		if r.total() < 0.35*r.capacity || jain(r.mbps) < 0.8 {
+		floor := 0.35
+		if r.ues > 3 {
+			floor = 0.25
+		}
+		if r.total() < floor*r.capacity || jain(r.mbps) < 0.8 {
 			t.Errorf("%d UEs: total %.1f of %.0f Mbit/s, Jain %.3f (%v)", r.ues, r.total(), r.capacity, jain(r.mbps), r.mbps)
+		}
+		if fullScenario && slices.Max(r.switchesPerMin) > 12 {
+			t.Errorf("%d UEs: switches per minute %v", r.ues, r.switchesPerMin)
 		}
 	}
 }
