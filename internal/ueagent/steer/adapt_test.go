@@ -205,13 +205,17 @@ func TestReorderLossRule(t *testing.T) {
 		delivered []uint32
 		lost      uint64
 	}{
-		{"a gap both legs have delivered beyond is lost at once", []pushOn{{0, 2, 1}, {ms(1), 2, 3}, {ms(2), 1, 4}},
-			[]uint32{1, 3, 4}, 1},
-		{"a gap one leg has not delivered beyond waits for it", []pushOn{{0, 2, 1}, {0, 1, 2}, {ms(1), 2, 4}, {ms(2), 2, 5}, {ms(30), 1, 3}},
-			[]uint32{1, 2, 3, 4, 5}, 0},
-		{"one leg alone never declares a loss (the other may carry the gap)", []pushOn{{0, 2, 1}, {ms(1), 2, 3}, {ms(2), 2, 4}},
+		{"a gap every leg has delivered 3 beyond is lost at once", []pushOn{{0, 2, 1}, {ms(1), 2, 3}, {ms(1), 2, 4}, {ms(1), 2, 5}, {ms(2), 1, 6}},
+			[]uint32{1, 3, 4, 5, 6}, 1},
+		{"a gap a leg has delivered only 2 beyond waits (a leg may reorder a little)", []pushOn{{0, 2, 1}, {ms(1), 2, 3}, {ms(1), 2, 4}, {ms(2), 1, 5}},
 			[]uint32{1}, 0},
-		{"a leg silent for a second does not count", []pushOn{{0, 1, 1}, {ms(1500), 2, 3}, {ms(1501), 2, 4}},
+		{"the third packet beyond it on that leg makes it lost", []pushOn{{0, 2, 1}, {ms(1), 2, 3}, {ms(1), 2, 4}, {ms(2), 1, 5}, {ms(3), 2, 6}},
+			[]uint32{1, 3, 4, 5, 6}, 1},
+		{"a gap one leg has not delivered beyond waits for it", []pushOn{{0, 2, 1}, {0, 1, 2}, {ms(1), 2, 4}, {ms(1), 2, 5}, {ms(1), 2, 6}, {ms(2), 2, 7}, {ms(30), 1, 3}},
+			[]uint32{1, 2, 3, 4, 5, 6, 7}, 0},
+		{"one leg alone never declares a loss (the other may carry the gap)", []pushOn{{0, 2, 1}, {ms(1), 2, 3}, {ms(2), 2, 4}, {ms(2), 2, 5}, {ms(2), 2, 6}},
+			[]uint32{1}, 0},
+		{"a leg silent for a second does not count", []pushOn{{0, 1, 1}, {ms(1500), 2, 3}, {ms(1501), 2, 4}, {ms(1501), 2, 5}, {ms(1501), 2, 6}},
 			[]uint32{1}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,8 +231,9 @@ func TestReorderLossRule(t *testing.T) {
 }
 
 // TestReorderTellsLossesFromLateness: the legs as above, 5G's queue dropping one packet
-// in 100 between the first and the third second (a full queue's tail drops). Every dropped packet is declared lost as soon as both legs
-// have passed it (no gap waits the timeout), and every other packet comes out in order.
+// in 100 between the first and the third second (a full queue's tail drops). Every dropped
+// packet is declared lost as soon as both legs have delivered 3 beyond it (no gap waits the
+// timeout), and every other packet comes out in order.
 func TestReorderTellsLossesFromLateness(t *testing.T) {
 	wifi := func(time.Duration) time.Duration { return ms(25) }
 	ran := func(sent time.Duration) time.Duration {

@@ -42,6 +42,10 @@ const (
 	// that stopped (lost, or unused by the mode) must not keep its gaps waiting for the
 	// other leg's, nor make them look lost.
 	legRecent = time.Second
+	// lossSlack is how far beyond a gap every leg must have delivered for it to be lost: a leg
+	// that reorders a little within itself (a router's queues) does not make a packet a few
+	// behind look lost.
+	lossSlack = 3
 	// MaxLegs bounds the leg numbers PushFrom takes: 1 (3GPP) and 2 (non-3GPP).
 	MaxLegs = 2
 	// resyncAfter consecutive far packets (each within historyLen of the one before) restart the
@@ -330,14 +334,14 @@ func (r *Reorder[T]) PushFrom(now time.Time, leg int, seq uint32, v T) (held boo
 }
 
 // legsPast reports whether two legs or more delivered within legRecent and every one of them
-// delivered beyond seq.
+// delivered lossSlack or more beyond seq.
 func (r *Reorder[T]) legsPast(now time.Time, seq uint32) bool {
 	n := 0
 	for i := range r.legAt {
 		if r.legAt[i].IsZero() || now.Sub(r.legAt[i]) >= legRecent {
 			continue
 		}
-		if seqDist(seq, r.legSeq[i]) <= 0 {
+		if seqDist(seq, r.legSeq[i]) < lossSlack {
 			return false
 		}
 		n++
