@@ -370,7 +370,7 @@ func (x *xsk) receive(bufs []*dataplane.Packet) int {
 // wait returns when the rx ring has frames, after pollWait, or on a signal. poll(2) also wakes
 // a driver that waits for fill ring entries (need_wakeup).
 func (x *xsk) wait() {
-	unix.Syscall(unix.SYS_POLL, uintptr(unsafe.Pointer(&x.poll[0])), 1, uintptr(pollWait.Milliseconds()))
+	_, _ = unix.Poll(x.poll[:], int(pollWait.Milliseconds())) // ppoll(2) where poll(2) is not (arm64)
 }
 
 // reapLocked moves sent chunks from the completion ring to the free list.
