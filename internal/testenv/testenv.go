@@ -67,6 +67,9 @@ func Start() (*rest.Config, func() error, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// Start leaves etcd and the API server running when a later step fails (the CRDs):
+		// stopped here, or each failed run leaves a control plane behind.
+		_ = env.Stop()
 		return nil, nil, fmt.Errorf("start envtest from %s: %w", assets, err)
 	}
 	return cfg, env.Stop, nil
