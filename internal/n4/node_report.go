@@ -64,7 +64,8 @@ func (e *Endpoint) UserPlane(up bool) {
 			continue // an SMF with no GTP-U session: no path of its is affected
 		}
 		told = append(told, nodeID)
-		reports = append(reports, func() { e.nodeReport(a.Addr, flag, peers[nodeID]) })
+		addr, list := a.Addr, peers[nodeID] // read under e.mu: the association may change after
+		reports = append(reports, func() { e.nodeReport(addr, flag, list) })
 	}
 	e.mu.Unlock()
 	for _, send := range reports {
