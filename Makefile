@@ -37,11 +37,10 @@ manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from the kubebuilder ma
 	  for k in AddressPool ATSSSSession SteeringPolicy UserPlaneFunction; do \
 	    echo "  resource.customizations.health.atsss.junction.dev_$$k: |"; sed 's/^/    /' gitops/argocd/health.lua; \
 	  done; } > gitops/argocd/argocd-cm.yaml
-	@# Argo CD's own layout (resource_customizations/<group>/<Kind>/health.lua beside its
-	@# health_test.yaml and testdata/, which are written by hand): the form a contribution upstream takes.
-	for k in AddressPool ATSSSSession SteeringPolicy UserPlaneFunction; do \
-	  cp gitops/argocd/health.lua gitops/argocd/resource_customizations/atsss.junction.dev/$$k/health.lua; \
-	done
+	@# Argo CD's own layout, the form a contribution upstream takes: resource_customizations/<group>/<Kind>/,
+	@# with "_" for any (every kind of the group, as upstream's _.crossplane.io/_), health.lua beside its
+	@# health_test.yaml and testdata/, which are written by hand.
+	cp gitops/argocd/health.lua gitops/argocd/resource_customizations/atsss.junction.dev/_/health.lua
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when committed generated files are stale.

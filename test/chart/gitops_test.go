@@ -211,8 +211,9 @@ func TestArgoCDExample(t *testing.T) {
 }
 
 // Argo CD's upstream layout (resource_customizations/<group>/<Kind>/health.lua, health_test.yaml,
-// testdata/): one directory per kind the CRDs define, each with health.lua unchanged, and each
-// test's expectation met the way Argo CD's own test runs them (the file's object into the
+// testdata/, "_" for any: atsss.junction.dev/_ is every kind of the group, as upstream's
+// _.crossplane.io/_): health.lua unchanged, cases for every kind the CRDs define, and each
+// case's expectation met the way Argo CD's own test runs them (the file's object into the
 // script) and again on the object as a real API server keeps it: created from the file, its
 // generation raised by spec updates to the file's, its status written through the status
 // subresource and read back. kubectl get shows the Ready condition's reason in its Reason column.
@@ -230,15 +231,23 @@ func TestArgoCDResourceCustomizations(t *testing.T) {
 		kinds = append(kinds, names["kind"].(string))
 		plural[names["kind"].(string)] = names["plural"].(string)
 	}
-	entries, _ := os.ReadDir(dir)
-	var got []string
-	for _, e := range entries {
-		got = append(got, e.Name())
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 || entries[0].Name() != "_" {
+		t.Fatalf("resource_customizations/atsss.junction.dev holds %v, want _ alone (every kind)", entries)
 	}
-	sort.Strings(kinds)
-	sort.Strings(got)
-	if !reflect.DeepEqual(got, kinds) {
-		t.Fatalf("resource_customizations for %v, want every kind %v", got, kinds)
+	dir = filepath.Join(dir, "_")
+	if b, err := os.ReadFile(filepath.Join(dir, "health.lua")); err != nil || !bytes.Equal(b, script) {
+		t.Errorf("_/health.lua differs from gitops/argocd/health.lua (make manifests): %v", err)
+	}
+	var tests struct {
+		Tests []struct {
+			HealthStatus struct{ Status, Message string } `json:"healthStatus"`
+			InputPath    string                           `json:"inputPath"`
+		} `json:"tests"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "health_test.yaml")); err != nil {
+		t.Fatal(err)
+	} else if err := yaml.Unmarshal(b, &tests); err != nil || len(tests.Tests) == 0 {
+		t.Fatalf("_/health_test.yaml: %d tests, %v", len(tests.Tests), err)
 	}
 
 	c := startCluster(t, filepath.Join(root, "config", "crd", "bases"))
@@ -248,76 +257,68 @@ func TestArgoCDResourceCustomizations(t *testing.T) {
 		"ATSSSSession": {"spec", "accessLegs", "threeGPP", "uplinkTEID"}}
 	reasons := map[string]map[string]string{} // kind → object → the Ready condition's reason
 	for _, kind := range kinds {
-		if b, err := os.ReadFile(filepath.Join(dir, kind, "health.lua")); err != nil || !bytes.Equal(b, script) {
-			t.Errorf("%s/health.lua differs from gitops/argocd/health.lua (make manifests): %v", kind, err)
+		reasons[kind] = map[string]string{}
+	}
+	cases := map[string]int{}
+	for i, tc := range tests.Tests {
+		what := tc.InputPath
+		// As JSON, as Argo CD reads objects: integers stay integers.
+		u := &unstructured.Unstructured{}
+		if b, err := os.ReadFile(filepath.Join(dir, tc.InputPath)); err != nil {
+			t.Fatal(err)
+		} else if j, err := yaml.YAMLToJSON(b); err != nil || u.UnmarshalJSON(j) != nil {
+			t.Fatalf("%s: not an object: %v", what, err)
 		}
-		var tests struct {
-			Tests []struct {
-				HealthStatus struct{ Status, Message string } `json:"healthStatus"`
-				InputPath    string                           `json:"inputPath"`
-			} `json:"tests"`
+		kind := u.GetKind()
+		cases[kind]++
+		file := u.Object
+		if status, msg, err := testenv.ArgoHealth(script, file); err != nil || status != tc.HealthStatus.Status || msg != tc.HealthStatus.Message {
+			t.Errorf("%s: %s %q (%v), want %s %q", what, status, msg, err, tc.HealthStatus.Status, tc.HealthStatus.Message)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, kind, "health_test.yaml"))
-		if err != nil {
+
+		name := fmt.Sprintf("%s-%d", u.GetName(), i)
+		wantGeneration := u.GetGeneration()
+		status, hasStatus := file["status"]
+		obj := u.DeepCopy()
+		unstructured.RemoveNestedField(obj.Object, "status")
+		obj.SetName(name)
+		obj.SetGeneration(0)
+		if err := c.k8s.Create(ctx, obj); err != nil {
+			t.Fatalf("%s: create: %v", what, err)
+		}
+		for obj.GetGeneration() < wantGeneration {
+			n, _, _ := unstructured.NestedFieldNoCopy(obj.Object, bump[kind]...)
+			if err := unstructured.SetNestedField(obj.Object, n.(int64)+1, bump[kind]...); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.k8s.Update(ctx, obj); err != nil {
+				t.Fatalf("%s: raising the generation: %v", what, err)
+			}
+		}
+		if hasStatus {
+			obj.Object["status"] = status
+			if err := c.k8s.Status().Update(ctx, obj); err != nil {
+				t.Fatalf("%s: the status: %v", what, err)
+			}
+			conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+			for _, cond := range conds {
+				if cond := cond.(map[string]any); cond["type"] == "Ready" {
+					reasons[kind][name] = cond["reason"].(string)
+				}
+			}
+		}
+		kept := &unstructured.Unstructured{}
+		kept.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := c.k8s.Get(ctx, client.ObjectKeyFromObject(obj), kept); err != nil {
 			t.Fatal(err)
 		}
-		if err := yaml.Unmarshal(b, &tests); err != nil || len(tests.Tests) == 0 {
-			t.Fatalf("%s/health_test.yaml: %d tests, %v", kind, len(tests.Tests), err)
+		if status, msg, err := testenv.ArgoHealth(script, kept.Object); err != nil || status != tc.HealthStatus.Status || msg != tc.HealthStatus.Message {
+			t.Errorf("%s as the API server keeps it: %s %q (%v), want %s %q", what, status, msg, err, tc.HealthStatus.Status, tc.HealthStatus.Message)
 		}
-		reasons[kind] = map[string]string{}
-		for i, tc := range tests.Tests {
-			what := kind + "/" + tc.InputPath
-			// As JSON, as Argo CD reads objects: integers stay integers.
-			u := &unstructured.Unstructured{}
-			if b, err := os.ReadFile(filepath.Join(dir, kind, tc.InputPath)); err != nil {
-				t.Fatal(err)
-			} else if j, err := yaml.YAMLToJSON(b); err != nil || u.UnmarshalJSON(j) != nil {
-				t.Fatalf("%s: not an object: %v", what, err)
-			}
-			file := u.Object
-			if status, msg, err := testenv.ArgoHealth(script, file); err != nil || status != tc.HealthStatus.Status || msg != tc.HealthStatus.Message {
-				t.Errorf("%s: %s %q (%v), want %s %q", what, status, msg, err, tc.HealthStatus.Status, tc.HealthStatus.Message)
-			}
-
-			name := fmt.Sprintf("%s-%d", u.GetName(), i)
-			wantGeneration := u.GetGeneration()
-			status, hasStatus := file["status"]
-			obj := u.DeepCopy()
-			unstructured.RemoveNestedField(obj.Object, "status")
-			obj.SetName(name)
-			obj.SetGeneration(0)
-			if err := c.k8s.Create(ctx, obj); err != nil {
-				t.Fatalf("%s: create: %v", what, err)
-			}
-			for obj.GetGeneration() < wantGeneration {
-				n, _, _ := unstructured.NestedFieldNoCopy(obj.Object, bump[kind]...)
-				if err := unstructured.SetNestedField(obj.Object, n.(int64)+1, bump[kind]...); err != nil {
-					t.Fatal(err)
-				}
-				if err := c.k8s.Update(ctx, obj); err != nil {
-					t.Fatalf("%s: raising the generation: %v", what, err)
-				}
-			}
-			if hasStatus {
-				obj.Object["status"] = status
-				if err := c.k8s.Status().Update(ctx, obj); err != nil {
-					t.Fatalf("%s: the status: %v", what, err)
-				}
-				conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-				for _, cond := range conds {
-					if cond := cond.(map[string]any); cond["type"] == "Ready" {
-						reasons[kind][name] = cond["reason"].(string)
-					}
-				}
-			}
-			kept := &unstructured.Unstructured{}
-			kept.SetGroupVersionKind(obj.GroupVersionKind())
-			if err := c.k8s.Get(ctx, client.ObjectKeyFromObject(obj), kept); err != nil {
-				t.Fatal(err)
-			}
-			if status, msg, err := testenv.ArgoHealth(script, kept.Object); err != nil || status != tc.HealthStatus.Status || msg != tc.HealthStatus.Message {
-				t.Errorf("%s as the API server keeps it: %s %q (%v), want %s %q", what, status, msg, err, tc.HealthStatus.Status, tc.HealthStatus.Message)
-			}
+	}
+	for _, kind := range kinds {
+		if cases[kind] == 0 {
+			t.Errorf("_/health_test.yaml has no case of %s", kind)
 		}
 	}
 
