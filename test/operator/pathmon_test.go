@@ -15,6 +15,7 @@ import (
 	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/pathmon"
 	"github.com/junction-atsss/junction/internal/softupf/dataplane"
+	"github.com/junction-atsss/junction/internal/upfclient"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -64,33 +65,41 @@ func (u *softUPF) feed(t *testing.T, frames ...[]byte) int {
 
 func addr4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
 
-// TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem drives the real data plane with
-// probe acknowledgements: the session's status shows the paths at a bounded rate, a user whose
-// faster access keeps changing is suspended on the device (and resumed once its paths settle).
-func TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem(t *testing.T) {
-	ctx := context.Background()
+// flipFlopRig is one session (mode: its modeOverride; nil: the default steering) programmed on
+// a fresh software UPF by an operator whose flip-flop guard suspends after 3 switches a
+// minute; it returns the UPF, its schema, the session and its user index.
+func flipFlopRig(t *testing.T, mode *junctionv1.SteeringMode) (*softUPF, *upfclient.Schema, *junctionv1.ATSSSSession, int64) {
+	t.Helper()
 	ns := newNamespace(t)
 	u := startSoftUPF(t, "127.0.0.1:0")
 	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
 	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10")
-	// Smallest delay: a mode that reads the RTT comparison, which the flip-flop guard watches.
-	s.Spec.ModeOverride = &junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay}
+	s.Spec.ModeOverride = mode
 	create(t, cm, upf, s)
 	startOperator(t, ns, operatorOptions{path: pathmon.Config{MaxSwitches: 3, Window: time.Minute, Settle: 3 * time.Second, Reassert: 5 * time.Second}})
 	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 	var got junctionv1.ATSSSSession
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(s), &got); err != nil {
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(s), &got); err != nil {
 		t.Fatal(err)
 	}
-	user := int64(*got.Status.UserIndex)
+	return u, sch, s, int64(*got.Status.UserIndex)
+}
+
+// TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem drives the real data plane with
+// probe acknowledgements: the session's status shows the paths at a bounded rate, a user whose
+// faster access keeps changing is suspended on the device (and resumed once its paths settle).
+func TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem(t *testing.T) {
+	ctx := context.Background()
+	// Smallest delay: a mode that reads the RTT comparison, which the flip-flop guard watches.
+	u, sch, s, user := flipFlopRig(t, &junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay})
 
 	// Count the session's writes while probes arrive every millisecond for two seconds.
 	wc, err := client.NewWithWatch(restCfg, client.Options{Scheme: k8s.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := wc.Watch(ctx, &junctionv1.ATSSSSessionList{}, client.InNamespace(ns))
+	w, err := wc.Watch(ctx, &junctionv1.ATSSSSessionList{}, client.InNamespace(s.Namespace))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +178,7 @@ func TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem(t *testing.T) 
 		}
 		return nil
 	})
-	eventually(t, programTimeout, "a PathUpdatesSuspended event", func() error { return findEvent(ns, "s1", "Warning", "PathUpdatesSuspended") })
+	eventually(t, programTimeout, "a PathUpdatesSuspended event", func() error { return findEvent(s.Namespace, "s1", "Warning", "PathUpdatesSuspended") })
 
 	// The paths settle: 3GPP stays faster for longer than the settle period.
 	eventually(t, programTimeout, "the user is resumed once its paths settle", func() error {
@@ -200,19 +209,7 @@ func TestPathMonitoringSuspendsFlipFloppingPathsAndSummarisesThem(t *testing.T) 
 // status never says suspended.
 func TestFlipFloppingPathsOfAnActiveStandbyUserAreNotSuspended(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t)
-	u := startSoftUPF(t, "127.0.0.1:0")
-	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
-	upf := newUPF(ns, "upf", u.addr, "pipeline")
-	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10")
-	create(t, cm, upf, s)
-	startOperator(t, ns, operatorOptions{path: pathmon.Config{MaxSwitches: 3, Window: time.Minute, Settle: 3 * time.Second, Reassert: 5 * time.Second}})
-	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
-	var got junctionv1.ATSSSSession
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(s), &got); err != nil {
-		t.Fatal(err)
-	}
-	user := int64(*got.Status.UserIndex)
+	u, sch, s, user := flipFlopRig(t, nil)
 	u.probeAck(t, s, contract.AccessNon3GPP, 45*time.Millisecond)
 	// Twice the flip-flops that suspend a guarded user (MaxSwitches 3), spaced as in the test
 	// above; the last report's RTT must be in the register, written by the data plane.
