@@ -12,7 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-hack/tools.sh controller-gen kustomize helm gotestsum promtool envtest
+# kubectl: test/chart runs it (the printer columns as a user sees them, the README's install steps).
+hack/tools.sh controller-gen kustomize helm gotestsum promtool envtest kubectl
 # The namespace testbeds (UE agent, benchmarks) need the data-plane tools, and the N4 check
 # tshark; installing Debian packages needs root, which is also what those tests need to run at all.
 if [[ $(id -u) == 0 ]]; then
