@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -304,6 +305,16 @@ func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error)
 		}
 		cfg.AllowedSMFs = append(cfg.AllowedSMFs, p)
 	}
+	for i, g := range s.AccessGateways {
+		a, err := netip.ParseAddr(string(g.Address))
+		if err != nil {
+			return cfg, fmt.Errorf("spec.n4.accessGateways[%d].address: %v", i, err)
+		}
+		if cfg.Gateways == nil {
+			cfg.Gateways = map[netip.Addr]junctionv1.NonThreeGPPType{}
+		}
+		cfg.Gateways[a] = g.Type
+	}
 	// The UP F-SEID's address: where SMFs send this UPF's session messages.
 	switch a, err := netip.ParseAddr(s.NodeID); {
 	case s.Address != "":
@@ -322,7 +333,7 @@ func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error)
 }
 
 func sameN4Config(a, b n4.Config) bool {
-	return a.Target == b.Target && a.Listen == b.Listen && a.NodeID == b.NodeID && a.Address == b.Address && a.Heartbeat == b.Heartbeat && a.Grace == b.Grace &&
+	return reflect.DeepEqual(a.Target, b.Target) && a.Listen == b.Listen && a.NodeID == b.NodeID && a.Address == b.Address && a.Heartbeat == b.Heartbeat && a.Grace == b.Grace &&
 		slices.Equal(a.AllowedSMFs, b.AllowedSMFs)
 }
 

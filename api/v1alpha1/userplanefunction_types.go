@@ -271,6 +271,29 @@ type N4 struct {
 	// +listType=set
 	// +optional
 	AllowedSMFs []IPv4Prefix `json:"allowedSMFs,omitempty"`
+
+	// accessGateways are the N3IWFs, TNGFs and W-AGFs whose access is not WiFi, by their N3
+	// address. PFCP names a non-3GPP leg's gateway (its FAR's Outer Header Creation) but not
+	// whether the access behind it is WLAN or a fixed line: a W-AGF is N3 trusted non-3GPP
+	// access as a TNGF is (TS 23.316). An N4 session's leg through a gateway listed here takes
+	// its type; a leg through another gateway, or a plain one, is WiFi. A change applies to the
+	// sessions an SMF establishes or modifies after it.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=address
+	// +optional
+	AccessGateways []N4AccessGateway `json:"accessGateways,omitempty"`
+}
+
+// N4AccessGateway is an access gateway's N3 address and the access behind it.
+type N4AccessGateway struct {
+	// address is the gateway's N3 (GTP-U) address, as the FARs toward it name it.
+	// +required
+	Address IPv4Address `json:"address"`
+
+	// type is the access the gateway serves: Wireline for a W-AGF, WiFi for an N3IWF or TNGF.
+	// +required
+	Type NonThreeGPPType `json:"type"`
 }
 
 // N4Association is one SMF associated with the UPF's N4 endpoint.

@@ -49,6 +49,7 @@ import (
 	"github.com/junction-atsss/junction/internal/upfclient"
 	"github.com/junction-atsss/junction/p4"
 	"github.com/junction-atsss/junction/test/netns"
+	"github.com/junction-atsss/junction/test/topology"
 )
 
 func main() {
@@ -295,8 +296,10 @@ func applySamples(ctx context.Context, k8s client.Client, upfAddr string, pki te
 	}
 	for _, o := range objs {
 		if u, ok := o.(*junctionv1.UserPlaneFunction); ok {
-			// The demo's SMF reaches the UPF's N4 endpoint on loopback.
-			u.Spec.N4 = &junctionv1.N4{NodeID: n4Address.Addr().String(), Listen: n4Address.String()}
+			// The demo's SMF reaches the UPF's N4 endpoint on loopback; a leg an SMF sets up
+			// through the testbed's W-AGF is a fixed line.
+			u.Spec.N4 = &junctionv1.N4{NodeID: n4Address.Addr().String(), Listen: n4Address.String(),
+				AccessGateways: []junctionv1.N4AccessGateway{{Address: junctionv1.IPv4Address(topology.WAGFN3.String()), Type: junctionv1.NonThreeGPPWireline}}}
 		}
 		gvk, err := apiutil.GVKForObject(o, k8s.Scheme())
 		if err != nil {

@@ -36,6 +36,9 @@ type Target struct {
 	UPF            string     // the UserPlaneFunction's name
 	TunnelEndpoint string     // the tunnel endpoint N4 sessions use
 	N3             netip.Addr // its n3Address: F-TEIDs the UPF allocates carry it
+	// Gateways are the access of the gateways spec.n4.accessGateways lists, by N3 address; a
+	// non-3GPP leg through any other gateway, or a plain one, is WiFi.
+	Gateways map[netip.Addr]junctionv1.NonThreeGPPType
 }
 
 // access is a leg of the MA PDU session.
@@ -128,7 +131,7 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 			if a == nil {
 				continue
 			}
-			l, acc, err := legOf(r.FARs[a.FARID], i)
+			l, acc, err := legOf(r.FARs[a.FARID], i, t.Gateways)
 			if err != nil {
 				return nil, err
 			}
@@ -373,8 +376,8 @@ func checkRefs(r *Rules, p *PDR) error {
 // legOf reads which access a MAR's FAR serves and how: by its 3GPP Interface Type when sent,
 // else by position (AFAI 1 is 3GPP, AFAI 2 non-3GPP, as Rel-16 named them). The 3GPP leg is
 // GTP-U toward the gNB; the non-3GPP leg GTP-U toward its access gateway (N3IWF, TNGF, W-AGF),
-// or plain UDP/IPv4 toward the UE's address on that access.
-func legOf(f *FAR, position int) (*leg, access, error) {
+// whose access gateways says, or plain UDP/IPv4 toward the UE's address on that access.
+func legOf(f *FAR, position int, gateways map[netip.Addr]junctionv1.NonThreeGPPType) (*leg, access, error) {
 	id := f.ID
 	if f.Action != actForw || f.Dest == nil || *f.Dest != ifaceAccess || f.OHC == nil {
 		return nil, 0, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d of a MAR must forward to Access with Outer Header Creation", id)
@@ -398,6 +401,9 @@ func legOf(f *FAR, position int) (*leg, access, error) {
 		return nil, 0, refuse(CauseMandatoryIEIncorrect, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d has TEID 0", id)
 	case acc == accessNon3GPP && f.OHC.Desc != ohcGTPUv4 && f.OHC.Port != 0 && f.OHC.Port != wire.JunctionPort:
 		return nil, 0, refuse(CauseMandatoryIEIncorrect, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d: port %d; Junction's port is %d", id, f.OHC.Port, wire.JunctionPort)
+	}
+	if t, ok := gateways[f.OHC.Addr]; ok && f.OHC.Desc == ohcGTPUv4 {
+		kind = t
 	}
 	o := *f.OHC
 	o.Port = 0

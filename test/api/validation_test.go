@@ -217,6 +217,13 @@ var invalidCases = []invalidCase{
 		[]edit{{"spec.n4", map[string]any{"listen": "0.0.0.0:8805"}}}, []string{"spec.n4.nodeID", "Required value"}},
 	{"an N4 listen address without a port is rejected", upf, "edge-upf-1",
 		[]edit{{"spec.n4", map[string]any{"nodeID": "upf.example", "listen": "0.0.0.0"}}}, []string{"spec.n4.listen"}},
+	{"an N4 access gateway of an unknown access is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.n4", map[string]any{"nodeID": "upf.example", "accessGateways": []any{map[string]any{"address": "198.51.100.20", "type": "Satellite"}}}}},
+		[]string{"spec.n4.accessGateways[0].type", "Unsupported value"}},
+	{"an N4 access gateway listed twice is rejected", upf, "edge-upf-1",
+		[]edit{{"spec.n4", map[string]any{"nodeID": "upf.example", "accessGateways": []any{
+			map[string]any{"address": "198.51.100.20", "type": "Wireline"}, map[string]any{"address": "198.51.100.20", "type": "WiFi"}}}}},
+		[]string{"spec.n4.accessGateways[1]", "Duplicate value"}},
 	{"a single-access session with a non-3GPP leg is rejected", session, "bob-internet",
 		[]edit{{"spec.type", "SingleAccess"}, {"spec.policyRefs", nil}, {"spec.accessLegs.threeGPP.ueAddress", "10.60.0.2"}},
 		[]string{"spec", "a SingleAccess session has a 3GPP leg only"}},

@@ -588,15 +588,17 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 	}
 }
 
-// TestN4RefusesSessionsBeyondTheTables: a session the sessions table cannot hold is refused
-// with No resources available (75), and its objects are gone.
 // TestN4NonThreeGPPLegOverN3: an SMF sets the non-3GPP leg up through an access gateway (TS
 // 29.244 §5.24: a FAR creating GTP-U toward the W-AGF, an uplink PDR with an F-TEID from N3
 // trusted non-3GPP access, CHOOSE); the UPF picks a second TEID, the object names the gateway
-// and the TEIDs, and the entries are those of docs/pipeline.md "The non-3GPP leg over N3".
+// and the TEIDs, and the entries are those of docs/pipeline.md "The non-3GPP leg over N3". The
+// leg's type is what spec.n4.accessGateways says of its gateway (Wireline for the W-AGF), WiFi
+// through a gateway it does not list.
 func TestN4NonThreeGPPLegOverN3(t *testing.T) {
 	ctx := context.Background()
-	r := newN4Rig(t, nil, nil)
+	r := newN4Rig(t, func(n *junctionv1.N4) {
+		n.AccessGateways = []junctionv1.N4AccessGateway{{Address: "198.51.100.20", Type: junctionv1.NonThreeGPPWireline}}
+	}, nil)
 	r.associate(t)
 	s := alice()
 	s.Gateway, s.Non3GPPDownlinkTEID = netip.MustParseAddr("198.51.100.20"), 0x5678
@@ -608,11 +610,27 @@ func TestN4NonThreeGPPLegOverN3(t *testing.T) {
 		t.Fatalf("uplink TEIDs: 3GPP %#x, non-3GPP %#x; want two the UPF chose", est.UplinkTEID, est.UplinkTEIDNon3GPP)
 	}
 	obj := &r.awaitN4Sessions(t, 1)[0]
-	want := junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.7", GatewayAddress: "198.51.100.20",
+	want := junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWireline, UEAddress: "203.0.113.7", GatewayAddress: "198.51.100.20",
 		UplinkTEID: int64(est.UplinkTEIDNon3GPP), DownlinkTEID: 0x5678}
 	if l := obj.Spec.AccessLegs.NonThreeGPP; l == nil || *l != want {
 		t.Errorf("non-3GPP leg %+v, want %+v", l, want)
 	}
+	other := alice()
+	other.IMSI, other.UEAddr, other.UE3GPP, other.UENon3GPP = "001010000000078", netip.MustParseAddr("10.60.0.8"), netip.MustParseAddr("10.45.0.8"), netip.MustParseAddr("203.0.113.8")
+	other.DownlinkTEID, other.Gateway, other.Non3GPPDownlinkTEID = 0x1235, netip.MustParseAddr("198.51.100.21"), 0x5679
+	otherEst, err := r.smf.Establish(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range r.awaitN4Sessions(t, 2) {
+		if l := o.Spec.AccessLegs.NonThreeGPP; o.Spec.SessionAddress == "10.60.0.8" && (l == nil || l.Type != junctionv1.NonThreeGPPWiFi) {
+			t.Errorf("the leg through 198.51.100.21, which spec.n4.accessGateways does not list: %+v, want type WiFi", l)
+		}
+	}
+	if _, err := r.smf.Delete(ctx, otherEst); err != nil {
+		t.Fatal(err)
+	}
+	r.awaitN4Sessions(t, 1)
 	waitCondition(t, programTimeout, obj, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		t.Fatal(err)
@@ -703,6 +721,8 @@ func TestN4RefusesAddressesNoPoolGrants(t *testing.T) {
 	}
 }
 
+// TestN4RefusesSessionsBeyondTheTables: a session the sessions table cannot hold is refused
+// with No resources available (75), and its objects are gone.
 func TestN4RefusesSessionsBeyondTheTables(t *testing.T) {
 	ctx := context.Background()
 	r := newN4Rig(t, nil, tableSize("sessions", 1))
