@@ -26,9 +26,13 @@ package ports
 // of it (sender, ports and receiver together; the kernel's forwarding is softirq work the
 // sender's system call runs).
 //
-// Tried and left out (issue 30's closing note): busy polling in the readers (50 µs of looking
-// again before sleeping) made every percentile worse on two shared cores: the spinning reader
-// holds a processor that the receiver, the other port and the Go poller need.
+// The sender, the ports and the receiver share this process and its Go scheduler, which a
+// software UPF in a process of its own (test/vectors' BenchmarkTargets) does not: a change
+// must show there too. Tried and left out (issue 30's closing note): busy polling in the
+// readers (50 µs of looking again before sleeping) made every percentile worse here, the
+// spinning reader holding a processor the receiver and the Go poller need; AF_PACKET readers
+// waiting in poll(2) rather than the Go poller halved the total p50 here (75 to 38 µs) and
+// gained nothing in BenchmarkTargets (p50 58-71 µs before, 72-78 after).
 
 import (
 	"encoding/binary"
@@ -112,9 +116,10 @@ type stagesRow struct {
 type stagesWay int
 
 const (
-	stagesVeth   stagesWay = iota // nothing: the receiver is on u1
-	stagesKernel                  // the kernel's IPv4 forwarding from u1 to u2
-	stagesPorts                   // the ports under test on u1 and u2
+	stagesVeth     stagesWay = iota // nothing: the receiver is on u1
+	stagesKernel                    // the kernel's IPv4 forwarding from u1 to u2
+	stagesPorts                     // the ports under test on u1 and u2
+	stagesGoPoller                  // the same, AF_PACKET readers waiting in the Go poller
 )
 
 func BenchmarkLatencyStages(b *testing.B) {
