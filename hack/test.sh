@@ -12,8 +12,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# kubectl: test/chart runs it (the printer columns as a user sees them, the README's install steps).
-hack/tools.sh controller-gen kustomize helm gotestsum promtool envtest kubectl
+# kubectl: test/chart runs it (the printer columns as a user sees them, the README's install steps);
+# flux-crds: test/chart validates the Flux example against them.
+hack/tools.sh controller-gen kustomize helm gotestsum promtool envtest kubectl flux-crds
 # The namespace testbeds (UE agent, benchmarks) need the data-plane tools, and the N4 check
 # tshark; installing Debian packages needs root, which is also what those tests need to run at all.
 if [[ $(id -u) == 0 ]]; then

@@ -4,7 +4,7 @@
 # version is not rebuilt, so a second run takes seconds.
 #
 #   hack/tools.sh [tool...]      tools: controller-gen kustomize helm gotestsum promtool envtest kubectl kind
-#                                       wireguard-go dataplane tshark p4tools
+#                                       flux-crds wireguard-go dataplane tshark p4tools
 #                                       (default: controller-gen kustomize helm gotestsum promtool envtest)
 #   hack/tools.sh envtest-path   prints the directory to use as KUBEBUILDER_ASSETS
 #
@@ -30,6 +30,12 @@ PROMTOOL_VERSION=v0.316.0
 KIND_VERSION=v0.33.0            # hack/kind.sh only (needs Docker)
 KUBE_VERSION=v1.33.13           # kube-apiserver; every staging module is published at v0.33.13
 ETCD_VERSION=v3.5.21
+# Flux's CRDs, against which test/chart validates gitops/flux: the controllers of one Flux release,
+# at the versions its github.com/fluxcd/flux2/v2 go.mod names. Each controller's root module zip
+# holds its repository's config/crd/bases. v2.9.5 is the newest flux2 the proxy serves, and the
+# newer helm-controller v1.7 is there as its api/ submodule only (its root module is refused).
+FLUX_VERSION=v2.9.5
+FLUX_CONTROLLERS=(source-controller@v1.9.5 kustomize-controller@v1.9.5 helm-controller@v1.6.4)
 # wireguard-go has no tagged release on the Go module proxy, only pseudo-versions; this one (its
 # go.mod: go 1.23.1) is the newest there.
 WIREGUARD_GO_VERSION=v0.0.0-20260522210424-ecfc5a8d5446
@@ -135,6 +141,31 @@ build_kubectl() {
   stamp kubectl "$KUBE_VERSION"
 }
 
+# fetch_flux_crds: bin/flux-crds/*.yaml, every CRD of FLUX_CONTROLLERS, from the module cache.
+# Collected aside, so a failed download leaves no partial directory; the stamp names each module.
+fetch_flux_crds() {
+  local key="$FLUX_VERSION ${FLUX_CONTROLLERS[*]}" tmp m json dir
+  fresh flux-crds "$key" && return 0
+  log "fetching the CRDs of Flux $FLUX_VERSION"
+  tmp=$(mktemp -d "$bin/.build.XXXXXX")
+  for m in "${FLUX_CONTROLLERS[@]}"; do
+    if ! json=$(go mod download -json "github.com/fluxcd/$m"); then
+      log "github.com/fluxcd/$m: $json"
+      rm -rf "$tmp"
+      return 1
+    fi
+    dir=$(sed -n 's/.*"Dir": "\(.*\)".*/\1/p' <<<"$json")
+    if ! cp "$dir"/config/crd/bases/*.yaml "$tmp"/; then
+      log "github.com/fluxcd/$m: no CRDs in config/crd/bases"
+      rm -rf "$tmp"
+      return 1
+    fi
+  done
+  rm -rf "$bin/flux-crds"
+  mv "$tmp" "$bin/flux-crds"
+  stamp flux-crds "$key"
+}
+
 # p4tools: p4c (p4c-bm2-ss, p4test) and BMv2 (simple_switch_grpc) under bin/p4tools, and the Tofino
 # compiler (bf-p4c, p4c's open Tofino back end with the bfas assembler) under bin/bf-p4c. No
 # package registry ships them; the builds for these machines (Debian 12, x86-64; how they were
@@ -187,6 +218,7 @@ build() {
     promtool) go_install promtool github.com/prometheus/prometheus/cmd/promtool "$PROMTOOL_VERSION" ;;
     kind) go_install kind sigs.k8s.io/kind "$KIND_VERSION" ;;
     kubectl) build_kubectl ;;
+    flux-crds) fetch_flux_crds ;;
     envtest) build_envtest ;;
     wireguard-go) go_install wireguard-go golang.zx2c4.com/wireguard "$WIREGUARD_GO_VERSION" "-s -w" ;;
     dataplane) build wireguard-go; apt_install "${DATAPLANE_PACKAGES[@]}" ;;

@@ -469,16 +469,8 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 
 	// What hack/kind.sh applies after the chart (kustomize build hack/kind/objects) is accepted.
-	objects, err := exec.Command(filepath.Join(root, "bin", "kustomize"), "build", filepath.Join(root, "hack", "kind", "objects")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kustomize build hack/kind/objects: %v\n%s", err, objects)
-	}
 	kinds := map[string]int{}
-	for _, doc := range strings.Split(string(objects), "\n---") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatal(err)
-		}
+	for _, u := range kustomizeBuild(t, "hack/kind/objects") {
 		if err := k8s.Create(ctx, u); err != nil {
 			t.Fatalf("hack/kind/objects: %s %s: %v", u.GetKind(), u.GetName(), err)
 		}

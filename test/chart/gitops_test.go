@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -27,11 +30,30 @@ func readDocs(t *testing.T, path string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return splitDocs(t, path, b)
+}
+
+// kustomizeBuild returns the objects of bin/kustomize build DIR (relative to the repository root).
+func kustomizeBuild(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(root, "bin", "kustomize"), "build", filepath.Join(root, dir))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v\n%s", dir, err, stderr.Bytes())
+	}
+	return splitDocs(t, dir, out)
+}
+
+// splitDocs parses multi-document YAML (from: where it came from, for errors).
+func splitDocs(t *testing.T, from string, b []byte) []*unstructured.Unstructured {
+	t.Helper()
 	var out []*unstructured.Unstructured
 	for _, doc := range strings.Split(string(b), "\n---") {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatalf("%s: %v", from, err)
 		}
 		if len(u.Object) > 0 {
 			out = append(out, u)
@@ -72,24 +94,44 @@ func TestArgoCDHealthCoversEveryKind(t *testing.T) {
 
 // The Flux example deploys what exists and what the release made: its HelmRelease's values pass
 // the chart's schema, its Kustomizations' paths are directories of this repository with a
-// kustomization.yaml, each dependency and health check names an object the example defines, the
-// GitRepository fetches the release's tag, and the release is named and placed where
-// gitops/objects expects it, in a namespace of the Pod Security level the software UPF needs.
+// kustomization.yaml, every reference (each source, dependency and health check) names an object
+// the example defines, the GitRepository fetches the release's tag, and the release is named and
+// placed where gitops/objects expects it, in a namespace of the Pod Security level the software
+// UPF needs.
 func TestFluxExample(t *testing.T) {
 	dir := filepath.Join(root, "gitops", "flux")
 	objs := readDocs(t, filepath.Join(dir, "junction.yaml"))
-	defined := map[string]bool{}
-	for _, o := range objs {
-		defined[o.GetKind()+"/"+o.GetName()] = true
+	hrs := readDocs(t, filepath.Join(dir, "release", "helmrelease.yaml"))
+	defined := map[string]string{} // kind/namespace/name → apiVersion
+	for _, o := range append(objs, hrs...) {
+		defined[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o.GetAPIVersion()
 		if o.GetKind() == "GitRepository" {
 			if tag, _, _ := unstructured.NestedString(o.Object, "spec", "ref", "tag"); tag != testenv.ReleaseVersion() {
 				t.Errorf("GitRepository %s fetches tag %q, want the release's %s (VERSION)", o.GetName(), tag, testenv.ReleaseVersion())
 			}
 		}
 	}
-	hrs := readDocs(t, filepath.Join(dir, "release", "helmrelease.yaml"))
-	for _, o := range hrs {
-		defined[o.GetKind()+"/"+o.GetName()] = true
+	// resolves checks one of from's references (field: where it is) as Flux follows it: its
+	// kind (the default for those without), name, namespace (from's when it has none) and
+	// apiVersion when it has one.
+	resolves := func(from *unstructured.Unstructured, field string, ref map[string]any, kind string) {
+		if k, ok := ref["kind"].(string); ok {
+			kind = k
+		}
+		ns, _ := ref["namespace"].(string)
+		if ns == "" {
+			ns = from.GetNamespace()
+		}
+		name, _ := ref["name"].(string)
+		what := kind + " " + ns + "/" + name
+		apiVersion, found := defined[kind+"/"+ns+"/"+name]
+		if want, ok := ref["apiVersion"].(string); ok {
+			what = want + " " + what
+			found = found && want == apiVersion
+		}
+		if !found {
+			t.Errorf("%s %s: %s names %s, which the example does not define", from.GetKind(), from.GetName(), field, what)
+		}
 	}
 	kustomizations := 0
 	for _, o := range objs {
@@ -101,23 +143,22 @@ func TestFluxExample(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, path, "kustomization.yaml")); err != nil {
 			t.Errorf("Kustomization %s: path %s: %v", o.GetName(), path, err)
 		}
+		src, _, _ := unstructured.NestedMap(o.Object, "spec", "sourceRef")
+		resolves(o, "spec.sourceRef", src, "")
 		deps, _, _ := unstructured.NestedSlice(o.Object, "spec", "dependsOn")
 		for _, d := range deps {
-			if name := d.(map[string]any)["name"].(string); !defined["Kustomization/"+name] {
-				t.Errorf("Kustomization %s depends on %s, which the example does not define", o.GetName(), name)
-			}
+			resolves(o, "spec.dependsOn", d.(map[string]any), "Kustomization")
 		}
 		checks, _, _ := unstructured.NestedSlice(o.Object, "spec", "healthChecks")
 		for _, c := range checks {
-			c := c.(map[string]any)
-			if !defined[c["kind"].(string)+"/"+c["name"].(string)] {
-				t.Errorf("Kustomization %s checks %s/%s, which the example does not define", o.GetName(), c["kind"], c["name"])
-			}
+			resolves(o, "spec.healthChecks", c.(map[string]any), "")
 		}
 	}
 	if kustomizations != 2 || len(hrs) != 1 {
 		t.Fatalf("%d Kustomizations and %d HelmReleases in the example", kustomizations, len(hrs))
 	}
+	src, _, _ := unstructured.NestedMap(hrs[0].Object, "spec", "chart", "spec", "sourceRef")
+	resolves(hrs[0], "spec.chart.spec.sourceRef", src, "")
 	hr := hrs[0].Object
 	chartPath, _, _ := unstructured.NestedString(hr, "spec", "chart", "spec", "chart")
 	if filepath.Join(root, chartPath) != chart {
@@ -135,6 +176,135 @@ func TestFluxExample(t *testing.T) {
 	values, _, _ := unstructured.NestedMap(hr, "spec", "values")
 	if out, err := run(t, "template", "j", chart, "--kube-version", "1.33.0", "-f", valuesFile(t, values)); err != nil {
 		t.Errorf("the HelmRelease's values: %v\n%s", err, out)
+	}
+}
+
+// fluxCRDs is where hack/tools.sh flux-crds puts the CRDs of the Flux release it pins; its stamp
+// names that release and each controller's version.
+var fluxCRDs, fluxCRDsStamp = filepath.Join(root, "bin", "flux-crds"), filepath.Join(root, "bin", ".flux-crds.version")
+
+// kubectlApply applies obj with kubectl apply ARGS, strictly (--validate=strict, kubectl's
+// default): a field the CRD does not define is an error that names it, not a field dropped. A
+// warning (a deprecated API version or field, say) is an error too.
+func (c *cluster) kubectlApply(obj *unstructured.Unstructured, args ...string) error {
+	b, err := yaml.Marshal(obj.Object)
+	if err != nil {
+		return err
+	}
+	args = append([]string{"--kubeconfig", c.kubeconfig, "apply", "--validate=strict", "-f", "-"}, args...)
+	cmd := exec.Command(filepath.Join(root, "bin", "kubectl"), args...)
+	cmd.Stdin = bytes.NewReader(b)
+	out, err := cmd.CombinedOutput()
+	if err == nil && bytes.Contains(out, []byte("Warning:")) {
+		err = errors.New("a warning")
+	}
+	if err != nil {
+		return fmt.Errorf("kubectl apply: %v: %s", err, out)
+	}
+	return nil
+}
+
+// How the Flux example's objects reach the API server: junction.yaml by the user's kubectl apply
+// (gitops/README.md), what a Kustomization builds by kustomize-controller's server-side apply
+// under its field manager.
+var userApply, fluxApply = []string{}, []string{"--server-side", "--field-manager=kustomize-controller", "--force-conflicts"}
+
+// The Flux example is what Flux's API accepts: in an API server with the CRDs of the Flux release
+// hack/tools.sh pins (and Junction's), every object the example makes reach it is applied the way
+// it gets there, so the CRDs' OpenAPI schemas and CEL rules judge every field: junction.yaml by
+// the user's kubectl apply, then what each of its Kustomizations applies (kustomize build of its
+// path, server-side applied as kustomize-controller does; Namespaces first, as it orders them:
+// junction-objects waits for junction-operator, which makes junction-system). Each Flux object,
+// broken in memory, is rejected with the field named, which shows the check can fail.
+// gitops/README.md names the Flux release the example is checked against.
+func TestFluxExampleMeetsFluxCRDs(t *testing.T) {
+	stamp, err := os.ReadFile(fluxCRDsStamp)
+	testenv.Require(t, "Flux's CRDs (hack/tools.sh flux-crds)", err)
+	// "v2.9.5 source-controller@v1.9.5 ...": gitops/README.md says "Flux v2.9.5 (source-controller v1.9.5, ...".
+	doc, err := os.ReadFile(filepath.Join(root, "gitops", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(doc)), " ") // its lines joined
+	for i, v := range strings.Fields(string(stamp)) {
+		if i == 0 {
+			v = "Flux " + v
+		}
+		if v = strings.Replace(v, "@", " ", 1); !strings.Contains(text, v) {
+			t.Errorf("gitops/README.md does not name %q, the Flux CRDs test/chart checks against (hack/tools.sh)", v)
+		}
+	}
+
+	c := startCluster(t, fluxCRDs, filepath.Join(root, "config", "crd", "bases"))
+	// flux install makes flux-system, where the example's own objects live.
+	if err := c.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	type applied struct {
+		obj *unstructured.Unstructured
+		how []string // userApply or fluxApply
+	}
+	var user, flux []applied
+	for _, o := range readDocs(t, filepath.Join(root, "gitops", "flux", "junction.yaml")) {
+		user = append(user, applied{o, userApply})
+		if o.GetKind() == "Kustomization" {
+			path, _, _ := unstructured.NestedString(o.Object, "spec", "path")
+			for _, built := range kustomizeBuild(t, path) {
+				flux = append(flux, applied{built, fluxApply})
+			}
+		}
+	}
+	sort.SliceStable(flux, func(i, j int) bool {
+		return flux[i].obj.GetKind() == "Namespace" && flux[j].obj.GetKind() != "Namespace"
+	})
+	var fluxObjs []applied
+	kinds := map[string]int{}
+	for _, a := range append(user, flux...) {
+		if err := c.kubectlApply(a.obj, a.how...); err != nil {
+			t.Errorf("%s %s/%s: %v", a.obj.GetKind(), a.obj.GetNamespace(), a.obj.GetName(), err)
+		}
+		if strings.HasSuffix(a.obj.GroupVersionKind().Group, ".toolkit.fluxcd.io") {
+			fluxObjs = append(fluxObjs, a)
+			kinds[a.obj.GetKind()]++
+		}
+	}
+	if got := fmt.Sprint(kinds); got != "map[GitRepository:1 HelmRelease:1 Kustomization:2]" {
+		t.Errorf("the example applies the Flux objects %s, want a GitRepository, two Kustomizations and a HelmRelease", got)
+	}
+
+	// Each broken copy is applied with dry-run, under a name of its own (judged as a new object,
+	// as on a first apply): the API server judges it and keeps nothing.
+	type breakage struct {
+		name  string
+		edit  func(spec map[string]any)
+		wants []string // in the error: the field (and the type it must have)
+	}
+	for _, a := range fluxObjs {
+		cases := []breakage{
+			{"an unknown field", func(spec map[string]any) { spec["intervall"] = "5m" }, []string{"spec.intervall"}},
+			{"interval as a number", func(spec map[string]any) { spec["interval"] = int64(600) }, []string{"spec.interval", "string"}},
+		}
+		if a.obj.GetKind() == "HelmRelease" {
+			cases = append(cases, breakage{"both chart and chartRef (a CEL rule)", func(spec map[string]any) {
+				spec["chartRef"] = map[string]any{"kind": "OCIRepository", "name": "junction"}
+			}, []string{"spec: Invalid value", "either chart or chartRef must be set"}})
+		}
+		for _, tc := range cases {
+			t.Run(a.obj.GetKind()+"/"+a.obj.GetName()+"/"+tc.name, func(t *testing.T) {
+				broken := a.obj.DeepCopy()
+				broken.SetName(a.obj.GetName() + "-broken")
+				tc.edit(broken.Object["spec"].(map[string]any))
+				err := c.kubectlApply(broken, append(a.how, "--dry-run=server")...)
+				if err == nil {
+					t.Fatal("accepted")
+				}
+				for _, want := range tc.wants {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("the error does not say %q: %v", want, err)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -187,17 +357,9 @@ func TestArgoCDExample(t *testing.T) {
 		t.Errorf("the objects source is at %v, want the release's tag %s", gitSrc["targetRevision"], v)
 	}
 	path, _ := gitSrc["path"].(string)
-	out, err := exec.Command(filepath.Join(root, "bin", "kustomize"), "build", filepath.Join(root, path)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kustomize build %s: %v\n%s", path, err, out)
-	}
 	wantWave := map[string]string{"AddressPool": "1", "UserPlaneFunction": "1", "SteeringPolicy": "2", "ATSSSSession": "2"}
 	seen := map[string]int{}
-	for _, doc := range strings.Split(string(out), "\n---") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil || len(u.Object) == 0 {
-			continue
-		}
+	for _, u := range kustomizeBuild(t, path) {
 		seen[u.GetKind()]++
 		if got := u.GetAnnotations()["argocd.argoproj.io/sync-wave"]; got != wantWave[u.GetKind()] {
 			t.Errorf("%s %s: sync wave %q, want %q", u.GetKind(), u.GetName(), got, wantWave[u.GetKind()])
@@ -371,16 +533,8 @@ func TestGitOpsObjectsMeetTheRelease(t *testing.T) {
 	if out, err := run(t, "install", gitopsRelease, chart, "-n", gitopsNamespace, "--kubeconfig", c.kubeconfig, "-f", valuesFile(t, values)); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
-	out, err := exec.Command(filepath.Join(root, "bin", "kustomize"), "build", filepath.Join(root, "gitops", "argocd", "objects")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kustomize build gitops/argocd/objects: %v\n%s", err, out)
-	}
 	var upfs []*unstructured.Unstructured
-	for _, doc := range strings.Split(string(out), "\n---") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil || len(u.Object) == 0 {
-			continue
-		}
+	for _, u := range kustomizeBuild(t, "gitops/argocd/objects") {
 		if err := c.k8s.Create(ctx, u); err != nil {
 			t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
 		}
