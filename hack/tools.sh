@@ -4,7 +4,7 @@
 # version is not rebuilt, so a second run takes seconds.
 #
 #   hack/tools.sh [tool...]      tools: controller-gen kustomize helm gotestsum promtool envtest kubectl kind
-#                                       flux-crds wireguard-go dataplane tshark p4tools
+#                                       flux-crds foreign-crds wireguard-go dataplane tshark p4tools
 #                                       (default: controller-gen kustomize helm gotestsum promtool envtest)
 #   hack/tools.sh envtest-path   prints the directory to use as KUBEBUILDER_ASSETS
 #
@@ -36,6 +36,15 @@ ETCD_VERSION=v3.5.21
 # newer helm-controller v1.7 is there as its api/ submodule only (its root module is refused).
 FLUX_VERSION=v2.9.5
 FLUX_CONTROLLERS=(source-controller@v1.9.5 kustomize-controller@v1.9.5 helm-controller@v1.6.4)
+FLUX_CRDS=("${FLUX_CONTROLLERS[@]/#/github.com/fluxcd/}")
+FLUX_CRDS=("${FLUX_CRDS[@]/%/:config/crd/bases/*.yaml}")
+# The CRDs of the kinds the chart makes besides its own, which test/chart installs it against:
+# the Prometheus Operator's monitors and rules, and cert-manager's certificates and issuers. Each
+# is module@version:the files in its module zip.
+CHART_FOREIGN_CRDS=(
+  github.com/prometheus-operator/prometheus-operator@v0.85.0:example/prometheus-operator-crd/monitoring.coreos.com_{servicemonitors,podmonitors,prometheusrules}.yaml
+  github.com/cert-manager/cert-manager@v1.21.2:deploy/crds/cert-manager.io_{certificates,issuers}.yaml
+)
 # wireguard-go has no tagged release on the Go module proxy, only pseudo-versions; this one (its
 # go.mod: go 1.23.1) is the newest there.
 WIREGUARD_GO_VERSION=v0.0.0-20260522210424-ecfc5a8d5446
@@ -141,29 +150,33 @@ build_kubectl() {
   stamp kubectl "$KUBE_VERSION"
 }
 
-# fetch_flux_crds: bin/flux-crds/*.yaml, every CRD of FLUX_CONTROLLERS, from the module cache.
-# Collected aside, so a failed download leaves no partial directory; the stamp names each module.
-fetch_flux_crds() {
-  local key="$FLUX_VERSION ${FLUX_CONTROLLERS[*]}" tmp m json dir
-  fresh flux-crds "$key" && return 0
-  log "fetching the CRDs of Flux $FLUX_VERSION"
+# fetch_crds NAME KEY MODULE@VERSION:FILES...: bin/NAME/*.yaml, the files of each module zip
+# (its repository's tree) that FILES names, from the module cache, stamped KEY. Collected aside,
+# so a failed download leaves no partial directory.
+fetch_crds() {
+  local name=$1 key=$2 tmp spec module files json dir
+  shift 2
+  fresh "$name" "$key" && return 0
+  log "fetching $name"
   tmp=$(mktemp -d "$bin/.build.XXXXXX")
-  for m in "${FLUX_CONTROLLERS[@]}"; do
-    if ! json=$(go mod download -json "github.com/fluxcd/$m"); then
-      log "github.com/fluxcd/$m: $json"
+  for spec in "$@"; do
+    module=${spec%%:*} files=${spec#*:}
+    if ! json=$(go mod download -json "$module"); then
+      log "$module: $json"
       rm -rf "$tmp"
       return 1
     fi
     dir=$(sed -n 's/.*"Dir": "\(.*\)".*/\1/p' <<<"$json")
-    if ! cp "$dir"/config/crd/bases/*.yaml "$tmp"/; then
-      log "github.com/fluxcd/$m: no CRDs in config/crd/bases"
+    # shellcheck disable=SC2086 # files may be a glob
+    if ! cp "$dir"/$files "$tmp"/; then
+      log "$module: no $files"
       rm -rf "$tmp"
       return 1
     fi
   done
-  rm -rf "$bin/flux-crds"
-  mv "$tmp" "$bin/flux-crds"
-  stamp flux-crds "$key"
+  rm -rf "${bin:?}/$name"
+  mv "$tmp" "$bin/$name"
+  stamp "$name" "$key"
 }
 
 # p4tools: p4c (p4c-bm2-ss, p4test) and BMv2 (simple_switch_grpc) under bin/p4tools, and the Tofino
@@ -218,7 +231,8 @@ build() {
     promtool) go_install promtool github.com/prometheus/prometheus/cmd/promtool "$PROMTOOL_VERSION" ;;
     kind) go_install kind sigs.k8s.io/kind "$KIND_VERSION" ;;
     kubectl) build_kubectl ;;
-    flux-crds) fetch_flux_crds ;;
+    flux-crds) fetch_crds flux-crds "$FLUX_VERSION ${FLUX_CONTROLLERS[*]}" "${FLUX_CRDS[@]}" ;;
+    foreign-crds) fetch_crds foreign-crds "${CHART_FOREIGN_CRDS[*]}" "${CHART_FOREIGN_CRDS[@]}" ;;
     envtest) build_envtest ;;
     wireguard-go) go_install wireguard-go golang.zx2c4.com/wireguard "$WIREGUARD_GO_VERSION" "-s -w" ;;
     dataplane) build wireguard-go; apt_install "${DATAPLANE_PACKAGES[@]}" ;;

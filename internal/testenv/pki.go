@@ -16,8 +16,12 @@ import (
 	"time"
 )
 
-// PKI is a test CA with a server certificate for 127.0.0.1 and a client certificate it signed,
-// valid for an hour, in PEM as Secrets and files hold them.
+// PKI is a test CA with a server certificate for 127.0.0.1 and ServerName and a client
+// certificate it signed, valid for an hour, in PEM as Secrets and files hold them.
+// ServerName is the DNS name in a PKI's server certificate, for a client that checks a name
+// rather than the address it dials (as a PodMonitor scraping the UE agents does).
+const ServerName = "softupf"
+
 type PKI struct {
 	CA                    []byte // the CA certificate
 	ServerCert, ServerKey []byte
@@ -63,7 +67,7 @@ func GeneratePKI(validFor time.Duration) (PKI, error) {
 	if err != nil {
 		return PKI{}, err
 	}
-	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, ips []net.IP) (certPEM, keyPEM []byte) {
+	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, ips []net.IP, names ...string) (certPEM, keyPEM []byte) {
 		k := key()
 		if firstErr != nil {
 			return nil, nil
@@ -71,7 +75,7 @@ func GeneratePKI(validFor time.Duration) (PKI, error) {
 		tmpl := &x509.Certificate{
 			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
 			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(validFor),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips, DNSNames: names,
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
 		if err != nil {
@@ -87,7 +91,7 @@ func GeneratePKI(validFor time.Duration) (PKI, error) {
 	}
 	p := PKI{CA: encode("CERTIFICATE", caDER), Pool: x509.NewCertPool()}
 	p.Pool.AddCert(ca)
-	p.ServerCert, p.ServerKey = leaf(2, "softupf", x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
+	p.ServerCert, p.ServerKey = leaf(2, "softupf", x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)}, ServerName)
 	p.ClientCert, p.ClientKey = leaf(3, "junction-operator", x509.ExtKeyUsageClientAuth, nil)
 	return p, firstErr
 }

@@ -241,6 +241,89 @@ func TestServiceMonitor(t *testing.T) {
 	}
 }
 
+// The UE agents' PodMonitor selects this release's agents, authorizes with the scraper's token
+// and verifies their one certificate by the name it is for, j-junction-ue-agent-metrics (they
+// listen on node addresses, which no name leads to); cert-manager issues it from the metrics CA
+// and every agent serves it (values.yaml, ueAgent.metrics).
+func TestUEAgentPodMonitor(t *testing.T) {
+	pm := func(args ...string) (map[string]any, map[string]*unstructured.Unstructured) {
+		objs := render(t, append([]string{"--set", "ueAgent.enabled=true", "--set", "ueAgent.metrics.podMonitor.enabled=true"}, args...)...)
+		o := objs["PodMonitor/j-junction-ue-agent"]
+		if o == nil {
+			t.Fatalf("no PodMonitor: %v", names(objs))
+		}
+		meta, _, c := podTemplate(t, objs["DaemonSet/j-junction-ue-agent"])
+		sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "selector", "matchLabels")
+		labels, _ := meta["labels"].(map[string]any)
+		for k, v := range sel {
+			if labels[k] != v {
+				t.Errorf("PodMonitor selects %s=%s; the agents' pods have %v", k, v, labels)
+			}
+		}
+		eps, _, _ := unstructured.NestedSlice(o.Object, "spec", "podMetricsEndpoints")
+		ep := eps[0].(map[string]any)
+		if !strings.Contains(fmt.Sprint(c["ports"]), "name:"+fmt.Sprint(ep["port"])) || ep["scheme"] != "https" {
+			t.Errorf("endpoint %v: want https on a port the agent has (%v)", ep, c["ports"])
+		}
+		return ep, objs
+	}
+	ep, objs := pm("--api-versions", "cert-manager.io/v1", "--set", "metrics.enabled=false",
+		"--set", "ueAgent.metrics.podMonitor.labels.release=kube-prometheus-stack")
+	if o := objs["PodMonitor/j-junction-ue-agent"]; o.GetLabels()["release"] != "kube-prometheus-stack" {
+		t.Errorf("PodMonitor labels %v, want release=kube-prometheus-stack", o.GetLabels())
+	}
+	if a := fmt.Sprint(ep["authorization"]); !strings.Contains(a, "type:Bearer") || !strings.Contains(a, "name:j-junction-metrics-scraper-token") {
+		t.Errorf("authorization %s, want a Bearer token from the scraper's Secret", a)
+	}
+	if tls := fmt.Sprint(ep["tlsConfig"]); strings.Contains(tls, "insecure") || !strings.Contains(tls, "serverName:j-junction-ue-agent-metrics") || !strings.Contains(tls, "name:j-junction-ue-agent-metrics-tls") {
+		t.Errorf("tlsConfig %s, want the name j-junction-ue-agent-metrics verified against its certificate's CA", tls)
+	}
+	// The scraper may read /metrics even without the operator's metrics.
+	if objs["ClusterRole/j-junction-metrics-reader"] == nil || objs["ClusterRoleBinding/j-junction-metrics-scraper"] == nil {
+		t.Errorf("no reader role or scraper binding: %v", names(objs))
+	}
+	if c := objs["Certificate/j-junction-ue-agent-metrics-tls"]; c == nil || !strings.Contains(fmt.Sprint(c.Object["spec"]), "dnsNames:[j-junction-ue-agent-metrics]") ||
+		!strings.Contains(fmt.Sprint(c.Object["spec"]), "name:j-junction-metrics-ca") {
+		t.Errorf("no agents' Certificate for j-junction-ue-agent-metrics from the metrics CA: %v", names(objs))
+	}
+	served := func(objs map[string]*unstructured.Unstructured, secret string) {
+		t.Helper()
+		_, spec, c := podTemplate(t, objs["DaemonSet/j-junction-ue-agent"])
+		args, vols := fmt.Sprint(c["args"]), fmt.Sprint(spec["volumes"])
+		if secret == "" {
+			if strings.Contains(args, "--metrics-cert-dir") {
+				t.Errorf("the agents are given a certificate directory: %s", args)
+			}
+			return
+		}
+		if !strings.Contains(args, "--metrics-cert-dir=/etc/junction/metrics-tls") || !strings.Contains(fmt.Sprint(c["volumeMounts"]), "mountPath:/etc/junction/metrics-tls") ||
+			!strings.Contains(vols, "secretName:"+secret) {
+			t.Errorf("the agents do not serve %s: args %s, volumes %s", secret, args, vols)
+		}
+	}
+	served(objs, "j-junction-ue-agent-metrics-tls")
+
+	// A Secret of your own, without cert-manager.
+	ep, objs = pm("--set", "ueAgent.metrics.tls.secretName=agent-metrics")
+	if tls := fmt.Sprint(ep["tlsConfig"]); !strings.Contains(tls, "name:agent-metrics") || strings.Contains(tls, "insecure") {
+		t.Errorf("tlsConfig %s, want the CA of ueAgent.metrics.tls.secretName", tls)
+	}
+	if objs["Certificate/j-junction-ue-agent-metrics-tls"] != nil {
+		t.Error("a Certificate besides ueAgent.metrics.tls.secretName")
+	}
+	served(objs, "agent-metrics")
+	// Neither: the chart says what to provide, unless told to skip verification.
+	out, err := run(t, "template", "j", chart, "--kube-version", "1.33.0", "--set", "ueAgent.enabled=true", "--set", "ueAgent.metrics.podMonitor.enabled=true")
+	if err == nil || !strings.Contains(out, "ueAgent.metrics.tls.secretName") || !strings.Contains(out, "ca.crt") {
+		t.Errorf("a PodMonitor with nothing to verify the certificates with: %v, want an error saying what to provide:\n%s", err, out)
+	}
+	ep, objs = pm("--set", "ueAgent.metrics.podMonitor.insecureSkipVerify=true")
+	if !strings.Contains(fmt.Sprint(ep["tlsConfig"]), "insecureSkipVerify:true") {
+		t.Errorf("insecureSkipVerify asked for, tlsConfig %v", ep["tlsConfig"])
+	}
+	served(objs, "")
+}
+
 // Every alert links its runbook, a section of docs/runbooks.md, and one fires when the operator's
 // metrics vanish (testdata/alerts_test.yaml runs it).
 func TestAlertsHaveRunbooks(t *testing.T) {

@@ -1,8 +1,9 @@
 package chart
 
-// The chart against a real kube-apiserver (envtest) with stand-ins for the Prometheus Operator's
-// and cert-manager's CRDs: every documented values combination installs, the README's install
-// steps run as written, and Pod Security admits each component where the READMEs say.
+// The chart against a real kube-apiserver (envtest) with the Prometheus Operator's and
+// cert-manager's CRDs: every documented values combination installs, the objects of their kinds
+// meet their schemas, the README's install steps run as written, and Pod Security admits each
+// component where the READMEs say.
 
 import (
 	"context"
@@ -24,15 +25,15 @@ import (
 	"github.com/junction-atsss/junction/internal/testenv"
 )
 
-// cluster is an envtest API server with the given CRDs (foreignCRDs: the stand-ins for
-// cert-manager's and the Prometheus Operator's), a kubeconfig file for helm and kubectl
-// (namespace default, as a user's), and an uncached client.
+// cluster is an envtest API server with the given CRDs (foreignCRDs: cert-manager's and the
+// Prometheus Operator's, at the versions hack/tools.sh foreign-crds fetches), a kubeconfig file
+// for helm and kubectl (namespace default, as a user's), and an uncached client.
 type cluster struct {
 	kubeconfig string
 	k8s        client.Client
 }
 
-var foreignCRDs = filepath.Join("testdata", "foreign-crds.yaml")
+var foreignCRDs = filepath.Join(root, "bin", "foreign-crds")
 
 func startCluster(t *testing.T, crds ...string) *cluster {
 	t.Helper()
@@ -131,6 +132,37 @@ func TestDocumentedCombinationsInstall(t *testing.T) {
 	// The TLS Secret and pipeline of the switch of your own are where its UPFs read them.
 	c.get(t, "v1", "Secret", "tenant-a", "own-switch-tls")
 	c.get(t, "v1", "ConfigMap", "tenant-a", "tenant-pipeline")
+}
+
+// What the chart makes of other projects' kinds (the Prometheus Operator's monitors and rules,
+// cert-manager's certificates and issuers), with every optional part on, is what their CRDs
+// accept, field by field: applied strictly (an unknown field is an error) with a server-side dry
+// run against the CRDs of the versions hack/tools.sh foreign-crds pins.
+func TestForeignKindsMeetTheirCRDs(t *testing.T) {
+	c := startCluster(t, foreignCRDs)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "junction-system"}}
+	if err := c.k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, append(allOptional, "--set", "ueAgent.metrics.podMonitor.enabled=true")...)
+	seen := map[string]int{}
+	for _, name := range names(objs) {
+		o := objs[name]
+		switch o.GroupVersionKind().Group {
+		case "monitoring.coreos.com", "cert-manager.io":
+		default:
+			continue
+		}
+		seen[o.GetKind()]++
+		if err := c.kubectlApply(o, "--dry-run=server"); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for _, kind := range []string{"ServiceMonitor", "PodMonitor", "PrometheusRule", "Certificate", "Issuer"} {
+		if seen[kind] == 0 {
+			t.Errorf("no %s rendered to check (rendered: %v)", kind, seen)
+		}
+	}
 }
 
 // The README's install steps, run by a shell as written (helm and kubectl are the project's, the

@@ -24,7 +24,8 @@ import (
 // (--metrics-secure, the default) answers over HTTPS, and only a scraper whose token may get
 // /metrics: the agent checks each token with a TokenReview and a SubjectAccessReview, as its
 // ServiceAccount (the base's ClusterRole must allow both). No token: 401; a token that may not:
-// 403; plain HTTP: not served.
+// 403; plain HTTP: not served. It serves the certificate of --metrics-cert-dir, which a scraper
+// verifies by the name it is for (the chart's PodMonitor: serverName and the CA).
 func TestAgentMetricsServeOnlyAuthorizedScrapers(t *testing.T) {
 	install(t, "ServiceAccount", "ClusterRole", "ClusterRoleBinding")
 	for _, sa := range []string{"scraper", "stranger"} {
@@ -43,8 +44,13 @@ func TestAgentMetricsServeOnlyAuthorizedScrapers(t *testing.T) {
 	}
 	addr := lis.Addr().String()
 	lis.Close()
+	// The certificate the chart gives every agent (--metrics-cert-dir): for a name, not the
+	// node's address, which the PodMonitor checks as its serverName.
+	pki, certDir := testenv.NewPKI(t), t.TempDir()
+	testenv.WriteFile(t, certDir, "tls.crt", pki.ServerCert)
+	testenv.WriteFile(t, certDir, "tls.key", pki.ServerKey)
 	cfg := &rest.Config{Host: k8sConfig.Host, BearerToken: token(t, nil), TLSClientConfig: rest.TLSClientConfig{CAData: k8sConfig.CAData}}
-	mgr, err := nodecmd.NewManager(cfg, cache.Options{}, "", nodecmd.Metrics{Addr: addr, Secure: true}, "0")
+	mgr, err := nodecmd.NewManager(cfg, cache.Options{}, "", nodecmd.Metrics{Addr: addr, Secure: true, CertDir: certDir}, "0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +64,10 @@ func TestAgentMetricsServeOnlyAuthorizedScrapers(t *testing.T) {
 		}
 	})
 
-	// The certificate is self-signed (no --metrics-cert-dir): what is checked here is who may read.
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	verifying := func(name string) *http.Client {
+		return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.Pool, ServerName: name}}}
+	}
+	hc := verifying(testenv.ServerName)
 	get := func(scheme, token string) (int, string, error) {
 		req, err := http.NewRequest(http.MethodGet, scheme+"://"+addr+"/metrics", nil)
 		if err != nil {
@@ -99,5 +107,10 @@ func TestAgentMetricsServeOnlyAuthorizedScrapers(t *testing.T) {
 	}
 	if code, _, err := get("http", tokenOf(t, "scraper", nil)); err == nil && code == http.StatusOK {
 		t.Errorf("plain HTTP served the metrics")
+	}
+	// The scraper verified the certificate of the directory: a name it is not for fails.
+	hc = verifying("elsewhere.example")
+	if _, _, err := get("https", tokenOf(t, "scraper", nil)); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("a scraper checking another name: %v, want a certificate error", err)
 	}
 }

@@ -100,13 +100,18 @@ app.kubernetes.io/component: operator
 {{- end -}}
 {{- end -}}
 
+{{- /* Whether metrics.tls.issuer has cert-manager issue the metrics certificates: "true" or "". */ -}}
+{{- define "junction.metricsCertManager" -}}
+{{- $i := .Values.metrics.tls.issuer -}}
+{{- if or (eq $i "certManager") (and (eq $i "auto") (include "junction.hasCertManager" .)) }}true{{ end -}}
+{{- end -}}
+
 {{- /* Where the operator's metrics certificate comes from: secret (metrics.tls.secretName),
 certManager (a CA of the chart's, metrics-tls.yaml) or selfSigned (the operator's own, which no
 scraper can verify). */ -}}
 {{- define "junction.metricsTLS" -}}
-{{- $t := .Values.metrics.tls -}}
-{{- if $t.secretName -}}secret
-{{- else if or (eq $t.issuer "certManager") (and (eq $t.issuer "auto") (include "junction.hasCertManager" .)) -}}certManager
+{{- if .Values.metrics.tls.secretName -}}secret
+{{- else if include "junction.metricsCertManager" . -}}certManager
 {{- else -}}selfSigned
 {{- end -}}
 {{- end -}}
@@ -114,6 +119,25 @@ scraper can verify). */ -}}
 {{- /* The Secret with the metrics certificate (tls.crt, tls.key, ca.crt), unless selfSigned. */ -}}
 {{- define "junction.metricsTLSSecret" -}}
 {{- default (printf "%s-metrics-tls" (include "junction.fullname" .)) .Values.metrics.tls.secretName -}}
+{{- end -}}
+
+{{- /* The same for the UE agents' one certificate: secret (ueAgent.metrics.tls.secretName),
+certManager (from the operator's metrics CA) or selfSigned (each agent's own). */ -}}
+{{- define "junction.agentMetricsTLS" -}}
+{{- if .Values.ueAgent.metrics.tls.secretName -}}secret
+{{- else if include "junction.metricsCertManager" . -}}certManager
+{{- else -}}selfSigned
+{{- end -}}
+{{- end -}}
+
+{{- define "junction.agentMetricsTLSSecret" -}}
+{{- default (printf "%s-ue-agent-metrics-tls" (include "junction.fullname" .)) .Values.ueAgent.metrics.tls.secretName -}}
+{{- end -}}
+
+{{- /* The name the agents' certificate is for and scrapers check: agents listen on node addresses,
+which no DNS name leads to. */ -}}
+{{- define "junction.agentMetricsServerName" -}}
+{{- printf "%s-ue-agent-metrics" (include "junction.fullname" .) -}}
 {{- end -}}
 
 {{- /* The namespaces the operator reads Secrets in, comma-separated: upfNamespaces with the
