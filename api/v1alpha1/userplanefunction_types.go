@@ -272,8 +272,8 @@ type N4 struct {
 	// +optional
 	AllowedSMFs []IPv4Prefix `json:"allowedSMFs,omitempty"`
 
-	// accessGateways are the N3IWFs, TNGFs and W-AGFs whose access is not WiFi, by their N3
-	// address. PFCP names a non-3GPP leg's gateway (its FAR's Outer Header Creation) but not
+	// accessGateways say which access is behind each N3IWF, TNGF or W-AGF, by its N3 address
+	// (only those not WiFi need to be listed). PFCP names a non-3GPP leg's gateway (its FAR's Outer Header Creation) but not
 	// whether the access behind it is WLAN or a fixed line: a W-AGF is N3 trusted non-3GPP
 	// access as a TNGF is (TS 23.316). An N4 session's leg through a gateway listed here takes
 	// its type; a leg through another gateway, or a plain one, is WiFi. A change applies to the
