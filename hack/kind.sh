@@ -4,8 +4,9 @@
 # DaemonSet (hack/kind/values.yaml), config/samples and the gNB emulator applied
 # (hack/kind/objects), the user plane wired on the nodes (hack/kind/dataplane.sh: VXLAN links
 # from the UE nodes to the core node, whose namespaces hold the UPF's ports, the gNB, the WiFi
-# gateway and a data network), a wait until the UPF is Ready and every session Programmed, and
-# traffic: a line through alice's and bob's sessions to the data network and back.
+# gateway with carol's fixed line and its W-AGF, and a data network), a wait until the UPF is
+# Ready and every session Programmed, and traffic: a line through alice's, bob's and carol's
+# sessions to the data network and back (carol's 5G and fixed line, over N3 through the W-AGF).
 #
 #   hack/kind.sh up      # or: make kind-up     (needs a running Docker engine)
 #   hack/kind.sh down    # or: make kind-down
@@ -42,8 +43,10 @@ if ! $kind get clusters | grep -qx "$cluster"; then
   $kind create cluster --name "$cluster" --config hack/kind/cluster.yaml --wait 2m
 fi
 core=$cluster-worker3
-# The samples' ue-node-a and ue-node-b (objects/ names them for the default cluster name).
-ue_nodes=("$cluster-worker" "$cluster-worker2")
+# The samples' ue-node-a, ue-node-b and ue-node-c (objects/ names them for the default cluster
+# name); lines: whether a node's wlan0 is a fixed line to the W-AGF (carol's 5G-RG).
+ue_nodes=("$cluster-worker" "$cluster-worker2" "$cluster-worker4")
+lines=(no no yes)
 
 # dataplane NODE ARGS...: hack/kind/dataplane.sh on a node, as root in its own namespaces.
 dataplane() { local node=$1; shift; docker exec -i "$node" bash -s -- "$@" <hack/kind/dataplane.sh; }
@@ -52,7 +55,11 @@ node_ip() { $kubectl get node "$1" -o jsonpath='{.status.addresses[?(@.type=="In
 # The core node's namespaces first: the software UPF's pod opens its ports in jx-upf.
 if ! docker exec "$core" test -e /run/netns/jx-upf; then
   ips=()
-  for n in "${ue_nodes[@]}"; do ips+=("$(node_ip "$n")"); done
+  for i in "${!ue_nodes[@]}"; do
+    addr=$(node_ip "${ue_nodes[$i]}")
+    if [[ ${lines[$i]} == yes ]]; then addr+=/line; fi
+    ips+=("$addr")
+  done
   dataplane "$core" core "${ips[@]}"
 fi
 
@@ -88,16 +95,18 @@ for i in "${!ue_nodes[@]}"; do
     a3=$($mas -o jsonpath="{range .items[$on]}{.spec.accessLegs.threeGPP.ueAddress},{end}")
     aw=$($mas -o jsonpath="{range .items[$on]}{.spec.accessLegs.nonThreeGPP.ueAddress},{end}")
     dataplane "$n" ue "$(node_ip "$core")" "$i" "$a3" "$aw"
+    if [[ ${lines[$i]} == yes ]]; then dataplane "$core" line "$aw"; fi
   fi
 done
 
 $kubectl -n junction-system wait --for=condition=Ready userplanefunction/edge-upf-1 --timeout=3m
 $kubectl -n junction-system wait --for=condition=Programmed atssssessions --all --timeout=3m
 $kubectl -n junction-system wait --for=condition=Ready steeringpolicies --all --timeout=1m
-# Traffic: alice's and bob's agents Ready, then a line through each of their sessions.
-$kubectl -n junction-system wait --for=condition=AgentReady atssssession/alice-internet atssssession/bob-internet --timeout=3m
+# Traffic: alice's, bob's and carol's agents Ready, then a line through each of their sessions.
+$kubectl -n junction-system wait --for=condition=AgentReady atssssession/alice-internet atssssession/bob-internet atssssession/carol-branch --timeout=3m
 dataplane "${ue_nodes[0]}" check "$($mas alice-internet -o jsonpath='{.spec.sessionAddress}')"
 dataplane "${ue_nodes[1]}" check "$($mas bob-internet -o jsonpath='{.spec.sessionAddress}')"
+dataplane "${ue_nodes[2]}" check "$($mas carol-branch -o jsonpath='{.spec.sessionAddress}')"
 $kubectl get junction -n junction-system -o wide
 cat <<HINTS
 

@@ -9,7 +9,10 @@
 #   jx-gnb  bridge radio (10.45.0.254/24) holding vxr<i>, the VXLAN link to UE node i's ran0; the
 #           gnb-emulator between it and n3g (198.51.100.10) ══ u-n3 of jx-upf (port 1)
 #   jx-ap   bridge cell (203.0.113.1/24) holding vxw<i>, the link to UE node i's wlan0, routed
-#           to gw-up ══ u-wifi of jx-upf (port 2)
+#           to gw-up ══ u-wifi of jx-upf (port 2); for a UE node whose wlan0 is a fixed line
+#           (a 5G-RG's), vxw<i> is in bridge line instead, whose packets the W-AGF (the
+#           gnb-emulator in its w-agf role, hack/kind/objects/wagf.yaml) carries in GTP-U from
+#           203.0.113.2 on gw-up to the UPF's N3 address through the same port
 #   jx-dn   dn0 (198.18.0.10, a TCP echo server on port 7) ══ u-n6 of jx-upf (port 3)
 #   jx-upf  the software UPF's three ports
 #
@@ -17,7 +20,10 @@
 # core node, with the node's sessions' UE addresses and routes to the UPF through both.
 #
 # As root on the node (hack/kind.sh: docker exec -i NODE bash -s -- ARGS < hack/kind/dataplane.sh):
-#   dataplane.sh core UE_NODE_IP...               the core node's part; UE node i has the i-th IP
+#   dataplane.sh core UE_NODE_IP[/line]...        the core node's part; UE node i has the i-th IP,
+#                                                 /line: its wlan0 is a fixed line to the W-AGF
+#   dataplane.sh line LINE_ADDRS                  core node: the route to each of these UE
+#                                                 addresses on a fixed line (comma-separated)
 #   dataplane.sh ue CORE_IP I 3GPP_ADDRS WIFI_ADDRS
 #                                                 UE node i's part; the sessions' UE addresses on
 #                                                 this node, comma-separated ("" for none)
@@ -32,6 +38,7 @@ p=${NETNS_PREFIX:-jx-}
 underlay=${UNDERLAY:-eth0}
 vxlan_port=4790
 dn_host=198.18.0.10
+wagf_n3=203.0.113.2 # config/samples: carol's gatewayAddress
 echo_port=7
 
 # at NS CMD...: CMD in the namespace NS.
@@ -85,10 +92,14 @@ core() {
   at gnb ip addr add 198.51.100.10/24 dev n3g
   at gnb ip route add 192.0.2.1/32 dev n3g
   at gnb ip neigh replace 192.0.2.1 lladdr 02:00:00:00:01:01 dev n3g nud permanent
-  # access gateway ══ UPF port 2
+  # access gateway ══ UPF port 2: Junction over plain IP from the cell, GTP-U from the W-AGF's
+  # address (wagf_n3) to the UPF's N3 address from the lines.
   veth ap gw-up 02:00:00:00:02:02 upf u-wifi 02:00:00:00:01:02
-  at ap ip route add 192.0.2.2/32 dev gw-up
-  at ap ip neigh replace 192.0.2.2 lladdr 02:00:00:00:01:02 dev gw-up nud permanent
+  at ap ip addr add "$wagf_n3/32" dev gw-up
+  for a in 192.0.2.1 192.0.2.2; do
+    at ap ip route add "$a/32" dev gw-up
+    at ap ip neigh replace "$a" lladdr 02:00:00:00:01:02 dev gw-up nud permanent
+  done
   # UPF port 3 ══ N6 ══ data network
   veth upf u-n6 02:00:00:00:01:03 dn dn0 02:00:00:00:02:03
   at dn ip addr add "$dn_host/24" dev dn0
@@ -107,8 +118,17 @@ core() {
   at ap ip link add cell type bridge
   at ap ip addr add 203.0.113.1/24 dev cell
   at ap ip link set cell up
+  # The lines: the gateway's address for ARP, a host route per UE address (dataplane.sh line).
+  at ap ip link add line type bridge
+  at ap ip addr add 203.0.113.1/32 dev line
+  at ap ip link set line up
+  local access
   i=0
   for ip in "$@"; do
+    access=cell
+    if [[ $ip == */line ]]; then
+      ip=${ip%/line} access=line
+    fi
     # Created here, where the node network is; moved, a VXLAN link keeps its socket here.
     ip link add "vxr$i" type vxlan id $((100 + i)) remote "$ip" dstport $vxlan_port dev "$underlay"
     no_ipv6 "" "vxr$i"
@@ -117,7 +137,7 @@ core() {
     ip link add "vxw$i" type vxlan id $((200 + i)) remote "$ip" dstport $vxlan_port dev "$underlay"
     no_ipv6 "" "vxw$i"
     ip link set "vxw$i" netns "${p}ap"
-    at ap ip link set "vxw$i" master cell up
+    at ap ip link set "vxw$i" master "$access" up
     i=$((i + 1))
   done
 
@@ -142,6 +162,12 @@ ue() {
   # gateway, as a UE's network manager sets them (test/topology: UE.Routes).
   ip route replace 192.0.2.2/32 via 10.45.0.254 dev ran0 metric 10 onlink
   ip route replace 192.0.2.2/32 via 203.0.113.1 dev wlan0 metric 20 onlink
+}
+
+line() {
+  [[ $# -eq 1 ]] || { echo "line: LINE_ADDRS" >&2; exit 2; }
+  local a
+  for a in ${1//,/ }; do at ap ip route replace "$a/32" dev line; done
 }
 
 check() {
@@ -169,11 +195,11 @@ down() {
 }
 
 case ${1:-} in
-  core | ue | check | down)
+  core | ue | line | check | down)
     cmd=$1
     shift
     "$cmd" "$@" ;;
   *)
-    echo "usage: dataplane.sh core|ue|check|down ARGS (the comment at the top of hack/kind/dataplane.sh)" >&2
+    echo "usage: dataplane.sh core|ue|line|check|down ARGS (the comment at the top of hack/kind/dataplane.sh)" >&2
     exit 2 ;;
 esac

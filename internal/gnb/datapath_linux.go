@@ -253,7 +253,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) drop(dir, reason string) { m.drops.WithLabelValues(dir, reason).Inc() }
 
 // setSysctl sets a /proc/sys file to value unless it holds it already: a container's /proc/sys
-// is read-only (the kind pod, hack/kind/objects/gnb.yaml), so there the namespace's owner sets
+// is read-only (the kind pod, hack/kind/objects/gnb-deployment), so there the namespace's owner sets
 // them (hack/kind/dataplane.sh) and the emulator only checks.
 func setSysctl(path, value string) error {
 	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == value {

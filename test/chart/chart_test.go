@@ -481,7 +481,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		}
 		kinds[u.GetKind()]++
 	}
-	if kinds["UserPlaneFunction"] != 1 || kinds["ATSSSSession"] < 4 || kinds["SteeringPolicy"] < 4 || kinds["Deployment"] != 1 {
+	if kinds["UserPlaneFunction"] != 1 || kinds["ATSSSSession"] < 4 || kinds["SteeringPolicy"] < 4 || kinds["Deployment"] != 2 { // the gNB emulator and the W-AGF
 		t.Fatalf("hack/kind/objects: %v", kinds)
 	}
 

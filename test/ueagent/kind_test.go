@@ -24,11 +24,11 @@ import (
 
 // TestKindDataplane runs hack/kind/dataplane.sh, the user plane of `make kind-up`, on namespaces
 // that stand in for kind's nodes (a bridge for the node network between them), with the software
-// UPF and the gNB emulator given the flags of their kind pods (hack/kind/values.yaml;
-// hack/kind/objects/gnb.yaml, with only its Role), a UE agent per UE node, and config/samples
-// applied: the script's own check must carry a line through alice's and bob's
-// sessions to the data network and back, and alice's two legs (the gNB's VXLAN radio and the
-// WiFi cell's) must come up.
+// UPF, the gNB emulator and the W-AGF given the flags of their kind pods (hack/kind/values.yaml;
+// the Deployments hack/kind/objects builds, with only their Role), a UE agent per UE node, and
+// config/samples applied: the script's own check must carry a line through alice's, bob's and
+// carol's sessions to the data network and back, and alice's two legs (the gNB's VXLAN radio and
+// the WiFi cell's) and carol's fixed line (over N3 through the W-AGF) must come up.
 func TestKindDataplane(t *testing.T) {
 	script := filepath.Join(testenv.RepoRoot(), "hack", "kind", "dataplane.sh")
 	prefix := netns.UniqueName("jk") + "-" // the script's namespaces on the "core node"
@@ -44,7 +44,7 @@ func TestKindDataplane(t *testing.T) {
 		return nil
 	}
 
-	// kind's node network: the core node and two UE nodes on one bridge.
+	// kind's node network: the core node and three UE nodes on one bridge.
 	network := netns.ForTest(t, "jknet")
 	run(t, network, "ip", "link", "add", "nodes", "type", "bridge")
 	run(t, network, "ip", "link", "set", "nodes", "up")
@@ -60,13 +60,23 @@ func TestKindDataplane(t *testing.T) {
 	ueNodes := []struct {
 		name string // the samples' node; in kind, hack/kind/objects maps it to a worker
 		addr netip.Addr
+		line bool // its wlan0 is a fixed line to the W-AGF (carol's 5G-RG)
 		ns   *netns.Namespace
-	}{{name: "ue-node-a", addr: netip.MustParseAddr("172.18.0.3")}, {name: "ue-node-b", addr: netip.MustParseAddr("172.18.0.4")}}
+	}{{name: "ue-node-a", addr: netip.MustParseAddr("172.18.0.3")}, {name: "ue-node-b", addr: netip.MustParseAddr("172.18.0.4")},
+		{name: "ue-node-c", addr: netip.MustParseAddr("172.18.0.5"), line: true}}
 	for i := range ueNodes {
 		ueNodes[i].ns = addNode(fmt.Sprintf("ue%d", i), ueNodes[i].addr)
 	}
 
-	must(t, runScript(core, "core", ueNodes[0].addr.String(), ueNodes[1].addr.String()))
+	var coreArgs []string
+	for _, n := range ueNodes {
+		a := n.addr.String()
+		if n.line {
+			a += "/line"
+		}
+		coreArgs = append(coreArgs, a)
+	}
+	must(t, runScript(core, append([]string{"core"}, coreArgs...)...))
 	t.Cleanup(func() {
 		if err := runScript(core, "down"); err != nil {
 			t.Error(err)
@@ -92,7 +102,13 @@ func TestKindDataplane(t *testing.T) {
 	// The gNB emulator as its pod runs it: also with /proc/sys read-only, as in a container.
 	readOnlySysctl := []string{"unshare", "--mount", "--propagation", "private", "sh", "-c",
 		`mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && exec "$0" "$@"`}
-	startWrapped(t, readOnlySysctl, "gnb-emulator", kindGNBArgs(t, tb.ns, prefix)...)
+	emulators := kindEmulatorArgs(t, tb.ns, prefix)
+	for _, name := range []string{"junction-gnb-emulator", "junction-gnb-emulator-w-agf"} {
+		if emulators[name] == nil {
+			t.Fatalf("hack/kind/objects builds no Deployment %s", name)
+		}
+		startWrapped(t, readOnlySysctl, "gnb-emulator", emulators[name]...)
+	}
 
 	// Each UE node: its sessions' UE addresses (hack/kind.sh reads them the same way, from the
 	// API), the script's part, and the node's agent.
@@ -109,6 +125,9 @@ func TestKindDataplane(t *testing.T) {
 			}
 		}
 		must(t, runScript(n.ns, "ue", coreAddr.String(), fmt.Sprint(i), strings.Join(threeGPP, ","), strings.Join(wifi, ",")))
+		if n.line {
+			must(t, runScript(core, "line", strings.Join(wifi, ",")))
+		}
 		start(t, "ue-agent", "--kubeconfig", kubeconfig, "--node-name", n.name, "--netns", n.ns.Name,
 			"--namespace", tb.ns, "--metrics-addr", "0", "--health-addr", "0", "--status-interval", "1s", "--min-status-interval", "200ms")
 	}
@@ -116,29 +135,35 @@ func TestKindDataplane(t *testing.T) {
 	for _, c := range []struct {
 		session string
 		node    *netns.Namespace
-	}{{"alice-internet", ueNodes[0].ns}, {"bob-internet", ueNodes[1].ns}} {
+	}{{"alice-internet", ueNodes[0].ns}, {"bob-internet", ueNodes[1].ns}, {"carol-branch", ueNodes[2].ns}} {
 		s := tb.waitReady(c.session)
 		must(t, runScript(c.node, "check", string(s.Spec.SessionAddress)))
 	}
 	tb.legState("alice-internet", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
 	tb.legState("alice-internet", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
+	// carol's line answers the agent's probes only through the W-AGF and the UPF, over N3.
+	tb.legState("carol-branch", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 }
 
-// kindGNBArgs applies the ServiceAccount, Role and RoleBinding of hack/kind/objects/gnb.yaml in
-// namespace ns and returns its Deployment's flags for a gNB emulator that runs as that
+// kindEmulatorArgs applies the emulators' ServiceAccount, Role and RoleBinding of what
+// hack/kind/objects builds (gnb.yaml) in namespace ns and returns each emulator Deployment's flags
+// by name (the gNB's, and the W-AGF's of w-agf/), for an emulator that runs as that
 // ServiceAccount (a user of its name and groups, as the API server sees the pod), with its
 // namespaces under prefix and no metrics or health ports.
-func kindGNBArgs(t *testing.T, ns, prefix string) []string {
+func kindEmulatorArgs(t *testing.T, ns, prefix string) map[string][]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "hack", "kind", "objects", "gnb.yaml"))
-	must(t, err)
-	var args []string
-	for _, doc := range strings.Split(string(b), "\n---") {
+	const sa = "junction-gnb-emulator"
+	out, err := exec.Command(filepath.Join(testenv.RepoRoot(), "bin", "kustomize"), "build", filepath.Join(testenv.RepoRoot(), "hack", "kind", "objects")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kustomize build hack/kind/objects: %v\n%s", err, out)
+	}
+	args := map[string][]string{}
+	for _, doc := range strings.Split(string(out), "\n---") {
 		u := &unstructured.Unstructured{}
 		must(t, yaml.Unmarshal([]byte(doc), &u.Object))
 		u.SetNamespace(ns)
-		switch u.GetKind() {
-		case "Deployment":
+		switch {
+		case u.GetKind() == "Deployment" && strings.HasPrefix(u.GetName(), sa):
 			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 			raw, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
 			for _, a := range raw {
@@ -150,29 +175,30 @@ func kindGNBArgs(t *testing.T, ns, prefix string) []string {
 				case strings.HasPrefix(a, "--metrics-addr="), strings.HasPrefix(a, "--health-addr="):
 					a = a[:strings.Index(a, "=")+1] + "0"
 				}
-				args = append(args, a)
+				args[u.GetName()] = append(args[u.GetName()], a)
 			}
-			continue
-		case "RoleBinding":
-			subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
-			for _, s := range subjects {
-				s.(map[string]any)["namespace"] = ns
+		case u.GetName() == sa && slices.Contains([]string{"ServiceAccount", "Role", "RoleBinding"}, u.GetKind()):
+			if u.GetKind() == "RoleBinding" {
+				subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
+				for _, s := range subjects {
+					s.(map[string]any)["namespace"] = ns
+				}
+				must(t, unstructured.SetNestedSlice(u.Object, subjects, "subjects"))
 			}
-			must(t, unstructured.SetNestedSlice(u.Object, subjects, "subjects"))
+			must(t, k8s.Create(context.Background(), u))
 		}
-		must(t, k8s.Create(context.Background(), u))
 	}
-	if len(args) == 0 {
-		t.Fatal("hack/kind/objects/gnb.yaml: no Deployment with args")
-	}
-	user, err := env.AddUser(envtest.User{Name: "system:serviceaccount:" + ns + ":junction-gnb-emulator",
+	user, err := env.AddUser(envtest.User{Name: "system:serviceaccount:" + ns + ":" + sa,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}, nil)
 	must(t, err)
 	kc, err := user.KubeConfig()
 	must(t, err)
 	path := filepath.Join(t.TempDir(), "gnb-kubeconfig")
 	must(t, os.WriteFile(path, kc, 0o600))
-	return append([]string{"--kubeconfig", path}, args...)
+	for name := range args {
+		args[name] = append([]string{"--kubeconfig", path}, args[name]...)
+	}
+	return args
 }
 
 // kindUPFPorts are the software UPF's port flags of hack/kind/values.yaml, with its namespace
