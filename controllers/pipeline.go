@@ -112,7 +112,7 @@ func (a connParams) same(b connParams) bool {
 // stored before that rule may have neither, and it is not served in plaintext.
 func loadConnParams(ctx context.Context, c client.Reader, upf *junctionv1.UserPlaneFunction) (connParams, error) {
 	ep := upf.Spec.P4Runtime
-	cp := connParams{address: ep.Address, deviceID: uint64(ep.DeviceID), role: ep.Role}
+	cp := connParams{address: string(ep.Address), deviceID: uint64(ep.DeviceID), role: ep.Role}
 	if ep.TLS == nil {
 		if !ep.Insecure {
 			return cp, &loadError{ReasonTLSRequired, fmt.Errorf("spec.p4runtime.tls is unset and spec.p4runtime.insecure is not true: " +
@@ -149,7 +149,7 @@ func tlsConfig(ep junctionv1.P4RuntimeEndpoint, data map[string][]byte) (*tls.Co
 	h.Write(ca)
 	serverName := ep.TLS.ServerName
 	if serverName == "" {
-		host, _, err := net.SplitHostPort(ep.Address)
+		host, _, err := net.SplitHostPort(string(ep.Address))
 		if err != nil {
 			return nil, "", fmt.Errorf("spec.p4runtime.address: %v", err)
 		}

@@ -33,7 +33,7 @@ func TestLoadConnParams(t *testing.T) {
 			case tc.reason == "" && err != nil:
 				t.Fatalf("error %v, want plaintext parameters", err)
 			case tc.reason == "":
-				if cp.tls != nil || cp.address != tc.ep.Address {
+				if cp.tls != nil || cp.address != string(tc.ep.Address) {
 					t.Errorf("parameters %+v, want plaintext to %s", cp, tc.ep.Address)
 				}
 			case !errors.As(err, &le) || le.Reason != tc.reason:

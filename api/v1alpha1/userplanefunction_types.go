@@ -36,6 +36,13 @@ type P4RuntimeTLS struct {
 	ServerName string `json:"serverName,omitempty"`
 }
 
+// P4RuntimeAddress is host:port of a P4Runtime gRPC server: a DNS name or an IP address ([...]
+// for IPv6), and a port from 1 to 65535.
+// +kubebuilder:validation:Pattern=`^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):[0-9]{1,5}$`
+// +kubebuilder:validation:MaxLength=261
+// +kubebuilder:validation:XValidation:rule="int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535",message="port must be 1 to 65535"
+type P4RuntimeAddress string
+
 // P4RuntimeEndpoint is how to reach one P4Runtime target (a Tofino switch, BMv2, or the
 // software UPF). It is secured with tls, or in plaintext only when insecure says so. Its
 // election IDs are not the UPF's to choose: the operator derives them from its
@@ -44,12 +51,11 @@ type P4RuntimeTLS struct {
 // of a switch; it was removed, and a stored value is pruned.)
 // +kubebuilder:validation:XValidation:rule="has(self.tls) != (has(self.insecure) && self.insecure)",message="set exactly one of spec.p4runtime.tls (TLS, mutual by default) and spec.p4runtime.insecure: true (plaintext)"
 type P4RuntimeEndpoint struct {
-	// address is host:port of the P4Runtime gRPC server, e.g. tofino-1.lab:9559.
-	// +kubebuilder:validation:Pattern=`^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):[0-9]{1,5}$`
-	// +kubebuilder:validation:MaxLength=261
-	// +kubebuilder:validation:XValidation:rule="int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535",message="port must be 1 to 65535"
+	// address is host:port of the P4Runtime gRPC server, e.g. tofino-1.lab:9559. The operator
+	// connects only when a P4RuntimeTarget grants this namespace the device
+	// (docs/p4runtime-targets.md).
 	// +required
-	Address string `json:"address"`
+	Address P4RuntimeAddress `json:"address"`
 
 	// deviceID is the P4Runtime device ID of the target.
 	// +kubebuilder:validation:Minimum=0
