@@ -14,8 +14,9 @@ package controllers
 // The UPFs' TLS Secrets: a Role, granted in each namespace that holds UPFs (the chart's
 // upfNamespaces; config/default: the operator's own), never every Secret of the cluster.
 // +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;list;watch
-// AddressPools, and the service ranges a session address must stay out of.
-// +kubebuilder:rbac:groups=atsss.junction.dev,resources=addresspools,verbs=get;list;watch
+// The administrator's grants (AddressPools, P4RuntimeTargets), and the service ranges a session
+// address must stay out of.
+// +kubebuilder:rbac:groups=atsss.junction.dev,resources=addresspools;p4runtimetargets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

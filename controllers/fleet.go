@@ -153,6 +153,13 @@ func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) 
 		return nil, err
 	}
 	key := client.ObjectKeyFromObject(upf)
+	if err := checkGrant(ctx, f.Client, &f.hosts, upf); err != nil {
+		var le *loadError
+		if errors.As(err, &le) {
+			f.remove(key) // its grant was taken back: the device is no longer its to program
+		}
+		return nil, err
+	}
 	peers, err := devicePeers(ctx, f.Client, &f.hosts, upf)
 	if err != nil {
 		return nil, err
@@ -201,30 +208,63 @@ func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) 
 	}
 }
 
-// devicePeers lists the other UserPlaneFunctions that name upf's device (deleting ones included):
-// the same port, device ID and role (the index) at a host that resolves to an address of upf's
-// host, however it is spelled (localhost and 127.0.0.1, a name and its address, upper case).
-// They are the cache's own objects: callers read them, never write them.
+// devicePeers lists the other UserPlaneFunctions that name upf's device (deleting ones included,
+// sameDevice) and that a P4RuntimeTarget grants it: a UPF without a grant is never connected, so
+// it takes the device from no one. They are the cache's own objects: callers read them, never
+// write them.
 func devicePeers(ctx context.Context, c client.Reader, hosts *deviceHostCache, upf *junctionv1.UserPlaneFunction) ([]junctionv1.UserPlaneFunction, error) {
 	var list junctionv1.UserPlaneFunctionList
+	mine := upfDevice(upf)
 	// Read only (no deep copy): every session's programming asks, N4's at thousands a second.
-	if err := c.List(ctx, &list, client.MatchingFields{indexUPFDevice: deviceKey(upf)}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, &list, client.MatchingFields{indexUPFDevice: mine.key()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := list.Items[:0]
-	var mine []string
 	for _, o := range list.Items {
-		if o.UID == upf.UID {
+		if o.UID == upf.UID || !hosts.sameDevice(ctx, mine, upfDevice(&o)) {
 			continue
 		}
-		if mine == nil {
-			mine = hosts.hosts(ctx, upf.Spec.P4Runtime.Address)
-		}
-		if overlap(mine, hosts.hosts(ctx, o.Spec.P4Runtime.Address)) {
+		if g, err := grantOf(ctx, c, hosts, &o); err != nil {
+			return nil, err
+		} else if g != nil {
 			out = append(out, o)
 		}
 	}
 	return out, nil
+}
+
+// device is what names one P4Runtime device: a UserPlaneFunction's spec.p4runtime
+// (upfDevice) or a P4RuntimeTarget's spec (targetDevice).
+type device struct {
+	address  string
+	deviceID int64
+	role     string
+}
+
+func upfDevice(upf *junctionv1.UserPlaneFunction) device {
+	ep := upf.Spec.P4Runtime
+	return device{string(ep.Address), ep.DeviceID, ep.Role}
+}
+
+func targetDevice(t *junctionv1.P4RuntimeTarget) device {
+	return device{string(t.Spec.Address), t.Spec.DeviceID, t.Spec.Role}
+}
+
+// key is what of a device its spec says without a lookup: the port, device ID and role. Devices
+// with one key are one device when their hosts resolve to a common address (sameDevice).
+func (d device) key() string {
+	_, port, err := net.SplitHostPort(d.address)
+	if err != nil {
+		port = strings.ToLower(d.address) // the API server's pattern makes this unreachable
+	}
+	return fmt.Sprintf("%s|%d|%s", port, d.deviceID, d.role)
+}
+
+// sameDevice reports whether a and b name one device: the same port, device ID and role at hosts
+// that resolve to a common address, however they are spelled (localhost and 127.0.0.1, a name
+// and its address, upper case).
+func (c *deviceHostCache) sameDevice(ctx context.Context, a, b device) bool {
+	return a.key() == b.key() && overlap(c.hosts(ctx, a.address), c.hosts(ctx, b.address))
 }
 
 // resolveTimeout bounds the lookup of a UPF's host name: a UPF's reconcile waits for it.
@@ -329,18 +369,6 @@ func deviceHolder(upf *junctionv1.UserPlaneFunction, peers []junctionv1.UserPlan
 		return nil
 	}
 	return holder
-}
-
-// deviceKey is what of a UserPlaneFunction's device its spec says without a lookup: the port,
-// device ID and role. UPFs with one key name one device when their hosts resolve to a common
-// address (devicePeers).
-func deviceKey(upf *junctionv1.UserPlaneFunction) string {
-	ep := upf.Spec.P4Runtime
-	_, port, err := net.SplitHostPort(ep.Address)
-	if err != nil {
-		port = strings.ToLower(ep.Address) // the API server's pattern makes this unreachable
-	}
-	return fmt.Sprintf("%s|%d|%s", port, ep.DeviceID, ep.Role)
 }
 
 // creation is a runtime being created; done closes when it is in f.upfs or err says why not.

@@ -24,6 +24,7 @@ const (
 	indexUPFConfigMap    = "spec.pipeline.configMapRef.name"
 	indexUPFSecret       = "spec.p4runtime.tls.secretRef.name"
 	indexUPFDevice       = "spec.p4runtime.device" // port, device ID and role: candidates for one P4Runtime device (devicePeers)
+	indexTargetDevice    = "spec.device"           // the same of a P4RuntimeTarget: candidates for a UPF's grant (grantOf)
 )
 
 // indexer registers the field indexes on a manager's cache.
@@ -58,7 +59,10 @@ func setupIndexes(ctx context.Context, idx indexer) error {
 			return []string{o.(*junctionv1.UserPlaneFunction).Spec.Pipeline.ConfigMapRef.Name}
 		}},
 		{&junctionv1.UserPlaneFunction{}, indexUPFDevice, func(o client.Object) []string {
-			return []string{deviceKey(o.(*junctionv1.UserPlaneFunction))}
+			return []string{upfDevice(o.(*junctionv1.UserPlaneFunction)).key()}
+		}},
+		{&junctionv1.P4RuntimeTarget{}, indexTargetDevice, func(o client.Object) []string {
+			return []string{targetDevice(o.(*junctionv1.P4RuntimeTarget)).key()}
 		}},
 		{&junctionv1.UserPlaneFunction{}, indexUPFSecret, func(o client.Object) []string {
 			if t := o.(*junctionv1.UserPlaneFunction).Spec.P4Runtime.TLS; t != nil {

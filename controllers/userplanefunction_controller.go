@@ -81,6 +81,16 @@ func (r *UserPlaneFunctionReconciler) reconcileNormal(ctx context.Context, upf *
 		return ctrl.Result{}, nil // the ConfigMap watch brings the UPF back
 	}
 	r.plaintext(upf)
+	if err := checkGrant(ctx, r.Client, &r.Fleet.hosts, upf); err != nil {
+		var le *loadError
+		if !errors.As(err, &le) {
+			return ctrl.Result{}, err
+		}
+		r.Fleet.remove(client.ObjectKeyFromObject(upf)) // a grant taken back: stop programming the device
+		meta.RemoveStatusCondition(&upf.Status.Conditions, junctionv1.ConditionDeviceConflict)
+		r.notReady(upf, junctionv1.ConditionConnected, le.Reason, le.Error())
+		return ctrl.Result{}, nil // the P4RuntimeTarget watch brings the UPF back
+	}
 	cp, err := loadConnParams(ctx, r.Client, upf)
 	if err != nil {
 		var le *loadError
@@ -200,6 +210,26 @@ func (r *UserPlaneFunctionReconciler) sameDevice(ctx context.Context, o client.O
 	return out
 }
 
+// upfsOfTarget requests the UserPlaneFunctions that may name a P4RuntimeTarget's device (its
+// port, device ID and role, in any namespace): the grant decides whether they connect, and so
+// which of them programs a device several name. An update maps the old and the new object.
+func (r *UserPlaneFunctionReconciler) upfsOfTarget(ctx context.Context, o client.Object) []reconcile.Request {
+	t, ok := o.(*junctionv1.P4RuntimeTarget)
+	if !ok {
+		return nil
+	}
+	var list junctionv1.UserPlaneFunctionList
+	if err := r.List(ctx, &list, client.MatchingFields{indexUPFDevice: targetDevice(t).key()}, client.UnsafeDisableDeepCopy); err != nil { // read only
+		logf.FromContext(ctx).Error(err, "Listing the UPFs of a P4RuntimeTarget failed", "p4runtimetarget", t.Name)
+		return nil
+	}
+	out := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return out
+}
+
 // notReady records a problem with a referenced object (condition typ) and Ready=False.
 func (r *UserPlaneFunctionReconciler) notReady(upf *junctionv1.UserPlaneFunction, typ, reason, msg string) {
 	if setCondition(&upf.Status.Conditions, upf.Generation, typ, false, reason, msg) {
@@ -208,14 +238,15 @@ func (r *UserPlaneFunctionReconciler) notReady(upf *junctionv1.UserPlaneFunction
 	setCondition(&upf.Status.Conditions, upf.Generation, junctionv1.ConditionReady, false, reason, msg)
 }
 
-// SetupWithManager watches UPFs, their ConfigMaps and Secrets, and the runtime's notices (those
-// about counts delayed by upfStatusDelay).
+// SetupWithManager watches UPFs, the P4RuntimeTargets that grant their devices, their ConfigMaps
+// and Secrets, and the runtime's notices (those about counts delayed by upfStatusDelay).
 func (r *UserPlaneFunctionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Fleet.init()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&junctionv1.UserPlaneFunction{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
 		Watches(&junctionv1.UserPlaneFunction{}, handler.EnqueueRequestsFromMapFunc(r.sameDevice),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
+		Watches(&junctionv1.P4RuntimeTarget{}, handler.EnqueueRequestsFromMapFunc(r.upfsOfTarget), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Metadata only: the reconcile reads the object itself (ManagerOptions).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFConfigMap)), builder.OnlyMetadata).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexUPFSecret)), builder.OnlyMetadata).

@@ -76,6 +76,7 @@ func TestOperatorNeverErasesAgentStatus(t *testing.T) {
 	u := startSoftUPF(t, "127.0.0.1:0")
 	cm, _ := pipelineConfigMap(t, ns, "pipeline", nil)
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	grantDevice(t, upf)
 	create(t, cm, upf)
 	startOperator(t, ns, operatorOptions{})
 	voice := activeStandbyPolicy(ns, "voice", 20, "198.18.20.0/24")

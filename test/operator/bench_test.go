@@ -109,6 +109,7 @@ func runScale(b *testing.B, n int) scaleResult {
 	upf := startSoftUPF(b, "127.0.0.1:0")
 	cm, sch := pipelineConfigMap(b, ns, "pipeline", nil)
 	u := newUPF(ns, "upf", upf.addr, "pipeline")
+	grantDevice(b, u)
 	create(b, cm, u, &junctionv1.SteeringPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "games"},
 		Spec:       junctionv1.SteeringPolicySpec{Precedence: 10, Steering: junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay}},

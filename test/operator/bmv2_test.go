@@ -59,6 +59,7 @@ func TestOperatorProgramsBMv2(t *testing.T) {
 	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil) // p4c's P4Info (hack/p4-build.sh checks)
 	cm.BinaryData = map[string][]byte{"device_config": deviceConfig}
 	upf := newUPF(ns, "upf", addr, "pipeline")
+	grantDevice(t, upf)
 	create(t, cm, upf)
 	op := startOperator(t, ns, operatorOptions{leaseName: "junction"})
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionPipelineReady, metav1.ConditionTrue, "PipelineInstalled")

@@ -484,7 +484,7 @@ func newUPF(ns, name, addr, configMap string) *junctionv1.UserPlaneFunction {
 	return &junctionv1.UserPlaneFunction{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: junctionv1.UserPlaneFunctionSpec{
-			P4Runtime: junctionv1.P4RuntimeEndpoint{Address: addr, DeviceID: 1, Insecure: true},
+			P4Runtime: junctionv1.P4RuntimeEndpoint{Address: junctionv1.P4RuntimeAddress(addr), DeviceID: 1, Insecure: true},
 			Pipeline:  junctionv1.Pipeline{ConfigMapRef: junctionv1.LocalObjectReference{Name: configMap}},
 			TunnelEndpoints: []junctionv1.TunnelEndpoint{
 				{Name: "core", N3Address: "192.0.2.1", JunctionAddress: "192.0.2.2"},
@@ -502,8 +502,26 @@ func newUPF(ns, name, addr, configMap string) *junctionv1.UserPlaneFunction {
 	}
 }
 
+// grantDevice does what an administrator does for a tenant's UPFs (docs/p4runtime-targets.md):
+// a P4RuntimeTarget granting each UPF's namespace the device its spec.p4runtime names, removed
+// when the test ends. Without one the operator does not connect (device_grant_test.go).
+func grantDevice(t testing.TB, upfs ...*junctionv1.UserPlaneFunction) {
+	t.Helper()
+	for _, u := range upfs {
+		g := deviceGrant(u.Namespace+"-"+u.Name, u.Namespace, u.Spec.P4Runtime.Address, u.Spec.P4Runtime.DeviceID, u.Spec.P4Runtime.Role)
+		create(t, g)
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), g) })
+	}
+}
+
+// deviceGrant is a P4RuntimeTarget granting namespace ns the device at address.
+func deviceGrant(name, ns string, address junctionv1.P4RuntimeAddress, deviceID int64, role string) *junctionv1.P4RuntimeTarget {
+	return &junctionv1.P4RuntimeTarget{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: junctionv1.P4RuntimeTargetSpec{Namespace: ns, Address: address, DeviceID: deviceID, Role: role}}
+}
+
 // upfRig is a namespace with a software UPF, its pipeline ConfigMap (the checked-in P4Info) and
-// a UserPlaneFunction on it, the start of most tests.
+// a UserPlaneFunction on it with its device granted, the start of most tests.
 type upfRig struct {
 	ns  string
 	u   *softUPF
@@ -534,6 +552,7 @@ func newUPFRigOf(t testing.TB, name string, editUPF func(*junctionv1.UserPlaneFu
 	if editUPF != nil {
 		editUPF(r.upf)
 	}
+	grantDevice(t, r.upf)
 	create(t, cm, r.upf)
 	return r
 }

@@ -36,6 +36,7 @@ func TestGitOpsHealth(t *testing.T) {
 	u := startSoftUPF(t, "127.0.0.1:0")
 	cm, _ := pipelineConfigMap(t, ns, "pipeline", tableSize("applications", 1))
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	grantDevice(t, upf)
 	create(t, cm, upf)
 	startOperator(t, ns, operatorOptions{})
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
@@ -59,6 +60,7 @@ func TestGitOpsHealth(t *testing.T) {
 	upfWaiting := newUPF(nsWaiting, "upf", silent, "pipeline")
 	policyWaiting := loadBalancePolicy(nsWaiting, "video", 10, 50, "198.18.10.0/24")
 	sessionWaiting := session(nsWaiting, "waiting", "imsi-001010000000003", "10.60.0.3", "upf", "n", "")
+	grantDevice(t, upfWaiting)
 	create(t, cmWaiting, upfWaiting, policyWaiting, sessionWaiting)
 	startOperator(t, nsWaiting, operatorOptions{})
 
@@ -66,6 +68,7 @@ func TestGitOpsHealth(t *testing.T) {
 	nsDangling := newNamespace(t)
 	u2 := startSoftUPF(t, "127.0.0.1:0")
 	upfDangling := newUPF(nsDangling, "upf", u2.addr, "pipeline")
+	grantDevice(t, upfDangling)
 	create(t, upfDangling)
 	startOperator(t, nsDangling, operatorOptions{})
 

@@ -76,6 +76,7 @@ func flipFlopRig(t *testing.T, mode *junctionv1.SteeringMode) (*softUPF, *upfcli
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
 	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10")
 	s.Spec.ModeOverride = mode
+	grantDevice(t, upf)
 	create(t, cm, upf, s)
 	startOperator(t, ns, operatorOptions{path: pathmon.Config{MaxSwitches: 3, Window: time.Minute, Settle: 3 * time.Second, Reassert: 5 * time.Second}})
 	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")

@@ -22,6 +22,7 @@ func TestSessionsAndPoliciesAreProgrammedExactly(t *testing.T) {
 	u := startSoftUPF(t, "127.0.0.1:0")
 	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	grantDevice(t, upf)
 	create(t, cm, upf)
 	startOperator(t, ns, operatorOptions{})
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")

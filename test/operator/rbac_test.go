@@ -40,7 +40,7 @@ func TestChartRBACIsEnoughForTheSamples(t *testing.T) {
 		if _, ok := o.(*junctionv1.ATSSSSession); ok {
 			sessions++
 			waitCondition(t, programTimeout, o, junctionv1.ConditionProgrammed, "True", "Programmed")
-		} else if _, pool := o.(*junctionv1.AddressPool); !pool { // a pool has no status
+		} else if o.GetNamespace() != "" { // the pool and the target are grants: no status
 			waitCondition(t, programTimeout, o, junctionv1.ConditionReady, "True", "")
 		}
 	}
@@ -61,6 +61,9 @@ func TestChartRBACIsEnoughForTheSamples(t *testing.T) {
 		{"watch", "", "secrets", "", ns, true},
 		{"create", "events.k8s.io", "events", "", ns, true},
 		{"update", "coordination.k8s.io", "leases", "", ns, true},
+		// The administrator's grants, read.
+		{"watch", junctionv1.GroupVersion.Group, "p4runtimetargets", "", "", true},
+		{"watch", junctionv1.GroupVersion.Group, "addresspools", "", "", true},
 		// The N4 endpoint: the sessions SMFs establish and release, their traffic classes.
 		{"create", junctionv1.GroupVersion.Group, "atssssessions", "", ns, true},
 		{"delete", junctionv1.GroupVersion.Group, "atssssessions", "", ns, true},
@@ -68,6 +71,8 @@ func TestChartRBACIsEnoughForTheSamples(t *testing.T) {
 		// What it never does.
 		{"delete", junctionv1.GroupVersion.Group, "userplanefunctions", "", ns, false},
 		{"create", junctionv1.GroupVersion.Group, "userplanefunctions", "", ns, false},
+		{"update", junctionv1.GroupVersion.Group, "p4runtimetargets", "", "", false},
+		{"create", junctionv1.GroupVersion.Group, "addresspools", "", "", false},
 		{"update", "", "secrets", "", ns, false},
 		{"create", "", "configmaps", "", ns, false},
 		{"get", "", "pods", "", ns, false},

@@ -47,6 +47,7 @@ func TestFullTableGivesTableFullAndRoomProgramsTheSession(t *testing.T) {
 	u := startSoftUPF(t, "127.0.0.1:0")
 	cm, sch := pipelineConfigMap(t, ns, "pipeline", tableSize("sessions", 2))
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	grantDevice(t, upf)
 	create(t, cm, upf)
 	startOperator(t, ns, operatorOptions{})
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
@@ -138,6 +139,7 @@ func TestAPolicyThatCannotFitNeverReachesTheDevice(t *testing.T) {
 			return handler(ctx, req)
 		}))
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	grantDevice(t, upf)
 	create(t, cm, upf)
 	startOperator(t, ns, operatorOptions{})
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
@@ -215,6 +217,7 @@ func TestDanglingReferencesGiveConditions(t *testing.T) {
 	// A UPF without its ConfigMap, and a session on it.
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
 	orphan := session(ns, "orphan", "imsi-001010000000009", "10.60.0.9", "upf", "n", "")
+	grantDevice(t, upf)
 	create(t, upf, orphan)
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionPipelineReady, metav1.ConditionFalse, "ConfigMapNotFound")
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionFalse, "ConfigMapNotFound")
@@ -245,7 +248,9 @@ func TestDanglingReferencesGiveConditions(t *testing.T) {
 	})
 
 	u2 := startSoftUPF(t, "127.0.0.1:0")
-	create(t, newUPF(ns, "elsewhere", u2.addr, "pipeline"))
+	elsewhere := newUPF(ns, "elsewhere", u2.addr, "pipeline")
+	grantDevice(t, elsewhere)
+	create(t, elsewhere)
 	waitCondition(t, programTimeout, lost, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 	eventually(t, programTimeout, "entries on the second UPF", func() error { return sameEntries(u2, sch, ns, "elsewhere") })
 }
@@ -263,7 +268,9 @@ func TestShadowedPolicyIsSaid(t *testing.T) {
 	narrow := loadBalancePolicy(ns, "narrow", 20, 50, "198.18.10.0/24") // TCP 443 inside wide
 	shadowed := session(ns, "shadowed", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10", "narrow")
 	layered := session(ns, "layered", "imsi-001010000000002", "10.60.0.2", "upf", "3n", "198.51.100.10", "wide")
-	create(t, cm, newUPF(ns, "upf", u.addr, "pipeline"), narrow, shadowed, layered)
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	grantDevice(t, upf)
+	create(t, cm, upf, narrow, shadowed, layered)
 	startOperator(t, ns, operatorOptions{})
 
 	const note = "taken whole on the UPF by ones the session does not select: narrow by wide"
@@ -307,6 +314,7 @@ func TestPushNeverOnlyVerifiesThePipeline(t *testing.T) {
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
 	upf.Spec.Pipeline.PushPolicy = junctionv1.PushNever
 	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "n", "")
+	grantDevice(t, upf)
 	create(t, cm, upf, s)
 	startOperator(t, ns, operatorOptions{})
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionPipelineReady, metav1.ConditionFalse, "PipelineMismatch")
@@ -455,6 +463,7 @@ func TestApplicationIDIsFreedOnlyWhenNoOverrideNamesIt(t *testing.T) {
 			return up.GetType() == p4v1.Update_DELETE && up.GetEntity().GetTableEntry().GetTableId() == overridesID
 		}))
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	grantDevice(t, upf)
 	create(t, cm, upf)
 	first := startOperator(t, ns, operatorOptions{})
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
@@ -602,6 +611,7 @@ func twoUPFsOnOneDevice(t *testing.T, spell func(string) string) {
 
 	second := newUPF(ns, "second", spell(u.addr), "pipeline")
 	s2 := session(ns, "s2", "imsi-001010000000002", "10.60.0.2", "second", "n", "")
+	grantDevice(t, second)
 	create(t, second, s2)
 	waitCondition(t, programTimeout, second, junctionv1.ConditionReady, metav1.ConditionFalse, "DuplicateDevice")
 	waitCondition(t, programTimeout, second, junctionv1.ConditionDeviceConflict, metav1.ConditionTrue, "DuplicateDevice")
@@ -647,6 +657,7 @@ func TestDuplicateUPFLeavesPoliciesReady(t *testing.T) {
 	waitCondition(t, programTimeout, pol, junctionv1.ConditionReady, metav1.ConditionTrue, "Programmed")
 
 	second := newUPF(ns, "second", u.addr, "pipeline")
+	grantDevice(t, second)
 	create(t, second)
 	waitCondition(t, programTimeout, second, junctionv1.ConditionReady, metav1.ConditionFalse, "DuplicateDevice")
 	before := pol.DeepCopy()
@@ -667,6 +678,7 @@ func TestDuplicateUPFLeavesPoliciesReady(t *testing.T) {
 	eventually(t, programTimeout, "the device holds the first UPF's state", func() error { return sameEntries(u, sch, ns, "first") })
 
 	third := newUPF(ns, "third", "127.0.0.1:1", "no-such-pipeline")
+	grantDevice(t, third)
 	create(t, third)
 	waitCondition(t, programTimeout, pol, junctionv1.ConditionReady, metav1.ConditionFalse, "UPFNotReady")
 	if c, _ := condition(pol, junctionv1.ConditionReady); !strings.Contains(c.Message, "third") || strings.Contains(c.Message, "second") {

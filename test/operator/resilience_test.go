@@ -31,6 +31,7 @@ func setupProgrammed(t *testing.T, u *softUPF, ns string) programmedSetup {
 	t.Helper()
 	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	grantDevice(t, upf)
 	create(t, cm, upf,
 		loadBalancePolicy(ns, "video", 10, 30, "198.18.10.0/24"),
 		activeStandbyPolicy(ns, "voice", 20, "198.18.20.0/24"))
@@ -396,6 +397,7 @@ func TestSlowRestoreBlocksNoOtherUPF(t *testing.T) {
 	cm, _ := pipelineConfigMap(t, ns, "pipeline", nil)
 	a := newUPF(ns, "a", startSoftUPF(t, "127.0.0.1:0").addr, "pipeline")
 	b := newUPF(ns, "b", startSoftUPF(t, "127.0.0.1:0").addr, "pipeline")
+	grantDevice(t, a, b)
 	create(t, cm, a, b)
 	const stall = 6 * time.Second
 	start := time.Now()

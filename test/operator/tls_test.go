@@ -28,6 +28,7 @@ func TestMutualTLSFromASecret(t *testing.T) {
 	upf.Spec.P4Runtime.Insecure = false
 	upf.Spec.P4Runtime.TLS = &junctionv1.P4RuntimeTLS{Mode: junctionv1.TLSMutual, SecretRef: junctionv1.LocalObjectReference{Name: "p4rt-tls"}}
 	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10")
+	grantDevice(t, upf)
 	create(t, cm, secret, upf, s)
 	startOperator(t, ns, operatorOptions{})
 
@@ -70,6 +71,7 @@ func TestTLSIsMutualByDefault(t *testing.T) {
 	other.Spec.P4Runtime.Insecure = false
 	other.Spec.P4Runtime.TLS = &junctionv1.P4RuntimeTLS{SecretRef: junctionv1.LocalObjectReference{Name: "ca-only"}}
 	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10")
+	grantDevice(t, upf, other)
 	create(t, cm, full, caOnly, upf, other, s)
 	startOperator(t, ns, operatorOptions{})
 
@@ -96,6 +98,7 @@ func TestPlaintextIsReported(t *testing.T) {
 	u := startSoftUPF(t, "127.0.0.1:0")
 	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
 	upf := newUPF(ns, "upf", u.addr, "pipeline") // insecure: true
+	grantDevice(t, upf)
 	create(t, cm, upf)
 	startOperator(t, ns, operatorOptions{})
 

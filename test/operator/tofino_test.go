@@ -43,6 +43,7 @@ func TestTheTofinoP4InfoIsProgrammedByName(t *testing.T) {
 
 	cm, sch := pipelineConfigMapOf(t, ns, "pipeline", info)
 	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	grantDevice(t, upf)
 	create(t, cm, upf)
 	startOperator(t, ns, operatorOptions{})
 	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")

@@ -380,6 +380,14 @@ func AddressPool(namespace string) *junctionv1.AddressPool {
 	return p
 }
 
+// DeviceGrant grants upf's namespace the P4Runtime device upf names, as
+// config/samples/p4runtimetarget.yaml does: without it the operator does not connect.
+func DeviceGrant(upf *junctionv1.UserPlaneFunction) *junctionv1.P4RuntimeTarget {
+	ep := upf.Spec.P4Runtime
+	return &junctionv1.P4RuntimeTarget{ObjectMeta: metav1.ObjectMeta{Name: upf.Namespace + "-" + upf.Name},
+		Spec: junctionv1.P4RuntimeTargetSpec{Namespace: upf.Namespace, Address: ep.Address, DeviceID: ep.DeviceID, Role: ep.Role}}
+}
+
 // SoftUPFArgs are the software UPF's flags for its ports in this topology.
 func (t *Topology) SoftUPFArgs() []string {
 	args := []string{"--ports-netns", t.UPF.Name}

@@ -385,11 +385,15 @@ func startOperator(t testing.TB, ns string) {
 }
 
 // createUPF applies the pipeline ConfigMap and the UserPlaneFunction of the testbed, in
-// plaintext (spec.p4runtime.insecure) to the software UPF on loopback; TestKindDataplane runs
-// it in mutual TLS, as the chart does.
+// plaintext (spec.p4runtime.insecure) to the software UPF on loopback, and the P4RuntimeTarget
+// that grants the testbed's namespace that device; TestKindDataplane runs it in mutual TLS, as
+// the chart does.
 func (tb *testbed) createUPF() {
 	tb.createPipeline("pipeline")
-	create(tb.t, tb.UPFObject(tb.ns, "upf", junctionv1.P4RuntimeEndpoint{Address: tb.upfGRPC, DeviceID: 1, Insecure: true}, "pipeline"))
+	upf := tb.UPFObject(tb.ns, "upf", junctionv1.P4RuntimeEndpoint{Address: junctionv1.P4RuntimeAddress(tb.upfGRPC), DeviceID: 1, Insecure: true}, "pipeline")
+	grant := topology.DeviceGrant(upf)
+	create(tb.t, grant, upf)
+	tb.t.Cleanup(func() { _ = k8s.Delete(context.Background(), grant) })
 }
 
 // createPipeline applies the pipeline ConfigMap (this program's P4Info) named name.
