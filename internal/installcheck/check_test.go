@@ -50,7 +50,7 @@ func TestCheck(t *testing.T) {
 	withLease := Config{Namespace: ns, Deployment: "junction-operator", Lease: lease}
 
 	err = check(withLease)
-	for _, kind := range []string{"AddressPool", "ATSSSSession", "SteeringPolicy", "UserPlaneFunction"} {
+	for _, kind := range []string{"AddressPool", "ATSSSSession", "P4RuntimeTarget", "SteeringPolicy", "UserPlaneFunction"} {
 		if err == nil || !strings.Contains(err.Error(), kind+" is not served") {
 			t.Errorf("without CRDs: %v, want %s named as not served", err, kind)
 		}

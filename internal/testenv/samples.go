@@ -15,10 +15,11 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
 
-// Samples reads config/samples (every manifest but the kustomization: the address pool, the UPF,
-// the policies and the sessions) into objects of the scheme's types in namespace ns, the UPF's
-// P4Runtime address set to upfAddr: what a user applies, pointed at the caller's software UPF.
-// The cluster-scoped pool is named and granted after ns.
+// Samples reads config/samples (every manifest but the kustomization: the address pool, the
+// P4Runtime target, the UPF, the policies and the sessions) into objects of the scheme's types in
+// namespace ns, the UPF's P4Runtime address set to upfAddr: what a user applies, pointed at the
+// caller's software UPF. The cluster-scoped pool and target are named and granted after ns, the
+// target to the device at upfAddr.
 func Samples(s *runtime.Scheme, ns, upfAddr string) ([]client.Object, error) {
 	files, err := filepath.Glob(filepath.Join(RepoRoot(), "config", "samples", "*.yaml"))
 	if err != nil {
@@ -55,9 +56,14 @@ func Samples(s *runtime.Scheme, ns, upfAddr string) ([]client.Object, error) {
 				objs = append(objs, o)
 				continue
 			}
+			if target, ok := o.(*junctionv1.P4RuntimeTarget); ok {
+				target.Name, target.Spec.Namespace, target.Spec.Address = "samples-"+ns, ns, junctionv1.P4RuntimeAddress(upfAddr)
+				objs = append(objs, o)
+				continue
+			}
 			o.SetNamespace(ns)
 			if upf, ok := o.(*junctionv1.UserPlaneFunction); ok {
-				upf.Spec.P4Runtime.Address = upfAddr
+				upf.Spec.P4Runtime.Address = junctionv1.P4RuntimeAddress(upfAddr)
 			}
 			objs = append(objs, o)
 		}

@@ -449,7 +449,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	for _, c := range crds.Items {
 		names = append(names, c.GetName())
 	}
-	if strings.Join(names, ",") != "addresspools.atsss.junction.dev,atssssessions.atsss.junction.dev,steeringpolicies.atsss.junction.dev,userplanefunctions.atsss.junction.dev" {
+	if strings.Join(names, ",") != "addresspools.atsss.junction.dev,atssssessions.atsss.junction.dev,p4runtimetargets.atsss.junction.dev,steeringpolicies.atsss.junction.dev,userplanefunctions.atsss.junction.dev" {
 		t.Fatalf("CRDs after install: %v", names)
 	}
 	ds := &appsv1.DaemonSet{}

@@ -1,13 +1,18 @@
--- Argo CD health of Junction's kinds (UserPlaneFunction, SteeringPolicy, ATSSSSession, AddressPool).
+-- Argo CD health of Junction's kinds (UserPlaneFunction, SteeringPolicy, ATSSSSession, AddressPool,
+-- P4RuntimeTarget).
 -- It reads the status the way kstatus does (api/v1alpha1/common_types.go), so Argo CD, Flux
 -- and `kubectl wait` agree: an object the operator has not seen at its generation, or one with
 -- Reconciling=True (also while an object it names does not exist yet), is Progressing;
 -- Stalled=True (a full table, a conflict, an invalid pipeline or TLS Secret) is Degraded;
 -- Ready=True is Healthy.
 -- `make manifests` copies this file into argocd-cm.yaml for each kind.
--- An AddressPool is an administrator's grant with no status: there, it is in force.
+-- An AddressPool or a P4RuntimeTarget is an administrator's grant with no status: there, it is
+-- in force.
 if obj.kind == "AddressPool" then
   return {status = "Healthy", message = "a grant of addresses; nothing to reconcile"}
+end
+if obj.kind == "P4RuntimeTarget" then
+  return {status = "Healthy", message = "a grant of a P4Runtime device; nothing to reconcile"}
 end
 local hs = {status = "Progressing", message = "Waiting for the Junction operator"}
 if obj.status == nil then
