@@ -106,6 +106,36 @@ type softUPF struct {
 	gs     *grpc.Server
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// conns counts the TCP connections the P4Runtime server accepted (the operator's, and the
+	// tests' own reads) and those still open.
+	conns *countingListener
+}
+
+// countingListener counts the connections it accepts and those not closed yet.
+type countingListener struct {
+	net.Listener
+	accepted, open atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.accepted.Add(1)
+	l.open.Add(1)
+	return &countedConn{Conn: c, l: l}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	l    *countingListener
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return c.Conn.Close()
 }
 
 // startSoftUPF listens on addr ("127.0.0.1:0" for a new one, an old address to restart it).
@@ -129,7 +159,7 @@ func startSoftUPFTLS(t testing.TB, addr string, serverTLS, clientTLS *tls.Config
 	if err != nil {
 		t.Fatalf("software UPF: %v", err)
 	}
-	u := &softUPF{p4rtTarget: p4rtTarget{addr: lis.Addr().String(), clientTLS: clientTLS}}
+	u := &softUPF{p4rtTarget: p4rtTarget{addr: lis.Addr().String(), clientTLS: clientTLS}, conns: &countingListener{Listener: lis}}
 	u.now.Store(1_000_000)
 	u.pool = dataplane.NewPool(64)
 	dp, err := dataplane.New(dataplane.Config{Pool: u.pool, MaxHeld: 16, CPUPort: 255, Now: u.now.Load})
@@ -146,7 +176,7 @@ func startSoftUPFTLS(t testing.TB, addr string, serverTLS, clientTLS *tls.Config
 	ctx, cancel := context.WithCancel(context.Background())
 	u.cancel = cancel
 	u.wg.Add(2)
-	go func() { defer u.wg.Done(); _ = u.gs.Serve(lis) }()
+	go func() { defer u.wg.Done(); _ = u.gs.Serve(u.conns) }()
 	go func() { defer u.wg.Done(); _ = dp.Run(ctx) }()
 	t.Cleanup(u.stop)
 	return u
@@ -301,6 +331,8 @@ type operatorOptions struct {
 	onDeposed func(types.NamespacedName)
 	// electionHigh is controllers.Options.ElectionIDHigh (the administrator's flag).
 	electionHigh uint64
+	// alsoWatch are namespaces the operator's cache watches beside its own.
+	alsoWatch []string
 	// secretNamespaces are where the operator reads Secrets (cmd/manager's --secret-namespaces;
 	// nil: every namespace, whatever the namespace the rest of the cache watches).
 	secretNamespaces []string
@@ -346,6 +378,9 @@ func startOperator(t testing.TB, ns string, o operatorOptions) *operator {
 	opts.LeaderElectionReleaseOnCancel = true
 	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &lease, &renew, &retry
 	opts.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	for _, other := range o.alsoWatch {
+		opts.Cache.DefaultNamespaces[other] = cache.Config{}
+	}
 	opts.Controller = config.Controller{SkipNameValidation: &skip}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
@@ -545,6 +580,15 @@ func newUPFRigWith(t *testing.T, name string, edit func(*p4configv1.P4Info), opt
 // newUPFRigOf is newUPFRigWith with the UserPlaneFunction edited by editUPF before it is created.
 func newUPFRigOf(t testing.TB, name string, editUPF func(*junctionv1.UserPlaneFunction), edit func(*p4configv1.P4Info), opts ...grpc.ServerOption) upfRig {
 	t.Helper()
+	r := newUngrantedRig(t, name, editUPF, edit, opts...)
+	grantDevice(t, r.upf)
+	return r
+}
+
+// newUngrantedRig is newUPFRigOf without the P4RuntimeTarget: no administrator granted the
+// namespace the UPF's device.
+func newUngrantedRig(t testing.TB, name string, editUPF func(*junctionv1.UserPlaneFunction), edit func(*p4configv1.P4Info), opts ...grpc.ServerOption) upfRig {
+	t.Helper()
 	r := upfRig{ns: newNamespace(t), u: startSoftUPFTLS(t, "127.0.0.1:0", nil, nil, opts...)}
 	var cm *corev1.ConfigMap
 	cm, r.sch = pipelineConfigMap(t, r.ns, "pipeline", edit)
@@ -552,7 +596,6 @@ func newUPFRigOf(t testing.TB, name string, editUPF func(*junctionv1.UserPlaneFu
 	if editUPF != nil {
 		editUPF(r.upf)
 	}
-	grantDevice(t, r.upf)
 	create(t, cm, r.upf)
 	return r
 }

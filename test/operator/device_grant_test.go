@@ -1,0 +1,217 @@
+package operator
+
+// The device gate (docs/p4runtime-targets.md): the operator connects to a UserPlaneFunction's
+// device only when a P4RuntimeTarget grants the UPF's namespace that device. The expectations
+// are that page's: reason DeviceNotGranted on Connected and Ready, a Warning event, Reconciling
+// (not Stalled), no connection at all to the device, and the identity rule of two UPFs on one
+// device.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
+
+const reasonDeviceNotGranted = "DeviceNotGranted" // docs/p4runtime-targets.md
+
+// waitNotGranted waits until upf shows what docs/p4runtime-targets.md says a UPF without a grant
+// shows: Connected and Ready False DeviceNotGranted, the message naming the address, the device
+// ID, the namespace and the P4RuntimeTarget that would grant it, Reconciling and not Stalled.
+func waitNotGranted(t *testing.T, upf *junctionv1.UserPlaneFunction) {
+	t.Helper()
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionConnected, metav1.ConditionFalse, reasonDeviceNotGranted)
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionFalse, reasonDeviceNotGranted)
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReconciling, metav1.ConditionTrue, reasonDeviceNotGranted)
+	if c, _ := condition(upf, junctionv1.ConditionStalled); c.Status == metav1.ConditionTrue {
+		t.Errorf("Stalled=True (%s): a grant that may come with the same sync is Reconciling", c.Reason)
+	}
+	c, _ := condition(upf, junctionv1.ConditionConnected)
+	for _, want := range []string{string(upf.Spec.P4Runtime.Address), "device ID " + strconv.FormatInt(upf.Spec.P4Runtime.DeviceID, 10), upf.Namespace, "P4RuntimeTarget"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("Connected's message %q does not name %q", c.Message, want)
+		}
+	}
+}
+
+// noDial fails when the software UPF accepted a connection since it had accepted before.
+func noDial(t *testing.T, u *softUPF, before int64) {
+	t.Helper()
+	if n := u.conns.accepted.Load() - before; n != 0 {
+		t.Errorf("the device accepted %d connections from the operator; want none without a grant", n)
+	}
+}
+
+// TestUPFWithoutGrantIsNotDialled: a UserPlaneFunction whose namespace no P4RuntimeTarget grants
+// its device is not connected to (its P4Runtime server sees no connection at all), shows
+// DeviceNotGranted with a Warning event, and its session is not programmed. Grants for another
+// namespace, another port, another device ID or another role do not count.
+func TestUPFWithoutGrantIsNotDialled(t *testing.T) {
+	r := newUngrantedRig(t, "upf", nil, nil)
+	ep := r.upf.Spec.P4Runtime
+	host, port, _ := strings.Cut(string(ep.Address), ":")
+	p, _ := strconv.Atoi(port)
+	otherPort := junctionv1.P4RuntimeAddress(fmt.Sprintf("%s:%d", host, p+1))
+	for _, g := range []*junctionv1.P4RuntimeTarget{
+		deviceGrant(r.ns+"-other-namespace", "default", ep.Address, ep.DeviceID, ep.Role),
+		deviceGrant(r.ns+"-other-port", r.ns, otherPort, ep.DeviceID, ep.Role),
+		deviceGrant(r.ns+"-other-device-id", r.ns, ep.Address, ep.DeviceID+1, ep.Role),
+		deviceGrant(r.ns+"-other-role", r.ns, ep.Address, ep.DeviceID, "monitoring"),
+	} {
+		create(t, g)
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), g) })
+	}
+	s := session(r.ns, "s1", "imsi-001010000000001", "10.60.0.1", r.upf.Name, "n", "")
+	create(t, s)
+	before := r.u.conns.accepted.Load()
+	startOperator(t, r.ns, operatorOptions{})
+
+	eventually(t, programTimeout, "a DeviceNotGranted event", func() error { return findEvent(r.ns, r.upf.Name, "Warning", reasonDeviceNotGranted) })
+	time.Sleep(settleTime) // give the operator time to (wrongly) dial
+	noDial(t, r.u, before)
+	if w := r.u.writes(); w != 0 {
+		t.Errorf("%d writes reached the device", w)
+	}
+	waitNotGranted(t, r.upf)
+	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "UPFNotReady")
+}
+
+// TestGrantSpelledOtherwiseCounts: a grant names the UPF's device by the rule that finds two UPFs
+// on one device (port, device ID and role, hosts resolving to a common address), so localhost
+// and 127.0.0.1 are one device, whichever side says which.
+func TestGrantSpelledOtherwiseCounts(t *testing.T) {
+	toLocalhost := func(a string) string { return strings.Replace(a, "127.0.0.1", "localhost", 1) }
+	for _, tc := range []struct {
+		name       string
+		upf, grant func(string) string
+	}{
+		{"the UPF says 127.0.0.1, the grant localhost", func(a string) string { return a }, toLocalhost},
+		{"the UPF says localhost, the grant 127.0.0.1", toLocalhost, func(a string) string { return a }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newUngrantedRig(t, "upf", func(u *junctionv1.UserPlaneFunction) {
+				u.Spec.P4Runtime.Address = junctionv1.P4RuntimeAddress(tc.upf(string(u.Spec.P4Runtime.Address)))
+			}, nil)
+			g := deviceGrant(r.ns, r.ns, junctionv1.P4RuntimeAddress(tc.grant(r.u.addr)), 1, "")
+			create(t, g)
+			t.Cleanup(func() { _ = k8s.Delete(context.Background(), g) })
+			startOperator(t, r.ns, operatorOptions{})
+			waitCondition(t, programTimeout, r.upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+			r.programmedSession(t, "s1", "imsi-001010000000001", "10.60.0.1")
+			if err := sameEntries(r.u, r.sch, r.ns, r.upf.Name); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestGrantConnectsAndItsRemovalDisconnects: a UPF waits without its grant; the grant created
+// afterwards connects it and its session is programmed. Changed to another device ID, and again
+// once deleted, the grant no longer covers the device: the operator closes its connection,
+// writes nothing more (a session created meanwhile does not reach the device), and the UPF shows
+// DeviceNotGranted again.
+func TestGrantConnectsAndItsRemovalDisconnects(t *testing.T) {
+	ctx := context.Background()
+	r := newUngrantedRig(t, "upf", nil, nil)
+	before := r.u.conns.accepted.Load()
+	startOperator(t, r.ns, operatorOptions{})
+	waitNotGranted(t, r.upf)
+	noDial(t, r.u, before)
+
+	g := deviceGrant(r.ns, r.ns, r.upf.Spec.P4Runtime.Address, r.upf.Spec.P4Runtime.DeviceID, "")
+	create(t, g)
+	t.Cleanup(func() { _ = k8s.Delete(ctx, g) })
+	waitCondition(t, programTimeout, r.upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	r.programmedSession(t, "s1", "imsi-001010000000001", "10.60.0.1")
+	eventually(t, programTimeout, "the session on the device", func() error { return sameEntries(r.u, r.sch, r.ns, r.upf.Name) })
+
+	revoked := func(what string, s2 *junctionv1.ATSSSSession) {
+		t.Helper()
+		waitNotGranted(t, r.upf)
+		eventually(t, programTimeout, what+": the operator's connection closed", func() error {
+			if n := r.u.conns.open.Load(); n != 0 {
+				return fmt.Errorf("%d connections open", n)
+			}
+			return nil
+		})
+		writes := r.u.writes()
+		create(t, s2)
+		waitCondition(t, programTimeout, s2, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "UPFNotReady")
+		time.Sleep(settleTime) // give the operator time to (wrongly) write it
+		if w := r.u.writes(); w != writes {
+			t.Errorf("%s: %d writes reached the device", what, w-writes)
+		}
+		if n := countTable(mustEntries(t, r.u, r.sch), "sessions"); n != 1 {
+			t.Errorf("%s: %d sessions entries on the device, want s1's alone", what, n)
+		}
+	}
+
+	// Changed to name another device: the grant no longer covers this one.
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
+		t.Fatal(err)
+	}
+	g.Spec.DeviceID++
+	if err := k8s.Update(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	revoked("the grant changed to device ID 2", session(r.ns, "s2", "imsi-001010000000002", "10.60.0.2", r.upf.Name, "n", ""))
+
+	// Back, then deleted.
+	g.Spec.DeviceID--
+	if err := k8s.Update(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, programTimeout, r.upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	eventually(t, programTimeout, "both sessions on the device", func() error { return sameEntries(r.u, r.sch, r.ns, r.upf.Name) })
+	if err := k8s.Delete(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	waitNotGranted(t, r.upf)
+	eventually(t, programTimeout, "the grant deleted: the operator's connection closed", func() error {
+		if n := r.u.conns.open.Load(); n != 0 {
+			return fmt.Errorf("%d connections open", n)
+		}
+		return nil
+	})
+}
+
+// TestUngrantedUPFTakesNoDeviceFromAGrantedOne: a tenant names another namespace's device in a
+// UserPlaneFunction of its own, created first (older UPFs keep a shared device). Without a grant
+// it is not a duplicate of the granted UPF: the granted one programs the device and shows no
+// DeviceConflict, the other one DeviceNotGranted.
+func TestUngrantedUPFTakesNoDeviceFromAGrantedOne(t *testing.T) {
+	u := startSoftUPF(t, "127.0.0.1:0")
+	squatterNS := newNamespace(t)
+	squatter := newUPF(squatterNS, "squatter", u.addr, "pipeline")
+	cm, _ := pipelineConfigMap(t, squatterNS, "pipeline", nil)
+	create(t, cm, squatter)
+	time.Sleep(1100 * time.Millisecond) // creation timestamps have a second's resolution: the squatter is older
+
+	r := upfRig{ns: newNamespace(t), u: u}
+	cm, r.sch = pipelineConfigMap(t, r.ns, "pipeline", nil)
+	r.upf = newUPF(r.ns, "upf", u.addr, "pipeline")
+	grantDevice(t, r.upf)
+	create(t, cm, r.upf)
+	startOperator(t, r.ns, operatorOptions{alsoWatch: []string{squatterNS}})
+
+	waitNotGranted(t, squatter)
+	waitCondition(t, programTimeout, r.upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	r.programmedSession(t, "s1", "imsi-001010000000001", "10.60.0.1")
+	time.Sleep(settleTime) // give the squatter time to (wrongly) take the device
+	if c, _ := condition(r.upf, junctionv1.ConditionDeviceConflict); c.Status != "" {
+		t.Errorf("DeviceConflict %s %s: %s", c.Status, c.Reason, c.Message)
+	}
+	if c, _ := condition(r.upf, junctionv1.ConditionReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("the granted UPF: Ready %s %s: %s", c.Status, c.Reason, c.Message)
+	}
+	if err := sameEntries(r.u, r.sch, r.ns, r.upf.Name); err != nil {
+		t.Error(err)
+	}
+}
