@@ -31,6 +31,7 @@ const (
 	policy  = "SteeringPolicy"
 	session = "ATSSSSession"
 	pool    = "AddressPool"
+	target  = "P4RuntimeTarget"
 )
 
 var invalidCases = []invalidCase{
@@ -246,6 +247,21 @@ var invalidCases = []invalidCase{
 		[]edit{{"spec.namespace", nil}}, []string{"spec.namespace", "Required value"}},
 	{"an address pool prefix given twice is rejected", pool, "samples",
 		[]edit{{"spec.ueAddresses[1]", "10.45.0.0/24"}}, []string{"spec.ueAddresses[1]", "Duplicate value"}},
+	// P4RuntimeTarget: the address as a UserPlaneFunction's (one type, P4RuntimeAddress).
+	{"a P4Runtime target without a port is rejected", target, "edge-upf-1",
+		[]edit{{"spec.address", "tofino-1.lab"}}, []string{"spec.address"}},
+	{"a P4Runtime target's port above 65535 is rejected", target, "edge-upf-1",
+		[]edit{{"spec.address", "tofino-1.lab:99999"}}, []string{"spec.address", "port must be 1 to 65535"}},
+	{"a P4Runtime target without an address is rejected", target, "edge-upf-1",
+		[]edit{{"spec.address", nil}}, []string{"spec.address", "Required value"}},
+	{"a P4Runtime target for no namespace is rejected", target, "edge-upf-1",
+		[]edit{{"spec.namespace", nil}}, []string{"spec.namespace", "Required value"}},
+	{"a P4Runtime target for a namespace that is no DNS label is rejected", target, "edge-upf-1",
+		[]edit{{"spec.namespace", "Tenant_A"}}, []string{"spec.namespace"}},
+	{"a P4Runtime target's negative device ID is rejected", target, "edge-upf-1",
+		[]edit{{"spec.deviceID", int64(-1)}}, []string{"spec.deviceID"}},
+	{"a P4Runtime target's role longer than 63 is rejected", target, "edge-upf-1",
+		[]edit{{"spec.role", strings.Repeat("r", 64)}}, []string{"spec.role", "Too long"}},
 }
 
 func TestInvalidManifestsAreRejectedNamingTheField(t *testing.T) {
@@ -329,8 +345,8 @@ func TestSamplesAreAccepted(t *testing.T) {
 		}
 		kinds[obj.GetKind()]++
 	}
-	if kinds[upf] < 1 || kinds[policy] < 5 || kinds[session] < 3 {
-		t.Errorf("samples should hold a UPF, a policy per mode and sessions of several UEs; have %v", kinds)
+	if kinds[upf] < 1 || kinds[target] < 1 || kinds[policy] < 5 || kinds[session] < 3 {
+		t.Errorf("samples should hold a UPF and its P4RuntimeTarget, a policy per mode and sessions of several UEs; have %v", kinds)
 	}
 
 	// Every steering mode appears in the samples.
@@ -373,6 +389,7 @@ func TestPrinterColumnsShowWhatOperatorsLookFor(t *testing.T) {
 		"atssssessions.atsss.junction.dev":      {"UPF", "Mode", "Active", "RTT-3GPP", "RTT-Non3GPP", "Ready", "Reason", "Age"},
 		"steeringpolicies.atsss.junction.dev":   {"Precedence", "Mode", "App-ID", "Sessions", "Ready", "Reason", "Age"},
 		"userplanefunctions.atsss.junction.dev": {"Address", "Connected", "Pipeline", "Sessions", "Ready", "Reason", "Age"},
+		"p4runtimetargets.atsss.junction.dev":   {"Namespace", "Address", "Device-ID", "Role", "Age"},
 	} {
 		obj := &unstructured.Unstructured{}
 		obj.SetAPIVersion("apiextensions.k8s.io/v1")
