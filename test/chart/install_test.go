@@ -167,7 +167,8 @@ func TestForeignKindsMeetTheirCRDs(t *testing.T) {
 
 // The README's install steps, run by a shell as written (helm and kubectl are the project's, the
 // files stand-ins for the user's), leave what the UserPlaneFunction applied into default reads:
-// its pipeline ConfigMap and its TLS Secret, in its own namespace. The step that waits for Ready
+// its pipeline ConfigMap and its TLS Secret, in its own namespace, and a P4RuntimeTarget granting
+// that namespace its device (docs/p4runtime-targets.md). The step that waits for Ready
 // needs a running operator, which the envtest API server has not; test/operator covers that.
 func TestReadmeInstallSteps(t *testing.T) {
 	c := startCluster(t, foreignCRDs)
@@ -205,7 +206,8 @@ func TestReadmeInstallSteps(t *testing.T) {
 		"operator.crt":                       "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
 		"operator.key":                       "-----BEGIN EC PRIVATE KEY-----\n-----END EC PRIVATE KEY-----\n",
 	}
-	for mine, sample := range map[string]string{"my-pools.yaml": "addresspool.yaml", "my-upf.yaml": "upf.yaml", "my-policies.yaml": "policies.yaml", "my-sessions.yaml": "sessions.yaml"} {
+	for mine, sample := range map[string]string{"my-pools.yaml": "addresspool.yaml", "my-targets.yaml": "p4runtimetarget.yaml", "my-upf.yaml": "upf.yaml",
+		"my-policies.yaml": "policies.yaml", "my-sessions.yaml": "sessions.yaml"} {
 		b, err := os.ReadFile(filepath.Join(root, "config", "samples", sample))
 		if err != nil {
 			t.Fatal(err)
@@ -234,7 +236,25 @@ func TestReadmeInstallSteps(t *testing.T) {
 	if err := c.k8s.List(context.Background(), upfs); err != nil || len(upfs.Items) == 0 {
 		t.Fatalf("UserPlaneFunctions after the README's steps: %d, %v", len(upfs.Items), err)
 	}
+	targets := &unstructured.UnstructuredList{}
+	targets.SetAPIVersion("atsss.junction.dev/v1alpha1")
+	targets.SetKind("P4RuntimeTargetList")
+	if err := c.k8s.List(context.Background(), targets); err != nil {
+		t.Fatal(err)
+	}
 	for _, upf := range upfs.Items {
+		addr, _, _ := unstructured.NestedString(upf.Object, "spec", "p4runtime", "address")
+		id, _, _ := unstructured.NestedInt64(upf.Object, "spec", "p4runtime", "deviceID")
+		granted := false
+		for _, g := range targets.Items {
+			ns, _, _ := unstructured.NestedString(g.Object, "spec", "namespace")
+			gAddr, _, _ := unstructured.NestedString(g.Object, "spec", "address")
+			gID, _, _ := unstructured.NestedInt64(g.Object, "spec", "deviceID")
+			granted = granted || (ns == upf.GetNamespace() && gAddr == addr && gID == id)
+		}
+		if !granted {
+			t.Errorf("no P4RuntimeTarget grants namespace %s the device at %s (UserPlaneFunction %s)", upf.GetNamespace(), addr, upf.GetName())
+		}
 		cmName, _, _ := unstructured.NestedString(upf.Object, "spec", "pipeline", "configMapRef", "name")
 		secretName, _, _ := unstructured.NestedString(upf.Object, "spec", "p4runtime", "tls", "secretRef", "name")
 		// What the operator reads (controllers/pipeline.go): both from the UPF's own namespace.
