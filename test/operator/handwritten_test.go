@@ -29,13 +29,7 @@ func TestSamplesProgramTheEntriesWrittenByHand(t *testing.T) {
 	u, sch, objs := samplesUPF(t, ns)
 	create(t, objs...)
 	startOperator(t, ns, operatorOptions{})
-	for _, o := range objs {
-		if _, ok := o.(*junctionv1.ATSSSSession); ok {
-			waitCondition(t, programTimeout, o, junctionv1.ConditionProgrammed, "True", "Programmed")
-		} else if _, pool := o.(*junctionv1.AddressPool); !pool { // a pool has no status
-			waitCondition(t, programTimeout, o, junctionv1.ConditionReady, "True", "")
-		}
-	}
+	waitSamplesDone(t, objs)
 
 	indexes, err := allocatedIndexes(ns)
 	if err != nil {

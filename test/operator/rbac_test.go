@@ -35,15 +35,7 @@ func TestChartRBACIsEnoughForTheSamples(t *testing.T) {
 	startOperator(t, ns, operatorOptions{leaseName: "junction-operator", impersonate: rest.ImpersonationConfig{
 		UserName: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}})
 
-	sessions := 0
-	for _, o := range objs {
-		if _, ok := o.(*junctionv1.ATSSSSession); ok {
-			sessions++
-			waitCondition(t, programTimeout, o, junctionv1.ConditionProgrammed, "True", "Programmed")
-		} else if o.GetNamespace() != "" { // the pool and the target are grants: no status
-			waitCondition(t, programTimeout, o, junctionv1.ConditionReady, "True", "")
-		}
-	}
+	sessions := waitSamplesDone(t, objs)
 	if sessions < 4 {
 		t.Fatalf("%d sessions in config/samples", sessions)
 	}
@@ -195,6 +187,24 @@ func samples(t *testing.T, ns, addr string) []client.Object {
 		t.Fatal(err)
 	}
 	return objs
+}
+
+// waitSamplesDone waits until the operator is done with every sample: the sessions Programmed, the
+// UPF and the policies Ready (the grants, AddressPool and P4RuntimeTarget, have no status). It
+// returns the number of sessions.
+func waitSamplesDone(t *testing.T, objs []client.Object) (sessions int) {
+	t.Helper()
+	for _, o := range objs {
+		switch o.(type) {
+		case *junctionv1.ATSSSSession:
+			sessions++
+			waitCondition(t, programTimeout, o, junctionv1.ConditionProgrammed, "True", "Programmed")
+		case *junctionv1.AddressPool, *junctionv1.P4RuntimeTarget:
+		default:
+			waitCondition(t, programTimeout, o, junctionv1.ConditionReady, "True", "")
+		}
+	}
+	return sessions
 }
 
 // samplesUPF starts a software UPF for config/samples in namespace ns, as its UserPlaneFunction
