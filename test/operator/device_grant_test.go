@@ -51,8 +51,9 @@ func noDial(t *testing.T, u *softUPF, before int64) {
 
 // TestUPFWithoutGrantIsNotDialled: a UserPlaneFunction whose namespace no P4RuntimeTarget grants
 // its device is not connected to (its P4Runtime server sees no connection at all), shows
-// DeviceNotGranted with a Warning event, and its session is not programmed. Grants for another
-// namespace, another port, another device ID or another role do not count.
+// DeviceNotGranted with a Warning event, and its session and policy are not programmed (they say
+// UPFNotReady). Grants for another namespace, another port, another device ID or another role do
+// not count.
 func TestUPFWithoutGrantIsNotDialled(t *testing.T) {
 	r := newUngrantedRig(t, "upf", nil, nil)
 	ep := r.upf.Spec.P4Runtime
@@ -69,7 +70,8 @@ func TestUPFWithoutGrantIsNotDialled(t *testing.T) {
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), g) })
 	}
 	s := session(r.ns, "s1", "imsi-001010000000001", "10.60.0.1", r.upf.Name, "n", "")
-	create(t, s)
+	pol := activeStandbyPolicy(r.ns, "video", 10, "198.18.10.0/24")
+	create(t, s, pol)
 	before := r.u.conns.accepted.Load()
 	startOperator(t, r.ns, operatorOptions{})
 
@@ -81,6 +83,10 @@ func TestUPFWithoutGrantIsNotDialled(t *testing.T) {
 	}
 	waitNotGranted(t, r.upf)
 	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "UPFNotReady")
+	waitCondition(t, programTimeout, pol, junctionv1.ConditionReady, metav1.ConditionFalse, "UPFNotReady")
+	if c, _ := condition(pol, junctionv1.ConditionReady); !strings.Contains(c.Message, r.upf.Name) {
+		t.Errorf("the policy's Ready message %q does not name the UPF", c.Message)
+	}
 }
 
 // TestGrantSpelledOtherwiseCounts: a grant names the UPF's device by the rule that finds two UPFs
