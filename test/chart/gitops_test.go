@@ -87,7 +87,7 @@ func TestArgoCDHealthCoversEveryKind(t *testing.T) {
 	}
 	sort.Strings(got)
 	sort.Strings(want)
-	if len(want) != 4 || strings.Join(got, " ") != strings.Join(want, " ") {
+	if len(want) != 5 || strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("argocd-cm keys %v, want %v", got, want)
 	}
 }
@@ -357,7 +357,7 @@ func TestArgoCDExample(t *testing.T) {
 		t.Errorf("the objects source is at %v, want the release's tag %s", gitSrc["targetRevision"], v)
 	}
 	path, _ := gitSrc["path"].(string)
-	wantWave := map[string]string{"AddressPool": "1", "UserPlaneFunction": "1", "SteeringPolicy": "2", "ATSSSSession": "2"}
+	wantWave := map[string]string{"AddressPool": "1", "P4RuntimeTarget": "1", "UserPlaneFunction": "1", "SteeringPolicy": "2", "ATSSSSession": "2"}
 	seen := map[string]int{}
 	for _, u := range kustomizeBuild(t, path) {
 		seen[u.GetKind()]++
@@ -534,6 +534,7 @@ func TestGitOpsObjectsMeetTheRelease(t *testing.T) {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
 	var upfs []*unstructured.Unstructured
+	granted := map[string]bool{} // "address|deviceID" the P4RuntimeTargets grant gitopsNamespace
 	for _, u := range kustomizeBuild(t, "gitops/argocd/objects") {
 		if err := c.k8s.Create(ctx, u); err != nil {
 			t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
@@ -545,6 +546,14 @@ func TestGitOpsObjectsMeetTheRelease(t *testing.T) {
 			if ns, _, _ := unstructured.NestedString(u.Object, "spec", "namespace"); ns != gitopsNamespace {
 				t.Errorf("AddressPool %s grants namespace %q, the objects are in %s", u.GetName(), ns, gitopsNamespace)
 			}
+		case "P4RuntimeTarget":
+			ns, _, _ := unstructured.NestedString(u.Object, "spec", "namespace")
+			addr, _, _ := unstructured.NestedString(u.Object, "spec", "address")
+			id, _, _ := unstructured.NestedInt64(u.Object, "spec", "deviceID")
+			if ns != gitopsNamespace {
+				t.Errorf("P4RuntimeTarget %s grants namespace %q, the objects are in %s", u.GetName(), ns, gitopsNamespace)
+			}
+			granted[fmt.Sprintf("%s|%d", addr, id)] = true
 		default:
 			if u.GetNamespace() != gitopsNamespace {
 				t.Errorf("%s %s is in namespace %q, want %s", u.GetKind(), u.GetName(), u.GetNamespace(), gitopsNamespace)
@@ -556,6 +565,12 @@ func TestGitOpsObjectsMeetTheRelease(t *testing.T) {
 	}
 	for _, upf := range upfs {
 		ns := upf.GetNamespace()
+		// The operator connects only to a device a P4RuntimeTarget grants (docs/p4runtime-targets.md).
+		device, _, _ := unstructured.NestedString(upf.Object, "spec", "p4runtime", "address")
+		id, _, _ := unstructured.NestedInt64(upf.Object, "spec", "p4runtime", "deviceID")
+		if !granted[fmt.Sprintf("%s|%d", device, id)] {
+			t.Errorf("UPF %s names the device %s (device ID %d), which no P4RuntimeTarget grants %s", upf.GetName(), device, id, gitopsNamespace)
+		}
 		cmName, _, _ := unstructured.NestedString(upf.Object, "spec", "pipeline", "configMapRef", "name")
 		if cm := c.get(t, "v1", "ConfigMap", ns, cmName); cm != nil {
 			if info, _, _ := unstructured.NestedString(cm.Object, "data", "p4info.txtpb"); !strings.Contains(info, "tables") {
