@@ -47,6 +47,8 @@ type N4Endpoints struct {
 	mu      sync.Mutex
 	running map[types.NamespacedName]*runningEndpoint
 	invalid map[types.NamespacedName]int64 // the generation whose spec.n4 was reported invalid
+	// notServed: UPFs with spec.n4 whose device no grant covers, reported (N4NotServed)
+	notServed map[types.NamespacedName]bool
 }
 
 type runningEndpoint struct {
@@ -73,6 +75,7 @@ func (r *N4Endpoints) Start(ctx context.Context) error {
 	r.watch.waiters = map[types.NamespacedName][]chan struct{}{}
 	r.running = map[types.NamespacedName]*runningEndpoint{}
 	r.invalid = map[types.NamespacedName]int64{}
+	r.notServed = map[types.NamespacedName]bool{}
 	sessions, err := r.Cache.GetInformer(ctx, &junctionv1.ATSSSSession{})
 	if err != nil {
 		return err
@@ -138,19 +141,44 @@ func (r *N4Endpoints) syncAll(ctx context.Context) {
 		return
 	}
 	want := map[types.NamespacedName]*junctionv1.UserPlaneFunction{}
+	ungranted := map[types.NamespacedName]*junctionv1.UserPlaneFunction{}
 	for i := range list.Items {
 		u := &list.Items[i]
-		if u.Spec.N4 != nil && u.DeletionTimestamp == nil {
-			want[client.ObjectKeyFromObject(u)] = u
+		if u.Spec.N4 == nil || u.DeletionTimestamp != nil {
+			continue
 		}
+		// A UPF whose device no P4RuntimeTarget grants (its Connected condition says so) serves
+		// no N4: an endpoint would take sessions that can never reach a device.
+		if c := meta.FindStatusCondition(u.Status.Conditions, junctionv1.ConditionConnected); c != nil && c.Reason == ReasonDeviceNotGranted {
+			ungranted[client.ObjectKeyFromObject(u)] = u
+			continue
+		}
+		want[client.ObjectKeyFromObject(u)] = u
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for key, run := range r.running {
-		if _, ok := want[key]; !ok {
+		switch _, ok := want[key]; {
+		case ok:
+		case ungranted[key] != nil:
+			// Stopped as when the operator stops, the associations kept in the UPF's status: a
+			// grant given back (or a status read before the grant was) restarts it unnoticed.
+			r.stop(key, run)
+		default:
 			// The UPF left N4 for good: its SMFs are told (UPF-initiated association release).
 			run.ep.Release(ctx)
 			r.stop(key, run)
+		}
+	}
+	for key, u := range ungranted { // said once each time it stops being served
+		if !r.notServed[key] {
+			r.notServed[key] = true
+			r.event(u, corev1.EventTypeWarning, "N4NotServed", "no N4 endpoint while no P4RuntimeTarget grants this UserPlaneFunction's device (docs/p4runtime-targets.md)")
+		}
+	}
+	for key := range r.notServed {
+		if ungranted[key] == nil {
+			delete(r.notServed, key)
 		}
 	}
 	for key, u := range want {

@@ -8,7 +8,9 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/smf"
+	"github.com/wmnsk/go-pfcp/ie"
 )
 
 const reasonDeviceNotGranted = "DeviceNotGranted" // docs/p4runtime-targets.md
@@ -220,4 +224,39 @@ func TestUngrantedUPFTakesNoDeviceFromAGrantedOne(t *testing.T) {
 	if err := sameEntries(r.u, r.sch, r.ns, r.upf.Name); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestN4ServesOnlyAGrantedDevice: a UserPlaneFunction whose device no P4RuntimeTarget grants runs
+// no N4 endpoint (docs/p4runtime-targets.md): an SMF's Association Setup goes unanswered, as from
+// a UPF that is not there, rather than being taken for sessions that could never reach a device,
+// and an N4NotServed event says why. Once the grant exists the endpoint answers.
+func TestN4ServesOnlyAGrantedDevice(t *testing.T) {
+	n4Addr := freeUDPPort(t)
+	r := newUngrantedRig(t, "upf", func(u *junctionv1.UserPlaneFunction) {
+		u.Spec.N4 = &junctionv1.N4{NodeID: "127.0.0.1", Listen: n4Addr.String()}
+	}, nil)
+	startOperator(t, r.ns, operatorOptions{})
+	waitNotGranted(t, r.upf)
+	eventually(t, programTimeout, "the N4NotServed event", func() error { return findEvent(r.ns, "upf", "Warning", "N4NotServed") })
+	c, err := smf.Dial(netip.MustParseAddrPort("127.0.0.1:0"), n4Addr, "smf.test.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if resp, err := c.Associate(context.Background()); !errors.Is(err, smf.ErrTimeout) {
+		t.Fatalf("Association Setup to an ungranted UPF's N4 address: %v (%v), want no answer", resp, err)
+	}
+
+	grantDevice(t, r.upf)
+	waitCondition(t, programTimeout, r.upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	eventually(t, programTimeout, "an association once the device is granted", func() error {
+		resp, err := c.Associate(context.Background())
+		if err != nil {
+			return err
+		}
+		if cause := resp.Cause(); cause != ie.CauseRequestAccepted {
+			return fmt.Errorf("cause %d", cause)
+		}
+		return nil
+	})
 }
