@@ -60,8 +60,8 @@ func TestGoContractMatchesTheP4Source(t *testing.T) {
 	for name, v := range map[string]int64{
 		"REDUNDANT_CLONE_SESSION": contract.RedundantCloneSession, "MAX_USERS": contract.MaxUsers,
 		"MAX_SESSION_OVERRIDES": contract.MaxSessionOverrides, "MAX_TUNNEL_PEERS": contract.MaxTunnelPeers,
-		"AUTONOMOUS_SHARE_EVEN": int64(contract.AutonomousShareEven), "AUTONOMOUS_SHARE_STEP": int64(contract.AutonomousShareStep),
-		"REORDER_MAX_HOLD_US": contract.ReorderMaxHoldUS, "MAX_USAGE_RECORDS": contract.MaxUsageRecords,
+		"AUTONOMOUS_SHARE_EVEN": int64(contract.AutonomousShareEven),
+		"REORDER_MAX_HOLD_US":   contract.ReorderMaxHoldUS, "MAX_USAGE_RECORDS": contract.MaxUsageRecords,
 	} {
 		check(name, v)
 	}

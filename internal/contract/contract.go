@@ -71,17 +71,16 @@ const (
 const RatioScale = 128
 
 // AutonomousShare is autonomous load balance's split of one user's traffic (the
-// autonomous_share register, docs/pipeline.md): the 3GPP share in 1/RatioScale, which each RTT
-// report moves one AutonomousShareStep toward the access whose live RTT is the smaller, so the
-// split settles where both accesses' delays are equal, whatever their rates. 0 is a share that
-// never moved and splits evenly, so a new user needs no register write; a moved share stays
-// within [AutonomousShareStep, RatioScale-AutonomousShareStep], leaving each access at least one
-// step's worth of packets.
+// autonomous_share register, docs/pipeline.md): the 3GPP share in 1/RatioScale. The UE decides it
+// (internal/ueagent/steer.Balancer) and sends it in every PROBE_ACK, in 7 bits: the UPF takes any
+// share but 0 (none), so each access keeps at least one packet in 128. 0 is also a share never
+// set, which splits evenly, so a new user needs no register write.
 type AutonomousShare uint8
 
 const (
 	AutonomousShareEven AutonomousShare = RatioScale / 2 // AUTONOMOUS_SHARE_EVEN: what 0 reads as
-	AutonomousShareStep AutonomousShare = 2              // AUTONOMOUS_SHARE_STEP: 1/64 per report
+	AutonomousShareMin  AutonomousShare = 1              // the smallest share a PROBE_ACK sets
+	AutonomousShareMax  AutonomousShare = RatioScale - 1 // the largest (7 bits)
 )
 
 // Ratio3GPP is the share as a load-balance ratio: the packet with sequence number seq goes on
@@ -93,25 +92,8 @@ func (s AutonomousShare) Ratio3GPP() uint32 {
 	return uint32(s)
 }
 
-// Step is the share after an RTT report of rtt µs on access a, other being the other access's
-// last live RTT (0: not measured, or reported down): a step toward the access with the smaller
-// RTT, none when they are equal or other is 0.
-func (s AutonomousShare) Step(a Access, rtt, other uint32) AutonomousShare {
-	if other == 0 || rtt == other || !a.Valid() {
-		return s
-	}
-	if s == 0 {
-		s = AutonomousShareEven
-	}
-	if (a == Access3GPP) == (rtt < other) { // 3GPP is the faster
-		if s < RatioScale-AutonomousShareStep {
-			s += AutonomousShareStep
-		}
-	} else if s > AutonomousShareStep {
-		s -= AutonomousShareStep
-	}
-	return s
-}
+// Valid reports whether a PROBE_ACK's share is one the UPF takes.
+func (s AutonomousShare) Valid() bool { return s >= AutonomousShareMin && s <= AutonomousShareMax }
 
 // ReportKind is what a probe_reports digest is about (report_kind_t).
 type ReportKind uint8

@@ -21,8 +21,6 @@ const (
 	RegisterLoss3GPP     = "loss_3gpp"
 	RegisterLossNon3GPP  = "loss_non3gpp"
 	RegisterSuspended    = "path_updates_suspended"
-	RegisterLive3GPP     = "live_rtt_3gpp"
-	RegisterLiveNon3GPP  = "live_rtt_non3gpp"
 	RegisterShare        = "autonomous_share"
 	CounterUplinkUsage   = "uplink_usage"
 	CounterDownlinkUsage = "downlink_usage"
@@ -86,8 +84,8 @@ type registerWrite struct {
 // Registers start at 0, which is the state a new user needs (accesses unavailable until the UE
 // reports them, updates not suspended: docs/pipeline.md), so only an index that may hold an
 // earlier user's state is written: for a user with no entry before, path_updates_suspended[user] = 0 and
-// autonomous_share[user] = 0, and for every leg no entry of the user had before, rtt_<access>[user],
-// loss_<access>[user] and live_rtt_<access>[user] = 0 — unless fresh says the index
+// autonomous_share[user] = 0, and for every leg no entry of the user had before, rtt_<access>[user]
+// and loss_<access>[user] = 0 — unless fresh says the index
 // has had no sessions entry since the pipeline was pushed. Users whose legs were already there
 // keep their measured state, so a replay onto a device that kept its state writes nothing.
 // pending are users whose last reset failed: they get a whole reset again.
@@ -120,10 +118,10 @@ func initialPathWrites(before, after map[uint32]legCount, fresh func(user uint32
 			out = append(out, registerWrite{RegisterSuspended, u, 0}, registerWrite{RegisterShare, u, 0})
 		}
 		if (b.n3GPP <= 0 || retry) && a.n3GPP > 0 {
-			out = append(out, registerWrite{RegisterRTT3GPP, u, 0}, registerWrite{RegisterLoss3GPP, u, 0}, registerWrite{RegisterLive3GPP, u, 0})
+			out = append(out, registerWrite{RegisterRTT3GPP, u, 0}, registerWrite{RegisterLoss3GPP, u, 0})
 		}
 		if (b.nNon3GPP <= 0 || retry) && a.nNon3GPP > 0 {
-			out = append(out, registerWrite{RegisterRTTNon3GPP, u, 0}, registerWrite{RegisterLossNon3GPP, u, 0}, registerWrite{RegisterLiveNon3GPP, u, 0})
+			out = append(out, registerWrite{RegisterRTTNon3GPP, u, 0}, registerWrite{RegisterLossNon3GPP, u, 0})
 		}
 	}
 	return out

@@ -34,7 +34,7 @@ func TestInitialPathWrites(t *testing.T) {
 		{
 			"a new user on an index that may hold state is reset: suspension, autonomous share and both legs' RTT, loss and live RTT",
 			nil, map[uint32]legCount{7: {1, 1}}, fresh(), nil,
-			[]registerWrite{{RegisterSuspended, 7, 0}, {RegisterShare, 7, 0}, {RegisterRTT3GPP, 7, 0}, {RegisterLoss3GPP, 7, 0}, {RegisterLive3GPP, 7, 0}, {RegisterRTTNon3GPP, 7, 0}, {RegisterLossNon3GPP, 7, 0}, {RegisterLiveNon3GPP, 7, 0}},
+			[]registerWrite{{RegisterSuspended, 7, 0}, {RegisterShare, 7, 0}, {RegisterRTT3GPP, 7, 0}, {RegisterLoss3GPP, 7, 0}, {RegisterRTTNon3GPP, 7, 0}, {RegisterLossNon3GPP, 7, 0}},
 		},
 		{
 			"a user whose legs were already on the device keeps its measured state",
@@ -44,7 +44,7 @@ func TestInitialPathWrites(t *testing.T) {
 		{
 			"a second session that adds a leg resets only that leg",
 			map[uint32]legCount{7: {1, 0}}, map[uint32]legCount{7: {1, 1}}, fresh(7), nil,
-			[]registerWrite{{RegisterRTTNon3GPP, 7, 0}, {RegisterLossNon3GPP, 7, 0}, {RegisterLiveNon3GPP, 7, 0}},
+			[]registerWrite{{RegisterRTTNon3GPP, 7, 0}, {RegisterLossNon3GPP, 7, 0}},
 		},
 		{
 			"a user whose last session goes needs no write",
@@ -54,7 +54,7 @@ func TestInitialPathWrites(t *testing.T) {
 		{
 			"a user whose reset was refused is reset whole again, even untouched by this round",
 			map[uint32]legCount{7: {1, 1}}, nil, fresh(), map[uint32]string{7: "s"},
-			[]registerWrite{{RegisterSuspended, 7, 0}, {RegisterShare, 7, 0}, {RegisterRTT3GPP, 7, 0}, {RegisterLoss3GPP, 7, 0}, {RegisterLive3GPP, 7, 0}, {RegisterRTTNon3GPP, 7, 0}, {RegisterLossNon3GPP, 7, 0}, {RegisterLiveNon3GPP, 7, 0}},
+			[]registerWrite{{RegisterSuspended, 7, 0}, {RegisterShare, 7, 0}, {RegisterRTT3GPP, 7, 0}, {RegisterLoss3GPP, 7, 0}, {RegisterRTTNon3GPP, 7, 0}, {RegisterLossNon3GPP, 7, 0}},
 		},
 		{
 			"a refused user that is gone needs nothing",
@@ -64,7 +64,7 @@ func TestInitialPathWrites(t *testing.T) {
 		{
 			"users are written in index order",
 			nil, map[uint32]legCount{9: {0, 1}, 2: {1, 0}}, fresh(), nil,
-			[]registerWrite{{RegisterSuspended, 2, 0}, {RegisterShare, 2, 0}, {RegisterRTT3GPP, 2, 0}, {RegisterLoss3GPP, 2, 0}, {RegisterLive3GPP, 2, 0}, {RegisterSuspended, 9, 0}, {RegisterShare, 9, 0}, {RegisterRTTNon3GPP, 9, 0}, {RegisterLossNon3GPP, 9, 0}, {RegisterLiveNon3GPP, 9, 0}},
+			[]registerWrite{{RegisterSuspended, 2, 0}, {RegisterShare, 2, 0}, {RegisterRTT3GPP, 2, 0}, {RegisterLoss3GPP, 2, 0}, {RegisterSuspended, 9, 0}, {RegisterShare, 9, 0}, {RegisterRTTNon3GPP, 9, 0}, {RegisterLossNon3GPP, 9, 0}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -90,4 +90,5 @@ func (l *leg) sendGSO(buf []byte, segment, n int, oob []byte) {
 	}
 	l.m.txPackets.Add(float64(n))
 	l.m.txBytes.Add(float64(len(buf)))
+	l.carried.Add(uint64(len(buf)))
 }

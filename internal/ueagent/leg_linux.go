@@ -22,11 +22,12 @@ type leg struct {
 	local  netip.Addr
 	m      *legMetrics
 
-	conn  atomic.Pointer[net.UDPConn]
-	path  atomic.Uint64 // the uplink's path state: steer.Path packed by packPath
-	busy  atomic.Bool   // traffic since the last tick: probe at the busy interval
-	gsoOK atomic.Bool   // the socket takes UDP_SEGMENT (gso_linux.go)
-	live  atomic.Uint32 // the last RTT sample in µs while the leg is up, else 0 (the UPF's live_rtt_<access>)
+	conn    atomic.Pointer[net.UDPConn]
+	path    atomic.Uint64 // the uplink's path state: steer.Path packed by packPath
+	busy    atomic.Bool   // traffic since the last tick: probe at the busy interval
+	gsoOK   atomic.Bool   // the socket takes UDP_SEGMENT (gso_linux.go)
+	carried atomic.Uint64 // bytes received and sent, both ways (the autonomous balance's rates)
+	queue   atomic.Uint32 // the last RTT sample's queueing delay while the leg is up, else 0 (steer.Leg.QueueDelay)
 
 	mu      sync.Mutex // guards what follows
 	state   *steer.Leg
@@ -183,6 +184,7 @@ func (l *leg) send(frame []byte) {
 	}
 	l.m.txPackets.Inc()
 	l.m.txBytes.Add(float64(len(frame)))
+	l.carried.Add(uint64(len(frame)))
 }
 
 // traffic notes user data sent or received on the leg (the probe interval shortens while
@@ -195,12 +197,9 @@ func (l *leg) reply(c wire.Control) {
 	l.mu.Lock()
 	rtt, ok := l.state.Reply(now, c.UETime)
 	if ok {
-		us := max(uint32(rtt.Microseconds()), 1)
-		l.live.Store(us)
-		if o := l.t.legs[l.access.Other()]; o != nil {
-			l.t.stepShare(l.access, us, o.live.Load())
-		}
-		l.t.sendControl(l.access, wire.TypeProbeAck, wire.Control{Access: l.access, LossPercent: l.state.PathLoss(), UETime: c.UETime, UPFTime: c.UPFTime})
+		l.queue.Store(l.state.QueueDelay(rtt))
+		share := l.t.balance(now)
+		l.t.sendControl(l.access, wire.TypeProbeAck, wire.Control{Access: l.access, LossPercent: l.state.PathLoss(), Share: share, UETime: c.UETime, UPFTime: c.UPFTime})
 		l.m.rtt.Set(rtt.Seconds())
 		l.m.replies.Inc()
 	}
@@ -258,7 +257,7 @@ func (l *leg) transitionLocked() {
 		l.m.up.Set(1)
 	} else {
 		l.m.up.Set(0)
-		l.live.Store(0)
+		l.queue.Store(0)
 	}
 	if changed {
 		l.t.notify()

@@ -62,6 +62,7 @@ type packet struct {
 // steering is what the uplink classifies with; replaced whole when policies change.
 type steering struct {
 	classifier *steer.Classifier
+	autonomous bool // some traffic steers by autonomous load balance (Classifier.Autonomous)
 }
 
 // Tunnel is one session's TUN, legs and goroutines.
@@ -82,9 +83,11 @@ type Tunnel struct {
 	closed  atomic.Bool
 	m       *tunnelMetrics
 
-	// share is autonomous load balance's uplink split (contract.AutonomousShare), which each
-	// probe's RTT moves against the other leg's last, as PROBE_ACKs move the UPF's.
-	share atomic.Uint32
+	// share is autonomous load balance's split (contract.AutonomousShare): the balancer's, which
+	// splits the uplink here and the downlink at the UPF (every PROBE_ACK carries it).
+	share    atomic.Uint32
+	balMu    sync.Mutex // guards balancer, which both legs' readers update
+	balancer *steer.Balancer
 
 	// Uplink state, owned by the TUN reader.
 	upSeq    uint32
@@ -122,6 +125,7 @@ func newTunnel(n *node, cfg Config, exp Experiment, log logr.Logger, m *Metrics,
 		return nil, err
 	}
 	t.reorder = steer.NewReorder[*packet](steer.MaxReorderWindow, t.deliver, t.release)
+	t.balancer = steer.NewBalancer()
 	t.reorder.SetWindow(steer.MinReorderWindow)
 
 	mtu3, mtuN := -1, -1
@@ -201,7 +205,7 @@ func (t *Tunnel) setSteering(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	t.steer.Store(&steering{classifier: c})
+	t.steer.Store(&steering{classifier: c, autonomous: c.Autonomous()})
 	return nil
 }
 
@@ -230,15 +234,23 @@ func (t *Tunnel) closeLegs() {
 	}
 }
 
-// stepShare moves the uplink's autonomous share after an RTT sample of rtt µs on access a, the
-// other leg's last being other.
-func (t *Tunnel) stepShare(a contract.Access, rtt, other uint32) {
-	for {
-		old := t.share.Load()
-		if t.share.CompareAndSwap(old, uint32(contract.AutonomousShare(old).Step(a, rtt, other))) {
-			return
+// balance updates autonomous load balance's share from both legs' latest queueing delays and
+// the bytes they carried.
+func (t *Tunnel) balance(now time.Time) contract.AutonomousShare {
+	var q [3]uint32
+	var carried [3]uint64
+	for a, l := range t.legs {
+		if l != nil {
+			q[a] = l.queue.Load()
+			carried[a] = l.carried.Load()
 		}
 	}
+	t.balMu.Lock()
+	s := t.balancer.Update(now, q[contract.Access3GPP], q[contract.AccessNon3GPP], carried[contract.Access3GPP], carried[contract.AccessNon3GPP],
+		t.steer.Load().autonomous)
+	t.balMu.Unlock()
+	t.share.Store(uint32(s))
+	return s
 }
 
 // paths are the uplink's path state: the legs' RTTs in µs (0 for an absent or down leg) and
@@ -392,6 +404,7 @@ func (t *Tunnel) received(l *leg, p *packet) (kept bool) {
 	}
 	l.m.rxPackets.Inc()
 	l.m.rxBytes.Add(float64(len(r.payload)))
+	l.carried.Add(uint64(len(r.payload)))
 	l.traffic()
 	p.off += wire.HeaderLen
 	p.n = len(r.payload)

@@ -224,6 +224,10 @@ type Control struct {
 	// LossPercent is loss_pct: the UE's measured loss on the access (PROBE_ACK, LINK_UP), 0 in
 	// the other messages.
 	LossPercent uint8
+	// Share is share (7 bits): on PROBE_ACK, the UE's autonomous load-balance split of the user's
+	// downlink (the 3GPP share in 1/128, 1..127; 0: none), which the UPF takes as its own; 0 in
+	// the other messages.
+	Share contract.AutonomousShare
 	// UETime is ue_ts on probes (the UE's µs clock, low 32 bits, echoed by the UPF) and rtt_us
 	// on link messages (the UE's last RTT for that access on LINK_UP, 0 on LINK_DOWN).
 	UETime uint32
@@ -231,11 +235,11 @@ type Control struct {
 	UPFTime uint32
 }
 
-// Put writes c into b[:16], reserved bytes zero. b must hold 16 bytes.
+// Put writes c into b[:16], the reserved bits zero. b must hold 16 bytes.
 func (c Control) Put(b []byte) {
 	_ = b[15]
 	copy(b[0:4], c.Session[:])
-	b[4], b[5], b[6], b[7] = byte(c.Access), c.LossPercent, 0, 0
+	b[4], b[5], b[6], b[7] = byte(c.Access), c.LossPercent, byte(c.Share)&0x7f, 0
 	binary.BigEndian.PutUint32(b[8:12], c.UETime)
 	binary.BigEndian.PutUint32(b[12:16], c.UPFTime)
 }
@@ -248,7 +252,7 @@ func (c Control) Append(b []byte) []byte {
 }
 
 // ParseControl decodes the body at the start of b. contract.Access must be 3GPP or non-3GPP; the
-// reserved bytes are ignored (senders write 0), so that they can be given a meaning later.
+// reserved bits are ignored (senders write 0), so that they can be given a meaning later.
 func ParseControl(b []byte) (Control, error) {
 	if len(b) < ControlLen {
 		return Control{}, truncated(LayerControl, "body", len(b), ControlLen)
@@ -257,6 +261,7 @@ func ParseControl(b []byte) (Control, error) {
 		Session:     [4]byte(b[0:4]),
 		Access:      contract.Access(b[4]),
 		LossPercent: b[5],
+		Share:       contract.AutonomousShare(b[6] & 0x7f),
 		UETime:      binary.BigEndian.Uint32(b[8:12]),
 		UPFTime:     binary.BigEndian.Uint32(b[12:16]),
 	}

@@ -205,7 +205,7 @@ func TestHeaderPrependFillsTheLength(t *testing.T) {
 var controlCases = []struct {
 	name string
 	c    wire.Control
-	hex  string // session address | access loss_pct reserved | ue_ts / rtt_us | upf_ts
+	hex  string // session address | access loss_pct share reserved | ue_ts / rtt_us | upf_ts
 }{
 	{"a PROBE body carries the session address, the leg and the UE's send time, upf_ts 0",
 		wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.AccessNon3GPP, UETime: 0x01020304},
@@ -216,6 +216,9 @@ var controlCases = []struct {
 	{"a PROBE_ACK body carries the loss the UE measured on the leg in its sixth byte",
 		wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.AccessNon3GPP, LossPercent: 35, UETime: 0x01020304, UPFTime: 0xa0b0c0d0},
 		"0a2d0007 02 23 0000 01020304 a0b0c0d0"},
+	{"a PROBE_ACK body carries the UE's autonomous share in the low 7 bits of its seventh byte",
+		wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.Access3GPP, Share: 127, UETime: 0x01020304, UPFTime: 0xa0b0c0d0},
+		"0a2d0007 01 00 7f00 01020304 a0b0c0d0"},
 	{"a LINK_UP body carries the access that came up and the UE's RTT and loss for it",
 		wire.Control{Session: [4]byte{192, 0, 2, 255}, Access: contract.Access3GPP, LossPercent: 100, UETime: 15000},
 		"c00002ff 01 64 0000 00003a98 00000000"},
@@ -248,9 +251,9 @@ func TestControlBytes(t *testing.T) {
 }
 
 func TestParseControl(t *testing.T) {
-	t.Run("reserved bytes are ignored on receipt", func(t *testing.T) {
-		c, err := wire.ParseControl(wiretest.Hex("0a2d0007 02 05 ffff 00000001 00000002"))
-		want := wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.AccessNon3GPP, LossPercent: 5, UETime: 1, UPFTime: 2}
+	t.Run("reserved bits are ignored on receipt", func(t *testing.T) {
+		c, err := wire.ParseControl(wiretest.Hex("0a2d0007 02 05 9aff 00000001 00000002"))
+		want := wire.Control{Session: [4]byte{10, 45, 0, 7}, Access: contract.AccessNon3GPP, LossPercent: 5, Share: 26, UETime: 1, UPFTime: 2}
 		if err != nil || c != want {
 			t.Errorf("got %+v %v, want %+v", c, err, want)
 		}

@@ -106,10 +106,8 @@ const steering_mode_t MODE_REDUNDANT             = 5;
 const steering_mode_t MODE_AUTONOMOUS_LOAD_BALANCE = 6;
 
 // Autonomous load balance's per-user 3GPP share (autonomous_share, ratio_t):
-// each RTT report moves it a step toward the access with the smaller live RTT,
-// within [STEP, 128 - STEP]; 0 is a share that never moved and reads as EVEN.
+// the UE's, from its PROBE_ACKs (1..127); 0 is a share never set and reads as EVEN.
 const ratio_t AUTONOMOUS_SHARE_EVEN = 64;
-const ratio_t AUTONOMOUS_SHARE_STEP = 2;
 
 const report_kind_t REPORT_RTT       = 1;
 const report_kind_t REPORT_LINK_DOWN = 2;

@@ -112,7 +112,9 @@ header junction_ctl_t {
     session_addr_t session_addr;
     access_t       access;
     loss_pct_t     loss_pct; // PROBE_ACK, LINK_UP: the UE's loss measured on that access
-    bit<16>        reserved;
+    bit<8>         share;    // PROBE_ACK: the UE's autonomous share in bits 6..0 (1..127; 0:
+                             // none); bit 7 reserved
+    bit<8>         reserved;
     bit<32>        ue_ts;   // probes: the UE clock; LINK_UP: rtt_us
     bit<32>        upf_ts;
 }
@@ -299,7 +301,8 @@ struct local_metadata_t {
     bool            has_override;
     seq_index_t     seq_index;
     seq_t           seq;
-    ratio_t         seq_mod_128;    // seq % 128, load balance's position (SessionSeq)
+    ratio_t         seq_mod_128;    // seq % 128, load balance's position (SessionSeq); in a
+                                    // PROBE_ACK, the share it carries (Probes)
     rtt_us_t        rtt_3gpp;
     rtt_us_t        rtt_non3gpp;
     loss_pct_t      loss_3gpp;

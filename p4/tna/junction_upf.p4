@@ -68,6 +68,9 @@
 // what is read before it is written, and only that, so fields with disjoint lives
 // can share PHV containers.
 @pa_auto_init_metadata
+// state_rtt lives from Probes to PathState's register writes; bf-p4c 9.13.4 (alt-phv-alloc)
+// ended its allocation a stage before the last write (bfas: "No phv record").
+@pa_no_overlay("ingress", "md.lmd.state_rtt")
 control JunctionTnaIngress(inout headers_t hdr,
                            inout tna_ingress_metadata_t md,
                            in ingress_intrinsic_metadata_t ig_intr_md,
@@ -129,8 +132,11 @@ control JunctionTnaIngress(inout headers_t hdr,
         sessions.apply(hdr, md.lmd);
         applications.apply(md.lmd);
         downlink_tunnels.apply(md.lmd);
-        session_seq.apply(md.lmd, md.seq_bit6);
+        // Probes before SessionSeq: both write seq_mod_128 (a PROBE_ACK's share, a downlink
+        // packet's seq % 128), and SessionSeq comes late anyway; the other way round, Probes
+        // waited for it and the pipeline needed 21 stages.
         probes.apply(hdr, md.lmd);
+        session_seq.apply(md.lmd, md.seq_bit6);
         path_state.apply(hdr, md.lmd, md.seq_bit6, ig_dprsr_md);
         steering.apply(md.lmd);
         // A packet that filters, TTL or routes drop never arms a hold it is not queued for

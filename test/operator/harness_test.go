@@ -472,7 +472,7 @@ func newNamespace(t testing.TB) string {
 // pathStateRegisters are the per-user path-state registers (docs/pipeline.md), which a new
 // user's index starts with at 0.
 var pathStateRegisters = []string{"rtt_3gpp", "rtt_non3gpp", "loss_3gpp", "loss_non3gpp", "path_updates_suspended",
-	"live_rtt_3gpp", "live_rtt_non3gpp", "autonomous_share"}
+	"autonomous_share"}
 
 // tableSize is a pipelineConfigMap edit that gives table name room for size entries.
 func tableSize(name string, size int64) func(*p4configv1.P4Info) {

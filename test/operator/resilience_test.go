@@ -181,7 +181,7 @@ func TestOperatorRestartWithNothingChangedWritesNothing(t *testing.T) {
 		inUse[int64(*s.Status.UserIndex)] = true
 	}
 	stale := map[string]uint64{"rtt_3gpp": 12000, "rtt_non3gpp": 4000, "loss_3gpp": 30, "loss_non3gpp": 60, "path_updates_suspended": 1,
-		"live_rtt_3gpp": 11000, "live_rtt_non3gpp": 5000, "autonomous_share": 20}
+		"autonomous_share": 20}
 	const staleUpTo = 64
 	for idx := int64(0); idx < staleUpTo; idx++ {
 		for reg, v := range stale {

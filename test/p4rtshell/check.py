@@ -26,7 +26,7 @@ CONTRACT_TABLES = {
 CONTRACT_REGISTERS = {
     "rtt_3gpp", "rtt_non3gpp", "path_updates_suspended", "loss_3gpp", "loss_non3gpp",
     "session_seq", "reorder_state", "reorder_deadline",
-    "live_rtt_3gpp", "live_rtt_non3gpp", "autonomous_share",
+    "autonomous_share",
 }
 
 results = []

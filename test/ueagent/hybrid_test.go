@@ -96,12 +96,12 @@ func TestScenarioHybridAccess(t *testing.T) {
 			"MPTCP carrier": "MPTCP, line's carrier lost", "MPTCP silent": "MPTCP, line lost silently"})
 		writeHybridTable(t, got, retrans, results)
 	}
-	// Generous bounds, the behaviour: each link carries most of its rate alone, load balancing
-	// more than the faster link alone, autonomous balancing more than the slower (its share moves
-	// a step per probe: in a 4 s run it has not settled, and carried less than 5G alone; in 20 s,
-	// more than either, docs/results.md).
+	// Generous bounds, the behaviour: each link carries most of its rate alone, both balancing
+	// modes more than the faster link alone (autonomous balancing starts from the rates the links
+	// carried alone: 128.5 Mbit/s in a 4 s run where 5G alone carried 88.6; before, with the UPF
+	// stepping the share a probe at a time, less than 5G alone; docs/results.md).
 	if got[hybridLine] < 0.6*line.Rate/1e6 || got[hybrid5G] < 0.6*ran.Rate/1e6 ||
-		got[hybridBalance] < 1.1*got[hybrid5G] || got[hybridAutonomous] < 1.1*got[hybridLine] {
+		got[hybridBalance] < 1.1*got[hybrid5G] || got[hybridAutonomous] < 1.1*got[hybrid5G] {
 		t.Errorf("hybrid access downloads: %v", got)
 	}
 }

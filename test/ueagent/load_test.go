@@ -148,11 +148,12 @@ func TestScenarioUnequalLinks(t *testing.T) {
 		writeUnequal(t, runs, secs)
 	}
 	// Bounds that catch a regression, generous for a shared machine: each link alone carries
-	// most of its rate; both balancing modes a tenth more than WiFi alone; load balance at
-	// most 50 retransmissions a second of download, autonomous 400 (before the reorder buffer
-	// followed the legs: load balance 250-390 a second at 1.02-1.17 times WiFi alone,
-	// autonomous 50-700 at 1.06-1.17; after: 5-32 and 20-330, docs/results.md); no
-	// suspension in load balance or active-standby.
+	// most of its rate; both balancing modes a tenth more than WiFi alone and at most 50
+	// retransmissions a second of download (before the reorder buffer followed the legs: load
+	// balance 250-390 a second at 1.02-1.17 times WiFi alone, autonomous 50-700 at 1.06-1.17;
+	// after: 5-32 and 20-330; with the UE's balancer of queued bytes, autonomous 2-3 a second
+	// at 1.18 times WiFi alone, docs/results.md); no suspension in load balance or
+	// active-standby.
 	d, _ := strconv.ParseFloat(secs, 64)
 	for _, pair := range pairs {
 		get := func(name string) unequalRun {
@@ -171,7 +172,7 @@ func TestScenarioUnequalLinks(t *testing.T) {
 		for _, b := range []struct {
 			name          string
 			retransPerSec float64
-		}{{ulBalance, 50}, {ulAutonomous, 400}} {
+		}{{ulBalance, 50}, {ulAutonomous, 50}} {
 			r := get(b.name)
 			if r.mbps < 1.1*wifiAlone.mbps || float64(r.retrans) > b.retransPerSec*d {
 				t.Errorf("%v, %s: %.1f Mbit/s (WiFi alone %.1f), %d retransmissions in %s s", pair, b.name, r.mbps, wifiAlone.mbps, r.retrans, secs)

@@ -300,7 +300,7 @@ func (o outcome) diff(b outcome) string {
 	}
 	for _, k := range sortedKeys(o.regs) {
 		x, y := o.regs[k], b.regs[k]
-		if o.probeAck && (strings.HasPrefix(k, "rtt_") || strings.HasPrefix(k, "live_rtt_")) {
+		if o.probeAck && strings.HasPrefix(k, "rtt_") {
 			x, y = rttClass(x), rttClass(y)
 		}
 		if x != y {

@@ -104,7 +104,9 @@ var layerDefs = map[string]*layerDef{
 		{name: "session", off: 0, bits: 32, addr: true},
 		{name: "access", off: 32, bits: 8, syms: accesses},
 		{name: "loss_pct", off: 40, bits: 8},
-		{name: "reserved", off: 48, bits: 16},
+		{name: "reserved_hi", off: 48, bits: 1},
+		{name: "share", off: 49, bits: 7},
+		{name: "reserved", off: 56, bits: 8},
 		{name: "ue_ts", off: 64, bits: 32},
 		{name: "rtt_us", off: 64, bits: 32}, // the same bytes, named for link messages
 		{name: "upf_ts", off: 96, bits: 32},
@@ -456,7 +458,7 @@ func (s *layerSpec) wireStruct(next *layerSpec) any {
 			ts = r
 		}
 		return wire.Control{Session: ip4("session"), Access: contract.Access(e["access"]), LossPercent: uint8(e["loss_pct"]),
-			UETime: uint32(ts), UPFTime: uint32(e["upf_ts"])}
+			Share: contract.AutonomousShare(e["share"]), UETime: uint32(ts), UPFTime: uint32(e["upf_ts"])}
 	}
 	return s.payload
 }

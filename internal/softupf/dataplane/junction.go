@@ -12,10 +12,9 @@ package dataplane
 //	EX-PATH marker ── sessions(seq) ──> release held packets (reorder.go) ──> CONSUMED
 //	PROBE ── sessions(body) ──> PROBE_REPLY on the arrival leg (in GTP-U on 3GPP and on a
 //	                            non-3GPP leg over N3), upf_ts = now_us ──> out
-//	PROBE_ACK ── rtt = now_us - upf_ts ──> rtt_<leg>[user] unless suspended, live_rtt_<leg>[user],
-//	                                       autonomous_share[user] a step, digest ──> CONSUMED
-//	LINK_DOWN/UP ──> rtt_<access>[user] = 0 / max(rtt_us, 1) unless suspended, live_rtt_<access>[user],
-//	                 digest ──> CONSUMED
+//	PROBE_ACK ── rtt = now_us - upf_ts ──> rtt_<leg>[user] unless suspended, the UE's share into
+//	                                       autonomous_share[user], digest ──> CONSUMED
+//	LINK_DOWN/UP ──> rtt_<access>[user] = 0 / max(rtt_us, 1) unless suspended, digest ──> CONSUMED
 //	PROBE_REPLY (a UPF-to-UE message) ──> drop BAD_JUNCTION
 
 import (
@@ -125,7 +124,7 @@ func (c *proc) probe(pkt *Packet, arrival contract.Access) {
 		return
 	}
 	reply := f.Control
-	reply.UPFTime, reply.LossPercent = c.clock(), 0
+	reply.UPFTime, reply.LossPercent, reply.Share = c.clock(), 0, 0
 	bodyOff := pkt.off + f.JunctionOff + wire.HeaderLen
 	end := bodyOff + wire.ControlLen
 	reply.Put(pkt.buf[bodyOff:end])
@@ -166,17 +165,9 @@ func (c *proc) pathReport(pkt *Packet, typ wire.Type, arrival contract.Access) {
 		c.st.regs[rttReg].store(sess.user, rtt)
 		c.st.regs[lossReg].store(sess.user, uint32(loss))
 	}
-	// Autonomous load balance's live RTTs and share, which a suspension does not freeze.
-	live, otherLive := rLiveRTT3GPP, rLiveRTTNon3GPP
-	if access == contract.AccessNon3GPP {
-		live, otherLive = rLiveRTTNon3GPP, rLiveRTT3GPP
-	}
-	c.st.regs[live].store(sess.user, rtt)
-	if kind == contract.ReportRTT {
-		other := c.st.regs[otherLive].load(sess.user)
-		c.st.regs[rAutonomousShare].update(sess.user, func(s uint32) uint32 {
-			return uint32(contract.AutonomousShare(s).Step(access, rtt, other))
-		})
+	// Autonomous load balance's split: the UE's, which a suspension does not freeze.
+	if kind == contract.ReportRTT && body.Share.Valid() {
+		c.st.regs[rAutonomousShare].store(sess.user, uint32(body.Share))
 	}
 	c.p.digest(c.st, be32(body.Session), sess.user, access, kind, rtt, loss, suspended)
 	c.drop(pkt, contract.DropConsumed)

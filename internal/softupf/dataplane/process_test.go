@@ -347,23 +347,22 @@ func TestProbeExchange(t *testing.T) {
 		if v := h.reg("loss_3gpp", user); v != 25 {
 			t.Errorf("loss_3gpp[%d] = %d, want 25", user, v)
 		}
-		if v, s := h.reg("live_rtt_3gpp", user), h.reg("autonomous_share", user); v != 7500 || s != 0 {
-			t.Errorf("live_rtt_3gpp = %d, autonomous_share = %d; want 7500 and 0 (non-3GPP has no live RTT to compare with)", v, s)
+		if s := h.reg("autonomous_share", user); s != 0 {
+			t.Errorf("autonomous_share = %d, want 0 (the ACK carried no share)", s)
 		}
 		expectDigest(t, h, sessAddr, user, contract.Access3GPP, uint8(contract.ReportRTT), 7500, 25, 0)
 	})
-	t.Run("a suspended user's RTT is reported but not written; autonomous load balance's state moves", func(t *testing.T) {
+	t.Run("a suspended user's RTT is reported but not written; the UE's share is", func(t *testing.T) {
 		h.setReg("path_updates_suspended", user, 1)
 		h.now = 1_000_000 + 900
 		ack := body
-		ack.UPFTime = 1_000_000
+		ack.UPFTime, ack.Share = 1_000_000, 26
 		h.process(portWiFi, junctionWiFi(wire.Header{Type: wire.TypeProbeAck}, ack))
 		if v := h.reg("rtt_non3gpp", user); v != 5000 {
 			t.Errorf("rtt_non3gpp = %d, want 5000 (unchanged)", v)
 		}
-		// 900 µs on non-3GPP against 3GPP's live 7500: a step from 64 toward non-3GPP.
-		if v, s := h.reg("live_rtt_non3gpp", user), h.reg("autonomous_share", user); v != 900 || s != 62 {
-			t.Errorf("live_rtt_non3gpp = %d, autonomous_share = %d; want 900 and 62", v, s)
+		if s := h.reg("autonomous_share", user); s != 26 {
+			t.Errorf("autonomous_share = %d, want the ACK's 26", s)
 		}
 		expectDigest(t, h, sessAddr, user, contract.AccessNon3GPP, uint8(contract.ReportRTT), 900, 0, 1)
 		h.setReg("path_updates_suspended", user, 0)

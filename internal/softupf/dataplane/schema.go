@@ -68,8 +68,6 @@ const (
 	rSessionSeq
 	rReorderState
 	rReorderDeadline
-	rLiveRTT3GPP
-	rLiveRTTNon3GPP
 	rAutonomousShare
 	numRegisters
 )
@@ -183,8 +181,6 @@ var registerSpecs = [numRegisters]paramSpec{
 	rSessionSeq:           {"session_seq", 32},
 	rReorderState:         {"reorder_state", 8},
 	rReorderDeadline:      {"reorder_deadline", 32},
-	rLiveRTT3GPP:          {"live_rtt_3gpp", 32},
-	rLiveRTTNon3GPP:       {"live_rtt_non3gpp", 32},
 	rAutonomousShare:      {"autonomous_share", 8},
 }
 

@@ -131,6 +131,20 @@ func NewClassifier(policies []desired.Policy, spec junctionv1.ATSSSSessionSpec) 
 	return c, nil
 }
 
+// Autonomous reports whether some of the session's traffic is steered by autonomous load
+// balance (and so by the share).
+func (c *Classifier) Autonomous() bool {
+	if c.fallback.Mode == contract.ModeAutonomousLoadBalance {
+		return true
+	}
+	for i := range c.rules {
+		if c.rules[i].steering.Mode == contract.ModeAutonomousLoadBalance {
+			return true
+		}
+	}
+	return false
+}
+
 // Classify returns the application ID and steering parameters of an uplink user IPv4 packet
 // (destination: the application server; source: the UE). A packet the UPF's parser would reject
 // (not IPv4, options, a total length beyond the buffer, TCP or UDP without its ports) and a

@@ -147,7 +147,8 @@ type Leg struct {
 
 	state     LegState
 	reason    string
-	sampled   bool // srtt and rttvar hold an estimate
+	sampled   bool    // srtt and rttvar hold an estimate
+	base      baseRTT // the smallest recent RTT sample (QueueDelay)
 	srtt      time.Duration
 	rttvar    time.Duration
 	lastReply time.Time
@@ -314,6 +315,7 @@ func (l *Leg) Reply(now time.Time, ueTS uint32) (rtt time.Duration, ok bool) {
 	l.replies++
 	l.lastReply = now
 	l.missed = 0
+	l.base.add(now, rtt)
 	if !l.sampled || l.state == LegDown {
 		l.srtt, l.rttvar, l.sampled = rtt, rtt/2, true
 	} else {
@@ -338,6 +340,7 @@ func (l *Leg) LinkDown(now time.Time, reason string) {
 	l.probes = [probeRing]probe{}
 	l.missed = 0
 	l.outcomes, l.lossN = 0, 0 // a new life of the link starts a new count
+	l.base = baseRTT{}         // and may have another path
 	if l.state == LegDown {
 		l.reason = reason
 		return
@@ -449,4 +452,39 @@ func (l *Leg) Loss() (percent, probes int) {
 	}
 	lost := bits.OnesCount32(l.outcomes)
 	return (200*lost + l.lossN) / (2 * l.lossN), l.lossN
+}
+
+// QueueDelay is how much of the RTT sample rtt was queueing: the sample above the leg's base RTT
+// (the smallest sample of the last 30 to 60 s), in µs plus 1, so that 0 can mean "no sample"
+// (Balancer.Update).
+func (l *Leg) QueueDelay(rtt time.Duration) uint32 {
+	return uint32(max(rtt-l.base.min(), 0).Microseconds()) + 1
+}
+
+// baseRTTBucket: the base RTT is the smallest sample of the last one to two buckets, so that a
+// path that got slower is believed within a minute; a download that never lets its queue drain
+// for that long reads its standing queue as base.
+const baseRTTBucket = 30 * time.Second
+
+// baseRTT is a windowed minimum of a leg's RTT samples in two buckets.
+type baseRTT struct {
+	cur, prev time.Duration // 0: no sample
+	start     time.Time     // when cur began
+}
+
+func (b *baseRTT) add(now time.Time, rtt time.Duration) {
+	rtt = max(rtt, 1)
+	switch {
+	case b.start.IsZero() || now.Sub(b.start) >= baseRTTBucket:
+		b.prev, b.cur, b.start = b.cur, rtt, now
+	case rtt < b.cur:
+		b.cur = rtt
+	}
+}
+
+func (b *baseRTT) min() time.Duration {
+	if b.prev != 0 && b.prev < b.cur {
+		return b.prev
+	}
+	return b.cur
 }

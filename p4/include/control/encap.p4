@@ -84,8 +84,9 @@ control Rewrite(inout headers_t hdr, inout local_metadata_t md) {
                 // md.reply is set for a PROBE only, which has a valid Junction header: p4c's
                 // "potentially invalid hdr.junction" warning here is safe.
                 hdr.junction.msg_type = JUNCTION_PROBE_REPLY;
-                hdr.junction.seq = 0;  // a new message: seq, loss and reserved are sent as 0
+                hdr.junction.seq = 0;  // a new message: seq, loss, share and reserved are sent as 0
                 hdr.junction_ctl.loss_pct = 0;
+                hdr.junction_ctl.share = 0;
                 hdr.junction_ctl.reserved = 0;
                 hdr.junction_ctl.upf_ts = md.now_us;
             }

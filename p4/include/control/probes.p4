@@ -3,8 +3,8 @@
 // Packet's way (Junction control message with a session):
 //   PROBE      -> answered with PROBE_REPLY on the same leg (Tunnels + Encap),
 //                 upf_ts = now_us, every other body field echoed.
-//   PROBE_ACK  -> rtt = now_us - upf_ts (0 -> 1) and the body's loss for the
-//                 arrival access.
+//   PROBE_ACK  -> rtt = now_us - upf_ts (0 -> 1), the body's loss for the
+//                 arrival access and the UE's autonomous share.
 //   LINK_DOWN  -> rtt 0 and loss 0 for the access in the body.
 //   LINK_UP    -> max(rtt_us, 1) and the body's loss for the access in the body.
 // The last three are reports: PathState writes them into the user's path state
@@ -28,6 +28,10 @@ control Probes(in headers_t hdr, inout local_metadata_t md) {
         md.report_rtt = md.now_us - hdr.junction_ctl.upf_ts;
         md.state_rtt = md.now_us - hdr.junction_ctl.upf_ts;
         md.report_loss = hdr.junction_ctl.loss_pct;
+        // The UE's autonomous share (bit 7 is reserved), in the field that holds seq % 128 on
+        // downlink: a report has no seq, and a stateful ALU takes two PHV inputs, which
+        // autonomous_share's downlink read takes both of (TNA's PathState).
+        md.seq_mod_128 = hdr.junction_ctl.share & 0x7f;
         md.checks.report = true;
     }
 
@@ -37,6 +41,7 @@ control Probes(in headers_t hdr, inout local_metadata_t md) {
         md.report_access = hdr.junction_ctl.access;
         md.report_rtt = 0;
         md.state_rtt = 0;
+        md.seq_mod_128 = 0;
         md.checks.report = true;
     }
 
@@ -47,6 +52,7 @@ control Probes(in headers_t hdr, inout local_metadata_t md) {
         md.report_rtt = hdr.junction_ctl.ue_ts;
         md.state_rtt = hdr.junction_ctl.ue_ts;
         md.report_loss = hdr.junction_ctl.loss_pct;
+        md.seq_mod_128 = 0;
         md.checks.report = true;
     }
 

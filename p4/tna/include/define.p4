@@ -46,11 +46,6 @@ const bit<8> INTERNAL_QUEUE_FREE      = 3;
 
 const bit<3> DIGEST_TYPE_PROBE_REPORT = 1;
 
-// The live RTT comparison of a report (PathState).
-const bit<8> STEP_NONE                = 0;  // the other access down, or as fast
-const bit<8> STEP_REPORT_FASTER       = 1;
-const bit<8> STEP_REPORT_SLOWER       = 2;
-
 // Reorder decisions (Reorder -> ReorderQueue).
 const bit<8> REORDER_FORWARD          = 0;
 const bit<8> REORDER_HOLD             = 1;  // into the user's paused queue

@@ -6,18 +6,15 @@
 //                               unavailable) and loss_<access>[user] for
 //                               Steering; autonomous_share[user] answers
 //                               whether seq % 128 is below the share
-//                               (auto_3gpp; 0, a share that never moved,
-//                               reads as even).
+//                               (auto_3gpp; 0, a share never set, reads as
+//                               even).
 //   PROBE_ACK / LINK_DOWN / LINK_UP (reports from Probes) -> reads
 //                               path_updates_suspended[user]; unless set, writes
 //                               the report into rtt_<access>[user] and
-//                               loss_<access>[user]; always writes it into
-//                               live_rtt_<access>[user] and compares it with the
-//                               other access's, moves autonomous_share[user] a
-//                               step toward the faster (PROBE_ACK only) and asks
-//                               the deparser for the probe_reports digest.
-// The comparisons are the stateful ALUs' (two fields compared in the stage that
-// reads them), where a min and a test would take two stages more each.
+//                               loss_<access>[user]; always writes the UE's
+//                               share into autonomous_share[user] (PROBE_ACK
+//                               with a share only) and asks the deparser for
+//                               the probe_reports digest.
 
 #ifndef JUNCTION_TNA_PATH_STATE_P4
 #define JUNCTION_TNA_PATH_STATE_P4
@@ -42,14 +39,7 @@ control PathState(in headers_t hdr, inout local_metadata_t md, in bit<1> seq_bit
     @name(".loss_non3gpp") @id(0x16000009)
     Register<loss_pct_t, user_idx_t>(MAX_USERS, 0) loss_non3gpp;
 
-    // Autonomous load balance's state, which a suspension does not freeze:
-    // the RTTs as last reported, and the share they move.
-    @name(".live_rtt_3gpp") @id(0x1600000A)
-    Register<rtt_us_t, user_idx_t>(MAX_USERS, 0) live_rtt_3gpp;
-
-    @name(".live_rtt_non3gpp") @id(0x1600000B)
-    Register<rtt_us_t, user_idx_t>(MAX_USERS, 0) live_rtt_non3gpp;
-
+    // Autonomous load balance's split, the UE's (a suspension does not freeze it).
     @name(".autonomous_share") @id(0x1600000C)
     Register<ratio_t, user_idx_t>(MAX_USERS, 0) autonomous_share;
 
@@ -109,45 +99,9 @@ control PathState(in headers_t hdr, inout local_metadata_t md, in bit<1> seq_bit
         }
     };
 
-    // The live RTT of the access reported on is written; the other access's is
-    // compared with the report: STEP_NONE when it is 0 (down) or equal, else
-    // whether the report is the faster.
-    RegisterAction<rtt_us_t, user_idx_t, void>(live_rtt_3gpp) write_live_rtt_3gpp = {
-        void apply(inout rtt_us_t value) {
-            value = md.state_rtt;
-        }
-    };
-    RegisterAction<rtt_us_t, user_idx_t, bit<8>>(live_rtt_3gpp) compare_live_rtt_3gpp = {
-        void apply(inout rtt_us_t value, out bit<8> step) {
-            if (value == 0 || value == md.state_rtt) {
-                step = STEP_NONE;
-            } else if (md.state_rtt < value) {
-                step = STEP_REPORT_FASTER;
-            } else {
-                step = STEP_REPORT_SLOWER;
-            }
-        }
-    };
-    RegisterAction<rtt_us_t, user_idx_t, void>(live_rtt_non3gpp) write_live_rtt_non3gpp = {
-        void apply(inout rtt_us_t value) {
-            value = md.state_rtt;
-        }
-    };
-    RegisterAction<rtt_us_t, user_idx_t, bit<8>>(live_rtt_non3gpp) compare_live_rtt_non3gpp = {
-        void apply(inout rtt_us_t value, out bit<8> step) {
-            if (value == 0 || value == md.state_rtt) {
-                step = STEP_NONE;
-            } else if (md.state_rtt < value) {
-                step = STEP_REPORT_FASTER;
-            } else {
-                step = STEP_REPORT_SLOWER;
-            }
-        }
-    };
-
-    // Downlink: seq % 128 below the share (0, never moved, is even: bit 6 of seq
-    // clear). The register's actions hold at most 4 large constants, which the steps'
-    // take 3 of; hence seq_bit6 rather than a test against EVEN here.
+    // Downlink: seq % 128 below the share (0, never set, is even: bit 6 of seq clear).
+    // A stateful ALU takes two PHV inputs, its register's actions together: these two,
+    // seq % 128 and its bit 6; take_share's value comes in seq_mod_128 too (Probes).
     RegisterAction<ratio_t, user_idx_t, bit<1>>(autonomous_share) split_by_share = {
         void apply(inout ratio_t value, out bit<1> to_3gpp) {
             if (value == 0) {
@@ -163,21 +117,11 @@ control PathState(in headers_t hdr, inout local_metadata_t md, in bit<1> seq_bit
             }
         }
     };
-    RegisterAction<ratio_t, user_idx_t, void>(autonomous_share) share_to_3gpp = {
+    // A PROBE_ACK's share, which Probes puts in seq_mod_128 (0: none).
+    RegisterAction<ratio_t, user_idx_t, void>(autonomous_share) take_share = {
         void apply(inout ratio_t value) {
-            if (value == 0) {
-                value = AUTONOMOUS_SHARE_EVEN + AUTONOMOUS_SHARE_STEP;
-            } else if (value < 128 - AUTONOMOUS_SHARE_STEP) {
-                value = value + AUTONOMOUS_SHARE_STEP;
-            }
-        }
-    };
-    RegisterAction<ratio_t, user_idx_t, void>(autonomous_share) share_to_non3gpp = {
-        void apply(inout ratio_t value) {
-            if (value == 0) {
-                value = AUTONOMOUS_SHARE_EVEN - AUTONOMOUS_SHARE_STEP;
-            } else if (value > AUTONOMOUS_SHARE_STEP) {
-                value = value - AUTONOMOUS_SHARE_STEP;
+            if (md.seq_mod_128 != 0) {
+                value = md.seq_mod_128;
             }
         }
     };
@@ -245,34 +189,23 @@ control PathState(in headers_t hdr, inout local_metadata_t md, in bit<1> seq_bit
         }
     }
 
-    // A PROBE_ACK moves autonomous_share a step toward the faster access (step: the
-    // report against the other access's live RTT), which a suspension does not stop.
-    bit<8> step;
-    @hidden action toward_3gpp() {
-        share_to_3gpp.execute(md.user_idx);
+    // A PROBE_ACK writes the UE's share (take_share: none when it carries 0), which a
+    // suspension does not stop; link messages leave it.
+    @hidden action take_share_action() {
+        take_share.execute(md.user_idx);
     }
-    @hidden action toward_non3gpp() {
-        share_to_non3gpp.execute(md.user_idx);
-    }
-    @hidden @name("report_shares")
-    table report_shares {
+    @hidden @name("report_share")
+    table report_share {
         key = {
-            md.report_access : ternary;
-            md.report_kind   : ternary;
-            step             : ternary;
+            md.report_kind : exact;
         }
         actions = {
-            toward_3gpp;
-            toward_non3gpp;
+            take_share_action;
             keep;
         }
         const default_action = keep();
         const entries = {
-            (ACCESS_3GPP, REPORT_RTT, STEP_REPORT_FASTER) : toward_3gpp();
-            (ACCESS_3GPP, REPORT_RTT, STEP_REPORT_SLOWER) : toward_non3gpp();
-            (ACCESS_3GPP, _, _) : keep();
-            (_, REPORT_RTT, STEP_REPORT_FASTER) : toward_non3gpp();
-            (_, REPORT_RTT, STEP_REPORT_SLOWER) : toward_3gpp();
+            REPORT_RTT : take_share_action();
         }
     }
 
@@ -287,11 +220,6 @@ control PathState(in headers_t hdr, inout local_metadata_t md, in bit<1> seq_bit
             // Read before the checks end (reading changes nothing), so that the writes
             // need not wait a stage more for them.
             suspended_now = read_suspended.execute(md.user_idx);
-            if (md.report_access == ACCESS_3GPP) {
-                step = compare_live_rtt_non3gpp.execute(md.user_idx);
-            } else {
-                step = compare_live_rtt_3gpp.execute(md.user_idx);
-            }
             // A report no check before it refused (DropReasons says CONSUMED).
             if (!md.checks.parser_error && !md.checks.unknown_teid && !md.checks.bad_junction &&
                     !md.checks.no_session && !md.checks.wrong_source) {
@@ -304,12 +232,7 @@ control PathState(in headers_t hdr, inout local_metadata_t md, in bit<1> seq_bit
                 }
                 report_loss_3gpp.apply();
                 report_loss_non3gpp.apply();
-                if (md.report_access == ACCESS_3GPP) {
-                    write_live_rtt_3gpp.execute(md.user_idx);
-                } else {
-                    write_live_rtt_non3gpp.execute(md.user_idx);
-                }
-                report_shares.apply();
+                report_share.apply();
                 ig_dprsr_md.digest_type = DIGEST_TYPE_PROBE_REPORT;
             }
         }

@@ -1,0 +1,169 @@
+package steer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/junction-atsss/junction/internal/contract"
+)
+
+// links feeds a Balancer as two legs would: every 50 ms a probe reply with each leg's queueing
+// delay, and the bytes each delivered at its rate (bytes a second).
+type links struct {
+	b        *Balancer
+	now      time.Time
+	rx3, rxn uint64
+	steers   bool
+}
+
+func newLinks() *links { return &links{b: NewBalancer(), now: t0, steers: true} }
+
+// run feeds n replies with the queues q3 and qn (ms; -1: the leg is down) at rates r3 and rn.
+func (l *links) run(n int, q3, qn float64, r3, rn float64) contract.AutonomousShare {
+	us := func(q float64) uint32 {
+		if q < 0 {
+			return 0
+		}
+		return uint32(q*1000) + 1
+	}
+	var s contract.AutonomousShare
+	for range n {
+		l.now = l.now.Add(50 * time.Millisecond)
+		l.rx3 += uint64(r3 / 20)
+		l.rxn += uint64(rn / 20)
+		s = l.b.Update(l.now, us(q3), us(qn), l.rx3, l.rxn, l.steers)
+	}
+	return s
+}
+
+// TestBalancer follows docs/pipeline.md, "Autonomous load balance": the share moves toward the
+// leg holding fewer queued bytes (delay x rate), one step of 1/128 per reply, two beyond 64 kB of
+// difference; within 8 kB it stays; it stays while the difference closes fast; with a leg down
+// it stays; it never leaves 1..127.
+func TestBalancer(t *testing.T) {
+	const mbit = 1e6 / 8 // bytes a second
+	t.Run("starts even", func(t *testing.T) {
+		if s := NewBalancer().Share(); s != 64 {
+			t.Errorf("share %d, want 64", s)
+		}
+	})
+	t.Run("equal bytes: WiFi 80 Mbit/s queued 5 ms, 5G 20 Mbit/s queued 20 ms", func(t *testing.T) {
+		l := newLinks()
+		if s := l.run(40, 20, 5, 20*mbit, 80*mbit); s != 64 {
+			t.Errorf("share %d, want 64 (50 kB queued on each leg)", s)
+		}
+	})
+	t.Run("equal delays put four times the bytes on the faster leg: the share moves to 3GPP", func(t *testing.T) {
+		l := newLinks()
+		l.run(20, 10, 10, 20*mbit, 80*mbit) // rates measured; 25 kB against 100 kB
+		before := l.b.Share()
+		// 75 kB apart: beyond 64 kB, two steps a reply toward 3GPP (the leg with fewer bytes).
+		if s := l.run(1, 10, 10, 20*mbit, 80*mbit); s != before+2 {
+			t.Errorf("share %d after %d, want two steps toward 3GPP", s, before)
+		}
+	})
+	t.Run("a smaller difference moves one step", func(t *testing.T) {
+		l := newLinks()
+		l.run(20, 10, 4, 20*mbit, 80*mbit) // 25 kB on 5G, 40 kB on WiFi
+		before := l.b.Share()
+		if s := l.run(1, 10, 4, 20*mbit, 80*mbit); s != before+1 {
+			t.Errorf("share %d after %d, want one step toward 3GPP", s, before)
+		}
+	})
+	t.Run("5G holding more moves the share to non-3GPP", func(t *testing.T) {
+		l := newLinks()
+		if s := l.run(10, 40, 1, 20*mbit, 80*mbit); s >= 64 {
+			t.Errorf("share %d, want below 64 (100 kB on 5G, 10 kB on WiFi)", s)
+		}
+	})
+	t.Run("within 8 kB the share stays", func(t *testing.T) {
+		l := newLinks()
+		if s := l.run(40, 20, 5.5, 20*mbit, 80*mbit); s != 64 {
+			t.Errorf("share %d, want 64 (5 kB apart)", s)
+		}
+	})
+	t.Run("a difference closing faster than in a second holds the share", func(t *testing.T) {
+		l := newLinks()
+		l.run(20, 10, 20, 20*mbit, 80*mbit) // 25 kB against 200 kB
+		before := l.b.Share()
+		// WiFi's queue falls 4 ms a reply: 40 kB every 50 ms, 800 kB a second against a
+		// difference of under 200 kB.
+		for q := 16.0; q > 8; q -= 4 {
+			if s := l.run(1, 10, q, 20*mbit, 80*mbit); s != before {
+				t.Fatalf("share %d with WiFi's queue falling to %.0f ms, want %d held", s, q, before)
+			}
+		}
+	})
+	t.Run("a leg down holds the share", func(t *testing.T) {
+		l := newLinks()
+		if s := l.run(40, -1, 30, 0, 80*mbit); s != 64 {
+			t.Errorf("share %d, want 64 (no 3GPP leg to balance with)", s)
+		}
+	})
+	t.Run("a session not steered by the share leaves it", func(t *testing.T) {
+		l := newLinks()
+		l.steers = false
+		if s := l.run(40, 10, 20, 20*mbit, 80*mbit); s != 64 {
+			t.Errorf("share %d, want 64 (175 kB apart, but no autonomous steering)", s)
+		}
+	})
+	t.Run("steering starts from the legs' best recent rates", func(t *testing.T) {
+		l := newLinks()
+		l.steers = false
+		l.run(40, 0, 20, 0, 80*mbit) // WiFi alone: 80 Mbit/s
+		l.run(40, 20, 0, 20*mbit, 0) // 5G alone: 20 Mbit/s
+		l.steers = true
+		// 128 x 20 / (20 + 80) = 25.6: 26. The next reply's difference (5G queued 20 ms, WiFi
+		// empty) is a step toward non-3GPP.
+		if s := l.run(1, 20, 0, 20*mbit, 0); s != 26 {
+			t.Errorf("share %d, want 26 from the best rates", s)
+		}
+		if s := l.run(1, 20, 0, 20*mbit, 0); s != 25 {
+			t.Errorf("share %d, want a step from 26 to 25", s)
+		}
+	})
+	t.Run("the share stays within 1..127", func(t *testing.T) {
+		l := newLinks()
+		if s := l.run(200, 0, 50, 1*mbit, 80*mbit); s != contract.AutonomousShareMax {
+			t.Errorf("share %d, want %d after WiFi held more for 10 s", s, contract.AutonomousShareMax)
+		}
+		l = newLinks()
+		if s := l.run(200, 50, 0, 80*mbit, 1*mbit); s != contract.AutonomousShareMin {
+			t.Errorf("share %d, want %d after 3GPP held more for 10 s", s, contract.AutonomousShareMin)
+		}
+	})
+}
+
+// TestLegQueueDelay: a reply's queueing delay is its RTT above the smallest sample of the last
+// 30-60 s (docs/pipeline.md), in µs plus 1; a leg that goes down forgets its base.
+func TestLegQueueDelay(t *testing.T) {
+	l := upLeg(t, ms(10)) // base 10 ms
+	reply := func(sent time.Time, rtt time.Duration) time.Duration {
+		t.Helper()
+		ts := l.Sent(sent)
+		r, ok := l.Reply(sent.Add(rtt), ts)
+		if !ok {
+			t.Fatal("reply not accepted")
+		}
+		return r
+	}
+	if q := l.QueueDelay(reply(at(time.Second), ms(35))); q != 25_001 {
+		t.Errorf("QueueDelay = %d, want 25001 (35 ms above a base of 10)", q)
+	}
+	if q := l.QueueDelay(reply(at(2*time.Second), ms(8))); q != 1 {
+		t.Errorf("QueueDelay = %d, want 1 (a new base)", q)
+	}
+	// 8 ms stays the base through the next bucket (30 s) and is gone after two.
+	reply(at(40*time.Second), ms(20))
+	if q := l.QueueDelay(ms(20)); q != 12_001 {
+		t.Errorf("QueueDelay = %d at 40 s, want 12001 (base 8 ms from the bucket before)", q)
+	}
+	reply(at(75*time.Second), ms(20))
+	if q := l.QueueDelay(ms(25)); q != 5_001 {
+		t.Errorf("QueueDelay = %d at 75 s, want 5001 (the 8 ms sample has aged out; base 20 ms)", q)
+	}
+	l.LinkDown(at(80*time.Second), "LinkDown")
+	if q := l.QueueDelay(ms(25)); q != 25_001 {
+		t.Errorf("QueueDelay = %d after the link went down, want 25001 (no base)", q)
+	}
+}
