@@ -27,7 +27,7 @@ func TestReadsRTTComparison(t *testing.T) {
 		{"a session whose policy is smallest delay reads the comparison", spec(nil), []Policy{policy("sd", 1, 10, junctionv1.TrafficDescriptor{}, smallestDelay)}, true},
 		{"active-standby reads none", spec(nil), []Policy{policy("as", 1, 10, junctionv1.TrafficDescriptor{}, activeWiFi)}, false},
 		{"load balance reads none", spec(nil), []Policy{policy("lb", 1, 10, junctionv1.TrafficDescriptor{}, loadBalance30)}, false},
-		{"autonomous load balance reads none (its share reads live RTTs a suspension does not freeze)", spec(nil), []Policy{policy("auto", 1, 10, junctionv1.TrafficDescriptor{}, autonomous)}, false},
+		{"autonomous load balance reads none (its share is the UE's, which a suspension does not freeze)", spec(nil), []Policy{policy("auto", 1, 10, junctionv1.TrafficDescriptor{}, autonomous)}, false},
 		{"priority-based with an RTT threshold reads it", spec(nil), []Policy{policy("pb", 1, 10, junctionv1.TrafficDescriptor{}, priority("30ms"))}, true},
 		{"priority-based without a threshold reads none", spec(nil), []Policy{policy("pb", 1, 10, junctionv1.TrafficDescriptor{}, priority(""))}, false},
 		{"one smallest-delay policy among others is enough", spec(nil), []Policy{

@@ -143,7 +143,7 @@ func (s Steering) params() []Param {
 // Only those choices flip-flop when the RTTs cross, so only users with such a mode are guarded
 // by the operator's flip-flop detection (docs/pipeline.md, "The flip-flop guard, by mode").
 // Active-standby and the load-balance modes read no comparison while both accesses meet their
-// thresholds; the autonomous share reads live RTTs that a suspension does not freeze.
+// thresholds; the autonomous share is the UE's, which a suspension does not freeze.
 func (s Steering) ReadsRTTComparison() bool {
 	switch s.Mode {
 	case contract.ModeSmallestDelay:

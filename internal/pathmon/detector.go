@@ -34,8 +34,8 @@ type Config struct {
 // DefaultConfig: a UE probes each leg once a second while idle, so 4 switches in 30 s is a path
 // that changes its mind every few probes. While data flows it probes every 100 ms, and a
 // download whose queue drives the RTTs across each other gets there within a second: the frozen
-// RTTs then hold smallest-delay on one access (autonomous load balance reads live RTTs of its
-// own, which a suspension does not freeze: docs/pipeline.md). A minute of calm is enough to
+// RTTs then hold smallest-delay on one access (autonomous load balance follows the UE's share,
+// which a suspension does not freeze: docs/pipeline.md). A minute of calm is enough to
 // trust the path again. Two seconds of smoothed RTTs that disagree with the frozen choice (some
 // 20 probes while data flows, each folded in at 1/8) is a lasting change, not the flip-flop: the
 // choice follows it. A bulk download makes its own access look the slower one wherever it is

@@ -32,7 +32,7 @@ func TestInitialPathWrites(t *testing.T) {
 			nil,
 		},
 		{
-			"a new user on an index that may hold state is reset: suspension, autonomous share and both legs' RTT, loss and live RTT",
+			"a new user on an index that may hold state is reset: suspension, autonomous share and both legs' RTT and loss",
 			nil, map[uint32]legCount{7: {1, 1}}, fresh(), nil,
 			[]registerWrite{{RegisterSuspended, 7, 0}, {RegisterShare, 7, 0}, {RegisterRTT3GPP, 7, 0}, {RegisterLoss3GPP, 7, 0}, {RegisterRTTNon3GPP, 7, 0}, {RegisterLossNon3GPP, 7, 0}},
 		},
