@@ -9,7 +9,8 @@ package ueagent
 //	          reorder buffer ─> queued in order ─> end of batch: runs of one TCP flow coalesced
 //	          ─> TUN (GSO writes)
 //	control   timer goroutine: a probe per leg when due, missed replies, reorder timeouts;
-//	          PROBE_REPLY on a leg ─> RTT ─> PROBE_ACK on the same leg (docs/junction-header.md)
+//	          PROBE_REPLY on a leg ─> RTT ─> the autonomous share (steer.Balancer) ─> PROBE_ACK
+//	          with both on the same leg (docs/junction-header.md)
 //	          a leg lost (netlink or probes) ─> LINK_DOWN on the other leg; back ─> LINK_UP
 //
 // One goroutine reads the TUN, one reads each leg socket, one runs the timers. The steering

@@ -10,9 +10,9 @@ import (
 // Balancer decides autonomous load balance's split (docs/pipeline.md, "Autonomous load
 // balance"): the 3GPP share that keeps as many bytes queued on one leg as on the other. A leg's
 // queue is its RTT above its base RTT (Leg.QueueDelay) times the rate it carries (both ways: the
-// downlink it delivers here, the uplink the UE sends), both measured at the UE. The share moves a step toward the leg holding fewer
-// bytes, unless the difference is within balanceDeadband or already closing fast enough to be
-// gone within balanceClose.
+// downlink it delivers here, the uplink the UE sends), both measured at the UE. The share moves
+// a step toward the leg holding fewer bytes, unless the difference is within balanceDeadband or
+// already closing fast enough to be gone within balanceClose.
 //
 // Why bytes and not delays: a step of the share moves a saturated pair of links fast (1/128 of
 // 100 Mbit/s fills a 20 Mbit/s link's queue by 40 ms a second), and equal delays put as many
