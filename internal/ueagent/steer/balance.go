@@ -29,8 +29,10 @@ type Balancer struct {
 	rateAt time.Time
 	bytes  [3]uint64  // each access's bytes carried at rateAt (index: contract.Access)
 	rate   [3]float64 // each access's rate, bytes a second
-	best   [3]float64 // each access's best recent rate, falling by balanceBestDecay
-	active bool       // the last Update steered
+	// capacity is each access's rate when its queue last held balanceQueued or more: a leg
+	// with a standing queue carries what it can.
+	capacity [3]float64
+	active   bool // the last Update steered
 }
 
 const (
@@ -39,8 +41,8 @@ const (
 	balanceClose    = time.Second
 	// balanceRateInterval is the shortest interval a delivered rate is measured over.
 	balanceRateInterval = 100 * time.Millisecond
-	// balanceBestDecay: a leg's best rate falls by its whole value in this time unless met again.
-	balanceBestDecay = time.Minute
+	// balanceQueued is the queueing delay at which a leg counts as carrying its capacity.
+	balanceQueued = 5 * time.Millisecond
 )
 
 // NewBalancer starts at an even split.
@@ -54,27 +56,32 @@ func (b *Balancer) Share() contract.AutonomousShare { return b.share }
 // steers by the share (autonomous load balance), and returns the share. It measures the legs'
 // rates always but moves the share only while it steers: in another mode the traffic does not
 // follow the share, which would run to one end. When steering starts, the share starts from the
-// legs' best recent rates (each at most a minute old), as a saturated pair would split, if both
-// have carried traffic.
+// legs' capacities as last seen (the rate each carried when it last had a queue), as a
+// saturated pair would split, if both have been seen.
 func (b *Balancer) Update(now time.Time, q3, qn uint32, bytes3, bytesN uint64, steers bool) contract.AutonomousShare {
 	bytes := [3]uint64{0, bytes3, bytesN}
 	if dt := now.Sub(b.rateAt); b.rateAt.IsZero() || dt >= balanceRateInterval {
 		if !b.rateAt.IsZero() {
 			for _, a := range []contract.Access{contract.Access3GPP, contract.AccessNon3GPP} {
 				b.rate[a] += (float64(bytes[a]-b.bytes[a])/dt.Seconds() - b.rate[a]) / 2
-				b.best[a] = max(b.rate[a], b.best[a]*(1-min(dt.Seconds()/balanceBestDecay.Seconds(), 1)))
 			}
 		}
 		b.rateAt, b.bytes = now, bytes
 	}
-	started := steers && !b.active
+	// Steering starts: from the capacities as last seen, before this sample's (a download
+	// that has just begun queues before its rate shows).
+	if c3, cn := b.capacity[contract.Access3GPP], b.capacity[contract.AccessNon3GPP]; steers && !b.active && c3 > 0 && cn > 0 {
+		b.setShare(math.Round(contract.RatioScale * c3 / (c3 + cn)))
+	}
 	b.active = steers
+	for a, q := range [3]uint32{0, q3, qn} {
+		if q > uint32(balanceQueued.Microseconds()) {
+			b.capacity[a] = b.rate[a]
+		}
+	}
 	if !steers {
 		b.at = time.Time{}
 		return b.share
-	}
-	if b3, bn := b.best[contract.Access3GPP], b.best[contract.AccessNon3GPP]; started && b3 > 0 && bn > 0 {
-		b.setShare(math.Round(contract.RatioScale * b3 / (b3 + bn)))
 	}
 	if q3 == 0 || qn == 0 {
 		b.at = time.Time{} // one leg: nothing to balance, and no difference to follow

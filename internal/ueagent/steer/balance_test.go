@@ -107,16 +107,18 @@ func TestBalancer(t *testing.T) {
 			t.Errorf("share %d, want 64 (175 kB apart, but no autonomous steering)", s)
 		}
 	})
-	t.Run("steering starts from the legs' best recent rates", func(t *testing.T) {
+	t.Run("steering starts from the legs' capacities, the rates they last carried with a queue", func(t *testing.T) {
 		l := newLinks()
 		l.steers = false
-		l.run(40, 0, 20, 0, 80*mbit) // WiFi alone: 80 Mbit/s
-		l.run(40, 20, 0, 20*mbit, 0) // 5G alone: 20 Mbit/s
+		l.run(40, 20, 20, 60*mbit, 60*mbit) // equal links, both queued
+		l.run(40, 0, 20, 0, 80*mbit)        // WiFi alone: 80 Mbit/s
+		l.run(40, 20, 0, 20*mbit, 0)        // 5G alone, now slower: 20 Mbit/s
+		l.run(20, 0, 0, 1*mbit, 1*mbit)     // light traffic, no queue: not a capacity
 		l.steers = true
 		// 128 x 20 / (20 + 80) = 25.6: 26. The next reply's difference (5G queued 20 ms, WiFi
 		// empty) is a step toward non-3GPP.
 		if s := l.run(1, 20, 0, 20*mbit, 0); s != 26 {
-			t.Errorf("share %d, want 26 from the best rates", s)
+			t.Errorf("share %d, want 26 from the capacities", s)
 		}
 		if s := l.run(1, 20, 0, 20*mbit, 0); s != 25 {
 			t.Errorf("share %d, want a step from 26 to 25", s)
