@@ -325,3 +325,35 @@ func TestPolicySteeringWinsOverTheOverride(t *testing.T) {
 		t.Errorf("a policySteering without its parameters: got %v, want an error naming policySteering[0] (video)", err)
 	}
 }
+
+// TestClassifierAutonomous: the balancer moves the share only for a session some of whose traffic
+// steers by autonomous load balance (docs/pipeline.md), by a policy, the session's own steering
+// of one, or its modeOverride.
+func TestClassifierAutonomous(t *testing.T) {
+	video := pol("video", 7, 10, junctionv1.TrafficDescriptor{Protocol: junctionv1.ProtocolTCP}, apiLB30)
+	auto := pol("auto", 8, 20, junctionv1.TrafficDescriptor{Protocol: junctionv1.ProtocolUDP}, apiAutoLB)
+	for _, tc := range []struct {
+		name     string
+		policies []desired.Policy
+		spec     junctionv1.ATSSSSessionSpec
+		want     bool
+	}{
+		{"no policy: the default application is active-standby", nil, junctionv1.ATSSSSessionSpec{}, false},
+		{"a load-balance policy at a fixed ratio", []desired.Policy{video}, junctionv1.ATSSSSessionSpec{}, false},
+		{"an autonomous policy among others", []desired.Policy{video, auto}, junctionv1.ATSSSSessionSpec{}, true},
+		{"the session's own autonomous steering of a policy", []desired.Policy{video},
+			junctionv1.ATSSSSessionSpec{PolicySteering: []junctionv1.PolicySteering{{Name: "video", Steering: apiAutoLB}}}, true},
+		{"an autonomous modeOverride", nil, junctionv1.ATSSSSessionSpec{ModeOverride: &apiAutoLB}, true},
+		{"a modeOverride over an autonomous policy", []desired.Policy{auto}, junctionv1.ATSSSSessionSpec{ModeOverride: &apiSmallest}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewClassifier(tc.policies, tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Autonomous(); got != tc.want {
+				t.Errorf("Autonomous() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
