@@ -53,23 +53,26 @@ func TestBalancer(t *testing.T) {
 			t.Errorf("share %d, want 64 (50 kB queued on each leg)", s)
 		}
 	})
-	t.Run("equal delays put four times the bytes on the faster leg: the share moves to 3GPP", func(t *testing.T) {
-		l := newLinks()
-		l.run(20, 10, 10, 20*mbit, 80*mbit) // rates measured; 25 kB against 100 kB
-		before := l.b.Share()
-		// 75 kB apart: beyond 64 kB, two steps a reply toward 3GPP (the leg with fewer bytes).
-		if s := l.run(1, 10, 10, 20*mbit, 80*mbit); s != before+2 {
-			t.Errorf("share %d after %d, want two steps toward 3GPP", s, before)
-		}
-	})
-	t.Run("a smaller difference moves one step", func(t *testing.T) {
-		l := newLinks()
-		l.run(20, 10, 4, 20*mbit, 80*mbit) // 25 kB on 5G, 40 kB on WiFi
-		before := l.b.Share()
-		if s := l.run(1, 10, 4, 20*mbit, 80*mbit); s != before+1 {
-			t.Errorf("share %d after %d, want one step toward 3GPP", s, before)
-		}
-	})
+	for _, c := range []struct {
+		name   string
+		qn     float64 // WiFi's queue, ms; 5G's is 10 ms
+		wifiKB string  // what WiFi then holds
+		steps  contract.AutonomousShare
+	}{
+		// 25 kB on 5G against 100 kB on WiFi: 75 kB apart, beyond 64 kB, two steps a reply.
+		{"equal delays put four times the bytes on the faster leg: two steps to 3GPP", 10, "100 kB", 2},
+		// 25 kB against 40 kB: one step.
+		{"a smaller difference moves one step", 4, "40 kB", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLinks()
+			l.run(20, 10, c.qn, 20*mbit, 80*mbit) // rates measured
+			before := l.b.Share()
+			if s := l.run(1, 10, c.qn, 20*mbit, 80*mbit); s != before+c.steps {
+				t.Errorf("share %d after %d, want %d step(s) toward 3GPP (25 kB on 5G, %s on WiFi)", s, before, c.steps, c.wifiKB)
+			}
+		})
+	}
 	t.Run("5G holding more moves the share to non-3GPP", func(t *testing.T) {
 		l := newLinks()
 		if s := l.run(10, 40, 1, 20*mbit, 80*mbit); s >= 64 {
