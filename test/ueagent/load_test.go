@@ -79,7 +79,7 @@ func TestScenarioUnequalLinks(t *testing.T) {
 	tb := newEmulatedTestbed(t, 1, em)
 	u := tb.ues[0]
 	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	tb.startAgent(u, "--metrics-addr", metrics)
+	tb.startAgent(u, "--metrics-addr", metrics, "--metrics-secure=false") // read below over plain HTTP
 	reorder := func() [4]float64 {
 		var v [4]float64
 		for i, kind := range []string{"late", "timed_out", "lost", "overflow"} {
@@ -176,6 +176,14 @@ func TestScenarioUnequalLinks(t *testing.T) {
 			r := get(b.name)
 			if r.mbps < 1.1*wifiAlone.mbps || float64(r.retrans) > b.retransPerSec*d {
 				t.Errorf("%v, %s: %.1f Mbit/s (WiFi alone %.1f), %d retransmissions in %s s", pair, b.name, r.mbps, wifiAlone.mbps, r.retrans, secs)
+			}
+			// Both modes sequence the whole downlink at the UPF, before the links' queues: a
+			// frame a queue dropped is a gap the agent's reorder buffer gives up on (lost,
+			// timed out, or passed by packets released early; docs/pipeline.md, "Downlink
+			// reordering at the UE").
+			if r.drops[0]+r.drops[1] > 0 && r.timedOut+r.lost+r.overflow == 0 {
+				t.Errorf("%v, %s: the links' queues dropped %d/%d frames and the reorder buffer gave up on no gap (late/timed out/lost/overflow %.0f/%.0f/%.0f/%.0f)",
+					pair, b.name, r.drops[0], r.drops[1], r.late, r.timedOut, r.lost, r.overflow)
 			}
 		}
 		for _, name := range []string{ulWiFi, ulRAN, ulBalance, ulAutonomous} {

@@ -256,7 +256,9 @@ func TestUplinkSmallMSS(t *testing.T) {
 }
 
 // scrapeCounter is the sum of the samples of metric name at http://addr/metrics whose labels
-// contain label (name="value").
+// contain label (name="value"). Any answer but 200 fails the test: an HTTPS endpoint (an agent
+// started without --metrics-secure=false) answers plain HTTP with 400 and a line of text, which
+// holds no sample and would read as 0.
 func scrapeCounter(t testing.TB, addr, name, label string) float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
@@ -264,6 +266,9 @@ func scrapeCounter(t testing.TB, addr, name, label string) float64 {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	must(t, err)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET http://%s/metrics: %s: %s", addr, resp.Status, bytes.TrimSpace(body))
+	}
 	var sum float64
 	for _, line := range strings.Split(string(body), "\n") {
 		if strings.HasPrefix(line, name+"{") && strings.Contains(line, label) {
