@@ -381,6 +381,10 @@ type AgentStatus struct {
 	Legs []AgentLeg `json:"legs,omitempty"`
 }
 
+// SessionNodeNameField is the selectable field (below) a UE agent's watch is limited by: the
+// sessions of its node. The agent authorizer (internal/agentauthz) allows reads by it alone.
+const SessionNodeNameField = "spec.ue.nodeName"
+
 // ATSSSSession is one multi-access (MA) PDU session of one UE, programmed into its UPF.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -26,6 +26,7 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/controllers"
 	"github.com/junction-atsss/junction/internal/addrpool"
+	"github.com/junction-atsss/junction/internal/agentauthz"
 	"github.com/junction-atsss/junction/internal/nodecmd"
 	"github.com/junction-atsss/junction/internal/pathmon"
 )
@@ -60,6 +61,8 @@ func run() error {
 		n4LeaderLabel                          bool
 		reservedPrefixes, secretNamespaces     string
 		electionHigh                           uint64
+		authzAddr, authzCertDir                string
+		authzUsers, authzNamespaces            string
 	)
 	def := pathmon.DefaultConfig()
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; \"0\" disables it.")
@@ -87,6 +90,10 @@ func run() error {
 	zopts := zap.Options{Development: false}
 	flag.StringVar(&reservedPrefixes, "reserved-prefixes", "", "Comma-separated IPv4 prefixes no session address may take beside the ServiceCIDRs and the API server's address: the cluster's node and pod ranges (docs/address-pools.md).")
 	flag.StringVar(&secretNamespaces, "secret-namespaces", "", "Comma-separated namespaces whose Secrets the operator reads (the UserPlaneFunctions' TLS Secrets), as its RBAC allows; empty: every namespace.")
+	flag.StringVar(&authzAddr, "agent-authorizer-bind-address", "0", "Address of the authorization webhook that lets each UE agent list and watch its own node's sessions only (docs/threat-model.md); \"0\" disables it.")
+	flag.StringVar(&authzCertDir, "agent-authorizer-cert-dir", "", "Directory with tls.crt and tls.key the agent authorizer serves with (the API server's webhook kubeconfig trusts their CA).")
+	flag.StringVar(&authzUsers, "agent-authorizer-users", "", "Comma-separated user names of the UE agents' service accounts (system:serviceaccount:NAMESPACE:NAME).")
+	flag.StringVar(&authzNamespaces, "agent-authorizer-namespaces", "", "Comma-separated namespaces whose sessions the agents may read; empty: every namespace.")
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	reserved, err := addrpool.ParseReserved(reservedPrefixes, "the cluster's reserved range (--reserved-prefixes)")
@@ -161,6 +168,18 @@ func run() error {
 			return fmt.Errorf("clearing %s on pod %s: %w", controllers.LabelN4Leader, pod, err)
 		}
 		if err := mgr.Add(label); err != nil {
+			return err
+		}
+	}
+	if authzAddr != "0" {
+		if authzCertDir == "" || authzUsers == "" {
+			return errors.New("--agent-authorizer-bind-address needs --agent-authorizer-cert-dir and --agent-authorizer-users")
+		}
+		az := agentauthz.Server{Addr: authzAddr, CertDir: authzCertDir, Authorizer: agentauthz.Authorizer{Users: strings.Split(authzUsers, ",")}}
+		if authzNamespaces != "" {
+			az.Namespaces = strings.Split(authzNamespaces, ",")
+		}
+		if err := mgr.Add(az); err != nil {
 			return err
 		}
 	}

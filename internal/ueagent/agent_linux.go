@@ -40,9 +40,6 @@ import (
 	"github.com/junction-atsss/junction/internal/contract"
 )
 
-// NodeNameField is the ATSSSSession selectable field the agent's watch is filtered by.
-const NodeNameField = "spec.ue.nodeName"
-
 // Options configure an Agent.
 type Options struct {
 	// NodeName is the node the agent serves.
@@ -75,7 +72,7 @@ type Experiment struct {
 // them, so an agent never receives another node's sessions.
 func CacheOptions(node string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&junctionv1.ATSSSSession{}: {Field: fields.OneTermEqualSelector(NodeNameField, node)},
+		&junctionv1.ATSSSSession{}: {Field: fields.OneTermEqualSelector(junctionv1.SessionNodeNameField, node)},
 	}}
 }
 

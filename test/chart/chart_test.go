@@ -45,13 +45,14 @@ var allOptional = []string{"--set", "ueAgent.enabled=true", "--set", "metrics.se
 	"--set", "softupf.networks[0].name=n3-net", "--set", "softupf.networks[0].interface=n3",
 	"--set", "softupf.networks[1].name=n6-net", "--set", "softupf.networks[1].interface=n6",
 	"--set", "p4runtimeTLS.certManager.enabled=true", "--set", "p4runtimeTLS.certManager.issuerRef.name=switch-ca",
-	"--set", "softupf.tls.secretName=upf-tls", "--set", "metrics.tls.issuer=certManager"}
+	"--set", "softupf.tls.secretName=upf-tls", "--set", "metrics.tls.issuer=certManager",
+	"--set", "ueAgent.nodeScopedReads.enabled=true"}
 
 // needForeignCRDs are the values whose objects need CRDs the envtest API server lacks
 // (Prometheus Operator, cert-manager), and softupf.tls.secretName, which goes with the
 // operator's certificate from cert-manager (a server certificate from the same CA): without it
-// the chart issues both.
-var needForeignCRDs = []string{"metrics.serviceMonitor", "metrics.prometheusRule", "metrics.tls", "p4runtimeTLS.certManager", "softupf.tls.secretName"}
+// the chart issues both; and ueAgent.nodeScopedReads, whose certificate is cert-manager's then.
+var needForeignCRDs = []string{"metrics.serviceMonitor", "metrics.prometheusRule", "metrics.tls", "p4runtimeTLS.certManager", "softupf.tls.secretName", "ueAgent.nodeScopedReads"}
 
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
@@ -142,8 +143,14 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 	if got, want := objs["ClusterRole/j-junction-metrics-auth"].Object["rules"], readYAML(t, filepath.Join(root, "config", "rbac", "metrics_auth_role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("metrics auth rules differ from config/rbac/metrics_auth_role.yaml:\n got %v\nwant %v", got, want)
 	}
-	if got, want := objs["ClusterRole/j-junction-ue-agent"].Object["rules"], readYAML(t, filepath.Join(root, "ue-daemonset", "role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
-		t.Errorf("UE agent rules differ from ue-daemonset/role.yaml:\n got %v\nwant %v", got, want)
+	// With ueAgent.nodeScopedReads, but for the session reads the agent authorizer grants.
+	agentRules := readYAML(t, filepath.Join(root, "ue-daemonset", "role.yaml"))["rules"].([]any)
+	want := slices.DeleteFunc(slices.Clone(agentRules), func(r any) bool { return contains(r.(map[string]any)["resources"], "atssssessions") })
+	if len(want) != len(agentRules)-1 {
+		t.Errorf("ue-daemonset/role.yaml has %d rules for atssssessions, want one (the chart drops it)", len(agentRules)-len(want))
+	}
+	if got := objs["ClusterRole/j-junction-ue-agent"].Object["rules"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("UE agent rules differ from ue-daemonset/role.yaml's without its session reads:\n got %v\nwant %v", got, want)
 	}
 
 	// The UE agent's admission policy is ue-daemonset's, for the release's ServiceAccount.
@@ -239,6 +246,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"softupf.tls.secretName=Not_A_Name", "secretName"},
 		{"n4.ports[0]=0", "/n4/ports"},
 		{"n4.service.type=ExternalName", "type"},
+		{"ueAgent.nodeScopedReads.port=8443", "port"},
+		{"ueAgent.nodeScopedReads.apiServer.url=http://10.0.0.1", "url"},
 	} {
 		out, err := run(t, "template", "j", chart, "--kube-version", "1.33.0", "--set", tc.set)
 		if err == nil || !strings.Contains(out, tc.want) {
@@ -260,6 +269,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"the chart's cert-manager CA for a client Secret in another namespace",
 			[]string{"softupf.enabled=true", "softupf.tls.issuer=certManager", "upfNamespace=tenant"}, "upfNamespace"},
 		{"two replicas without leader election", []string{"operator.leaderElection=false"}, "operator.replicas=1"},
+		{"the agent authorizer without a certificate", []string{"ueAgent.enabled=true", "ueAgent.nodeScopedReads.enabled=true", "metrics.tls.issuer=none"}, "ueAgent.nodeScopedReads.tls.secretName"},
 	} {
 		args := []string{"template", "j", chart, "--kube-version", "1.33.0"}
 		for _, v := range tc.set {

@@ -23,20 +23,19 @@ func (g grant) String() string {
 	return fmt.Sprintf("%s %s.%s", g.verb, g.resource, group)
 }
 
-// agentGrants is everything the UE agent may do, as its interface states it: read its sessions,
-// the policies and UPFs they refer to; write its own view into session status by server-side
-// apply; record events; check the token of a metrics scraper. Anything the ClusterRole adds to
-// this fails the test.
+// agentGrants is everything the UE agent may do, as its interface states it: list and watch its
+// sessions (its cache never gets one by name, and a get of any session or its status would read
+// another node's); read the policies and UPFs they refer to; write its own view into session
+// status by server-side apply (a patch); record events; check the token of a metrics scraper.
+// Anything the ClusterRole adds to this fails the test.
 var agentGrants = func() []grant {
-	var gs []grant
-	for _, r := range []string{"atssssessions", "steeringpolicies", "userplanefunctions", "addresspools"} {
+	gs := []grant{{"atsss.junction.dev", "atssssessions", "list"}, {"atsss.junction.dev", "atssssessions", "watch"}}
+	for _, r := range []string{"steeringpolicies", "userplanefunctions", "addresspools"} {
 		for _, v := range []string{"get", "list", "watch"} {
 			gs = append(gs, grant{"atsss.junction.dev", r, v})
 		}
 	}
-	for _, v := range []string{"get", "patch", "update"} {
-		gs = append(gs, grant{"atsss.junction.dev", "atssssessions/status", v})
-	}
+	gs = append(gs, grant{"atsss.junction.dev", "atssssessions/status", "patch"})
 	for _, g := range []string{"", "events.k8s.io"} {
 		for _, v := range []string{"create", "patch"} {
 			gs = append(gs, grant{g, "events", v})

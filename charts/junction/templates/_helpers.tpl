@@ -147,3 +147,27 @@ chart's own upfNamespace (where it puts the TLS Secret it makes); empty: every n
 {{- append .Values.upfNamespaces (include "junction.upfNamespace" .) | uniq | join "," -}}
 {{- end -}}
 {{- end -}}
+
+{{- /* The agent authorizer (ueAgent.nodeScopedReads): "true" when the operator serves it. */ -}}
+{{- define "junction.agentAuthorizer" -}}
+{{- if and .Values.ueAgent.enabled .Values.ueAgent.nodeScopedReads.enabled }}true{{ end -}}
+{{- end -}}
+
+{{- /* Its serving certificate's Secret: the one named, else cert-manager's from the chart's CA
+(metrics-tls.yaml); the chart refuses the authorizer without either. */ -}}
+{{- define "junction.agentAuthorizerTLSSecret" -}}
+{{- $r := .Values.ueAgent.nodeScopedReads -}}
+{{- if $r.tls.secretName -}}{{ $r.tls.secretName }}
+{{- else if include "junction.metricsCertManager" . -}}{{ printf "%s-agent-authorizer-tls" (include "junction.fullname" .) }}
+{{- else -}}{{ fail "ueAgent.nodeScopedReads needs a serving certificate: ueAgent.nodeScopedReads.tls.secretName, or cert-manager (metrics.tls.issuer)" }}
+{{- end -}}
+{{- end -}}
+
+{{- define "junction.agentAuthorizerService" -}}
+{{- printf "%s-agent-authorizer" (include "junction.fullname" .) -}}
+{{- end -}}
+
+{{- /* The agents' user name, as their pod-bound tokens authenticate. */ -}}
+{{- define "junction.agentUser" -}}
+{{- printf "system:serviceaccount:%s:%s-ue-agent" (include "junction.namespace" .) (include "junction.fullname" .) -}}
+{{- end -}}
