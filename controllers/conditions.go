@@ -40,6 +40,9 @@ const (
 	// Neither spec.p4runtime.tls nor spec.p4runtime.insecure (an object stored before one was
 	// required): the operator does not connect.
 	ReasonTLSRequired = "TLSRequired"
+	// The UPF's spec.p4runtime.tls.serverName is not the name its device's P4RuntimeTarget
+	// requires the device's certificate to prove: the operator does not connect.
+	ReasonServerNameNotGranted = "ServerNameNotGranted"
 	// spec.p4runtime.insecure: P4Runtime in plaintext (the Insecure condition and its event).
 	ReasonPlaintext   = "Plaintext"
 	ReasonReplaying   = "Replaying"
@@ -98,7 +101,7 @@ func setUnknown(conds *[]metav1.Condition, generation int64, typ, reason, msg st
 var stalledReasons = map[string]bool{
 	ReasonTableFull: true, ReasonConflict: true, ReasonInvalidSpec: true, ReasonIndexesExhausted: true,
 	ReasonInvalidPipeline: true, ReasonInvalidTLS: true, ReasonPipelineMismatch: true, ReasonRegisterWriteRefused: true,
-	ReasonDuplicateDevice: true, ReasonTLSRequired: true,
+	ReasonDuplicateDevice: true, ReasonTLSRequired: true, ReasonServerNameNotGranted: true,
 }
 
 // setProgressConditions derives Reconciling and Stalled from Ready, as the last step before the

@@ -35,19 +35,19 @@ func grantOf(ctx context.Context, c client.Reader, hosts *deviceHostCache, upf *
 	return nil, nil
 }
 
-// checkGrant returns a *loadError of ReasonDeviceNotGranted when no P4RuntimeTarget grants upf's
-// namespace its device, saying what would.
-func checkGrant(ctx context.Context, c client.Reader, hosts *deviceHostCache, upf *junctionv1.UserPlaneFunction) error {
+// checkGrant returns the P4RuntimeTarget that grants upf's namespace its device, or a *loadError
+// of ReasonDeviceNotGranted when none does, saying what would.
+func checkGrant(ctx context.Context, c client.Reader, hosts *deviceHostCache, upf *junctionv1.UserPlaneFunction) (*junctionv1.P4RuntimeTarget, error) {
 	t, err := grantOf(ctx, c, hosts, upf)
 	if err != nil || t != nil {
-		return err
+		return t, err
 	}
 	ep := upf.Spec.P4Runtime
 	role := ""
 	if ep.Role != "" {
 		role = fmt.Sprintf(", role %q", ep.Role)
 	}
-	return &loadError{ReasonDeviceNotGranted, fmt.Errorf("no P4RuntimeTarget grants namespace %s the device at %s (device ID %d%s), so the operator does not connect to it; "+
+	return nil, &loadError{ReasonDeviceNotGranted, fmt.Errorf("no P4RuntimeTarget grants namespace %s the device at %s (device ID %d%s), so the operator does not connect to it; "+
 		"an administrator grants it with a P4RuntimeTarget whose spec.namespace is %s and whose spec.address, spec.deviceID and spec.role name that device",
 		upf.Namespace, ep.Address, ep.DeviceID, role, upf.Namespace)}
 }

@@ -153,7 +153,7 @@ func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) 
 		return nil, err
 	}
 	key := client.ObjectKeyFromObject(upf)
-	if err := checkGrant(ctx, f.Client, &f.hosts, upf); err != nil {
+	if _, err := checkGrant(ctx, f.Client, &f.hosts, upf); err != nil {
 		var le *loadError
 		if errors.As(err, &le) {
 			f.remove(key) // its grant was taken back: the device is no longer its to program

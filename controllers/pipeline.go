@@ -109,8 +109,10 @@ func (a connParams) same(b connParams) bool {
 
 // loadConnParams reads the endpoint and, for TLS, the Secret with ca.crt (and tls.crt, tls.key).
 // Plaintext needs spec.p4runtime.insecure; the API server requires tls or insecure, but an object
-// stored before that rule may have neither, and it is not served in plaintext.
-func loadConnParams(ctx context.Context, c client.Reader, upf *junctionv1.UserPlaneFunction) (connParams, error) {
+// stored before that rule may have neither, and it is not served in plaintext. grantedName is the
+// device grant's tlsServerName: when set, the name the device's certificate is checked for, and
+// no plaintext.
+func loadConnParams(ctx context.Context, c client.Reader, upf *junctionv1.UserPlaneFunction, grantedName string) (connParams, error) {
 	ep := upf.Spec.P4Runtime
 	cp := connParams{address: string(ep.Address), deviceID: uint64(ep.DeviceID), role: ep.Role}
 	if ep.TLS == nil {
@@ -118,7 +120,19 @@ func loadConnParams(ctx context.Context, c client.Reader, upf *junctionv1.UserPl
 			return cp, &loadError{ReasonTLSRequired, fmt.Errorf("spec.p4runtime.tls is unset and spec.p4runtime.insecure is not true: " +
 				"P4Runtime is TLS unless plaintext is asked for; set spec.p4runtime.tls (a Secret with ca.crt, tls.crt and tls.key) or spec.p4runtime.insecure: true")}
 		}
+		if grantedName != "" {
+			return cp, &loadError{ReasonTLSRequired, fmt.Errorf("spec.p4runtime.insecure: the device's P4RuntimeTarget requires it to prove the name %q with its TLS certificate, "+
+				"which plaintext cannot; set spec.p4runtime.tls", grantedName)}
+		}
 		return cp, nil
+	}
+	if grantedName != "" {
+		if ep.TLS.ServerName != "" && ep.TLS.ServerName != grantedName {
+			return cp, &loadError{ReasonServerNameNotGranted, fmt.Errorf("spec.p4runtime.tls.serverName %q: the device's P4RuntimeTarget requires its certificate to prove %q; "+
+				"leave serverName empty or set it to that name", ep.TLS.ServerName, grantedName)}
+		}
+		ep.TLS = ep.TLS.DeepCopy()
+		ep.TLS.ServerName = grantedName
 	}
 	var sec corev1.Secret
 	if err := c.Get(ctx, types.NamespacedName{Namespace: upf.Namespace, Name: ep.TLS.SecretRef.Name}, &sec); err != nil {

@@ -15,19 +15,23 @@ func TestLoadConnParams(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		ep       junctionv1.P4RuntimeEndpoint
+		granted  string // the grant's tlsServerName
 		reason   string // "" : plaintext parameters, no error
 		mentions []string
 	}{
 		{"a UPF with neither tls nor insecure is refused, naming both fields",
-			junctionv1.P4RuntimeEndpoint{Address: "127.0.0.1:9559"}, ReasonTLSRequired,
+			junctionv1.P4RuntimeEndpoint{Address: "127.0.0.1:9559"}, "", ReasonTLSRequired,
 			[]string{"spec.p4runtime.tls", "spec.p4runtime.insecure"}},
 		{"a UPF with insecure: true gets plaintext",
-			junctionv1.P4RuntimeEndpoint{Address: "127.0.0.1:9559", Insecure: true}, "", nil},
+			junctionv1.P4RuntimeEndpoint{Address: "127.0.0.1:9559", Insecure: true}, "", "", nil},
+		{"a UPF with insecure: true is refused where its grant names the device's TLS name",
+			junctionv1.P4RuntimeEndpoint{Address: "127.0.0.1:9559", Insecure: true}, "tofino-1.lab", ReasonTLSRequired,
+			[]string{"spec.p4runtime.insecure", "tofino-1.lab"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			upf := &junctionv1.UserPlaneFunction{Spec: junctionv1.UserPlaneFunctionSpec{P4Runtime: tc.ep}}
 			// No Secret is read without tls: a nil reader would panic if one were.
-			cp, err := loadConnParams(context.Background(), nil, upf)
+			cp, err := loadConnParams(context.Background(), nil, upf, tc.granted)
 			var le *loadError
 			switch {
 			case tc.reason == "" && err != nil:

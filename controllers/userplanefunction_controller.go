@@ -81,7 +81,8 @@ func (r *UserPlaneFunctionReconciler) reconcileNormal(ctx context.Context, upf *
 		return ctrl.Result{}, nil // the ConfigMap watch brings the UPF back
 	}
 	r.plaintext(upf)
-	if err := checkGrant(ctx, r.Client, &r.Fleet.hosts, upf); err != nil {
+	grant, err := checkGrant(ctx, r.Client, &r.Fleet.hosts, upf)
+	if err != nil {
 		var le *loadError
 		if !errors.As(err, &le) {
 			return ctrl.Result{}, err
@@ -91,7 +92,7 @@ func (r *UserPlaneFunctionReconciler) reconcileNormal(ctx context.Context, upf *
 		r.notReady(upf, junctionv1.ConditionConnected, le.Reason, le.Error())
 		return ctrl.Result{}, nil // the P4RuntimeTarget watch brings the UPF back
 	}
-	cp, err := loadConnParams(ctx, r.Client, upf)
+	cp, err := loadConnParams(ctx, r.Client, upf, grant.Spec.TLSServerName)
 	if err != nil {
 		var le *loadError
 		if !errors.As(err, &le) {

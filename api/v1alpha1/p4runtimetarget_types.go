@@ -29,6 +29,17 @@ type P4RuntimeTargetSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Role string `json:"role,omitempty"`
+
+	// tlsServerName is the name the device's TLS certificate must prove: the device's own
+	// answer to who it is, where the address only says where a name resolves. Set, the operator
+	// checks the device's certificate for this name whatever the UserPlaneFunction's
+	// spec.p4runtime.tls.serverName says (a UPF naming another is not connected), and connects to
+	// no UPF of this device in plaintext. Empty: the UPF's own check (its serverName, else the
+	// host of its address), and plaintext where the UPF asks for it.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?$`
+	// +optional
+	TLSServerName string `json:"tlsServerName,omitempty"`
 }
 
 // P4RuntimeTarget is cluster-scoped so that only an administrator (who may write cluster-scoped
@@ -42,6 +53,7 @@ type P4RuntimeTargetSpec struct {
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.address`
 // +kubebuilder:printcolumn:name="Device-ID",type=integer,JSONPath=`.spec.deviceID`
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.spec.role`
+// +kubebuilder:printcolumn:name="TLS-Name",type=string,JSONPath=`.spec.tlsServerName`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type P4RuntimeTarget struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -262,6 +262,8 @@ var invalidCases = []invalidCase{
 		[]edit{{"spec.deviceID", int64(-1)}}, []string{"spec.deviceID"}},
 	{"a P4Runtime target's role longer than 63 is rejected", target, "edge-upf-1",
 		[]edit{{"spec.role", strings.Repeat("r", 64)}}, []string{"spec.role", "Too long"}},
+	{"a P4Runtime target's TLS server name that is no host name is rejected", target, "edge-upf-1",
+		[]edit{{"spec.tlsServerName", "switch a"}}, []string{"spec.tlsServerName"}},
 }
 
 func TestInvalidManifestsAreRejectedNamingTheField(t *testing.T) {
@@ -389,7 +391,7 @@ func TestPrinterColumnsShowWhatOperatorsLookFor(t *testing.T) {
 		"atssssessions.atsss.junction.dev":      {"UPF", "Mode", "Active", "RTT-3GPP", "RTT-Non3GPP", "Ready", "Reason", "Age"},
 		"steeringpolicies.atsss.junction.dev":   {"Precedence", "Mode", "App-ID", "Sessions", "Ready", "Reason", "Age"},
 		"userplanefunctions.atsss.junction.dev": {"Address", "Connected", "Pipeline", "Sessions", "Ready", "Reason", "Age"},
-		"p4runtimetargets.atsss.junction.dev":   {"Namespace", "Address", "Device-ID", "Role", "Age"},
+		"p4runtimetargets.atsss.junction.dev":   {"Namespace", "Address", "Device-ID", "Role", "TLS-Name", "Age"},
 	} {
 		obj := &unstructured.Unstructured{}
 		obj.SetAPIVersion("apiextensions.k8s.io/v1")

@@ -16,11 +16,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/smf"
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/wmnsk/go-pfcp/ie"
 )
 
@@ -259,4 +261,80 @@ func TestN4ServesOnlyAGrantedDevice(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestGrantedNameIsTheDevicesToProve: a P4RuntimeTarget with tlsServerName makes the device
+// prove that name with its certificate (docs/p4runtime-targets.md), whatever address leads to it
+// and whatever the UPF says. The device here holds a certificate for 127.0.0.1 and softupf:
+// granted as switch-a.example it is not connected to (its certificate does not prove that
+// name) although the UPF's address is 127.0.0.1; a UPF that names softupf itself against that
+// grant is refused before any dial (ServerNameNotGranted, Stalled); a UPF in plaintext on a
+// device whose grant names one is refused too (TLSRequired); the grant naming softupf connects.
+func TestGrantedNameIsTheDevicesToProve(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	pki := testenv.NewPKI(t)
+	u, plainDevice := mutualTLSUPF(t, pki), startSoftUPF(t, "127.0.0.1:0")
+	cm, sch := pipelineConfigMap(t, ns, "pipeline", nil)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p4rt-tls"}, Data: pki.ClientSecretData()}
+	upf := newUPF(ns, "upf", u.addr, "pipeline")
+	upf.Spec.P4Runtime.Insecure = false
+	upf.Spec.P4Runtime.TLS = &junctionv1.P4RuntimeTLS{SecretRef: junctionv1.LocalObjectReference{Name: "p4rt-tls"}}
+	plain := newUPF(ns, "plain", plainDevice.addr, "pipeline") // insecure: true
+	g := deviceGrant(ns+"-upf", ns, upf.Spec.P4Runtime.Address, 1, "")
+	g.Spec.TLSServerName = "switch-a.example"
+	gPlain := deviceGrant(ns+"-plain", ns, plain.Spec.P4Runtime.Address, 1, "")
+	gPlain.Spec.TLSServerName = "switch-b.example"
+	create(t, cm, secret, g, gPlain, upf, plain)
+	t.Cleanup(func() { _ = k8s.Delete(ctx, g); _ = k8s.Delete(ctx, gPlain) })
+	startOperator(t, ns, operatorOptions{})
+
+	waitCondition(t, programTimeout, plain, junctionv1.ConditionConnected, metav1.ConditionFalse, "TLSRequired")
+	waitCondition(t, programTimeout, plain, junctionv1.ConditionStalled, metav1.ConditionTrue, "TLSRequired")
+	if c, _ := condition(plain, junctionv1.ConditionConnected); !strings.Contains(c.Message, "switch-b.example") {
+		t.Errorf("TLSRequired's message %q does not name the granted name switch-b.example", c.Message)
+	}
+	noDial(t, plainDevice, 0)
+
+	eventually(t, programTimeout, "the device refused as switch-a.example", func() error {
+		c, err := condition(upf, junctionv1.ConditionConnected)
+		if err != nil {
+			return err
+		}
+		if c.Status == metav1.ConditionTrue || !strings.Contains(c.Message, "switch-a.example") {
+			return fmt.Errorf("Connected %s %s: %s", c.Status, c.Reason, c.Message)
+		}
+		return nil
+	})
+	if w := u.writes(); w != 0 {
+		t.Errorf("%d writes reached a device that did not prove the granted name", w)
+	}
+
+	// The UPF names the device's true name: not the granted one, so nothing is dialled.
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(upf), upf); err != nil {
+		t.Fatal(err)
+	}
+	upf.Spec.P4Runtime.TLS.ServerName = testenv.ServerName
+	if err := k8s.Update(ctx, upf); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionConnected, metav1.ConditionFalse, "ServerNameNotGranted")
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionStalled, metav1.ConditionTrue, "ServerNameNotGranted")
+	if c, _ := condition(upf, junctionv1.ConditionConnected); !strings.Contains(c.Message, "spec.p4runtime.tls.serverName") || !strings.Contains(c.Message, "switch-a.example") {
+		t.Errorf("ServerNameNotGranted's message %q does not name spec.p4runtime.tls.serverName and the granted name", c.Message)
+	}
+
+	// The administrator grants the device by the name its certificate proves.
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
+		t.Fatal(err)
+	}
+	g.Spec.TLSServerName = testenv.ServerName
+	if err := k8s.Update(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, programTimeout, upf, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+	s := session(ns, "s1", "imsi-001010000000001", "10.60.0.1", "upf", "3n", "198.51.100.10")
+	create(t, s)
+	waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	eventually(t, programTimeout, "the session on the device", func() error { return sameEntries(u, sch, ns, "upf") })
 }
