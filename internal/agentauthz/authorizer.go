@@ -1,9 +1,9 @@
 // Package agentauthz is the authorization webhook that lets a UE agent read the ATSSSSessions
-// of its own node and no others (docs/threat-model.md, "The node agents and what they read").
+// of its own node and no others (docs/threat-model.md, "What an agent reads").
 //
 // RBAC cannot say "sessions whose spec.ue.nodeName is mine": it sees neither field selectors
-// nor who the node is. The API server's webhook authorizer sees both (Kubernetes 1.31+,
-// AuthorizeWithSelectors: a list or watch's field selector arrives parsed in the
+// nor who the node is. The API server's webhook authorizer sees both (Kubernetes 1.32+, where
+// AuthorizeWithSelectors is on by default: a list or watch's field selector arrives parsed in the
 // SubjectAccessReview; a pod-bound token carries its node's name in the user's extra), as the
 // built-in Node authorizer does for a kubelet's pods. With it, the agent's ClusterRole grants no
 // session reads at all and this webhook grants one kind: list and watch of atssssessions limited
