@@ -128,7 +128,7 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 	if got, want := objs["ClusterRole/j-junction-operator"].Object["rules"], readYAML(t, filepath.Join(root, "config", "rbac", "role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("operator rules differ from config/rbac/role.yaml:\n got %v\nwant %v", got, want)
 	}
-	// config/rbac/role.yaml's second document: the Role for the Secrets, cluster-wide by default.
+	// config/rbac/role.yaml's second document: the Role for the Secrets, in upfNamespace by default.
 	secretsRole := map[string]any{}
 	generated, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
 	if err != nil {
@@ -137,7 +137,7 @@ func TestRenderedObjectsMatchTheirSources(t *testing.T) {
 	if docs := strings.Split(string(generated), "\n---\n"); len(docs) != 2 || yaml.Unmarshal([]byte(docs[1]), &secretsRole) != nil || secretsRole["kind"] != "Role" {
 		t.Errorf("config/rbac/role.yaml is not a ClusterRole and a Role (for the Secrets): %d documents", len(docs))
 	}
-	if got := objs["ClusterRole/j-junction-operator-secrets"]; got == nil || !reflect.DeepEqual(got.Object["rules"], secretsRole["rules"]) {
+	if got := objs["Role/j-junction-operator-secrets"]; got == nil || !reflect.DeepEqual(got.Object["rules"], secretsRole["rules"]) {
 		t.Errorf("the operator's Secrets rules differ from config/rbac/role.yaml's Role: %v", got)
 	}
 	if got, want := objs["ClusterRole/j-junction-metrics-auth"].Object["rules"], readYAML(t, filepath.Join(root, "config", "rbac", "metrics_auth_role.yaml"))["rules"]; !reflect.DeepEqual(got, want) {

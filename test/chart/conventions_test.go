@@ -139,8 +139,8 @@ func TestLabelsAndNamespaces(t *testing.T) {
 		case clusterScoped[o.GetKind()]:
 			want = ""
 		case name == "ConfigMap/junction-upf-pipeline", name == "Certificate/j-junction-p4runtime-client",
-			name == "RoleBinding/j-junction-ue-agent":
-			want = "tenant-a"
+			name == "RoleBinding/j-junction-ue-agent", name == "Role/j-junction-operator-secrets", name == "RoleBinding/j-junction-operator-secrets":
+			want = "tenant-a" // upfNamespace: the operator reads Secrets there alone by default
 		}
 		if o.GetNamespace() != want {
 			t.Errorf("%s: namespace %q, want %q", name, o.GetNamespace(), want)
@@ -148,6 +148,12 @@ func TestLabelsAndNamespaces(t *testing.T) {
 	}
 	if len(objs) < 25 {
 		t.Errorf("only %d objects rendered: %v", len(objs), names(objs))
+	}
+	// Bindings name the operator's ServiceAccount where it is: namespaceOverride's namespace.
+	for _, b := range []string{"ClusterRoleBinding/j-junction-operator", "RoleBinding/j-junction-operator-secrets"} {
+		if subjects, _, _ := unstructured.NestedSlice(objs[b].Object, "subjects"); len(subjects) != 1 || subjects[0].(map[string]any)["namespace"] != "ran-system" {
+			t.Errorf("%s binds %v, want the operator's ServiceAccount in ran-system", b, subjects)
+		}
 	}
 	// The agent's pods are told apart from another release's.
 	ds := objs["DaemonSet/j-junction-ue-agent"]
@@ -392,7 +398,8 @@ func TestSoftUPFPrivileges(t *testing.T) {
 }
 
 // The operator reads Secrets where upfNamespaces says and in upfNamespace, where the chart puts
-// the TLS Secret it makes: a Role in each, and --secret-namespaces naming them.
+// the TLS Secret it makes: a Role in each, and --secret-namespaces naming them; by default in
+// upfNamespace alone, and cluster-wide only for upfNamespaces ["*"] (docs/threat-model.md).
 func TestSecretNamespacesIncludeTheChartsOwn(t *testing.T) {
 	set := []string{"--set", "upfNamespaces={a,b}", "--set", "upfNamespace=c"}
 	out, err := run(t, append([]string{"template", "j", chart, "-n", "junction-system", "--kube-version", "1.33.0"}, set...)...)
@@ -413,5 +420,31 @@ func TestSecretNamespacesIncludeTheChartsOwn(t *testing.T) {
 	args, _, _ := unstructured.NestedSlice(objs["Deployment/j-junction-operator"].Object, "spec", "template", "spec", "containers")
 	if got := fmt.Sprint(args[0].(map[string]any)["args"]); !strings.Contains(got, "--secret-namespaces=a,b,c") {
 		t.Errorf("operator args %s, want --secret-namespaces=a,b,c", got)
+	}
+	// By default, upfNamespace alone (the release's); every namespace only when asked for.
+	for _, tc := range []struct {
+		set         []string
+		want        string // --secret-namespaces; "" for none (every namespace)
+		clusterWide bool   // a ClusterRoleBinding to the Secrets' ClusterRole
+	}{
+		{nil, "junction-system", false},
+		{[]string{"--set", "upfNamespace=c"}, "c", false},
+		{[]string{"--set", "upfNamespaces={*}"}, "", true},
+	} {
+		objs := render(t, tc.set...)
+		containers, _, _ := unstructured.NestedSlice(objs["Deployment/j-junction-operator"].Object, "spec", "template", "spec", "containers")
+		var got string
+		for _, a := range containers[0].(map[string]any)["args"].([]any) {
+			if v, ok := strings.CutPrefix(a.(string), "--secret-namespaces="); ok {
+				got = v
+			}
+		}
+		_, wide := objs["ClusterRoleBinding/j-junction-operator-secrets"]
+		if got != tc.want || wide != tc.clusterWide {
+			t.Errorf("%v: --secret-namespaces=%q and a cluster-wide binding %v, want %q and %v", tc.set, got, wide, tc.want, tc.clusterWide)
+		}
+	}
+	if out, err := run(t, "template", "j", chart, "--kube-version", "1.33.0", "--set", "upfNamespaces={*,a}"); err == nil || !strings.Contains(out, "upfNamespaces") {
+		t.Errorf("upfNamespaces={*,a}: %v, want a refusal naming upfNamespaces:\n%s", err, out)
 	}
 }

@@ -141,9 +141,12 @@ which no DNS name leads to. */ -}}
 {{- end -}}
 
 {{- /* The namespaces the operator reads Secrets in, comma-separated: upfNamespaces with the
-chart's own upfNamespace (where it puts the TLS Secret it makes); empty: every namespace. */ -}}
+chart's own upfNamespace (where it puts the TLS Secret it makes), that alone by default; empty
+for upfNamespaces ["*"]: every namespace. */ -}}
 {{- define "junction.secretNamespaces" -}}
-{{- if .Values.upfNamespaces -}}
+{{- if has "*" .Values.upfNamespaces -}}
+{{- if gt (len .Values.upfNamespaces) 1 }}{{ fail "upfNamespaces: \"*\" (every namespace) stands alone" }}{{ end -}}
+{{- else -}}
 {{- append .Values.upfNamespaces (include "junction.upfNamespace" .) | uniq | join "," -}}
 {{- end -}}
 {{- end -}}
