@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,11 +29,14 @@ import (
 func TestChartRBACIsEnoughForTheSamples(t *testing.T) {
 	ns := newNamespace(t)
 	release := ns // cluster-scoped names (ClusterRole, ClusterRoleBinding) start with it: one per test
-	sa := applyChartRBAC(t, ns, release)
+	sa, secretNS := applyChartRBAC(t, ns, release)
+	if !slices.Equal(secretNS, []string{ns}) { // by default, the release's namespace (upfNamespace) alone
+		t.Errorf("the chart tells the operator to read Secrets in %v, want [%s]", secretNS, ns)
+	}
 
 	u, sch, objs := samplesUPF(t, ns)
 	create(t, objs...)
-	startOperator(t, ns, operatorOptions{leaseName: "junction-operator", impersonate: rest.ImpersonationConfig{
+	startOperator(t, ns, operatorOptions{leaseName: "junction-operator", secretNamespaces: secretNS, impersonate: rest.ImpersonationConfig{
 		UserName: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}})
 
 	sessions := waitSamplesDone(t, objs)
@@ -66,6 +70,7 @@ func TestChartRBACIsEnoughForTheSamples(t *testing.T) {
 		{"update", junctionv1.GroupVersion.Group, "p4runtimetargets", "", "", false},
 		{"create", junctionv1.GroupVersion.Group, "addresspools", "", "", false},
 		{"update", "", "secrets", "", ns, false},
+		{"list", "", "secrets", "", "", false}, // every namespace's: only with upfNamespaces ["*"]
 		{"create", "", "configmaps", "", ns, false},
 		{"get", "", "pods", "", ns, false},
 		{"list", "", "nodes", "", "", false},
@@ -92,11 +97,14 @@ func TestChartRBACIsEnoughForTheSamples(t *testing.T) {
 // (--secret-namespaces, which the chart passes), programs the samples' UPF from its TLS Secret.
 func TestChartReadsSecretsOnlyInUPFNamespaces(t *testing.T) {
 	ns, other := newNamespace(t), newNamespace(t)
-	sa := applyChartRBAC(t, ns, ns, "--set", "upfNamespaces={"+ns+"}")
+	sa, secretNS := applyChartRBAC(t, ns, ns, "--set", "upfNamespaces={"+ns+"}")
+	if !slices.Equal(secretNS, []string{ns}) {
+		t.Errorf("the chart tells the operator to read Secrets in %v, want [%s]", secretNS, ns)
+	}
 
 	_, _, objs := samplesUPF(t, ns)
 	create(t, objs...)
-	startOperator(t, ns, operatorOptions{secretNamespaces: []string{ns}, impersonate: rest.ImpersonationConfig{
+	startOperator(t, ns, operatorOptions{secretNamespaces: secretNS, impersonate: rest.ImpersonationConfig{
 		UserName: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}})
 	for _, o := range objs {
 		if _, ok := o.(*junctionv1.UserPlaneFunction); ok {
@@ -127,8 +135,10 @@ func TestChartReadsSecretsOnlyInUPFNamespaces(t *testing.T) {
 }
 
 // applyChartRBAC creates the chart's ServiceAccount, roles and bindings for a release in ns
-// (helm's args added to its values) and returns the ServiceAccount's user name.
-func applyChartRBAC(t *testing.T, ns, release string, args ...string) string {
+// (helm's args added to its values) and returns the ServiceAccount's user name and the
+// namespaces the chart's Deployment tells the operator to read Secrets in (--secret-namespaces;
+// nil: every namespace), which must match the roles: a watch beyond them never syncs.
+func applyChartRBAC(t *testing.T, ns, release string, args ...string) (string, []string) {
 	t.Helper()
 	root := testenv.RepoRoot()
 	out, err := exec.Command(filepath.Join(root, "bin", "helm"), append([]string{"template", release, filepath.Join(root, "charts", "junction"),
@@ -138,10 +148,19 @@ func applyChartRBAC(t *testing.T, ns, release string, args ...string) string {
 	}
 	rbac := map[string]bool{"ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true}
 	var sa string
+	var secretNS []string
 	for _, doc := range strings.Split(string(out), "\n---") {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 			t.Fatal(err)
+		}
+		if u.GetKind() == "Deployment" && strings.HasSuffix(u.GetName(), "-operator") {
+			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			for _, a := range containers[0].(map[string]any)["args"].([]any) {
+				if v, ok := strings.CutPrefix(a.(string), "--secret-namespaces="); ok {
+					secretNS = strings.Split(v, ",")
+				}
+			}
 		}
 		if !rbac[u.GetKind()] {
 			continue
@@ -167,7 +186,7 @@ func applyChartRBAC(t *testing.T, ns, release string, args ...string) string {
 	if sa == "" {
 		t.Fatal("the chart renders no operator ServiceAccount")
 	}
-	return sa
+	return sa, secretNS
 }
 
 func rules(u *unstructured.Unstructured) []map[string]any {

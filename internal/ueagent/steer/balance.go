@@ -29,10 +29,12 @@ type Balancer struct {
 	rateAt time.Time
 	bytes  [3]uint64  // each access's bytes carried at rateAt (index: contract.Access)
 	rate   [3]float64 // each access's rate, bytes a second
-	// capacity is each access's rate when its queue last held balanceQueued or more: a leg
-	// with a standing queue carries what it can.
+	// capacity is each access's highest rate while its queue last held balanceQueued or more:
+	// a leg with a standing queue carries what it can. The highest: the rate falls at the end
+	// of a download while the queue drains and the last samples still show it.
 	capacity [3]float64
-	active   bool // the last Update steered
+	queued   [3]bool // the queue held balanceQueued at the last Update: capacity's episode goes on
+	active   bool    // the last Update steered
 }
 
 const (
@@ -75,9 +77,11 @@ func (b *Balancer) Update(now time.Time, q3, qn uint32, bytes3, bytesN uint64, s
 	}
 	b.active = steers
 	for a, q := range [3]uint32{0, q3, qn} {
-		if q > uint32(balanceQueued.Microseconds()) {
+		queued := q > uint32(balanceQueued.Microseconds())
+		if queued && (!b.queued[a] || b.rate[a] > b.capacity[a]) {
 			b.capacity[a] = b.rate[a]
 		}
+		b.queued[a] = queued
 	}
 	if !steers {
 		b.at = time.Time{}

@@ -127,6 +127,17 @@ func TestBalancer(t *testing.T) {
 			t.Errorf("share %d, want a step from 26 to 25", s)
 		}
 	})
+	t.Run("the end of a download, its queue still in the samples, leaves the capacity", func(t *testing.T) {
+		l := newLinks()
+		l.steers = false
+		l.run(40, 0, 20, 0, 80*mbit) // WiFi alone: 80 Mbit/s
+		l.run(6, 0, 20, 0, 0)        // the download ends: no more bytes, the last replies still queued
+		l.run(40, 20, 0, 20*mbit, 0) // 5G alone: 20 Mbit/s
+		l.steers = true
+		if s := l.run(1, 20, 0, 20*mbit, 0); s != 26 {
+			t.Errorf("share %d, want 26 from 80 and 20 Mbit/s", s)
+		}
+	})
 	t.Run("the share stays within 1..127", func(t *testing.T) {
 		l := newLinks()
 		if s := l.run(200, 0, 50, 1*mbit, 80*mbit); s != contract.AutonomousShareMax {
