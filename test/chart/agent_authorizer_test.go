@@ -97,11 +97,11 @@ func TestAgentReadsOnlyItsNodesSessions(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(data["kubeconfig"]), &kubeconfig); err != nil {
 		t.Fatalf("the rendered kubeconfig: %v", err)
 	}
-	cluster := kubeconfig["clusters"].([]any)[0].(map[string]any)["cluster"].(map[string]any)
-	if !strings.HasSuffix(cluster["server"].(string), "/authorize") {
-		t.Errorf("the kubeconfig's server %v is not the authorizer's path /authorize", cluster["server"])
+	webhook := kubeconfig["clusters"].([]any)[0].(map[string]any)["cluster"].(map[string]any)
+	if !strings.HasSuffix(webhook["server"].(string), "/authorize") {
+		t.Errorf("the kubeconfig's server %v is not the authorizer's path /authorize", webhook["server"])
 	}
-	cluster["server"], cluster["tls-server-name"], cluster["certificate-authority"] = "https://"+addr+"/authorize", testenv.ServerName, caFile
+	webhook["server"], webhook["tls-server-name"], webhook["certificate-authority"] = "https://"+addr+"/authorize", testenv.ServerName, caFile
 	kc, err := yaml.Marshal(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
