@@ -63,7 +63,6 @@ type packet struct {
 // steering is what the uplink classifies with; replaced whole when policies change.
 type steering struct {
 	classifier *steer.Classifier
-	autonomous bool // some traffic steers by autonomous load balance (Classifier.Autonomous)
 }
 
 // Tunnel is one session's TUN, legs and goroutines.
@@ -206,7 +205,7 @@ func (t *Tunnel) setSteering(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	t.steer.Store(&steering{classifier: c, autonomous: c.Autonomous()})
+	t.steer.Store(&steering{classifier: c})
 	return nil
 }
 
@@ -248,7 +247,7 @@ func (t *Tunnel) balance(now time.Time) contract.AutonomousShare {
 	}
 	t.balMu.Lock()
 	s := t.balancer.Update(now, q[contract.Access3GPP], q[contract.AccessNon3GPP], carried[contract.Access3GPP], carried[contract.AccessNon3GPP],
-		t.steer.Load().autonomous)
+		t.steer.Load().classifier.Autonomous())
 	t.balMu.Unlock()
 	t.share.Store(uint32(s))
 	return s
