@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -176,30 +175,14 @@ func TestReadmeInstallSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(readme), "## Install on a cluster\n\n```sh\n")
-	block, _, ok2 := strings.Cut(after, "```\n")
-	if !ok || !ok2 {
-		t.Fatal("README.md: no sh block under Install on a cluster")
-	}
 	var script []string
-	for _, line := range strings.Split(block, "\n") {
+	for _, line := range strings.Split(shBlock(t, string(readme), "## Install on a cluster"), "\n") {
 		if strings.HasPrefix(line, "kubectl wait") {
 			continue
 		}
 		script = append(script, line)
 	}
 
-	dir, bin := t.TempDir(), t.TempDir()
-	for _, tool := range []string{"helm", "kubectl"} {
-		if err := os.Symlink(filepath.Join(root, "bin", tool), filepath.Join(bin, tool)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, d := range []string{"charts", "p4"} {
-		if err := os.Symlink(filepath.Join(root, d), filepath.Join(dir, d)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	files := map[string]string{
 		"build/p4/v1model/junction_upf.json": "{}", // p4c's output: not built here
 		"switch-ca.crt":                      "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
@@ -214,19 +197,7 @@ func TestReadmeInstallSteps(t *testing.T) {
 		}
 		files[mine] = string(b)
 	}
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command("sh", "-ex", "-c", strings.Join(script, "\n"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "KUBECONFIG="+c.kubeconfig)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := c.shell(t, userDir(t, files), strings.Join(script, "\n")); err != nil {
 		t.Fatalf("the README's steps: %v\n%s", err, out)
 	}
 
