@@ -71,6 +71,9 @@ func TestExtensionPoints(t *testing.T) {
 				t.Errorf("the UE agent's resources %s, want ueAgent.resources", r)
 			}
 		}
+		if r := fmt.Sprint(c["resources"]); strings.HasSuffix(name, "softupf") && !strings.Contains(r, "memory:2Gi") {
+			t.Errorf("the software UPF's resources %s, want softupf.resources", r)
+		}
 	}
 	if objs["ConfigMap/edge-junction-extra"] == nil || objs["PriorityClass/j-edge-critical"] == nil {
 		t.Errorf("extraObjects (as YAML and as a templated string) not rendered: %v", names(objs))
@@ -81,6 +84,17 @@ func TestExtensionPoints(t *testing.T) {
 	spread, _, _ := unstructured.NestedSlice(objs["Deployment/edge-junction-operator"].Object, "spec", "template", "spec", "topologySpreadConstraints")
 	if len(spread) != 1 || !strings.Contains(fmt.Sprint(spread), "topology.kubernetes.io/zone") {
 		t.Errorf("operator topologySpreadConstraints %v, want the values' (zones)", spread)
+	}
+	// nameOverride is the chart's name in every name and in app.kubernetes.io/name (the chart's
+	// README, "Names and namespaces"); the pipeline and the TLS Secret keep the names their values give.
+	renamed := render(t, "--set", "nameOverride=ran", "--set", "ueAgent.enabled=true", "--set", "softupf.enabled=true", "--set", "pipeline.create=true")
+	for name, o := range renamed {
+		if n := o.GetName(); !strings.HasPrefix(n, "j-ran-") && n != "junction-upf-pipeline" && n != "junction-p4runtime-tls" {
+			t.Errorf("nameOverride=ran: %s does not start with j-ran-", name)
+		}
+	}
+	if l := renamed["Deployment/j-ran-operator"]; l == nil || l.GetLabels()["app.kubernetes.io/name"] != "ran" {
+		t.Errorf("nameOverride=ran: no Deployment/j-ran-operator labelled app.kubernetes.io/name=ran: %v", names(renamed))
 	}
 	// Without ueAgent.resources the agent keeps ue-daemonset's (one fact, one place).
 	_, _, c := podTemplate(t, render(t, "--set", "ueAgent.enabled=true")["DaemonSet/j-junction-ue-agent"])
