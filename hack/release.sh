@@ -148,7 +148,9 @@ release() {
   # A tag made by an earlier run of this release (at this commit, checked above) stays.
   git rev-parse -q --verify "refs/tags/$v" >/dev/null || step git tag -a "$v" -m "Junction $v" "$revision"
   step git push origin "refs/tags/$v"
-  log "released $v: image $image:$v${digest:+ ($digest)}, chart oci://$REGISTRY/charts/junction --version $semver, tag $v"
+  local done=released
+  ((dry_run)) && done="dry run done, nothing published; a release would publish"
+  log "$done $v: image $image:$v${digest:+ ($digest)}, chart oci://$REGISTRY/charts/junction --version $semver, tag $v"
 }
 
 dry_run=0

@@ -259,6 +259,9 @@ func TestPackagedChartInstalls(t *testing.T) {
 		t.Fatalf("hack/release.sh --dry-run: %v\n%s", err, plan)
 	}
 	tgz := filepath.Join(outDir, "junction-"+semver+".tgz")
+	if strings.Contains(string(plan), "[release] released") {
+		t.Errorf("the dry run says it released what it only printed:\n%s", plan)
+	}
 	for _, want := range []string{
 		"would run: docker buildx build --platform linux/amd64,linux/arm64 --build-arg VERSION=" + v + " ",
 		"--tag registry.example:5000/edge/junction:" + v + " ",
