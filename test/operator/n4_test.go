@@ -331,6 +331,18 @@ func TestN4MASessionLifecycle(t *testing.T) {
 }
 
 // why names the Offending IE or Failed Rule ID of a refusal.
+// delete deletes an established session over N4 and fails unless the UPF accepts.
+func (r *n4Rig) delete(t *testing.T, est *smf.Established) {
+	t.Helper()
+	resp, err := r.smf.Delete(context.Background(), est)
+	if err != nil {
+		t.Fatalf("deleting session %#x: %v", est.UPSEID, err)
+	}
+	if c := resp.Cause(); c != ie.CauseRequestAccepted {
+		t.Fatalf("deleting session %#x: cause %d (%s), want %d", est.UPSEID, c, why(resp), ie.CauseRequestAccepted)
+	}
+}
+
 func why(r *smf.Response) string {
 	var out []string
 	if x := r.Find(ie.OffendingIE); x != nil {
@@ -627,9 +639,7 @@ func TestN4NonThreeGPPLegOverN3(t *testing.T) {
 			t.Errorf("the leg through 198.51.100.21, which spec.n4.accessGateways does not list: %+v, want type WiFi", l)
 		}
 	}
-	if _, err := r.smf.Delete(ctx, otherEst); err != nil {
-		t.Fatal(err)
-	}
+	r.delete(t, otherEst)
 	r.awaitN4Sessions(t, 1)
 	waitCondition(t, programTimeout, obj, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
@@ -644,9 +654,7 @@ func TestN4NonThreeGPPLegOverN3(t *testing.T) {
 		fmt.Sprintf("uplink_tunnels teid=%x -> decap_gtpu(access=02,usage_idx=%s)", est.UplinkTEIDNon3GPP, hx(usage, 4)))
 
 	// Deleted: both TEIDs go with the session.
-	if _, err := r.smf.Delete(ctx, est); err != nil {
-		t.Fatal(err)
-	}
+	r.delete(t, est)
 	eventually(t, programTimeout, "no uplink TEIDs left", func() error {
 		got, err := r.u.entries(r.sch)
 		if err != nil {

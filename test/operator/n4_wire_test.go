@@ -78,9 +78,7 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 	if _, err := r.smf.SendRaw(ctx, 9, v2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.smf.Delete(ctx, est); err != nil {
-		t.Fatal(err)
-	}
+	r.delete(t, est)
 	if _, err := r.smf.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
