@@ -660,8 +660,15 @@ func TestN4NonThreeGPPLegOverN3(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if n := countTable(got, "uplink_tunnels"); n != 0 {
-			return fmt.Errorf("%d uplink_tunnels entries", n)
+		var left []string
+		for _, e := range got {
+			if strings.HasPrefix(e, "uplink_tunnels ") || strings.HasPrefix(e, "sessions ") {
+				left = append(left, e)
+			}
+		}
+		if len(left) > 0 { // alice's TEIDs are est's; the other session's, otherEst's
+			return fmt.Errorf("entries left (alice's uplink TEIDs %#x, %#x; the other's %#x, %#x):\n  %s", est.UplinkTEID, est.UplinkTEIDNon3GPP,
+				otherEst.UplinkTEID, otherEst.UplinkTEIDNon3GPP, strings.Join(left, "\n  "))
 		}
 		return nil
 	})
