@@ -4,6 +4,7 @@ package testenv
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -87,4 +88,16 @@ func Require(t testing.TB, what string, err error) {
 		t.Fatalf("this test needs %s and CI must run it: %v", what, err)
 	}
 	t.Skipf("skipping, no %s: %v", what, err)
+}
+
+// FreeAddr is a loopback TCP address (host:port) whose port nothing listened on a moment ago,
+// for a server a test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -79,7 +79,7 @@ func TestAgentReadsOnlyItsNodesSessions(t *testing.T) {
 	testenv.WriteFile(t, dir, "tls.crt", pki.ServerCert)
 	testenv.WriteFile(t, dir, "tls.key", pki.ServerKey)
 	caFile := testenv.WriteFile(t, dir, "ca.crt", pki.CA)
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	srvCtx, stop := context.WithCancel(ctx)
 	t.Cleanup(stop)
 	go func() { _ = agentauthz.Server{Authorizer: authz, Addr: addr, CertDir: dir}.Start(srvCtx) }()
@@ -297,15 +297,4 @@ func TestAgentReadsOnlyItsNodesSessions(t *testing.T) {
 	if err := agent.List(ctx, &junctionv1.ATSSSSessionList{}, onNode("ue-node-a"), client.InNamespace(other.Name)); !apierrors.IsForbidden(err) && !apierrors.IsInternalError(err) {
 		t.Errorf("its node's sessions with the authorizer down: want a refusal (RBAC grants no session reads), got %v", err)
 	}
-}
-
-// freeAddr is a loopback address with a port nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,12 +49,7 @@ func TestGitOpsHealth(t *testing.T) {
 
 	// Work in progress: a UPF whose P4Runtime address answers nothing, and what depends on it.
 	nsWaiting := newNamespace(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	silent := l.Addr().String()
-	l.Close()
+	silent := testenv.FreeAddr(t)
 	cmWaiting, _ := pipelineConfigMap(t, nsWaiting, "pipeline", nil)
 	upfWaiting := newUPF(nsWaiting, "upf", silent, "pipeline")
 	policyWaiting := loadBalancePolicy(nsWaiting, "video", 10, 50, "198.18.10.0/24")

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -300,7 +299,7 @@ func newEmulatedTestbed(t testing.TB, nUEs int, em *topology.Emulation) *testbed
 	}
 
 	// The software UPF: ports in the UPF namespace, P4Runtime on loopback.
-	tb.upfGRPC = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	tb.upfGRPC = testenv.FreeAddr(t)
 	tb.softupf = start(t, "softupf", append([]string{"--grpc-addr", tb.upfGRPC, "--device-id", "1", "--cpu-port", "255"}, topo.SoftUPFArgs()...)...)
 
 	tb.ns = newK8sNamespace(t)
@@ -327,14 +326,6 @@ func newMPTCP(t testing.TB, em *topology.Emulation, backup3GPP bool) *topology.M
 func (tb *testbed) startAgent(u *ueNode, extra ...string) {
 	u.agent = start(tb.t, "ue-agent", append([]string{"--kubeconfig", kubeconfig, "--node-name", u.Node, "--netns", u.NS.Name,
 		"--namespace", tb.ns, "--metrics-addr", "0", "--health-addr", "0", "--status-interval", "1s", "--min-status-interval", "200ms"}, extra...)...)
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -87,7 +87,7 @@ func TestKindDataplane(t *testing.T) {
 	// hack/kind/values.yaml in the core node's namespace.
 	// P4Runtime in mutual TLS, as the chart issues it: the UPF's server certificate and the
 	// operator's client certificate (the Secret config/samples/upf.yaml names) from one CA.
-	upfGRPC := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	upfGRPC := testenv.FreeAddr(t)
 	pki, dir := testenv.NewPKI(t), t.TempDir()
 	tlsArgs := []string{"--tls-cert", testenv.WriteFile(t, dir, "tls.crt", pki.ServerCert), "--tls-key", testenv.WriteFile(t, dir, "tls.key", pki.ServerKey),
 		"--tls-client-ca", testenv.WriteFile(t, dir, "ca.crt", pki.CA)}

@@ -32,6 +32,7 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/linkem"
+	"github.com/junction-atsss/junction/internal/testenv"
 )
 
 // linkPair is one unequal-links case: WiFi's and 5G's rates, bit/s.
@@ -78,7 +79,7 @@ func TestScenarioUnequalLinks(t *testing.T) {
 	em := newEmulation(ran, wifi)
 	tb := newEmulatedTestbed(t, 1, em)
 	u := tb.ues[0]
-	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	metrics := testenv.FreeAddr(t)
 	tb.startAgent(u, "--metrics-addr", metrics, "--metrics-secure=false") // read below over plain HTTP
 	reorder := func() [4]float64 {
 		var v [4]float64

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/ueagent"
 	"github.com/junction-atsss/junction/test/netns"
 )
@@ -233,7 +234,7 @@ func TestUplinkSmallMSS(t *testing.T) {
 	const size = 4 << 20
 	tb := newTestbed(t, 1)
 	u := tb.ues[0]
-	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	metrics := testenv.FreeAddr(t)
 	tb.startAgent(u, "--metrics-addr", metrics, "--metrics-secure=false") // read below over plain HTTP
 	pol := tb.policy("as", activeStandby(junctionv1.AccessNon3GPP))
 	create(t, pol, tb.session("s1", u, sessionAddr, 100, "as"))
