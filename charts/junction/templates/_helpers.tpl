@@ -156,12 +156,17 @@ for upfNamespaces ["*"]: every namespace. */ -}}
 {{- if and .Values.ueAgent.enabled .Values.ueAgent.nodeScopedReads.enabled }}true{{ end -}}
 {{- end -}}
 
-{{- /* Its serving certificate's Secret: the one named, else cert-manager's from the chart's CA
-(metrics-tls.yaml); the chart refuses the authorizer without either. */ -}}
+{{- /* "true" when cert-manager issues its serving certificate from the chart's CA
+(metrics-tls.yaml): no Secret named, and cert-manager in use. */ -}}
+{{- define "junction.agentAuthorizerCertManager" -}}
+{{- if and (include "junction.agentAuthorizer" .) (not .Values.ueAgent.nodeScopedReads.tls.secretName) (include "junction.metricsCertManager" .) }}true{{ end -}}
+{{- end -}}
+
+{{- /* Its serving certificate's Secret: the one named, else cert-manager's; the chart refuses
+the authorizer without either. */ -}}
 {{- define "junction.agentAuthorizerTLSSecret" -}}
-{{- $r := .Values.ueAgent.nodeScopedReads -}}
-{{- if $r.tls.secretName -}}{{ $r.tls.secretName }}
-{{- else if include "junction.metricsCertManager" . -}}{{ printf "%s-agent-authorizer-tls" (include "junction.fullname" .) }}
+{{- if .Values.ueAgent.nodeScopedReads.tls.secretName -}}{{ .Values.ueAgent.nodeScopedReads.tls.secretName }}
+{{- else if include "junction.agentAuthorizerCertManager" . -}}{{ printf "%s-agent-authorizer-tls" (include "junction.fullname" .) }}
 {{- else -}}{{ fail "ueAgent.nodeScopedReads needs a serving certificate: ueAgent.nodeScopedReads.tls.secretName, or cert-manager (metrics.tls.issuer)" }}
 {{- end -}}
 {{- end -}}
