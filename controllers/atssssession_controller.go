@@ -62,7 +62,11 @@ type ATSSSSessionReconciler struct {
 // write, the API server being what limits how fast sessions are programmed.
 func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	s := &junctionv1.ATSSSSession{}
-	spec, direct := r.Fleet.direct.get(sessionKey(req.Namespace, req.Name))
+	key := sessionKey(req.Namespace, req.Name)
+	// Held until the entries are written, not through the status write (n4_direct.go).
+	unlock := r.Fleet.direct.lock(key)
+	defer unlock()
+	spec, direct := r.Fleet.direct.get(key)
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
@@ -108,6 +112,7 @@ func (r *ATSSSSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			retErr = removeFinalizer(ctx, r.Client, s)
 		}
 	}()
+	defer unlock() // before the status write above
 	if s.DeletionTimestamp != nil {
 		var err error
 		release, err = r.reconcileDelete(ctx, s)

@@ -32,6 +32,43 @@ import (
 type directSessions struct {
 	mu sync.Mutex
 	m  map[string]directSession
+	// locks serialize, per session, the endpoint's programming and removal with the session
+	// controller's reconcile: a reconcile that read the endpoint's spec before a deletion (or a
+	// modification) and wrote it after would put back entries the SMF was told are gone, with
+	// indexes the deletion freed.
+	locks map[string]*sessionLock
+}
+
+type sessionLock struct {
+	mu      sync.Mutex
+	holders int // holding or waiting
+}
+
+// lock takes session key's lock; the returned unlock may be called more than once.
+func (d *directSessions) lock(key string) (unlock func()) {
+	d.mu.Lock()
+	if d.locks == nil {
+		d.locks = map[string]*sessionLock{}
+	}
+	l := d.locks[key]
+	if l == nil {
+		l = &sessionLock{}
+		d.locks[key] = l
+	}
+	l.holders++
+	d.mu.Unlock()
+	l.mu.Lock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Unlock()
+			d.mu.Lock()
+			if l.holders--; l.holders == 0 {
+				delete(d.locks, key)
+			}
+			d.mu.Unlock()
+		})
+	}
 }
 
 // directSession is the spec the endpoint programmed last; nil once deleted (a tombstone, kept
@@ -124,6 +161,7 @@ func (f *Fleet) programN4(ctx context.Context, s *junctionv1.ATSSSSession, timeo
 		return errSlowPath
 	}
 	key, spec := sessionKey(s.Namespace, s.Name), s.Spec // the spec alone outlives the request
+	defer f.direct.lock(key)()
 	f.direct.set(key, &spec)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -168,7 +206,9 @@ func (f *Fleet) programN4(ctx context.Context, s *junctionv1.ATSSSSession, timeo
 // removeN4 removes an N4 session from its UPF (whether the endpoint or the controller programmed
 // it) and returns the usage it carried (nil when unread); its object goes after (n4Writer).
 func (f *Fleet) removeN4(ctx context.Context, nn types.NamespacedName) (*n4.Usage, error) {
-	f.direct.set(sessionKey(nn.Namespace, nn.Name), nil)
+	key := sessionKey(nn.Namespace, nn.Name)
+	defer f.direct.lock(key)()
+	f.direct.set(key, nil)
 	_, usage, err := f.removeSession(ctx, nn, true)
 	return usage, err
 }
