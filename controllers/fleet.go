@@ -523,9 +523,16 @@ func (f *Fleet) appIDNamed(id uint16) bool {
 	return false
 }
 
-func (f *Fleet) releaseApp(pol *junctionv1.SteeringPolicy) {
+// releaseApp frees a deleted policy's application ID. The pool is restored first: restored
+// after the release, it would not know the freed ID, and a restarted operator would hand it out
+// next (allocation goes on after the highest restored ID) while the old overrides may still name it.
+func (f *Fleet) releaseApp(ctx context.Context, pol *junctionv1.SteeringPolicy) error {
+	if err := f.restoreApps(ctx); err != nil {
+		return err
+	}
 	owner := policyOwner(pol.Namespace, pol.Name)
 	f.apps.Release(owner, owner)
+	return nil
 }
 
 // restoreApps rebuilds the application ID pool from every policy's status, once.

@@ -173,7 +173,9 @@ func (r *SteeringPolicyReconciler) reconcileDelete(ctx context.Context, p *junct
 			return false, werr
 		}
 	}
-	r.Fleet.releaseApp(p)
+	if err := r.Fleet.releaseApp(ctx, p); err != nil {
+		return false, err
+	}
 	r.Recorder.Event(p, corev1.EventTypeNormal, ReasonEntriesRemoved, "Entries removed and application ID freed")
 	r.setReady(p, false, ReasonEntriesRemoved, "entries removed from every UserPlaneFunction")
 	return true, nil
