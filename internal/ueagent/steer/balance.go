@@ -8,21 +8,29 @@ import (
 )
 
 // Balancer decides autonomous load balance's split (docs/pipeline.md, "Autonomous load
-// balance"): the 3GPP share that keeps as many bytes queued on one leg as on the other. A leg's
-// queue is its RTT above its base RTT (Leg.QueueDelay) times the rate it carries (both ways: the
-// downlink it delivers here, the uplink the UE sends), both measured at the UE. The share moves
-// a step toward the leg holding fewer bytes, unless the difference is within balanceDeadband or
-// already closing fast enough to be gone within balanceClose.
+// balance"): the 3GPP share that keeps the legs' queues balanced. A leg's queue is its RTT above
+// its base RTT (Leg.QueueDelay) weighed by the rate it carries (both ways: the downlink it
+// delivers here, the uplink the UE sends), both measured at the UE: delay x rate^(3/4) x (the
+// legs' mean rate)^(1/4), in bytes when the rates are equal. At balance the faster leg holds
+// (its rate / the other's)^(1/4) times the other's bytes, 1.41 times at 80/20 Mbit/s. The split
+// moves a quarter step of 1/128 toward the leg holding less (a step beyond balanceFar), unless
+// the difference is within balanceDeadband or already closing fast enough to be gone within
+// balanceClose; the share each reply carries dithers between the two nearest 1/128 so that on
+// average it is the split.
 //
-// Why bytes and not delays: a step of the share moves a saturated pair of links fast (1/128 of
-// 100 Mbit/s fills a 20 Mbit/s link's queue by 40 ms a second), and equal delays put as many
-// milliseconds of queue on the fast leg as on the slow one, that is four times the bytes on a
-// leg four times faster: the fast leg's buffer overflowed first and TCP retransmitted thousands
-// of packets a download. With bytes alike both buffers fill together, as load balancing at the
-// links' ratio does. Why the closing guard: stepping on while the queues already move the right
-// way swung the share past its point and back every second.
+// Why between bytes and delays: equal delays put as many milliseconds of queue on the fast leg
+// as on the slow one, four times the bytes on a leg four times faster, and its buffer overflowed
+// first (2,200-2,400 retransmissions per 20 s download at 80/20). Equal bytes fill both buffers
+// together but hold the fast leg's queue so short that it runs empty when TCP backs off: 95% of
+// what the links carry alone. The weight 3/4 was the middle of a sweep (docs/results.md,
+// "Unequal links"). Why quarter steps: at a 20% share one step of 1/128 is 4% of the throughput
+// when 5G sets it, so whole steps settled a step too far toward 5G. Why the closing guard:
+// stepping on while the queues already move the right way swung the share past its point and
+// back every second.
 type Balancer struct {
+	split float64 // the 3GPP share decided, in 1/128, with a fraction
 	share contract.AutonomousShare
+	carry float64 // what the shares sent so far fell short of the split, summed (the dither)
 	e     float64 // the last difference, kB: non-3GPP's queue minus 3GPP's
 	at    time.Time
 
@@ -39,8 +47,12 @@ type Balancer struct {
 
 const (
 	balanceDeadband = 8.0  // kB
-	balanceFar      = 64.0 // kB: a difference beyond it moves the share two steps
-	balanceClose    = time.Second
+	balanceFar      = 64.0 // kB: a difference beyond it moves the split a whole step
+	balanceStep     = 0.25 // of 1/128: what a reply moves the split within balanceFar
+	// balanceWeight is the power of a leg's own rate in its queue's weight (1: bytes; 0:
+	// delays).
+	balanceWeight = 0.75
+	balanceClose  = time.Second
 	// balanceRateInterval is the shortest interval a delivered rate is measured over.
 	balanceRateInterval = 100 * time.Millisecond
 	// balanceQueued is the queueing delay at which a leg counts as carrying its capacity.
@@ -48,9 +60,11 @@ const (
 )
 
 // NewBalancer starts at an even split.
-func NewBalancer() *Balancer { return &Balancer{share: contract.AutonomousShareEven} }
+func NewBalancer() *Balancer {
+	return &Balancer{split: float64(contract.AutonomousShareEven), share: contract.AutonomousShareEven}
+}
 
-// Share is the split as last decided.
+// Share is the share as last sent.
 func (b *Balancer) Share() contract.AutonomousShare { return b.share }
 
 // Update takes, at now, each leg's latest queueing delay in µs plus 1 (0: the leg is down or has
@@ -59,7 +73,8 @@ func (b *Balancer) Share() contract.AutonomousShare { return b.share }
 // rates always but moves the share only while it steers: in another mode the traffic does not
 // follow the share, which would run to one end. When steering starts, the share starts from the
 // legs' capacities as last seen (the rate each carried when it last had a queue), as a
-// saturated pair would split, if both have been seen.
+// saturated pair would split, if both have been seen. While it steers, each call returns the
+// next share of the dither.
 func (b *Balancer) Update(now time.Time, q3, qn uint32, bytes3, bytesN uint64, steers bool) contract.AutonomousShare {
 	bytes := [3]uint64{0, bytes3, bytesN}
 	if dt := now.Sub(b.rateAt); b.rateAt.IsZero() || dt >= balanceRateInterval {
@@ -73,7 +88,7 @@ func (b *Balancer) Update(now time.Time, q3, qn uint32, bytes3, bytesN uint64, s
 	// Steering starts: from the capacities as last seen, before this sample's (a download
 	// that has just begun queues before its rate shows).
 	if c3, cn := b.capacity[contract.Access3GPP], b.capacity[contract.AccessNon3GPP]; steers && !b.active && c3 > 0 && cn > 0 {
-		b.setShare(math.Round(contract.RatioScale * c3 / (c3 + cn)))
+		b.setSplit(contract.RatioScale * c3 / (c3 + cn))
 	}
 	b.active = steers
 	for a, q := range [3]uint32{0, q3, qn} {
@@ -89,27 +104,38 @@ func (b *Balancer) Update(now time.Time, q3, qn uint32, bytes3, bytesN uint64, s
 	}
 	if q3 == 0 || qn == 0 {
 		b.at = time.Time{} // one leg: nothing to balance, and no difference to follow
-		return b.share
+		return b.dither()
 	}
-	e := (float64(qn-1)*b.rate[contract.AccessNon3GPP] - float64(q3-1)*b.rate[contract.Access3GPP]) / 1e9
+	r3, rn := b.rate[contract.Access3GPP], b.rate[contract.AccessNon3GPP]
+	mean := math.Pow((r3+rn)/2, 1-balanceWeight)
+	e := (float64(qn-1)*math.Pow(rn, balanceWeight) - float64(q3-1)*math.Pow(r3, balanceWeight)) * mean / 1e9
 	if b.at.IsZero() || !now.After(b.at) {
 		b.e, b.at = e, now
-		return b.share
+		return b.dither()
 	}
 	slope := (e - b.e) / now.Sub(b.at).Seconds()
 	b.e, b.at = e, now
 	closing := (e > 0 && slope < -e/balanceClose.Seconds()) || (e < 0 && slope > -e/balanceClose.Seconds())
-	if closing || math.Abs(e) <= balanceDeadband {
-		return b.share
+	if !closing && math.Abs(e) > balanceDeadband {
+		step := balanceStep
+		if math.Abs(e) > balanceFar {
+			step = 1
+		}
+		b.setSplit(b.split + math.Copysign(step, e)) // e > 0: non-3GPP holds more, more to 3GPP
 	}
-	step := 1.0
-	if math.Abs(e) > balanceFar {
-		step = 2
-	}
-	b.setShare(float64(b.share) + math.Copysign(step, e)) // e > 0: non-3GPP holds more, more to 3GPP
-	return b.share
+	return b.dither()
 }
 
-func (b *Balancer) setShare(s float64) {
-	b.share = contract.AutonomousShare(min(max(s, float64(contract.AutonomousShareMin)), float64(contract.AutonomousShareMax)))
+func (b *Balancer) setSplit(s float64) {
+	b.split = min(max(s, float64(contract.AutonomousShareMin)), float64(contract.AutonomousShareMax))
+}
+
+// dither sends the nearest share that keeps the shares sent, summed, within half a step of the
+// split summed.
+func (b *Balancer) dither() contract.AutonomousShare {
+	b.carry += b.split
+	s := math.Round(b.carry)
+	b.carry -= s
+	b.share = contract.AutonomousShare(s) // within 1..127: the split is
+	return b.share
 }

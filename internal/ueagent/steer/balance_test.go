@@ -1,6 +1,8 @@
 package steer
 
 import (
+	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,10 +38,14 @@ func (l *links) run(n int, q3, qn float64, r3, rn float64) contract.AutonomousSh
 	return s
 }
 
-// TestBalancer follows docs/pipeline.md, "Autonomous load balance": the share moves toward the
-// leg holding fewer queued bytes (delay x rate), one step of 1/128 per reply, two beyond 64 kB of
-// difference; within 8 kB it stays; it stays while the difference closes fast; with a leg down
-// it stays; it never leaves 1..127.
+// TestBalancer follows docs/pipeline.md, "Autonomous load balance": a leg's queue weighs its
+// delay x its rate^(3/4) x the mean rate^(1/4); the split moves a quarter of 1/128 per reply
+// toward the leg holding less, a whole 1/128 beyond 64 kB of difference; within 8 kB it stays;
+// it stays while the difference closes fast; with a leg down it stays; it never leaves 1..127;
+// the shares sent dither around it.
+//
+// At 80 and 20 Mbit/s (10 and 2.5 MB/s, mean 6.25) the weights are 8.89 and 3.14 MB/s: 5G
+// queued 20 ms weighs 62.9 kB, balanced by WiFi queued 7.07 ms (70.7 kB of bytes).
 func TestBalancer(t *testing.T) {
 	const mbit = 1e6 / 8 // bytes a second
 	t.Run("starts even", func(t *testing.T) {
@@ -47,29 +53,31 @@ func TestBalancer(t *testing.T) {
 			t.Errorf("share %d, want 64", s)
 		}
 	})
-	t.Run("equal bytes: WiFi 80 Mbit/s queued 5 ms, 5G 20 Mbit/s queued 20 ms", func(t *testing.T) {
+	t.Run("balanced: WiFi 80 Mbit/s queued 7.07 ms, 5G 20 Mbit/s queued 20 ms", func(t *testing.T) {
 		l := newLinks()
-		if s := l.run(40, 20, 5, 20*mbit, 80*mbit); s != 64 {
-			t.Errorf("share %d, want 64 (50 kB queued on each leg)", s)
+		if s := l.run(40, 20, 7.07, 20*mbit, 80*mbit); s != 64 || l.b.split != 64 {
+			t.Errorf("share %d, split %.2f, want 64 (62.9 kB weighed on each leg)", s, l.b.split)
 		}
 	})
 	for _, c := range []struct {
 		name   string
-		qn     float64 // WiFi's queue, ms; 5G's is 10 ms
-		wifiKB string  // what WiFi then holds
-		steps  contract.AutonomousShare
+		q3, qn float64 // the legs' queues, ms
+		step   float64
 	}{
-		// 25 kB on 5G against 100 kB on WiFi: 75 kB apart, beyond 64 kB, two steps a reply.
-		{"equal delays put four times the bytes on the faster leg: two steps to 3GPP", 10, "100 kB", 2},
-		// 25 kB against 40 kB: one step.
-		{"a smaller difference moves one step", 4, "40 kB", 1},
+		// 62.9 kB against 44.5: 18.4 kB apart.
+		{"equal bytes (5G 20 ms, WiFi 5 ms) are too few on WiFi: a quarter step to non-3GPP", 20, 5, -0.25},
+		// 31.4 kB against 35.6: 4.1 kB apart.
+		{"within 8 kB the split stays", 10, 4, 0},
+		// 31.4 kB against 106.7: 75.3 kB apart.
+		{"beyond 64 kB a whole step to 3GPP", 10, 12, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l := newLinks()
-			l.run(20, 10, c.qn, 20*mbit, 80*mbit) // rates measured
-			before := l.b.Share()
-			if s := l.run(1, 10, c.qn, 20*mbit, 80*mbit); s != before+c.steps {
-				t.Errorf("share %d after %d, want %d step(s) toward 3GPP (25 kB on 5G, %s on WiFi)", s, before, c.steps, c.wifiKB)
+			l.run(20, c.q3, c.qn, 20*mbit, 80*mbit) // rates measured
+			before := l.b.split
+			l.run(1, c.q3, c.qn, 20*mbit, 80*mbit)
+			if got := l.b.split - before; got != c.step {
+				t.Errorf("split moved %+.2f from %.2f, want %+.2f", got, before, c.step)
 			}
 		})
 	}
@@ -79,21 +87,15 @@ func TestBalancer(t *testing.T) {
 			t.Errorf("share %d, want below 64 (100 kB on 5G, 10 kB on WiFi)", s)
 		}
 	})
-	t.Run("within 8 kB the share stays", func(t *testing.T) {
-		l := newLinks()
-		if s := l.run(40, 20, 5.5, 20*mbit, 80*mbit); s != 64 {
-			t.Errorf("share %d, want 64 (5 kB apart)", s)
-		}
-	})
 	t.Run("a difference closing faster than in a second holds the share", func(t *testing.T) {
 		l := newLinks()
-		l.run(20, 10, 20, 20*mbit, 80*mbit) // 25 kB against 200 kB
-		before := l.b.Share()
-		// WiFi's queue falls 4 ms a reply: 40 kB every 50 ms, 800 kB a second against a
-		// difference of under 200 kB.
+		l.run(20, 10, 20, 20*mbit, 80*mbit) // 31 kB against 178 kB
+		before := l.b.split
+		// WiFi's queue falls 4 ms a reply: 36 kB every 50 ms, 711 kB a second against a
+		// difference of under 150 kB.
 		for q := 16.0; q > 8; q -= 4 {
-			if s := l.run(1, 10, q, 20*mbit, 80*mbit); s != before {
-				t.Fatalf("share %d with WiFi's queue falling to %.0f ms, want %d held", s, q, before)
+			if l.run(1, 10, q, 20*mbit, 80*mbit); l.b.split != before {
+				t.Fatalf("split %.2f with WiFi's queue falling to %.0f ms, want %.2f held", l.b.split, q, before)
 			}
 		}
 	})
@@ -118,13 +120,14 @@ func TestBalancer(t *testing.T) {
 		l.run(40, 20, 0, 20*mbit, 0)        // 5G alone, now slower: 20 Mbit/s
 		l.run(20, 0, 0, 1*mbit, 1*mbit)     // light traffic, no queue: not a capacity
 		l.steers = true
-		// 128 x 20 / (20 + 80) = 25.6: 26. The next reply's difference (5G queued 20 ms, WiFi
-		// empty) is a step toward non-3GPP.
-		if s := l.run(1, 20, 0, 20*mbit, 0); s != 26 {
-			t.Errorf("share %d, want 26 from the capacities", s)
+		// 128 x 20 / (20 + 80) = 25.6, sent as 26, 25, 26, 25, 26 while the queues are
+		// balanced (light traffic on both, no queue).
+		var sent []contract.AutonomousShare
+		for range 5 {
+			sent = append(sent, l.run(1, 0, 0, 1*mbit, 1*mbit))
 		}
-		if s := l.run(1, 20, 0, 20*mbit, 0); s != 25 {
-			t.Errorf("share %d, want a step from 26 to 25", s)
+		if math.Abs(l.b.split-25.6) > 0.01 || !slices.Equal(sent, []contract.AutonomousShare{26, 25, 26, 25, 26}) {
+			t.Errorf("split %.2f sent as %v, want 25.6 sent as 26, 25, 26, 25, 26 (the capacities)", l.b.split, sent)
 		}
 	})
 	t.Run("the end of a download, its queue still in the samples, leaves the capacity", func(t *testing.T) {
