@@ -22,8 +22,8 @@ import (
 // as on the slow one, four times the bytes on a leg four times faster, and its buffer overflowed
 // first (2,200-2,400 retransmissions per 20 s download at 80/20). Equal bytes fill both buffers
 // together but hold the fast leg's queue so short that it runs empty when TCP backs off: 95% of
-// what the links carry alone. The weight 3/4 was the middle of a sweep (docs/results.md,
-// "Unequal links"). Why quarter steps: at a 20% share one step of 1/128 is 4% of the throughput
+// what the links carry alone. Of the weights tried, 3/4 alone kept both targets in every
+// download of the sweep (docs/results.md, "Unequal links"). Why quarter steps: at a 20% share one step of 1/128 is 4% of the throughput
 // when 5G sets it, so whole steps settled a step too far toward 5G. Why the closing guard:
 // stepping on while the queues already move the right way swung the share past its point and
 // back every second.
