@@ -107,8 +107,8 @@ func (b *Balancer) Update(now time.Time, q3, qn uint32, bytes3, bytesN uint64, s
 		return b.dither()
 	}
 	r3, rn := b.rate[contract.Access3GPP], b.rate[contract.AccessNon3GPP]
-	mean := math.Pow((r3+rn)/2, 1-balanceWeight)
-	e := (float64(qn-1)*math.Pow(rn, balanceWeight) - float64(q3-1)*math.Pow(r3, balanceWeight)) * mean / 1e9
+	scale := math.Pow((r3+rn)/2, 1-balanceWeight) // the mean rate's part of the weights: kB when the rates are equal
+	e := (float64(qn-1)*math.Pow(rn, balanceWeight) - float64(q3-1)*math.Pow(r3, balanceWeight)) * scale / 1e9
 	if b.at.IsZero() || !now.After(b.at) {
 		b.e, b.at = e, now
 		return b.dither()
