@@ -111,6 +111,8 @@ type n4Store struct {
 var _ n4.Store = (*n4Store)(nil)
 
 func (st *n4Store) Apply(ctx context.Context, s *n4.State, p *n4.Plan) error {
+	st.writer.begin()
+	defer st.writer.end()
 	ns := st.upf.Namespace
 	for _, pol := range p.Policies {
 		if err := st.ensurePolicy(ctx, pol); err != nil {
@@ -249,6 +251,8 @@ func (st *n4Store) awaitProgrammed(ctx context.Context, key types.NamespacedName
 // Remove takes the session off the switch (a device that is away deletes its entries at its
 // replay) and reads its last usage there; its object goes after.
 func (st *n4Store) Remove(ctx context.Context, s *n4.State) (*n4.Usage, error) {
+	st.writer.begin()
+	defer st.writer.end()
 	key := types.NamespacedName{Namespace: st.upf.Namespace, Name: n4SessionName(st.upf.Name, s.UPSEID)}
 	usage, err := st.fleet.removeN4(ctx, key)
 	if err != nil {

@@ -10,11 +10,21 @@ package controllers
 // (the SMFs establish their sessions again, as after a UPF restart). A written session needs its
 // indexes in its status (the session controller records them) before it counts as saved: an
 // operator that restarts restores them from there, and a session's usage cell with them.
+//
+// The writer gives way to the SMF: while the endpoint answers session requests, and for
+// n4WriterYield after, its workers wait; one of them only until the oldest unwritten change has
+// waited n4WriterMaxDefer. Where the API server shares the operator's cores (a one-node edge
+// cluster, this project's test machines) its work for an object (an apply and a status update,
+// about 10 ms of CPU each here) would otherwise come out of the SMF's answers (about 0.5 ms
+// each); and a burst faster than the API server takes objects leaves them behind whatever the
+// writer does (docs/n4.md).
 
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +41,13 @@ const (
 	// unsavedSince: a burst of establishments costs one status write at its start and one after.
 	n4SavedQuiet = 2 * time.Second
 	n4WriteRetry = 500 * time.Millisecond
+	// n4WriterYield is how long after the endpoint's last session request the workers still
+	// wait: requests that come a few milliseconds apart leave gaps, and a write that starts in
+	// one costs the API server more than the gap.
+	n4WriterYield = 100 * time.Millisecond
+	// n4WriterMaxDefer: past it, one worker writes even while session requests go on, so that a
+	// load that never stops does not leave the objects (and a leader change) behind for good.
+	n4WriterMaxDefer = 10 * time.Second
 )
 
 type n4Writer struct {
@@ -39,14 +56,26 @@ type n4Writer struct {
 	mu       sync.Mutex
 	wake     *sync.Cond
 	want     map[types.NamespacedName]*junctionv1.ATSSSSession // nil: delete
-	queue    []types.NamespacedName                            // keys of want, oldest first
+	queue    []queuedKey                                       // keys of want, oldest first
 	inFlight map[types.NamespacedName]bool
 	idleAt   time.Time // when want last became empty (zero: not empty)
 	stopped  bool
+	// requests counts the endpoint's session requests in progress, lastEnd is when the last
+	// one ended (Unix nanoseconds); wakeTimer wakes the workers at wakeAt, when one may write.
+	requests  atomic.Int32
+	lastEnd   atomic.Int64
+	wakeTimer *time.Timer
+	wakeAt    time.Time
 
 	// mark serializes the writes of unsavedSince; marked says what the API server holds.
 	mark   sync.Mutex
 	marked bool
+}
+
+// queuedKey is a key of want and since when it has been unwritten.
+type queuedKey struct {
+	key   types.NamespacedName
+	since time.Time
 }
 
 func newN4Writer(st *n4Store) *n4Writer {
@@ -58,9 +87,9 @@ func newN4Writer(st *n4Store) *n4Writer {
 // run writes until ctx ends.
 func (w *n4Writer) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for range n4WriteWorkers {
+	for i := range n4WriteWorkers {
 		wg.Add(1)
-		go func() { defer wg.Done(); w.work(ctx) }()
+		go func() { defer wg.Done(); w.work(ctx, i == 0) }()
 	}
 	go func() {
 		<-ctx.Done()
@@ -115,7 +144,7 @@ func (w *n4Writer) put(key types.NamespacedName, obj *junctionv1.ATSSSSession) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, queued := w.want[key]; !queued {
-		w.queue = append(w.queue, key)
+		w.queue = append(w.queue, queuedKey{key, time.Now()})
 	}
 	w.want[key] = obj
 	w.idleAt = time.Time{}
@@ -133,13 +162,66 @@ func (w *n4Writer) cancel(key types.NamespacedName) {
 	}
 }
 
-func (w *n4Writer) work(ctx context.Context) {
+// begin says a session request is in progress; end, that it is over.
+func (w *n4Writer) begin() { w.requests.Add(1) }
+
+func (w *n4Writer) end() {
+	w.lastEnd.Store(time.Now().UnixNano())
+	if w.requests.Add(-1) == 0 {
+		w.mu.Lock()
+		w.wake.Broadcast()
+		w.mu.Unlock()
+	}
+}
+
+// mayWriteLocked says whether a worker may write now and, if not, has it woken when it may;
+// overdue is the worker that writes once the oldest change has waited n4WriterMaxDefer.
+func (w *n4Writer) mayWriteLocked(overdue bool) bool {
+	if len(w.queue) == 0 {
+		return true // nothing to write: put wakes the worker
+	}
+	now := time.Now()
+	wait := time.Duration(math.MaxInt64) // requests in progress: end wakes it
+	if w.requests.Load() == 0 {
+		wait = time.Unix(0, w.lastEnd.Load()).Add(n4WriterYield).Sub(now)
+	}
+	if overdue {
+		wait = min(wait, w.queue[0].since.Add(n4WriterMaxDefer).Sub(now))
+	}
+	if wait <= 0 {
+		return true
+	}
+	if wait < math.MaxInt64 && (w.wakeAt.IsZero() || now.Add(wait).Before(w.wakeAt)) {
+		w.wakeAt = now.Add(wait)
+		if w.wakeTimer == nil {
+			w.wakeTimer = time.AfterFunc(wait, func() {
+				w.mu.Lock()
+				w.wakeAt = time.Time{}
+				w.wake.Broadcast()
+				w.mu.Unlock()
+			})
+		} else {
+			w.wakeTimer.Reset(wait)
+		}
+	}
+	return false
+}
+
+// work writes what is wanted, giving way to session requests (overdue: only until the oldest
+// change has waited n4WriterMaxDefer).
+func (w *n4Writer) work(ctx context.Context, overdue bool) {
 	for {
 		w.mu.Lock()
-		key, obj, ok := w.nextLocked()
-		for !ok && !w.stopped {
+		var key types.NamespacedName
+		var obj *junctionv1.ATSSSSession
+		ok := false
+		for !w.stopped {
+			if w.mayWriteLocked(overdue) {
+				if key, obj, ok = w.nextLocked(); ok {
+					break
+				}
+			}
 			w.wake.Wait()
-			key, obj, ok = w.nextLocked()
 		}
 		if w.stopped {
 			w.mu.Unlock()
@@ -155,7 +237,7 @@ func (w *n4Writer) work(ctx context.Context) {
 		if err != nil {
 			if _, newer := w.want[key]; !newer {
 				w.want[key] = obj
-				w.queue = append(w.queue, key)
+				w.queue = append(w.queue, queuedKey{key, time.Now()})
 			}
 		}
 		if len(w.want) == 0 && len(w.inFlight) == 0 {
@@ -179,14 +261,15 @@ func (w *n4Writer) work(ctx context.Context) {
 // is wanted for a key is its newest state, so its place in line does not matter).
 func (w *n4Writer) nextLocked() (types.NamespacedName, *junctionv1.ATSSSSession, bool) {
 	for range len(w.queue) {
-		key := w.queue[0]
+		q := w.queue[0]
 		w.queue = w.queue[1:]
+		key := q.key
 		obj, wanted := w.want[key]
 		switch {
 		case !wanted:
 			continue
 		case w.inFlight[key]:
-			w.queue = append(w.queue, key)
+			w.queue = append(w.queue, q)
 			continue
 		}
 		delete(w.want, key)

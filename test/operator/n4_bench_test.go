@@ -5,10 +5,13 @@ package operator
 // docs/n4.md), the response; the objects are written after, and the run waits for them before
 // it goes on (the writer's pace is printed too). In the same run it
 // prints the references the issue names: the manifest path (the same sessions created through
-// the API server, until Programmed) and the rate at which the same UPF takes the sessions'
+// the API server, until Programmed; measured first, so that nothing of the N4 rig's runs beside
+// it) and the rate at which the same UPF takes the sessions'
 // entries from the operator's programmer (the replay after a UPF restart: the P4Runtime ceiling
 // of this path). It also prints the response times at offered rates, open loop, and the
-// operator's heap per N4 session.
+// operator's heap per N4 session. The last open-loop run lasts longer than the N4 writer defers
+// the objects for session requests (n4WriterMaxDefer, controllers/n4_writer.go): its second
+// half shows the SMF's answers while the API server takes objects on the same two cores.
 //
 //	go test -run '^$' -bench N4 -benchtime 1x -timeout 60m -v ./test/operator/
 //	JUNCTION_BENCH_N4_SESSIONS=1000,5000 go test ...   # choose the sizes (default 1000)
@@ -51,6 +54,7 @@ type n4Result struct {
 
 type offeredResult struct {
 	rate               float64
+	d                  time.Duration
 	p50, p99           time.Duration
 	answered, refused  int
 	timeouts, requests int
@@ -78,10 +82,10 @@ func BenchmarkN4(b *testing.B) {
 			r.p99.Round(time.Millisecond), r.cpuPerSession.Round(time.Microsecond), r.refusedClosed+r.timeouts, r.savedRate, r.manifestRate, 100*r.n4Rate/r.manifestRate, replayRate,
 			r.replay.Round(time.Millisecond), r.heapPerSession/1024)
 	}
-	t.WriteString("\n| offered establishments/s (open loop) | requests | accepted | refused (74: congestion) | no answer in 30 s | p50 of the accepted | p99 |\n|---|---|---|---|---|---|---|\n")
+	t.WriteString("\n| offered establishments/s (open loop) | for | requests | accepted | refused (the first three logged with their cause) | no answer in 30 s | p50 of the accepted | p99 |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		for _, o := range r.offered {
-			fmt.Fprintf(&t, "| %.0f | %d | %d | %d | %d | %v | %v |\n", o.rate, o.requests, o.answered, o.refused, o.timeouts,
+			fmt.Fprintf(&t, "| %.0f | %v | %d | %d | %d | %d | %v | %v |\n", o.rate, o.d, o.requests, o.answered, o.refused, o.timeouts,
 				o.p50.Round(time.Millisecond), o.p99.Round(time.Millisecond))
 		}
 	}
@@ -107,6 +111,8 @@ func benchSession(i int) smf.MASession {
 func runN4(b *testing.B, n int) n4Result {
 	ctx := context.Background()
 	res := n4Result{sessions: n}
+	// The manifest path in the same run: the same number of sessions through the API server.
+	res.manifestRate = runScale(b, n).statusRate
 	r := newN4Rig(b, nil, nil)
 	r.associate(b)
 	// No retransmissions: a request waits for its answer, so the latencies are the endpoint's.
@@ -151,10 +157,89 @@ func runN4(b *testing.B, n int) n4Result {
 	res.p50, res.p99 = lat[n/2], lat[n*99/100]
 	// The objects follow at the API server's pace; what comes next waits for them.
 	saved := n - res.refusedClosed - res.timeouts
-	deadline := time.Now().Add(scaleTimeout(saved))
+	res.savedRate = float64(saved) / r.awaitSaved(b, saved).Sub(start).Seconds()
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	res.heapPerSession = float64(int64(m1.HeapInuse)-int64(m0.HeapInuse)) / float64(n)
+
+	// Open loop: requests sent at their times whatever came back, at a rate the path takes and
+	// at the issue's 1,000/s; the objects of each run saved before the next.
+	total, base := saved, n // sessions established; the next session's number
+	for _, o := range []struct {
+		rate float64
+		d    time.Duration
+	}{{50, 2 * time.Second}, {1000, 5 * time.Second}} {
+		out := r.offer(b, o.rate, o.d, base)
+		base += out.requests
+		total += out.answered
+		r.awaitSaved(b, total)
+		res.offered = append(res.offered, out)
+	}
+
+	// The UPF restarts: the operator replays every session, N4 ones like any other.
+	r.u.stop()
+	restarted := time.Now()
+	fresh := startSoftUPF(b, r.u.addr)
+	firstWrite, replayed := waitSessionsOnUPF(b, fresh, r.sch, total, scaleTimeout(total))
+	res.replay, res.replayRate = replayed.Sub(restarted), rateOver(total, replayed.Sub(firstWrite))
+
+	// A load longer than the writer defers the objects (n4WriterMaxDefer), on a rig of its own:
+	// 15,000 sessions fit in the 16,384 MA sessions the tables hold. Nothing waits for the objects.
+	long := newN4Rig(b, nil, nil)
+	long.associate(b)
+	long.smf.T1, long.smf.N1 = 30*time.Second, 0
+	res.offered = append(res.offered, long.offer(b, 1000, 15*time.Second, 0))
+	return res
+}
+
+// offer sends establishments at rate for d, open loop, numbering sessions from base.
+func (r n4Rig) offer(b *testing.B, rate float64, d time.Duration, base int) offeredResult {
+	ctx := context.Background()
+	count := int(rate * d.Seconds())
+	out := offeredResult{rate: rate, d: d, requests: count}
+	lats := make([]time.Duration, count)
+	errs := make([]error, count)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for k := range count {
+		time.Sleep(time.Until(t0.Add(time.Duration(float64(k) / rate * float64(time.Second)))))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := time.Now()
+			_, err := r.smf.Establish(ctx, benchSession(base+k))
+			lats[k], errs[k] = time.Since(s), err
+		}()
+	}
+	wg.Wait()
+	var ok []time.Duration
+	for k, err := range errs {
+		switch {
+		case err == nil:
+			ok = append(ok, lats[k])
+		case errors.Is(err, smf.ErrTimeout):
+			out.timeouts++
+		default:
+			if out.refused++; out.refused <= 3 {
+				b.Logf("%.0f/s for %v: session %d: %v", rate, d, base+k, err)
+			}
+		}
+	}
+	out.answered = len(ok)
+	if len(ok) > 0 {
+		slices.Sort(ok)
+		out.p50, out.p99 = ok[len(ok)/2], ok[len(ok)*99/100]
+	}
+	return out
+}
+
+// awaitSaved waits until n of the rig's N4 sessions are saved (their objects hold their indexes)
+// and returns when.
+func (r n4Rig) awaitSaved(b *testing.B, n int) time.Time {
+	deadline := time.Now().Add(scaleTimeout(n))
 	for {
 		var list junctionv1.ATSSSSessionList
-		if err := k8s.List(ctx, &list, client.InNamespace(r.ns), client.MatchingLabels{"atsss.junction.dev/n4-upf": r.upf.Name}); err != nil {
+		if err := k8s.List(context.Background(), &list, client.InNamespace(r.ns), client.MatchingLabels{"atsss.junction.dev/n4-upf": r.upf.Name}); err != nil {
 			b.Fatal(err)
 		}
 		done := 0
@@ -163,83 +248,14 @@ func runN4(b *testing.B, n int) n4Result {
 				done++
 			}
 		}
-		if done >= saved {
-			res.savedRate = float64(saved) / time.Since(start).Seconds()
-			break
+		if done >= n {
+			return time.Now()
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d N4 sessions saved as objects after %s", done, saved, time.Since(start))
+			b.Fatalf("%d of %d N4 sessions saved as objects", done, n)
 		}
 		time.Sleep(time.Second)
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&m1)
-	res.heapPerSession = float64(int64(m1.HeapInuse)-int64(m0.HeapInuse)) / float64(n)
-
-	// Open loop: requests sent at their times whatever came back, at a rate the path takes and
-	// at the issue's 1,000/s.
-	base := n
-	for _, o := range []struct {
-		rate float64
-		d    time.Duration
-	}{{50, 2 * time.Second}, {1000, time.Second}} {
-		count := int(o.rate * o.d.Seconds())
-		out := offeredResult{rate: o.rate, requests: count}
-		lats := make([]time.Duration, count)
-		kinds := make([]int, count) // 0 answered, 1 refused, 2 no answer
-		var wg sync.WaitGroup
-		t0 := time.Now()
-		for k := range count {
-			time.Sleep(time.Until(t0.Add(time.Duration(float64(k) / o.rate * float64(time.Second)))))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s := time.Now()
-				_, err := r.smf.Establish(ctx, benchSession(base+k))
-				lats[k] = time.Since(s)
-				switch {
-				case errors.Is(err, smf.ErrTimeout):
-					kinds[k] = 2
-				case err != nil:
-					kinds[k] = 1
-				}
-			}()
-		}
-		wg.Wait()
-		base += count
-		var ok []time.Duration
-		for k := range count {
-			switch kinds[k] {
-			case 0:
-				ok = append(ok, lats[k])
-			case 1:
-				out.refused++
-			default:
-				out.timeouts++
-			}
-		}
-		out.answered = len(ok)
-		if len(ok) > 0 {
-			slices.Sort(ok)
-			out.p50, out.p99 = ok[len(ok)/2], ok[len(ok)*99/100]
-		}
-		res.offered = append(res.offered, out)
-	}
-
-	// The UPF restarts: the operator replays every session, N4 ones like any other.
-	total := base - res.refusedClosed - res.timeouts
-	for _, o := range res.offered {
-		total -= o.refused + o.timeouts
-	}
-	r.u.stop()
-	restarted := time.Now()
-	fresh := startSoftUPF(b, r.u.addr)
-	firstWrite, replayed := waitSessionsOnUPF(b, fresh, r.sch, total, scaleTimeout(total))
-	res.replay, res.replayRate = replayed.Sub(restarted), rateOver(total, replayed.Sub(firstWrite))
-
-	// The manifest path in the same run: the same number of sessions through the API server.
-	res.manifestRate = runScale(b, n).statusRate
-	return res
 }
 
 // processCPU is the CPU time (user and system) this process has used.
