@@ -10,8 +10,8 @@ package operator
 // entries from the operator's programmer (the replay after a UPF restart: the P4Runtime ceiling
 // of this path). It also prints the response times at offered rates, open loop, and the
 // operator's heap per N4 session. The last open-loop run lasts longer than the N4 writer defers
-// the objects for session requests (n4WriterMaxDefer, controllers/n4_writer.go): its second
-// half shows the SMF's answers while the API server takes objects on the same two cores.
+// the objects for session requests (n4WriterMaxDefer, controllers/n4_writer.go): its last
+// third shows the SMF's answers while the API server takes objects on the same two cores.
 //
 //	go test -run '^$' -bench N4 -benchtime 1x -timeout 60m -v ./test/operator/
 //	JUNCTION_BENCH_N4_SESSIONS=1000,5000 go test ...   # choose the sizes (default 1000)
@@ -113,10 +113,7 @@ func runN4(b *testing.B, n int) n4Result {
 	res := n4Result{sessions: n}
 	// The manifest path in the same run: the same number of sessions through the API server.
 	res.manifestRate = runScale(b, n).statusRate
-	r := newN4Rig(b, nil, nil)
-	r.associate(b)
-	// No retransmissions: a request waits for its answer, so the latencies are the endpoint's.
-	r.smf.T1, r.smf.N1 = 30*time.Second, 0
+	r := newBenchN4Rig(b)
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
@@ -185,11 +182,18 @@ func runN4(b *testing.B, n int) n4Result {
 
 	// A load longer than the writer defers the objects (n4WriterMaxDefer), on a rig of its own:
 	// 15,000 sessions fit in the 16,384 MA sessions the tables hold. Nothing waits for the objects.
-	long := newN4Rig(b, nil, nil)
-	long.associate(b)
-	long.smf.T1, long.smf.N1 = 30*time.Second, 0
+	long := newBenchN4Rig(b)
 	res.offered = append(res.offered, long.offer(b, 1000, 15*time.Second, 0))
 	return res
+}
+
+// newBenchN4Rig is an N4 rig with its SMF associated.
+func newBenchN4Rig(b *testing.B) n4Rig {
+	r := newN4Rig(b, nil, nil)
+	r.associate(b)
+	// No retransmissions: a request waits for its answer, so the latencies are the endpoint's.
+	r.smf.T1, r.smf.N1 = 30*time.Second, 0
+	return r
 }
 
 // offer sends establishments at rate for d, open loop, numbering sessions from base.
