@@ -185,23 +185,31 @@ func sortedKeys[K ~uint16 | ~uint32, V any](m map[K]V) []K {
 }
 
 // children returns a grouped IE's child IEs, each seen once: a second child of a type that may
-// appear only once is refused.
+// appear only once is refused. It reads g's own slice (a grouped IE has a few dozen children at
+// most, so scans beat building a map for each of the thirty-odd groups of a request).
 type children struct {
 	parent uint16
-	byType map[uint16][]*ie.IE
+	ies    []*ie.IE
 }
 
 func childrenOf(g *ie.IE, repeatable ...uint16) (children, error) {
-	c := children{parent: g.Type, byType: map[uint16][]*ie.IE{}}
-	for _, x := range g.ChildIEs {
-		c.byType[x.Type] = append(c.byType[x.Type], x)
-	}
-	for t, xs := range c.byType {
-		if len(xs) > 1 && !contains(repeatable, t) {
-			return c, refuse(CauseMandatoryIEIncorrect, t, "IE %s appears %d times in %s", ieName(t), len(xs), ieName(g.Type))
+	c := children{parent: g.Type, ies: g.ChildIEs}
+	for _, x := range c.ies {
+		if c.one(x.Type) != x && !contains(repeatable, x.Type) { // the first repeat on the wire
+			return c, refuse(CauseMandatoryIEIncorrect, x.Type, "IE %s appears %d times in %s", ieName(x.Type), c.count(x.Type), ieName(g.Type))
 		}
 	}
 	return c, nil
+}
+
+func (c children) count(t uint16) int {
+	n := 0
+	for _, x := range c.ies {
+		if x.Type == t {
+			n++
+		}
+	}
+	return n
 }
 
 func contains(xs []uint16, t uint16) bool {
@@ -213,29 +221,40 @@ func contains(xs []uint16, t uint16) bool {
 	return false
 }
 
-// only refuses every child type not in known: Junction never accepts an IE it would not apply.
+// only refuses the lowest child type not in known: Junction never accepts an IE it would not
+// apply.
 func (c children) only(known ...uint16) error {
-	var unknown []uint16
-	for t := range c.byType {
-		if !contains(known, t) {
-			unknown = append(unknown, t)
+	var unknown uint16
+	found := false
+	for _, x := range c.ies {
+		if !contains(known, x.Type) && (!found || x.Type < unknown) {
+			unknown, found = x.Type, true
 		}
 	}
-	if len(unknown) == 0 {
+	if !found {
 		return nil
 	}
-	sort.Slice(unknown, func(i, j int) bool { return unknown[i] < unknown[j] })
-	return refuse(CauseServiceNotSupported, unknown[0], "%s in %s is not supported (docs/n4.md)", ieName(unknown[0]), ieName(c.parent))
+	return refuse(CauseServiceNotSupported, unknown, "%s in %s is not supported (docs/n4.md)", ieName(unknown), ieName(c.parent))
 }
 
 func (c children) one(t uint16) *ie.IE {
-	if xs := c.byType[t]; len(xs) > 0 {
-		return xs[0]
+	for _, x := range c.ies {
+		if x.Type == t {
+			return x
+		}
 	}
 	return nil
 }
 
-func (c children) all(t uint16) []*ie.IE { return c.byType[t] }
+func (c children) all(t uint16) []*ie.IE {
+	var out []*ie.IE
+	for _, x := range c.ies {
+		if x.Type == t {
+			out = append(out, x)
+		}
+	}
+	return out
+}
 
 // need returns the child of type t or refuses with Mandatory IE missing.
 func (c children) need(t uint16) (*ie.IE, error) {

@@ -5,11 +5,13 @@ package operator
 // docs/n4.md), the response; the objects are written after, and the run waits for them before
 // it goes on (the writer's pace is printed too). In the same run it
 // prints the references the issue names: the manifest path (the same sessions created through
-// the API server, until Programmed; measured first, so that nothing of the N4 rig's runs beside
-// it) and the rate at which the same UPF takes the sessions'
-// entries from the operator's programmer (the replay after a UPF restart: the P4Runtime ceiling
-// of this path). It also prints the response times at offered rates, open loop, and the
-// operator's heap per N4 session. The last open-loop run lasts longer than the N4 writer defers
+// the API server, until Programmed; measured first, on a rig that is gone before the N4 one
+// starts, so that neither runs beside the other or weighs on its heap) and the rate at which
+// the same UPF takes the sessions' entries from the operator's programmer (the replay after a
+// UPF restart: the P4Runtime ceiling of this path). It also prints the response times at offered rates, open loop, and the
+// operator's heap per N4 session, the bytes each establishment allocates, and the garbage
+// collections in each open-loop run (the slow answers come in the collections' mark phases:
+// README, "N4 (PFCP) sessions"). The last open-loop run lasts longer than the N4 writer defers
 // the objects for session requests (n4WriterMaxDefer, controllers/n4_writer.go): its last
 // third shows the SMF's answers while the API server takes objects on the same two cores.
 //
@@ -22,6 +24,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +47,10 @@ type n4Result struct {
 	replayRate           float64
 	savedRate            float64 // objects written with their indexes, per second from the first request
 	heapPerSession       float64 // bytes
+	// allocPerSession and mallocsPerSession are what this process allocated per establishment
+	// in the closed loop: the garbage collector's work, and so the response time's tail, grow
+	// with them.
+	allocPerSession, mallocsPerSession uint64
 	// cpuPerSession is this process's CPU time (the SMF emulator, the operator and the software
 	// UPF; not the API server) per establishment in the closed loop: steadier than a rate on a
 	// shared machine.
@@ -58,6 +65,7 @@ type offeredResult struct {
 	p50, p99           time.Duration
 	answered, refused  int
 	timeouts, requests int
+	gcCycles           uint64 // garbage collections during the run
 }
 
 func BenchmarkN4(b *testing.B) {
@@ -71,22 +79,22 @@ func BenchmarkN4(b *testing.B) {
 		})
 	}
 	var t strings.Builder
-	t.WriteString("\n| sessions | N4 establishments/s (64 in flight) | p50 | p99 | CPU per establishment (SMF, operator, UPF) | refused | objects saved /s | manifest path, creates→Programmed /s | N4 / manifest | UPF takes the entries at /s (replay) | replay after UPF restart | operator heap per N4 session |\n")
-	t.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	t.WriteString("\n| sessions | N4 establishments/s (64 in flight) | p50 | p99 | CPU per establishment (SMF, operator, UPF) | allocated per establishment | refused | objects saved /s | manifest path, creates→Programmed /s | N4 / manifest | UPF takes the entries at /s (replay) | replay after UPF restart | operator heap per N4 session |\n")
+	t.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		replayRate := "too fast to time"
 		if r.replayRate > 0 {
 			replayRate = fmt.Sprintf("%.0f", r.replayRate)
 		}
-		fmt.Fprintf(&t, "| %d | %.0f | %v | %v | %v | %d | %.0f | %.0f | %.0f%% | %s | %v | %.1f kB |\n", r.sessions, r.n4Rate, r.p50.Round(time.Millisecond),
-			r.p99.Round(time.Millisecond), r.cpuPerSession.Round(time.Microsecond), r.refusedClosed+r.timeouts, r.savedRate, r.manifestRate, 100*r.n4Rate/r.manifestRate, replayRate,
+		fmt.Fprintf(&t, "| %d | %.0f | %v | %v | %v | %.1f kB in %d objects | %d | %.0f | %.0f | %.0f%% | %s | %v | %.1f kB |\n", r.sessions, r.n4Rate, r.p50.Round(time.Millisecond),
+			r.p99.Round(time.Millisecond), r.cpuPerSession.Round(time.Microsecond), float64(r.allocPerSession)/1024, r.mallocsPerSession, r.refusedClosed+r.timeouts, r.savedRate, r.manifestRate, 100*r.n4Rate/r.manifestRate, replayRate,
 			r.replay.Round(time.Millisecond), r.heapPerSession/1024)
 	}
-	t.WriteString("\n| offered establishments/s (open loop) | for | requests | accepted | refused (the first three logged with their cause) | no answer in 30 s | p50 of the accepted | p99 |\n|---|---|---|---|---|---|---|---|\n")
+	t.WriteString("\n| offered establishments/s (open loop) | for | requests | accepted | refused (the first three logged with their cause) | no answer in 30 s | p50 of the accepted | p99 | garbage collections |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		for _, o := range r.offered {
-			fmt.Fprintf(&t, "| %.0f | %v | %d | %d | %d | %d | %v | %v |\n", o.rate, o.d, o.requests, o.answered, o.refused, o.timeouts,
-				o.p50.Round(time.Millisecond), o.p99.Round(time.Millisecond))
+			fmt.Fprintf(&t, "| %.0f | %v | %d | %d | %d | %d | %v | %v | %d |\n", o.rate, o.d, o.requests, o.answered, o.refused, o.timeouts,
+				o.p50.Round(time.Millisecond), o.p99.Round(time.Millisecond), o.gcCycles)
 		}
 	}
 	b.Log(t.String())
@@ -111,8 +119,9 @@ func benchSession(i int) smf.MASession {
 func runN4(b *testing.B, n int) n4Result {
 	ctx := context.Background()
 	res := n4Result{sessions: n}
-	// The manifest path in the same run: the same number of sessions through the API server.
-	res.manifestRate = runScale(b, n).statusRate
+	// The manifest path in the same run: the same number of sessions through the API server, on a
+	// rig of its own that is gone (its cleanups run) before the N4 rig starts.
+	b.Run("manifest path", func(b *testing.B) { res.manifestRate = runScale(b, n).statusRate })
 	r := newBenchN4Rig(b)
 	var m0, m1 runtime.MemStats
 	runtime.GC()
@@ -122,6 +131,8 @@ func runN4(b *testing.B, n int) n4Result {
 	lat := make([]time.Duration, n)
 	var next, refused, timeouts atomic.Int64
 	cpu0 := processCPU(b)
+	var a0, a1 runtime.MemStats
+	runtime.ReadMemStats(&a0)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range 64 {
@@ -148,6 +159,8 @@ func runN4(b *testing.B, n int) n4Result {
 	wg.Wait()
 	elapsed := time.Since(start)
 	res.cpuPerSession = (processCPU(b) - cpu0) / time.Duration(n)
+	runtime.ReadMemStats(&a1)
+	res.allocPerSession, res.mallocsPerSession = (a1.TotalAlloc-a0.TotalAlloc)/uint64(n), (a1.Mallocs-a0.Mallocs)/uint64(n)
 	res.refusedClosed, res.timeouts = int(refused.Load()), int(timeouts.Load())
 	res.n4Rate = float64(n-res.refusedClosed-res.timeouts) / elapsed.Seconds()
 	slices.Sort(lat)
@@ -204,6 +217,7 @@ func (r n4Rig) offer(b *testing.B, rate float64, d time.Duration, base int) offe
 	lats := make([]time.Duration, count)
 	errs := make([]error, count)
 	var wg sync.WaitGroup
+	gc0 := gcCycles()
 	t0 := time.Now()
 	for k := range count {
 		time.Sleep(time.Until(t0.Add(time.Duration(float64(k) / rate * float64(time.Second)))))
@@ -216,6 +230,7 @@ func (r n4Rig) offer(b *testing.B, rate float64, d time.Duration, base int) offe
 		}()
 	}
 	wg.Wait()
+	out.gcCycles = gcCycles() - gc0
 	var ok []time.Duration
 	for k, err := range errs {
 		switch {
@@ -269,4 +284,11 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// gcCycles is how many garbage collections this process has completed.
+func gcCycles() uint64 {
+	m := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(m)
+	return m[0].Value.Uint64()
 }
