@@ -399,7 +399,7 @@ func TestComparisonReportsEveryMutation(t *testing.T) {
 		}, "registers[reorder_state].type_spec.bitstring.bit.bitwidth: p4c has 8, mutated has 16"},
 		{"a register's size", func(i *p4configv1.P4Info) {
 			register(i, "session_seq").Size = 1
-		}, "registers[session_seq].size: p4c has 16384, mutated has 1"},
+		}, "registers[session_seq].size: p4c has 524288, mutated has 1"},
 		{"the counter's unit", func(i *p4configv1.P4Info) {
 			i.Counters[0].Spec.Unit = p4configv1.CounterSpec_PACKETS
 		}, "counters[drops].spec.unit: p4c has BOTH, mutated has PACKETS"},

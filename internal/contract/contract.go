@@ -178,7 +178,7 @@ var ProbeReportMembers = []Member{
 // Sizes the operator assumes when a P4Info does not give one (size.p4).
 const (
 	MaxUsers            = 262144 // MAX_USERS: path-state registers, user indexes
-	MaxSessionOverrides = 16384  // MAX_SESSION_OVERRIDES: also the session_seq register
+	MaxSessionOverrides = 524288 // MAX_SESSION_OVERRIDES (= MAX_SESSIONS): also the session_seq register
 	MaxTunnelPeers      = 4096   // MAX_TUNNEL_PEERS
 	MaxUsageRecords     = 589824 // MAX_USAGE_RECORDS: cells of uplink_usage and downlink_usage
 )

@@ -1,8 +1,10 @@
 // JUNCTION-UPF: every capacity in one place.
 //
 // The defaults are the paper's Table I configuration (256K users with two
-// MA PDU sessions each, 16K exception entries); docs/pipeline.md lists them
-// and `go test ./p4/...` checks that both agree. Override with -D at build time.
+// MA PDU sessions each), except the exception entries: one per session, not the
+// paper's 16K, because over N4 every MA PDU session carries its own MAR (docs/n4.md).
+// docs/pipeline.md lists them and `go test ./p4/...` checks that both agree.
+// Override with -D at build time.
 
 #ifndef JUNCTION_SIZE_P4
 #define JUNCTION_SIZE_P4
@@ -15,7 +17,7 @@
 #define MAX_SESSIONS 524288
 #endif
 #ifndef MAX_SESSION_OVERRIDES
-#define MAX_SESSION_OVERRIDES 16384
+#define MAX_SESSION_OVERRIDES MAX_SESSIONS
 #endif
 #ifndef MAX_APPLICATIONS
 #define MAX_APPLICATIONS 1024

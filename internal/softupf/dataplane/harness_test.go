@@ -323,9 +323,9 @@ func specP4Info() *p4configv1.P4Info {
 		info.Tables = append(info.Tables, t)
 	}
 	for k, spec := range registerSpecs {
-		size := int32(262144) // MAX_USERS
+		size := int32(contract.MaxUsers)
 		if k == int(rSessionSeq) {
-			size = 16384 // MAX_SESSION_OVERRIDES
+			size = contract.MaxSessionOverrides
 		}
 		info.Registers = append(info.Registers, &p4configv1.Register{
 			Preamble: &p4configv1.Preamble{Id: 0x10000100 + uint32(k)*5, Name: spec.name}, TypeSpec: bitT(spec.bits), Size: size})
