@@ -165,6 +165,8 @@ func runN4(b *testing.B, n int) n4Result {
 	res.n4Rate = float64(n-res.refusedClosed-res.timeouts) / elapsed.Seconds()
 	slices.Sort(lat)
 	res.p50, res.p99 = lat[n/2], lat[n*99/100]
+	// Each phase says what it measured as it ends: a long run cut short still tells something.
+	b.Logf("closed loop: %d establishments at %.0f/s, p99 %v, %d refused", n, res.n4Rate, res.p99.Round(time.Millisecond), res.refusedClosed+res.timeouts)
 	// The objects follow at the API server's pace; what comes next waits for them.
 	saved := n - res.refusedClosed - res.timeouts
 	res.savedRate = float64(saved) / r.awaitSaved(b, saved).Sub(start).Seconds()
@@ -180,6 +182,7 @@ func runN4(b *testing.B, n int) n4Result {
 		d    time.Duration
 	}{{50, 2 * time.Second}, {1000, 5 * time.Second}} {
 		out := r.offer(b, o.rate, o.d, base)
+		b.Logf("%.0f/s for %v: p99 %v, %d refused", o.rate, o.d, out.p99.Round(time.Millisecond), out.refused)
 		base += out.requests
 		total += out.answered
 		r.awaitSaved(b, total)
@@ -192,9 +195,10 @@ func runN4(b *testing.B, n int) n4Result {
 	fresh := startSoftUPF(b, r.u.addr)
 	firstWrite, replayed := waitSessionsOnUPF(b, fresh, r.sch, total, scaleTimeout(total))
 	res.replay, res.replayRate = replayed.Sub(restarted), rateOver(total, replayed.Sub(firstWrite))
+	b.Logf("replay: %d sessions back on the restarted UPF in %v", total, res.replay.Round(time.Millisecond))
 
-	// A load longer than the writer defers the objects (n4WriterMaxDefer), on a rig of its own:
-	// 15,000 sessions fit in the 16,384 MA sessions the tables hold. Nothing waits for the objects.
+	// A load longer than the writer defers the objects (n4WriterMaxDefer), on a rig of its own.
+	// Nothing waits for the objects.
 	long := newBenchN4Rig(b)
 	res.offered = append(res.offered, long.offer(b, 1000, 15*time.Second, 0))
 	return res
