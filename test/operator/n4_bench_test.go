@@ -8,12 +8,13 @@ package operator
 // the API server, until Programmed; measured first, on a rig that is gone before the N4 one
 // starts, so that neither runs beside the other or weighs on its heap) and the rate at which
 // the same UPF takes the sessions' entries from the operator's programmer (the replay after a
-// UPF restart: the P4Runtime ceiling of this path). It also prints the response times at offered rates, open loop, and the
-// operator's heap per N4 session, the bytes each establishment allocates, and the garbage
-// collections in each open-loop run (the slow answers come in the collections' mark phases:
-// README, "N4 (PFCP) sessions"). The last open-loop run lasts longer than the N4 writer defers
-// the objects for session requests (n4WriterMaxDefer, controllers/n4_writer.go): its last
-// third shows the SMF's answers while the API server takes objects on the same two cores.
+// UPF restart: the P4Runtime ceiling of this path). It also prints the response times at
+// offered rates, open loop, the operator's heap per N4 session, the bytes each establishment
+// allocates, and the garbage collections in each open-loop run (the slow answers come in the
+// collections' mark phases: README, "N4 (PFCP) sessions"). The last open-loop run lasts longer
+// than the N4 writer defers the objects for session requests (n4WriterMaxDefer,
+// controllers/n4_writer.go): its last third shows the SMF's answers while the API server takes
+// objects on the same two cores.
 //
 //	go test -run '^$' -bench N4 -benchtime 1x -timeout 60m -v ./test/operator/
 //	JUNCTION_BENCH_N4_SESSIONS=1000,5000 go test ...   # choose the sizes (default 1000)
