@@ -7,9 +7,10 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 )
 
-// TestChildrenOfAGroupedIE checks the rules docs/n4.md ("Refused, and with which cause") gives for a grouped IE's children: an IE
-// repeated that may appear once is refused with cause 69 naming it, a repeatable one is not, and
-// a child Junction does not apply is refused with cause 76 naming the lowest such type.
+// TestChildrenOfAGroupedIE checks the rules docs/n4.md ("Refused, and with which cause") gives
+// for a grouped IE's children: an IE repeated that may appear once is refused with cause 69
+// naming it, a repeatable one is not, a child Junction does not apply is refused with cause 76
+// naming the lowest such type, and a missing one with cause 66.
 func TestChildrenOfAGroupedIE(t *testing.T) {
 	refusal := func(err error) *Refusal {
 		var r *Refusal
