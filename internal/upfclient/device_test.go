@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/wire"
@@ -148,10 +150,15 @@ func TestReconnectsAfterTargetRestart(t *testing.T) {
 	if n := testutil.ToFloat64(d.m.Reconnects.WithLabelValues(d.Name())); n < 1 {
 		t.Fatalf("reconnects metric %v", n)
 	}
-	// The restarted target lost its pipeline: the caller's replay pushes it and rewrites.
-	pushed, err := d.EnsurePipeline(ctxT(t), info, cfg, cookie, PushIfDifferent)
+	// The restarted target lost its pipeline: the caller's replay pushes it and rewrites. The
+	// P4Info is the same (another copy): entries built against the schema in use stay valid.
+	sch := d.Schema()
+	pushed, err := d.EnsurePipeline(ctxT(t), proto.Clone(info).(*p4configv1.P4Info), cfg, cookie, PushIfDifferent)
 	if err != nil || !pushed {
 		t.Fatalf("EnsurePipeline after restart: %v, %v", pushed, err)
+	}
+	if d.Schema() != sch {
+		t.Fatal("the same P4Info pushed again must keep the schema in use")
 	}
 	entries, err := d.ReadTable(ctxT(t), "sessions")
 	if err != nil || len(entries) != 0 {
@@ -206,6 +213,16 @@ func TestPipelinePushedOnlyWhenCookieDiffers(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(d2.m.PipelinePushes.WithLabelValues(d2.Name(), "OK")); n != 1 {
 		t.Fatalf("pipeline pushes metric %v", n)
+	}
+	// A different P4Info gives a new schema, whose names resolve against it.
+	sch := d2.Schema()
+	info3 := proto.Clone(info).(*p4configv1.P4Info)
+	info3.PkgInfo.Version = "changed"
+	if _, err := d2.EnsurePipeline(ctxT(t), info3, cfg2, Cookie(info3, cfg2), PushIfDifferent); err != nil {
+		t.Fatal(err)
+	}
+	if d2.Schema() == sch || d2.Schema().P4Info().GetPkgInfo().GetVersion() != "changed" {
+		t.Fatal("a different P4Info must replace the schema")
 	}
 }
 
