@@ -94,10 +94,20 @@ type Param struct {
 
 // Param returns the parameter called name.
 func (a *Action) Param(name string) (*Param, error) {
-	if i, ok := a.paramNames[name]; ok {
-		return &a.Params[i], nil
+	if p, ok := a.LookupParam(name); ok {
+		return p, nil
 	}
 	return nil, fmt.Errorf("action %q has no parameter %q (have %s)", a.Name, name, joinNames(a.Params, func(p Param) string { return p.Name }))
+}
+
+// LookupParam is Param for callers that expect misses (a mirror asking every entry for its usage
+// cell): no error is built.
+func (a *Action) LookupParam(name string) (*Param, bool) {
+	i, ok := a.paramNames[name]
+	if !ok {
+		return nil, false
+	}
+	return &a.Params[i], true
 }
 
 // Register is a register array of bit<Width> cells.

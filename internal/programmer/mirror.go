@@ -37,6 +37,9 @@ func (p *Programmer) countLocked(te *p4v1.TableEntry, d int) {
 	table := p.sch.TableName(te.GetTableId())
 	p.usage[table] += d
 	if idx, ok := usageIndex(p.sch, te); ok {
+		if d > 0 {
+			p.counted[idx] = struct{}{}
+		}
 		if n := p.usageRefs[idx] + d; n > 0 {
 			p.usageRefs[idx] = n
 		} else {
@@ -116,17 +119,20 @@ func (p *Programmer) pathInitLocked(ups, dels []pendingUpdate) []pendingUpdate {
 
 // usageZeroLocked plans the zeroing of the usage cells that entries of this round start to name
 // while no entry on the device names them (a session's new index, which an earlier session may
-// have counted into), and of cells whose zeroing failed before. It goes with the round's
-// inserts, so a session's usage counts from its first entry; a cell some entry still names keeps
-// counting (an operator restart or a replay does not reset a session's usage).
+// have counted into; since a push, only cells some entry named before), and of cells whose
+// zeroing failed before. It goes with the round's inserts, so a session's usage counts from its
+// first entry; a cell some entry still names keeps counting (an operator restart or a replay
+// does not reset a session's usage).
 func (p *Programmer) usageZeroLocked(ups []pendingUpdate) []pendingUpdate {
 	for _, pu := range ups {
 		if pu.u.GetType() == p4v1.Update_DELETE {
 			continue
 		}
-		if idx, ok := usageIndex(p.sch, pu.te); ok && idx != 0 && p.usageRefs[idx] == 0 {
-			p.zeroPending[idx] = pu.owner
+		idx, ok := usageIndex(p.sch, pu.te)
+		if _, counted := p.counted[idx]; !ok || idx == 0 || p.usageRefs[idx] > 0 || (p.usedKnown && !counted) {
+			continue
 		}
+		p.zeroPending[idx] = pu.owner
 	}
 	var out []pendingUpdate
 	for _, idx := range slices.Sorted(maps.Keys(p.zeroPending)) {
@@ -148,15 +154,6 @@ func usageIndex(sch *upfclient.Schema, te *p4v1.TableEntry) (uint32, bool) {
 	if sch == nil || a == nil {
 		return 0, false
 	}
-	id, ok := sch.ParamID(a.GetActionId(), paramUsageIndex)
-	if !ok {
-		return 0, false
-	}
-	for _, prm := range a.GetParams() {
-		if prm.GetParamId() == id {
-			v, err := upfclient.DecodeUint(prm.GetValue())
-			return uint32(v), err == nil
-		}
-	}
-	return 0, false
+	v, ok := sch.ActionParam(a, paramUsageIndex)
+	return uint32(v), ok
 }

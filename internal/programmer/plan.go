@@ -53,21 +53,18 @@ func (c legCount) zero() bool { return c.n3GPP <= 0 && c.nNon3GPP <= 0 }
 // sessionLegs reads the user index and present legs (a non-zero UE address) of a `sessions`
 // entry; ok is false for entries of other tables or without set_session.
 func sessionLegs(sch *upfclient.Schema, te *p4v1.TableEntry) (user uint32, l legs, ok bool) {
-	if sch == nil || te.GetAction().GetAction() == nil {
+	a := te.GetAction().GetAction()
+	if sch == nil || a == nil || sch.TableName(te.GetTableId()) != TableSessions || sch.ActionName(a.GetActionId()) != "set_session" {
 		return 0, 0, false
 	}
-	e, err := sch.Decode(te)
-	if err != nil || e.Table != TableSessions || e.Action != "set_session" {
+	u, ok := sch.ActionParam(a, "user_idx")
+	if !ok {
 		return 0, 0, false
 	}
-	u, err := upfclient.DecodeUint(e.Params["user_idx"])
-	if err != nil {
-		return 0, 0, false
-	}
-	if v, _ := upfclient.DecodeUint(e.Params["ue_addr_3gpp"]); v != 0 {
+	if v, _ := sch.ActionParam(a, "ue_addr_3gpp"); v != 0 {
 		l |= leg3GPP
 	}
-	if v, _ := upfclient.DecodeUint(e.Params["ue_addr_non3gpp"]); v != 0 {
+	if v, _ := sch.ActionParam(a, "ue_addr_non3gpp"); v != 0 {
 		l |= legNon3GPP
 	}
 	return uint32(u), l, true

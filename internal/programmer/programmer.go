@@ -152,9 +152,11 @@ type Programmer struct {
 	usageRefs   map[uint32]int
 	zeroPending map[uint32]string
 	// used are the user indices that have had a sessions entry since this programmer saw the
-	// pipeline pushed (usedKnown); their registers may hold state. Without usedKnown (the
-	// pipeline was there already) every index may.
+	// pipeline pushed (usedKnown); their registers may hold state. counted are the usage cells
+	// an entry has named since then; the others still hold the push's zeros. Without usedKnown
+	// (the pipeline was there already) every index and cell may hold something.
 	used      map[uint32]struct{}
+	counted   map[uint32]struct{}
 	usedKnown bool
 	// resetPending are users whose path-state reset the device refused, with the owner told;
 	// resetErr the last refusal.
@@ -195,7 +197,7 @@ func New(dev Device, log logr.Logger, window time.Duration) *Programmer {
 		kick: make(chan struct{}, 1), replayCh: make(chan uint64, 1),
 		owners: map[string]map[string]*builtEntry{}, claims: map[string]string{}, want: map[string]*builtEntry{},
 		mirror: map[string]*p4v1.TableEntry{}, legs: map[uint32]legCount{}, usage: map[string]int{},
-		used: map[uint32]struct{}{}, resetPending: map[uint32]string{}, usageRefs: map[uint32]int{}, zeroPending: map[uint32]string{},
+		used: map[uint32]struct{}{}, counted: map[uint32]struct{}{}, resetPending: map[uint32]string{}, usageRefs: map[uint32]int{}, zeroPending: map[uint32]string{},
 		dirty: map[string]struct{}{}, stale: map[string]staleEntry{}, staleRefused: map[string]struct{}{},
 		failed: map[string]error{}, full: map[string]string{}, blocked: map[string]map[string]struct{}{},
 	}
@@ -445,12 +447,12 @@ func (p *Programmer) WriteRegister(ctx context.Context, name string, index uint3
 }
 
 // RequestReplay asks the run loop to replay the whole desired state for generation gen (the
-// pipeline is in place; pushed: this operator just pushed it, so every register is 0).
-// Applies queue behind it.
+// pipeline is in place; pushed: this operator just pushed it, so every register and counter is
+// 0). Applies queue behind it.
 func (p *Programmer) RequestReplay(gen uint64, pushed bool) {
 	p.mu.Lock()
 	p.mode, p.gen = modeReplaying, gen
-	p.used, p.usedKnown = map[uint32]struct{}{}, pushed
+	p.used, p.counted, p.usedKnown = map[uint32]struct{}{}, map[uint32]struct{}{}, pushed
 	p.mu.Unlock()
 	select {
 	case <-p.replayCh:

@@ -69,7 +69,10 @@ func newProgRig(t testing.TB, edit func(*p4configv1.P4Info)) *progRig {
 }
 
 // replay asks for a replay and waits until the programmer is synced again.
-func (r *progRig) replay(t testing.TB) {
+func (r *progRig) replay(t testing.TB) { t.Helper(); r.replayAfter(t, false) }
+
+// replayAfter is replay, saying whether the pipeline was just pushed.
+func (r *progRig) replayAfter(t testing.TB, pushed bool) {
 	t.Helper()
 	synced := make(chan struct{}, 1)
 	r.prog.OnSynced = func() {
@@ -78,7 +81,7 @@ func (r *progRig) replay(t testing.TB) {
 		default:
 		}
 	}
-	r.prog.RequestReplay(r.gen, false)
+	r.prog.RequestReplay(r.gen, pushed)
 	select {
 	case <-synced:
 	case <-time.After(10 * time.Second):
@@ -864,5 +867,72 @@ func TestUsageCellsAreZeroedWhenASessionStartsUsingThem(t *testing.T) {
 	r.replay(t)
 	if got := get(7); got != [2]upfclient.CounterData{counted, counted} {
 		t.Errorf("cell 7 after a change of the session's entries and a replay: %+v, want %+v both ways", got, counted)
+	}
+}
+
+// After a pipeline push every usage cell is 0 (P4Runtime: a push clears the forwarding state),
+// so a session that takes a cell no entry has named since then writes no zeros (at 100,000
+// sessions, two of every five updates of a replay), while a cell an earlier session counted
+// into is still zeroed before the next session counts.
+func TestUsageCellsFreshSinceAPushAreNotZeroedAgain(t *testing.T) {
+	r := newProgRig(t, nil)
+	ctx := context.Background()
+	r.replayAfter(t, true) // the rig pushed the pipeline and nothing was written since
+	session := func(name string, teid uint32) []desired.Entry {
+		es, err := desired.SessionEntries(desired.Session{
+			Name: name, UserIndex: 1, PeerIndex: 1, UsageIndex: 7,
+			Spec: junctionv1.ATSSSSessionSpec{
+				SessionAddress: "10.60.0.1",
+				AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
+					UEAddress: "10.45.0.1", GNBAddress: "198.51.100.10", UplinkTEID: int64(teid), DownlinkTEID: 8193}},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return es
+	}
+	apply := func(owner string, es []desired.Entry) {
+		t.Helper()
+		res, err := r.prog.Apply(ctx, Change{Owner: owner, Entries: es})
+		if err = errors.Join(err, res[owner]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cell7 := func() [2]upfclient.CounterData {
+		t.Helper()
+		var out [2]upfclient.CounterData
+		for i, name := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
+			c, err := r.dev.ReadCounter(ctx, name, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = c
+		}
+		return out
+	}
+
+	// Registers and counters hold the push's zeros: the first session writes its entries only.
+	before := r.srv.Stats()
+	apply("session/ns/a", session("a", 4097))
+	after := r.srv.Stats()
+	if n := len(session("a", 4097)); after.Inserts-before.Inserts != uint64(n) || after.Modifies != before.Modifies {
+		t.Fatalf("first session on cell 7 after the push: %d inserts, %d modifies; want its %d entries and nothing else",
+			after.Inserts-before.Inserts, after.Modifies-before.Modifies, n)
+	}
+	// Session a counts into cell 7 and ends; session b takes the cell.
+	for _, name := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
+		u, err := r.dev.Schema().CounterUpdate(name, 7, upfclient.CounterData{Packets: 5, Bytes: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := r.dev.Write(ctx, []*p4v1.Update{u}); errs != nil {
+			t.Fatal(errs[0])
+		}
+	}
+	apply("session/ns/a", nil)
+	apply("session/ns/b", session("b", 4098))
+	if got := cell7(); got != [2]upfclient.CounterData{} {
+		t.Fatalf("cell 7 after session a counted into it and session b took it: %+v, want zero", got)
 	}
 }

@@ -47,7 +47,9 @@ func (p *Programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 		p.mu.Unlock()
 		return extrasOK // superseded by a newer generation or the device went down
 	}
-	p.mirror, p.legs, p.usage, p.usageRefs = map[string]*p4v1.TableEntry{}, map[uint32]legCount{}, map[string]int{}, map[uint32]int{}
+	// Sized for the desired state: settling 100,000 sessions' entries does not grow it step by step.
+	p.mirror = make(map[string]*p4v1.TableEntry, max(len(read), len(p.want)))
+	p.legs, p.usage, p.usageRefs = map[uint32]legCount{}, map[string]int{}, map[uint32]int{}
 	for k, te := range read {
 		p.setMirrorLocked(k, te)
 	}

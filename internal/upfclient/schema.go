@@ -2,6 +2,7 @@ package upfclient
 
 import (
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/junction-atsss/junction/internal/p4schema"
 )
@@ -92,14 +93,38 @@ func (s *Schema) RegisterID(name string) (uint32, error) {
 	return r.ID, nil
 }
 
+// ActionName is the name of the action with that ID ("" when unknown).
+func (s *Schema) ActionName(id uint32) string {
+	if a, ok := s.ps.ActionByID(id); ok {
+		return a.Name
+	}
+	return ""
+}
+
+// ActionParam is the value of a's parameter called name as a number, if a has one. It builds
+// nothing, for callers that ask every entry (a programmer's mirror).
+func (s *Schema) ActionParam(a *p4v1.Action, name string) (uint64, bool) {
+	id, ok := s.ParamID(a.GetActionId(), name)
+	if !ok {
+		return 0, false
+	}
+	for _, prm := range a.GetParams() {
+		if prm.GetParamId() == id {
+			v, err := DecodeUint(prm.GetValue())
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
 // ParamID is the ID of an action's parameter, if the action has one of that name.
 func (s *Schema) ParamID(action uint32, name string) (uint32, bool) {
 	a, ok := s.ps.ActionByID(action)
 	if !ok {
 		return 0, false
 	}
-	p, err := a.Param(name)
-	if err != nil {
+	p, ok := a.LookupParam(name)
+	if !ok {
 		return 0, false
 	}
 	return p.ID, true
