@@ -65,6 +65,9 @@ type Options struct {
 //     create (README, "Benchmark"). Setting Dial makes client-go build that connection's
 //     transport instead of sharing its cached one; the timeouts are client-go's.
 //   - The REST mapper keeps each kind's mapping a minute (newRESTMapper).
+//   - Cached objects keep no managedFields: nothing here reads them (writes are patches,
+//     status updates and applies, which the API server merges), and with N4 sessions they were
+//     a tenth of the cache.
 func ManagerOptions(cfg *rest.Config, secretNamespaces []string) (ctrl.Options, error) {
 	watchCfg := rest.CopyConfig(cfg)
 	watchCfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
@@ -82,7 +85,7 @@ func ManagerOptions(cfg *rest.Config, secretNamespaces []string) (ctrl.Options, 
 	return ctrl.Options{
 		MapperProvider: newRESTMapper,
 		Client:         client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
-		Cache: cache.Options{HTTPClient: watchHC, ByObject: map[client.Object]cache.ByObject{
+		Cache: cache.Options{HTTPClient: watchHC, DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: secrets},
 		}},
 	}, nil
