@@ -802,70 +802,76 @@ func BenchmarkProgrammerReplay(b *testing.B) {
 	}
 }
 
+// usageSession is a single-access session of user 1 that counts into usage cell 7.
+func usageSession(t *testing.T, name string, teid uint32) []desired.Entry {
+	t.Helper()
+	es, err := desired.SessionEntries(desired.Session{
+		Name: name, UserIndex: 1, PeerIndex: 1, UsageIndex: 7,
+		Spec: junctionv1.ATSSSSessionSpec{
+			SessionAddress: "10.60.0.1",
+			AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
+				UEAddress: "10.45.0.1", GNBAddress: "198.51.100.10", UplinkTEID: int64(teid), DownlinkTEID: 8193}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// applyOwned applies owner's entries, failing on any error.
+func (r *progRig) applyOwned(t *testing.T, owner string, es []desired.Entry) {
+	t.Helper()
+	res, err := r.prog.Apply(context.Background(), Change{Owner: owner, Entries: es})
+	if err = errors.Join(err, res[owner]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setUsage writes c into both usage cells at idx, as traffic would have counted.
+func (r *progRig) setUsage(t *testing.T, idx int64, c upfclient.CounterData) {
+	t.Helper()
+	for _, name := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
+		u, err := r.dev.Schema().CounterUpdate(name, idx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := r.dev.Write(context.Background(), []*p4v1.Update{u}); errs != nil {
+			t.Fatal(errs[0])
+		}
+	}
+}
+
+// usage reads both usage cells at idx (uplink, downlink).
+func (r *progRig) usage(t *testing.T, idx int64) [2]upfclient.CounterData {
+	t.Helper()
+	var out [2]upfclient.CounterData
+	for i, name := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
+		c, err := r.dev.ReadCounter(context.Background(), name, idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = c
+	}
+	return out
+}
+
 // A session's usage cells count from its first entry (docs/pipeline.md, "Usage counters"): the
 // programmer zeroes a cell when an entry starts to name it and none on the device does, and
 // leaves it alone when a replay finds the session's entries on the device (an operator restart
 // does not reset a session's usage) or the session's entries change.
 func TestUsageCellsAreZeroedWhenASessionStartsUsingThem(t *testing.T) {
 	r := newProgRig(t, nil)
-	ctx := context.Background()
-	sch := r.dev.Schema()
-	set := func(idx int64, c upfclient.CounterData) {
-		t.Helper()
-		for _, name := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
-			u, err := sch.CounterUpdate(name, idx, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if errs := r.dev.Write(ctx, []*p4v1.Update{u}); errs != nil {
-				t.Fatal(errs[0])
-			}
-		}
-	}
-	get := func(idx int64) [2]upfclient.CounterData {
-		t.Helper()
-		var out [2]upfclient.CounterData
-		for i, name := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
-			c, err := r.dev.ReadCounter(ctx, name, idx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[i] = c
-		}
-		return out
-	}
-	entries := func(teid uint32) []desired.Entry {
-		es, err := desired.SessionEntries(desired.Session{
-			Name: "s", UserIndex: 1, PeerIndex: 1, UsageIndex: 7,
-			Spec: junctionv1.ATSSSSessionSpec{
-				SessionAddress: "10.60.0.1",
-				AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
-					UEAddress: "10.45.0.1", GNBAddress: "198.51.100.10", UplinkTEID: int64(teid), DownlinkTEID: 8193}},
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return es
-	}
-	apply := func(es []desired.Entry) {
-		t.Helper()
-		res, err := r.prog.Apply(ctx, Change{Owner: "session/ns/s", Entries: es})
-		if err = errors.Join(err, res["session/ns/s"]); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	set(7, upfclient.CounterData{Packets: 5, Bytes: 500}) // what an earlier session counted
-	apply(entries(4097))
-	if got := get(7); got != [2]upfclient.CounterData{} {
+	r.setUsage(t, 7, upfclient.CounterData{Packets: 5, Bytes: 500}) // what an earlier session counted
+	r.applyOwned(t, "session/ns/s", usageSession(t, "s", 4097))
+	if got := r.usage(t, 7); got != [2]upfclient.CounterData{} {
 		t.Fatalf("cell 7 after the session's first entries: %+v, want zero", got)
 	}
 	counted := upfclient.CounterData{Packets: 3, Bytes: 300}
-	set(7, counted) // the session's own traffic
-	apply(entries(4098))
+	r.setUsage(t, 7, counted) // the session's own traffic
+	r.applyOwned(t, "session/ns/s", usageSession(t, "s", 4098))
 	r.replay(t)
-	if got := get(7); got != [2]upfclient.CounterData{counted, counted} {
+	if got := r.usage(t, 7); got != [2]upfclient.CounterData{counted, counted} {
 		t.Errorf("cell 7 after a change of the session's entries and a replay: %+v, want %+v both ways", got, counted)
 	}
 }
@@ -876,63 +882,21 @@ func TestUsageCellsAreZeroedWhenASessionStartsUsingThem(t *testing.T) {
 // into is still zeroed before the next session counts.
 func TestUsageCellsFreshSinceAPushAreNotZeroedAgain(t *testing.T) {
 	r := newProgRig(t, nil)
-	ctx := context.Background()
 	r.replayAfter(t, true) // the rig pushed the pipeline and nothing was written since
-	session := func(name string, teid uint32) []desired.Entry {
-		es, err := desired.SessionEntries(desired.Session{
-			Name: name, UserIndex: 1, PeerIndex: 1, UsageIndex: 7,
-			Spec: junctionv1.ATSSSSessionSpec{
-				SessionAddress: "10.60.0.1",
-				AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
-					UEAddress: "10.45.0.1", GNBAddress: "198.51.100.10", UplinkTEID: int64(teid), DownlinkTEID: 8193}},
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return es
-	}
-	apply := func(owner string, es []desired.Entry) {
-		t.Helper()
-		res, err := r.prog.Apply(ctx, Change{Owner: owner, Entries: es})
-		if err = errors.Join(err, res[owner]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cell7 := func() [2]upfclient.CounterData {
-		t.Helper()
-		var out [2]upfclient.CounterData
-		for i, name := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
-			c, err := r.dev.ReadCounter(ctx, name, 7)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[i] = c
-		}
-		return out
-	}
 
 	// Registers and counters hold the push's zeros: the first session writes its entries only.
 	before := r.srv.Stats()
-	apply("session/ns/a", session("a", 4097))
+	r.applyOwned(t, "session/ns/a", usageSession(t, "a", 4097))
 	after := r.srv.Stats()
-	if n := len(session("a", 4097)); after.Inserts-before.Inserts != uint64(n) || after.Modifies != before.Modifies {
+	if n := len(usageSession(t, "a", 4097)); after.Inserts-before.Inserts != uint64(n) || after.Modifies != before.Modifies {
 		t.Fatalf("first session on cell 7 after the push: %d inserts, %d modifies; want its %d entries and nothing else",
 			after.Inserts-before.Inserts, after.Modifies-before.Modifies, n)
 	}
 	// Session a counts into cell 7 and ends; session b takes the cell.
-	for _, name := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
-		u, err := r.dev.Schema().CounterUpdate(name, 7, upfclient.CounterData{Packets: 5, Bytes: 500})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if errs := r.dev.Write(ctx, []*p4v1.Update{u}); errs != nil {
-			t.Fatal(errs[0])
-		}
-	}
-	apply("session/ns/a", nil)
-	apply("session/ns/b", session("b", 4098))
-	if got := cell7(); got != [2]upfclient.CounterData{} {
+	r.setUsage(t, 7, upfclient.CounterData{Packets: 5, Bytes: 500})
+	r.applyOwned(t, "session/ns/a", nil)
+	r.applyOwned(t, "session/ns/b", usageSession(t, "b", 4098))
+	if got := r.usage(t, 7); got != [2]upfclient.CounterData{} {
 		t.Fatalf("cell 7 after session a counted into it and session b took it: %+v, want zero", got)
 	}
 }
