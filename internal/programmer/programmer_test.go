@@ -802,6 +802,33 @@ func BenchmarkProgrammerReplay(b *testing.B) {
 	}
 }
 
+// BenchmarkBuildSessionEntries builds the P4Runtime entries of one two-leg session, what the
+// programmer does for every session it is given (N4 establishments included).
+func BenchmarkBuildSessionEntries(b *testing.B) {
+	sch := newProgRig(b, nil).dev.Schema()
+	es, err := desired.SessionEntries(desired.Session{
+		Name: "s", UserIndex: 1, PeerIndex: 1, UsageIndex: 1,
+		Spec: junctionv1.ATSSSSessionSpec{
+			SessionAddress: "10.60.0.1",
+			AccessLegs: junctionv1.AccessLegs{
+				ThreeGPP:    &junctionv1.ThreeGPPLeg{UEAddress: "100.64.0.1", GNBAddress: "198.51.100.1", UplinkTEID: 1, DownlinkTEID: 1},
+				NonThreeGPP: &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.1"},
+			},
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, e := range es {
+			if _, err := sch.Build(e.Client()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 // usageSession is a single-access session of user 1 that counts into usage cell 7.
 func usageSession(t *testing.T, name string, teid uint32) []desired.Entry {
 	t.Helper()

@@ -1,6 +1,7 @@
 package upfclient
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -54,14 +55,15 @@ func DecodeUint(b []byte) (uint64, error) { return p4bytes.DecodeUint(b) }
 
 func isZero(v []byte) bool { return p4bytes.SignificantBits(v) == 0 }
 
-// fit canonicalizes v and checks it holds in width bits; what names the value in the error.
-func fit(v []byte, width int32, what string) ([]byte, error) {
+// fit canonicalizes v and checks it holds in width bits. Its errors do not say which value:
+// callers name it once it failed, so that building an entry makes no error text.
+func fit(v []byte, width int32) ([]byte, error) {
 	if len(v) == 0 {
-		return nil, fmt.Errorf("%s: no value (unset, or not a valid address; zero is Uint(0))", what)
+		return nil, errors.New("no value (unset, or not a valid address; zero is Uint(0))")
 	}
 	c := canonical(v)
 	if width > 0 && p4bytes.SignificantBits(c) > int(width) {
-		return nil, fmt.Errorf("%s: value 0x%x does not fit in %d bits", what, c, width)
+		return nil, fmt.Errorf("value 0x%x does not fit in %d bits", c, width)
 	}
 	return c, nil
 }

@@ -176,14 +176,17 @@ func buildMatch(t *p4schema.Table, ms []Match) ([]*p4v1.FieldMatch, error) {
 
 // buildField returns the field match, or nil for a don't-care (which P4Runtime wants omitted).
 func buildField(table string, f *p4schema.Field, m Match) (*p4v1.FieldMatch, error) {
-	what := fmt.Sprintf("table %q field %q", table, f.Name)
+	// The error names the field (and part) once something failed: a good entry makes no text.
+	fail := func(part string, err error) error {
+		return fmt.Errorf("table %q field %q%s: %w", table, f.Name, part, err)
+	}
 	fm := &p4v1.FieldMatch{FieldId: f.ID}
 	width := int32(f.Width)
 	switch f.Kind {
 	case p4configv1.MatchField_EXACT, p4configv1.MatchField_OPTIONAL:
-		v, err := fit(m.Value, width, what)
+		v, err := fit(m.Value, width)
 		if err != nil {
-			return nil, err
+			return nil, fail("", err)
 		}
 		if f.Kind == p4configv1.MatchField_EXACT {
 			fm.FieldMatchType = &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: v}}
@@ -192,41 +195,41 @@ func buildField(table string, f *p4schema.Field, m Match) (*p4v1.FieldMatch, err
 		}
 	case p4configv1.MatchField_LPM:
 		if m.PrefixLen < 0 || m.PrefixLen > width {
-			return nil, fmt.Errorf("%s: prefix length %d outside 0..%d", what, m.PrefixLen, width)
+			return nil, fail("", fmt.Errorf("prefix length %d outside 0..%d", m.PrefixLen, width))
 		}
 		if m.PrefixLen == 0 {
 			return nil, nil
 		}
-		v, err := fit(m.Value, width, what)
+		v, err := fit(m.Value, width)
 		if err != nil {
-			return nil, err
+			return nil, fail("", err)
 		}
 		v = and(v, prefixMask(m.PrefixLen, width))
 		fm.FieldMatchType = &p4v1.FieldMatch_Lpm{Lpm: &p4v1.FieldMatch_LPM{Value: v, PrefixLen: m.PrefixLen}}
 	case p4configv1.MatchField_TERNARY:
-		v, err := fit(m.Value, width, what+" value")
+		v, err := fit(m.Value, width)
 		if err != nil {
-			return nil, err
+			return nil, fail(" value", err)
 		}
-		mask, err := fit(m.Mask, width, what+" mask")
+		mask, err := fit(m.Mask, width)
 		if err != nil {
-			return nil, err
+			return nil, fail(" mask", err)
 		}
 		if isZero(mask) {
 			return nil, nil
 		}
 		fm.FieldMatchType = &p4v1.FieldMatch_Ternary_{Ternary: &p4v1.FieldMatch_Ternary{Value: and(v, mask), Mask: mask}}
 	case p4configv1.MatchField_RANGE:
-		lo, err := fit(m.Low, width, what+" low")
+		lo, err := fit(m.Low, width)
 		if err != nil {
-			return nil, err
+			return nil, fail(" low", err)
 		}
-		hi, err := fit(m.High, width, what+" high")
+		hi, err := fit(m.High, width)
 		if err != nil {
-			return nil, err
+			return nil, fail(" high", err)
 		}
 		if compareValue(lo, hi) > 0 {
-			return nil, fmt.Errorf("%s: low 0x%x is above high 0x%x", what, lo, hi)
+			return nil, fail("", fmt.Errorf("low 0x%x is above high 0x%x", lo, hi))
 		}
 		if isZero(lo) && equalValue(hi, p4bytes.MaxValue(f.Width)) {
 			return nil, nil
@@ -261,9 +264,9 @@ func (s *Schema) buildAction(t *p4schema.Table, name string, params map[string][
 		if !ok {
 			return nil, fmt.Errorf("action %q: param %q is missing", a.Name, p.Name)
 		}
-		v, err := fit(raw, int32(p.Width), fmt.Sprintf("action %q param %q", a.Name, p.Name))
+		v, err := fit(raw, int32(p.Width))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("action %q param %q: %w", a.Name, p.Name, err)
 		}
 		out.Params = append(out.Params, &p4v1.Action_Param{ParamId: p.ID, Value: v})
 	}

@@ -114,9 +114,9 @@ func (s *Schema) RegisterUpdate(name string, index int64, value uint64) (*p4v1.U
 	if index < 0 || index >= r.Size {
 		return nil, fmt.Errorf("register %q: index %d outside 0..%d", name, index, r.Size-1)
 	}
-	v, err := fit(Uint(value), int32(r.Width), fmt.Sprintf("register %q", name))
+	v, err := fit(Uint(value), int32(r.Width))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("register %q: %w", name, err)
 	}
 	return &p4v1.Update{Type: p4v1.Update_MODIFY, Entity: &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
 		RegisterId: r.ID,
