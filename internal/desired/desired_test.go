@@ -357,3 +357,23 @@ func TestSessionEntries(t *testing.T) {
 		}
 	})
 }
+
+// An entry's key names its table, every match field with all its parts and the priority, so
+// entries that differ in any of them never share a key.
+func TestEntryKeyHoldsEveryPartOfTheMatch(t *testing.T) {
+	e := Entry{Table: "applications", Priority: 7, Match: []Match{
+		{Field: "app_dst", Kind: Ternary, Value: []byte{198, 18, 10, 0}, Mask: []byte{255, 255, 255, 0}},
+		{Field: "app_dport", Kind: Range, Low: []byte{1, 187}, High: []byte{1, 187}},
+		{Field: "ue_addr", Kind: LPM, Value: []byte{10}, PrefixLen: 8},
+	}}
+	want := "applications|app_dst=c6120a00/ffffff00/0/-|app_dport=//0/01bb-01bb|ue_addr=0a//8/-|p7"
+	if got := e.Key(); got != want {
+		t.Errorf("key %q, want %q", got, want)
+	}
+	other := e
+	other.Match = append([]Match(nil), e.Match...)
+	other.Match[2].PrefixLen = 16
+	if other.Key() == e.Key() {
+		t.Error("entries with different prefix lengths share a key")
+	}
+}

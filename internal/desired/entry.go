@@ -6,8 +6,10 @@ package desired
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
@@ -50,21 +52,28 @@ type Entry struct {
 	Priority int32
 }
 
-// Key identifies the entry within its table (what P4Runtime matches INSERT/MODIFY/DELETE on).
+// Key identifies the entry within its table (what P4Runtime matches INSERT/MODIFY/DELETE on):
+// "table|field=value/mask/prefix/low-high|...|p<priority>", values in hex. Built by appends, as
+// the programmer keys every entry it is given.
 func (e Entry) Key() string {
-	var b strings.Builder
-	b.WriteString(e.Table)
+	b := make([]byte, 0, 64)
+	b = append(b, e.Table...)
 	for _, m := range e.Match {
-		b.WriteString("|")
-		b.WriteString(m.Key())
+		b = m.appendKey(append(b, '|'))
 	}
-	fmt.Fprintf(&b, "|p%d", e.Priority)
-	return b.String()
+	b = strconv.AppendInt(append(b, "|p"...), int64(e.Priority), 10)
+	return string(b)
 }
 
 // Key identifies the match field's value.
-func (m Match) Key() string {
-	return fmt.Sprintf("%s=%x/%x/%d/%x-%x", m.Field, m.Value, m.Mask, m.PrefixLen, m.Low, m.High)
+func (m Match) Key() string { return string(m.appendKey(nil)) }
+
+func (m Match) appendKey(b []byte) []byte {
+	b = hex.AppendEncode(append(append(b, m.Field...), '='), m.Value)
+	b = hex.AppendEncode(append(b, '/'), m.Mask)
+	b = strconv.AppendInt(append(b, '/'), int64(m.PrefixLen), 10)
+	b = hex.AppendEncode(append(b, '/'), m.Low)
+	return hex.AppendEncode(append(b, '-'), m.High)
 }
 
 // SameAction reports whether two entries with the same key also carry the same action data,
