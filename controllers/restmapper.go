@@ -25,7 +25,7 @@ func newRESTMapper(cfg *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &memoRESTMapper{RESTMapper: m, ttl: restMappingTTL, now: time.Now, kept: map[string]keptMapping{}}, nil
+	return &memoRESTMapper{RESTMapper: m, ttl: restMappingTTL, now: time.Now, kept: map[mappingKey]keptMapping{}}, nil
 }
 
 // memoRESTMapper keeps RESTMapping's successful answers; a kind it does not know is asked again
@@ -36,7 +36,14 @@ type memoRESTMapper struct {
 	now func() time.Time
 
 	mu   sync.Mutex
-	kept map[string]keptMapping
+	kept map[mappingKey]keptMapping
+}
+
+// mappingKey is a question to RESTMapping. Nearly every caller asks for one version, which
+// builds no string.
+type mappingKey struct {
+	gk       schema.GroupKind
+	versions string
 }
 
 type keptMapping struct {
@@ -45,7 +52,12 @@ type keptMapping struct {
 }
 
 func (m *memoRESTMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
-	key := gk.String() + "/" + strings.Join(versions, ",")
+	key := mappingKey{gk: gk}
+	if len(versions) == 1 {
+		key.versions = versions[0]
+	} else if len(versions) > 1 {
+		key.versions = strings.Join(versions, ",")
+	}
 	now := m.now()
 	m.mu.Lock()
 	k, ok := m.kept[key]

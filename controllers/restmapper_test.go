@@ -27,7 +27,7 @@ func TestMemoRESTMapper(t *testing.T) {
 	base.Add(gv.WithKind("ATSSSSession"), meta.RESTScopeNamespace)
 	under := &countingMapper{RESTMapper: base}
 	now := time.Unix(0, 0)
-	m := &memoRESTMapper{RESTMapper: under, ttl: time.Minute, now: func() time.Time { return now }, kept: map[string]keptMapping{}}
+	m := &memoRESTMapper{RESTMapper: under, ttl: time.Minute, now: func() time.Time { return now }, kept: map[mappingKey]keptMapping{}}
 	session := schema.GroupKind{Group: gv.Group, Kind: "ATSSSSession"}
 
 	for i := range 3 {
