@@ -268,22 +268,7 @@ func (r n4Rig) awaitSaved(b *testing.B, n int) time.Time {
 	deadline := time.Now().Add(scaleTimeout(n))
 	every := time.Second * time.Duration(1+n/5000)
 	for {
-		done, cont := 0, ""
-		for {
-			var list junctionv1.ATSSSSessionList
-			if err := k8s.List(context.Background(), &list, client.InNamespace(r.ns), client.Limit(2000), client.Continue(cont),
-				client.MatchingLabels{"atsss.junction.dev/n4-upf": r.upf.Name}); err != nil {
-				b.Fatal(err)
-			}
-			for i := range list.Items {
-				if list.Items[i].Status.UsageIndex != nil {
-					done++
-				}
-			}
-			if cont = list.Continue; cont == "" {
-				break
-			}
-		}
+		done := r.savedCount(b)
 		if done >= n {
 			return time.Now()
 		}
@@ -291,6 +276,27 @@ func (r n4Rig) awaitSaved(b *testing.B, n int) time.Time {
 			b.Fatalf("%d of %d N4 sessions saved as objects", done, n)
 		}
 		time.Sleep(every)
+	}
+}
+
+// savedCount is how many of the rig's N4 sessions have objects that hold their indexes, read a
+// page at a time.
+func (r n4Rig) savedCount(b *testing.B) int {
+	done, cont := 0, ""
+	for {
+		var list junctionv1.ATSSSSessionList
+		if err := k8s.List(context.Background(), &list, client.InNamespace(r.ns), client.Limit(2000), client.Continue(cont),
+			client.MatchingLabels{"atsss.junction.dev/n4-upf": r.upf.Name}); err != nil {
+			b.Fatal(err)
+		}
+		for i := range list.Items {
+			if list.Items[i].Status.UsageIndex != nil {
+				done++
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			return done
+		}
 	}
 }
 
