@@ -47,12 +47,15 @@ func setupProgrammed(t *testing.T, u *softUPF, ns string) programmedSetup {
 	return programmedSetup{ns: ns, upf: upf, sessions: ss, sch: sch}
 }
 
-// waitProgrammed waits for every session to be programmed and the UPF to hold exactly what the
-// objects call for.
+// waitProgrammed waits for every session to be programmed with all its policies and the UPF to
+// hold exactly what the objects call for. Programmed alone is not enough: a session is programmed
+// without a policy that has no application ID yet (Ready=False PolicyPending), and a snapshot
+// taken then lacks that policy's entries.
 func (p programmedSetup) waitProgrammed(t *testing.T, u *softUPF, timeout time.Duration) {
 	t.Helper()
 	for _, s := range p.sessions {
 		waitCondition(t, timeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+		waitCondition(t, timeout, s, junctionv1.ConditionReady, metav1.ConditionTrue, "Ready")
 	}
 	eventually(t, timeout, "UPF entries match the objects", func() error { return sameEntries(u, p.sch, p.ns, "upf") })
 }
