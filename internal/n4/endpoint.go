@@ -123,7 +123,10 @@ type Endpoint struct {
 	plane    userPlane                       // the switch, as the operator last said (node_report.go)
 
 	cache responseCache
-	sem   chan struct{}
+	// sessionWork takes session requests, nodeWork everything else (heartbeats, associations,
+	// answers to the UPF's requests), so that an endpoint whose session handlers all wait for
+	// the switch still answers heartbeats and refuses session requests at once.
+	sessionWork, nodeWork handlers
 	// reportsRunning: a round of usage reports is under way (reportUsage).
 	reportsRunning atomic.Bool
 }
@@ -150,7 +153,8 @@ func New(cfg Config, store Store) *Endpoint {
 		cfg: cfg, store: store,
 		assocs: map[string]*Association{}, sessions: map[uint64]*State{}, byCP: map[cpKey]uint64{},
 		teids: map[uint32]bool{}, nextTEID: firstTEID, pending: map[uint32]chan *message.Header{},
-		sem: make(chan struct{}, 256),
+		sessionWork: handlers{work: make(chan datagram), max: 256},
+		nodeWork:    handlers{work: make(chan datagram), max: 16},
 	}
 	e.cache.entries = map[string]*cached{}
 	e.fseidIP = cfg.Address.AsSlice()
@@ -213,6 +217,8 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 		e.conn.Close()
 	}()
 	go e.housekeeping(ctx)
+	stop := make(chan struct{})
+	defer close(stop)
 	buf := make([]byte, 65535)
 	for {
 		n, from, err := e.conn.ReadFromUDPAddrPort(buf)
@@ -222,29 +228,81 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 			}
 			return err
 		}
-		b := append([]byte(nil), buf[:n]...)
-		select {
-		case e.sem <- struct{}{}:
-		default:
-			// Every handler is busy: a session request is answered at once with PFCP entity in
-			// congestion (TS 29.244 §5.22.1) rather than left to overflow the socket; the rest
-			// (heartbeats, associations, answers to the UPF's requests) waits for a handler.
-			if e.congested(b, from) {
-				continue
-			}
-			e.sem <- struct{}{}
+		d := datagram{append([]byte(nil), buf[:n]...), from}
+		h := &e.nodeWork
+		if n > 1 && isSessionRequest(d.b[1]) {
+			h = &e.sessionWork
 		}
-		go func() {
-			defer func() { <-e.sem }()
-			defer func() {
-				// Decoding is guarded where rules are read (undecodable); this is the last line.
-				if p := recover(); p != nil {
-					e.cfg.Log.Error(fmt.Errorf("%v", p), "N4: a request stopped its handler", "from", from)
-				}
-			}()
-			e.handle(ctx, b, from)
-		}()
+		if h.take(d, func() { e.handler(ctx, stop, h, d) }) {
+			continue
+		}
+		// Every session handler is busy: a session request is answered at once with PFCP entity
+		// in congestion (TS 29.244 §5.22.1) rather than left to overflow the socket; a node
+		// message waits for a node handler.
+		if h == &e.nodeWork || !e.congested(d.b, from) {
+			h.work <- d
+		}
 	}
+}
+
+// isSessionRequest reports whether a PFCP message type (the header's second octet) is a
+// session request the SMF sends.
+func isSessionRequest(t uint8) bool {
+	switch t {
+	case message.MsgTypeSessionEstablishmentRequest, message.MsgTypeSessionModificationRequest, message.MsgTypeSessionDeletionRequest:
+		return true
+	}
+	return false
+}
+
+type datagram struct {
+	b    []byte
+	from netip.AddrPort
+}
+
+// handlers is a set of at most max goroutines that live as long as Serve (a goroutine per
+// request grew its stack anew each time: a tenth of an establishment's CPU at 1,000/s). Only
+// Serve touches started.
+type handlers struct {
+	work         chan datagram
+	started, max int
+}
+
+// take hands d to an idle handler or starts one with run; false when all max are busy.
+func (h *handlers) take(d datagram, run func()) bool {
+	select {
+	case h.work <- d:
+		return true
+	default:
+	}
+	if h.started == h.max {
+		return false
+	}
+	h.started++
+	go run()
+	return true
+}
+
+// handler handles d, then whatever Serve hands it through h, until Serve returns (stop closed).
+func (e *Endpoint) handler(ctx context.Context, stop <-chan struct{}, h *handlers, d datagram) {
+	for {
+		e.handleGuarded(ctx, d)
+		select {
+		case d = <-h.work:
+		case <-stop:
+			return
+		}
+	}
+}
+
+func (e *Endpoint) handleGuarded(ctx context.Context, d datagram) {
+	defer func() {
+		// Decoding is guarded where rules are read (undecodable); this is the last line.
+		if p := recover(); p != nil {
+			e.cfg.Log.Error(fmt.Errorf("%v", p), "N4: a request stopped its handler", "from", d.from)
+		}
+	}()
+	e.handle(ctx, d.b, d.from)
 }
 
 func (e *Endpoint) send(to netip.AddrPort, b []byte) {

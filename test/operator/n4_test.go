@@ -1027,6 +1027,78 @@ func TestN4RefusesWhenTheSwitchDoesNotTakeTheSession(t *testing.T) {
 	}
 }
 
+// TestN4AnswersCongestionWhenEveryHandlerIsBusy: with the switch gone every establishment waits
+// for it, so 256 of them take all of the endpoint's session handlers; the requests after them are
+// answered at once with cause 74 (docs/n4.md, "What is refused"), a heartbeat is still answered,
+// and the 256 are answered when their wait ends, none lost.
+func TestN4AnswersCongestionWhenEveryHandlerIsBusy(t *testing.T) {
+	const handlers, extra = 256, 8 // docs/n4.md
+	ctx := context.Background()
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	r.u.stop()
+	waitCondition(t, programTimeout, r.upf, junctionv1.ConditionConnected, metav1.ConditionFalse, "")
+
+	// One socket, requests written in order, a millisecond apart (a burst of 264 overflows the
+	// endpoint's socket buffer while its handlers start: an SMF would retransmit, this one does
+	// not): the endpoint reads them in that order.
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for seq := 1; seq <= handlers+extra; seq++ {
+		b, err := message.NewSessionEstablishmentRequest(0, 0, 0, uint32(seq), 0, r.smf.EstablishmentIEs(benchSession(seq), r.smf.NewCPSEID())...).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.WriteToUDPAddrPort(b, r.n4); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := r.smf.Heartbeat(ctx); err != nil { // within T1 x (N1+1) = 2 s
+		t.Errorf("heartbeat while every session handler is busy: %v", err)
+	}
+	causes := map[uint32]uint8{}
+	buf := make([]byte, 65535)
+	for len(causes) < handlers+extra {
+		conn.SetReadDeadline(time.Now().Add(programTimeout))
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("%d of %d establishments answered: %v", len(causes), handlers+extra, err)
+		}
+		m, err := message.Parse(buf[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, ok := m.(*message.SessionEstablishmentResponse)
+		if !ok || resp.Cause == nil {
+			t.Fatalf("answer %T without a cause", m)
+		}
+		cause, err := resp.Cause.Cause()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq := resp.Sequence()
+		if _, again := causes[seq]; again {
+			t.Fatalf("request %d answered twice", seq)
+		}
+		causes[seq] = cause
+		// The congestion answers come first; the others wait for the switch (cause 77).
+		want := uint8(77)
+		if seq > handlers {
+			want = 74
+		}
+		if len(causes) <= extra {
+			want = 74
+		}
+		if cause != want {
+			t.Errorf("answer %d: request %d with cause %d, want %d", len(causes), seq, cause, want)
+		}
+	}
+}
+
 // TestN4AnswersFirstAndANewEndpointKnowsWhatWasLost: the endpoint answers once the switch holds
 // a session and writes its object after (docs/n4.md, "Where N4 sessions live"); whenever a
 // session the SMF heard of is not saved with its indexes, the UPF's status.n4.unsavedSince says
