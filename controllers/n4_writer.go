@@ -116,12 +116,19 @@ func (w *n4Writer) run(ctx context.Context) {
 	}
 }
 
-// drain waits until everything wanted is written (or ctx ends), then clears unsavedSince.
+// drain waits until everything wanted is written (or ctx ends), then clears unsavedSince. A
+// writer stopped with the manager writes nothing more: drain returns at once and unsavedSince
+// stays set (the session controller that records the indexes is stopping too, so what is left
+// could not count as saved; the next endpoint takes a new Recovery Time Stamp).
 func (w *n4Writer) drain(ctx context.Context) {
 	for {
 		w.mu.Lock()
 		idle := len(w.want) == 0 && len(w.inFlight) == 0
+		stopped := w.stopped
 		w.mu.Unlock()
+		if stopped && !idle {
+			return
+		}
 		if idle {
 			w.mu.Lock()
 			w.idleAt = time.Now().Add(-n4SavedQuiet)
