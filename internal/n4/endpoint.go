@@ -333,11 +333,19 @@ func (e *Endpoint) send(to netip.AddrPort, b []byte) {
 }
 
 // congested answers a session request with cause 74 without decoding its IEs; it reports
-// whether b was one. The answer is not cached: a retransmission may find a handler free.
+// whether b was one. The answer is not cached: a retransmission may find a handler free. A
+// retransmission of a request in work is dropped and one of a request answered gets its answer
+// again (§6.4): a 74 there would tell the SMF that a session the UPF holds was refused.
 func (e *Endpoint) congested(b []byte, from netip.AddrPort) bool {
 	h, err := message.ParseHeader(b)
 	if err != nil || h.Flags>>5 != 1 {
 		return false
+	}
+	if resp, known := e.cache.peek(requestKey(from, h)); known {
+		if resp != nil {
+			e.send(from, resp)
+		}
+		return true
 	}
 	cause := ie.NewCause(CauseCongestion)
 	var m marshaler
@@ -396,7 +404,7 @@ func (e *Endpoint) handle(ctx context.Context, b []byte, from netip.AddrPort) {
 		e.answered(h)
 		return
 	}
-	key := fmt.Sprintf("%s/%d/%d", from, h.Type, h.SequenceNumber)
+	key := requestKey(from, h)
 	if resp, fresh := e.cache.begin(key); !fresh {
 		if resp != nil {
 			e.send(from, resp)
@@ -882,6 +890,22 @@ func (c *responseCache) begin(key string) (resp []byte, fresh bool) {
 	}
 	c.entries[key] = &cached{at: time.Now()}
 	return nil, true
+}
+
+// peek says whether key's request is known: in work (resp nil) or answered.
+func (c *responseCache) peek(key string) (resp []byte, known bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	x, ok := c.entries[key]
+	if !ok {
+		return nil, false
+	}
+	return x.resp, true
+}
+
+// requestKey names a request in the response cache: its sender, type and sequence number.
+func requestKey(from netip.AddrPort, h *message.Header) string {
+	return fmt.Sprintf("%s/%d/%d", from, h.Type, h.SequenceNumber)
 }
 
 func (c *responseCache) done(key string, resp []byte) {

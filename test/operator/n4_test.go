@@ -1032,7 +1032,8 @@ func TestN4RefusesWhenTheSwitchDoesNotTakeTheSession(t *testing.T) {
 // TestN4AnswersCongestionWhenEveryHandlerIsBusy: with the switch gone every establishment waits
 // for it, so 256 of them take all of the endpoint's session handlers; the requests after them are
 // answered at once with cause 74 (docs/n4.md, "What is refused"), a heartbeat is still answered,
-// and the 256 are answered when their wait ends, none lost.
+// a retransmission of a request in work is not refused, and the 256 are answered when their
+// wait ends, each once.
 func TestN4AnswersCongestionWhenEveryHandlerIsBusy(t *testing.T) {
 	const handlers, extra = 256, 8 // docs/n4.md
 	ctx := context.Background()
@@ -1057,6 +1058,7 @@ func TestN4AnswersCongestionWhenEveryHandlerIsBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	var first []byte
 	for seq := 1; seq <= handlers+extra; seq++ {
 		b, err := message.NewSessionEstablishmentRequest(0, 0, 0, uint32(seq), 0, r.smf.EstablishmentIEs(benchSession(seq), r.smf.NewCPSEID())...).Marshal()
 		if err != nil {
@@ -1065,10 +1067,16 @@ func TestN4AnswersCongestionWhenEveryHandlerIsBusy(t *testing.T) {
 		if _, err := conn.WriteToUDPAddrPort(b, r.n4); err != nil {
 			t.Fatal(err)
 		}
+		if seq == 1 {
+			first = b
+		}
 		time.Sleep(pace)
 	}
 	if _, err := r.smf.Heartbeat(ctx); err != nil { // within T1 x (N1+1) = 2 s
 		t.Errorf("heartbeat while every session handler is busy: %v", err)
+	}
+	if _, err := conn.WriteToUDPAddrPort(first, r.n4); err != nil { // the SMF's T1 ran out
+		t.Fatal(err)
 	}
 	causes := map[uint32]uint8{}
 	buf := make([]byte, 65535)
