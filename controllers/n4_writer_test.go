@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -64,5 +65,26 @@ func TestN4WriterWakesAfterTheYield(t *testing.T) {
 		}
 	case <-time.After(10 * n4WriterYield):
 		t.Fatalf("not woken within %v of the request's end", 10*n4WriterYield)
+	}
+}
+
+// A writer stopped with the manager writes nothing more, so drain must not wait for what is
+// left (it waited its whole timeout): it returns and leaves unsavedSince set.
+func TestN4WriterDrainReturnsOnceTheWriterStopped(t *testing.T) {
+	w := newN4Writer(nil)
+	w.marked = true // unsavedSince is set in the API server
+	w.put(types.NamespacedName{Namespace: "ns", Name: "n4-upf-1"}, nil)
+	w.mu.Lock()
+	w.stopped = true // what run does when the manager's context ends
+	w.mu.Unlock()
+	done := make(chan struct{})
+	go func() { w.drain(context.Background()); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("drain still waits for a write no worker will make")
+	}
+	if !w.marked {
+		t.Error("drain cleared unsavedSince with a deletion unwritten")
 	}
 }
