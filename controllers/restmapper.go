@@ -39,7 +39,7 @@ type memoRESTMapper struct {
 	kept map[mappingKey]keptMapping
 }
 
-// mappingKey is a question to RESTMapping. Nearly every caller asks for one version, which
+// mappingKey is a question to RESTMapping: nearly every caller asks for one version, so a key
 // builds no string.
 type mappingKey struct {
 	gk       schema.GroupKind
@@ -52,12 +52,7 @@ type keptMapping struct {
 }
 
 func (m *memoRESTMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
-	key := mappingKey{gk: gk}
-	if len(versions) == 1 {
-		key.versions = versions[0]
-	} else if len(versions) > 1 {
-		key.versions = strings.Join(versions, ",")
-	}
+	key := mappingKey{gk, strings.Join(versions, ",")} // no allocation for none or one
 	now := m.now()
 	m.mu.Lock()
 	k, ok := m.kept[key]

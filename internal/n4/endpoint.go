@@ -254,13 +254,15 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 		if n > 1 && isSessionRequest(d.b[1]) {
 			h = &e.sessionWork
 		}
-		if h.take(d, func() { e.handler(ctx, stop, h, d) }) {
-			continue
-		}
+		switch {
+		case h.give(d):
+		case h.started < h.max:
+			h.started++
+			go e.handler(ctx, stop, h, d)
 		// Every session handler is busy: a session request is answered at once with PFCP entity
 		// in congestion (TS 29.244 §5.22.1) rather than left to overflow the socket; a node
 		// message waits for a node handler.
-		if h == &e.nodeWork || !e.congested(d.b, from) {
+		case h == &e.nodeWork || !e.congested(d.b, from):
 			h.work <- d
 		}
 	}
@@ -289,19 +291,14 @@ type handlers struct {
 	started, max int
 }
 
-// take hands d to an idle handler or starts one with run; false when all max are busy.
-func (h *handlers) take(d datagram, run func()) bool {
+// give hands d to an idle handler; false when none is idle.
+func (h *handlers) give(d datagram) bool {
 	select {
 	case h.work <- d:
 		return true
 	default:
-	}
-	if h.started == h.max {
 		return false
 	}
-	h.started++
-	go run()
-	return true
 }
 
 // handler handles d, then whatever Serve hands it through h, until Serve returns (stop closed).
