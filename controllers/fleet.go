@@ -38,7 +38,8 @@ type Fleet struct {
 	Client client.Client
 	Reader client.Reader
 	Log    logr.Logger
-	// Window is how long the programmer of a UPF gathers changes into one write (default 2ms).
+	// Window is the least time between the starts of a UPF programmer's writes; changes that
+	// arrive meanwhile share the next (default 2ms).
 	Window time.Duration
 	// ElectionLow gives the leadership epoch of the P4Runtime election IDs (electionIDs), once
 	// this process leads.

@@ -32,7 +32,8 @@ type Options struct {
 	// MaxConcurrentReconciles of the session controller (default
 	// DefaultMaxConcurrentReconciles): concurrent sessions share WriteRequests.
 	MaxConcurrentReconciles int
-	// WriteWindow is how long a UPF's programmer gathers changes into one write (default 2ms).
+	// WriteWindow is the least time between the starts of a UPF programmer's writes (default
+	// 2ms); a change after a quiet spell is written at once.
 	WriteWindow time.Duration
 	// PathConfig tunes flip-flop detection (default pathmon.DefaultConfig()).
 	PathConfig pathmon.Config

@@ -80,7 +80,7 @@ func run() error {
 	flag.Float64Var(&apiQPS, "kube-api-qps", 200, "Requests per second the operator may send to the API server.")
 	flag.IntVar(&apiBurst, "kube-api-burst", 400, "Burst of requests above --kube-api-qps.")
 	flag.IntVar(&maxConcurrent, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "Sessions reconciled at once; their writes share WriteRequests.")
-	flag.DurationVar(&writeWindow, "write-window", 2*time.Millisecond, "How long a UPF's programmer gathers changes into one P4Runtime write.")
+	flag.DurationVar(&writeWindow, "write-window", 2*time.Millisecond, "Least time between the starts of a UPF programmer's P4Runtime writes; changes that arrive meanwhile share the next write, and a change after a quiet spell is written at once.")
 	flag.DurationVar(&statusInterval, "path-status-interval", 10*time.Second, "Least time between two path-status refreshes of one session.")
 	flag.IntVar(&flipSwitches, "flip-flop-switches", def.MaxSwitches, "Active-access changes tolerated within --flip-flop-window; one more suspends the user's in-data-plane path updates.")
 	flag.DurationVar(&flipWindow, "flip-flop-window", def.Window, "Window over which active-access changes are counted.")

@@ -7,8 +7,9 @@ package programmer
 // The programmer of one UPF. Its way:
 //
 //	reconcile ─> Apply(owner → entries) ─> desired (by owner) ─> dirty ─┐
-//	                                                                    ├─> run loop: one round per
-//	reconcile ─> Apply(...) ───────────────────────────────────────────-┘   coalescing window:
+//	                                                                    ├─> run loop: a round at once,
+//	reconcile ─> Apply(...) ───────────────────────────────────────────-┘   or a window after the last
+//	                                                                        round's start:
 //	        plan (diff against the mirror; owners whose inserts do not fit are left out whole)
 //	        ─> Write (deletes, then registers + inserts/modifies)
 //	        ─> mirror updated from the per-update results ─> each waiter gets its owners' errors
@@ -189,7 +190,7 @@ type Programmer struct {
 // and the operator's pipeline setup on the same stream.
 const SetupRetry = 5 * time.Second
 
-// New makes the programmer of device dev; it gathers changes for window before each write.
+// New makes the programmer of device dev; its rounds start at least window apart.
 // Set the On* hooks and Extras before Run.
 func New(dev Device, log logr.Logger, window time.Duration) *Programmer {
 	return &Programmer{
@@ -486,6 +487,7 @@ func (p *Programmer) Run(ctx context.Context) {
 		p.mu.Unlock()
 	}()
 	var extrasRetry <-chan time.Time
+	var lastRound time.Time // when the last coalesced round started
 	retryAfter := p.extrasRetry
 	if retryAfter == 0 {
 		retryAfter = SetupRetry
@@ -509,20 +511,26 @@ func (p *Programmer) Run(ctx context.Context) {
 				extrasRetry = time.After(retryAfter)
 			}
 		case <-p.kick:
-			// Coalesce: let concurrent reconciles add their changes to this round.
-			t := time.NewTimer(p.window)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case gen := <-p.replayCh:
-				t.Stop()
-				extrasRetry = nil
-				if !p.replay(ctx, gen) {
-					extrasRetry = time.After(retryAfter)
+			// Coalesce: rounds start at least a window apart, and what arrives meanwhile joins the
+			// next. A change after a quiet spell is written at once: under load the writes
+			// still gather (everything that came during one write goes in the next), and
+			// alone a change does not wait out a window for company that is not coming.
+			if wait := p.window - time.Since(lastRound); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case gen := <-p.replayCh:
+					t.Stop()
+					extrasRetry = nil
+					if !p.replay(ctx, gen) {
+						extrasRetry = time.After(retryAfter)
+					}
+				case <-t.C:
 				}
-			case <-t.C:
 			}
+			lastRound = time.Now()
 			p.round(ctx)
 		}
 	}

@@ -168,6 +168,47 @@ func TestProgrammerBatchesConcurrentAppliesIntoFewWrites(t *testing.T) {
 	})
 }
 
+// The window spaces rounds apart; it does not hold back a change that comes after a quiet
+// spell. With an hour's window the first change is written at once and the next waits.
+func TestProgrammerWritesAChangeAfterAQuietSpellAtOnce(t *testing.T) {
+	rig := newProgRig(t, nil)
+	p := New(rig.dev, logr.Discard(), time.Hour)
+	synced := make(chan struct{}, 1)
+	p.OnSynced = func() {
+		select {
+		case synced <- struct{}{}:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	p.RequestReplay(rig.gen, false)
+	select {
+	case <-synced:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no replay within 10s")
+	}
+	before := rig.count(t, "sessions")
+
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if res, err := p.Apply(wctx, Change{Owner: "session/ns/s1", Entries: sessionEntries(t, 1)}); err != nil || res["session/ns/s1"] != nil {
+		t.Fatalf("the first change after the replay: %v %v, want it written without waiting out the window", err, res)
+	}
+	if got := rig.count(t, "sessions"); got != before+1 {
+		t.Fatalf("%d sessions entries after the first change, want %d", got, before+1)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer scancel()
+	if _, err := p.Apply(sctx, Change{Owner: "session/ns/s2", Entries: sessionEntries(t, 2)}); err == nil {
+		t.Error("the second change was written within the window of the first")
+	}
+	if got := rig.count(t, "sessions"); got != before+1 {
+		t.Errorf("%d sessions entries within the window, want %d", got, before+1)
+	}
+}
+
 func TestProgrammerReplayRepairsTheDevice(t *testing.T) {
 	r := newProgRig(t, nil)
 	for i := 0; i < 3; i++ {
