@@ -74,20 +74,26 @@ func (r *progRig) replay(t testing.TB) { t.Helper(); r.replayAfter(t, false) }
 // replayAfter is replay, saying whether the pipeline was just pushed.
 func (r *progRig) replayAfter(t testing.TB, pushed bool) {
 	t.Helper()
+	replayOn(t, r.prog, r.gen, pushed)
+}
+
+// replayOn asks p for a replay onto generation gen and waits until it is synced again.
+func replayOn(t testing.TB, p *Programmer, gen uint64, pushed bool) {
+	t.Helper()
 	synced := make(chan struct{}, 1)
-	r.prog.OnSynced = func() {
+	p.OnSynced = func() {
 		select {
 		case synced <- struct{}{}:
 		default:
 		}
 	}
-	r.prog.RequestReplay(r.gen, pushed)
+	p.RequestReplay(gen, pushed)
 	select {
 	case <-synced:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no replay within 10s")
 	}
-	if st := r.prog.Status(); !st.Synced {
+	if st := p.Status(); !st.Synced {
 		t.Fatalf("not synced after the replay: %v", st.ReplayErr)
 	}
 }
@@ -173,22 +179,10 @@ func TestProgrammerBatchesConcurrentAppliesIntoFewWrites(t *testing.T) {
 func TestProgrammerWritesAChangeAfterAQuietSpellAtOnce(t *testing.T) {
 	rig := newProgRig(t, nil)
 	p := New(rig.dev, logr.Discard(), time.Hour)
-	synced := make(chan struct{}, 1)
-	p.OnSynced = func() {
-		select {
-		case synced <- struct{}{}:
-		default:
-		}
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go p.Run(ctx)
-	p.RequestReplay(rig.gen, false)
-	select {
-	case <-synced:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no replay within 10s")
-	}
+	replayOn(t, p, rig.gen, false)
 	before := rig.count(t, "sessions")
 
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
