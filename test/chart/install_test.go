@@ -38,6 +38,11 @@ func startCluster(t *testing.T, crds ...string) *cluster {
 	t.Helper()
 	assets, err := testenv.AssetsDir()
 	testenv.Require(t, "the envtest control plane (make tools)", err)
+	for _, dir := range crds {
+		// envtest skips a missing directory, and the chart then fails for want of its CRDs.
+		_, err := os.Stat(dir)
+		testenv.Require(t, "CRDs in "+dir+" (make tools)", err)
+	}
 	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crds}
 	cfg, err := env.Start()
 	if err != nil {
