@@ -82,7 +82,7 @@ func (p *Programmer) fitLocked(ups, dels []pendingUpdate) ([]pendingUpdate, map[
 			owners = append(owners, ownerInserts{owner: pu.owner, tables: map[string]int{}})
 		}
 		// The mirror counts usage by the P4Info's table name.
-		t := p.sch.TableName(pu.te.GetTableId())
+		t := p.sch.TableName(pu.ent.table)
 		owners[len(owners)-1].tables[t]++
 		if _, seen := size[t]; seen {
 			continue
@@ -166,7 +166,7 @@ func (p *Programmer) rollbackFull(ctx context.Context, results []writeResult) {
 	var undone []int // results' indexes, in dels' order
 	for i, r := range results {
 		if full[r.pu.owner] && r.err == nil && r.pu.key != "" && r.pu.u.GetType() == p4v1.Update_INSERT {
-			dels = append(dels, upfclient.Delete(r.pu.te))
+			dels = append(dels, upfclient.Delete(r.pu.u.GetEntity().GetTableEntry()))
 			undone = append(undone, i)
 		}
 	}

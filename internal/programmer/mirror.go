@@ -13,13 +13,13 @@ import (
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
-func (p *Programmer) setMirrorLocked(key string, te *p4v1.TableEntry) {
+func (p *Programmer) setMirrorLocked(key string, e entry) {
 	old, had := p.mirror[key]
 	if had {
 		p.countLocked(old, -1)
 	}
-	p.mirror[key] = te
-	p.countLocked(te, +1)
+	p.mirror[key] = e
+	p.countLocked(e, +1)
 }
 
 func (p *Programmer) delMirrorLocked(key string) {
@@ -30,30 +30,26 @@ func (p *Programmer) delMirrorLocked(key string) {
 }
 
 // countLocked keeps table usage, users' legs and usage cell references in step with the mirror.
-func (p *Programmer) countLocked(te *p4v1.TableEntry, d int) {
+func (p *Programmer) countLocked(e entry, d int) {
 	if p.sch == nil {
 		return
 	}
-	table := p.sch.TableName(te.GetTableId())
-	p.usage[table] += d
-	if idx, ok := usageIndex(p.sch, te); ok {
+	p.usage[p.sch.TableName(e.table)] += d
+	if e.hasUsage {
 		if d > 0 {
-			p.counted[idx] = struct{}{}
+			p.counted[e.usage] = struct{}{}
 		}
-		if n := p.usageRefs[idx] + d; n > 0 {
-			p.usageRefs[idx] = n
+		if n := p.usageRefs[e.usage] + d; n > 0 {
+			p.usageRefs[e.usage] = n
 		} else {
-			delete(p.usageRefs, idx)
+			delete(p.usageRefs, e.usage)
 		}
 	}
-	if table != TableSessions {
-		return
-	}
-	if user, l, ok := sessionLegs(p.sch, te); ok {
+	if user := e.user; e.hasLegs {
 		if d > 0 {
 			p.used[user] = struct{}{}
 		}
-		c := p.legs[user].add(l, d)
+		c := p.legs[user].add(e.legs, d)
 		if c.zero() {
 			delete(p.legs, user)
 		} else {
@@ -68,16 +64,16 @@ func (p *Programmer) countLocked(te *p4v1.TableEntry, d int) {
 func (p *Programmer) pathInitLocked(ups, dels []pendingUpdate) []pendingUpdate {
 	after := map[uint32]legCount{}
 	owner := map[uint32]string{}
-	touch := func(te *p4v1.TableEntry, d int) (uint32, bool) {
-		user, l, ok := sessionLegs(p.sch, te)
-		if !ok {
+	touch := func(e entry, d int) (uint32, bool) {
+		if !e.hasLegs {
 			return 0, false
 		}
+		user := e.user
 		c, seen := after[user]
 		if !seen {
 			c = p.legs[user]
 		}
-		after[user] = c.add(l, d)
+		after[user] = c.add(e.legs, d)
 		return user, true
 	}
 	for _, pu := range append(append([]pendingUpdate(nil), dels...), ups...) {
@@ -88,7 +84,7 @@ func (p *Programmer) pathInitLocked(ups, dels []pendingUpdate) []pendingUpdate {
 			touch(old, -1)
 		}
 		if pu.u.GetType() != p4v1.Update_DELETE {
-			if user, ok := touch(pu.te, +1); ok && pu.owner != "" {
+			if user, ok := touch(pu.ent, +1); ok && pu.owner != "" {
 				owner[user] = pu.owner
 			}
 		}
@@ -128,7 +124,7 @@ func (p *Programmer) usageZeroLocked(ups []pendingUpdate) []pendingUpdate {
 		if pu.u.GetType() == p4v1.Update_DELETE {
 			continue
 		}
-		idx, ok := usageIndex(p.sch, pu.te)
+		idx, ok := pu.ent.usage, pu.ent.hasUsage
 		if _, counted := p.counted[idx]; !ok || idx == 0 || p.usageRefs[idx] > 0 || (p.usedKnown && !counted) {
 			continue
 		}

@@ -17,7 +17,7 @@ package programmer
 //	        write the difference to the whole desired state (nothing when nothing changed)
 //
 // One goroutine (run) does every device write, so plans never race each other; reconciles of
-// many objects share WriteRequests.
+// many objects share WriteRequests. Built and mirrored entries are kept encoded (entry.go).
 
 import (
 	"context"
@@ -93,10 +93,13 @@ type Change struct {
 
 // builtEntry is a desired entry resolved against the device's P4Info.
 type builtEntry struct {
-	e   desired.Entry
-	te  *p4v1.TableEntry
-	key string // upfclient.EntryKey(te)
-	err error  // the entry cannot be built (a name or value the P4Info refuses)
+	e     desired.Entry
+	built entry  // valid if key != ""
+	key   string // upfclient.EntryKey of the built entry; "" before it is built
+	err   error  // the entry cannot be built (a name or value the P4Info refuses)
+	// fresh is the entry as built, kept for its first write (which then decodes nothing);
+	// planning drops it, and what stays is the encoding (entry.go).
+	fresh *p4v1.TableEntry
 }
 
 type waiter struct {
@@ -146,7 +149,7 @@ type Programmer struct {
 	owners map[string]map[string]*builtEntry // owner → desired.Entry.Key() → entry
 	claims map[string]string                 // desired key → owner
 	want   map[string]*builtEntry            // upfclient.EntryKey → the entry an owner wants
-	mirror map[string]*p4v1.TableEntry       // upfclient.EntryKey → entry on the device
+	mirror map[string]entry                  // upfclient.EntryKey → entry on the device
 	legs   map[uint32]legCount               // users' legs, from the mirror's sessions entries
 	// usageRefs counts the mirror's entries naming each usage cell; zeroPending are the cells
 	// to zero before entries start counting into them (usageZeroLocked), with their owner.
@@ -197,7 +200,7 @@ func New(dev Device, log logr.Logger, window time.Duration) *Programmer {
 		dev: dev, log: log, window: window, OnRoom: func([]string) {}, OnSynced: func() {}, OnStatus: func() {}, OnReplayFailed: func(uint64) {},
 		kick: make(chan struct{}, 1), replayCh: make(chan uint64, 1),
 		owners: map[string]map[string]*builtEntry{}, claims: map[string]string{}, want: map[string]*builtEntry{},
-		mirror: map[string]*p4v1.TableEntry{}, legs: map[uint32]legCount{}, usage: map[string]int{},
+		mirror: map[string]entry{}, legs: map[uint32]legCount{}, usage: map[string]int{},
 		used: map[uint32]struct{}{}, counted: map[uint32]struct{}{}, resetPending: map[uint32]string{}, usageRefs: map[uint32]int{}, zeroPending: map[uint32]string{},
 		dirty: map[string]struct{}{}, stale: map[string]staleEntry{}, staleRefused: map[string]struct{}{},
 		failed: map[string]error{}, full: map[string]string{}, blocked: map[string]map[string]struct{}{},
@@ -317,8 +320,8 @@ func (p *Programmer) setLocked(c Change) (dropped bool, err error) {
 		}
 		delete(p.blocked, k)
 		p.unwantLocked(be)
-		if be.te != nil {
-			p.stale[be.key] = staleEntry{be.te, c.Owner}
+		if be.key != "" {
+			p.stale[be.key] = staleEntry{be.built, c.Owner}
 		}
 		dropped = true
 	}
@@ -360,10 +363,10 @@ func (p *Programmer) build(be *builtEntry) {
 		return
 	}
 	p.unwantLocked(be)
-	be.te, be.err = p.sch.Build(be.e.Client())
-	be.key = ""
-	if be.err == nil {
-		be.key = upfclient.EntryKey(be.te)
+	te, err := p.sch.Build(be.e.Client())
+	be.built, be.key, be.err, be.fresh = entry{}, "", err, nil
+	if err == nil {
+		be.built, be.key, be.fresh = packEntry(p.sch, te), upfclient.EntryKey(te), te
 		p.want[be.key] = be
 	}
 }
@@ -385,11 +388,11 @@ func (p *Programmer) inSyncLocked(owner string) bool {
 		}
 	}
 	for _, be := range p.owners[owner] {
-		if be == nil || be.te == nil {
+		if be == nil || be.key == "" {
 			return false
 		}
 		have, ok := p.mirror[be.key]
-		if !ok || (have != be.te && !upfclient.SameEntry(have, be.te)) {
+		if !ok || !sameEntry(have, be.built) {
 			return false
 		}
 	}
@@ -550,7 +553,7 @@ func sortedKeys[V any](m map[string]V) []string {
 type pendingUpdate struct {
 	u     *p4v1.Update
 	key   string // "" for a path-state register
-	te    *p4v1.TableEntry
+	ent   entry  // the table entry u writes
 	table string
 	owner string // for a stale delete, the owner that dropped it ("" found on the device); for a register, the owner of the sessions entry
 	stale bool   // a delete of an entry nobody wants
@@ -577,7 +580,7 @@ func (p *Programmer) round(ctx context.Context) {
 	for _, o := range sortedKeys(owners) {
 		for _, k := range sortedKeys(p.owners[o]) {
 			be := p.owners[o][k]
-			if be.te == nil && be.err == nil {
+			if be.key == "" && be.err == nil {
 				p.build(be)
 			}
 			if be.err != nil {
@@ -593,7 +596,7 @@ func (p *Programmer) round(ctx context.Context) {
 	for _, key := range sortedKeys(p.stale) {
 		st := p.stale[key]
 		if _, onDev := p.mirror[key]; onDev && p.want[key] == nil {
-			dels = append(dels, pendingUpdate{u: upfclient.Delete(st.te), key: key, te: st.te, table: p.sch.TableName(st.te.GetTableId()), owner: st.owner, stale: true})
+			dels = append(dels, pendingUpdate{u: upfclient.Delete(st.ent.tableEntry()), key: key, ent: st.ent, table: p.sch.TableName(st.ent.table), owner: st.owner, stale: true})
 		}
 	}
 	clear(p.stale)
@@ -636,15 +639,20 @@ func (p *Programmer) round(ctx context.Context) {
 
 // planEntryLocked returns the insert or modify that puts be on the device, if one is needed.
 func (p *Programmer) planEntryLocked(be *builtEntry, owner string) (pendingUpdate, bool) {
-	table := be.e.Table
+	te := be.fresh
+	be.fresh = nil
 	have, ok := p.mirror[be.key]
-	switch {
-	case !ok:
-		return pendingUpdate{u: upfclient.Insert(be.te), key: be.key, te: be.te, table: table, owner: owner}, true
-	case have != be.te && !upfclient.SameEntry(have, be.te):
-		return pendingUpdate{u: upfclient.Modify(be.te), key: be.key, te: be.te, table: table, owner: owner}, true
+	if ok && sameEntry(have, be.built) {
+		return pendingUpdate{}, false
 	}
-	return pendingUpdate{}, false
+	if te == nil {
+		te = be.built.tableEntry()
+	}
+	write := upfclient.Modify
+	if !ok {
+		write = upfclient.Insert
+	}
+	return pendingUpdate{u: write(te), key: be.key, ent: be.built, table: be.e.Table, owner: owner}, true
 }
 
 type writeResult struct {
@@ -737,15 +745,15 @@ func (p *Programmer) settleLocked(results []writeResult, ownerErr map[string]err
 		case p4v1.Update_INSERT:
 			switch {
 			case err == nil:
-				p.setMirrorLocked(pu.key, pu.te)
+				p.setMirrorLocked(pu.key, pu.ent)
 			case code == codes.AlreadyExists:
 				// Someone else wrote it: make the next round modify it.
-				p.setMirrorLocked(pu.key, &p4v1.TableEntry{TableId: pu.te.GetTableId()})
+				p.setMirrorLocked(pu.key, placeholder(pu.ent.table))
 			}
 		case p4v1.Update_MODIFY:
 			switch {
 			case err == nil:
-				p.setMirrorLocked(pu.key, pu.te)
+				p.setMirrorLocked(pu.key, pu.ent)
 			case code == codes.NotFound:
 				p.delMirrorLocked(pu.key)
 			}
@@ -792,25 +800,9 @@ func (p *Programmer) AppIDInUse(id uint16) bool {
 			}
 		}
 	}
-	if p.sch == nil {
-		return false
-	}
-	tid, err := p.sch.TableID(tableOverrides)
-	if err != nil {
-		return false
-	}
-	fid, err := p.sch.MatchFieldID(tableOverrides, fieldAppID)
-	if err != nil {
-		return false
-	}
-	for _, te := range p.mirror {
-		if te.GetTableId() != tid {
-			continue
-		}
-		for _, fm := range te.GetMatch() {
-			if fm.GetFieldId() == fid && bigEndian(fm.GetExact().GetValue()) == uint64(id) {
-				return true
-			}
+	for _, e := range p.mirror {
+		if e.hasApp && e.app == uint64(id) {
+			return true
 		}
 	}
 	return false
@@ -826,7 +818,7 @@ func bigEndian(b []byte) uint64 {
 
 // staleEntry is an entry its owner dropped ("" for one only the device had), to be deleted.
 type staleEntry struct {
-	te    *p4v1.TableEntry
+	ent   entry
 	owner string
 }
 
@@ -850,7 +842,7 @@ func (p *Programmer) settleStaleLocked(pu pendingUpdate, err error) {
 	}
 	p.log.Error(err, "Entry nobody wants not deleted; retrying", "table", pu.table, "owner", pu.owner)
 	if p.want[pu.key] == nil {
-		p.stale[pu.key] = staleEntry{pu.te, pu.owner}
+		p.stale[pu.key] = staleEntry{pu.ent, pu.owner}
 		p.staleRefused[pu.key] = struct{}{}
 	}
 	p.staleErr = fmt.Errorf("the device refused to delete a %s entry nobody wants: %w", pu.table, err)

@@ -238,6 +238,76 @@ func TestProgrammerReplayRepairsTheDevice(t *testing.T) {
 	}
 }
 
+// The programmer keeps what it wrote as its encoding (entry.go), not as the built entry: what it
+// writes from that encoding later (a replay putting back what someone else changed or deleted)
+// is what the desired entries say, field for field.
+func TestProgrammerWritesFromWhatItKeeps(t *testing.T) {
+	r := newProgRig(t, nil)
+	ctx := context.Background()
+	want := map[string]*p4v1.TableEntry{} // the oracle: the desired entries, built afresh
+	tables := map[string]bool{}
+	for i := range 2 {
+		owner := fmt.Sprintf("session/ns/s%d", i)
+		es := sessionEntries(t, i)
+		if res, err := r.prog.Apply(ctx, Change{Owner: owner, Entries: es}); err != nil || res[owner] != nil {
+			t.Fatal(err, res)
+		}
+		for _, e := range es {
+			tables[e.Table] = true
+			te, err := r.dev.Schema().Build(e.Client())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[upfclient.EntryKey(te)] = te
+		}
+	}
+	r.prog.mu.Lock()
+	for o, entries := range r.prog.owners {
+		for k, be := range entries {
+			if be.fresh != nil {
+				t.Errorf("%s %s: the built protobuf entry is still held after its write", o, k)
+			}
+		}
+	}
+	r.prog.mu.Unlock()
+
+	// Someone else gives session 0 another user and deletes session 1's entry.
+	sch := r.dev.Schema()
+	changed, err := sch.Build(sessionEntries(t, 0)[0].Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := sch.Build(sessionEntries(t, 7)[0].Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed.Action = other.Action
+	gone, err := sch.Build(sessionEntries(t, 1)[0].Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := r.dev.Write(ctx, []*p4v1.Update{upfclient.Modify(changed), upfclient.Delete(gone)}); errs != nil {
+		t.Fatal(errs)
+	}
+	r.replay(t)
+	got := 0
+	for table := range tables {
+		es, err := r.dev.ReadTable(ctx, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, te := range es {
+			got++
+			if w, ok := want[upfclient.EntryKey(te)]; !ok || !upfclient.SameEntry(te, w) {
+				t.Errorf("%s on the device after the replay: %v; want %v", table, te, w)
+			}
+		}
+	}
+	if got != len(want) {
+		t.Errorf("%d entries on the device after the replay, want %d", got, len(want))
+	}
+}
+
 func TestProgrammerOwnershipAndDeletion(t *testing.T) {
 	r := newProgRig(t, nil)
 	ctx := context.Background()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
-
 	"github.com/junction-atsss/junction/internal/upfclient"
 )
 
@@ -30,7 +28,7 @@ func (p *Programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 	}
 	p.mu.Unlock()
 
-	read := map[string]*p4v1.TableEntry{}
+	read := map[string]entry{}
 	for _, t := range sch.P4Info().GetTables() {
 		entries, err := p.dev.ReadTable(ctx, t.GetPreamble().GetName())
 		if err != nil {
@@ -38,7 +36,7 @@ func (p *Programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 			return extrasOK
 		}
 		for _, te := range entries {
-			read[upfclient.EntryKey(te)] = te
+			read[upfclient.EntryKey(te)] = packEntry(sch, te)
 		}
 	}
 
@@ -48,10 +46,10 @@ func (p *Programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 		return extrasOK // superseded by a newer generation or the device went down
 	}
 	// Sized for the desired state: settling 100,000 sessions' entries does not grow it step by step.
-	p.mirror = make(map[string]*p4v1.TableEntry, max(len(read), len(p.want)))
+	p.mirror = make(map[string]entry, max(len(read), len(p.want)))
 	p.legs, p.usage, p.usageRefs = map[uint32]legCount{}, map[string]int{}, map[uint32]int{}
-	for k, te := range read {
-		p.setMirrorLocked(k, te)
+	for k, e := range read {
+		p.setMirrorLocked(k, e)
 	}
 	ownerErr := map[string]error{}
 	var ups, dels []pendingUpdate
@@ -63,8 +61,9 @@ func (p *Programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 				p.failed[o] = be.err
 				continue
 			}
-			if have, ok := p.mirror[be.key]; ok && upfclient.SameEntry(have, be.te) {
-				p.setMirrorLocked(be.key, be.te) // share the built entry: one copy in memory
+			if have, ok := p.mirror[be.key]; ok && sameEntry(have, be.built) {
+				p.setMirrorLocked(be.key, be.built) // share the built entry: one copy in memory
+				be.fresh = nil
 				continue
 			}
 			if pu, ok := p.planEntryLocked(be, o); ok {
@@ -74,8 +73,8 @@ func (p *Programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 	}
 	for _, k := range sortedKeys(p.mirror) {
 		if p.want[k] == nil {
-			te := p.mirror[k]
-			dels = append(dels, pendingUpdate{u: upfclient.Delete(te), key: k, te: te, table: sch.TableName(te.GetTableId()), stale: true})
+			e := p.mirror[k]
+			dels = append(dels, pendingUpdate{u: upfclient.Delete(e.tableEntry()), key: k, ent: e, table: sch.TableName(e.table), stale: true})
 		}
 	}
 	clear(p.stale)
