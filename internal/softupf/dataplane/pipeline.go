@@ -107,9 +107,7 @@ func New(cfg Config) (*Pipeline, error) {
 
 func newState(s *schema) *state {
 	st := &state{schema: s, t: newTables(), clones: map[uint32][]*p4v1.Replica{}}
-	for k := range numRegisters {
-		st.regs[k] = newRegister(registerSpecs[k], s.regSizes[k])
-	}
+	copy(st.regs[:], newRegisters(registerSpecs[:], s.regSizes[:]))
 	for k := range numCounters {
 		st.ctrs[k] = make([]counterCell, s.ctrSizes[k])
 	}
@@ -133,16 +131,17 @@ func (st *state) add(k counterKind, i uint32, bytes int) {
 // out of range gives 0.
 func (st *state) nextSeq(i uint32) uint32 {
 	reg := st.regs[rSessionSeq]
-	if uint64(i) >= uint64(len(reg.cells)) {
+	if i >= reg.size {
 		return 0
 	}
+	c := reg.cell(i)
 	for {
-		old := reg.cells[i].Load()
+		old := c.Load()
 		next := old + 1
 		if next == 0 {
 			next = 1
 		}
-		if reg.cells[i].CompareAndSwap(old, next) {
+		if c.CompareAndSwap(old, next) {
 			return next
 		}
 	}
@@ -230,8 +229,8 @@ func (p *Pipeline) register(id, index uint32) (*register, error) {
 		return nil, fmt.Errorf("register %d is not implemented by the software UPF", id)
 	}
 	r := st.regs[k]
-	if uint64(index) >= uint64(len(r.cells)) {
-		return nil, fmt.Errorf("register %q index %d out of range (size %d)", r.name, index, len(r.cells))
+	if index >= r.size {
+		return nil, fmt.Errorf("register %q index %d out of range (size %d)", r.name, index, r.size)
 	}
 	return r, nil
 }

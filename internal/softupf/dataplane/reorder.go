@@ -115,7 +115,7 @@ func (c *proc) flushOrphans(user, s uint32) {
 // the header's seq, in microseconds. The decisions are those of the v1model program.
 func (c *proc) reorder(pkt *Packet, user uint32, epoch uint8, timeout uint32) {
 	stReg, dlReg := c.st.regs[rReorderState], c.st.regs[rReorderDeadline]
-	if int(user) >= len(stReg.cells) {
+	if user >= stReg.size {
 		c.send(pkt) // no state for this user index: nothing to hold by
 		return
 	}
@@ -168,7 +168,7 @@ func (c *proc) reorder(pkt *Packet, user uint32, epoch uint8, timeout uint32) {
 // marker handles the EX-PATH marker of epoch for user.
 func (c *proc) marker(user uint32, epoch uint8) {
 	stReg := c.st.regs[rReorderState]
-	if int(user) >= len(stReg.cells) {
+	if user >= stReg.size {
 		return
 	}
 	r := &c.p.reorder
