@@ -22,14 +22,14 @@ type Pool struct {
 	size  uint32
 	next  uint32
 	byKey map[string]uint32
-	refs  map[string]map[string]struct{} // owner -> referrers
+	refs  map[string]referrers // owner -> referrers
 	byIdx map[uint32]string
 }
 
 // NewPool makes a pool of indexes first..size-1 (first > 0 reserves low indexes, e.g. 0 as "none").
 func NewPool(name string, first, size uint32) *Pool {
 	return &Pool{name: name, first: first, size: size, next: first,
-		byKey: map[string]uint32{}, refs: map[string]map[string]struct{}{}, byIdx: map[uint32]string{}}
+		byKey: map[string]uint32{}, refs: map[string]referrers{}, byIdx: map[uint32]string{}}
 }
 
 // Restore records an allocation read back from the API server. Two owners claiming one index is
@@ -90,8 +90,9 @@ func (p *Pool) Release(owner, referrer string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	refs := p.refs[owner]
-	delete(refs, referrer)
-	if len(refs) > 0 {
+	refs.remove(referrer)
+	if refs.len() > 0 {
+		p.refs[owner] = refs
 		return false
 	}
 	idx, ok := p.byKey[owner]
@@ -116,7 +117,7 @@ func (p *Pool) Lookup(owner string) (uint32, bool) {
 func (p *Pool) Refs(owner string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.refs[owner])
+	return p.refs[owner].len()
 }
 
 // Taken reports whether the index is allocated.
@@ -135,8 +136,48 @@ func (p *Pool) Used() int {
 }
 
 func (p *Pool) ref(owner, referrer string) {
-	if p.refs[owner] == nil {
-		p.refs[owner] = map[string]struct{}{}
+	refs := p.refs[owner]
+	refs.add(referrer)
+	p.refs[owner] = refs
+}
+
+// referrers are an owner's referrers. Most owners have one, which is kept without a map of its
+// own: a map is two more objects for the collector to walk, for each index of each of 100,000
+// sessions (README, "N4 (PFCP) sessions").
+type referrers struct {
+	one    string
+	hasOne bool
+	more   map[string]struct{} // the others
+}
+
+func (r *referrers) add(s string) {
+	switch {
+	case !r.hasOne:
+		r.one, r.hasOne = s, true
+	case r.one != s:
+		if r.more == nil {
+			r.more = map[string]struct{}{}
+		}
+		r.more[s] = struct{}{}
 	}
-	p.refs[owner][referrer] = struct{}{}
+}
+
+func (r *referrers) remove(s string) {
+	if !r.hasOne || r.one != s {
+		delete(r.more, s)
+		return
+	}
+	r.one, r.hasOne = "", false
+	for m := range r.more { // another takes its place
+		r.one, r.hasOne = m, true
+		delete(r.more, m)
+		break
+	}
+}
+
+func (r referrers) len() int {
+	if !r.hasOne {
+		return 0
+	}
+	return 1 + len(r.more)
 }

@@ -24,6 +24,21 @@ func TestPool(t *testing.T) {
 			t.Errorf("used %d", p.Used())
 		}
 	})
+	t.Run("an index is freed with its last referrer, whichever order they go in", func(t *testing.T) {
+		p := NewPool("user index", 0, 8)
+		for _, s := range []string{"ns/s1", "ns/s2", "ns/s2", "ns/s3"} { // s2 twice: one reference
+			p.Acquire("imsi-1", s)
+		}
+		if n := p.Refs("imsi-1"); n != 3 {
+			t.Fatalf("%d referrers, want 3", n)
+		}
+		for i, s := range []string{"ns/s1", "ns/s1", "ns/s3", "ns/s2"} { // the first one first
+			freed := p.Release("imsi-1", s)
+			if want := i == 3; freed != want || p.Refs("imsi-1") != []int{2, 2, 1, 0}[i] {
+				t.Fatalf("release %d (%s): freed %v, %d referrers left", i, s, freed, p.Refs("imsi-1"))
+			}
+		}
+	})
 	t.Run("a restored pool goes on after the highest restored index, as before a restart", func(t *testing.T) {
 		p := NewPool("application ID", 1, 8)
 		for i, owner := range map[uint32]string{3: "policy/a", 5: "policy/b"} {

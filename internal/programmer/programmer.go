@@ -91,9 +91,11 @@ type Change struct {
 	Entries []desired.Entry
 }
 
-// builtEntry is a desired entry resolved against the device's P4Info.
+// builtEntry is a desired entry resolved against the device's P4Info. Both are kept as
+// encodings without pointers (entry.go): the collector walks none of their parts.
 type builtEntry struct {
-	e     desired.Entry
+	table string // the desired entry's
+	spec  string // the desired entry's binary form (desired.Entry.AppendBinary)
 	built entry  // valid if key != ""
 	key   string // upfclient.EntryKey of the built entry; "" before it is built
 	err   error  // the entry cannot be built (a name or value the P4Info refuses)
@@ -175,6 +177,7 @@ type Programmer struct {
 	staleErr     error
 	staleArmed   bool // a retry of stale deletes is scheduled
 	waiters      []*waiter
+	scratch      []byte // for desired entries' binary forms
 	// registers are path monitoring's register writes for the next round (WriteRegister).
 	registers []registerRequest
 	failed    map[string]error  // owner → why its last write failed
@@ -328,15 +331,16 @@ func (p *Programmer) setLocked(c Change) (dropped bool, err error) {
 	for _, e := range c.Entries {
 		k := e.Key()
 		old := prev[k]
-		if old != nil && sameDesired(old.e, e) {
+		p.scratch = e.AppendBinary(p.scratch[:0])
+		if old != nil && old.spec == string(p.scratch) {
 			next[k] = old
 			continue
 		}
 		if old != nil {
 			p.unwantLocked(old)
 		}
-		be := &builtEntry{e: e}
-		p.build(be)
+		be := &builtEntry{table: e.Table, spec: string(p.scratch)}
+		p.buildFrom(be, e)
 		next[k] = be
 		p.claims[k] = c.Owner
 	}
@@ -359,11 +363,22 @@ func (p *Programmer) unwantLocked(be *builtEntry) {
 // build resolves an entry against the current schema (lazily: before the first connection
 // there is none and the replay builds everything).
 func (p *Programmer) build(be *builtEntry) {
+	e, err := desired.ParseEntry(be.spec)
+	if err != nil { // not reached: spec is AppendBinary's
+		p.unwantLocked(be)
+		be.built, be.key, be.err, be.fresh = entry{}, "", err, nil
+		return
+	}
+	p.buildFrom(be, e)
+}
+
+// buildFrom is build with the desired entry at hand.
+func (p *Programmer) buildFrom(be *builtEntry, e desired.Entry) {
 	if p.sch == nil {
 		return
 	}
 	p.unwantLocked(be)
-	te, err := p.sch.Build(be.e.Client())
+	te, err := p.sch.Build(e.Client())
 	be.built, be.key, be.err, be.fresh = entry{}, "", err, nil
 	if err == nil {
 		be.built, be.key, be.fresh = packEntry(p.sch, te), upfclient.EntryKey(te), te
@@ -652,7 +667,7 @@ func (p *Programmer) planEntryLocked(be *builtEntry, owner string) (pendingUpdat
 	if !ok {
 		write = upfclient.Insert
 	}
-	return pendingUpdate{u: write(te), key: be.key, ent: be.built, table: be.e.Table, owner: owner}, true
+	return pendingUpdate{u: write(te), key: be.key, ent: be.built, table: be.table, owner: owner}, true
 }
 
 type writeResult struct {
@@ -790,10 +805,17 @@ func (p *Programmer) AppIDInUse(id uint16) bool {
 	defer p.mu.Unlock()
 	for _, entries := range p.owners {
 		for _, be := range entries {
-			if be.e.Table != tableOverrides {
+			if be.table != tableOverrides {
 				continue
 			}
-			for _, m := range be.e.Match {
+			if be.key != "" {
+				if be.built.hasApp && be.built.app == uint64(id) {
+					return true
+				}
+				continue
+			}
+			e, _ := desired.ParseEntry(be.spec) // not built: no schema yet, or refused by it
+			for _, m := range e.Match {
 				if m.Field == fieldAppID && bigEndian(m.Value) == uint64(id) {
 					return true
 				}
@@ -887,8 +909,4 @@ func (p *Programmer) Status() Status {
 	}
 	return Status{Synced: p.mode == modeSynced, LastSync: p.lastSync, ReplayErr: p.replayErr, Usage: u, Writes: p.writes,
 		ResetPending: len(p.resetPending), ResetErr: p.resetErr, StaleErr: staleErr}
-}
-
-func sameDesired(a, b desired.Entry) bool {
-	return a.Key() == b.Key() && a.SameAction(b)
 }

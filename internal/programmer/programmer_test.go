@@ -244,22 +244,14 @@ func TestProgrammerReplayRepairsTheDevice(t *testing.T) {
 func TestProgrammerWritesFromWhatItKeeps(t *testing.T) {
 	r := newProgRig(t, nil)
 	ctx := context.Background()
-	want := map[string]*p4v1.TableEntry{} // the oracle: the desired entries, built afresh
-	tables := map[string]bool{}
+	want := oracle{}
 	for i := range 2 {
 		owner := fmt.Sprintf("session/ns/s%d", i)
 		es := sessionEntries(t, i)
 		if res, err := r.prog.Apply(ctx, Change{Owner: owner, Entries: es}); err != nil || res[owner] != nil {
 			t.Fatal(err, res)
 		}
-		for _, e := range es {
-			tables[e.Table] = true
-			te, err := r.dev.Schema().Build(e.Client())
-			if err != nil {
-				t.Fatal(err)
-			}
-			want[upfclient.EntryKey(te)] = te
-		}
+		want.add(t, r.dev.Schema(), es)
 	}
 	r.prog.mu.Lock()
 	for o, entries := range r.prog.owners {
@@ -290,21 +282,67 @@ func TestProgrammerWritesFromWhatItKeeps(t *testing.T) {
 		t.Fatal(errs)
 	}
 	r.replay(t)
+	want.onDevice(t, r.dev)
+}
+
+// Entries recorded before the programmer knows the device's P4Info (Seed, as at an operator's
+// start) are kept as their desired entries' binary form and built from it by the replay.
+func TestSeededEntriesAreWrittenAsDesired(t *testing.T) {
+	r := newProgRig(t, nil)
+	p := New(r.dev, logr.Discard(), 5*time.Millisecond)
+	want := oracle{}
+	var changes []Change
+	for i := range 3 {
+		es := sessionEntries(t, i)
+		changes = append(changes, Change{Owner: fmt.Sprintf("session/ns/s%d", i), Entries: es})
+		want.add(t, r.dev.Schema(), es)
+	}
+	if err := p.Seed(changes...); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go p.Run(ctx)
+	replayOn(t, p, r.gen, false)
+	want.onDevice(t, r.dev)
+}
+
+// oracle is what the device should hold: desired entries built afresh, by key.
+type oracle map[string]*p4v1.TableEntry
+
+func (o oracle) add(t *testing.T, sch *upfclient.Schema, es []desired.Entry) {
+	t.Helper()
+	for _, e := range es {
+		te, err := sch.Build(e.Client())
+		if err != nil {
+			t.Fatal(err)
+		}
+		o[upfclient.EntryKey(te)] = te
+	}
+}
+
+// onDevice checks that the device's tables that the oracle names hold exactly its entries.
+func (o oracle) onDevice(t *testing.T, dev *upfclient.Device) {
+	t.Helper()
+	tables := map[string]bool{}
+	for _, te := range o {
+		tables[dev.Schema().TableName(te.GetTableId())] = true
+	}
 	got := 0
 	for table := range tables {
-		es, err := r.dev.ReadTable(ctx, table)
+		es, err := dev.ReadTable(context.Background(), table)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, te := range es {
 			got++
-			if w, ok := want[upfclient.EntryKey(te)]; !ok || !upfclient.SameEntry(te, w) {
-				t.Errorf("%s on the device after the replay: %v; want %v", table, te, w)
+			if w, ok := o[upfclient.EntryKey(te)]; !ok || !upfclient.SameEntry(te, w) {
+				t.Errorf("%s on the device: %v; want %v", table, te, w)
 			}
 		}
 	}
-	if got != len(want) {
-		t.Errorf("%d entries on the device after the replay, want %d", got, len(want))
+	if got != len(o) {
+		t.Errorf("%d entries on the device, want %d", got, len(o))
 	}
 }
 
