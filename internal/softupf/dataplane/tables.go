@@ -596,10 +596,10 @@ func (t *tables) setDefault(s *schema, tableID uint32, a *p4v1.Action) error {
 // register is one register array; cells are atomics so the packet path needs no lock.
 //
 // Registers of one size share their storage, interleaved: cell i of the register at offset o
-// is cells[i*stride+o], so a user's path state (both RTTs, both losses, the autonomous share,
-// the reorder state: every one read for each packet) is one cache line, not one line in each
-// of six arrays. With 100,000 users the lines a packet needs are no longer in the CPU's caches,
-// and each one it touches is a miss (README, "Software UPF").
+// is cells[i*stride+o], so a user's path state (both RTTs, both losses and the autonomous
+// share, which every downlink packet reads) is one cache line, not a line in each of five
+// arrays. With 100,000 users the lines a packet needs are no longer in the CPU's caches, and
+// each one it touches is a miss (README, "Software UPF").
 type register struct {
 	name           string
 	mask           uint32
@@ -621,7 +621,8 @@ func newRegisters(specs []paramSpec, sizes []int) []*register {
 				group = append(group, j)
 			}
 		}
-		// A power of two, so that a user's cells never straddle a cache line (at most 16).
+		// A power of two: a user's cells never straddle a cache line while a size has at most
+		// 16 registers.
 		stride := 1
 		for stride < len(group) {
 			stride *= 2
