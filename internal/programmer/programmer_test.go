@@ -107,6 +107,16 @@ func (r *progRig) count(t *testing.T, table string) int {
 	return len(es)
 }
 
+// sessionsEntry is the sessions entry of sessionEntries(t, i), built for the rig's device.
+func (r *progRig) sessionsEntry(t *testing.T, i int) *p4v1.TableEntry {
+	t.Helper()
+	te, err := r.dev.Schema().Build(sessionEntries(t, i)[0].Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return te
+}
+
 // sessionEntries are the entries of a WiFi-only session i of user i.
 func sessionEntries(t *testing.T, i int) []desired.Entry {
 	t.Helper()
@@ -212,15 +222,7 @@ func TestProgrammerReplayRepairsTheDevice(t *testing.T) {
 		}
 	}
 	// Someone else deletes one of ours and adds a stranger.
-	sch := r.dev.Schema()
-	ours, err := sch.Build(sessionEntries(t, 0)[0].Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	stranger, err := sch.Build(sessionEntries(t, 9)[0].Client())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ours, stranger := r.sessionsEntry(t, 0), r.sessionsEntry(t, 9)
 	if errs := r.dev.Write(context.Background(), []*p4v1.Update{upfclient.Delete(ours), upfclient.Insert(stranger)}); errs != nil {
 		t.Fatal(errs)
 	}
@@ -264,20 +266,8 @@ func TestProgrammerWritesFromWhatItKeeps(t *testing.T) {
 	r.prog.mu.Unlock()
 
 	// Someone else gives session 0 another user and deletes session 1's entry.
-	sch := r.dev.Schema()
-	changed, err := sch.Build(sessionEntries(t, 0)[0].Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := sch.Build(sessionEntries(t, 7)[0].Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed.Action = other.Action
-	gone, err := sch.Build(sessionEntries(t, 1)[0].Client())
-	if err != nil {
-		t.Fatal(err)
-	}
+	changed, gone := r.sessionsEntry(t, 0), r.sessionsEntry(t, 1)
+	changed.Action = r.sessionsEntry(t, 7).Action
 	if errs := r.dev.Write(ctx, []*p4v1.Update{upfclient.Modify(changed), upfclient.Delete(gone)}); errs != nil {
 		t.Fatal(errs)
 	}
