@@ -199,7 +199,7 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 	for _, u := range r.URRs {
 		u.Since = now // the session's usage cells count from its first entry: Base is zero
 	}
-	created, err := e.chooseTEIDsLocked(s, nil)
+	created, err := e.chooseTEIDsLocked(s, r, nil)
 	if err == nil {
 		e.sessions[s.UPSEID] = s // reserved: a retransmission cannot race it, Lookups wait on s.mu
 		e.byCP[cpKey{smf, fseid}] = s.UPSEID
@@ -293,7 +293,7 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	}
 	prevRules, prevTEIDs := s.Rules, s.TEIDs
 	e.mu.Lock()
-	created, err := e.chooseTEIDsLocked(s, prevTEIDs)
+	created, err := e.chooseTEIDsLocked(s, r, prevTEIDs) // the new rules' PDRs, not the session's yet
 	e.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -416,16 +416,16 @@ func (e *Endpoint) delete(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	return out, nil
 }
 
-// chooseTEIDsLocked gives every PDR whose F-TEID has CH set a TEID: one per CHOOSE ID (PDRs
-// with the same one share it, TS 29.244 §5.2.3.1), kept from prev for PDRs that had one. It
-// returns the Created PDR IEs that tell the SMF.
-func (e *Endpoint) chooseTEIDsLocked(s *State, prev map[uint16]uint32) ([]*ie.IE, error) {
+// chooseTEIDsLocked gives every PDR of r whose F-TEID has CH set a TEID: one per CHOOSE ID
+// (PDRs with the same one share it, TS 29.244 §5.2.3.1), kept from prev for PDRs that had one,
+// and sets them as s's. It returns the Created PDR IEs that tell the SMF.
+func (e *Endpoint) chooseTEIDsLocked(s *State, r *Rules, prev map[uint16]uint32) ([]*ie.IE, error) {
 	teids := map[uint16]uint32{}
 	byChoose := map[uint8]uint32{}
 	var created []*ie.IE
 	var fresh []uint32
-	for _, id := range sortedKeys(s.Rules.PDRs) {
-		p := s.Rules.PDRs[id]
+	for _, id := range sortedKeys(r.PDRs) {
+		p := r.PDRs[id]
 		if p.FTEID == nil || !p.FTEID.Choose {
 			continue
 		}

@@ -100,12 +100,7 @@ type Established struct {
 
 // EstablishmentIEs are the IEs of the session's Establishment Request.
 func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
-	pdr := func(ies ...*ie.IE) *ie.IE {
-		if s.URR != nil {
-			ies = append(ies, ie.NewURRID(URRID))
-		}
-		return ie.NewCreatePDR(ies...)
-	}
+	pdr := s.createPDR
 	ies := []*ie.IE{
 		ie.NewNodeIDHeuristic(c.NodeID), c.FSEID(cpSEID), ie.NewPDNType(ie.PDNTypeIPv4),
 		ie.NewProvideATSSSControlInformation(ie.NewATSSSLLControlInformation(1)),
@@ -124,31 +119,7 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 	if s.IMSI != "" {
 		ies = append(ies, ie.NewUserID(0x01, s.IMSI, "", "", ""))
 	}
-	if s.UENon3GPP.IsValid() && s.Gateway.IsValid() {
-		// TS 29.244 §5.24 (ATSSS): the non-3GPP leg's tunnel with its N3IWF/TNGF/W-AGF.
-		ies = append(ies,
-			ie.NewCreateFAR(ie.NewFARID(FARNon3GPP), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
-				ie.NewDestinationInterface(ie.DstInterfaceAccess),
-				ie.NewOuterHeaderCreation(0x0100, s.Non3GPPDownlinkTEID, s.Gateway.String(), "", 0, 0, 0),
-				ie.NewTGPPInterfaceType(12))), // N3 trusted non-3GPP access (a W-AGF, a TNGF)
-			pdr(ie.NewPDRID(PDRUplinkNon3GPP), ie.NewPrecedence(100), ie.NewPDI(
-				ie.NewSourceInterface(ie.SrcInterfaceAccess),
-				ie.NewFTEID(0x0d, 0, nil, nil, chooseIDNon3GPP),
-				ie.NewUEIPAddress(0x02, s.UENon3GPP.String(), "", 0, 0),
-				ie.NewTGPPInterfaceType(12)),
-				ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(FARCore)))
-	} else if s.UENon3GPP.IsValid() {
-		ies = append(ies,
-			ie.NewCreateFAR(ie.NewFARID(FARNon3GPP), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
-				ie.NewDestinationInterface(ie.DstInterfaceAccess),
-				ie.NewOuterHeaderCreation(0x0400, 0, s.UENon3GPP.String(), "", junctionPort, 0, 0),
-				ie.NewTGPPInterfaceType(13))), // N3 untrusted non-3GPP access
-			pdr(ie.NewPDRID(PDRUplinkNon3GPP), ie.NewPrecedence(100), ie.NewPDI(
-				ie.NewSourceInterface(ie.SrcInterfaceAccess),
-				ie.NewUEIPAddress(0x02, s.UENon3GPP.String(), "", 0, 0),
-				ie.NewTGPPInterfaceType(13)),
-				ie.NewOuterHeaderRemoval(2, 0), ie.NewFARID(FARCore)))
-	}
+	ies = append(ies, non3GPPLeg(s)...)
 	ies = append(ies,
 		pdr(ie.NewPDRID(PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, s.UEAddr.String(), "", 0, 0)),
@@ -165,6 +136,64 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 	}
 	if s.URR != nil {
 		ies = append(ies, s.URR.CreateURR())
+	}
+	return ies
+}
+
+// createPDR is a Create PDR of s: ies and what every PDR of s names.
+func (s MASession) createPDR(ies ...*ie.IE) *ie.IE {
+	if s.URR != nil {
+		ies = append(ies, ie.NewURRID(URRID))
+	}
+	return ie.NewCreatePDR(ies...)
+}
+
+// non3GPPLeg is the non-3GPP leg's FAR and uplink PDR; none without a UE address on that leg.
+func non3GPPLeg(s MASession) []*ie.IE {
+	pdr := s.createPDR
+	switch {
+	case s.UENon3GPP.IsValid() && s.Gateway.IsValid():
+		// TS 29.244 §5.24 (ATSSS): the non-3GPP leg's tunnel with its N3IWF/TNGF/W-AGF.
+		return []*ie.IE{
+			ie.NewCreateFAR(ie.NewFARID(FARNon3GPP), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+				ie.NewDestinationInterface(ie.DstInterfaceAccess),
+				ie.NewOuterHeaderCreation(0x0100, s.Non3GPPDownlinkTEID, s.Gateway.String(), "", 0, 0, 0),
+				ie.NewTGPPInterfaceType(12))), // N3 trusted non-3GPP access (a W-AGF, a TNGF)
+			pdr(ie.NewPDRID(PDRUplinkNon3GPP), ie.NewPrecedence(100), ie.NewPDI(
+				ie.NewSourceInterface(ie.SrcInterfaceAccess),
+				ie.NewFTEID(0x0d, 0, nil, nil, chooseIDNon3GPP),
+				ie.NewUEIPAddress(0x02, s.UENon3GPP.String(), "", 0, 0),
+				ie.NewTGPPInterfaceType(12)),
+				ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(FARCore)),
+		}
+	case s.UENon3GPP.IsValid():
+		return []*ie.IE{
+			ie.NewCreateFAR(ie.NewFARID(FARNon3GPP), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+				ie.NewDestinationInterface(ie.DstInterfaceAccess),
+				ie.NewOuterHeaderCreation(0x0400, 0, s.UENon3GPP.String(), "", junctionPort, 0, 0),
+				ie.NewTGPPInterfaceType(13))), // N3 untrusted non-3GPP access
+			pdr(ie.NewPDRID(PDRUplinkNon3GPP), ie.NewPrecedence(100), ie.NewPDI(
+				ie.NewSourceInterface(ie.SrcInterfaceAccess),
+				ie.NewUEIPAddress(0x02, s.UENon3GPP.String(), "", 0, 0),
+				ie.NewTGPPInterfaceType(13)),
+				ie.NewOuterHeaderRemoval(2, 0), ie.NewFARID(FARCore)),
+		}
+	}
+	return nil
+}
+
+// AddNon3GPPLegIEs are the IEs of a Session Modification Request that adds the non-3GPP leg of
+// s to a session established without it (the UE registered over the other access later, TS
+// 23.502 §4.22.7): its FAR and uplink PDR, and each MAR given that access's Forwarding Action
+// Information. s is the session as it is now to be, with its UE address on that leg.
+func (c *Client) AddNon3GPPLegIEs(s MASession) []*ie.IE {
+	ies := non3GPPLeg(s)
+	add := func(id uint16, st Steering) *ie.IE {
+		return ie.NewUpdateMAR(ie.NewMARID(id), ie.NewNonTGPPAccessForwardingActionInformation(afai(st, NonThreeGPP, FARNon3GPP)...))
+	}
+	ies = append(ies, add(MARDefault, s.Default))
+	for i, a := range s.Apps {
+		ies = append(ies, add(MARDefault+uint16(i)+1, a.Steering))
 	}
 	return ies
 }

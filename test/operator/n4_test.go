@@ -676,6 +676,80 @@ func TestN4NonThreeGPPLegOverN3(t *testing.T) {
 	})
 }
 
+// TestN4AddsTheNon3GPPLegByModification: an MA PDU session established over 3GPP alone gets
+// its non-3GPP leg later (the UE registered over a W-AGF, TS 23.502 §4.22.7): a Session
+// Modification creates the leg's FAR and an uplink PDR whose F-TEID has CH, and gives each MAR
+// the non-3GPP Forwarding Action Information. The UPF chooses that PDR a TEID of its own, says
+// so in a Created PDR (TS 29.244 §7.5.5.2), and the session's entries carry both legs.
+func TestN4AddsTheNon3GPPLegByModification(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, func(n *junctionv1.N4) {
+		n.AccessGateways = []junctionv1.N4AccessGateway{{Address: "198.51.100.20", Type: junctionv1.NonThreeGPPWireline}}
+	}, nil)
+	r.associate(t)
+	s := alice()
+	// One access: no load balancing yet (docs/n4.md).
+	s.UENon3GPP, s.Default, s.Apps[0].Steering = netip.Addr{}, smf.Steering{Mode: smf.ActiveStandby, Active: smf.ThreeGPP}, smf.Steering{Mode: smf.SmallestDelay}
+	est, err := r.smf.Establish(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.UplinkTEIDNon3GPP != 0 {
+		t.Fatalf("a session without a non-3GPP leg got a non-3GPP uplink TEID %#x", est.UplinkTEIDNon3GPP)
+	}
+	obj := &r.awaitN4Sessions(t, 1)[0]
+	if l := obj.Spec.AccessLegs.NonThreeGPP; l != nil {
+		t.Fatalf("non-3GPP leg %+v before the modification, want none", l)
+	}
+
+	s.UENon3GPP, s.Gateway, s.Non3GPPDownlinkTEID = netip.MustParseAddr("203.0.113.7"), netip.MustParseAddr("198.51.100.20"), 0x5678
+	resp, err := r.smf.Modify(ctx, est, r.smf.AddNon3GPPLegIEs(s)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resp.Cause(); c != ie.CauseRequestAccepted {
+		t.Fatalf("Session Modification Response: cause %d, want 1 (Request accepted)", c)
+	}
+	var teid uint32
+	for _, x := range resp.IEs {
+		if x.Type != ie.CreatedPDR {
+			continue
+		}
+		id, err := x.PDRID()
+		if err != nil || id != smf.PDRUplinkNon3GPP {
+			t.Errorf("Created PDR for PDR %d (%v), want only the new PDR %d", id, err, smf.PDRUplinkNon3GPP)
+			continue
+		}
+		f, err := x.FTEID()
+		if err != nil {
+			t.Fatalf("Created PDR %d: F-TEID: %v", id, err)
+		}
+		teid = f.TEID
+	}
+	if teid == 0 || teid == est.UplinkTEID {
+		t.Fatalf("the new uplink PDR's TEID %#x (3GPP leg's %#x): want a Created PDR with a TEID of its own", teid, est.UplinkTEID)
+	}
+	want := junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWireline, UEAddress: "203.0.113.7", GatewayAddress: "198.51.100.20",
+		UplinkTEID: int64(teid), DownlinkTEID: 0x5678}
+	eventually(t, programTimeout, "the session's object with its non-3GPP leg", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		if l := obj.Spec.AccessLegs.NonThreeGPP; l == nil || *l != want {
+			return fmt.Errorf("non-3GPP leg %+v, want %+v", l, want)
+		}
+		return nil
+	})
+	waitCondition(t, programTimeout, obj, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	usage := uint64(*obj.Status.UsageIndex)
+	wantEntries(t, r,
+		fmt.Sprintf("uplink_tunnels teid=%x -> decap_gtpu(access=01,usage_idx=%s)", est.UplinkTEID, hx(usage, 4)),
+		fmt.Sprintf("uplink_tunnels teid=%x -> decap_gtpu(access=02,usage_idx=%s)", teid, hx(usage, 4)))
+}
+
 // TestN4TakesOnlyTheAllowedSMFs: with spec.n4.allowedSMFs set, an Association Setup from an
 // address outside them is refused with cause 64 (Request rejected) and a Warning event says so
 // (PFCP authenticates no peer: docs/threat-model.md); the SMF's address allowed, it associates.
