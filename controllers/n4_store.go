@@ -328,8 +328,11 @@ func (st *n4Store) Load(ctx context.Context) ([]*n4.State, n4.NodeState, error) 
 			continue
 		}
 		var s n4.State
-		if err := json.Unmarshal([]byte(o.Annotations[annotationN4State]), &s); err != nil || s.Rules == nil {
+		if err := json.Unmarshal([]byte(o.Annotations[annotationN4State]), &s); err != nil {
 			return nil, node, fmt.Errorf("ATSSSSession %s/%s: annotation %s: %v", o.Namespace, o.Name, annotationN4State, err)
+		}
+		if !s.HasRules() {
+			return nil, node, fmt.Errorf("ATSSSSession %s/%s: annotation %s has no rules", o.Namespace, o.Name, annotationN4State)
 		}
 		out = append(out, &s)
 	}

@@ -52,7 +52,7 @@ type State struct {
 	// SMF is the Node ID of the SMF's association.
 	SMF   string            `json:"smf"`
 	SUPI  string            `json:"supi"`
-	Rules *Rules            `json:"rules"`
+	Rules packedRules       `json:"rules"`           // the SMF's rules, packed between requests (rules.go)
 	TEIDs map[uint16]uint32 `json:"teids,omitempty"` // PDR ID -> the TEID the UPF chose (CH)
 
 	mu        sync.Mutex // serializes the SMF's requests on this session

@@ -82,15 +82,9 @@ func (e *Endpoint) UserPlane(up bool) {
 func (e *Endpoint) peersBySMFLocked() map[string][]netip.Addr {
 	out := map[string][]netip.Addr{}
 	for _, s := range e.sessions {
-		if s.Rules == nil {
-			continue
-		}
-		for _, f := range s.Rules.FARs {
-			if f.OHC == nil || f.OHC.Desc != ohcGTPUv4 || f.Dest == nil || *f.Dest != ifaceAccess {
-				continue
-			}
-			if !slices.Contains(out[s.SMF], f.OHC.Addr) {
-				out[s.SMF] = append(out[s.SMF], f.OHC.Addr)
+		for _, a := range s.Rules.peers {
+			if !slices.Contains(out[s.SMF], a) {
+				out[s.SMF] = append(out[s.SMF], a)
 			}
 		}
 	}

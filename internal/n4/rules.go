@@ -2,9 +2,11 @@ package n4
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -148,6 +150,81 @@ type Rules struct {
 	MARs map[uint16]*MAR `json:"mars,omitempty"`
 	URRs map[uint32]*URR `json:"urrs,omitempty"`
 }
+
+// packedRules are a session's Rules between requests: their JSON (what the session's
+// annotation holds), decoded by each request that reads them. An endpoint keeps tens of
+// thousands of sessions; decoded, each one's rules are dozens of small objects that the garbage
+// collector walks in every cycle, and its marks set the answers' tail latency (README, "N4
+// (PFCP) sessions"). The rules of a session whose URRs the endpoint polls stay decoded (live):
+// every round of reports reads them.
+type packedRules struct {
+	json  []byte // nil when live
+	live  *Rules
+	urrs  bool         // the session has URRs
+	peers []netip.Addr // the GTP-U peers of its FARs toward Access, sorted: for Node Reports
+}
+
+func pack(r *Rules) (packedRules, error) {
+	p := packedRules{urrs: len(r.URRs) > 0}
+	if r.polled() {
+		p.live = r
+	} else {
+		var err error
+		if p.json, err = json.Marshal(r); err != nil {
+			return packedRules{}, err
+		}
+	}
+	for _, f := range r.FARs {
+		if f.OHC != nil && f.OHC.Desc == ohcGTPUv4 && f.Dest != nil && *f.Dest == ifaceAccess && !slices.Contains(p.peers, f.OHC.Addr) {
+			p.peers = append(p.peers, f.OHC.Addr)
+		}
+	}
+	slices.SortFunc(p.peers, func(a, b netip.Addr) int { return a.Compare(b) })
+	return p, nil
+}
+
+// polled says whether a URR has a trigger the endpoint polls for (periodic, thresholds).
+func (p packedRules) polled() bool { return p.live != nil }
+
+// rules are the session's rules: live ones as they are, others decoded afresh.
+func (p packedRules) rules() (*Rules, error) {
+	if p.live != nil {
+		return p.live, nil
+	}
+	r := newRules()
+	if err := json.Unmarshal(p.json, r); err != nil {
+		return nil, fmt.Errorf("the session's rules: %w", err)
+	}
+	return r, nil
+}
+
+func (p packedRules) MarshalJSON() ([]byte, error) {
+	switch {
+	case p.live != nil:
+		return json.Marshal(p.live)
+	case p.json == nil:
+		return []byte("null"), nil
+	}
+	return p.json, nil
+}
+
+// UnmarshalJSON takes the rules from a session's saved state (a new leader's endpoint).
+func (p *packedRules) UnmarshalJSON(b []byte) error {
+	*p = packedRules{}
+	if string(b) == "null" {
+		return nil
+	}
+	r := newRules()
+	if err := json.Unmarshal(b, r); err != nil {
+		return err
+	}
+	var err error
+	*p, err = pack(r)
+	return err
+}
+
+// HasRules says whether a session's saved state had its rules.
+func (s *State) HasRules() bool { return s.Rules.json != nil || s.Rules.live != nil }
 
 func newRules() *Rules {
 	return &Rules{PDRs: map[uint16]*PDR{}, FARs: map[uint32]*FAR{}, QERs: map[uint32]*QER{}, MARs: map[uint16]*MAR{}, URRs: map[uint32]*URR{}}

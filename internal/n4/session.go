@@ -189,16 +189,20 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 		old.mu.Unlock()
 	}
 
-	e.mu.Lock()
-	s := &State{UPSEID: e.newSEIDLocked(), CPSEID: fseid, CPAddr: q.cpAddr, SMF: smf, Rules: r}
-	if supi == "" {
-		supi = fmt.Sprintf("nai-n4-%016x@%s", s.UPSEID, e.cfg.UPF)
-	}
-	s.SUPI = supi
 	now := time.Now()
 	for _, u := range r.URRs {
 		u.Since = now // the session's usage cells count from its first entry: Base is zero
 	}
+	packed, err := pack(r)
+	if err != nil {
+		return fseid, nil, refuse(CauseSystemFailure, 0, "keeping the session's rules: %v", err)
+	}
+	e.mu.Lock()
+	s := &State{UPSEID: e.newSEIDLocked(), CPSEID: fseid, CPAddr: q.cpAddr, SMF: smf, Rules: packed}
+	if supi == "" {
+		supi = fmt.Sprintf("nai-n4-%016x@%s", s.UPSEID, e.cfg.UPF)
+	}
+	s.SUPI = supi
 	created, err := e.chooseTEIDsLocked(s, r, nil)
 	if err == nil {
 		e.sessions[s.UPSEID] = s // reserved: a retransmission cannot race it, Lookups wait on s.mu
@@ -249,7 +253,11 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	if err := c.only(append(modificationRules, ie.FSEID, ie.PFCPSMReqFlags)...); err != nil {
 		return nil, err
 	}
-	queried, err := queriedURRs(c, s.Rules)
+	cur, err := s.Rules.rules()
+	if err != nil {
+		return nil, refuse(CauseSystemFailure, 0, "%v", err)
+	}
+	queried, err := queriedURRs(c, cur)
 	if err != nil {
 		return nil, err
 	}
@@ -262,27 +270,27 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		cpSEID = f.SEID
 		cpAddr, _ = ipv4(f.IPv4Address)
 	}
-	r, err := s.Rules.modified(c)
+	r, err := cur.modified(c)
 	if err != nil {
 		return nil, err
 	}
 	// Reports and new URRs need the session's usage now: read before anything changes.
 	var usage Usage
-	if len(queried) > 0 || len(c.all(ie.RemoveURR)) > 0 || hasNewURR(s.Rules, r) {
+	if len(queried) > 0 || len(c.all(ie.RemoveURR)) > 0 || hasNewURR(cur, r) {
 		if usage, err = e.store.Usage(ctx, s); err != nil {
 			return nil, refuse(CauseSystemFailure, 0, "reading the session's usage: %v", err)
 		}
 	}
 	now := time.Now()
 	for id, u := range r.URRs {
-		if s.Rules.URRs[id] == nil {
+		if cur.URRs[id] == nil {
 			u.Since, u.Base = now, usage
 		}
 	}
 	var reports []*ie.IE
-	for _, id := range sortedKeys(s.Rules.URRs) {
+	for _, id := range sortedKeys(cur.URRs) {
 		if r.URRs[id] == nil { // removed: its last report (§7.5.5.2)
-			reports = append(reports, s.Rules.URRs[id].report(ie.UsageReportWithinSessionModificationResponse, s.Rules, reportTERMR, now, usage))
+			reports = append(reports, cur.URRs[id].report(ie.UsageReportWithinSessionModificationResponse, cur, reportTERMR, now, usage))
 		}
 	}
 	for _, id := range queried {
@@ -290,6 +298,10 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 			reports = append(reports, u.report(ie.UsageReportWithinSessionModificationResponse, r, reportIMMER, now, usage))
 			u.reported(now, usage)
 		}
+	}
+	packed, err := pack(r)
+	if err != nil {
+		return nil, refuse(CauseSystemFailure, 0, "keeping the session's rules: %v", err)
 	}
 	prevRules, prevTEIDs := s.Rules, s.TEIDs
 	e.mu.Lock()
@@ -313,9 +325,9 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		restore()
 		return nil, err
 	}
-	prevPlan, _ := makePlan(prevRules, prevTEIDs, s.SUPI, e.cfg.Target)
+	prevPlan, _ := makePlan(cur, prevTEIDs, s.SUPI, e.cfg.Target)
 	prevCP, prevAddr := s.CPSEID, s.CPAddr
-	s.Rules, s.CPSEID, s.CPAddr = r, cpSEID, cpAddr
+	s.Rules, s.CPSEID, s.CPAddr = packed, cpSEID, cpAddr
 	if err := e.store.Apply(ctx, s, p); err != nil {
 		s.CPSEID, s.CPAddr = prevCP, prevAddr
 		restore()
@@ -404,14 +416,22 @@ func (e *Endpoint) delete(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	}
 	e.forget(s)
 	// Every URR's last report (§7.5.7); none when the UPF could not read the session's usage.
-	var out []*ie.IE
-	if usage == nil && len(s.Rules.URRs) > 0 {
+	if !s.Rules.urrs {
+		return nil, nil
+	}
+	if usage == nil {
 		e.cfg.Log.Info("N4: a deleted session's usage could not be read; no usage report", "upSEID", s.UPSEID)
 		return nil, nil
 	}
+	r, err := s.Rules.rules()
+	if err != nil {
+		e.cfg.Log.Error(err, "N4: no usage report for a deleted session", "upSEID", s.UPSEID)
+		return nil, nil
+	}
+	var out []*ie.IE
 	now := time.Now()
-	for _, id := range sortedKeys(s.Rules.URRs) {
-		out = append(out, s.Rules.URRs[id].report(ie.UsageReportWithinSessionDeletionResponse, s.Rules, reportTERMR, now, *usage))
+	for _, id := range sortedKeys(r.URRs) {
+		out = append(out, r.URRs[id].report(ie.UsageReportWithinSessionDeletionResponse, r, reportTERMR, now, *usage))
 	}
 	return out, nil
 }

@@ -337,7 +337,7 @@ func (e *Endpoint) reportUsage(ctx context.Context) {
 	e.mu.Lock()
 	var polled []*State
 	for _, s := range e.sessions {
-		if !s.reporting && s.Rules != nil && s.Rules.polled() {
+		if !s.reporting && s.Rules.polled() {
 			polled = append(polled, s)
 		}
 	}
@@ -365,13 +365,18 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 		e.cfg.Log.V(1).Info("N4: usage not read for a report", "upSEID", s.UPSEID, "err", err.Error())
 		return
 	}
+	r, err := s.Rules.rules()
+	if err != nil {
+		e.cfg.Log.Error(err, "N4: no usage report", "upSEID", s.UPSEID)
+		return
+	}
 	now := time.Now()
 	var reports []*ie.IE
 	sent := map[uint32]uint32{} // URR → the UR-SEQN reported
-	for _, id := range sortedKeys(s.Rules.URRs) {
-		u := s.Rules.URRs[id]
-		if trig, ok := u.due(s.Rules, now, cur); ok {
-			reports = append(reports, u.report(ie.UsageReportWithinSessionReportRequest, s.Rules, trig, now, cur))
+	for _, id := range sortedKeys(r.URRs) {
+		u := r.URRs[id]
+		if trig, ok := u.due(r, now, cur); ok {
+			reports = append(reports, u.report(ie.UsageReportWithinSessionReportRequest, r, trig, now, cur))
 			sent[id] = u.Seq
 		}
 	}
@@ -394,13 +399,24 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 			e.cfg.Log.Info("N4: the SMF refused a usage report", "upSEID", s.UPSEID, "cause", cause)
 			return
 		}
+		r, err := s.Rules.rules() // a modification meanwhile may have changed them
+		if err != nil {
+			e.cfg.Log.Error(err, "N4: a usage report not recorded", "upSEID", s.UPSEID)
+			return
+		}
 		for id, seq := range sent {
-			if u := s.Rules.URRs[id]; u != nil && u.Seq == seq {
+			if u := r.URRs[id]; u != nil && u.Seq == seq {
 				u.reported(now, cur)
 			}
 		}
+		packed, err := pack(r)
+		if err != nil {
+			e.cfg.Log.Error(err, "N4: a usage report not recorded", "upSEID", s.UPSEID)
+			return
+		}
+		s.Rules = packed
 		// The measurement's new start rides in the session's state, for the next leader.
-		if p, err := makePlan(s.Rules, s.TEIDs, s.SUPI, e.cfg.Target); err == nil {
+		if p, err := makePlan(r, s.TEIDs, s.SUPI, e.cfg.Target); err == nil {
 			if err := e.store.Apply(ctx, s, p); err != nil {
 				e.cfg.Log.Error(err, "N4: saving a session after a usage report", "upSEID", s.UPSEID)
 			}
