@@ -89,3 +89,15 @@ func TestPackedRulesComeBackAsTheyWere(t *testing.T) {
 		t.Errorf(`"rules": null: HasRules %v (%v), want false`, none.HasRules(), err)
 	}
 }
+
+// PDRs with one CHOOSE ID share the TEID the UPF chose (TS 29.244 §5.2.3.1): a modification that
+// removes one of them keeps the TEID for the others; the TEID of a PDR removed alone goes back,
+// and TEIDs of other sessions stay.
+func TestATEIDSharedByPDRsStaysWhileOneHasIt(t *testing.T) {
+	const shared, alone, other = 0x80000001, 0x80000002, 0x80000003
+	e := &Endpoint{teids: map[uint32]bool{shared: true, alone: true, other: true}}
+	e.releaseTEIDsLocked(map[uint16]uint32{1: shared, 3: shared, 2: alone}, map[uint16]uint32{1: shared})
+	if want := map[uint32]bool{shared: true, other: true}; !reflect.DeepEqual(e.teids, want) {
+		t.Errorf("TEIDs in use %v, want %v", e.teids, want)
+	}
+}

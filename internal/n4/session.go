@@ -312,11 +312,7 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	}
 	restore := func() {
 		e.mu.Lock()
-		for pdr, t := range s.TEIDs {
-			if prevTEIDs[pdr] != t {
-				delete(e.teids, t)
-			}
-		}
+		e.releaseTEIDsLocked(s.TEIDs, prevTEIDs)
 		e.mu.Unlock()
 		s.Rules, s.TEIDs = prevRules, prevTEIDs
 	}
@@ -340,11 +336,7 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	}
 	// Released TEIDs go back; a new CP SEID moves the session's lookup key.
 	e.mu.Lock()
-	for pdr, t := range prevTEIDs {
-		if s.TEIDs[pdr] != t {
-			delete(e.teids, t)
-		}
-	}
+	e.releaseTEIDsLocked(prevTEIDs, s.TEIDs)
 	if prevCP != cpSEID {
 		delete(e.byCP, cpKey{s.SMF, prevCP})
 		e.byCP[cpKey{s.SMF, cpSEID}] = s.UPSEID
@@ -434,6 +426,20 @@ func (e *Endpoint) delete(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		out = append(out, r.URRs[id].report(ie.UsageReportWithinSessionDeletionResponse, r, reportTERMR, now, *usage))
 	}
 	return out, nil
+}
+
+// releaseTEIDsLocked gives back the TEIDs of from that kept does not hold: PDRs that share a
+// CHOOSE ID share a TEID, which stays while one of them does.
+func (e *Endpoint) releaseTEIDsLocked(from, kept map[uint16]uint32) {
+	for _, t := range from {
+		held := false
+		for _, k := range kept {
+			held = held || k == t
+		}
+		if !held {
+			delete(e.teids, t)
+		}
+	}
 }
 
 // chooseTEIDsLocked gives every PDR of r whose F-TEID has CH set a TEID: one per CHOOSE ID
