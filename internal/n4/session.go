@@ -314,7 +314,8 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		e.mu.Lock()
 		e.releaseTEIDsLocked(s.TEIDs, prevTEIDs)
 		e.mu.Unlock()
-		s.Rules, s.TEIDs = prevRules, prevTEIDs
+		e.setRules(s, prevRules)
+		s.TEIDs = prevTEIDs
 	}
 	p, err := makePlan(r, s.TEIDs, s.SUPI, e.cfg.Target)
 	if err != nil {
@@ -323,7 +324,8 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	}
 	prevPlan, _ := makePlan(cur, prevTEIDs, s.SUPI, e.cfg.Target)
 	prevCP, prevAddr := s.CPSEID, s.CPAddr
-	s.Rules, s.CPSEID, s.CPAddr = packed, cpSEID, cpAddr
+	e.setRules(s, packed)
+	s.CPSEID, s.CPAddr = cpSEID, cpAddr
 	if err := e.store.Apply(ctx, s, p); err != nil {
 		s.CPSEID, s.CPAddr = prevCP, prevAddr
 		restore()
@@ -426,6 +428,14 @@ func (e *Endpoint) delete(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		out = append(out, r.URRs[id].report(ie.UsageReportWithinSessionDeletionResponse, r, reportTERMR, now, *usage))
 	}
 	return out, nil
+}
+
+// setRules gives s (whose mu the caller holds) new rules; e.mu too, for the report rounds and
+// Node Reports that read every session's under it.
+func (e *Endpoint) setRules(s *State, p packedRules) {
+	e.mu.Lock()
+	s.Rules = p
+	e.mu.Unlock()
 }
 
 // releaseTEIDsLocked gives back the TEIDs of from that kept does not hold: PDRs that share a

@@ -337,7 +337,7 @@ func (e *Endpoint) reportUsage(ctx context.Context) {
 	e.mu.Lock()
 	var polled []*State
 	for _, s := range e.sessions {
-		if !s.reporting && s.Rules.polled() {
+		if s.Rules.polled() { // reportSession skips one whose last report is unanswered
 			polled = append(polled, s)
 		}
 	}
@@ -414,7 +414,7 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 			e.cfg.Log.Error(err, "N4: a usage report not recorded", "upSEID", s.UPSEID)
 			return
 		}
-		s.Rules = packed
+		e.setRules(s, packed)
 		// The measurement's new start rides in the session's state, for the next leader.
 		if p, err := makePlan(r, s.TEIDs, s.SUPI, e.cfg.Target); err == nil {
 			if err := e.store.Apply(ctx, s, p); err != nil {
