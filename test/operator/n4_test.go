@@ -602,6 +602,15 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 	}
 }
 
+// wagfRig is an associated N4 rig whose UPF lists the W-AGF 198.51.100.20 in spec.n4.accessGateways.
+func wagfRig(t *testing.T) n4Rig {
+	r := newN4Rig(t, func(n *junctionv1.N4) {
+		n.AccessGateways = []junctionv1.N4AccessGateway{{Address: "198.51.100.20", Type: junctionv1.NonThreeGPPWireline}}
+	}, nil)
+	r.associate(t)
+	return r
+}
+
 // TestN4NonThreeGPPLegOverN3: an SMF sets the non-3GPP leg up through an access gateway (TS
 // 29.244 §5.24: a FAR creating GTP-U toward the W-AGF, an uplink PDR with an F-TEID from N3
 // trusted non-3GPP access, CHOOSE); the UPF picks a second TEID, the object names the gateway
@@ -610,10 +619,7 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 // through a gateway it does not list.
 func TestN4NonThreeGPPLegOverN3(t *testing.T) {
 	ctx := context.Background()
-	r := newN4Rig(t, func(n *junctionv1.N4) {
-		n.AccessGateways = []junctionv1.N4AccessGateway{{Address: "198.51.100.20", Type: junctionv1.NonThreeGPPWireline}}
-	}, nil)
-	r.associate(t)
+	r := wagfRig(t)
 	s := alice()
 	s.Gateway, s.Non3GPPDownlinkTEID = netip.MustParseAddr("198.51.100.20"), 0x5678
 	est, err := r.smf.Establish(ctx, s)
@@ -683,10 +689,7 @@ func TestN4NonThreeGPPLegOverN3(t *testing.T) {
 // so in a Created PDR (TS 29.244 §7.5.5.2), and the session's entries carry both legs.
 func TestN4AddsTheNon3GPPLegByModification(t *testing.T) {
 	ctx := context.Background()
-	r := newN4Rig(t, func(n *junctionv1.N4) {
-		n.AccessGateways = []junctionv1.N4AccessGateway{{Address: "198.51.100.20", Type: junctionv1.NonThreeGPPWireline}}
-	}, nil)
-	r.associate(t)
+	r := wagfRig(t)
 	s := alice()
 	// One access: no load balancing yet (docs/n4.md).
 	s.UENon3GPP, s.Default, s.Apps[0].Steering = netip.Addr{}, smf.Steering{Mode: smf.ActiveStandby, Active: smf.ThreeGPP}, smf.Steering{Mode: smf.SmallestDelay}
