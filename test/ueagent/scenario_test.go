@@ -429,6 +429,14 @@ func writeHandover(t *testing.T, d time.Duration, results []handoverResult, base
 //	go test ./test/ueagent -run TestScenarioAggregation                     # short: 5 s per mode
 //	make scenarios SCENARIO=Aggregation                                      # 30 s per mode
 func TestScenarioAggregation(t *testing.T) {
+	// The testbed's cleanups print the software UPF's log after a failure; this one, registered
+	// first, runs last, so the output ends with the bounds that failed.
+	var failed []string
+	t.Cleanup(func() {
+		if len(failed) > 0 {
+			t.Logf("aggregation bounds not met: %s", strings.Join(failed, "; "))
+		}
+	})
 	secs := shortOrFull("5", "30")
 	const linkRate = 60e6
 	wifi := linkem.Params{Rate: linkRate, Delay: 5 * time.Millisecond, Queue: 300_000}
@@ -546,7 +554,8 @@ func TestScenarioAggregation(t *testing.T) {
 		{"unequal links, upload autonomous >= 1.1x WiFi alone's upload", 1.1 * got[unequalUpWiFi], got[unequalUpAutonomous]},
 	} {
 		if b.got < b.min {
-			t.Errorf("aggregation: %s: %.1f Mbit/s, want >= %.1f", b.name, b.got, b.min)
+			failed = append(failed, fmt.Sprintf("%s: %.1f Mbit/s, want >= %.1f", b.name, b.got, b.min))
+			t.Error("aggregation: " + failed[len(failed)-1])
 		}
 	}
 }
