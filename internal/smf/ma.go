@@ -126,7 +126,7 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 			ie.NewMARID(MARDefault)),
 		c.CreateMAR(MARDefault, s.Default, s.UENon3GPP.IsValid()))
 	for i, a := range s.Apps {
-		mar := MARDefault + uint16(i) + 1
+		mar := appMAR(i)
 		ies = append(ies,
 			pdr(ie.NewPDRID(PDRDownlink+uint16(i)+1), ie.NewPrecedence(a.Precedence), ie.NewPDI(
 				ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, s.UEAddr.String(), "", 0, 0),
@@ -139,6 +139,9 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 	}
 	return ies
 }
+
+// appMAR is the MAR ID of App i.
+func appMAR(i int) uint16 { return MARDefault + uint16(i) + 1 }
 
 // createPDR is a Create PDR of s: ies and what every PDR of s names.
 func (s MASession) createPDR(ies ...*ie.IE) *ie.IE {
@@ -193,7 +196,7 @@ func (c *Client) AddNon3GPPLegIEs(s MASession) []*ie.IE {
 	}
 	ies = append(ies, add(MARDefault, s.Default))
 	for i, a := range s.Apps {
-		ies = append(ies, add(MARDefault+uint16(i)+1, a.Steering))
+		ies = append(ies, add(appMAR(i), a.Steering))
 	}
 	return ies
 }
