@@ -158,6 +158,16 @@ type ATSSSSessionSpec struct {
 	// +required
 	AccessLegs AccessLegs `json:"accessLegs"`
 
+	// qfi is the QoS Flow Identifier of the session's QoS flow, 1 to 63, as the SMF gave it to
+	// the gNB: the UPF marks it in a PDU Session Container on every downlink G-PDU it sends on
+	// N3 (to the gNB, and to the gateway of a non-3GPP leg over N3), as TS 29.281 §5.2.2.7
+	// asks. Unset: the G-PDUs carry no container (a gNB that maps QFIs to radio bearers drops
+	// them).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=63
+	// +optional
+	QFI int32 `json:"qfi,omitempty"`
+
 	// policyRefs name SteeringPolicies that apply to this session.
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=map

@@ -51,7 +51,7 @@ func run() error {
 	var (
 		upf, local, nodeID, imsi, ue, ue3, ueN, gnb, steering, modify string
 		kubeconfig, namespace, upfName, nodeName                      string
-		dlTEID, modifyMAR                                             uint
+		dlTEID, modifyMAR, qfi                                        uint
 		apps                                                          stringList
 		usagePeriod                                                   time.Duration
 	)
@@ -64,6 +64,7 @@ func run() error {
 	flag.StringVar(&ueN, "ue-non3gpp", "", "The UE's address on its non-3GPP leg; empty: 3GPP only.")
 	flag.StringVar(&gnb, "gnb", "", "The gNB's N3 address (required).")
 	flag.UintVar(&dlTEID, "dl-teid", 0, "The gNB's downlink TEID (required).")
+	flag.UintVar(&qfi, "qfi", 0, "The session's QoS flow, 1-63: a QER with this QFI on every PDR (the UPF marks it on the downlink); 0: no QER.")
 	flag.StringVar(&steering, "steering", "smallest-delay", "The MAR of all traffic no --app describes (smf.ParseSteering's syntax).")
 	flag.Var(&apps, "app", "A downlink PDR with an SDF filter and its own MAR: '<precedence>|<steering>|<flow description>' (repeatable).")
 	flag.StringVar(&modify, "modify-steering", "", "The steering of MAR --modify-mar after a Session Modification, sent on SIGUSR1.")
@@ -82,6 +83,10 @@ func run() error {
 	if usagePeriod > 0 {
 		s.URR = &smf.URR{Period: usagePeriod}
 	}
+	if qfi > 63 {
+		return fmt.Errorf("--qfi %d: a QFI has 6 bits (1-63; 0: none)", qfi)
+	}
+	s.QFI = uint8(qfi)
 	upfAddr, err := netip.ParseAddrPort(upf)
 	if err != nil {
 		return fmt.Errorf("--upf: %w", err)

@@ -250,6 +250,54 @@ func TestSessionEntries(t *testing.T) {
 			t.Errorf("set_session %+v, want gateway_non3gpp 198.51.100.20 and teid_non3gpp 0x3002", se.Params)
 		}
 	})
+	t.Run("a session with a QFI marks each of its downlink GTP-U tunnels, by peer and TEID", func(t *testing.T) {
+		// docs/pipeline.md: tunnel_qfis (peer_addr, teid) -> set_qfi(qfi), one entry per tunnel
+		// into which the UPF sends G-PDUs: the gNB's and a non-3GPP leg's over N3; none for a
+		// plain non-3GPP leg (no GTP-U) and none without spec.qfi.
+		want := func(es []Entry, tunnels ...[]byte) {
+			t.Helper()
+			var got [][]byte
+			for _, e := range es {
+				if e.Table != "tunnel_qfis" {
+					continue
+				}
+				if e.Action != "set_qfi" || len(e.Params) != 1 || !bytes.Equal(e.Params[0].Value, []byte{9}) || len(e.Match) != 2 {
+					t.Errorf("tunnel_qfis entry %+v, want set_qfi(qfi 9)", e)
+				}
+				got = append(got, append(append([]byte{}, e.Match[0].Value...), e.Match[1].Value...))
+			}
+			if len(got) != len(tunnels) {
+				t.Fatalf("tunnel_qfis keys %x, want %x", got, tunnels)
+			}
+			for i := range tunnels {
+				if !bytes.Equal(got[i], tunnels[i]) {
+					t.Errorf("tunnel_qfis key %x, want %x", got[i], tunnels[i])
+				}
+			}
+		}
+		s := session(nil, games)
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want(es) // no QFI
+		s.Spec.QFI = 9
+		if es, err = SessionEntries(s); err != nil {
+			t.Fatal(err)
+		}
+		want(es, []byte{198, 51, 100, 10, 0, 0, 0x20, 0x01}) // the gNB and TEID 8193; WiFi is plain
+		s.Spec.AccessLegs.NonThreeGPP = &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWireline, UEAddress: "203.0.113.11",
+			GatewayAddress: "198.51.100.20", UplinkTEID: 0x3001, DownlinkTEID: 0x3002}
+		if es, err = SessionEntries(s); err != nil {
+			t.Fatal(err)
+		}
+		want(es, []byte{198, 51, 100, 10, 0, 0, 0x20, 0x01}, []byte{198, 51, 100, 20, 0, 0, 0x30, 0x02})
+		s.Spec.Type, s.Spec.AccessLegs.NonThreeGPP = junctionv1.SessionSingleAccess, nil
+		if es, err = SessionEntries(s); err != nil {
+			t.Fatal(err)
+		}
+		want(es, []byte{198, 51, 100, 10, 0, 0, 0x20, 0x01})
+	})
 	t.Run("a load-balance session is an exception with an override for that policy only", func(t *testing.T) {
 		s := session(nil, games, video)
 		s.SequenceIndex = ptr[uint32](11)

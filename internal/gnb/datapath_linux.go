@@ -27,9 +27,6 @@ const (
 	// interface there, whatever its destination (the UE's packets are for the UPF).
 	routeTable    = 2152
 	radioRulePrio = 1000
-	// qfi is the QoS flow the uplink's PDU Session Container names: 9, the default non-GBR
-	// flow of TS 23.501 table 5.7.4-1.
-	qfi = 9
 	// headroom holds the outer GTP-U header with its options and container.
 	headroom = 16
 	bufSize  = headroom + 65536
@@ -184,7 +181,7 @@ func (d *Datapath) uplink() {
 			continue
 		}
 		g := wire.GTPU{Flags: wire.GTPUFlags | wire.GTPUFlagExtension, Type: wire.GTPUTypeGPDU, TEID: b.UplinkTEID,
-			NextExt: wire.GTPUExtPDUSession, PSC: [2]byte{0x10, qfi}} // PDU type 1: UL PDU SESSION INFORMATION
+			NextExt: wire.GTPUExtPDUSession, PSC: [2]byte{0x10, b.UplinkQFI()}} // PDU type 1: UL PDU SESSION INFORMATION
 		off := g.Prepend(bufs[0][:headroom+sizes[0]], headroom)
 		if _, err := d.n3.WriteToUDPAddrPort(bufs[0][off:headroom+sizes[0]], netip.AddrPortFrom(b.UPF, wire.GTPUPort)); err != nil {
 			d.m.drop("up", "SendError")
@@ -216,6 +213,10 @@ func (d *Datapath) downlink() {
 		b, ok := d.table.Load().Downlink(g.TEID)
 		if !ok {
 			d.m.drop("down", "UnknownTEID")
+			continue
+		}
+		if !b.TakesDownlink(g.QFI()) {
+			d.m.drop("down", "WrongQFI") // not the session's QoS flow: no radio bearer for it
 			continue
 		}
 		inner := buf[g.HeaderLen() : wire.GTPUHeaderLen+int(g.Length)]

@@ -10,8 +10,9 @@
 //
 //	uplink    UE ─access link─> policy rule (iif link) ─> TUN ─> lookup by inner source (the
 //	          UE's address on the leg) ─> GTP-U (uplink TEID, QFI) ─> UDP 2152 ─> UPF N3 address
-//	downlink  UPF ─> UDP 2152 ─> GTP-U G-PDU ─> lookup by TEID (downlink TEID) ─> inner
-//	          destination must be that UE ─> TUN ─> kernel routing ─> access link ─> UE
+//	downlink  UPF ─> UDP 2152 ─> GTP-U G-PDU ─> lookup by TEID (downlink TEID) ─> the session's
+//	          QFI, if it has one ─> inner destination must be that UE ─> TUN ─> kernel routing
+//	          ─> access link ─> UE
 package gnb
 
 import (
@@ -84,8 +85,29 @@ type Bearer struct {
 	UPF          netip.Addr // the UPF's N3 address
 	UplinkTEID   uint32
 	DownlinkTEID uint32
-	Session      string // namespace/name, for logs and errors
+	// QFI is the session's QoS flow (spec.qfi), 0 if it has none. With one, the node puts it on
+	// the uplink and takes only downlink G-PDUs whose PDU Session Container names it, as a gNB
+	// that maps QoS flows to radio bearers does; without, it puts DefaultQFI on the uplink and
+	// takes the downlink with any container or none.
+	QFI     uint8
+	Session string // namespace/name, for logs and errors
 }
+
+// DefaultQFI is the uplink's QFI for a session without spec.qfi: 9, the default non-GBR flow
+// of TS 23.501 table 5.7.4-1.
+const DefaultQFI = 9
+
+// UplinkQFI is the QFI the bearer's uplink G-PDUs carry.
+func (b Bearer) UplinkQFI() uint8 {
+	if b.QFI != 0 {
+		return b.QFI
+	}
+	return DefaultQFI
+}
+
+// TakesDownlink reports whether a downlink G-PDU in QoS flow qfi (0: no container) belongs to
+// the bearer's flow.
+func (b Bearer) TakesDownlink(qfi uint8) bool { return b.QFI == 0 || qfi == b.QFI }
 
 // BearerError says why a session is not served.
 type BearerError struct {
@@ -156,7 +178,7 @@ func BuildTable(role Role, n3 netip.Addr, sessions []junctionv1.ATSSSSession, up
 			continue
 		}
 		// The API server bounds both TEIDs to 1..2^32-1.
-		b := Bearer{UE: ue, UPF: upf, UplinkTEID: uint32(ul), DownlinkTEID: uint32(dl), Session: key}
+		b := Bearer{UE: ue, UPF: upf, UplinkTEID: uint32(ul), DownlinkTEID: uint32(dl), QFI: uint8(s.Spec.QFI), Session: key}
 		cands = append(cands, b)
 		ues[ue] = append(ues[ue], key)
 		teids[b.DownlinkTEID] = append(teids[b.DownlinkTEID], key)

@@ -44,7 +44,7 @@ func TestBuildTable(t *testing.T) {
 	sessions := []junctionv1.ATSSSSession{
 		// Served: the first endpoint's N3 address when spec.tunnelEndpoint is empty, the named one otherwise.
 		sess("a", "s1", "198.51.100.10", "10.45.0.1", 4097, 8193, nil),
-		sess("a", "s2", "198.51.100.10", "10.45.0.2", 4098, 8194, func(s *junctionv1.ATSSSSession) { s.Spec.TunnelEndpoint = "edge" }),
+		sess("a", "s2", "198.51.100.10", "10.45.0.2", 4098, 8194, func(s *junctionv1.ATSSSSession) { s.Spec.TunnelEndpoint = "edge"; s.Spec.QFI = 5 }),
 		// The UPF is looked up in the session's own namespace.
 		sess("b", "s3", "198.51.100.10", "10.45.0.3", 4099, 8195, nil),
 		// Not this gNB's, or no 3GPP leg: ignored without an error.
@@ -62,7 +62,7 @@ func TestBuildTable(t *testing.T) {
 
 	want := map[string]Bearer{
 		"10.45.0.1": {UE: netip.MustParseAddr("10.45.0.1"), UPF: netip.MustParseAddr("192.0.2.1"), UplinkTEID: 4097, DownlinkTEID: 8193, Session: "a/s1"},
-		"10.45.0.2": {UE: netip.MustParseAddr("10.45.0.2"), UPF: netip.MustParseAddr("192.0.2.101"), UplinkTEID: 4098, DownlinkTEID: 8194, Session: "a/s2"},
+		"10.45.0.2": {UE: netip.MustParseAddr("10.45.0.2"), UPF: netip.MustParseAddr("192.0.2.101"), UplinkTEID: 4098, DownlinkTEID: 8194, QFI: 5, Session: "a/s2"},
 		"10.45.0.3": {UE: netip.MustParseAddr("10.45.0.3"), UPF: netip.MustParseAddr("192.0.2.201"), UplinkTEID: 4099, DownlinkTEID: 8195, Session: "b/s3"},
 	}
 	if tbl.Len() != len(want) {
@@ -83,6 +83,18 @@ func TestBuildTable(t *testing.T) {
 	}
 	if _, ok := tbl.Downlink(10004); ok {
 		t.Error("a downlink TEID two sessions share is served")
+	}
+	// A session without spec.qfi: uplink in the default flow 9, downlink in any flow or none.
+	// With QFI 5: uplink in 5, downlink in 5 only (a G-PDU without a container reads as 0).
+	s1, _ := tbl.Uplink(netip.MustParseAddr("10.45.0.1"))
+	s2, _ := tbl.Uplink(netip.MustParseAddr("10.45.0.2"))
+	if s1.UplinkQFI() != 9 || !s1.TakesDownlink(0) || !s1.TakesDownlink(7) {
+		t.Errorf("a session without a QFI: uplink QFI %d, takes a downlink without a container %v, in flow 7 %v; want 9, true, true",
+			s1.UplinkQFI(), s1.TakesDownlink(0), s1.TakesDownlink(7))
+	}
+	if s2.UplinkQFI() != 5 || !s2.TakesDownlink(5) || s2.TakesDownlink(0) || s2.TakesDownlink(9) {
+		t.Errorf("a session with QFI 5: uplink QFI %d, takes flow 5 %v, none %v, flow 9 %v; want 5, true, false, false",
+			s2.UplinkQFI(), s2.TakesDownlink(5), s2.TakesDownlink(0), s2.TakesDownlink(9))
 	}
 
 	wantErrs := map[string]string{

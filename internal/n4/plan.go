@@ -103,12 +103,16 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 	for _, p := range down {
 		multi = multi || p.MARID != nil
 	}
+	qfi, err := downlinkQFI(r, down)
+	if err != nil {
+		return nil, err
+	}
 	if !multi {
-		return singleAccessPlan(r, up, down, teids, supi, t)
+		return singleAccessPlan(r, up, down, teids, supi, qfi, t)
 	}
 
 	// Downlink: the UE IP address is the session address; every downlink PDR is steered by a MAR.
-	spec := junctionv1.ATSSSSessionSpec{UE: junctionv1.UE{SUPI: supi}, UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint}
+	spec := junctionv1.ATSSSSessionSpec{UE: junctionv1.UE{SUPI: supi}, UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: qfi}
 	var session netip.Addr
 	for _, p := range down {
 		switch {
@@ -262,7 +266,7 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 // singleAccessPlan maps an ordinary PDU session (no MAR): plain GTP-U on N3 both ways. Every
 // downlink PDR forwards through one GTP-U tunnel toward the gNB (SDF filters then change
 // nothing and are accepted); every uplink PDR has the one F-TEID and forwards to Core.
-func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi string, t Target) (*Plan, error) {
+func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi string, qfi int32, t Target) (*Plan, error) {
 	var session netip.Addr
 	var tunnel *OHC
 	var tunnelFAR uint32
@@ -310,10 +314,34 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 	a := junctionv1.IPv4Address(session.String())
 	return &Plan{Spec: junctionv1.ATSSSSessionSpec{
 		Type: junctionv1.SessionSingleAccess, UE: junctionv1.UE{SUPI: supi}, SessionAddress: a,
-		UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint,
+		UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: qfi,
 		AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
 			UEAddress: a, GNBAddress: junctionv1.IPv4Address(tunnel.Addr.String()), UplinkTEID: int64(ulTEID), DownlinkTEID: int64(tunnel.TEID)}},
 	}}, nil
+}
+
+// downlinkQFI is the QFI the session's downlink G-PDUs carry: the one the QERs of its downlink
+// PDRs give (the UPF inserts the QFI of a QER, TS 29.244), 0 when none gives one. The
+// pipeline marks one QFI per session, so downlink PDRs that differ (two QFIs, or a QFI for some
+// and none for others) are refused. An uplink PDR's QFI marks nothing: its packets leave on N6
+// without GTP-U.
+func downlinkQFI(r *Rules, down []*PDR) (int32, error) {
+	var qfi uint8
+	for i, p := range down {
+		var q uint8
+		for _, id := range p.QERIDs {
+			v := r.QERs[id].QFI
+			if v != 0 && q != 0 && v != q {
+				return 0, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d names QERs with QFIs %d and %d: a PDR's packets are in one QoS flow", p.ID, q, v)
+			}
+			q = max(q, v)
+		}
+		if i > 0 && q != qfi {
+			return 0, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d is in QoS flow %d, PDR %d in %d: Junction marks one QFI per session (0: none; docs/n4.md)", p.ID, q, down[0].ID, qfi)
+		}
+		qfi = q
+	}
+	return int32(qfi), nil
 }
 
 // forwardsToCore refuses an uplink PDR whose FAR does not just forward to Core: Junction

@@ -114,11 +114,12 @@ type FAR struct {
 	NetworkInstance string `json:"networkInstance,omitempty"`
 }
 
-// QER is a QoS Enforcement Rule; Junction enforces the gate only.
+// QER is a QoS Enforcement Rule; Junction enforces the gate and marks the QFI.
 type QER struct {
 	ID     uint32 `json:"id"`
 	GateUL uint8  `json:"gateUL"`
 	GateDL uint8  `json:"gateDL"`
+	QFI    uint8  `json:"qfi,omitempty"` // 1-63: marked on the downlink of the PDRs that name it
 }
 
 // AFAI is one Access Forwarding Action Information of a MAR.
@@ -656,8 +657,8 @@ func decodeQER(g *ie.IE, old *QER) (*QER, error) {
 	if err != nil {
 		return nil, err
 	}
-	// MBR, GBR, QFI and the rest are QoS the pipeline does not enforce: refused, never ignored.
-	if err := c.only(ie.QERID, ie.GateStatus); err != nil {
+	// MBR, GBR and the rest are QoS the pipeline does not enforce: refused, never ignored.
+	if err := c.only(ie.QERID, ie.GateStatus, ie.QFI); err != nil {
 		return nil, err
 	}
 	q := &QER{}
@@ -680,6 +681,15 @@ func decodeQER(g *ie.IE, old *QER) (*QER, error) {
 		q.GateUL, q.GateDL = v>>2&0x03, v&0x03
 	} else if g.Type == ie.CreateQER {
 		return nil, refuse(CauseMandatoryIEMissing, ie.GateStatus, "QER %d has no Gate Status", q.ID)
+	}
+	if x = c.one(ie.QFI); x != nil {
+		v, err := x.QFI()
+		if err != nil {
+			return nil, bad(x, err)
+		}
+		if q.QFI = v & 0x3f; q.QFI == 0 { // the two spare bits ignored
+			return nil, refuse(CauseMandatoryIEIncorrect, ie.QFI, "QER %d has QFI 0; Junction marks QFIs 1 to 63", q.ID)
+		}
 	}
 	return q, nil
 }

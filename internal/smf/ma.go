@@ -72,6 +72,9 @@ type MASession struct {
 	Apps                []App
 	// URR, when set, measures the session's usage (URRID, named by every PDR).
 	URR *URR
+	// QFI, when not 0, is the session's QoS flow: a QER (QERID) with this QFI and open gates,
+	// named by every PDR, as SMFs send for the default QoS flow.
+	QFI uint8
 }
 
 // Rule IDs the emulator uses.
@@ -82,6 +85,7 @@ const (
 	FARCore          uint32 = 1
 	FAR3GPP          uint32 = 2
 	FARNon3GPP       uint32 = 3
+	QERID            uint32 = 1
 	MARDefault       uint16 = 1 // +i for App i
 	chooseID         uint8  = 1
 	chooseIDNon3GPP  uint8  = 2
@@ -137,6 +141,9 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 	if s.URR != nil {
 		ies = append(ies, s.URR.CreateURR())
 	}
+	if s.QFI != 0 {
+		ies = append(ies, ie.NewCreateQER(ie.NewQERID(QERID), ie.NewGateStatus(ie.GateStatusOpen, ie.GateStatusOpen), ie.NewQFI(s.QFI)))
+	}
 	return ies
 }
 
@@ -147,6 +154,9 @@ func appMAR(i int) uint16 { return MARDefault + uint16(i) + 1 }
 func (s MASession) createPDR(ies ...*ie.IE) *ie.IE {
 	if s.URR != nil {
 		ies = append(ies, ie.NewURRID(URRID))
+	}
+	if s.QFI != 0 {
+		ies = append(ies, ie.NewQERID(QERID))
 	}
 	return ie.NewCreatePDR(ies...)
 }

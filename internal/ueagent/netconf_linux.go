@@ -50,7 +50,7 @@ const (
 // and a 4-byte PDU session container (44 bytes) on N3, assumed to have the radio side's MTU.
 const (
 	overheadNon3GPP = wire.JunctionOverhead
-	overhead3GPP    = wire.JunctionOverhead + wire.GTPUOverhead + 8
+	overhead3GPP    = wire.JunctionOverhead + wire.GTPUOverhead + wire.GTPUPSCOverhead
 	defaultLinkMTU  = 1500
 )
 

@@ -52,6 +52,7 @@ const (
 	// GTPUOverhead is what plain GTP-U encapsulation adds as the pipeline writes it (no options).
 	GTPUOverhead = IPv4HeaderLen + UDPHeaderLen + GTPUHeaderLen
 	// MaxHeadroom is the most the pipeline prepends to a user packet, Ethernet included: the
-	// downlink on the 3GPP leg, Ethernet / IPv4 / UDP / GTP-U / IPv4 / UDP / Junction.
-	MaxHeadroom = EthernetHeaderLen + GTPUOverhead + JunctionOverhead
+	// downlink on the 3GPP leg of a session with a QFI, Ethernet / IPv4 / UDP / GTP-U with its
+	// PDU Session Container / IPv4 / UDP / Junction.
+	MaxHeadroom = EthernetHeaderLen + GTPUOverhead + GTPUPSCOverhead + JunctionOverhead
 )

@@ -12,12 +12,13 @@ import (
 // The 3GPP-leg downlink frame as the pipeline writes it, computed independently of this
 // package, one layer per line: the UPF (N3 192.0.2.1, Junction 10.0.0.1) sends a DNS answer from
 // 8.8.8.8 to the session 10.45.0.7 through the gNB 192.0.2.100 (TEID 100) to the UE's 3GPP-leg
-// address 10.10.0.2, with Junction sequence number 42.
+// address 10.10.0.2, with Junction sequence number 42, in the session's QoS flow 9 (the GTP-U
+// PDU Session Container: the longest encapsulation there is).
 const downlink3GPPHex = `
 	020000000002 020000000001 0800
-	45 00 0068 0000 0000 40 11 f61f c0000201 c0000264
-	0868 0868 0054 0000
-	30 ff 0044 00000064
+	45 00 0070 0000 0000 40 11 f617 c0000201 c0000264
+	0868 0868 005c 0000
+	34 ff 004c 00000064 0000 00 85 01 00 09 00
 	45 00 0044 0000 0000 40 11 669d 0a000001 0a0a0002
 	0869 0869 0030 0000
 	00 04 0020 0000002a
@@ -55,7 +56,7 @@ func TestEncapsulationInHeadroom(t *testing.T) {
 		off = wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: 42}.Prepend(buf, off)
 		off = wire.TunnelUDP(wire.JunctionPort).Prepend(buf, off)
 		off = wire.TunnelIPv4(upfJunc, ue3GPP).Prepend(buf, off)
-		off = wire.TunnelGTPU(100).Prepend(buf, off)
+		off = wire.DownlinkGTPU(100, 9).Prepend(buf, off)
 		off = wire.TunnelUDP(wire.GTPUPort).Prepend(buf, off)
 		off = wire.TunnelIPv4(upfN3, gNB).Prepend(buf, off)
 		off = wire.Ethernet{Dst: macNext, Src: macUPF, Type: wire.EtherTypeIPv4}.Prepend(buf, off)
@@ -71,7 +72,7 @@ func TestEncapsulationInHeadroom(t *testing.T) {
 			wire.Ethernet{Dst: macNext, Src: macUPF},
 			wire.IPv4{Src: upfN3, Dst: gNB},
 			wire.UDP{},
-			wire.GTPU{TEID: 100},
+			wire.GTPU{TEID: 100, NextExt: wire.GTPUExtPDUSession, PSC: [2]byte{0, 9}},
 			wire.IPv4{Src: upfJunc, Dst: ue3GPP},
 			wire.UDP{},
 			wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: 42},
@@ -90,10 +91,10 @@ func TestEncapsulationInHeadroom(t *testing.T) {
 		if f.Has != wantHas {
 			t.Errorf("Has = %#x, want %#x", f.Has, wantHas)
 		}
-		if f.IPv4.Dst != gNB || f.GTPU.TEID != 100 || f.InnerIPv4.Dst != ue3GPP || f.Junction.Seq != 42 {
+		if f.IPv4.Dst != gNB || f.GTPU.TEID != 100 || f.GTPU.QFI() != 9 || f.InnerIPv4.Dst != ue3GPP || f.Junction.Seq != 42 {
 			t.Errorf("layers: %+v", f)
 		}
-		if f.InnerOff != 14+20+8+8 || f.JunctionOff != f.InnerOff+28 || f.UserOff != f.JunctionOff+8 || f.UserEnd != len(want) {
+		if f.InnerOff != 14+20+8+16 || f.JunctionOff != f.InnerOff+28 || f.UserOff != f.JunctionOff+8 || f.UserEnd != len(want) {
 			t.Errorf("offsets inner %d junction %d user %d..%d", f.InnerOff, f.JunctionOff, f.UserOff, f.UserEnd)
 		}
 		if !bytes.Equal(want[f.UserOff:f.UserEnd], user) {

@@ -34,6 +34,8 @@ const (
 	// GTPUExtPDUSession is the PDU Session Container extension type, the one real gNBs send.
 	GTPUExtPDUSession = 0x85
 	gtpuPSCLen        = 4 // length 1 in 4-byte units: length, 2 content bytes, next type
+	// GTPUPSCOverhead is what the option bytes and a PDU Session Container add to a G-PDU.
+	GTPUPSCOverhead = gtpuOptionsLen + gtpuPSCLen
 )
 
 // GTPU is a GTP-U v1 header with its optional fields and at most one extension, the PDU
@@ -170,5 +172,19 @@ func (g GTPU) Prepend(b []byte, off int) int {
 	return off - n
 }
 
-// TunnelGTPU returns the GTP-U header the pipeline adds: flags 0x30, G-PDU, the given TEID.
+// TunnelGTPU returns the GTP-U header the pipeline adds for a session without a QFI: flags
+// 0x30, G-PDU, the given TEID.
 func TunnelGTPU(teid uint32) GTPU { return GTPU{Flags: GTPUFlags, Type: GTPUTypeGPDU, TEID: teid} }
+
+// DownlinkGTPU returns the GTP-U header the pipeline adds on a session's downlink: with a QFI
+// (1-63), flags 0x34 and the PDU Session Container of PDU type 0 (DL PDU SESSION INFORMATION,
+// TS 38.415) carrying it; with 0, TunnelGTPU's.
+func DownlinkGTPU(teid uint32, qfi uint8) GTPU {
+	g := TunnelGTPU(teid)
+	if qfi != 0 {
+		g.Flags |= GTPUFlagExtension
+		g.NextExt = GTPUExtPDUSession
+		g.PSC[1] = qfi & 0x3f
+	}
+	return g
+}

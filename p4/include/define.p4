@@ -22,6 +22,7 @@ typedef bit<32> teid_t;
 typedef bit<32> user_idx_t;      // 0..MAX_USERS-1, one per UE, shared by its sessions
 typedef bit<8>  endpoint_idx_t;  // index into tunnel_endpoints (the UPF's own addresses)
 typedef bit<16> peer_idx_t;      // index into tunnel_peers (gNB addresses)
+typedef bit<6>  qfi_t;           // QoS Flow Identifier (TS 23.501 §5.7.1); 0: none to mark
 typedef bit<16> app_id_t;
 typedef bit<8>  steering_mode_t;
 typedef bit<8>  access_t;
@@ -70,6 +71,9 @@ const bit<16>    GTPU_RECOVERY_BYTES = 2;  // type and restart counter (0: GTP-U
 const bit<8>     GTPU_NEXT_EXT_NONE = 0;
 const bit<8>     GTPU_NEXT_EXT_PSC  = 0x85; // 5G PDU Session Container, the only extension accepted
 const bit<8>     GTPU_PSC_LEN       = 1;    // in 4-byte units
+// What downlink G-PDUs carry after the mandatory header when the session has a QFI: the
+// option bytes and the PDU Session Container (DL PDU SESSION INFORMATION, TS 38.415 §5.5.2.1).
+const bit<16>    GTPU_DL_PSC_BYTES  = GTPU_OPTIONS_BYTES + GTPU_PSC_BYTES;
 
 const l4_port_t  JUNCTION_UDP_PORT = 2153;
 const bit<16>    JUNCTION_HDR_BYTES = 8;

@@ -50,6 +50,12 @@
 #define MAX_USAGE_RECORDS (MAX_SESSIONS + MAX_DOWNLINK_TUNNELS)
 #endif
 
+// QoS flows of downlink GTP-U tunnels (tunnel_qfis): one per tunnel the UPF can send into,
+// an MA session's two legs over N3 and a single-access session's one.
+#ifndef MAX_TUNNEL_QFIS
+#define MAX_TUNNEL_QFIS (2 * MAX_SESSIONS + MAX_DOWNLINK_TUNNELS)
+#endif
+
 // The drops counter has one cell per drop reason (define.p4), with room to grow.
 #ifndef DROP_REASON_COUNT
 #define DROP_REASON_COUNT 32

@@ -36,6 +36,9 @@
 #ifndef MAX_USAGE_RECORDS
 #define MAX_USAGE_RECORDS 32768
 #endif
+#ifndef MAX_TUNNEL_QFIS
+#define MAX_TUNNEL_QFIS 131072
+#endif
 
 #include "../include/define.p4"
 #include "../include/size.p4"

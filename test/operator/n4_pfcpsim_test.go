@@ -22,12 +22,10 @@ import (
 // PDR for the UE address, a FAR to Core and a FAR into GTP-U toward the gNB), moves one to
 // another gNB with a Session Modification (a handover), and deletes them. The entries read
 // back are plain GTP-U (docs/pipeline.md: uplink_tunnels, downlink_tunnels, tunnel_peers), no
-// sessions entry. pfcpsim's builders insist on QER IDs on every PDR, and its QERs carry a QFI,
-// which Junction refuses (docs/n4.md): the builders run with their check off and no QERs.
+// sessions entry, each with the QFI of the QER its PDRs name (pfcpsim's builders put a QER on
+// every PDR; its QERs carry a QFI and open gates, and here no MBR, which Junction refuses).
 func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 	r := newN4Rig(t, nil, nil)
-	pfcprules.SetCheck(false)
-	defer pfcprules.SetCheck(true)
 	c := pfcpsim.NewPFCPClient("127.0.0.2") // it binds port 8805 of its address
 	if err := c.ConnectN4(r.n4.String()); err != nil {
 		t.Fatal(err)
@@ -42,16 +40,17 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 	for i := range n {
 		pdrs := []*ie.IE{
 			pfcprules.NewPDRBuilder().WithID(1).WithMethod(pfcprules.Create).WithPrecedence(100).WithTEID(uint32(0x100 + i)).
-				WithN3Address("192.0.2.1").WithFARID(1).MarkAsUplink().BuildPDR(),
+				WithN3Address("192.0.2.1").WithFARID(1).AddQERID(1).MarkAsUplink().BuildPDR(),
 			pfcprules.NewPDRBuilder().WithID(2).WithMethod(pfcprules.Create).WithPrecedence(100).WithUEAddress(fmt.Sprintf("10.61.0.%d", 1+i)).
-				WithFARID(2).MarkAsDownlink().BuildPDR(),
+				WithFARID(2).AddQERID(1).MarkAsDownlink().BuildPDR(),
 		}
+		qers := []*ie.IE{pfcprules.NewQERBuilder().WithID(1).WithMethod(pfcprules.Create).WithQFI(uint8(5 + i)).Build()}
 		fars := []*ie.IE{
 			pfcprules.NewFARBuilder().WithID(1).WithMethod(pfcprules.Create).WithAction(pfcprules.ActionForward).WithDstInterface(ie.DstInterfaceCore).BuildFAR(),
 			pfcprules.NewFARBuilder().WithID(2).WithMethod(pfcprules.Create).WithAction(pfcprules.ActionForward).WithDstInterface(ie.DstInterfaceAccess).
 				WithTEID(uint32(0x200 + i)).WithDownlinkIP("198.51.100.10").BuildFAR(),
 		}
-		if err := c.SendSessionEstablishmentRequest(pdrs, fars, nil, nil); err != nil {
+		if err := c.SendSessionEstablishmentRequest(pdrs, fars, qers, nil); err != nil {
 			t.Fatal(err)
 		}
 		resp := pfcpsimAccepted[*message.SessionEstablishmentResponse](t, c, fmt.Sprintf("establishment %d", i))
@@ -65,15 +64,15 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 	for i := range sessions {
 		s := &sessions[i]
 		if s.Spec.Type != junctionv1.SessionSingleAccess || s.Spec.AccessLegs.NonThreeGPP != nil || s.Spec.AccessLegs.ThreeGPP == nil ||
-			string(s.Spec.AccessLegs.ThreeGPP.UEAddress) != string(s.Spec.SessionAddress) {
-			t.Errorf("session %s: %+v, want SingleAccess with its 3GPP leg on the session address", s.Name, s.Spec)
+			string(s.Spec.AccessLegs.ThreeGPP.UEAddress) != string(s.Spec.SessionAddress) || s.Spec.QFI < 5 || s.Spec.QFI > 5+n {
+			t.Errorf("session %s: %+v, want SingleAccess with its 3GPP leg on the session address and its QER's QFI", s.Name, s.Spec)
 		}
 		waitCondition(t, programTimeout, s, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
 		waitCondition(t, programTimeout, s, junctionv1.ConditionDegraded, metav1.ConditionFalse, "SingleAccess")
 	}
 	// docs/pipeline.md: uplink_tunnels (teid) -> decap_gtpu(access 1 = 3GPP, usage_idx); downlink_tunnels
 	// (ue_addr) -> encap_gtpu(teid, peer_idx, endpoint_idx, usage_idx), both with the session's
-	// usage cell; the gNB in tunnel_peers, shared.
+	// usage cell; the gNB in tunnel_peers, shared; tunnel_qfis (gNB, downlink TEID) -> set_qfi.
 	usage := map[string]uint64{} // session address → usage cell
 	for i := range sessions {
 		s := &sessions[i]
@@ -86,7 +85,8 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 	for i := range n {
 		u := hx(usage[fmt.Sprintf("10.61.0.%d", 1+i)], 4)
 		want = append(want, fmt.Sprintf("uplink_tunnels teid=%s -> decap_gtpu(access=01,usage_idx=%s)", hx(uint64(0x100+i), 4), u),
-			fmt.Sprintf("downlink_tunnels ue_addr=0a3d00%02x -> encap_gtpu(endpoint_idx=00,peer_idx=01,teid=%s,usage_idx=%s)", 1+i, hx(uint64(0x200+i), 4), u))
+			fmt.Sprintf("downlink_tunnels ue_addr=0a3d00%02x -> encap_gtpu(endpoint_idx=00,peer_idx=01,teid=%s,usage_idx=%s)", 1+i, hx(uint64(0x200+i), 4), u),
+			fmt.Sprintf("tunnel_qfis peer_addr=c633640a teid=%s -> set_qfi(qfi=%02x)", hx(uint64(0x200+i), 4), 5+i))
 	}
 	want = append(want, "tunnel_peers peer_idx=01 -> set_tunnel_peer(peer_addr=c633640a)")
 	wantEntries(t, r, want...)
@@ -102,6 +102,7 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 	}
 	pfcpsimAccepted[*message.SessionModificationResponse](t, c, "modification")
 	wantEntries(t, r, fmt.Sprintf("downlink_tunnels ue_addr=0a3d0001 -> encap_gtpu(endpoint_idx=00,peer_idx=02,teid=0300,usage_idx=%s)", hx(usage["10.61.0.1"], 4)),
+		"tunnel_qfis peer_addr=c633640b teid=0300 -> set_qfi(qfi=05)",
 		"tunnel_peers peer_idx=02 -> set_tunnel_peer(peer_addr=c633640b)")
 
 	for i, seid := range upSEIDs {

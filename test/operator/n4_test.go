@@ -187,6 +187,7 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	})
 
 	s := alice()
+	s.QFI = 9 // the default QoS flow's QER
 	est, err := r.smf.Establish(ctx, s)
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +219,9 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	}
 	if l := sp.AccessLegs.NonThreeGPP; l == nil || l.UEAddress != "203.0.113.7" {
 		t.Errorf("non-3GPP leg %+v, want the UE at 203.0.113.7", l)
+	}
+	if sp.QFI != 9 {
+		t.Errorf("qfi %d, want 9, the QFI of the QER every downlink PDR names", sp.QFI)
 	}
 	if sp.ModeOverride == nil || sp.ModeOverride.Mode != junctionv1.ModeSmallestDelay {
 		t.Errorf("modeOverride %+v, want SmallestDelay (the MAR of the PDR without SDF filter)", sp.ModeOverride)
@@ -263,7 +267,9 @@ func TestN4MASessionLifecycle(t *testing.T) {
 			hx(appID, 2), hx(uint64(access), 1), hx(uint64(loss), 1), hx(uint64(mode), 1), hx(uint64(ratio), 1), hx(seq, 4))
 	}
 	application := fmt.Sprintf("applications local_port=1388..13ec proto=11&ff remote_addr=c6336400&ffffff00 prio=%d -> set_application(access=01,app_id=%s,loss_limit_pct=00,mode=01,ratio_3gpp=00,rtt_threshold_us=00)", 65535-100, hx(app, 2))
-	wantEntries(t, r, sessionEntry, uplink, override(app, 3, 90, 6, 0), override(0, 2, 0, 0, 0), application)
+	// The QER's QFI marks the 3GPP leg's tunnel: tunnel_qfis (gNB, downlink TEID) -> set_qfi.
+	qfiEntry := "tunnel_qfis peer_addr=c633640a teid=1234 -> set_qfi(qfi=09)"
+	wantEntries(t, r, sessionEntry, uplink, override(app, 3, 90, 6, 0), override(0, 2, 0, 0, 0), application, qfiEntry)
 
 	// Modification: the application's MAR becomes active-standby with non-3GPP active; the
 	// thresholds the update does not carry stay (TS 29.244: an Update MAR changes what it has).
@@ -467,6 +473,13 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 		{"a FAR that buffers", adding(ie.NewCreateFAR(ie.NewFARID(40), ie.NewApplyAction(0x04))), 76, "offending IE 44", nil},
 		{"a QER with an MBR (QoS the pipeline does not enforce)", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewMBR(60000, 60000))),
 			76, "offending IE 26", nil},
+		{"a QER with QFI 0 (0 marks nothing)", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewQFI(0))),
+			69, "offending IE 124", nil},
+		{"a QFI for one downlink PDR and none for another (one QFI a session)", func(in []*ie.IE) []*ie.IE {
+			return adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewQFI(9)))(replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
+				ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+					ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewMARID(smf.MARDefault), ie.NewQERID(1)))(in))
+		}, 73, "failed rule type 0 id 000b", nil},
 		{"a URR measuring events", adding(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(1, 0, 0), ie.NewReportingTriggers(0, 0))),
 			76, "offending IE 62", nil},
 		{"a URR with a volume quota (enforcement the pipeline does not do)", adding(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0),

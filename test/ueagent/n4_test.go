@@ -20,8 +20,10 @@ import (
 )
 
 // TestN4SessionCarriesTrafficAsItsMARSays: an SMF (the emulator) establishes an MA PDU session
-// over N4 whose MAR puts all traffic on 3GPP; the emulator hands the session to the node's UE
-// agent (NAS's part); pings from the session address cross the 3GPP leg both ways. A Session
+// over N4 whose MAR puts all traffic on 3GPP, in the QoS flow its QER names; the emulator hands
+// the session to the node's UE agent (NAS's part); pings from the session address cross the 3GPP
+// leg both ways (the gNB emulator takes only downlink G-PDUs whose PDU Session Container names
+// the session's QFI, as a gNB with radio bearers per QoS flow does). A Session
 // Modification that changes the MAR to active-standby on non-3GPP moves the downlink to WiFi
 // (the agent follows the session's new steering for the uplink), and a Session Deletion
 // removes the session's tunnel from the node.
@@ -54,6 +56,7 @@ func TestN4SessionCarriesTrafficAsItsMARSays(t *testing.T) {
 	s := smf.MASession{
 		IMSI: "001010000000100", UEAddr: netip.MustParseAddr(sessionAddr), UE3GPP: u.Addr3GPP[0], UENon3GPP: u.AddrWiFi[0],
 		GNB: topology.GNBN3, DownlinkTEID: 4196, Default: smf.Steering{Mode: smf.ActiveStandby, Active: smf.ThreeGPP},
+		QFI: 7, // not the gNB emulator's default flow (9): the downlink must carry the session's
 	}
 	est, err := sm.Establish(ctx, s)
 	must(t, err)

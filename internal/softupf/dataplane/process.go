@@ -387,7 +387,7 @@ func (c *proc) encapJunction(pkt *Packet, off, end int, access contract.Access, 
 		tunnel = false
 	}
 	if tunnel {
-		off = wire.TunnelGTPU(teid).Prepend(b, off)
+		off = wire.DownlinkGTPU(teid, c.t.tunnelQFI(dst, teid)).Prepend(b, off)
 		off = wire.TunnelUDP(wire.GTPUPort).Prepend(b, off)
 		off = wire.TunnelIPv4(addr4(ep.n3), addr4(dst)).Prepend(b, off)
 	}
@@ -410,7 +410,7 @@ func (c *proc) downlinkGTPU(pkt *Packet, off, end int, fl *flow, tun dlTunnel) {
 		return
 	}
 	b := pkt.buf[:end]
-	off = wire.TunnelGTPU(tun.teid).Prepend(b, off)
+	off = wire.DownlinkGTPU(tun.teid, c.t.tunnelQFI(pr.addr, tun.teid)).Prepend(b, off)
 	off = wire.TunnelUDP(wire.GTPUPort).Prepend(b, off)
 	off = wire.TunnelIPv4(addr4(ep.n3), addr4(pr.addr)).Prepend(b, off)
 	if c.route(pkt, off, end, pr.addr) {

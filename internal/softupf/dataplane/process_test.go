@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"testing"
 
@@ -237,6 +238,19 @@ func TestDownlinkPlainGTPU(t *testing.T) {
 	out := h.process(portDN, fromDN(pkt(64)))
 	want := wiretest.Build(wire.Ethernet{Dst: gnbMAC, Src: srcMAC},
 		wire.IPv4{Src: addr(n3Addr), Dst: addr(gnbAddr)}, wire.UDP{}, wire.GTPU{TEID: 0x777}, pkt(63))
+	expectFrames(t, out, output{portGNB, want})
+
+	// With a QFI for the tunnel, the G-PDU carries the PDU Session Container (TS 29.281
+	// §5.2.2.7, TS 38.415 §5.5.2.1): flags 0x34 (E), sequence 0, N-PDU 0, next type 0x85;
+	// length 1, PDU type 0 (downlink), the QFI, next type 0. The GTP-U length counts those 8
+	// bytes.
+	h.insert("tunnel_qfis", map[string]any{"peer_addr": ip4(gnbAddr), "teid": uint64(0x777)}, 0, "set_qfi", map[string]uint64{"qfi": 9})
+	user := pkt(63)
+	gtpu := binary.BigEndian.AppendUint16([]byte{0x34, 0xff}, uint16(8+len(user)))
+	gtpu = append(gtpu, 0, 0, 0x07, 0x77, 0, 0, 0, 0x85, 1, 0x00, 9, 0)
+	out = h.process(portDN, fromDN(pkt(64)))
+	want = wiretest.Build(wire.Ethernet{Dst: gnbMAC, Src: srcMAC},
+		wire.IPv4{Src: addr(n3Addr), Dst: addr(gnbAddr)}, wire.UDP{SrcPort: 2152, DstPort: 2152}, append(gtpu, user...))
 	expectFrames(t, out, output{portGNB, want})
 }
 

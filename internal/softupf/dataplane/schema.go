@@ -28,6 +28,7 @@ const (
 	tDownlinkTunnels
 	tFilters
 	tRoutes
+	tTunnelQFIs
 	numTables
 )
 
@@ -54,6 +55,8 @@ const (
 	aDeny
 	aRoute
 	aDropNoRoute
+	aSetQFI
+	aNoQFI
 	numActions
 )
 
@@ -143,6 +146,8 @@ var tableSpecs = [numTables]tableSpec{
 		[]actionKind{aPermit, aDeny}},
 	tRoutes: {"routes", []fieldSpec{{"dst_addr", lpm, 32}},
 		[]actionKind{aRoute, aDropNoRoute}},
+	tTunnelQFIs: {"tunnel_qfis", []fieldSpec{{"peer_addr", exact, 32}, {"teid", exact, 32}},
+		[]actionKind{aSetQFI, aNoQFI}},
 }
 
 var actionSpecs = [numActions]actionSpec{
@@ -170,6 +175,8 @@ var actionSpecs = [numActions]actionSpec{
 	aDeny:        {"deny", nil},
 	aRoute:       {"route", []paramSpec{{"port", 9}, {"src_mac", 48}, {"dst_mac", 48}}},
 	aDropNoRoute: {"drop_no_route", nil},
+	aSetQFI:      {"set_qfi", []paramSpec{{"qfi", 6}}},
+	aNoQFI:       {"no_qfi", nil},
 }
 
 var registerSpecs = [numRegisters]paramSpec{

@@ -197,6 +197,7 @@ type tables struct {
 	appDf      steering
 	overrides  exactTable[uint64, override] // session_addr<<16 | app_id
 	dlTunnels  exactTable[uint32, dlTunnel]
+	tunnelQFIs exactTable[uint64, uint8] // peer_addr<<32 | teid: the QoS flow of a GTP-U tunnel
 	filters    []filterEntry
 	filterDeny bool // the default action is deny
 	routes     lpmTable
@@ -204,13 +205,14 @@ type tables struct {
 
 func newTables() *tables {
 	t := &tables{
-		local:     exactTable[uint32, struct{}]{},
-		uplink:    exactTable[uint32, uplinkTunnel]{},
-		peers:     make([]peer, 1<<16),
-		sessions:  exactTable[uint32, session]{},
-		appDf:     defaultApplication,
-		overrides: exactTable[uint64, override]{},
-		dlTunnels: exactTable[uint32, dlTunnel]{},
+		local:      exactTable[uint32, struct{}]{},
+		uplink:     exactTable[uint32, uplinkTunnel]{},
+		peers:      make([]peer, 1<<16),
+		sessions:   exactTable[uint32, session]{},
+		appDf:      defaultApplication,
+		overrides:  exactTable[uint64, override]{},
+		dlTunnels:  exactTable[uint32, dlTunnel]{},
+		tunnelQFIs: exactTable[uint64, uint8]{},
 	}
 	return t
 }
@@ -238,6 +240,12 @@ func (t *tables) endpoint(i uint8) endpoint {
 		return e
 	}
 	return t.endpointDf
+}
+
+// tunnelQFI is the QFI downlink G-PDUs toward peer in tunnel teid carry, 0 for none.
+func (t *tables) tunnelQFI(peer, teid uint32) uint8 {
+	q, _ := t.tunnelQFIs.lookup(uint64(peer)<<32 | uint64(teid))
+	return q
 }
 
 func (t *tables) peer(i uint16) peer {
@@ -367,6 +375,8 @@ func (d *decodedAction) dlTunnel() dlTunnel {
 		usage: uint32(d.params[3])}
 }
 
+func (d *decodedAction) qfi() uint8 { return uint8(d.params[0]) }
+
 func (d *decodedAction) uplinkTunnel() uplinkTunnel {
 	return uplinkTunnel{access: contract.Access(d.params[0]), usage: uint32(d.params[1])}
 }
@@ -462,6 +472,12 @@ func (t *tables) write(s *schema, op p4v1.Update_Type, e *p4v1.TableEntry) error
 		writeValue(&t.overrides, overrideKey(uint32(key), uint16(app)), del, act.kind == aOverrideSteering, act.override)
 	case tDownlinkTunnels:
 		writeValue(&t.dlTunnels, uint32(key), del, act.kind == aEncapGTPU, act.dlTunnel)
+	case tTunnelQFIs:
+		teid, err := m.exact(k, 1)
+		if err != nil {
+			return err
+		}
+		writeValue(&t.tunnelQFIs, key<<32|teid, del, act.kind == aSetQFI, act.qfi)
 	}
 	return nil
 }
@@ -583,6 +599,8 @@ func (t *tables) setDefault(s *schema, tableID uint32, a *p4v1.Action) error {
 		t.overrides.def, t.overrides.defHit = act.override(), hit
 	case tDownlinkTunnels:
 		t.dlTunnels.def, t.dlTunnels.defHit = act.dlTunnel(), hit
+	case tTunnelQFIs:
+		t.tunnelQFIs.def, t.tunnelQFIs.defHit = act.qfi(), hit
 	case tFilters:
 		t.filterDeny = act.kind == aDeny
 	case tRoutes:

@@ -9,6 +9,9 @@
 //                           upf_ts = now_us; Encap adds the Junction transport
 //   downlink                Encap adds Junction (DATA, proto 4, seq) and its transport
 //   downlink_tunnels        Encap adds IPv4/UDP:2152/GTP-U
+//   (every GTP-U Encap adds carries a PDU Session Container with the session's QFI
+//   when it has one: TS 29.281 §5.2.2.7 asks it of every downlink G-PDU on N3, and
+//   TS 29.244 has the UPF mark the QFI its SMF gave; no QFI, no container)
 //   GTP-U Echo Request      becomes the Echo Response in place (TS 29.281 §7.2.2):
 //                           addresses swapped, back to the request's UDP source
 //                           port from 2152, its sequence number, TEID 0, and a
@@ -16,7 +19,9 @@
 // Added headers: IPv4 TTL 64, identification 0, no flags (checksum by the
 // deparser, as for the user packet's IPv4 whose TTL Filter decremented and the
 // Echo Response's: csum_*); UDP with checksum 0 and source port = destination port; GTP-U
-// flags 0x30, type 0xFF, length = bytes after the 8-byte GTP-U header.
+// flags 0x30, type 0xFF, length = bytes after the 8-byte GTP-U header; with a QFI,
+// flags 0x34 (E), sequence 0, N-PDU 0, next type 0x85, and the container: length 1,
+// PDU type 0 (downlink), no flags, the QFI, next type 0.
 // (Routing writes the Ethernet addresses.)
 //
 // v1model applies both in ingress. TNA applies Encap in egress, on the
@@ -98,6 +103,36 @@ control Rewrite(inout headers_t hdr, inout local_metadata_t md) {
 // lengths of the headers added around it. The TNA build passes a copy made by the
 // hash unit, which keeps the added lengths apart from the parsed ones in the PHV.
 control Encap(inout headers_t hdr, in local_metadata_t md, in bit<16> user_len) {
+    // The QoS flow of the tunnel the packet goes into, 0 for none (tunnel_qfis).
+    qfi_t tunnel_qfi = 0;
+
+    @name(".set_qfi") @id(0x01000015)
+    action set_qfi(qfi_t qfi) {
+        tunnel_qfi = qfi;
+    }
+
+    @name(".no_qfi") @id(0x01000016)
+    action no_qfi() {
+        tunnel_qfi = 0;
+    }
+
+    // A GTP-U tunnel's QFI, by the tunnel: the peer (gNB or access gateway) and the TEID it
+    // gave, which Tunnels has chosen by then (md.peer_addr, md.teid). Looked up here, by the
+    // encapsulation, rather than carried from sessions: on Tofino 2 the ingress has no stage to
+    // spare for one more field, and egress has.
+    @name(".tunnel_qfis") @id(0x0200000B) TNA_STAGE(9)
+    table tunnel_qfis {
+        key = {
+            md.peer_addr : exact @name("peer_addr");
+            md.teid      : exact @name("teid");
+        }
+        actions = {
+            set_qfi;
+            @defaultonly no_qfi;
+        }
+        const default_action = no_qfi();
+        size = MAX_TUNNEL_QFIS;
+    }
     // The Junction header of a data packet (a reply has its own already).
     @hidden action junction_header() {
         hdr.enc_junction.setValid();
@@ -166,6 +201,20 @@ control Encap(inout headers_t hdr, in local_metadata_t md, in bit<16> user_len) 
         hdr.enc_gtpu.teid = md.teid;
     }
 
+    // The DL PDU Session Container after gtpu_transport's header, whose lengths already
+    // count its GTPU_DL_PSC_BYTES.
+    @hidden action pdu_session_container() {
+        hdr.enc_gtpu.ex_flag = 1;
+        hdr.enc_gtpu_options.setValid();
+        hdr.enc_gtpu_options.seq_num = 0;
+        hdr.enc_gtpu_options.n_pdu_num = 0;
+        hdr.enc_gtpu_options.next_ext = GTPU_NEXT_EXT_PSC;
+        hdr.enc_gtpu_psc.setValid();
+        hdr.enc_gtpu_psc.len = GTPU_PSC_LEN;
+        hdr.enc_gtpu_psc.content = (bit<16>)tunnel_qfi;  // PDU type 0, no PPP/RQI, the QFI
+        hdr.enc_gtpu_psc.next_ext = GTPU_NEXT_EXT_NONE;
+    }
+
     @hidden @name("encap_none")
     action none() {}
 
@@ -203,14 +252,40 @@ control Encap(inout headers_t hdr, in local_metadata_t md, in bit<16> user_len) 
                        user_len + (UDP_HDR_BYTES + GTPU_HDR_BYTES),
                        user_len);
     }
+    // The same three with the PDU Session Container.
+    @hidden @name("encap_junction_gtpu_data_qfi")
+    action junction_gtpu_data_qfi() {
+        junction_data();
+        gtpu_transport(user_len + (GTPU_TRANSPORT_BYTES + GTPU_DL_PSC_BYTES + JUNCTION_TRANSPORT_BYTES),
+                       user_len + (UDP_HDR_BYTES + GTPU_HDR_BYTES + GTPU_DL_PSC_BYTES + JUNCTION_TRANSPORT_BYTES),
+                       user_len + (GTPU_DL_PSC_BYTES + JUNCTION_TRANSPORT_BYTES));
+        pdu_session_container();
+    }
+    @hidden @name("encap_junction_gtpu_reply_qfi")
+    action junction_gtpu_reply_qfi() {
+        junction_reply();
+        gtpu_transport(GTPU_TRANSPORT_BYTES + GTPU_DL_PSC_BYTES + JUNCTION_TRANSPORT_BYTES + JUNCTION_CTL_BYTES,
+                       UDP_HDR_BYTES + GTPU_HDR_BYTES + GTPU_DL_PSC_BYTES + JUNCTION_TRANSPORT_BYTES + JUNCTION_CTL_BYTES,
+                       GTPU_DL_PSC_BYTES + JUNCTION_TRANSPORT_BYTES + JUNCTION_CTL_BYTES);
+        pdu_session_container();
+    }
+    @hidden @name("encap_gtpu_qfi")
+    action gtpu_qfi() {
+        gtpu_transport(user_len + (GTPU_TRANSPORT_BYTES + GTPU_DL_PSC_BYTES),
+                       user_len + (UDP_HDR_BYTES + GTPU_HDR_BYTES + GTPU_DL_PSC_BYTES),
+                       user_len + GTPU_DL_PSC_BYTES);
+        pdu_session_container();
+    }
 
     // A table of constant entries rather than nested ifs: on Tofino each branch of an if
-    // is a table, and a stage holds 16 (ingress and egress together).
-    @hidden @name("encaps")
+    // is a table, and a stage holds 16 (ingress and egress together). Of two entries
+    // that match, the first listed wins (a QFI of 0 before any QFI).
+    @hidden @name("encaps") TNA_STAGE(10)
     table encaps {
         key = {
             md.encap_kind : exact;
             md.reply      : exact;
+            tunnel_qfi    : ternary;
         }
         actions = {
             junction_data;
@@ -218,20 +293,30 @@ control Encap(inout headers_t hdr, in local_metadata_t md, in bit<16> user_len) 
             junction_gtpu_data;
             junction_gtpu_reply;
             gtpu;
+            junction_gtpu_data_qfi;
+            junction_gtpu_reply_qfi;
+            gtpu_qfi;
             @defaultonly none;
         }
         const default_action = none();  // ENCAP_NONE
         const entries = {
-            (ENCAP_JUNCTION, false) : junction_data();
-            (ENCAP_JUNCTION, true) : junction_reply();
-            (ENCAP_JUNCTION_GTPU, false) : junction_gtpu_data();
-            (ENCAP_JUNCTION_GTPU, true) : junction_gtpu_reply();
-            (ENCAP_GTPU, false) : gtpu();
-            (ENCAP_GTPU, true) : gtpu();
+            (ENCAP_JUNCTION, false, _) : junction_data();
+            (ENCAP_JUNCTION, true, _) : junction_reply();
+            (ENCAP_JUNCTION_GTPU, false, 0) : junction_gtpu_data();
+            (ENCAP_JUNCTION_GTPU, true, 0) : junction_gtpu_reply();
+            (ENCAP_GTPU, false, 0) : gtpu();
+            (ENCAP_GTPU, true, 0) : gtpu();
+            (ENCAP_JUNCTION_GTPU, false, _) : junction_gtpu_data_qfi();
+            (ENCAP_JUNCTION_GTPU, true, _) : junction_gtpu_reply_qfi();
+            (ENCAP_GTPU, false, _) : gtpu_qfi();
+            (ENCAP_GTPU, true, _) : gtpu_qfi();
         }
     }
 
     apply {
+        if (md.encap_kind == ENCAP_GTPU || md.encap_kind == ENCAP_JUNCTION_GTPU) {
+            tunnel_qfis.apply();
+        }
         encaps.apply();
     }
 }

@@ -70,4 +70,9 @@ const bit<7> REORDER_QID_BASE_B       = 32;
 // Timer and queue-free packets need no more than the internal header.
 const bit<14> INTERNAL_TRUNC_BYTES    = 64;
 
+// Where Encap's tables go (egress): bf-p4c put them in the first stages, whose 16 logical
+// tables ingress needs, and ingress then took 21 stages. Stages 9 and 10 have SRAM, TCAM and
+// logical tables to spare (docs/tofino.md, per stage).
+#define TNA_STAGE(n) @stage(n)
+
 #endif  // JUNCTION_TNA_DEFINE_P4

@@ -39,6 +39,9 @@ const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
 const bit<8> FIELD_LIST_REORDER   = 1;
 const bit<8> FIELD_LIST_REDUNDANT = 2;
 
+// Where a table goes: a Tofino placement (tna/include/define.p4), nothing here.
+#define TNA_STAGE(n)
+
 // digest() receiver; BMv2 forwards every digest to the P4Runtime server.
 const bit<32> PROBE_REPORT_RECEIVER = 1;
 

@@ -83,6 +83,8 @@ control JunctionV1modelDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.enc_ipv4);
         packet.emit(hdr.enc_udp);
         packet.emit(hdr.enc_gtpu);
+        packet.emit(hdr.enc_gtpu_options);
+        packet.emit(hdr.enc_gtpu_psc);
         packet.emit(hdr.tun_ipv4);
         packet.emit(hdr.tun_udp);
         packet.emit(hdr.enc_junction);
