@@ -9,9 +9,9 @@
 //                           upf_ts = now_us; Encap adds the Junction transport
 //   downlink                Encap adds Junction (DATA, proto 4, seq) and its transport
 //   downlink_tunnels        Encap adds IPv4/UDP:2152/GTP-U
-//   (every GTP-U Encap adds carries a PDU Session Container with the session's QFI
-//   when it has one: TS 29.281 §5.2.2.7 asks it of every downlink G-PDU on N3, and
-//   TS 29.244 has the UPF mark the QFI its SMF gave; no QFI, no container)
+//   (every GTP-U Encap adds carries a PDU Session Container with the QFI tunnel_qfis
+//   gives its tunnel: TS 29.281 §5.2.2.7 asks it of every downlink G-PDU on N3, and
+//   TS 29.244 has the UPF mark the QFI its SMF gave; no entry, no container)
 //   GTP-U Echo Request      becomes the Echo Response in place (TS 29.281 §7.2.2):
 //                           addresses swapped, back to the request's UDP source
 //                           port from 2152, its sequence number, TEID 0, and a
@@ -133,6 +133,7 @@ control Encap(inout headers_t hdr, in local_metadata_t md, in bit<16> user_len) 
         const default_action = no_qfi();
         size = MAX_TUNNEL_QFIS;
     }
+
     // The Junction header of a data packet (a reply has its own already).
     @hidden action junction_header() {
         hdr.enc_junction.setValid();
