@@ -74,7 +74,11 @@ func SessionEntries(s Session) ([]Entry, error) {
 		}
 		teidDown = uint32(leg.DownlinkTEID)
 		out = append(out, uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex))
-		out = append(out, tunnelQFI(string(leg.GNBAddress), leg.DownlinkTEID, spec.QFI)...)
+		qfis, err := tunnelQFI(leg, spec.QFI)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, qfis...)
 	}
 	if leg := spec.AccessLegs.NonThreeGPP; leg != nil {
 		if ueN, err = parseAddr("accessLegs.nonThreeGPP.ueAddress", string(leg.UEAddress)); err != nil {
@@ -86,7 +90,7 @@ func SessionEntries(s Session) ([]Entry, error) {
 			}
 			teidDownN = uint32(leg.DownlinkTEID)
 			out = append(out, uplinkTunnel(leg.UplinkTEID, contract.AccessNon3GPP, s.UsageIndex))
-			out = append(out, tunnelQFI(string(leg.GatewayAddress), leg.DownlinkTEID, spec.QFI)...)
+			out = append(out, tunnelQFIEntry(gwN, leg.DownlinkTEID, spec.QFI)...)
 		}
 	}
 	out = append(out, Entry{
@@ -180,23 +184,37 @@ func singleAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	if s.PeerIndex == 0 {
 		return nil, fmt.Errorf("session %s has a 3GPP leg but no tunnel peer index", s.Name)
 	}
+	qfis, err := tunnelQFI(leg, s.Spec.QFI)
+	if err != nil {
+		return nil, err
+	}
 	return append([]Entry{
 		uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex),
 		{Table: "downlink_tunnels", Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: "encap_gtpu",
 			Params: []Param{{"teid", u32(uint32(leg.DownlinkTEID))}, {"peer_idx", u16(s.PeerIndex)}, {"endpoint_idx", u8(s.EndpointIndex)}, {"usage_idx", u32(s.UsageIndex)}}},
-	}, tunnelQFI(string(leg.GNBAddress), leg.DownlinkTEID, s.Spec.QFI)...), nil
+	}, qfis...), nil
 }
 
-// tunnelQFI is the tunnel_qfis entry of a downlink GTP-U tunnel (its peer, gNB or access
+// tunnelQFI is tunnelQFIEntry for a 3GPP leg's tunnel, toward its gNB.
+func tunnelQFI(leg *junctionv1.ThreeGPPLeg, qfi int32) ([]Entry, error) {
+	if qfi == 0 {
+		return nil, nil
+	}
+	gnb, err := parseAddr("accessLegs.threeGPP.gnbAddress", string(leg.GNBAddress))
+	if err != nil {
+		return nil, err
+	}
+	return tunnelQFIEntry(gnb, leg.DownlinkTEID, qfi), nil
+}
+
+// tunnelQFIEntry is the tunnel_qfis entry of a downlink GTP-U tunnel (its peer, gNB or access
 // gateway, and the TEID the peer gave) when the session has a QFI: its G-PDUs carry it in a PDU
-// Session Container (docs/pipeline.md). None without a QFI, or with a peer address the API
-// server would not have let through.
-func tunnelQFI(peer string, teid int64, qfi int32) []Entry {
-	a, err := netip.ParseAddr(peer)
-	if qfi == 0 || err != nil || !a.Is4() {
+// Session Container (docs/pipeline.md). None without a QFI.
+func tunnelQFIEntry(peer netip.Addr, teid int64, qfi int32) []Entry {
+	if qfi == 0 {
 		return nil
 	}
-	return []Entry{{Table: "tunnel_qfis", Match: []Match{{Field: "peer_addr", Kind: Exact, Value: addr(a)}, {Field: "teid", Kind: Exact, Value: u32(uint32(teid))}},
+	return []Entry{{Table: "tunnel_qfis", Match: []Match{{Field: "peer_addr", Kind: Exact, Value: addr(peer)}, {Field: "teid", Kind: Exact, Value: u32(uint32(teid))}},
 		Action: "set_qfi", Params: []Param{{"qfi", u8(uint8(qfi))}}}}
 }
 

@@ -71,7 +71,7 @@ const bit<16>    GTPU_RECOVERY_BYTES = 2;  // type and restart counter (0: GTP-U
 const bit<8>     GTPU_NEXT_EXT_NONE = 0;
 const bit<8>     GTPU_NEXT_EXT_PSC  = 0x85; // 5G PDU Session Container, the only extension accepted
 const bit<8>     GTPU_PSC_LEN       = 1;    // in 4-byte units
-// What downlink G-PDUs carry after the mandatory header when the session has a QFI: the
+// What downlink G-PDUs carry after the mandatory header when their tunnel has a QFI: the
 // option bytes and the PDU Session Container (DL PDU SESSION INFORMATION, TS 38.415 §5.5.2.1).
 const bit<16>    GTPU_DL_PSC_BYTES  = GTPU_OPTIONS_BYTES + GTPU_PSC_BYTES;
 

@@ -142,8 +142,8 @@ struct headers_t {
     ipv4_t              enc_ipv4;      // to the gNB (3GPP leg)
     udp_t               enc_udp;
     gtpu_t              enc_gtpu;
-    gtpu_options_t      enc_gtpu_options; // with the PDU Session Container, when the session
-    gtpu_psc_t          enc_gtpu_psc;     // has a QFI
+    gtpu_options_t      enc_gtpu_options; // with the PDU Session Container, when the tunnel
+    gtpu_psc_t          enc_gtpu_psc;     // has a QFI (tunnel_qfis)
     ipv4_t              tun_ipv4;      // Junction transport to the UE's leg address
     udp_t               tun_udp;
     junction_t          enc_junction;
