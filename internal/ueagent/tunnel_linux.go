@@ -20,6 +20,7 @@ package ueagent
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -85,9 +86,10 @@ type Tunnel struct {
 
 	// share is autonomous load balance's split (contract.AutonomousShare): the balancer's, which
 	// splits the uplink here and the downlink at the UPF (every PROBE_ACK carries it).
-	share    atomic.Uint32
-	balMu    sync.Mutex // guards balancer, which both legs' readers update
-	balancer *steer.Balancer
+	share     atomic.Uint32
+	balMu     sync.Mutex // guards balancer and balancing, which both legs' readers update
+	balancer  *steer.Balancer
+	balancing bool // the last balance steered (autonomous load balance)
 
 	// Uplink state, owned by the TUN reader.
 	upSeq    uint32
@@ -245,13 +247,22 @@ func (t *Tunnel) balance(now time.Time) contract.AutonomousShare {
 			carried[a] = l.carried.Load()
 		}
 	}
+	autonomous := t.steer.Load().classifier.Autonomous()
 	t.balMu.Lock()
-	s := t.balancer.Update(now, q[contract.Access3GPP], q[contract.AccessNon3GPP], carried[contract.Access3GPP], carried[contract.AccessNon3GPP],
-		t.steer.Load().classifier.Autonomous())
+	starts := autonomous && !t.balancing
+	t.balancing = autonomous
+	s := t.balancer.Update(now, q[contract.Access3GPP], q[contract.AccessNon3GPP], carried[contract.Access3GPP], carried[contract.AccessNon3GPP], autonomous)
+	c3, cn := t.balancer.Capacity(contract.Access3GPP), t.balancer.Capacity(contract.AccessNon3GPP)
 	t.balMu.Unlock()
+	if starts { // once per start: where the split starts is what a slow first second comes from
+		t.log.Info("autonomous load balance starts", "share", s, "capacity3gppMbps", mbps(c3), "capacityNon3gppMbps", mbps(cn))
+	}
 	t.share.Store(uint32(s))
 	return s
 }
+
+// mbps is a rate in bytes a second as Mbit/s to a tenth, for logs.
+func mbps(bytesPerSec float64) float64 { return math.Round(bytesPerSec*8/1e5) / 10 }
 
 // paths are the uplink's path state: the legs' RTTs in µs (0 for an absent or down leg) and
 // losses.

@@ -79,15 +79,7 @@ func TestScenarioUnequalLinks(t *testing.T) {
 	em := newEmulation(ran, wifi)
 	tb := newEmulatedTestbed(t, 1, em)
 	u := tb.ues[0]
-	metrics := testenv.FreeAddr(t)
-	tb.startAgent(u, "--metrics-addr", metrics, "--metrics-secure=false") // read below over plain HTTP
-	reorder := func() [4]float64 {
-		var v [4]float64
-		for i, kind := range []string{"late", "timed_out", "lost", "overflow"} {
-			v[i] = scrapeCounter(t, metrics, "junction_ue_reorder_packets", `kind="`+kind+`"`)
-		}
-		return v
-	}
+	reorder := startAgentWithReorderCounters(t, tb, u)
 	pol := tb.policy("p", activeStandby(junctionv1.AccessNon3GPP))
 	create(t, pol, tb.session("s1", u, sessionAddr, 100, "p"))
 	tb.waitReady("s1")
@@ -192,6 +184,21 @@ func TestScenarioUnequalLinks(t *testing.T) {
 				t.Errorf("%v, %s: the session's path updates were suspended (only smallest delay and priority with a threshold are guarded)", pair, name)
 			}
 		}
+	}
+}
+
+// startAgentWithReorderCounters starts u's agent with its metrics on plain HTTP and returns
+// what reads its downlink reorder buffer's counters: late, timed out, lost, overflow
+// (docs/pipeline.md, "Downlink reordering at the UE").
+func startAgentWithReorderCounters(t *testing.T, tb *testbed, u *ueNode) func() [4]float64 {
+	metrics := testenv.FreeAddr(t)
+	tb.startAgent(u, "--metrics-addr", metrics, "--metrics-secure=false")
+	return func() [4]float64 {
+		var v [4]float64
+		for i, kind := range []string{"late", "timed_out", "lost", "overflow"} {
+			v[i] = scrapeCounter(t, metrics, "junction_ue_reorder_packets", `kind="`+kind+`"`)
+		}
+		return v
 	}
 }
 

@@ -444,7 +444,7 @@ func TestScenarioAggregation(t *testing.T) {
 	em := newEmulation(ran, wifi)
 	tb := newEmulatedTestbed(t, 1, em)
 	u := tb.ues[0]
-	tb.startAgent(u)
+	reorder := startAgentWithReorderCounters(t, tb, u)
 	half := int32(50)
 	modes := []struct {
 		name string
@@ -475,7 +475,11 @@ func TestScenarioAggregation(t *testing.T) {
 	measure := func(name string, mode junctionv1.SteeringMode, up bool) {
 		setSteering(t, pol, mode)
 		var r iperfResult
-		before := downlinks(u.RadioShapers[1], em.Cell[1])
+		dir := 1 // the shapers' index of the direction the data goes: 0 up, 1 down
+		if up {
+			dir = 0
+		}
+		before, reorderBefore, dropsBefore := downlinks(u.RadioShapers[1], em.Cell[1]), reorder(), queueDrops(em.Cell[dir], u.RadioShapers[dir])
 		if up {
 			r = iperf(t, tb.DN, u.NS, dnHost.String(), "-t", secs, "-B", sessionAddr)
 		} else {
@@ -483,7 +487,13 @@ func TestScenarioAggregation(t *testing.T) {
 			onLinks[name] = downlinks(u.RadioShapers[1], em.Cell[1]) - before
 		}
 		got[name] = r.End.SumReceived.BitsPerSecond / 1e6
-		t.Logf("%s: %.1f Mbit/s", name, got[name])
+		// What a shortfall needs to be read: the sender's retransmissions, the drops of the
+		// queues the data crossed and the agent's reorder buffer (an upload crosses the UPF's,
+		// not the agent's).
+		after, dropsAfter := reorder(), queueDrops(em.Cell[dir], u.RadioShapers[dir])
+		t.Logf("%s: %.1f Mbit/s, %d retransmissions; queue drops WiFi %d, 5G %d; reorder late/timed out/lost/overflow %.0f/%.0f/%.0f/%.0f",
+			name, got[name], r.End.SumSent.Retransmits, dropsAfter[0]-dropsBefore[0], dropsAfter[1]-dropsBefore[1],
+			after[0]-reorderBefore[0], after[1]-reorderBefore[1], after[2]-reorderBefore[2], after[3]-reorderBefore[3])
 	}
 	for _, m := range modes {
 		measure(m.name, m.mode, false)

@@ -37,9 +37,10 @@ type Balancer struct {
 	rateAt time.Time
 	bytes  [3]uint64  // each access's bytes carried at rateAt (index: contract.Access)
 	rate   [3]float64 // each access's rate, bytes a second
-	// capacity is each access's highest rate while its queue last held balanceQueued or more:
-	// a leg with a standing queue carries what it can. The highest: the rate falls at the end
-	// of a download while the queue drains and the last samples still show it.
+	// capacity is each access's highest rate while its queue last held balanceQueued or more
+	// and it carried balanceCarries: a leg with a standing queue carries what it can. The
+	// highest: the rate falls at the end of a download while the queue drains and the last
+	// samples still show it.
 	capacity [3]float64
 	queued   [3]bool // the queue held balanceQueued at the last Update: capacity's episode goes on
 	active   bool    // the last Update steered
@@ -57,6 +58,11 @@ const (
 	balanceRateInterval = 100 * time.Millisecond
 	// balanceQueued is the queueing delay at which a leg counts as carrying its capacity.
 	balanceQueued = 5 * time.Millisecond
+	// balanceCarries is the rate, bytes a second (1 Mbit/s), below which a leg's queue is not
+	// its capacity: on a leg that carries only probes the delay is someone else's traffic or a
+	// reply the UE itself was slow to read. Counted, it makes the capacity nearly 0, and the next
+	// autonomous download starts with nearly all of it on the other leg.
+	balanceCarries = 1e6 / 8
 )
 
 // NewBalancer starts at an even split.
@@ -66,6 +72,10 @@ func NewBalancer() *Balancer {
 
 // Share is the share as last sent.
 func (b *Balancer) Share() contract.AutonomousShare { return b.share }
+
+// Capacity is the rate access a last carried with a standing queue, bytes a second (0: not
+// seen yet): where the split starts when steering starts.
+func (b *Balancer) Capacity(a contract.Access) float64 { return b.capacity[a] }
 
 // Update takes, at now, each leg's latest queueing delay in µs plus 1 (0: the leg is down or has
 // no RTT sample; Leg.QueueDelay) and the bytes it has carried so far, and whether the session
@@ -92,7 +102,7 @@ func (b *Balancer) Update(now time.Time, q3, qn uint32, bytes3, bytesN uint64, s
 	}
 	b.active = steers
 	for a, q := range [3]uint32{0, q3, qn} {
-		queued := q > uint32(balanceQueued.Microseconds())
+		queued := q > uint32(balanceQueued.Microseconds()) && b.rate[a] >= balanceCarries
 		if queued && (!b.queued[a] || b.rate[a] > b.capacity[a]) {
 			b.capacity[a] = b.rate[a]
 		}

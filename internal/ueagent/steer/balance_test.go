@@ -141,6 +141,20 @@ func TestBalancer(t *testing.T) {
 			t.Errorf("share %d, want 26 from 80 and 20 Mbit/s", s)
 		}
 	})
+	t.Run("a queue on a leg that carries under 1 Mbit/s leaves its capacity", func(t *testing.T) {
+		l := newLinks()
+		l.steers = false
+		l.run(40, 20, 20, 60*mbit, 60*mbit) // equal links, both queued: 60 Mbit/s each
+		l.run(20, 0, 0, 0, 0)               // no download
+		l.run(20, 20, 0, 20*mbit, 0)        // 5G alone, now slower: 20 Mbit/s
+		l.run(2, 20, 8, 20*mbit, 0.1*mbit)  // an idle WiFi leg's replies 8 ms late
+		l.run(10, 20, 0, 20*mbit, 0)
+		l.steers = true
+		// 128 x 20 / (20 + 60) = 32, not the 127 that the idle leg's rate would give.
+		if l.run(1, 20, 0, 20*mbit, 0); math.Abs(l.b.split-32) > 0.01 {
+			t.Errorf("split %.2f, want 32 (the capacities 20 and 60 Mbit/s)", l.b.split)
+		}
+	})
 	t.Run("the share stays within 1..127", func(t *testing.T) {
 		l := newLinks()
 		if s := l.run(200, 0, 50, 1*mbit, 80*mbit); s != contract.AutonomousShareMax {
