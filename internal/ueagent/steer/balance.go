@@ -37,13 +37,17 @@ type Balancer struct {
 	rateAt time.Time
 	bytes  [3]uint64  // each access's bytes carried at rateAt (index: contract.Access)
 	rate   [3]float64 // each access's rate, bytes a second
-	// capacity is each access's highest rate while its queue last held balanceQueued or more
-	// and it carried balanceCarries: a leg with a standing queue carries what it can. The
-	// highest: the rate falls at the end of a download while the queue drains and the last
-	// samples still show it.
+	// capacity is each access's highest rate in the last episode of balanceEpisode or longer
+	// in which its queue held balanceQueued or more and it carried balanceCarries: a leg with a
+	// standing queue carries what it can. The highest: the rate falls at the end of a download
+	// while the queue drains and the last samples still show it. Episodes shorter than
+	// balanceEpisode leave it: at the end of a download, while the measured rate decays, a
+	// reply a few ms late starts one at a fraction of the rate.
 	capacity [3]float64
-	queued   [3]bool // the queue held balanceQueued at the last Update: capacity's episode goes on
-	active   bool    // the last Update steered
+	queued   [3]bool      // the queue held balanceQueued at the last Update: the episode goes on
+	episode  [3]time.Time // when each access's episode began
+	peak     [3]float64   // each access's highest rate in its episode
+	active   bool         // the last Update steered
 }
 
 const (
@@ -60,9 +64,10 @@ const (
 	balanceQueued = 5 * time.Millisecond
 	// balanceCarries is the rate, bytes a second (1 Mbit/s), below which a leg's queue is not
 	// its capacity: on a leg that carries only probes the delay is someone else's traffic or a
-	// reply the UE itself was slow to read. Counted, it makes the capacity nearly 0, and the next
-	// autonomous download starts with nearly all of it on the other leg.
+	// reply the UE itself was slow to read.
 	balanceCarries = 1e6 / 8
+	// balanceEpisode is how long a leg must stay queued for its rate to be its capacity.
+	balanceEpisode = 500 * time.Millisecond
 )
 
 // NewBalancer starts at an even split.
@@ -103,8 +108,14 @@ func (b *Balancer) Update(now time.Time, q3, qn uint32, bytes3, bytesN uint64, s
 	b.active = steers
 	for a, q := range [3]uint32{0, q3, qn} {
 		queued := q > uint32(balanceQueued.Microseconds()) && b.rate[a] >= balanceCarries
-		if queued && (!b.queued[a] || b.rate[a] > b.capacity[a]) {
-			b.capacity[a] = b.rate[a]
+		if queued && !b.queued[a] {
+			b.episode[a], b.peak[a] = now, 0
+		}
+		if queued {
+			b.peak[a] = max(b.peak[a], b.rate[a])
+			if now.Sub(b.episode[a]) >= balanceEpisode {
+				b.capacity[a] = b.peak[a]
+			}
 		}
 		b.queued[a] = queued
 	}

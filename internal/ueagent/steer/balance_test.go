@@ -155,6 +155,21 @@ func TestBalancer(t *testing.T) {
 			t.Errorf("split %.2f, want 32 (the capacities 20 and 60 Mbit/s)", l.b.split)
 		}
 	})
+	t.Run("a queue shorter than half a second leaves the capacity", func(t *testing.T) {
+		l := newLinks()
+		l.steers = false
+		l.run(40, 20, 20, 60*mbit, 60*mbit) // equal links, both queued: 60 Mbit/s each
+		l.run(2, 0, 0, 5*mbit, 5*mbit)      // the download ends, the rates decaying
+		l.run(9, 20, 8, 5*mbit, 5*mbit)     // replies late for 450 ms: not an episode
+		l.run(20, 0, 0, 0, 0)
+		l.run(40, 20, 0, 20*mbit, 0) // 5G alone, now slower: 20 Mbit/s for 2 s
+		l.steers = true
+		// 128 x 20 / (20 + 60) = 32; WiFi's capacity taken from the late replies (its rate
+		// decaying toward 5 Mbit/s) would put the split above 50.
+		if l.run(1, 20, 0, 20*mbit, 0); math.Abs(l.b.split-32) > 0.01 {
+			t.Errorf("split %.2f, want 32 (the capacities 20 and 60 Mbit/s)", l.b.split)
+		}
+	})
 	t.Run("the share stays within 1..127", func(t *testing.T) {
 		l := newLinks()
 		if s := l.run(200, 0, 50, 1*mbit, 80*mbit); s != contract.AutonomousShareMax {
