@@ -488,8 +488,8 @@ func TestScenarioAggregation(t *testing.T) {
 		}
 		got[name] = r.End.SumReceived.BitsPerSecond / 1e6
 		// What a shortfall needs to be read: the sender's retransmissions, the drops of the
-		// queues the data crossed and the agent's reorder buffer (an upload crosses the UPF's,
-		// not the agent's).
+		// queues the data crossed and the agent's downlink reorder buffer (which an upload's
+		// ACKs cross, its data not).
 		after, dropsAfter := reorder(), queueDrops(em.Cell[dir], u.RadioShapers[dir])
 		t.Logf("%s: %.1f Mbit/s, %d retransmissions; queue drops WiFi %d, 5G %d; reorder late/timed out/lost/overflow %.0f/%.0f/%.0f/%.0f",
 			name, got[name], r.End.SumSent.Retransmits, dropsAfter[0]-dropsBefore[0], dropsAfter[1]-dropsBefore[1],
