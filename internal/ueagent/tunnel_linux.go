@@ -252,11 +252,11 @@ func (t *Tunnel) balance(now time.Time) contract.AutonomousShare {
 	starts := autonomous && !t.balancing
 	t.balancing = autonomous
 	s := t.balancer.Update(now, q[contract.Access3GPP], q[contract.AccessNon3GPP], carried[contract.Access3GPP], carried[contract.AccessNon3GPP], autonomous)
-	c3, cn := t.balancer.Capacity(contract.Access3GPP), t.balancer.Capacity(contract.AccessNon3GPP)
-	t.balMu.Unlock()
 	if starts { // once per start: where the split starts is what a slow first second comes from
-		t.log.Info("autonomous load balance starts", "share", s, "capacity3gppMbps", mbps(c3), "capacityNon3gppMbps", mbps(cn))
+		t.log.Info("autonomous load balance starts", "share", s,
+			"capacity3gppMbps", mbps(t.balancer.Capacity(contract.Access3GPP)), "capacityNon3gppMbps", mbps(t.balancer.Capacity(contract.AccessNon3GPP)))
 	}
+	t.balMu.Unlock()
 	t.share.Store(uint32(s))
 	return s
 }

@@ -147,7 +147,7 @@ func TestBalancer(t *testing.T) {
 		l.run(40, 20, 20, 60*mbit, 60*mbit) // equal links, both queued: 60 Mbit/s each
 		l.run(20, 0, 0, 0, 0)               // no download
 		l.run(20, 20, 0, 20*mbit, 0)        // 5G alone, now slower: 20 Mbit/s
-		l.run(2, 20, 8, 20*mbit, 0.1*mbit)  // an idle WiFi leg's replies 8 ms late
+		l.run(20, 20, 8, 20*mbit, 0.1*mbit) // an idle WiFi leg's replies 8 ms late for 1 s
 		l.run(10, 20, 0, 20*mbit, 0)
 		l.steers = true
 		// 128 x 20 / (20 + 60) = 32, not the 127 that the idle leg's rate would give.
