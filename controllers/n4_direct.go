@@ -172,6 +172,8 @@ func (f *Fleet) programN4(ctx context.Context, s *junctionv1.ATSSSSession, timeo
 		p, err := rt.program(ctx, s, &upf, sel)
 		var specErr *invalidSpecError
 		switch {
+		case errors.As(err, &specErr) && specErr.unsupported:
+			return &n4.Refusal{Cause: n4.CauseServiceNotSupported, OffendingIE: specErr.offendingIE, Msg: err.Error()}
 		case errors.As(err, &specErr):
 			return &n4.Refusal{Cause: n4.CauseMandatoryIEIncorrect, Msg: err.Error()}
 		case errors.Is(err, errIndexesExhausted):

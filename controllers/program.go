@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/wmnsk/go-pfcp/ie"
 	"k8s.io/apimachinery/pkg/types"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
@@ -20,7 +21,13 @@ import (
 )
 
 // invalidSpecError: the session cannot be programmed as its spec says (InvalidSpec).
-type invalidSpecError struct{ err error }
+// unsupported is set when the spec is sound but asks what the UPF's pipeline does not do
+// (over N4: 76 Service not supported, naming offendingIE).
+type invalidSpecError struct {
+	err         error
+	unsupported bool
+	offendingIE uint16
+}
 
 func (e *invalidSpecError) Error() string { return e.err.Error() }
 func (e *invalidSpecError) Unwrap() error { return e.err }
@@ -47,10 +54,10 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 	key, owner := sessionKey(s.Namespace, s.Name), sessionOwner(s.Namespace, s.Name)
 	n, err := sessionNeeds(s, sel)
 	if err != nil {
-		return out, &invalidSpecError{err}
+		return out, &invalidSpecError{err: err}
 	}
 	if _, err := upf.TunnelEndpointIndex(s.Spec.TunnelEndpoint); err != nil {
-		return out, &invalidSpecError{err}
+		return out, &invalidSpecError{err: err}
 	}
 	a, err := rt.acquire(key, n)
 	if err != nil {
@@ -59,20 +66,24 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 	out.alloc, out.acquired = a, true
 	ds, err := buildSession(s, upf, a, sel)
 	if err != nil {
-		return out, &invalidSpecError{err}
+		return out, &invalidSpecError{err: err}
 	}
 	entries, err := desired.SessionEntries(ds)
 	if err != nil {
-		return out, &invalidSpecError{err}
+		return out, &invalidSpecError{err: err}
 	}
 	out.entries = len(entries)
+	meters := desired.SessionMeters(ds)
+	if err := rt.canPolice(meters); err != nil {
+		return out, &invalidSpecError{err: err, unsupported: true, offendingIE: ie.MBR}
+	}
 	owners := []string{}
 	var changes []programmer.Change
 	if a.gnb != "" {
 		changes = append(changes, programmer.Change{Owner: peerOwner(a.gnb), Entries: []desired.Entry{desired.TunnelPeerEntry(a.peer, netip.MustParseAddr(a.gnb))}})
 		owners = append(owners, peerOwner(a.gnb))
 	}
-	changes = append(changes, programmer.Change{Owner: owner, Entries: entries})
+	changes = append(changes, programmer.Change{Owner: owner, Entries: entries, Meters: meters})
 	owners = append(owners, owner)
 	res, err := rt.prog.Apply(ctx, changes...)
 	if err != nil {
@@ -92,6 +103,23 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 		}
 	}
 	return out, nil
+}
+
+// canPolice reports whether the UPF's pipeline has the meter cells of a session's MBR policer
+// (the Tofino 2 build has none yet: docs/tofino.md). A pipeline not known yet is given the
+// benefit of the doubt: the programmer then reports the cells it cannot write as the
+// session's error.
+func (rt *upfRuntime) canPolice(cells []desired.MeterCell) error {
+	sch := rt.pipe.Load().schema
+	if sch == nil {
+		return nil
+	}
+	for _, c := range cells {
+		if _, err := sch.MeterUpdate(c.Meter, int64(c.Index), nil); err != nil {
+			return fmt.Errorf("spec.maxBitRate: the UPF's pipeline cannot police it (%v)", err)
+		}
+	}
+	return nil
 }
 
 // removeSession removes a session's entries from the UPFs that hold its indexes and frees them,

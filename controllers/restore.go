@@ -98,7 +98,7 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 			unbuiltSessions = append(unbuiltSessions, client.ObjectKeyFromObject(s))
 			continue
 		}
-		changes = append(changes, programmer.Change{Owner: sessionOwner(s.Namespace, s.Name), Entries: es})
+		changes = append(changes, programmer.Change{Owner: sessionOwner(s.Namespace, s.Name), Entries: es, Meters: desired.SessionMeters(ds)})
 		if reads, _ := desired.ReadsRTTComparison(ds); reads && a.supi != "" {
 			rt.setReadsComparison(ctx, sessionKey(s.Namespace, s.Name), a.user, true)
 		}

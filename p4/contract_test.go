@@ -213,6 +213,7 @@ func TestContractExterns(t *testing.T) {
 	info := embedded(t)
 	registers := byName(info.GetRegisters())
 	counters := byName(info.GetCounters())
+	meters := byName(info.GetMeters())
 	digests := byName(info.GetDigests())
 	headers := byName(info.GetControllerPacketMetadata())
 	documented := map[string]bool{}
@@ -257,6 +258,18 @@ func TestContractExterns(t *testing.T) {
 			if err != nil || size != c.GetSize() {
 				t.Errorf("counter %s: pipeline.md says size %s, the P4Info has %d", name, row[3], c.GetSize())
 			}
+		case strings.HasPrefix(kind, "meter"):
+			m, ok := meters[name]
+			if !ok {
+				t.Errorf("pipeline.md documents meter %s; the P4Info has none", name)
+				continue
+			}
+			if strings.Contains(kind, "bytes") != (m.GetSpec().GetUnit() == p4configv1.MeterSpec_BYTES) {
+				t.Errorf("meter %s: pipeline.md says %q, the P4Info unit is %s", name, kind, m.GetSpec().GetUnit())
+			}
+			if size := constValue(t, prog, firstCode(row[3])); size != m.GetSize() {
+				t.Errorf("meter %s: %s is %d, the P4Info size is %d", name, firstCode(row[3]), size, m.GetSize())
+			}
 		case kind == "digest":
 			d, ok := digests[name]
 			if !ok {
@@ -295,7 +308,7 @@ func TestContractExterns(t *testing.T) {
 			t.Errorf("pipeline.md row %s: unknown kind %q", name, kind)
 		}
 	}
-	for _, names := range []map[string]bool{keys(registers), keys(counters), keys(digests), keys(headers)} {
+	for _, names := range []map[string]bool{keys(registers), keys(counters), keys(meters), keys(digests), keys(headers)} {
 		for name := range names {
 			if !documented[name] {
 				t.Errorf("%s is in the P4Info but not documented in pipeline.md", name)

@@ -168,6 +168,13 @@ type ATSSSSessionSpec struct {
 	// +optional
 	QFI int32 `json:"qfi,omitempty"`
 
+	// maxBitRate is the session's maximum bit rate in each direction (its Session-AMBR, TS
+	// 23.501 §5.7.2.6; over N4, the MBR of the QERs its PDRs name): the UPF polices the
+	// session's user packets, both legs together, and drops what exceeds it (docs/pipeline.md,
+	// "MBR policer"). Unset, or a direction unset: not policed.
+	// +optional
+	MaxBitRate *BitRate `json:"maxBitRate,omitempty"`
+
 	// policyRefs name SteeringPolicies that apply to this session.
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=map
@@ -200,6 +207,21 @@ type ATSSSSessionSpec struct {
 	// +listMapKey=name
 	// +optional
 	PolicySteering []PolicySteering `json:"policySteering,omitempty"`
+}
+
+// BitRate is a rate in each direction, in kilobits per second (1,000 bit/s, the unit of PFCP's
+// MBR IE, TS 29.244 §8.2.8), up to its 40 bits.
+type BitRate struct {
+	// uplinkKbps is the rate from the UE.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1099511627775
+	// +optional
+	UplinkKbps *int64 `json:"uplinkKbps,omitempty"`
+	// downlinkKbps is the rate to the UE.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1099511627775
+	// +optional
+	DownlinkKbps *int64 `json:"downlinkKbps,omitempty"`
 }
 
 // PolicySteering is one session's own steering for the traffic of one SteeringPolicy.

@@ -54,6 +54,7 @@ func run() error {
 		dlTEID, modifyMAR, qfi                                        uint
 		apps                                                          stringList
 		usagePeriod                                                   time.Duration
+		mbrUL, mbrDL                                                  uint64
 	)
 	flag.StringVar(&upf, "upf", "127.0.0.1:8805", "The UPF's N4 address.")
 	flag.StringVar(&local, "local", "127.0.0.1:0", "The SMF's own N4 address.")
@@ -64,6 +65,8 @@ func run() error {
 	flag.StringVar(&ueN, "ue-non3gpp", "", "The UE's address on its non-3GPP leg; empty: 3GPP only.")
 	flag.StringVar(&gnb, "gnb", "", "The gNB's N3 address (required).")
 	flag.UintVar(&dlTEID, "dl-teid", 0, "The gNB's downlink TEID (required).")
+	flag.Uint64Var(&mbrUL, "mbr-ul", 0, "The session's uplink AMBR in kbit/s, as the MBR of its QER (the UPF polices it); 0: none.")
+	flag.Uint64Var(&mbrDL, "mbr-dl", 0, "The session's downlink AMBR in kbit/s, as the MBR of its QER; 0: none.")
 	flag.UintVar(&qfi, "qfi", 0, "The session's QoS flow, 1-63: a QER with this QFI on every PDR (the UPF marks it on the downlink); 0: no QER.")
 	flag.StringVar(&steering, "steering", "smallest-delay", "The MAR of all traffic no --app describes (smf.ParseSteering's syntax).")
 	flag.Var(&apps, "app", "A downlink PDR with an SDF filter and its own MAR: '<precedence>|<steering>|<flow description>' (repeatable).")
@@ -87,6 +90,7 @@ func run() error {
 		return fmt.Errorf("--qfi %d: a QFI has 6 bits (1-63; 0: none)", qfi)
 	}
 	s.QFI = uint8(qfi)
+	s.MBRUL, s.MBRDL = mbrUL, mbrDL
 	upfAddr, err := netip.ParseAddrPort(upf)
 	if err != nil {
 		return fmt.Errorf("--upf: %w", err)

@@ -247,7 +247,8 @@ var n4Address = netip.MustParseAddrPort("127.0.0.1:8805")
 
 // n4Session is the session the demo's SMF establishes: bob's second MA PDU session (his SUPI and
 // node; its own session and leg addresses, as the UE agent wants) in QoS flow 9 (a QER, as the
-// samples' spec.qfi), smallest delay by its default MAR, the
+// samples' spec.qfi, with a session AMBR of 50 Mbit/s up and 200 down, more than the demo's
+// traffic takes), smallest delay by its default MAR, the
 // UDP traffic of 198.18.30.0/24 load-balanced 50/50 by a second MAR (MAR 2); the story's
 // modification (SIGUSR1) puts MAR 2 on active-standby on 5G. (Its default MAR steers what no
 // policy of the UPF describes: the samples' catch-all default-internet takes the rest, docs/n4.md.)
@@ -267,7 +268,8 @@ type smfSession struct {
 func (s smfSession) args() []string {
 	out := []string{"--upf", n4Address.String(), "--imsi", s.imsi, "--ue", s.ue, "--ue-3gpp", s.ue3GPP, "--ue-non3gpp", s.ueNon3GPP,
 		"--gnb", s.gnb, "--dl-teid", fmt.Sprint(s.dlTEID), "--steering", s.steering, "--modify-mar", "2", "--modify-steering", s.modify,
-		"--namespace", "default", "--upf-name", "edge-upf-1", "--node-name", s.node, "--usage-period", "10s", "--qfi", "9"}
+		"--namespace", "default", "--upf-name", "edge-upf-1", "--node-name", s.node, "--usage-period", "10s", "--qfi", "9",
+		"--mbr-ul", "50000", "--mbr-dl", "200000"}
 	for _, a := range s.apps {
 		out = append(out, "--app", a)
 	}

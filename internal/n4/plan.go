@@ -88,6 +88,11 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d: Source Interface %d is neither Access nor Core", p.ID, p.Source)
 		}
 	}
+	for _, id := range sortedKeys(r.FARs) {
+		if b := r.FARs[id].BARID; b != nil && r.BARs[*b] == nil {
+			return nil, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d names BAR %d, which the session does not have", id, *b)
+		}
+	}
 	for _, id := range sortedKeys(r.MARs) {
 		m := r.MARs[id]
 		for _, a := range m.AFAI {
@@ -107,12 +112,17 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 	if err != nil {
 		return nil, err
 	}
+	mbr, err := sessionMBR(r, up, down)
+	if err != nil {
+		return nil, err
+	}
 	if !multi {
-		return singleAccessPlan(r, up, down, teids, supi, qfi, t)
+		return singleAccessPlan(r, up, down, teids, supi, qfi, mbr, t)
 	}
 
 	// Downlink: the UE IP address is the session address; every downlink PDR is steered by a MAR.
-	spec := junctionv1.ATSSSSessionSpec{UE: junctionv1.UE{SUPI: supi}, UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: qfi}
+	spec := junctionv1.ATSSSSessionSpec{UE: junctionv1.UE{SUPI: supi}, UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: qfi,
+		MaxBitRate: mbr}
 	var session netip.Addr
 	for _, p := range down {
 		switch {
@@ -266,7 +276,7 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 // singleAccessPlan maps an ordinary PDU session (no MAR): plain GTP-U on N3 both ways. Every
 // downlink PDR forwards through one GTP-U tunnel toward the gNB (SDF filters then change
 // nothing and are accepted); every uplink PDR has the one F-TEID and forwards to Core.
-func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi string, qfi int32, t Target) (*Plan, error) {
+func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi string, qfi int32, mbr *junctionv1.BitRate, t Target) (*Plan, error) {
 	var session netip.Addr
 	var tunnel *OHC
 	var tunnelFAR uint32
@@ -314,10 +324,51 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 	a := junctionv1.IPv4Address(session.String())
 	return &Plan{Spec: junctionv1.ATSSSSessionSpec{
 		Type: junctionv1.SessionSingleAccess, UE: junctionv1.UE{SUPI: supi}, SessionAddress: a,
-		UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: qfi,
+		UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: qfi, MaxBitRate: mbr,
 		AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
 			UEAddress: a, GNBAddress: junctionv1.IPv4Address(tunnel.Addr.String()), UplinkTEID: int64(ulTEID), DownlinkTEID: int64(tunnel.TEID)}},
 	}}, nil
+}
+
+// sessionMBR is the session's maximum bit rate in each direction: the MBR of the QERs its
+// uplink PDRs name (their UL rates) and of those its downlink PDRs name (DL rates); a PDR that
+// names several QERs with a rate is held to the smallest, as each of them would police it. The
+// pipeline polices one rate per session and direction (its usage cell's meter), so PDRs of one
+// direction whose rates differ (two rates, or a rate for some and none for others) are refused.
+func sessionMBR(r *Rules, up, down []*PDR) (*junctionv1.BitRate, error) {
+	var out junctionv1.BitRate
+	for _, d := range []struct {
+		pdrs []*PDR
+		name string
+		rate func(*QER) uint64
+		out  **int64
+	}{
+		{up, "uplink", func(q *QER) uint64 { return q.MBRUL }, &out.UplinkKbps},
+		{down, "downlink", func(q *QER) uint64 { return q.MBRDL }, &out.DownlinkKbps},
+	} {
+		var first uint64
+		for i, p := range d.pdrs {
+			var rate uint64
+			for _, id := range p.QERIDs {
+				if v := d.rate(r.QERs[id]); v != 0 && (rate == 0 || v < rate) {
+					rate = v
+				}
+			}
+			if i > 0 && rate != first {
+				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "%s PDR %d has an MBR of %d kbit/s, PDR %d of %d: Junction polices one rate per session and direction (0: none; docs/n4.md)",
+					d.name, p.ID, rate, d.pdrs[0].ID, first)
+			}
+			first = rate
+		}
+		if first != 0 {
+			v := int64(first)
+			*d.out = &v
+		}
+	}
+	if out.UplinkKbps == nil && out.DownlinkKbps == nil {
+		return nil, nil
+	}
+	return &out, nil
 }
 
 // downlinkQFI is the QFI the session's downlink G-PDUs carry: the one the QERs of its downlink

@@ -112,6 +112,16 @@ type FAR struct {
 	DestType        *uint8 `json:"destType,omitempty"`
 	OHC             *OHC   `json:"ohc,omitempty"`
 	NetworkInstance string `json:"networkInstance,omitempty"`
+	BARID           *uint8 `json:"barID,omitempty"` // must name the session's BAR
+}
+
+// BAR is a Buffering Action Rule: what the UPF would do with the downlink it buffers for an idle
+// UE (its Downlink Data Notification Delay, Suggested Buffering Packets Count). Junction buffers
+// nothing (Apply Action BUFF and NOCP are refused), so a BAR changes nothing: it is kept so that
+// the FARs and the Update and Remove BARs that name it are checked, as SMFs send one with every
+// session (Open5GS does).
+type BAR struct {
+	ID uint8 `json:"id"`
 }
 
 // QER is a QoS Enforcement Rule; Junction enforces the gate and marks the QFI.
@@ -120,6 +130,9 @@ type QER struct {
 	GateUL uint8  `json:"gateUL"`
 	GateDL uint8  `json:"gateDL"`
 	QFI    uint8  `json:"qfi,omitempty"` // 1-63: marked on the downlink of the PDRs that name it
+	// MBR in kbit/s per direction (0: none); policed on the PDRs that name it (plan.go, sessionMBR).
+	MBRUL uint64 `json:"mbrUL,omitempty"`
+	MBRDL uint64 `json:"mbrDL,omitempty"`
 }
 
 // AFAI is one Access Forwarding Action Information of a MAR.
@@ -150,6 +163,7 @@ type Rules struct {
 	QERs map[uint32]*QER `json:"qers,omitempty"`
 	MARs map[uint16]*MAR `json:"mars,omitempty"`
 	URRs map[uint32]*URR `json:"urrs,omitempty"`
+	BARs map[uint8]*BAR  `json:"bars,omitempty"`
 }
 
 // packedRules are a session's Rules between requests: their JSON (what the session's
@@ -228,7 +242,7 @@ func (p *packedRules) UnmarshalJSON(b []byte) error {
 func (s *State) HasRules() bool { return s.Rules.json != nil || s.Rules.live != nil }
 
 func newRules() *Rules {
-	return &Rules{PDRs: map[uint16]*PDR{}, FARs: map[uint32]*FAR{}, QERs: map[uint32]*QER{}, MARs: map[uint16]*MAR{}, URRs: map[uint32]*URR{}}
+	return &Rules{PDRs: map[uint16]*PDR{}, FARs: map[uint32]*FAR{}, QERs: map[uint32]*QER{}, MARs: map[uint16]*MAR{}, URRs: map[uint32]*URR{}, BARs: map[uint8]*BAR{}}
 }
 
 // clone is a deep enough copy for a modification: rules are replaced whole, never edited in place.
@@ -249,6 +263,9 @@ func (r *Rules) clone() *Rules {
 	for k, v := range r.URRs {
 		cp := *v // a URR's measurement moves on with its reports
 		c.URRs[k] = &cp
+	}
+	for k, v := range r.BARs {
+		c.BARs[k] = v
 	}
 	return c
 }
@@ -542,7 +559,7 @@ func decodeFAR(g *ie.IE, old *FAR) (*FAR, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.only(ie.FARID, ie.ApplyAction, ie.ForwardingParameters, ie.UpdateForwardingParameters); err != nil {
+	if err := c.only(ie.FARID, ie.ApplyAction, ie.ForwardingParameters, ie.UpdateForwardingParameters, ie.BARID); err != nil {
 		return nil, err
 	}
 	f := &FAR{}
@@ -572,6 +589,13 @@ func decodeFAR(g *ie.IE, old *FAR) (*FAR, error) {
 		}
 	} else if g.Type == ie.CreateFAR {
 		return nil, refuse(CauseMandatoryIEMissing, ie.ApplyAction, "FAR %d has no Apply Action", f.ID)
+	}
+	if x = c.one(ie.BARID); x != nil {
+		v, err := x.BARID()
+		if err != nil {
+			return nil, bad(x, err)
+		}
+		f.BARID = &v
 	}
 	fp := c.one(ie.ForwardingParameters)
 	if u := c.one(ie.UpdateForwardingParameters); u != nil {
@@ -651,14 +675,36 @@ func outerHeaderCreation(b []byte) (*OHC, error) {
 	return nil, refuse(CauseServiceNotSupported, ie.OuterHeaderCreation, "description %#04x; only GTP-U/UDP/IPv4 and UDP/IPv4 are supported", desc)
 }
 
+// decodeBAR decodes a Create BAR or an Update BAR (TS 29.244 §7.5.2.6, §7.5.4.8): its BAR ID
+// and what it may carry besides, none of which Junction acts on (type BAR).
+func decodeBAR(g *ie.IE) (*BAR, error) {
+	c, err := childrenOf(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.only(ie.BARID, ie.DownlinkDataNotificationDelay, ie.SuggestedBufferingPacketsCount, ie.MTEDTControlInformation); err != nil {
+		return nil, err
+	}
+	x, err := c.need(ie.BARID)
+	if err != nil {
+		return nil, err
+	}
+	id, err := x.BARID()
+	if err != nil {
+		return nil, bad(x, err)
+	}
+	return &BAR{ID: id}, nil
+}
+
 // decodeQER decodes a Create QER, or an Update QER over old.
 func decodeQER(g *ie.IE, old *QER) (*QER, error) {
 	c, err := childrenOf(g)
 	if err != nil {
 		return nil, err
 	}
-	// MBR, GBR and the rest are QoS the pipeline does not enforce: refused, never ignored.
-	if err := c.only(ie.QERID, ie.GateStatus, ie.QFI); err != nil {
+	// GBR and the rest are QoS the pipeline does not enforce: refused, never ignored. (A GBR is
+	// a guarantee the RAN schedules for; a policer cannot give it.)
+	if err := c.only(ie.QERID, ie.GateStatus, ie.QFI, ie.MBR); err != nil {
 		return nil, err
 	}
 	q := &QER{}
@@ -690,6 +736,19 @@ func decodeQER(g *ie.IE, old *QER) (*QER, error) {
 		if q.QFI = v & 0x3f; q.QFI == 0 { // the two spare bits ignored
 			return nil, refuse(CauseMandatoryIEIncorrect, ie.QFI, "QER %d has QFI 0; Junction marks QFIs 1 to 63", q.ID)
 		}
+	}
+	if x = c.one(ie.MBR); x != nil {
+		// Two 40-bit rates in kbit/s (TS 29.244 §8.2.8); a direction of 0 is taken as no limit,
+		// which is how Open5GS leaves a direction it has no rate for.
+		b, err := x.MBR()
+		if err == nil && len(b) != 10 {
+			err = fmt.Errorf("%d octets, want 10", len(b))
+		}
+		if err != nil {
+			return nil, bad(x, err)
+		}
+		q.MBRUL, _ = x.MBRUL()
+		q.MBRDL, _ = x.MBRDL()
 	}
 	return q, nil
 }

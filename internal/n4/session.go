@@ -134,7 +134,7 @@ func decodeEstablishment(ies []*ie.IE) (_ *establishment, err error) {
 	}
 	q.cpSEID = fseid.SEID
 	q.cpAddr, _ = ipv4(fseid.IPv4Address)
-	if err := c.only(append([]uint16{ie.NodeID, ie.FSEID, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateURR, ie.CreateMAR, ie.ProvideATSSSControlInformation}, informational...)...); err != nil {
+	if err := c.only(append([]uint16{ie.NodeID, ie.FSEID, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateURR, ie.CreateMAR, ie.CreateBAR, ie.ProvideATSSSControlInformation}, informational...)...); err != nil {
 		return q, err
 	}
 	if _, err := c.need(ie.CreatePDR); err != nil {
@@ -243,6 +243,9 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 var modificationRules = []uint16{ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateURR, ie.CreateMAR, ie.UpdatePDR, ie.UpdateFAR,
 	ie.UpdateQER, ie.UpdateURR, ie.UpdateMAR, ie.RemovePDR, ie.RemoveFAR, ie.RemoveQER, ie.RemoveURR, ie.RemoveMAR, ie.QueryURR}
 
+// barIEs are the BAR IEs of a Session Modification Request, at most one each (TS 29.244 §7.5.4).
+var barIEs = []uint16{ie.CreateBAR, ie.UpdateBARWithinSessionModificationRequest, ie.RemoveBAR}
+
 // modify applies a Session Modification Request: all of it, or nothing (the session keeps its
 // rules and its objects are put back as they were).
 func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE, error) {
@@ -250,7 +253,7 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	if err != nil {
 		return nil, err
 	}
-	if err := c.only(append(modificationRules, ie.FSEID, ie.PFCPSMReqFlags)...); err != nil {
+	if err := c.only(append(append(modificationRules, barIEs...), ie.FSEID, ie.PFCPSMReqFlags)...); err != nil {
 		return nil, err
 	}
 	cur, err := s.Rules.rules()
@@ -504,8 +507,18 @@ func (r *Rules) modified(c children) (_ *Rules, err error) {
 	return out, nil
 }
 
-// create decodes the Create PDR/FAR/QER/URR/MAR IEs into r; an ID that exists is refused.
+// create decodes the Create PDR/FAR/QER/URR/MAR/BAR IEs into r; an ID that exists is refused.
 func (r *Rules) create(c children) error {
+	if x := c.one(ie.CreateBAR); x != nil {
+		b, err := decodeBAR(x)
+		if err != nil {
+			return err
+		}
+		if len(r.BARs) > 0 { // one BAR a session (TS 29.244 §7.5.2: at most one Create BAR)
+			return ruleFailure(ie.RuleIDTypeBAR, uint32(b.ID), "Create BAR %d: the session has a BAR", b.ID)
+		}
+		r.BARs[b.ID] = b
+	}
 	for _, x := range c.all(ie.CreateFAR) {
 		f, err := decodeFAR(x, nil)
 		if err != nil {
@@ -559,8 +572,18 @@ func (r *Rules) create(c children) error {
 	return nil
 }
 
-// update applies the Update PDR/FAR/QER/URR/MAR IEs to r; a rule that does not exist is refused.
+// update applies the Update PDR/FAR/QER/URR/MAR/BAR IEs to r; a rule that does not exist is refused.
 func (r *Rules) update(c children) error {
+	if x := c.one(ie.UpdateBARWithinSessionModificationRequest); x != nil {
+		b, err := decodeBAR(x)
+		if err != nil {
+			return err
+		}
+		if r.BARs[b.ID] == nil {
+			return ruleFailure(ie.RuleIDTypeBAR, uint32(b.ID), "Update BAR: no BAR %d", b.ID)
+		}
+		r.BARs[b.ID] = b
+	}
 	for _, x := range c.all(ie.UpdateFAR) {
 		id, err := x.FARID()
 		if err != nil || r.FARs[id] == nil {
@@ -609,9 +632,16 @@ func (r *Rules) update(c children) error {
 	return nil
 }
 
-// remove applies the Remove PDR/FAR/QER/URR/MAR IEs to r; a rule that does not exist is refused.
+// remove applies the Remove PDR/FAR/QER/URR/MAR/BAR IEs to r; a rule that does not exist is refused.
 // Rules still named by others are caught by makePlan afterwards.
 func (r *Rules) remove(c children) error {
+	if x := c.one(ie.RemoveBAR); x != nil {
+		id, err := x.BARID()
+		if err != nil || r.BARs[id] == nil {
+			return ruleFailure(ie.RuleIDTypeBAR, uint32(id), "Remove BAR: no BAR %d", id)
+		}
+		delete(r.BARs, id)
+	}
 	for _, x := range c.all(ie.RemovePDR) {
 		id, err := x.PDRID()
 		if err != nil || r.PDRs[id] == nil {

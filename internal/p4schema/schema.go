@@ -21,10 +21,11 @@ import (
 // Schema is a compiled P4Info. It is immutable and safe to share.
 type Schema struct {
 	Info *p4configv1.P4Info
-	// Tables, Registers, Counters and Digests in ID order (the order of wildcard reads).
+	// Tables, Registers, Counters, Meters and Digests in ID order (the order of wildcard reads).
 	Tables    []*Table
 	Registers []*Register
 	Counters  []*Counter
+	Meters    []*Meter
 	Digests   []*Digest
 	// PacketIn and PacketOut are the controller headers; nil when the program has none.
 	PacketIn, PacketOut *ControllerHeader
@@ -33,6 +34,7 @@ type Schema struct {
 	actions   index[*Action]
 	registers index[*Register]
 	counters  index[*Counter]
+	meters    index[*Meter]
 	digests   index[*Digest]
 }
 
@@ -126,6 +128,15 @@ type Counter struct {
 	Unit p4configv1.CounterSpec_Unit
 }
 
+// Meter is an indexed meter.
+type Meter struct {
+	ID   uint32
+	Name string
+	Size int64
+	Unit p4configv1.MeterSpec_Unit
+	Type p4configv1.MeterSpec_Type // which configurations it takes (P4Runtime spec 9.5)
+}
+
 // Digest is a digest and its members: a struct's members in order, or one member named after
 // the digest for a bit<W> digest.
 type Digest struct {
@@ -156,7 +167,7 @@ func Compile(info *p4configv1.P4Info) (*Schema, error) {
 		return nil, fmt.Errorf("no P4Info")
 	}
 	s := &Schema{Info: info, tables: newIndex[*Table]("table"), actions: newIndex[*Action]("action"),
-		registers: newIndex[*Register]("register"), counters: newIndex[*Counter]("counter"), digests: newIndex[*Digest]("digest")}
+		registers: newIndex[*Register]("register"), counters: newIndex[*Counter]("counter"), meters: newIndex[*Meter]("meter"), digests: newIndex[*Digest]("digest")}
 	seen := map[uint32]string{}
 	claim := func(kind string, p *p4configv1.Preamble) error {
 		if p.GetId() == 0 {
@@ -227,6 +238,18 @@ func Compile(info *p4configv1.P4Info) (*Schema, error) {
 		s.counters.add(c.GetPreamble(), x)
 	}
 
+	for _, m := range info.GetMeters() {
+		if err := claim("meter", m.GetPreamble()); err != nil {
+			return nil, err
+		}
+		if m.GetSize() <= 0 {
+			return nil, fmt.Errorf("meter %q: size %d", m.GetPreamble().GetName(), m.GetSize())
+		}
+		x := &Meter{ID: m.GetPreamble().GetId(), Name: m.GetPreamble().GetName(), Size: m.GetSize(), Unit: m.GetSpec().GetUnit(), Type: m.GetSpec().GetType()}
+		s.Meters = append(s.Meters, x)
+		s.meters.add(m.GetPreamble(), x)
+	}
+
 	for _, d := range info.GetDigests() {
 		if err := claim("digest", d.GetPreamble()); err != nil {
 			return nil, err
@@ -265,6 +288,7 @@ func Compile(info *p4configv1.P4Info) (*Schema, error) {
 	slices.SortFunc(s.Tables, func(a, b *Table) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(s.Registers, func(a, b *Register) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(s.Counters, func(a, b *Counter) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(s.Meters, func(a, b *Meter) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(s.Digests, func(a, b *Digest) int { return cmp.Compare(a.ID, b.ID) })
 	return s, nil
 }
@@ -451,6 +475,12 @@ func (s *Schema) Counter(name string) (*Counter, error) { return s.counters.name
 
 // CounterByID returns the counter with that ID.
 func (s *Schema) CounterByID(id uint32) (*Counter, bool) { return s.counters.id(id) }
+
+// Meter returns the meter called name.
+func (s *Schema) Meter(name string) (*Meter, error) { return s.meters.name(name) }
+
+// MeterByID returns the meter with that ID.
+func (s *Schema) MeterByID(id uint32) (*Meter, bool) { return s.meters.id(id) }
 
 // Digest returns the digest called name.
 func (s *Schema) Digest(name string) (*Digest, error) { return s.digests.name(name) }

@@ -85,10 +85,11 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("a %s entry with the same key belongs to %s", e.Table, e.Owner)
 }
 
-// Change sets everything one owner wants on the device; nil Entries removes the owner.
+// Change sets everything one owner wants on the device; nil Entries and Meters remove the owner.
 type Change struct {
 	Owner   string
 	Entries []desired.Entry
+	Meters  []desired.MeterCell
 }
 
 // builtEntry is a desired entry resolved against the device's P4Info. Both are kept as
@@ -157,6 +158,12 @@ type Programmer struct {
 	// to zero before entries start counting into them (usageZeroLocked), with their owner.
 	usageRefs   map[uint32]int
 	zeroPending map[uint32]string
+	// Meter cells (meter.go): what owners want, the cells of each owner, what the device holds
+	// as far as this programmer wrote it, and the cells to reset, with the owner to tell.
+	meterWant   map[meterKey]meterWant
+	ownerMeters map[string][]meterKey
+	meterOn     map[meterKey]desired.MeterConfig
+	meterReset  map[meterKey]string
 	// used are the user indices that have had a sessions entry since this programmer saw the
 	// pipeline pushed (usedKnown); their registers may hold state. counted are the usage cells
 	// an entry has named since then; the others still hold the push's zeros. Without usedKnown
@@ -207,6 +214,7 @@ func New(dev Device, log logr.Logger, window time.Duration) *Programmer {
 		used: map[uint32]struct{}{}, counted: map[uint32]struct{}{}, resetPending: map[uint32]string{}, usageRefs: map[uint32]int{}, zeroPending: map[uint32]string{},
 		dirty: map[string]struct{}{}, stale: map[string]staleEntry{}, staleRefused: map[string]struct{}{},
 		failed: map[string]error{}, full: map[string]string{}, blocked: map[string]map[string]struct{}{},
+		meterWant: map[meterKey]meterWant{}, ownerMeters: map[string][]meterKey{}, meterOn: map[meterKey]desired.MeterConfig{}, meterReset: map[meterKey]string{},
 	}
 }
 
@@ -344,6 +352,9 @@ func (p *Programmer) setLocked(c Change) (dropped bool, err error) {
 		next[k] = be
 		p.claims[k] = c.Owner
 	}
+	if p.setMetersLocked(c.Owner, c.Meters) {
+		dropped = true
+	}
 	if len(c.Entries) == 0 {
 		delete(p.owners, c.Owner)
 		delete(p.failed, c.Owner)
@@ -411,7 +422,7 @@ func (p *Programmer) inSyncLocked(owner string) bool {
 			return false
 		}
 	}
-	return true
+	return p.metersInSyncLocked(owner)
 }
 
 // Down marks the device unreachable: queued and future Applies get ErrNotSynced until the
@@ -575,6 +586,10 @@ type pendingUpdate struct {
 	user  uint32 // a register's user; a usage counter's index
 	// counter: a usage cell's zeroing (usageZeroLocked), not a path-state register.
 	counter bool
+	// meter: a meter cell's write (meter.go), table its meter, user its index; meterCfg what
+	// it configures, nil for a reset.
+	meter    bool
+	meterCfg *desired.MeterConfig
 	// monitor receives the result of a path monitoring register write (not settled here).
 	monitor chan error
 }
@@ -582,7 +597,7 @@ type pendingUpdate struct {
 // round writes the difference for every dirty owner.
 func (p *Programmer) round(ctx context.Context) {
 	p.mu.Lock()
-	if p.mode != modeSynced || (len(p.dirty) == 0 && len(p.waiters) == 0 && len(p.stale) == 0 && len(p.registers) == 0 && len(p.zeroPending) == 0) {
+	if p.mode != modeSynced || (len(p.dirty) == 0 && len(p.waiters) == 0 && len(p.stale) == 0 && len(p.registers) == 0 && len(p.zeroPending) == 0 && len(p.meterReset) == 0) {
 		p.mu.Unlock()
 		return
 	}
@@ -618,7 +633,8 @@ func (p *Programmer) round(ctx context.Context) {
 	// Owners whose inserts do not fit are not written at all (capacity.go).
 	ups, refused := p.fitLocked(ups, dels)
 	p.refuseLocked(refused, ownerErr)
-	regs := append(p.pathInitLocked(ups, dels), p.usageZeroLocked(ups)...)
+	zeroed := p.usageZeroLocked(ups)
+	regs := append(append(p.pathInitLocked(ups, dels), zeroed...), p.meterPlanLocked(sortedKeys(owners), zeroed, ownerErr)...)
 	monitored := p.registers
 	p.registers = nil
 	p.mu.Unlock()
@@ -715,6 +731,10 @@ func (p *Programmer) write(ctx context.Context, dels, regs, ups []pendingUpdate,
 func (p *Programmer) settleLocked(results []writeResult, ownerErr map[string]error) {
 	for _, r := range results {
 		pu, err := r.pu, r.err
+		if pu.meter {
+			p.settleMeterLocked(pu, err, ownerErr)
+			continue
+		}
 		if pu.counter {
 			if err == nil {
 				delete(p.zeroPending, pu.user)

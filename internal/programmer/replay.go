@@ -82,7 +82,9 @@ func (p *Programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 	clear(p.failed)
 	ups, refused := p.fitLocked(ups, dels) // as in a round: an owner that cannot fit writes nothing
 	p.refuseLocked(refused, ownerErr)
-	regs := append(p.pathInitLocked(ups, dels), p.usageZeroLocked(ups)...)
+	clear(p.meterOn) // unknown: every wanted cell is written again
+	zeroed := p.usageZeroLocked(ups)
+	regs := append(append(p.pathInitLocked(ups, dels), zeroed...), p.meterPlanLocked(sortedKeys(p.ownerMeters), zeroed, ownerErr)...)
 	p.mu.Unlock()
 
 	results := p.write(ctx, dels, regs, ups, nil)

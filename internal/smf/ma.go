@@ -75,7 +75,13 @@ type MASession struct {
 	// QFI, when not 0, is the session's QoS flow: a QER (QERID) with this QFI and open gates,
 	// named by every PDR, as SMFs send for the default QoS flow.
 	QFI uint8
+	// MBRUL and MBRDL, when either is not 0, are the session's AMBR in kbit/s: the MBR of that
+	// QER, as Open5GS and free5GC send it.
+	MBRUL, MBRDL uint64
 }
+
+// hasQER: the session's PDRs name the QER.
+func (s MASession) hasQER() bool { return s.QFI != 0 || s.MBRUL != 0 || s.MBRDL != 0 }
 
 // Rule IDs the emulator uses.
 const (
@@ -141,8 +147,15 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 	if s.URR != nil {
 		ies = append(ies, s.URR.CreateURR())
 	}
-	if s.QFI != 0 {
-		ies = append(ies, ie.NewCreateQER(ie.NewQERID(QERID), ie.NewGateStatus(ie.GateStatusOpen, ie.GateStatusOpen), ie.NewQFI(s.QFI)))
+	if s.hasQER() {
+		qer := []*ie.IE{ie.NewQERID(QERID), ie.NewGateStatus(ie.GateStatusOpen, ie.GateStatusOpen)}
+		if s.MBRUL != 0 || s.MBRDL != 0 {
+			qer = append(qer, ie.NewMBR(s.MBRUL, s.MBRDL))
+		}
+		if s.QFI != 0 {
+			qer = append(qer, ie.NewQFI(s.QFI))
+		}
+		ies = append(ies, ie.NewCreateQER(qer...))
 	}
 	return ies
 }
@@ -155,7 +168,7 @@ func (s MASession) createPDR(ies ...*ie.IE) *ie.IE {
 	if s.URR != nil {
 		ies = append(ies, ie.NewURRID(URRID))
 	}
-	if s.QFI != 0 {
+	if s.hasQER() {
 		ies = append(ies, ie.NewQERID(QERID))
 	}
 	return ie.NewCreatePDR(ies...)

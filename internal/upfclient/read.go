@@ -138,6 +138,23 @@ func (s *Schema) CounterUpdate(name string, index int64, c CounterData) (*p4v1.U
 	}}}}, nil
 }
 
+// MeterUpdate is the MODIFY that configures one cell of an indirect meter, or resets it (nil:
+// every packet green, P4Runtime spec §9.5).
+func (s *Schema) MeterUpdate(name string, index int64, c *p4v1.MeterConfig) (*p4v1.Update, error) {
+	m, err := s.ps.Meter(name)
+	if err != nil {
+		return nil, err
+	}
+	if index < 0 || index >= m.Size {
+		return nil, fmt.Errorf("meter %q: index %d beyond its %d cells", name, index, m.Size)
+	}
+	return &p4v1.Update{Type: p4v1.Update_MODIFY, Entity: &p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: &p4v1.MeterEntry{
+		MeterId: m.ID,
+		Index:   &p4v1.Index{Index: index},
+		Config:  c,
+	}}}}, nil
+}
+
 // WriteRegister sets one register cell.
 func (d *Device) WriteRegister(ctx context.Context, name string, index int64, value uint64) error {
 	sch := d.Schema()

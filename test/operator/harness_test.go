@@ -245,6 +245,29 @@ func (u *p4rtTarget) entries(sch *upfclient.Schema) ([]string, error) {
 	return out, nil
 }
 
+// meter reads one meter cell's configuration (nil: none, every packet green).
+func (u *p4rtTarget) meter(sch *upfclient.Schema, name string, index int64) (*p4v1.MeterConfig, error) {
+	var id uint32
+	for _, m := range sch.P4Info().GetMeters() {
+		if m.GetPreamble().GetName() == name {
+			id = m.GetPreamble().GetId()
+		}
+	}
+	if id == 0 {
+		return nil, fmt.Errorf("no meter %q", name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := u.read(ctx, &p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: &p4v1.MeterEntry{MeterId: id, Index: &p4v1.Index{Index: index}}}})
+	if err != nil {
+		return nil, err
+	}
+	if len(got) != 1 {
+		return nil, fmt.Errorf("%s[%d]: %d entities", name, index, len(got))
+	}
+	return got[0].GetMeterEntry().GetConfig(), nil
+}
+
 // register reads one register cell.
 func (u *p4rtTarget) register(sch *upfclient.Schema, name string, index int64) (uint64, error) {
 	id, err := sch.RegisterID(name)

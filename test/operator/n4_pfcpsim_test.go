@@ -22,8 +22,9 @@ import (
 // PDR for the UE address, a FAR to Core and a FAR into GTP-U toward the gNB), moves one to
 // another gNB with a Session Modification (a handover), and deletes them. The entries read
 // back are plain GTP-U (docs/pipeline.md: uplink_tunnels, downlink_tunnels, tunnel_peers), no
-// sessions entry, each with the QFI of the QER its PDRs name (pfcpsim's builders put a QER on
-// every PDR; its QERs carry a QFI and open gates, and here no MBR, which Junction refuses).
+// sessions entry, each with the QFI and the MBR of the QER its PDRs name (pfcpsim's builders put
+// a QER on every PDR; its QERs carry a QFI and open gates, and here an MBR, the session AMBR,
+// which Junction polices; not its GBR, which Junction refuses).
 func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 	r := newN4Rig(t, nil, nil)
 	c := pfcpsim.NewPFCPClient("127.0.0.2") // it binds port 8805 of its address
@@ -44,7 +45,8 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 			pfcprules.NewPDRBuilder().WithID(2).WithMethod(pfcprules.Create).WithPrecedence(100).WithUEAddress(fmt.Sprintf("10.61.0.%d", 1+i)).
 				WithFARID(2).AddQERID(1).MarkAsDownlink().BuildPDR(),
 		}
-		qers := []*ie.IE{pfcprules.NewQERBuilder().WithID(1).WithMethod(pfcprules.Create).WithQFI(uint8(5 + i)).Build()}
+		qers := []*ie.IE{pfcprules.NewQERBuilder().WithID(1).WithMethod(pfcprules.Create).WithQFI(uint8(5 + i)).
+			WithUplinkMBR(uint64(1000 * (i + 1))).WithDownlinkMBR(uint64(8000 * (i + 1))).Build()}
 		fars := []*ie.IE{
 			pfcprules.NewFARBuilder().WithID(1).WithMethod(pfcprules.Create).WithAction(pfcprules.ActionForward).WithDstInterface(ie.DstInterfaceCore).BuildFAR(),
 			pfcprules.NewFARBuilder().WithID(2).WithMethod(pfcprules.Create).WithAction(pfcprules.ActionForward).WithDstInterface(ie.DstInterfaceAccess).
@@ -90,6 +92,20 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 	}
 	want = append(want, "tunnel_peers peer_idx=01 -> set_tunnel_peer(peer_addr=c633640a)")
 	wantEntries(t, r, want...)
+	// Session i's policers at its usage cell (docs/pipeline.md, "MBR policer"): (i+1) × 1,000
+	// kbit/s up is (i+1) × 125,000 bytes/s, 8,000 down is 1,000,000, each with 100 ms of bucket.
+	for i := range n {
+		idx := int64(usage[fmt.Sprintf("10.61.0.%d", 1+i)])
+		for meter, rate := range map[string]int64{"uplink_mbr": 125_000 * int64(i+1), "downlink_mbr": 1_000_000 * int64(i+1)} {
+			c, err := r.u.meter(r.sch, meter, idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c == nil || c.Pir != rate || c.Cir != rate || c.Pburst != rate/10 || c.Cburst != rate/10 {
+				t.Errorf("session %d: %s[%d] = %v, want rates %d and bursts %d", i, meter, idx, c, rate, rate/10)
+			}
+		}
+	}
 	if got := mustEntries(t, r.u, r.sch); countTable(got, "sessions") != 0 {
 		t.Errorf("%d sessions entries for single-access sessions, want none", countTable(got, "sessions"))
 	}

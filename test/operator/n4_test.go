@@ -187,7 +187,8 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	})
 
 	s := alice()
-	s.QFI = 9 // the default QoS flow's QER
+	s.QFI = 9                          // the default QoS flow's QER
+	s.MBRUL, s.MBRDL = 20_000, 100_000 // and its MBR, the session AMBR (kbit/s)
 	est, err := r.smf.Establish(ctx, s)
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +223,9 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	}
 	if sp.QFI != 9 {
 		t.Errorf("qfi %d, want 9, the QFI of the QER every downlink PDR names", sp.QFI)
+	}
+	if m := sp.MaxBitRate; m == nil || m.UplinkKbps == nil || *m.UplinkKbps != 20_000 || m.DownlinkKbps == nil || *m.DownlinkKbps != 100_000 {
+		t.Errorf("maxBitRate %+v, want 20,000 kbit/s up and 100,000 down, the MBR of the QER every PDR names", m)
 	}
 	if sp.ModeOverride == nil || sp.ModeOverride.Mode != junctionv1.ModeSmallestDelay {
 		t.Errorf("modeOverride %+v, want SmallestDelay (the MAR of the PDR without SDF filter)", sp.ModeOverride)
@@ -270,6 +274,20 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	// The QER's QFI marks the 3GPP leg's tunnel: tunnel_qfis (gNB, downlink TEID) -> set_qfi.
 	qfiEntry := "tunnel_qfis peer_addr=c633640a teid=1234 -> set_qfi(qfi=09)"
 	wantEntries(t, r, sessionEntry, uplink, override(app, 3, 90, 6, 0), override(0, 2, 0, 0, 0), application, qfiEntry)
+	// The MBR polices the session's usage cell (docs/pipeline.md, "MBR policer"): 20,000 kbit/s
+	// is 2,500,000 bytes/s, with a bucket of 100 ms of it; 100,000 kbit/s is 12,500,000.
+	for _, m := range []struct {
+		name        string
+		rate, burst int64
+	}{{"uplink_mbr", 2_500_000, 250_000}, {"downlink_mbr", 12_500_000, 1_250_000}} {
+		c, err := r.u.meter(r.sch, m.name, int64(usage))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil || c.Cir != m.rate || c.Pir != m.rate || c.Cburst != m.burst || c.Pburst != m.burst {
+			t.Errorf("%s[%d] = %v, want rates %d and bursts %d", m.name, usage, c, m.rate, m.burst)
+		}
+	}
 
 	// Modification: the application's MAR becomes active-standby with non-3GPP active; the
 	// thresholds the update does not carry stay (TS 29.244: an Update MAR changes what it has).
@@ -300,6 +318,35 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	}
 	if first.Cause() != ie.CauseRequestAccepted || string(again.Raw) != string(first.Raw) {
 		t.Errorf("retransmission: first cause %d, second response differs: %v", first.Cause(), string(again.Raw) != string(first.Raw))
+	}
+
+	// BARs (docs/n4.md): accepted, checked, and nothing else, since Junction buffers nothing; as
+	// Open5GS does, one comes with a Create BAR and the downlink FARs name it.
+	bar := func(id uint8) *ie.IE {
+		return ie.NewCreateBAR(ie.NewBARID(id), ie.NewDownlinkDataNotificationDelay(50*time.Millisecond), ie.NewSuggestedBufferingPacketsCount(10))
+	}
+	for _, step := range []struct {
+		name  string
+		ies   []*ie.IE
+		cause uint8
+		why   string
+	}{
+		{"a Create BAR", []*ie.IE{bar(1)}, 1, ""},
+		{"a second BAR", []*ie.IE{bar(2)}, 73, "failed rule type 4 id 02"},
+		{"a FAR that names the BAR", []*ie.IE{ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewBARID(1))}, 1, ""},
+		{"a FAR that names a BAR the session does not have", []*ie.IE{ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewBARID(7))}, 73, "failed rule type 1 id 00000002"},
+		{"an Update BAR", []*ie.IE{ie.NewUpdateBARWithinSessionModificationRequest(ie.NewBARID(1), ie.NewSuggestedBufferingPacketsCount(20))}, 1, ""},
+		{"an Update BAR of a BAR the session does not have", []*ie.IE{ie.NewUpdateBARWithinSessionModificationRequest(ie.NewBARID(3))}, 73, "failed rule type 4 id 03"},
+		{"a BAR with an IE it cannot carry", []*ie.IE{ie.NewUpdateBARWithinSessionModificationRequest(ie.NewBARID(1), ie.NewQFI(9))}, 76, "offending IE 124"},
+		{"a Remove BAR while a FAR names it", []*ie.IE{ie.NewRemoveBAR(ie.NewBARID(1))}, 73, "failed rule type 1 id 00000002"},
+	} {
+		m, err := r.smf.Modify(ctx, est, step.ies...)
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if m.Cause() != step.cause || why(m) != step.why && step.why != "" {
+			t.Errorf("%s: cause %d (%s), want %d (%s)", step.name, m.Cause(), why(m), step.cause, step.why)
+		}
 	}
 
 	del, err := r.smf.Delete(ctx, est)
@@ -471,8 +518,15 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 			73, "failed rule type 0 id 000a", nil},
 		{"two PDRs with one ID", adding(defaultPDR(smf.MARDefault)), 73, "failed rule type 0 id 000a", nil},
 		{"a FAR that buffers", adding(ie.NewCreateFAR(ie.NewFARID(40), ie.NewApplyAction(0x04))), 76, "offending IE 44", nil},
-		{"a QER with an MBR (QoS the pipeline does not enforce)", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewMBR(60000, 60000))),
-			76, "offending IE 26", nil},
+		{"a QER with a GBR (a guarantee, which a policer cannot give)", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewGBR(60000, 60000))),
+			76, "offending IE 27", nil},
+		{"an MBR of 9 octets", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.New(ie.MBR, make([]byte, 9)))),
+			69, "offending IE 26", nil},
+		{"an MBR for one downlink PDR and none for another (one rate a session and direction)", func(in []*ie.IE) []*ie.IE {
+			return adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewMBR(1000, 1000)))(replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
+				ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+					ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewMARID(smf.MARDefault), ie.NewQERID(1)))(in))
+		}, 73, "failed rule type 0 id 000b", nil},
 		{"a QER with QFI 0 (0 marks nothing)", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewQFI(0))),
 			69, "offending IE 124", nil},
 		{"a QFI for one downlink PDR and none for another (one QFI a session)", func(in []*ie.IE) []*ie.IE {

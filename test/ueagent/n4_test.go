@@ -22,7 +22,7 @@ import (
 // TestN4SessionCarriesTrafficAsItsMARSays: an SMF (the emulator) establishes an MA PDU session
 // over N4 whose MAR puts all traffic on 3GPP, in the QoS flow its QER names; the emulator hands
 // the session to the node's UE agent (NAS's part); pings from the session address cross the 3GPP
-// leg both ways (the gNB emulator takes only downlink G-PDUs whose PDU Session Container names
+// leg both ways, and a download runs at the MBR of that QER, then at the one an Update QER gives (the gNB emulator takes only downlink G-PDUs whose PDU Session Container names
 // the session's QFI, as a gNB with radio bearers per QoS flow does). A Session
 // Modification that changes the MAR to active-standby on non-3GPP moves the downlink to WiFi
 // (the agent follows the session's new steering for the uplink), and a Session Deletion
@@ -57,6 +57,8 @@ func TestN4SessionCarriesTrafficAsItsMARSays(t *testing.T) {
 		IMSI: "001010000000100", UEAddr: netip.MustParseAddr(sessionAddr), UE3GPP: u.Addr3GPP[0], UENon3GPP: u.AddrWiFi[0],
 		GNB: topology.GNBN3, DownlinkTEID: 4196, Default: smf.Steering{Mode: smf.ActiveStandby, Active: smf.ThreeGPP},
 		QFI: 7, // not the gNB emulator's default flow (9): the downlink must carry the session's
+		// The session AMBR, the MBR of that QER: 8 Mbit/s down; up not policed.
+		MBRDL: 8000,
 	}
 	est, err := sm.Establish(ctx, s)
 	must(t, err)
@@ -82,6 +84,24 @@ func TestN4SessionCarriesTrafficAsItsMARSays(t *testing.T) {
 	}
 	ping(t, u, 1) // the first echo after the legs came up (see TestSessionCarriesTrafficOnBothLegs)
 	eventually(t, readyTimeout, "pings on the 3GPP leg, as MAR 1 says", func() error { return pingsOn("ran0", "wlan0") })
+
+	// The MBR polices the download (docs/pipeline.md, "MBR policer"): iperf3 counts TCP's
+	// payload, a little under the frames the policer counts; a bucket of 100 ms adds 0.2
+	// Mbit/s over 4 s. An Update QER doubles the rate, and the download follows.
+	download := func() float64 {
+		r := iperf(t, u.NS, tb.DN, sessionAddr, "-t", "4").End
+		t.Logf("download: %.1f Mbit/s, %d retransmissions", r.SumReceived.BitsPerSecond/1e6, r.SumSent.Retransmits)
+		return r.SumReceived.BitsPerSecond / 1e6
+	}
+	if got := download(); got < 4 || got > 8.4 {
+		t.Errorf("download under an 8 Mbit/s MBR: %.1f Mbit/s, want 4 to 8.4", got)
+	}
+	if r, err := sm.Modify(ctx, est, ie.NewUpdateQER(ie.NewQERID(smf.QERID), ie.NewMBR(0, 16000))); err != nil || r.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("Update QER: %v, cause %d", err, r.Cause())
+	}
+	if got := download(); got < 9 || got > 16.8 {
+		t.Errorf("download under a 16 Mbit/s MBR: %.1f Mbit/s, want 9 to 16.8", got)
+	}
 
 	r, err := sm.Modify(ctx, est, sm.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.ActiveStandby, Active: smf.NonThreeGPP}, true))
 	if err != nil || r.Cause() != ie.CauseRequestAccepted {

@@ -33,7 +33,7 @@ type Case struct {
 }
 
 // Setup is written before the first step, in this order: clone sessions, registers, counter
-// cells, table entries, default actions.
+// cells, meter cells, table entries, default actions.
 type Setup struct {
 	// Include names setup fragments (files of the Setup shape, relative to the case's file)
 	// written first; the case's own registers win over theirs.
@@ -46,8 +46,21 @@ type Setup struct {
 	// Counters maps "name[index]" to the packets and bytes to write into that cell (MODIFY).
 	// Counters, like registers, keep their values from one case to the next: a case that
 	// checks a cell writes it first.
-	Counters      map[string]CounterCell `json:"counters"`
-	CloneSessions []CloneSession         `json:"clone_sessions"`
+	Counters map[string]CounterCell `json:"counters"`
+	// Meters maps "name[index]" to the configuration to write into that cell (MeterEntry
+	// MODIFY). Unlike registers and counters, the runner resets every cell a case configured
+	// when the case ends.
+	Meters        map[string]*MeterConfig `json:"meters"`
+	CloneSessions []CloneSession          `json:"clone_sessions"`
+}
+
+// MeterConfig is one meter cell's configuration (P4Runtime MeterConfig: rates in units per
+// second, bursts in units, of the meter's unit); null resets the cell, every packet green.
+type MeterConfig struct {
+	CIR    any `json:"cir"`
+	CBurst any `json:"cburst"`
+	PIR    any `json:"pir"`
+	PBurst any `json:"pburst"`
 }
 
 // CounterCell is one cell of a packets-and-bytes counter: numbers to write, or expectations
@@ -91,6 +104,8 @@ type Step struct {
 	SetRegisters map[string]any `json:"set_registers"`
 	// SetCounters are written before the frame is sent ("name[index]": {packets, bytes}).
 	SetCounters map[string]CounterCell `json:"set_counters"`
+	// SetMeters are written before the frame is sent ("name[index]": config, or null).
+	SetMeters map[string]*MeterConfig `json:"set_meters"`
 	// Window overrides the runner's collection window for this step ("2s", "500ms").
 	Window Duration `json:"window"`
 	// Expect maps a logical port to the frames expected on it, in order, or "none". A port

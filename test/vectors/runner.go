@@ -243,6 +243,7 @@ type caseRun struct {
 	failures []string
 	defaults []*p4schema.Table
 	clones   []uint32
+	meters   map[string]bool // "name[index]" of the cells the case configured
 }
 
 func (cr *caseRun) failf(format string, args ...any) {
@@ -325,6 +326,9 @@ func (cr *caseRun) setup(ctx context.Context) error {
 	}
 	if err := cr.writeCounters(ctx, s.Counters); err != nil {
 		return fmt.Errorf("counters: %w", err)
+	}
+	if err := cr.writeMeters(ctx, s.Meters); err != nil {
+		return fmt.Errorf("meters: %w", err)
 	}
 
 	var entries []*p4v1.Update
@@ -501,6 +505,41 @@ func (cr *caseRun) writeCounters(ctx context.Context, cells map[string]CounterCe
 	return cr.r.client.write(ctx, ups...)
 }
 
+// writeMeters configures (or, for null, resets) the meter cells named "name[index]" in one
+// P4Runtime write (MeterEntry MODIFY).
+func (cr *caseRun) writeMeters(ctx context.Context, cells map[string]*MeterConfig) error {
+	var ups []*p4v1.Update
+	for _, key := range sortedKeys(cells) {
+		name, idx, err := cr.cellRef("meter", key)
+		if err != nil {
+			return err
+		}
+		m, err := cr.r.schema.Meter(name)
+		if err != nil {
+			return err
+		}
+		if idx >= m.Size {
+			return fmt.Errorf("meter %q: index %d beyond size %d", key, idx, m.Size)
+		}
+		me := &p4v1.MeterEntry{MeterId: m.ID, Index: &p4v1.Index{Index: idx}}
+		if c := cells[key]; c != nil {
+			var v [4]uint64
+			for i, x := range []any{c.CIR, c.CBurst, c.PIR, c.PBurst} {
+				if v[i], err = cr.vars.number(x, 63); err != nil {
+					return fmt.Errorf("meter %s: cir, cburst, pir and pburst are all needed: %w", key, err)
+				}
+			}
+			me.Config = &p4v1.MeterConfig{Cir: int64(v[0]), Cburst: int64(v[1]), Pir: int64(v[2]), Pburst: int64(v[3])}
+			if cr.meters == nil {
+				cr.meters = map[string]bool{}
+			}
+			cr.meters[key] = true
+		}
+		ups = append(ups, update(p4v1.Update_MODIFY, &p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: me}}))
+	}
+	return cr.r.client.write(ctx, ups...)
+}
+
 // writeRegisters sets the cells named "name[index]", through Config.Registers when set, else in
 // one P4Runtime write.
 func (cr *caseRun) writeRegisters(ctx context.Context, cells map[string]any) error {
@@ -539,7 +578,7 @@ func (cr *caseRun) registerCell(key string, value any) (*p4schema.Register, int6
 }
 
 // cleanup deletes every table entry on the target, resets the default actions the case set and
-// removes its clone sessions.
+// the meter cells it configured, and removes its clone sessions.
 func (cr *caseRun) cleanup(ctx context.Context) error {
 	c := cr.r.client
 	var errs []string
@@ -570,6 +609,13 @@ func (cr *caseRun) cleanup(ctx context.Context) error {
 		if err := c.write(ctx, update(p4v1.Update_DELETE, cloneEntity(id, nil))); err != nil {
 			errs = append(errs, fmt.Sprintf("delete clone session %d: %v", id, err))
 		}
+	}
+	reset := map[string]*MeterConfig{}
+	for key := range cr.meters {
+		reset[key] = nil
+	}
+	if err := cr.writeMeters(ctx, reset); err != nil {
+		errs = append(errs, fmt.Sprintf("reset meters: %v", err))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))

@@ -67,6 +67,10 @@ func (cr *caseRun) step(ctx context.Context, i int) bool {
 		fail("set_counters: %v", err)
 		return false
 	}
+	if err := cr.writeMeters(ctx, s.SetMeters); err != nil {
+		fail("set_meters: %v", err)
+		return false
+	}
 	before, err := cr.readDrops(ctx)
 	if err != nil {
 		fail("%v", err)

@@ -246,6 +246,20 @@ func (h *harness) counterID(name string) uint32 {
 	return 0
 }
 
+// setMeter configures one cell of a meter by name (nil resets it).
+func (h *harness) setMeter(name string, idx uint32, cfg *p4v1.MeterConfig) {
+	h.t.Helper()
+	for _, m := range h.info.GetMeters() {
+		if m.GetPreamble().GetName() == name {
+			if err := h.p.WriteMeter(m.GetPreamble().GetId(), idx, cfg); err != nil {
+				h.t.Fatal(err)
+			}
+			return
+		}
+	}
+	h.t.Fatalf("no meter %q", name)
+}
+
 // counter reads one cell of a counter by name.
 func (h *harness) counter(name string, idx uint32) (packets, bytes uint64) {
 	h.t.Helper()
@@ -337,6 +351,10 @@ func specP4Info() *p4configv1.P4Info {
 		}
 		info.Counters = append(info.Counters, &p4configv1.Counter{Preamble: &p4configv1.Preamble{Id: 0x12000100 + uint32(k)*3, Name: name},
 			Spec: &p4configv1.CounterSpec{Unit: p4configv1.CounterSpec_BOTH}, Size: size})
+	}
+	for k, name := range meterSpecs {
+		info.Meters = append(info.Meters, &p4configv1.Meter{Preamble: &p4configv1.Preamble{Id: 0x14000100 + uint32(k)*3, Name: name},
+			Spec: &p4configv1.MeterSpec{Unit: p4configv1.MeterSpec_BYTES}, Size: 4096})
 	}
 	st := &p4configv1.P4StructTypeSpec{}
 	for _, m := range contract.ProbeReportMembers {

@@ -89,6 +89,10 @@ func (c *proc) uplinkData(pkt *Packet, h wire.Header, arrival contract.Access) {
 		return
 	}
 	c.st.add(cUplinkUsage, sess.usage, c.inLen) // held or not, it is through
+	if c.police(mUplinkMBR, sess.usage) {
+		c.p.pool.Put(pkt)
+		return
+	}
 	if h.Marks&wire.MarkCurrentPath != 0 && pkt.OutPort != c.p.cpuPort {
 		c.reorder(pkt, sess.user, h.Marks.Epoch(), min(h.Seq, contract.ReorderMaxHoldUS))
 		return

@@ -75,6 +75,7 @@ type state struct {
 	t      *tables
 	regs   [numRegisters]*register
 	ctrs   [numCounters][]counterCell // cells sized by the P4Info
+	meters [numMeters][]atomic.Pointer[meterCell]
 	clones map[uint32][]*p4v1.Replica
 }
 
@@ -110,6 +111,9 @@ func newState(s *schema) *state {
 	copy(st.regs[:], newRegisters(registerSpecs[:], s.regSizes[:]))
 	for k := range numCounters {
 		st.ctrs[k] = make([]counterCell, s.ctrSizes[k])
+	}
+	for k := range numMeters {
+		st.meters[k] = make([]atomic.Pointer[meterCell], s.meterSizes[k])
 	}
 	return st
 }

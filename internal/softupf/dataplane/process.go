@@ -25,7 +25,8 @@ package dataplane
 // any reorder hold) adds one packet and the received frame's length to its session's cell,
 // usage_idx: uplink_usage for Junction DATA and plain G-PDUs, downlink_usage for downlink that
 // sessions or downlink_tunnels took (a redundant packet once, for both copies); as the P4
-// program's Verdict counts what ingress does not drop, on its first pass.
+// program's Verdict counts what ingress does not drop, on its first pass. Each such packet then
+// meets its session's MBR policer (meter.go), which drops red after usage has counted it.
 //
 // Every packet handed to Process ends in exactly one place: appended to the output, held by
 // the reorder queue, or returned to the pool (drops and packet-ins).
@@ -147,6 +148,10 @@ func (c *proc) ingress(pkt *Packet) {
 		in := pkt.off + f.InnerOff
 		if c.forward(pkt, in, in+int(inner.TotalLen), inner, ports) {
 			c.st.add(cUplinkUsage, tun.usage, c.inLen)
+			if c.police(mUplinkMBR, tun.usage) {
+				c.p.pool.Put(pkt)
+				return
+			}
 			c.send(pkt)
 		}
 	case f.Has&wire.HasJunction != 0:
@@ -333,6 +338,10 @@ func (c *proc) downlink(pkt *Packet, off, end int, ip wire.IPv4, ports wire.Port
 		return // dropped (no route): as on P4, whose ingress clones only a packet it does not drop
 	}
 	c.st.add(cDownlinkUsage, sess.usage, c.inLen)
+	if c.police(mDownlinkMBR, sess.usage) {
+		c.p.pool.Put(pkt)
+		return
+	}
 	if second != contract.AccessNone {
 		c.redundantCopy(pkt, off, end, &sess, ep, second, hdr) // the user packet at [off:end] is untouched
 	}
@@ -415,6 +424,10 @@ func (c *proc) downlinkGTPU(pkt *Packet, off, end int, fl *flow, tun dlTunnel) {
 	off = wire.TunnelIPv4(addr4(ep.n3), addr4(pr.addr)).Prepend(b, off)
 	if c.route(pkt, off, end, pr.addr) {
 		c.st.add(cDownlinkUsage, tun.usage, c.inLen)
+		if c.police(mDownlinkMBR, tun.usage) {
+			c.p.pool.Put(pkt)
+			return
+		}
 		c.send(pkt)
 	}
 }

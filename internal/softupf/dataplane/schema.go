@@ -81,6 +81,7 @@ const (
 	cDrops         counterKind = iota // indexed by drop reason
 	cUplinkUsage                      // indexed by a PDU session's usage_idx
 	cDownlinkUsage                    // likewise
+	cMBRDrops                         // indexed by direction: the MBR policer's red packets (meter.go)
 	numCounters
 )
 
@@ -197,6 +198,7 @@ var counterSpecs = [numCounters]string{
 	cDrops:         "drops",
 	cUplinkUsage:   "uplink_usage",
 	cDownlinkUsage: "downlink_usage",
+	cMBRDrops:      "mbr_drops",
 }
 
 const (
@@ -220,6 +222,9 @@ type schema struct {
 	counterIDs  [numCounters]uint32
 	counters    map[uint32]counterKind
 	ctrSizes    [numCounters]int
+	meterIDs    [numMeters]uint32
+	meters      map[uint32]meterKind
+	meterSizes  [numMeters]int
 	digestID    uint32
 }
 
@@ -235,6 +240,7 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 		actions:   map[uint32]actionKind{},
 		registers: map[uint32]registerKind{},
 		counters:  map[uint32]counterKind{},
+		meters:    map[uint32]meterKind{},
 	}
 
 	for k := range numActions {
@@ -329,6 +335,23 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 		s.counterIDs[k] = c.ID
 		s.counters[c.ID] = k
 		s.ctrSizes[k] = int(c.Size)
+	}
+	if s.ctrSizes[cMBRDrops] < int(numMeters) {
+		return nil, fmt.Errorf("counter %q has %d cells, want one per direction (%d)", counterSpecs[cMBRDrops], s.ctrSizes[cMBRDrops], numMeters)
+	}
+
+	for k := range numMeters {
+		name := meterSpecs[k]
+		m, err := ps.Meter(name)
+		if err != nil {
+			return nil, err
+		}
+		if m.Unit != p4configv1.MeterSpec_BYTES || m.Type != p4configv1.MeterSpec_TWO_RATE_THREE_COLOR {
+			return nil, fmt.Errorf("meter %q is %s of %s, the software UPF's is TWO_RATE_THREE_COLOR of BYTES", name, m.Type, m.Unit)
+		}
+		s.meterIDs[k] = m.ID
+		s.meters[m.ID] = k
+		s.meterSizes[k] = int(m.Size)
 	}
 
 	d, err := ps.Digest(probeDigestName)

@@ -16,7 +16,8 @@
 //     8.4), also for match fields and action params. Structural match errors (LPM bits past the
 //     prefix, ternary value outside its mask, low > high, a don't-care that was not omitted)
 //     are INVALID_ARGUMENT (spec 9.1.1).
-//   - An unknown table, register, counter or digest ID in a Write or Read is INVALID_ARGUMENT.
+//   - An unknown table, register, counter, meter or digest ID in a Write or Read is
+//     INVALID_ARGUMENT.
 //     A fully specified key that matches nothing reads as no entity, not as an error.
 //   - Action scope violations (@defaultonly in an entry, @tableonly as default) are
 //     PERMISSION_DENIED, as spec 9.1.2 says.
@@ -25,9 +26,14 @@
 //   - Atomicity: ROLLBACK_ON_ERROR is implemented by undoing applied updates in reverse (store
 //     and Target); the failed update gets its code and all others ABORTED. DATAPLANE_ATOMIC is
 //     UNIMPLEMENTED.
-//   - Action profiles, direct counters/meters, meters, idle timeouts, value sets and externs
-//     are UNIMPLEMENTED per update; a P4Info that uses them is still accepted if the Target
+//   - Action profiles, direct counters/meters, idle timeouts, value sets and externs are
+//     UNIMPLEMENTED per update; a P4Info that uses them is still accepted if the Target
 //     accepts it. Only bit<W> registers (W <= 64) and struct-of-bit<W> or bit<W> digests.
+//   - Indirect meters: MODIFY only; a config is checked against the meter type (spec 9.5;
+//     for a two-rate meter also pir >= cir, RFC 2698) and no value may be negative; an unset
+//     config resets to the default (every packet green). A read returns every cell asked for,
+//     a wildcard one included, with config unset on default cells. Per-color counter_data is
+//     UNIMPLEMENTED.
 //   - Multicast groups are validated and stored for reads but do not reach the Target (the
 //     Target interface has no multicast replication). Clone sessions need >= 1 replica.
 //   - Roles are opaque: any role.config is accepted for a named role, stored and echoed in
@@ -45,8 +51,8 @@
 //     a repeated ack is ignored.
 //   - RECONCILE_AND_COMMIT keeps the state when the P4Info equals the running one (with a new
 //     device config the Target recommits and tables, default actions and clone sessions are
-//     replayed; register and counter cells restart from 0); a different P4Info is handled as
-//     VERIFY_AND_COMMIT instead of being refused.
+//     replayed; register and counter cells restart from 0, meter cells from the default
+//     config); a different P4Info is handled as VERIFY_AND_COMMIT instead of being refused.
 //   - Slow controllers: each stream has a bounded queue for packet-ins and digest lists and a
 //     separate one for arbitration notices and stream errors; a full queue drops and counts
 //     (Stats). Events never block the data plane.

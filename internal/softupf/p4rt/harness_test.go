@@ -23,12 +23,12 @@ import (
 // ---------------------------------------------------------------------------------------------
 // recordingTarget: a RECORDING TEST TARGET, not a data plane. It stands in for the software
 // UPF's data plane (internal/softupf/dataplane, another package) so that these tests exercise
-// the server's P4Runtime semantics only. It records every call, keeps registers and counters
-// in maps, and can be told to refuse pipelines or table writes.
+// the server's P4Runtime semantics only. It records every call, keeps registers, counters and
+// meter configs in maps, and can be told to refuse pipelines or table writes.
 // ---------------------------------------------------------------------------------------------
 
 type call struct {
-	op    string // "check", "commit", "table", "default", "register", "counter", "clone", "packet-out"
+	op    string // "check", "commit", "table", "default", "register", "counter", "meter", "clone", "packet-out"
 	typ   p4v1.Update_Type
 	entry *p4v1.TableEntry
 	id    uint32
@@ -36,6 +36,7 @@ type call struct {
 	value uint64
 	data  []byte
 	reps  []*p4v1.Replica
+	meter *p4v1.MeterConfig
 }
 
 type recordingTarget struct {
@@ -45,13 +46,15 @@ type recordingTarget struct {
 	tableOps  int
 	regs      map[[2]uint32]uint64
 	ctrs      map[[2]uint32][2]uint64
+	mtrs      map[[2]uint32]*p4v1.MeterConfig // nil or absent: the default config
 	events    Events
 	refuse    error // CheckPipeline answer
 	failTable error // WriteTableEntry answer
 }
 
 func newRecordingTarget() *recordingTarget {
-	return &recordingTarget{record: true, regs: map[[2]uint32]uint64{}, ctrs: map[[2]uint32][2]uint64{}}
+	return &recordingTarget{record: true, regs: map[[2]uint32]uint64{}, ctrs: map[[2]uint32][2]uint64{},
+		mtrs: map[[2]uint32]*p4v1.MeterConfig{}}
 }
 
 func (t *recordingTarget) add(c call) {
@@ -67,7 +70,7 @@ func (t *recordingTarget) CheckPipeline(info *p4configv1.P4Info, dev []byte) err
 
 func (t *recordingTarget) CommitPipeline(info *p4configv1.P4Info, dev []byte) error {
 	t.mu.Lock()
-	t.regs, t.ctrs = map[[2]uint32]uint64{}, map[[2]uint32][2]uint64{}
+	t.regs, t.ctrs, t.mtrs = map[[2]uint32]uint64{}, map[[2]uint32][2]uint64{}, map[[2]uint32]*p4v1.MeterConfig{}
 	t.mu.Unlock()
 	t.add(call{op: "commit", data: dev})
 	return nil
@@ -121,6 +124,24 @@ func (t *recordingTarget) WriteCounter(id, index uint32, p, b uint64) error {
 	t.ctrs[[2]uint32{id, index}] = [2]uint64{p, b}
 	t.mu.Unlock()
 	t.add(call{op: "counter", id: id, index: index})
+	return nil
+}
+
+func (t *recordingTarget) ReadMeter(id, index uint32) (*p4v1.MeterConfig, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mtrs[[2]uint32{id, index}], nil
+}
+
+func (t *recordingTarget) WriteMeter(id, index uint32, c *p4v1.MeterConfig) error {
+	t.mu.Lock()
+	if c == nil {
+		delete(t.mtrs, [2]uint32{id, index})
+	} else {
+		t.mtrs[[2]uint32{id, index}] = c
+	}
+	t.mu.Unlock()
+	t.add(call{op: "meter", id: id, index: index, meter: c})
 	return nil
 }
 

@@ -6,8 +6,8 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
-// A small P4Info exercising every match kind, action scopes, a register, a counter, a digest
-// and the packet_in / packet_out controller headers. It is not Junction's pipeline: the server
+// A small P4Info exercising every match kind, action scopes, a register, a counter, meters of
+// each type, a digest and the packet_in / packet_out controller headers. It is not Junction's pipeline: the server
 // is generic.
 
 const (
@@ -28,6 +28,9 @@ const (
 	regRTT   = 0x16000001 // bit<32>[16]
 	regSmall = 0x16000002 // bit<8>[4]
 	ctrDrops = 0x12000001 // [32], packets and bytes
+	mtrMBR   = 0x14000001 // [8], bytes, two-rate three-color (the default type)
+	mtrSR3   = 0x14000002 // [2], packets, single-rate three-color
+	mtrSR2   = 0x14000003 // [2], bytes, single-rate two-color
 	dgReport = 0x17000001 // {addr: 32, kind: 8}
 
 	hdrPacketIn  = 0x04000001
@@ -94,6 +97,12 @@ func testP4Info() *p4configv1.P4Info {
 		},
 		Counters: []*p4configv1.Counter{
 			{Preamble: preamble(ctrDrops, "drops"), Spec: &p4configv1.CounterSpec{Unit: p4configv1.CounterSpec_BOTH}, Size: 32},
+		},
+		Meters: []*p4configv1.Meter{
+			// Listed out of ID order: wildcard reads go by ID.
+			{Preamble: preamble(mtrSR2, "sr2c"), Spec: &p4configv1.MeterSpec{Unit: p4configv1.MeterSpec_BYTES, Type: p4configv1.MeterSpec_SINGLE_RATE_TWO_COLOR}, Size: 2},
+			{Preamble: preamble(mtrMBR, "mbr"), Spec: &p4configv1.MeterSpec{Unit: p4configv1.MeterSpec_BYTES}, Size: 8},
+			{Preamble: preamble(mtrSR3, "sr3c"), Spec: &p4configv1.MeterSpec{Unit: p4configv1.MeterSpec_PACKETS, Type: p4configv1.MeterSpec_SINGLE_RATE_THREE_COLOR}, Size: 2},
 		},
 		Digests: []*p4configv1.Digest{
 			{Preamble: preamble(dgReport, "reports"), TypeSpec: &p4configv1.P4DataTypeSpec{
@@ -175,6 +184,10 @@ func registerEnt(id uint32, index *p4v1.Index, v []byte) *p4v1.Entity {
 
 func counterEnt(id uint32, index *p4v1.Index, data *p4v1.CounterData) *p4v1.Entity {
 	return &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: id, Index: index, Data: data}}}
+}
+
+func meterEnt(id uint32, index *p4v1.Index, cfg *p4v1.MeterConfig) *p4v1.Entity {
+	return &p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: &p4v1.MeterEntry{MeterId: id, Index: index, Config: cfg}}}
 }
 
 func digestEnt(id uint32, cfg *p4v1.DigestEntry_Config) *p4v1.Entity {

@@ -17,13 +17,15 @@ import (
 //   - VERIFY_AND_SAVE: verified, then Reads and Writes refer to the new pipeline, whose state
 //     is kept by the server only; the Target keeps running the old one.
 //   - COMMIT: the saved pipeline is committed to the Target and everything written since the
-//     save is replayed (entries, default actions, clone sessions, register and counter cells).
+//     save is replayed (entries, default actions, clone sessions, register, counter and meter
+//     cells).
 //   - VERIFY_AND_COMMIT: verified and committed with empty state.
 //   - RECONCILE_AND_COMMIT: when the P4Info equals the running one, the state is kept: with the
 //     same device config nothing reaches the Target (only the cookie changes); with another
 //     device config the Target recommits and the server replays entries, default actions and
-//     clone sessions (register and counter cells restart from 0). A different P4Info is
-//     handled as VERIFY_AND_COMMIT (state cleared) rather than refused.
+//     clone sessions (register and counter cells restart from 0, meter cells from the default
+//     config). A different P4Info is handled as VERIFY_AND_COMMIT (state cleared) rather than
+//     refused.
 func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetForwardingPipelineConfigRequest) (*p4v1.SetForwardingPipelineConfigResponse, error) {
 	s.state.Lock()
 	defer s.state.Unlock()
@@ -116,7 +118,7 @@ func (s *Server) reconcile(cfg *p4v1.ForwardingPipelineConfig) error {
 		s.log.Info("pipeline reconciled: state kept", "cookie", cfg.GetCookie().GetCookie())
 		return nil
 	}
-	p.regShadow, p.ctrShadow = map[uint32]map[int64]uint64{}, map[uint32]map[int64]counterCell{}
+	p.clearCells()
 	return s.commit(p, true)
 }
 
@@ -133,7 +135,7 @@ func (s *Server) commit(p *pipeline, replay bool) error {
 		if err := p.replay(s.target, true); err != nil {
 			return errf(codes.Internal, "replaying state into the committed pipeline: %v", err)
 		}
-		p.regShadow, p.ctrShadow = map[uint32]map[int64]uint64{}, map[uint32]map[int64]counterCell{}
+		p.clearCells()
 	}
 	s.log.Info("pipeline committed", "cookie", p.config.GetCookie().GetCookie(), "replayed", replay)
 	return nil

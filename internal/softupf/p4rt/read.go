@@ -16,8 +16,8 @@ import (
 // Read serves any controller, primary or not (spec section 13). Results stream in chunks of
 // at most MaxReadChunk entities and MaxReadChunkBytes bytes, so a wildcard read of a table
 // with half a million entries fits gRPC's message limits. Each table is snapshotted under the
-// read lock and encoded after releasing it, so a slow reader never holds up Writes; register
-// and counter cells are read in chunk-sized batches. Roles do not filter reads: every role
+// read lock and encoded after releasing it, so a slow reader never holds up Writes; register,
+// counter and meter cells are read in chunk-sized batches. Roles do not filter reads: every role
 // has the whole pipeline.
 func (s *Server) Read(req *p4v1.ReadRequest, stream p4v1.P4Runtime_ReadServer) error {
 	s.stats.readRequests.Add(1)
@@ -106,6 +106,8 @@ func (r *reader) entity(e *p4v1.Entity) error {
 		return r.registerEntries(x.RegisterEntry)
 	case *p4v1.Entity_CounterEntry:
 		return r.counterEntries(x.CounterEntry)
+	case *p4v1.Entity_MeterEntry:
+		return r.meterEntries(x.MeterEntry)
 	case *p4v1.Entity_DigestEntry:
 		return r.digestEntries(x.DigestEntry)
 	case *p4v1.Entity_PacketReplicationEngineEntry:
@@ -334,6 +336,70 @@ func (r *reader) counterEntries(q *p4v1.CounterEntry) error {
 					Data:      &p4v1.CounterData{PacketCount: int64(c.packets), ByteCount: int64(c.bytes)},
 				}
 				if err := r.add(&p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: e}}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// meterEntries returns one entry per cell, like counterEntries: a wildcard read lists every
+// cell (spec 9.5), and a cell with the default config (every packet green) has config unset.
+func (r *reader) meterEntries(q *p4v1.MeterEntry) error {
+	if q.CounterData != nil {
+		return errf(codes.Unimplemented, "meter_entry: per-color counter_data is not supported (leave it unset)")
+	}
+	ids := []uint32{q.MeterId}
+	if q.MeterId == 0 {
+		if q.Index != nil {
+			return errf(codes.InvalidArgument, "meter_id 0 reads every meter: index may not be set")
+		}
+		ids = ids[:0]
+		for _, x := range r.p.schema.Meters {
+			ids = append(ids, x.ID)
+		}
+	}
+	for _, id := range ids {
+		mi, ok := r.p.schema.MeterByID(id)
+		if !ok {
+			return errf(codes.InvalidArgument, "meter id %d is not in the P4Info", id)
+		}
+		what := "meter " + quote(mi.Name)
+		lo, hi, err := cellRange(q.Index, mi.Size, what)
+		if err != nil {
+			return err
+		}
+		batch := int64(r.s.opts.MaxReadChunk)
+		cfgs := make([]*p4v1.MeterConfig, 0, batch)
+		for start := lo; start < hi; start += batch {
+			end := min(start+batch, hi)
+			cfgs = cfgs[:0]
+			var rerr error
+			lerr := r.locked(func() {
+				for i := start; i < end; i++ {
+					c := r.p.mtrShadow[id][i]
+					if r.p.committed {
+						if c, rerr = r.s.target.ReadMeter(id, uint32(i)); rerr != nil {
+							rerr = targetErr(rerr, codes.Internal, fmt.Sprintf("%s[%d]", what, i))
+							return
+						}
+						if c != nil { // the Target's own value: encoded after the lock is released
+							c = &p4v1.MeterConfig{Cir: c.Cir, Cburst: c.Cburst, Pir: c.Pir, Pburst: c.Pburst, Eburst: c.Eburst}
+						}
+					}
+					cfgs = append(cfgs, c)
+				}
+			})
+			if lerr != nil {
+				return lerr
+			}
+			if rerr != nil {
+				return rerr
+			}
+			for j, c := range cfgs {
+				e := &p4v1.MeterEntry{MeterId: id, Index: &p4v1.Index{Index: start + int64(j)}, Config: c}
+				if err := r.add(&p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: e}}); err != nil {
 					return err
 				}
 			}

@@ -40,3 +40,10 @@ func counterName(s *schema, id uint32) string {
 	}
 	return fmt.Sprint(id)
 }
+
+func meterName(s *schema, id uint32) string {
+	if m, ok := s.MeterByID(id); ok {
+		return m.Name
+	}
+	return fmt.Sprint(id)
+}

@@ -21,10 +21,12 @@ type pipeline struct {
 	mcast     map[uint32]*p4v1.MulticastGroupEntry
 	digestCfg map[uint32]*p4v1.DigestEntry_Config
 
-	// Register and counter cells written while the pipeline is saved but not committed; the
-	// Target resets every cell on commit, so these are the whole state to replay.
+	// Register, counter and meter cells written while the pipeline is saved but not committed;
+	// the Target resets every cell on commit, so these are the whole state to replay. A nil
+	// meter config is the default (a reset).
 	regShadow map[uint32]map[int64]uint64
 	ctrShadow map[uint32]map[int64]counterCell
+	mtrShadow map[uint32]map[int64]*p4v1.MeterConfig
 }
 
 type tableState struct {
@@ -55,13 +57,19 @@ func newPipeline(sch *schema, cfg *p4v1.ForwardingPipelineConfig, committed bool
 		clones:    map[uint32]*p4v1.CloneSessionEntry{},
 		mcast:     map[uint32]*p4v1.MulticastGroupEntry{},
 		digestCfg: map[uint32]*p4v1.DigestEntry_Config{},
-		regShadow: map[uint32]map[int64]uint64{},
-		ctrShadow: map[uint32]map[int64]counterCell{},
 	}
+	p.clearCells()
 	for _, ti := range sch.Tables {
 		p.tables[ti.ID] = &tableState{info: ti, entries: map[string]entryValue{}}
 	}
 	return p
+}
+
+// clearCells forgets the shadow cells (replayed, or lost with a recommit).
+func (p *pipeline) clearCells() {
+	p.regShadow = map[uint32]map[int64]uint64{}
+	p.ctrShadow = map[uint32]map[int64]counterCell{}
+	p.mtrShadow = map[uint32]map[int64]*p4v1.MeterConfig{}
 }
 
 // withConfig returns a copy of p's state bound to a new config object (same P4Info), used by
@@ -141,6 +149,16 @@ func (p *pipeline) replay(t Target, withCells bool) error {
 		for idx, c := range cells {
 			if err := t.WriteCounter(id, uint32(idx), c.packets, c.bytes); err != nil {
 				return fmt.Errorf("counter %q[%d]: %w", counterName(p.schema, id), idx, err)
+			}
+		}
+	}
+	for id, cells := range p.mtrShadow {
+		for idx, c := range cells {
+			if c == nil {
+				continue // the commit already reset the cell to the default
+			}
+			if err := t.WriteMeter(id, uint32(idx), c); err != nil {
+				return fmt.Errorf("meter %q[%d]: %w", meterName(p.schema, id), idx, err)
 			}
 		}
 	}

@@ -13,7 +13,8 @@ type Target interface {
 	// CheckPipeline reports whether the target can run this P4Info and device config,
 	// with an error that names what it cannot run. It changes nothing.
 	CheckPipeline(info *p4configv1.P4Info, deviceConfig []byte) error
-	// CommitPipeline switches to the pipeline and resets every table, register and counter.
+	// CommitPipeline switches to the pipeline and resets every table, register and counter,
+	// and every meter cell to the default config.
 	CommitPipeline(info *p4configv1.P4Info, deviceConfig []byte) error
 
 	// WriteTableEntry applies one update that the Server validated: match fields are in
@@ -31,6 +32,11 @@ type Target interface {
 	// ReadCounter and WriteCounter access one indirect counter cell.
 	ReadCounter(counterID uint32, index uint32) (packets, bytes uint64, err error)
 	WriteCounter(counterID uint32, index uint32, packets, bytes uint64) error
+	// ReadMeter and WriteMeter access one indirect meter cell's configuration (index already
+	// range-checked, config already validated); nil is the default, which marks every packet
+	// green (P4Runtime spec 9.5: a MeterEntry without config resets the cell).
+	ReadMeter(meterID uint32, index uint32) (*p4v1.MeterConfig, error)
+	WriteMeter(meterID uint32, index uint32, config *p4v1.MeterConfig) error
 
 	// WriteCloneSession installs (replicas non-empty) or removes (replicas nil) a clone session.
 	WriteCloneSession(sessionID uint32, replicas []*p4v1.Replica) error

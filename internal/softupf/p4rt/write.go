@@ -120,6 +120,8 @@ func (w *writer) apply(u *p4v1.Update) error {
 		return w.registerEntry(u.Type, e.RegisterEntry)
 	case *p4v1.Entity_CounterEntry:
 		return w.counterEntry(u.Type, e.CounterEntry)
+	case *p4v1.Entity_MeterEntry:
+		return w.meterEntry(u.Type, e.MeterEntry)
 	case *p4v1.Entity_DigestEntry:
 		return w.digestEntry(u.Type, e.DigestEntry)
 	case *p4v1.Entity_PacketReplicationEngineEntry:
@@ -342,8 +344,6 @@ func entityName(e *p4v1.Entity) string {
 		return "action_profile_member"
 	case *p4v1.Entity_ActionProfileGroup:
 		return "action_profile_group"
-	case *p4v1.Entity_MeterEntry:
-		return "meter_entry"
 	case *p4v1.Entity_DirectMeterEntry:
 		return "direct_meter_entry"
 	case *p4v1.Entity_DirectCounterEntry:

@@ -6,12 +6,13 @@ import (
 
 	"github.com/junction-atsss/junction/internal/p4bytes"
 
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 )
 
-// Writes of registers, counters, digest configs and the packet replication engine.
+// Writes of registers, counters, meters, digest configs and the packet replication engine.
 
 // cellRange resolves an optional index into [lo, hi) for an array of size cells (spec 9.6,
 // 9.8: negative is INVALID_ARGUMENT, beyond the array OUT_OF_RANGE, unset means every cell).
@@ -127,6 +128,94 @@ func (w *writer) counterEntry(op p4v1.Update_Type, ce *p4v1.CounterEntry) error 
 		}
 	})
 	return nil
+}
+
+// meterEntry sets (config given) or resets to the default (config unset: every packet green)
+// the configuration of one cell, or of every cell when index is unset (spec 9.5).
+func (w *writer) meterEntry(op p4v1.Update_Type, me *p4v1.MeterEntry) error {
+	mi, ok := w.p.schema.MeterByID(me.GetMeterId())
+	if !ok {
+		return errf(codes.InvalidArgument, "meter id %d is not in the P4Info", me.GetMeterId())
+	}
+	what := "meter " + quote(mi.Name)
+	if op != p4v1.Update_MODIFY {
+		return errf(codes.InvalidArgument, "%s: meter entries can only be modified", what)
+	}
+	if me.CounterData != nil {
+		return errf(codes.Unimplemented, "%s: per-color counter_data is not supported (leave it unset)", what)
+	}
+	lo, hi, err := cellRange(me.Index, mi.Size, what)
+	if err != nil {
+		return err
+	}
+	cfg, err := checkMeterConfig(mi.Type, me.Config, what)
+	if err != nil {
+		return err
+	}
+	if !w.p.committed {
+		writeShadow(w, w.p.mtrShadow, mi.ID, lo, hi, cfg)
+		return nil
+	}
+	t := w.s.target
+	var old []*p4v1.MeterConfig
+	if w.rollback {
+		for i := lo; i < hi; i++ {
+			c, err := t.ReadMeter(mi.ID, uint32(i))
+			if err != nil {
+				return targetErr(err, codes.Internal, fmt.Sprintf("%s[%d]", what, i))
+			}
+			old = append(old, c)
+		}
+	}
+	for i := lo; i < hi; i++ {
+		if err := t.WriteMeter(mi.ID, uint32(i), cfg); err != nil {
+			return targetErr(err, codes.Internal, fmt.Sprintf("%s[%d]", what, i))
+		}
+	}
+	w.onUndo(func() {
+		for i := lo; i < hi; i++ {
+			w.undoErr(t.WriteMeter(mi.ID, uint32(i), old[i-lo]), mi.Name)
+		}
+	})
+	return nil
+}
+
+// checkMeterConfig validates a config against the meter's type (spec 9.5) and returns a copy
+// the server owns (nil for the default). A config of zeros is valid: zero bursts mark every
+// packet red.
+func checkMeterConfig(typ p4configv1.MeterSpec_Type, c *p4v1.MeterConfig, what string) (*p4v1.MeterConfig, error) {
+	if c == nil {
+		return nil, nil
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"cir", c.Cir}, {"cburst", c.Cburst}, {"pir", c.Pir}, {"pburst", c.Pburst}, {"eburst", c.Eburst}} {
+		if f.v < 0 {
+			return nil, errf(codes.InvalidArgument, "%s: %s %d is negative", what, f.name, f.v)
+		}
+	}
+	switch typ {
+	case p4configv1.MeterSpec_TWO_RATE_THREE_COLOR:
+		if c.Eburst != 0 {
+			return nil, errf(codes.InvalidArgument, "%s: eburst must be unset for a two-rate three-color meter", what)
+		}
+		// RFC 2698: the peak rate is at least the committed rate.
+		if c.Pir < c.Cir {
+			return nil, errf(codes.InvalidArgument, "%s: pir %d is below cir %d", what, c.Pir, c.Cir)
+		}
+	case p4configv1.MeterSpec_SINGLE_RATE_THREE_COLOR, p4configv1.MeterSpec_SINGLE_RATE_TWO_COLOR:
+		if c.Pir != c.Cir || c.Pburst != c.Cburst {
+			return nil, errf(codes.InvalidArgument, "%s: a single-rate meter needs pir == cir and pburst == cburst (got pir %d, cir %d, pburst %d, cburst %d)",
+				what, c.Pir, c.Cir, c.Pburst, c.Cburst)
+		}
+		if typ == p4configv1.MeterSpec_SINGLE_RATE_TWO_COLOR && c.Eburst != 0 {
+			return nil, errf(codes.InvalidArgument, "%s: eburst must be unset for a single-rate two-color meter", what)
+		}
+	default:
+		return nil, errf(codes.Unimplemented, "%s: meter type %v is not supported", what, typ)
+	}
+	return &p4v1.MeterConfig{Cir: c.Cir, Cburst: c.Cburst, Pir: c.Pir, Pburst: c.Pburst, Eburst: c.Eburst}, nil
 }
 
 // digestEntry enables (INSERT), reconfigures (MODIFY) or disables (DELETE) a digest (spec 9.9).

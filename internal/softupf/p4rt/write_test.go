@@ -21,7 +21,7 @@ func TestWriteRejectsEachErrorClassWithItsCode(t *testing.T) {
 	// Existing entries the NOT_FOUND / ALREADY_EXISTS cases refer to.
 	h.mustWrite(ins(exactEntry(1, 1)), ins(te(tblLPM, 0, action(actDrop), lpmM(1, 8, 10, 0, 0, 0))))
 	drop := action(actDrop)
-	meter := &p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: &p4v1.MeterEntry{MeterId: 1}}}
+	directMeter := &p4v1.Entity{Entity: &p4v1.Entity_DirectMeterEntry{DirectMeterEntry: &p4v1.DirectMeterEntry{}}}
 
 	cases := []struct {
 		name    string
@@ -64,7 +64,7 @@ func TestWriteRejectsEachErrorClassWithItsCode(t *testing.T) {
 		{"constant default action", mod(tableEnt(&p4v1.TableEntry{TableId: tblConstDef, IsDefaultAction: true, Action: drop})), codes.PermissionDenied, "constant default"},
 		{"update type unspecified", &p4v1.Update{Entity: exactEntry(3, 1)}, codes.InvalidArgument, "UNSPECIFIED"},
 		{"entity unset", &p4v1.Update{Type: p4v1.Update_INSERT, Entity: &p4v1.Entity{}}, codes.InvalidArgument, "no type"},
-		{"meter unsupported", mod(meter), codes.Unimplemented, "meter_entry"},
+		{"direct meter unsupported", mod(directMeter), codes.Unimplemented, "direct_meter_entry"},
 		{"register insert", ins(registerEnt(regRTT, idx(0), []byte{1})), codes.InvalidArgument, `"rtt"`},
 		{"register unknown", mod(registerEnt(0x16000fff, idx(0), []byte{1})), codes.InvalidArgument, "register id"},
 		{"register negative index", mod(registerEnt(regRTT, idx(-1), []byte{1})), codes.InvalidArgument, "negative index"},

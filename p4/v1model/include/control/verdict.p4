@@ -16,6 +16,11 @@
 // downlink packet (sessions or downlink_tunnels hit) in downlink_usage, each at
 // md.usage_idx. BMv2's counters add the packet's ingress length: the frame's
 // length as it arrived on the port.
+//
+// The same packet then meets the session's MBR policer (uplink_mbr, downlink_mbr at
+// md.usage_idx; a cell the controller never configured marks every packet green):
+// red is dropped and counted in mbr_drops, after usage counted it (as on TNA, whose
+// policer is in egress). BMv2's meters, too, count the frame as it arrived.
 
 #ifndef JUNCTION_V1MODEL_VERDICT_P4
 #define JUNCTION_V1MODEL_VERDICT_P4
@@ -31,6 +36,15 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
     @name(".downlink_usage") @id(0x12000003)
     counter<usage_idx_t>(MAX_USAGE_RECORDS, CounterType.packets_and_bytes) downlink_usage;
 
+    @name(".uplink_mbr") @id(0x14000001)
+    meter<usage_idx_t>(MAX_USAGE_RECORDS, MeterType.bytes) uplink_mbr;
+
+    @name(".downlink_mbr") @id(0x14000002)
+    meter<usage_idx_t>(MAX_USAGE_RECORDS, MeterType.bytes) downlink_mbr;
+
+    @name(".mbr_drops") @id(0x12000004)
+    counter<bit<1>>(2, CounterType.packets_and_bytes) mbr_drops;
+
     apply {
         if (md.consume && md.drop_reason == DROP_NONE) {
             md.drop_reason = DROP_CONSUMED;
@@ -42,15 +56,26 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
             if (md.count_reason != DROP_NONE) {
                 drops.count(md.count_reason);
             }
+            bit<2> colour = 0;
             if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL) {
                 if ((md.path == PATH_JUNCTION && md.junction_kind == JK_DATA) ||
                         md.path == PATH_GTPU_UPLINK) {
                     uplink_usage.count(md.usage_idx);
+                    uplink_mbr.execute_meter(md.usage_idx, colour);
+                    if (colour == METER_RED) {
+                        mbr_drops.count(MBR_UPLINK);
+                    }
                 } else if (md.path == PATH_DOWNLINK && (md.session_hit || md.downlink_tunnel_hit)) {
                     downlink_usage.count(md.usage_idx);
+                    downlink_mbr.execute_meter(md.usage_idx, colour);
+                    if (colour == METER_RED) {
+                        mbr_drops.count(MBR_DOWNLINK);
+                    }
                 }
             }
-            if (md.reorder_hold) {
+            if (colour == METER_RED) {
+                mark_to_drop(standard_metadata);
+            } else if (md.reorder_hold) {
                 standard_metadata.egress_spec = standard_metadata.ingress_port;
             } else if (!md.done && !md.punt) {
                 standard_metadata.egress_spec = md.egress_port;

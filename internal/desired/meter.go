@@ -1,0 +1,53 @@
+package desired
+
+// MeterCell is one cell of an indirect meter by P4Info name, and its configuration (P4Runtime
+// MeterConfig: rates in bytes per second and bursts in bytes, for the byte meters here).
+type MeterCell struct {
+	Meter  string
+	Index  uint32
+	Config MeterConfig
+}
+
+// MeterConfig is a two-rate three-colour marker's configuration; the pipeline drops red only,
+// so the peak rate and burst are what police.
+type MeterConfig struct {
+	CIR, CBurst, PIR, PBurst int64
+}
+
+// MBRBurst is the policer's bucket, in time at the session's rate: TCP through a policer whose
+// bucket holds less than about a round trip's worth of data backs off below the rate; 100 ms
+// covers the round trips of a mobile network. MBRMinBurst keeps two full-size packets in the
+// bucket of a slow session.
+const (
+	MBRBurstMillis = 100
+	MBRMinBurst    = 3000
+)
+
+// SessionMeters are the MBR policer cells of a session with spec.maxBitRate: uplink_mbr and
+// downlink_mbr at its usage cell, committed rate = peak rate = the MBR (no yellow), bursts of
+// MBRBurstMillis at that rate. A direction without a rate has no cell (the programmer resets
+// the cells a session stops naming, and the cells it starts to use).
+func SessionMeters(s Session) []MeterCell {
+	r := s.Spec.MaxBitRate
+	if r == nil {
+		return nil
+	}
+	var out []MeterCell
+	for _, d := range []struct {
+		meter string
+		kbps  *int64
+	}{{"uplink_mbr", r.UplinkKbps}, {"downlink_mbr", r.DownlinkKbps}} {
+		if d.kbps == nil {
+			continue
+		}
+		out = append(out, MeterCell{Meter: d.meter, Index: s.UsageIndex, Config: MBRConfig(*d.kbps)})
+	}
+	return out
+}
+
+// MBRConfig is the meter configuration of a maximum bit rate in kbit/s.
+func MBRConfig(kbps int64) MeterConfig {
+	rate := kbps * 1000 / 8 // bytes per second
+	burst := max(rate*MBRBurstMillis/1000, MBRMinBurst)
+	return MeterConfig{CIR: rate, CBurst: burst, PIR: rate, PBurst: burst}
+}

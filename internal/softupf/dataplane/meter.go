@@ -1,0 +1,168 @@
+package dataplane
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// A PDU session's MBR policer: the P4 program's uplink_mbr and downlink_mbr, indirect byte
+// meters indexed by usage_idx, each cell a two-rate three-colour marker (RFC 2698, colour-blind)
+// as BMv2 runs it: both buckets start full when a configuration is written; a packet of B bytes
+// is red if the peak bucket holds fewer than B tokens, else yellow if the committed bucket does,
+// else green; yellow takes B from the peak bucket, green from both. The pipeline drops red only
+// (mbr_drops counts it), so the peak rate and burst are what police.
+//
+// A cell the controller never configured, or reset, is nil: every packet green, at the cost of
+// one atomic load. Cells are pointers so that a meter as large as the usage counters costs 8
+// bytes a cell until it is used.
+//
+// Time is the pipeline's microsecond clock (Config.Now), which wraps after 71 minutes: a cell
+// idle for longer refills by the time modulo the wrap, so in the rare case the remainder is
+// below the time its bucket takes to fill, its first burst after the pause finds the bucket
+// part full.
+
+type meterKind uint8
+
+const (
+	mUplinkMBR meterKind = iota
+	mDownlinkMBR
+	numMeters
+)
+
+// meterSpecs name the meters (both count bytes; sizes are the P4Info's).
+var meterSpecs = [numMeters]string{
+	mUplinkMBR:   "uplink_mbr",
+	mDownlinkMBR: "downlink_mbr",
+}
+
+type meterColour uint8
+
+const (
+	green meterColour = iota
+	yellow
+	red
+)
+
+// tokenScale: tokens are kept in bytes × 10⁶, so that a refill of rate (bytes/s) × Δt (µs)
+// is exact in integers.
+const tokenScale = 1_000_000
+
+// maxRefillUS bounds Δt so that rate × Δt cannot overflow (10 s × maxMeterRate is 1e18):
+// 10 s fills any bucket at any rate above 100 kB/s.
+const maxRefillUS = 10_000_000
+
+type meterCell struct {
+	config         *p4v1.MeterConfig // as written, for reads
+	mu             sync.Mutex
+	cir, pir       int64 // bytes per second
+	cburst, pburst int64 // bytes × tokenScale
+	tc, tp         int64 // tokens, bytes × tokenScale
+	last           uint32
+}
+
+// The largest rate and burst a cell keeps (a larger one is clamped, which polices nothing a
+// port can carry): 800 Gbit/s and 1 TB, so that no product below overflows.
+const (
+	maxMeterRate  = 100_000_000_000
+	maxMeterBurst = 1_000_000_000_000
+)
+
+func newMeterCell(cfg *p4v1.MeterConfig, now uint32) *meterCell {
+	m := &meterCell{
+		config: proto.Clone(cfg).(*p4v1.MeterConfig),
+		cir:    min(cfg.Cir, maxMeterRate), pir: min(cfg.Pir, maxMeterRate),
+		cburst: min(cfg.Cburst, maxMeterBurst) * tokenScale, pburst: min(cfg.Pburst, maxMeterBurst) * tokenScale,
+		last: now,
+	}
+	m.tc, m.tp = m.cburst, m.pburst
+	return m
+}
+
+// mark colours a packet of size bytes at time now.
+func (m *meterCell) mark(size int, now uint32) meterColour {
+	b := int64(size) * tokenScale
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if dt := int64(now - m.last); dt > 0 {
+		m.last = now
+		dt = min(dt, maxRefillUS)
+		m.tc = min(m.cburst, m.tc+m.cir*dt)
+		m.tp = min(m.pburst, m.tp+m.pir*dt)
+	}
+	switch {
+	case m.tp < b:
+		return red
+	case m.tc < b:
+		m.tp -= b
+		return yellow
+	}
+	m.tp -= b
+	m.tc -= b
+	return green
+}
+
+// police runs the session's MBR policer of one direction on the packet being processed and
+// reports whether it is red; a red packet is counted in mbr_drops (cell: the direction), and the
+// caller drops it.
+func (c *proc) police(k meterKind, usage uint32) bool {
+	cells := c.st.meters[k]
+	if uint64(usage) >= uint64(len(cells)) {
+		return false
+	}
+	m := cells[usage].Load()
+	if m == nil || m.mark(c.inLen, c.clock()) != red {
+		return false
+	}
+	c.st.add(cMBRDrops, uint32(k), c.inLen) // the meter kinds are mbr_drops' cells
+	return true
+}
+
+func (p *Pipeline) meter(id, index uint32) (*atomic.Pointer[meterCell], error) {
+	st, err := p.writable()
+	if err != nil {
+		return nil, err
+	}
+	k, ok := st.schema.meters[id]
+	if !ok {
+		return nil, fmt.Errorf("meter %d is not implemented by the software UPF", id)
+	}
+	cells := st.meters[k]
+	if uint64(index) >= uint64(len(cells)) {
+		return nil, fmt.Errorf("meter %q index %d out of range (size %d)", meterSpecs[k], index, len(cells))
+	}
+	return &cells[index], nil
+}
+
+// ReadMeter returns one meter cell's configuration, nil if it has none.
+func (p *Pipeline) ReadMeter(id, index uint32) (*p4v1.MeterConfig, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	c, err := p.meter(id, index)
+	if err != nil {
+		return nil, err
+	}
+	if m := c.Load(); m != nil {
+		return proto.Clone(m.config).(*p4v1.MeterConfig), nil
+	}
+	return nil, nil
+}
+
+// WriteMeter configures one meter cell with full buckets, or resets it (nil: every packet green).
+func (p *Pipeline) WriteMeter(id, index uint32, config *p4v1.MeterConfig) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	c, err := p.meter(id, index)
+	if err != nil {
+		return err
+	}
+	if config == nil {
+		c.Store(nil)
+		return nil
+	}
+	c.Store(newMeterCell(config, p.now()))
+	return nil
+}
