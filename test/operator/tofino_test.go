@@ -64,4 +64,12 @@ func TestTheTofinoP4InfoIsProgrammedByName(t *testing.T) {
 			t.Errorf("%s[%d] = %d (%v), want 0", reg, *got.Status.UserIndex, v, err)
 		}
 	}
+
+	// The Tofino 2 build has no MBR policer yet (docs/tofino.md): a session's maxBitRate is
+	// refused, not programmed unpoliced.
+	kbps := int64(8000)
+	s2 := session(ns, "a2", "imsi-001010000000002", "10.60.0.2", "upf", "3n", "198.51.100.10", "video")
+	s2.Spec.MaxBitRate = &junctionv1.BitRate{DownlinkKbps: &kbps}
+	create(t, s2)
+	waitCondition(t, programTimeout, s2, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "InvalidSpec")
 }

@@ -1,7 +1,11 @@
 package dataplane
 
 import (
+	"slices"
+	"strings"
 	"testing"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
@@ -123,5 +127,21 @@ func TestMeterReadsBackWhatWasWritten(t *testing.T) {
 	}
 	if _, err := h.p.ReadMeter(id, 1<<30); err == nil {
 		t.Error("an index beyond the meter read without error")
+	}
+}
+
+// A program without the policer (the Tofino 2 build's P4Info has none) runs with nothing
+// policed; one with half of it is refused, naming what is missing.
+func TestAProgramWithoutThePolicerRuns(t *testing.T) {
+	info := specP4Info()
+	info.Meters = nil
+	info.Counters = slices.DeleteFunc(info.Counters, func(c *p4configv1.Counter) bool { return c.GetPreamble().GetName() == "mbr_drops" })
+	h := newHarness(t, func(*Config) {})
+	if err := h.p.CheckPipeline(info, nil); err != nil {
+		t.Fatalf("a P4Info without the policer: %v", err)
+	}
+	info.Meters = specP4Info().Meters[:1]
+	if err := h.p.CheckPipeline(info, nil); err == nil || !strings.Contains(err.Error(), "downlink_mbr") && !strings.Contains(err.Error(), "mbr_drops") {
+		t.Errorf("a P4Info with half the policer: %v, want a refusal naming what is missing", err)
 	}
 }

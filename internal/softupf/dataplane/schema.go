@@ -320,8 +320,16 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 		s.regSizes[k] = int(r.Size)
 	}
 
+	// The MBR policer (its two meters and mbr_drops) is all there or all absent: a program
+	// without it (the Tofino 2 build's P4Info, docs/tofino.md) runs with nothing policed, and
+	// the operator refuses a session's MBR on it.
+	_, errMeter := ps.Meter(meterSpecs[mUplinkMBR])
+	policer := errMeter == nil
 	for k := range numCounters {
 		name := counterSpecs[k]
+		if k == cMBRDrops && !policer {
+			continue
+		}
 		c, err := ps.Counter(name)
 		if err != nil {
 			return nil, err
@@ -336,11 +344,14 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 		s.counters[c.ID] = k
 		s.ctrSizes[k] = int(c.Size)
 	}
-	if s.ctrSizes[cMBRDrops] < int(numMeters) {
+	if policer && s.ctrSizes[cMBRDrops] < int(numMeters) {
 		return nil, fmt.Errorf("counter %q has %d cells, want one per direction (%d)", counterSpecs[cMBRDrops], s.ctrSizes[cMBRDrops], numMeters)
 	}
 
 	for k := range numMeters {
+		if !policer {
+			break
+		}
 		name := meterSpecs[k]
 		m, err := ps.Meter(name)
 		if err != nil {
