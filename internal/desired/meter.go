@@ -14,7 +14,13 @@ type MeterConfig struct {
 	CIR, CBurst, PIR, PBurst int64
 }
 
-// MBRBurst is the policer's bucket, in time at the session's rate: TCP through a policer whose
+// The MBR policer's meters, one per direction, indexed by usage cell (the P4 program's Verdict).
+const (
+	MeterUplinkMBR   = "uplink_mbr"
+	MeterDownlinkMBR = "downlink_mbr"
+)
+
+// MBRBurstMillis is the policer's bucket, in time at the session's rate: TCP through a policer whose
 // bucket holds less than about a round trip's worth of data backs off below the rate; 100 ms
 // covers the round trips of a mobile network. MBRMinBurst keeps two full-size packets in the
 // bucket of a slow session.
@@ -36,7 +42,7 @@ func SessionMeters(s Session) []MeterCell {
 	for _, d := range []struct {
 		meter string
 		kbps  *int64
-	}{{"uplink_mbr", r.UplinkKbps}, {"downlink_mbr", r.DownlinkKbps}} {
+	}{{MeterUplinkMBR, r.UplinkKbps}, {MeterDownlinkMBR, r.DownlinkKbps}} {
 		if d.kbps == nil {
 			continue
 		}

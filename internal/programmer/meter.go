@@ -17,10 +17,10 @@ import (
 	"github.com/junction-atsss/junction/internal/desired"
 )
 
-// The MBR policer's meters, one per direction, indexed by usage cell (the P4 program's Verdict).
+// The MBR policer's meters (desired names them).
 const (
-	MeterUplinkMBR   = "uplink_mbr"
-	MeterDownlinkMBR = "downlink_mbr"
+	MeterUplinkMBR   = desired.MeterUplinkMBR
+	MeterDownlinkMBR = desired.MeterDownlinkMBR
 )
 
 type meterKey struct {
