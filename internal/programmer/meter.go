@@ -10,7 +10,10 @@ package programmer
 // next takes them.
 
 import (
+	"cmp"
+	"maps"
 	"slices"
+	"strings"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
@@ -160,18 +163,7 @@ func (p *Programmer) settleMeterLocked(pu pendingUpdate, err error, ownerErr map
 }
 
 func sortedMeterKeys[V any](m map[meterKey]V) []meterKey {
-	out := make([]meterKey, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.SortFunc(out, func(a, b meterKey) int {
-		if a.meter != b.meter {
-			if a.meter < b.meter {
-				return -1
-			}
-			return 1
-		}
-		return int(int64(a.index) - int64(b.index))
+	return slices.SortedFunc(maps.Keys(m), func(a, b meterKey) int {
+		return cmp.Or(strings.Compare(a.meter, b.meter), cmp.Compare(a.index, b.index))
 	})
-	return out
 }
