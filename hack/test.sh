@@ -8,7 +8,8 @@
 #   4. go vet, the concurrent packages under the race detector, and every Go test (envtest
 #      suites, P4Info check, software UPF, chart, packet vectors on the software UPF and BMv2,
 #      the operator against BMv2, the UE agent testbed and its
-#      short scenarios in network namespaces when run as root), ending with gotestsum's summary.
+#      short scenarios in network namespaces when run as root; a scenario that misses its bound runs
+#      once more), ending with a summary line of both gotestsum runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,4 +74,23 @@ trap - EXIT
 
 echo "== go test"
 # -p 1: packages share 2 cores and some start their own API server or software UPF.
-exec bin/gotestsum --format testname -- -p 1 -count=1 -timeout 30m ./... "$@"
+if [[ $# -gt 0 ]]; then
+  exec bin/gotestsum --format testname -- -p 1 -count=1 -timeout 30m ./... "$@"
+fi
+# The UE testbed's scenarios (TestScenario*) measure throughput and steering through links
+# emulated in user space, on two shared cores: CPU stolen by a neighbour shows as a missed bound.
+# A scenario that misses is run once more, on a fresh testbed, and fails if it misses again;
+# build/scenario-reruns.txt names what was rerun. Every other test runs once.
+mkdir -p build
+set +e
+bin/gotestsum --format testname -- -p 1 -count=1 -timeout 30m -skip '^TestScenario' ./... | tee build/go-test.log
+rest=${PIPESTATUS[0]}
+echo "== go test: the UE testbed's scenarios"
+bin/gotestsum --format testname --packages ./test/ueagent --rerun-fails=1 --rerun-fails-max-failures=3 \
+  --rerun-fails-report build/scenario-reruns.txt -- -count=1 -timeout 30m -run '^TestScenario' | tee build/scenarios.log
+scenarios=${PIPESTATUS[0]}
+set -e
+reruns=$(grep -c '^' build/scenario-reruns.txt 2>/dev/null || true)
+echo "== summary: $(grep '^DONE' build/go-test.log | tail -1) (every test but the scenarios: rc $rest);" \
+  "scenarios: $(grep '^DONE' build/scenarios.log | tail -1) (rc $scenarios; reruns: ${reruns:-0}, build/scenario-reruns.txt)"
+[[ $rest == 0 && $scenarios == 0 ]]

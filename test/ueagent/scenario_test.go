@@ -946,7 +946,7 @@ func TestScenarioPriority(t *testing.T) {
 	create(t, tb.policy("p", junctionv1.SteeringMode{Mode: junctionv1.ModePriorityBased,
 		PriorityBased: &junctionv1.PriorityBased{PriorityAccess: junctionv1.AccessNon3GPP, RTTThreshold: "30ms"}}),
 		tb.session("s1", u, sessionAddr, 100, "p"))
-	tb.waitReady("s1")
+	user := userIndex(t, tb.waitReady("s1"))
 	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 
@@ -957,12 +957,24 @@ func TestScenarioPriority(t *testing.T) {
 			s.Set(p)
 		}
 	}
-	// Three phases: WiFi fast, slow (50 ms RTT, above the threshold), fast again; the UE's
-	// interface counters say where each phase's stream arrived (its second half: settled).
+	// Three phases: WiFi fast, slow (50 ms RTT, above the threshold), fast again; each waits
+	// until the UPF's rtt_non3gpp is on the phase's side of the threshold (probes see the new
+	// RTT), then the UE's interface counters say where the phase's stream arrived.
+	waitRTT := func(over bool) {
+		const threshold, settle = 30_000, 30 * time.Second // µs, rtt_threshold_us
+		for start := time.Now(); time.Since(start) < settle; time.Sleep(100 * time.Millisecond) {
+			rtt, err := tb.register("rtt_non3gpp", user)
+			must(t, err)
+			if rtt != 0 && (rtt > threshold) == over {
+				return
+			}
+		}
+		t.Fatalf("rtt_non3gpp[%d] over 30 ms is not %v after 30 s", user, over)
+	}
 	var shares [3]float64
 	for i, delay := range []time.Duration{5 * time.Millisecond, 25 * time.Millisecond, 5 * time.Millisecond} {
 		setWiFiDelay(delay)
-		time.Sleep(phase / 2) // probes see the new RTT
+		waitRTT(delay > 15*time.Millisecond)
 		w0, g0 := rxBytes(t, u.NS, "wlan0"), rxBytes(t, u.NS, "ran0")
 		tb.cbr(t, phase/2, phase, func() {})
 		w, g := float64(rxBytes(t, u.NS, "wlan0")-w0), float64(rxBytes(t, u.NS, "ran0")-g0)
