@@ -61,6 +61,9 @@ func (r *ATSSSSessionReconciler) reconcileNormal(ctx context.Context, s *junctio
 	}
 	var specErr *invalidSpecError
 	switch {
+	case errors.As(err, &specErr) && specErr.unsupported:
+		r.notProgrammed(s, ReasonNotSupportedByPipeline, err.Error())
+		return ctrl.Result{}, nil
 	case errors.As(err, &specErr):
 		r.notProgrammed(s, ReasonInvalidSpec, err.Error())
 		return ctrl.Result{}, nil
@@ -190,7 +193,7 @@ func (r *ATSSSSessionReconciler) notProgrammed(s *junctionv1.ATSSSSession, reaso
 
 func warnable(reason string) bool {
 	switch reason {
-	case ReasonUPFNotFound, ReasonUPFNotReady, ReasonUPFNotPrimary, ReasonTableFull, ReasonConflict, ReasonInvalidSpec, ReasonIndexesExhausted, ReasonWriteFailed, ReasonPolicyNotFound,
+	case ReasonUPFNotFound, ReasonUPFNotReady, ReasonUPFNotPrimary, ReasonTableFull, ReasonConflict, ReasonInvalidSpec, ReasonNotSupportedByPipeline, ReasonIndexesExhausted, ReasonWriteFailed, ReasonPolicyNotFound,
 		ReasonRegisterWriteRefused:
 		return true
 	}

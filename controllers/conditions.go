@@ -56,9 +56,12 @@ const (
 	ReasonTableFull            = "TableFull"
 	ReasonConflict             = "AddressConflict"
 	ReasonInvalidSpec          = "InvalidSpec"
-	ReasonIndexesExhausted     = "IndexesExhausted"
-	ReasonPolicyNotFound       = "PolicyNotFound"
-	ReasonPolicyPending        = "PolicyPending"
+	// The spec is sound but asks what the UPF's pipeline does not do (an MBR where the pipeline
+	// has no policer: the Tofino 2 build). Over N4: 76 Service not supported, naming unsupportedIE.
+	ReasonNotSupportedByPipeline = "NotSupportedByPipeline"
+	ReasonIndexesExhausted       = "IndexesExhausted"
+	ReasonPolicyNotFound         = "PolicyNotFound"
+	ReasonPolicyPending          = "PolicyPending"
 	// A policy the session does not select takes traffic a policy it selects describes.
 	ReasonPolicyShadowed   = "PolicyShadowed"
 	ReasonWriteFailed      = "WriteFailed"
@@ -99,7 +102,7 @@ func setUnknown(conds *[]metav1.Condition, generation int64, typ, reason, msg st
 // transient: GitOps applies a set of objects in some order, and the object named may come with
 // the same sync; the operator is woken when it does.
 var stalledReasons = map[string]bool{
-	ReasonTableFull: true, ReasonConflict: true, ReasonInvalidSpec: true, ReasonIndexesExhausted: true,
+	ReasonTableFull: true, ReasonConflict: true, ReasonInvalidSpec: true, ReasonNotSupportedByPipeline: true, ReasonIndexesExhausted: true,
 	ReasonInvalidPipeline: true, ReasonInvalidTLS: true, ReasonPipelineMismatch: true, ReasonRegisterWriteRefused: true,
 	ReasonDuplicateDevice: true, ReasonTLSRequired: true, ReasonServerNameNotGranted: true,
 }

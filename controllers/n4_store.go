@@ -237,6 +237,8 @@ func (st *n4Store) awaitProgrammed(ctx context.Context, key types.NamespacedName
 					return &n4.Refusal{Cause: n4.CauseMandatoryIEIncorrect, OffendingIE: off, Msg: c.Message}
 				case ReasonInvalidSpec:
 					return &n4.Refusal{Cause: n4.CauseMandatoryIEIncorrect, Msg: c.Message}
+				case ReasonNotSupportedByPipeline:
+					return &n4.Refusal{Cause: n4.CauseServiceNotSupported, OffendingIE: unsupportedIE, Msg: c.Message}
 				}
 			}
 		}

@@ -22,12 +22,16 @@ import (
 
 // invalidSpecError: the session cannot be programmed as its spec says (InvalidSpec).
 // unsupported is set when the spec is sound but asks what the UPF's pipeline does not do
-// (over N4: 76 Service not supported, naming offendingIE).
+// (NotSupportedByPipeline).
 type invalidSpecError struct {
 	err         error
 	unsupported bool
-	offendingIE uint16
 }
+
+// unsupportedIE is the IE an N4 refusal of an unsupported spec names (76, on the endpoint's direct
+// path and on the controller's): the one thing a sound spec asks that a pipeline may lack is the
+// MBR policer.
+const unsupportedIE = ie.MBR
 
 func (e *invalidSpecError) Error() string { return e.err.Error() }
 func (e *invalidSpecError) Unwrap() error { return e.err }
@@ -75,7 +79,7 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 	out.entries = len(entries)
 	meters := desired.SessionMeters(ds)
 	if err := rt.canPolice(meters); err != nil {
-		return out, &invalidSpecError{err: err, unsupported: true, offendingIE: ie.MBR}
+		return out, &invalidSpecError{err: err, unsupported: true}
 	}
 	owners := []string{}
 	var changes []programmer.Change

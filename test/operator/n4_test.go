@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -385,7 +386,6 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	})
 }
 
-// why names the Offending IE or Failed Rule ID of a refusal.
 // delete deletes an established session over N4 and fails unless the UPF accepts.
 func (r *n4Rig) delete(t *testing.T, est *smf.Established) {
 	t.Helper()
@@ -398,6 +398,7 @@ func (r *n4Rig) delete(t *testing.T, est *smf.Established) {
 	}
 }
 
+// why names the Offending IE or Failed Rule ID of a refusal.
 func why(r *smf.Response) string {
 	var out []string
 	if x := r.Find(ie.OffendingIE); x != nil {
@@ -1171,6 +1172,42 @@ func TestN4RefusesWhenTheSwitchDoesNotTakeTheSession(t *testing.T) {
 	if _, err := r.smf.Heartbeat(ctx); err != nil {
 		t.Errorf("heartbeat after the refusal: %v", err)
 	}
+}
+
+// TestN4RefusesAnMBRThePipelineCannotPolice: on a pipeline without the MBR policer (the Tofino 2
+// build's P4Info has no meters, docs/tofino.md) a session whose QER has an MBR is refused with 76
+// Service not supported, Offending IE MBR (docs/n4.md), whichever path it takes: the first
+// session brings a traffic class the UPF has no application ID for yet, so the controller
+// programs it (the object is written, then refused: NotSupportedByPipeline); the second finds the
+// application ID and is programmed by the endpoint itself. Neither is left behind, and the same
+// session without an MBR is accepted.
+func TestN4RefusesAnMBRThePipelineCannotPolice(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, nil, func(info *p4configv1.P4Info) {
+		info.Meters = nil
+		info.Counters = slices.DeleteFunc(info.Counters, func(c *p4configv1.Counter) bool { return c.GetPreamble().GetName() == "mbr_drops" })
+	})
+	r.associate(t)
+	bob := alice()
+	bob.IMSI, bob.UEAddr, bob.UE3GPP, bob.UENon3GPP = "001010000000078", netip.MustParseAddr("10.60.0.8"), netip.MustParseAddr("10.45.0.8"), netip.MustParseAddr("203.0.113.8")
+	bob.DownlinkTEID = 0x1235
+	for _, s := range []smf.MASession{alice(), bob} {
+		s.MBRDL = 8000
+		e, err := r.smf.Establish(ctx, s)
+		if err == nil || e.Resp.Cause() != ie.CauseServiceNotSupported || why(e.Resp) != fmt.Sprintf("offending IE %d", ie.MBR) {
+			t.Fatalf("%s with an MBR: %v (%s), want cause 76, offending IE %d (MBR)", s.IMSI, err, why(e.Resp), ie.MBR)
+		}
+		eventually(t, programTimeout, "no N4 session left", func() error {
+			if n := len(r.n4Sessions(t)); n != 0 {
+				return fmt.Errorf("%d sessions", n)
+			}
+			return nil
+		})
+	}
+	if _, err := r.smf.Establish(ctx, bob); err != nil {
+		t.Fatalf("%s without an MBR: %v", bob.IMSI, err)
+	}
+	r.awaitN4Sessions(t, 1)
 }
 
 // TestN4AnswersCongestionWhenEveryHandlerIsBusy: with the switch gone every establishment waits

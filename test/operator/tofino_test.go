@@ -71,5 +71,5 @@ func TestTheTofinoP4InfoIsProgrammedByName(t *testing.T) {
 	s2 := session(ns, "a2", "imsi-001010000000002", "10.60.0.2", "upf", "3n", "198.51.100.10", "video")
 	s2.Spec.MaxBitRate = &junctionv1.BitRate{DownlinkKbps: &kbps}
 	create(t, s2)
-	waitCondition(t, programTimeout, s2, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "InvalidSpec")
+	waitCondition(t, programTimeout, s2, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "NotSupportedByPipeline")
 }
