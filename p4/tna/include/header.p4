@@ -13,7 +13,11 @@ header bridged_md_t {
     user_idx_t   user_idx;
     // What Encap, in egress, adds (../../include/control/encap.p4).
     encap_kind_t encap_kind;
-    bit<7>       _pad;
+    bit<6>       _pad;
+    // Set by the parser for what the MBR policer must not meter: a packet-out, a
+    // redundant packet's second copy (its first was metered). Known before any
+    // stage, so it costs ingress none.
+    bit<1>       unpoliced;
     bit<1>       reply;
     bit<16>      user_len;
     seq_t        seq;

@@ -33,6 +33,7 @@ parser JunctionTnaIngressParser(packet_in packet,
         md.bridged.drop = 0;
         md.bridged.qid = 0;
         md.bridged.user_idx = 0;
+        md.bridged.unpoliced = 0;
         transition select(ig_intr_md.ingress_port) {
             TNA_CPU_PORT: parse_packet_out;
             TNA_RECIRC_PORT: parse_internal;
@@ -43,6 +44,7 @@ parser JunctionTnaIngressParser(packet_in packet,
     state parse_packet_out {
         packet.extract(hdr.packet_out);
         md.lmd.done = true;  // sent as it came (PacketOut)
+        md.bridged.unpoliced = 1;
         transition accept;
     }
 
@@ -67,6 +69,7 @@ parser JunctionTnaIngressParser(packet_in packet,
         md.lmd.forced_access = hdr.internal.access;
         md.lmd.forced_seq = hdr.internal.value;
         md.lmd.skip_ttl = true;  // the first pass decremented it already
+        md.bridged.unpoliced = 1;
         transition parse_frame;
     }
 
@@ -171,10 +174,22 @@ parser JunctionTnaEgressParser(packet_in packet,
     }
 
     // Encap adds its headers after Ethernet. (A packet-in or an internal packet has
-    // no encapsulation: whatever its first 14 bytes are goes out as it came.)
+    // no encapsulation: whatever its first 14 bytes are goes out as it came.) The
+    // user packet's IPv4 header after it is the MBR policer's key (its source on the
+    // uplink, which ingress stripped of its transport; its destination on the
+    // downlink, which Encap has not wrapped yet); it goes out as it came.
     state parse_bridged {
         packet.extract(eg_md.bridged);
         packet.extract(hdr.frame.ethernet);
+        transition select(eg_md.bridged.drop, eg_md.bridged.reply, eg_md.bridged.unpoliced,
+                          hdr.frame.ethernet.ether_type) {
+            (0, 0, 0, ETHERTYPE_IPV4): parse_user_ipv4;
+            default: accept;
+        }
+    }
+
+    state parse_user_ipv4 {
+        packet.extract(hdr.frame.ipv4);
         transition accept;
     }
 
