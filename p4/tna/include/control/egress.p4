@@ -25,8 +25,9 @@ control JunctionTnaEgressPipe(inout egress_headers_t hdr,
     MBRSessions() mbr_sessions;
 
     // The MBR policer (../../../include/control/mbr.p4), here rather than in Verdict:
-    // the ingress has no stage left. Each packet ingress lets through meets it once, as
-    // it leaves; bytes are the frame's as egress received it (before Encap).
+    // the ingress has no stage left. A packet meets it as it leaves (each copy of a
+    // redundant one: docs/tofino.md); bytes are the frame's as egress received it
+    // (before Encap).
     @name(".uplink_mbr") @id(0x14000001)
     Meter<usage_idx_t>(MAX_USAGE_RECORDS, MeterType_t.BYTES) uplink_mbr;
     @name(".downlink_mbr") @id(0x14000002)
@@ -49,15 +50,11 @@ control JunctionTnaEgressPipe(inout egress_headers_t hdr,
                 eg_md.lmd.junction_dst = eg_md.bridged.junction_dst;
                 encap.apply(hdr.frame, eg_md.lmd, eg_md.bridged.user_len);
                 // A packet-in (to the CPU port) is no user packet, whatever its bytes say.
-                if (hdr.frame.ipv4.isValid() && eg_intr_md.egress_port != TNA_CPU_PORT) {
+                if (eg_md.has_user_ipv4 && eg_intr_md.egress_port != TNA_CPU_PORT) {
                     bool uplink = eg_md.bridged.encap_kind == 0;  // no encapsulation
-                    ipv4_addr_t ue_addr = hdr.frame.ipv4.dst_addr;
-                    if (uplink) {
-                        ue_addr = hdr.frame.ipv4.src_addr;
-                    }
                     bool policed;
                     usage_idx_t mbr_cell;
-                    mbr_sessions.apply(ue_addr, policed, mbr_cell);
+                    mbr_sessions.apply(eg_md.ue_addr, policed, mbr_cell);
                     if (policed) {
                         bit<8> colour;
                         if (uplink) {
