@@ -109,14 +109,17 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 	return out, nil
 }
 
-// canPolice reports whether the UPF's pipeline has the meter cells of a session's MBR policer
-// (the Tofino 2 build has none yet: docs/tofino.md). A pipeline not known yet is given the
-// benefit of the doubt: the programmer then reports the cells it cannot write as the
-// session's error.
+// canPolice reports whether the UPF's pipeline has the MBR policer a session's cells need: the
+// mbr_sessions table and the meter cells (a P4 program may leave the policer out,
+// docs/pipeline.md). A pipeline not known yet is given the benefit of the doubt: the
+// programmer then reports what it cannot write as the session's error.
 func (rt *upfRuntime) canPolice(cells []desired.MeterCell) error {
 	sch := rt.pipe.Load().schema
-	if sch == nil {
+	if sch == nil || len(cells) == 0 {
 		return nil
+	}
+	if _, err := sch.TableID(desired.TableMBRSessions); err != nil {
+		return fmt.Errorf("spec.maxBitRate: the UPF's pipeline cannot police it (%v)", err)
 	}
 	for _, c := range cells {
 		if _, err := sch.MeterUpdate(c.Meter, int64(c.Index), nil); err != nil {

@@ -26,14 +26,9 @@ var tnaPrivate = map[string]string{
 }
 
 // v1modelPrivate are the objects only the v1model build has: the ticket queue of its
-// recirculation-loop reorder (@hidden; the operator never touches it), and the MBR policer,
-// which the Tofino 2 build does not have yet (docs/tofino.md, "The MBR policer"; the operator
-// refuses a session's MBR on a UPF whose pipeline lacks it).
+// recirculation-loop reorder (@hidden; the operator never touches it).
 var v1modelPrivate = map[string]string{
 	"reorder_tickets": "register",
-	"uplink_mbr":      "meter",
-	"downlink_mbr":    "meter",
-	"mbr_drops":       "counter",
 }
 
 // P4Info ID prefixes (p4/config/v1/p4info.proto, P4Ids.Prefix).
@@ -276,8 +271,6 @@ func comparableP4Infos(v1, tna *p4configv1.P4Info, tofino map[int64][]int64) (*p
 	}
 	v1.Registers = keep(v1.Registers, v1modelPrivate)
 	tna.Registers = keep(tna.Registers, tnaPrivate)
-	v1.Counters = slices.DeleteFunc(v1.Counters, func(c *p4configv1.Counter) bool { return v1modelPrivate[c.GetPreamble().GetName()] == "counter" })
-	v1.Meters = slices.DeleteFunc(v1.Meters, func(m *p4configv1.Meter) bool { return v1modelPrivate[m.GetPreamble().GetName()] == "meter" })
 	tna.Externs = nil
 	// A size of the Tofino profile where the v1model object has the design point's.
 	design := func(tnaSize, v1Size int64) int64 {
@@ -317,6 +310,13 @@ func comparableP4Infos(v1, tna *p4configv1.P4Info, tofino map[int64][]int64) (*p
 			}
 		}
 	}
+	for _, m := range tna.Meters {
+		for _, v := range v1.Meters {
+			if v.GetPreamble().GetName() == m.GetPreamble().GetName() {
+				m.Size = design(m.Size, v.Size)
+			}
+		}
+	}
 	tna.PkgInfo.Arch = v1.GetPkgInfo().GetArch()
 	for _, info := range []*p4configv1.P4Info{v1, tna} {
 		for _, r := range info.Registers {
@@ -324,6 +324,9 @@ func comparableP4Infos(v1, tna *p4configv1.P4Info, tofino map[int64][]int64) (*p
 		}
 		for _, c := range info.Counters {
 			c.Preamble.Id = 0
+		}
+		for _, m := range info.Meters {
+			m.Preamble.Id = 0
 		}
 		for _, d := range info.Digests {
 			d.Preamble.Id = 0

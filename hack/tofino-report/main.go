@@ -1,6 +1,6 @@
 // Command tofino-report turns bf-p4c's resource logs (bf-p4c -g) into the Markdown tables of
-// docs/tofino.md: stages used, resources per stage, and where each P4Runtime table, register
-// and counter went. hack/p4-build.sh runs it on build/p4/tna and checks the document against it.
+// docs/tofino.md: stages used, resources per stage, and where each P4Runtime table, register,
+// meter and counter went. hack/p4-build.sh runs it on build/p4/tna and checks the document against it.
 //
 //	go run ./hack/tofino-report build/p4/tna
 //
@@ -89,7 +89,7 @@ type stage struct {
 	} `json:"vliw"`
 }
 
-// object is what one P4Runtime table, register or counter uses, over every stage it spans.
+// object is what one P4Runtime table, register, meter or counter uses, over every stage it spans.
 type object struct {
 	name                  string
 	kind                  string
@@ -184,7 +184,7 @@ func report(w io.Writer, out string) error {
 	}
 	fmt.Fprintf(w, "| all | %s |\n\n", strings.Join(cells, " | "))
 
-	fmt.Fprintf(w, "Per P4Runtime table, register and counter (SRAM: match, action data, register and counter RAMs, 128 Kbit each; TCAM: 512 x 44 bit each):\n\n")
+	fmt.Fprintf(w, "Per P4Runtime table, register, meter and counter (SRAM: match, action data, register, meter and counter RAMs, 128 Kbit each; TCAM: 512 x 44 bit each):\n\n")
 	fmt.Fprintf(w, "| object | kind | entries | stages | SRAM blocks | TCAM blocks | map RAMs |\n")
 	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- |\n")
 	names := make([]string, 0, len(objects))
@@ -194,7 +194,7 @@ func report(w io.Writer, out string) error {
 	sort.Slice(names, func(i, j int) bool {
 		a, b := objects[names[i]], objects[names[j]]
 		if a.kind != b.kind {
-			return a.kind > b.kind // tables, registers, counters
+			return a.kind > b.kind // tables, registers, meters, counters
 		}
 		return a.name < b.name
 	})
@@ -241,7 +241,7 @@ func stageList(stages map[int]bool) string {
 	return strings.Join(out, ", ")
 }
 
-// p4runtimeObjects lists the tables, registers and counters of the P4Info, with their sizes.
+// p4runtimeObjects lists the tables, registers, meters and counters of the P4Info, with their sizes.
 func p4runtimeObjects(path string) (map[string]*object, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -263,6 +263,10 @@ func p4runtimeObjects(path string) (map[string]*object, error) {
 	for _, c := range info.GetCounters() {
 		objects[c.GetPreamble().GetName()] = &object{name: c.GetPreamble().GetName(), kind: "counter",
 			size: c.GetSize(), stages: map[int]bool{}}
+	}
+	for _, m := range info.GetMeters() {
+		objects[m.GetPreamble().GetName()] = &object{name: m.GetPreamble().GetName(), kind: "meter",
+			size: m.GetSize(), stages: map[int]bool{}}
 	}
 	return objects, nil
 }

@@ -298,6 +298,45 @@ func TestSessionEntries(t *testing.T) {
 		}
 		want(es, []byte{198, 51, 100, 10, 0, 0, 0x20, 0x01})
 	})
+	t.Run("a session with an MBR names its usage cell in mbr_sessions, by its address", func(t *testing.T) {
+		// docs/pipeline.md, "MBR policer": mbr_sessions (ue_addr) -> police(usage_idx), one entry
+		// for a session with a rate in either direction, MA or single-access; none without.
+		want := func(es []Entry, n int) {
+			t.Helper()
+			var got []Entry
+			for _, e := range es {
+				if e.Table == "mbr_sessions" {
+					got = append(got, e)
+				}
+			}
+			if len(got) != n {
+				t.Fatalf("%d mbr_sessions entries, want %d", len(got), n)
+			}
+			for _, e := range got {
+				if len(e.Match) != 1 || e.Match[0].Field != "ue_addr" || !bytes.Equal(e.Match[0].Value, []byte{10, 60, 0, 1}) ||
+					e.Action != "police" || len(e.Params) != 1 || e.Params[0].Name != "usage_idx" || !bytes.Equal(e.Params[0].Value, []byte{0, 0, 0, 9}) {
+					t.Errorf("mbr_sessions entry %+v, want the session address 10.60.0.1 -> police(usage_idx 9)", e)
+				}
+			}
+		}
+		s := session(nil, games)
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want(es, 0)
+		up := int64(2000)
+		s.Spec.MaxBitRate = &junctionv1.BitRate{UplinkKbps: &up}
+		if es, err = SessionEntries(s); err != nil {
+			t.Fatal(err)
+		}
+		want(es, 1)
+		s.Spec.Type, s.Spec.AccessLegs.NonThreeGPP = junctionv1.SessionSingleAccess, nil
+		if es, err = SessionEntries(s); err != nil {
+			t.Fatal(err)
+		}
+		want(es, 1)
+	})
 	t.Run("a load-balance session is an exception with an override for that policy only", func(t *testing.T) {
 		s := session(nil, games, video)
 		s.SequenceIndex = ptr[uint32](11)

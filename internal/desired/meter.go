@@ -1,5 +1,7 @@
 package desired
 
+import "net/netip"
+
 // MeterCell is one cell of an indirect meter by P4Info name, and its configuration (P4Runtime
 // MeterConfig: rates in bytes per second and bursts in bytes, for the byte meters here).
 type MeterCell struct {
@@ -14,10 +16,12 @@ type MeterConfig struct {
 	CIR, CBurst, PIR, PBurst int64
 }
 
-// The MBR policer's meters, one per direction, indexed by usage cell (the P4 program's Verdict).
+// The MBR policer's meters, one per direction, at the cell its table (mbr_sessions) gives the
+// session's address (its usage cell: mbrSessionEntry).
 const (
 	MeterUplinkMBR   = "uplink_mbr"
 	MeterDownlinkMBR = "downlink_mbr"
+	TableMBRSessions = "mbr_sessions"
 )
 
 // MBRBurstMillis is the policer's bucket, in time at the session's rate: TCP through a policer whose
@@ -49,6 +53,17 @@ func SessionMeters(s Session) []MeterCell {
 		out = append(out, MeterCell{Meter: d.meter, Index: s.UsageIndex, Config: MBRConfig(*d.kbps)})
 	}
 	return out
+}
+
+// mbrSessionEntry is the mbr_sessions entry of a session with an MBR (SessionMeters): its
+// address (the user packets' source up, destination down) names the cells at its usage index.
+// None without one: a packet that misses mbr_sessions is not policed.
+func mbrSessionEntry(s Session, sa netip.Addr) []Entry {
+	if len(SessionMeters(s)) == 0 {
+		return nil
+	}
+	return []Entry{{Table: TableMBRSessions, Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}},
+		Action: "police", Params: []Param{{"usage_idx", u32(s.UsageIndex)}}}}
 }
 
 // MBRConfig is the meter configuration of a maximum bit rate in kbit/s.

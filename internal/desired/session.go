@@ -109,6 +109,7 @@ func SessionEntries(s Session) ([]Entry, error) {
 			{"usage_idx", u32(s.UsageIndex)},
 		},
 	})
+	out = append(out, mbrSessionEntry(s, sa)...)
 
 	kind, err := Lookup(spec, s.Policies)
 	if err != nil {
@@ -188,11 +189,12 @@ func singleAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append([]Entry{
+	out := []Entry{
 		uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex),
 		{Table: "downlink_tunnels", Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: "encap_gtpu",
 			Params: []Param{{"teid", u32(uint32(leg.DownlinkTEID))}, {"peer_idx", u16(s.PeerIndex)}, {"endpoint_idx", u8(s.EndpointIndex)}, {"usage_idx", u32(s.UsageIndex)}}},
-	}, qfis...), nil
+	}
+	return append(append(out, qfis...), mbrSessionEntry(s, sa)...), nil
 }
 
 // tunnelQFI is tunnelQFIEntry for a 3GPP leg's tunnel, toward its gNB.

@@ -180,4 +180,8 @@ const encap_kind_t ENCAP_JUNCTION      = 1;  // IPv4/UDP:2153/Junction (non-3GPP
 const encap_kind_t ENCAP_JUNCTION_GTPU = 2;  // IPv4/UDP:2152/GTP-U/IPv4/UDP:2153/Junction (3GPP leg)
 const encap_kind_t ENCAP_GTPU          = 3;  // IPv4/UDP:2152/GTP-U (single-access PDU session)
 
+// The direction an MBR policer polices (mbr.p4), which is also its cell of mbr_drops.
+const bit<1> MBR_UPLINK   = 0;
+const bit<1> MBR_DOWNLINK = 1;
+
 #endif  // JUNCTION_DEFINE_P4

@@ -38,6 +38,7 @@
 #include "../include/control/routing.p4"
 #include "../include/control/drop_reasons.p4"
 #include "../include/control/encap.p4"
+#include "../include/control/mbr.p4"
 #include "include/control/packetio.p4"
 #include "include/control/session_seq.p4"
 #include "include/control/path_state.p4"

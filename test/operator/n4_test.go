@@ -274,8 +274,10 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	application := fmt.Sprintf("applications local_port=1388..13ec proto=11&ff remote_addr=c6336400&ffffff00 prio=%d -> set_application(access=01,app_id=%s,loss_limit_pct=00,mode=01,ratio_3gpp=00,rtt_threshold_us=00)", 65535-100, hx(app, 2))
 	// The QER's QFI marks the 3GPP leg's tunnel: tunnel_qfis (gNB, downlink TEID) -> set_qfi.
 	qfiEntry := "tunnel_qfis peer_addr=c633640a teid=1234 -> set_qfi(qfi=09)"
-	wantEntries(t, r, sessionEntry, uplink, override(app, 3, 90, 6, 0), override(0, 2, 0, 0, 0), application, qfiEntry)
-	// The MBR polices the session's usage cell (docs/pipeline.md, "MBR policer"): 20,000 kbit/s
+	// The QER's MBR: mbr_sessions (the session address) -> police(its usage cell).
+	mbrEntry := fmt.Sprintf("mbr_sessions ue_addr=0a3c0007 -> police(usage_idx=%s)", hx(usage, 4))
+	wantEntries(t, r, sessionEntry, uplink, override(app, 3, 90, 6, 0), override(0, 2, 0, 0, 0), application, qfiEntry, mbrEntry)
+	// The MBR polices at that cell (docs/pipeline.md, "MBR policer"): 20,000 kbit/s
 	// is 2,500,000 bytes/s, with a bucket of 100 ms of it; 100,000 kbit/s is 12,500,000.
 	for _, m := range []struct {
 		name        string
@@ -1174,8 +1176,8 @@ func TestN4RefusesWhenTheSwitchDoesNotTakeTheSession(t *testing.T) {
 	}
 }
 
-// TestN4RefusesAnMBRThePipelineCannotPolice: on a pipeline without the MBR policer (the Tofino 2
-// build's P4Info has no meters, docs/tofino.md) a session whose QER has an MBR is refused with 76
+// TestN4RefusesAnMBRThePipelineCannotPolice: on a pipeline without the MBR policer (its table,
+// meters and counter; a P4 program may leave it out, docs/pipeline.md) a session whose QER has an MBR is refused with 76
 // Service not supported, Offending IE MBR (docs/n4.md), whichever path it takes: the first
 // session brings a traffic class the UPF has no application ID for yet, so the controller
 // programs it (the object is written, then refused: NotSupportedByPipeline); the second finds the
@@ -1186,6 +1188,10 @@ func TestN4RefusesAnMBRThePipelineCannotPolice(t *testing.T) {
 	r := newN4Rig(t, nil, func(info *p4configv1.P4Info) {
 		info.Meters = nil
 		info.Counters = slices.DeleteFunc(info.Counters, func(c *p4configv1.Counter) bool { return c.GetPreamble().GetName() == "mbr_drops" })
+		info.Tables = slices.DeleteFunc(info.Tables, func(t *p4configv1.Table) bool { return t.GetPreamble().GetName() == "mbr_sessions" })
+		info.Actions = slices.DeleteFunc(info.Actions, func(a *p4configv1.Action) bool {
+			return a.GetPreamble().GetName() == "police" || a.GetPreamble().GetName() == "no_police"
+		})
 	})
 	r.associate(t)
 	bob := alice()

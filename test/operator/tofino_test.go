@@ -2,6 +2,8 @@ package operator
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,11 +67,25 @@ func TestTheTofinoP4InfoIsProgrammedByName(t *testing.T) {
 		}
 	}
 
-	// The Tofino 2 build has no MBR policer yet (docs/tofino.md): a session's maxBitRate is
-	// refused, not programmed unpoliced.
+	// The Tofino 2 build's MBR policer (in egress, docs/tofino.md): a session's maxBitRate gets
+	// its mbr_sessions entry (in the entries compared above) and its meter cell, by the names of
+	// the TNA P4Info: 8,000 kbit/s is 1,000,000 bytes/s, with a bucket of 100 ms of it.
 	kbps := int64(8000)
 	s2 := session(ns, "a2", "imsi-001010000000002", "10.60.0.2", "upf", "3n", "198.51.100.10", "video")
 	s2.Spec.MaxBitRate = &junctionv1.BitRate{DownlinkKbps: &kbps}
 	create(t, s2)
-	waitCondition(t, programTimeout, s2, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "NotSupportedByPipeline")
+	waitCondition(t, programTimeout, s2, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	eventually(t, programTimeout, "entries", func() error { return sameEntries(u, sch, ns, "upf") })
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(s2), s2); err != nil {
+		t.Fatal(err)
+	}
+	usage := int64(*s2.Status.UsageIndex)
+	entries, err := u.entries(sch)
+	if want := fmt.Sprintf("mbr_sessions ue_addr=0a3c0002 -> police(usage_idx=%s)", hx(uint64(usage), 4)); err != nil || !slices.Contains(entries, want) {
+		t.Errorf("the UPF's entries (%v) lack %q", err, want)
+	}
+	c, err := u.meter(sch, "downlink_mbr", usage)
+	if err != nil || c == nil || c.Cir != 1_000_000 || c.Pir != 1_000_000 || c.Pburst != 100_000 {
+		t.Errorf("downlink_mbr[%d] = %v (%v), want rates of 1,000,000 bytes/s and a peak burst of 100,000", usage, c, err)
+	}
 }

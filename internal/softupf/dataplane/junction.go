@@ -89,7 +89,7 @@ func (c *proc) uplinkData(pkt *Packet, h wire.Header, arrival contract.Access) {
 		return
 	}
 	c.st.add(cUplinkUsage, sess.usage, c.inLen) // held or not, it is through
-	if c.police(mUplinkMBR, sess.usage) {
+	if c.police(mUplinkMBR, be32(user.Src)) {
 		c.p.pool.Put(pkt)
 		return
 	}

@@ -105,15 +105,17 @@ func (m *meterCell) mark(size int, now uint32) meterColour {
 	return green
 }
 
-// police runs the session's MBR policer of one direction on the packet being processed and
-// reports whether it is red; a red packet is counted in mbr_drops (cell: the direction), and the
-// caller drops it.
-func (c *proc) police(k meterKind, usage uint32) bool {
+// police runs the MBR policer of one direction on the packet being processed, at the cell
+// mbr_sessions gives its UE address (the user packet's source on the uplink, destination on the
+// downlink; no entry: not policed), and reports whether it is red; a red packet is counted in
+// mbr_drops (cell: the direction), and the caller drops it.
+func (c *proc) police(k meterKind, ueAddr uint32) bool {
+	cell, ok := c.t.mbr.lookup(ueAddr)
 	cells := c.st.meters[k]
-	if uint64(usage) >= uint64(len(cells)) {
+	if !ok || uint64(cell) >= uint64(len(cells)) {
 		return false
 	}
-	m := cells[usage].Load()
+	m := cells[cell].Load()
 	if m == nil || m.mark(c.inLen, c.clock()) != red {
 		return false
 	}

@@ -11,9 +11,11 @@ import (
 )
 
 // The MBR policer (meter.go; RFC 2698 colour-blind as BMv2 runs it; docs/pipeline.md): a
-// session's packet that usage counted meets the meter of its direction at its usage_idx; red
-// (the peak bucket short of the packet's bytes) is dropped and counted in mbr_drops[direction],
-// yellow and green go on; a cell never configured, or reset, passes everything.
+// session's packet that usage counted meets the meter of its direction at the cell mbr_sessions
+// gives its UE address (the user packet's source on the uplink, its destination on the
+// downlink); red (the peak bucket short of the packet's bytes) is dropped and counted in
+// mbr_drops[direction], yellow and green go on; no mbr_sessions entry, or a cell never
+// configured, or reset, passes everything.
 
 func TestMBRPolicer(t *testing.T) {
 	for _, tc := range []struct {
@@ -24,14 +26,15 @@ func TestMBRPolicer(t *testing.T) {
 		frame func(h *harness) []byte
 		cell  uint32 // mbr_drops: 0 uplink, 1 downlink
 		usage string
+		ue    string // the UE address mbr_sessions is keyed by
 	}{
 		{"MA downlink", "downlink_mbr", sessUsage, portDN,
-			func(*harness) []byte { return fromDN(userPacket(64, false)) }, 1, "downlink_usage"},
-		{"single-access downlink", "downlink_mbr", dlTunnelUsage, portDN, singleAccess, 1, "downlink_usage"},
+			func(*harness) []byte { return fromDN(userPacket(64, false)) }, 1, "downlink_usage", sessAddr},
+		{"single-access downlink", "downlink_mbr", dlTunnelUsage, portDN, singleAccess, 1, "downlink_usage", "10.46.0.9"},
 		{"Junction DATA uplink", "uplink_mbr", sessUsage, portWiFi,
-			func(*harness) []byte { return junctionWiFi(data(0), userPacket(64, true)) }, 0, "uplink_usage"},
+			func(*harness) []byte { return junctionWiFi(data(0), userPacket(64, true)) }, 0, "uplink_usage", sessAddr},
 		{"plain G-PDU uplink", "uplink_mbr", ulUsage, portGNB,
-			func(*harness) []byte { return fromGNB(ulTEID, userPacket(64, true)) }, 0, "uplink_usage"},
+			func(*harness) []byte { return fromGNB(ulTEID, userPacket(64, true)) }, 0, "uplink_usage", sessAddr},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := topology(t)
@@ -44,8 +47,15 @@ func TestMBRPolicer(t *testing.T) {
 					t.Fatal("dropped with no meter configured")
 				}
 			}
-			// 1,000 bytes/s, a peak bucket of three frames: three pass at once, the fourth is red.
+			// 1,000 bytes/s, a peak bucket of three frames: three pass at once, the fourth is red,
+			// once mbr_sessions names the cell; before, the packets are not metered at all.
 			h.setMeter(tc.meter, tc.idx, &p4v1.MeterConfig{Cir: 1000, Cburst: 3 * n, Pir: 1000, Pburst: 3 * n})
+			for range 5 {
+				if !send() {
+					t.Fatal("dropped with no mbr_sessions entry")
+				}
+			}
+			h.insert("mbr_sessions", map[string]any{"ue_addr": ip4(tc.ue)}, 0, "police", map[string]uint64{"usage_idx": uint64(tc.idx)})
 			for i := range 3 {
 				if !send() {
 					t.Fatalf("packet %d of a full three-frame bucket dropped", i+1)
@@ -60,8 +70,8 @@ func TestMBRPolicer(t *testing.T) {
 			if p, b := h.counter("mbr_drops", 1-tc.cell); p != 0 || b != 0 {
 				t.Errorf("mbr_drops[%d] (the other direction) = %d, %d; want 0", 1-tc.cell, p, b)
 			}
-			if p, _ := h.counter(tc.usage, tc.idx); p != 9 { // usage counts before the policer
-				t.Errorf("%s[%d] = %d packets, want 9", tc.usage, tc.idx, p)
+			if p, _ := h.counter(tc.usage, tc.idx); p != 14 { // usage counts before the policer
+				t.Errorf("%s[%d] = %d packets, want 14", tc.usage, tc.idx, p)
 			}
 			// One frame's worth of time (n bytes at 1,000 bytes/s is n ms) refills one frame.
 			h.now += uint32(n) * 1000
@@ -84,6 +94,7 @@ func TestMBRPolicer(t *testing.T) {
 func TestMBRPolicerPassesYellow(t *testing.T) {
 	h := topology(t)
 	frame := fromDN(userPacket(64, false))
+	h.insert("mbr_sessions", map[string]any{"ue_addr": ip4(sessAddr)}, 0, "police", map[string]uint64{"usage_idx": sessUsage})
 	h.setMeter("downlink_mbr", sessUsage, &p4v1.MeterConfig{Cir: 0, Cburst: 0, Pir: 1000, Pburst: 100 * int64(len(frame))})
 	for i := range 50 {
 		if len(h.process(portDN, frame)) != 1 {
@@ -99,6 +110,7 @@ func TestMBRPolicerPassesYellow(t *testing.T) {
 func TestMBRPolicerIsPerSessionAndDirection(t *testing.T) {
 	h := topology(t)
 	frame := fromDN(userPacket(64, false))
+	h.insert("mbr_sessions", map[string]any{"ue_addr": ip4(sessAddr)}, 0, "police", map[string]uint64{"usage_idx": sessUsage})
 	zero := &p4v1.MeterConfig{} // bursts of 0: every packet red
 	h.setMeter("downlink_mbr", sessUsage+1, zero)
 	h.setMeter("uplink_mbr", sessUsage, zero)
@@ -130,18 +142,24 @@ func TestMeterReadsBackWhatWasWritten(t *testing.T) {
 	}
 }
 
-// A program without the policer (the Tofino 2 build's P4Info has none) runs with nothing
-// policed; one with half of it is refused, naming what is missing.
+// A program without the policer (a P4 program may leave it out: docs/pipeline.md) runs with
+// nothing policed; one with part of it is refused, naming what is missing.
 func TestAProgramWithoutThePolicerRuns(t *testing.T) {
 	info := specP4Info()
 	info.Meters = nil
 	info.Counters = slices.DeleteFunc(info.Counters, func(c *p4configv1.Counter) bool { return c.GetPreamble().GetName() == "mbr_drops" })
+	info.Tables = slices.DeleteFunc(info.Tables, func(t *p4configv1.Table) bool { return t.GetPreamble().GetName() == "mbr_sessions" })
 	h := newHarness(t, func(*Config) {})
 	if err := h.p.CheckPipeline(info, nil); err != nil {
 		t.Fatalf("a P4Info without the policer: %v", err)
 	}
 	info.Meters = specP4Info().Meters[:1]
-	if err := h.p.CheckPipeline(info, nil); err == nil || !strings.Contains(err.Error(), "downlink_mbr") && !strings.Contains(err.Error(), "mbr_drops") {
-		t.Errorf("a P4Info with half the policer: %v, want a refusal naming what is missing", err)
+	if err := h.p.CheckPipeline(info, nil); err == nil || !strings.Contains(err.Error(), "mbr_sessions") {
+		t.Errorf("a P4Info with the meters but not mbr_sessions: %v, want a refusal naming it", err)
+	}
+	info = specP4Info()
+	info.Meters = info.Meters[:1]
+	if err := h.p.CheckPipeline(info, nil); err == nil || !strings.Contains(err.Error(), "downlink_mbr") {
+		t.Errorf("a P4Info with half the meters: %v, want a refusal naming downlink_mbr", err)
 	}
 }

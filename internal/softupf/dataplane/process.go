@@ -148,7 +148,7 @@ func (c *proc) ingress(pkt *Packet) {
 		in := pkt.off + f.InnerOff
 		if c.forward(pkt, in, in+int(inner.TotalLen), inner, ports) {
 			c.st.add(cUplinkUsage, tun.usage, c.inLen)
-			if c.police(mUplinkMBR, tun.usage) {
+			if c.police(mUplinkMBR, be32(inner.Src)) {
 				c.p.pool.Put(pkt)
 				return
 			}
@@ -338,7 +338,7 @@ func (c *proc) downlink(pkt *Packet, off, end int, ip wire.IPv4, ports wire.Port
 		return // dropped (no route): as on P4, whose ingress clones only a packet it does not drop
 	}
 	c.st.add(cDownlinkUsage, sess.usage, c.inLen)
-	if c.police(mDownlinkMBR, sess.usage) {
+	if c.police(mDownlinkMBR, fl.dst) {
 		c.p.pool.Put(pkt)
 		return
 	}
@@ -424,7 +424,7 @@ func (c *proc) downlinkGTPU(pkt *Packet, off, end int, fl *flow, tun dlTunnel) {
 	off = wire.TunnelIPv4(addr4(ep.n3), addr4(pr.addr)).Prepend(b, off)
 	if c.route(pkt, off, end, pr.addr) {
 		c.st.add(cDownlinkUsage, tun.usage, c.inLen)
-		if c.police(mDownlinkMBR, tun.usage) {
+		if c.police(mDownlinkMBR, fl.dst) {
 			c.p.pool.Put(pkt)
 			return
 		}

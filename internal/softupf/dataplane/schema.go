@@ -29,6 +29,7 @@ const (
 	tFilters
 	tRoutes
 	tTunnelQFIs
+	tMBRSessions // part of the MBR policer, which a program may lack (resolveSchema)
 	numTables
 )
 
@@ -57,6 +58,8 @@ const (
 	aDropNoRoute
 	aSetQFI
 	aNoQFI
+	aPolice   // mbr_sessions'
+	aNoPolice // likewise
 	numActions
 )
 
@@ -149,6 +152,8 @@ var tableSpecs = [numTables]tableSpec{
 		[]actionKind{aRoute, aDropNoRoute}},
 	tTunnelQFIs: {"tunnel_qfis", []fieldSpec{{"peer_addr", exact, 32}, {"teid", exact, 32}},
 		[]actionKind{aSetQFI, aNoQFI}},
+	tMBRSessions: {"mbr_sessions", []fieldSpec{{"ue_addr", exact, 32}},
+		[]actionKind{aPolice, aNoPolice}},
 }
 
 var actionSpecs = [numActions]actionSpec{
@@ -178,6 +183,8 @@ var actionSpecs = [numActions]actionSpec{
 	aDropNoRoute: {"drop_no_route", nil},
 	aSetQFI:      {"set_qfi", []paramSpec{{"qfi", 6}}},
 	aNoQFI:       {"no_qfi", nil},
+	aPolice:      {"police", []paramSpec{{"usage_idx", 32}}},
+	aNoPolice:    {"no_police", nil},
 }
 
 var registerSpecs = [numRegisters]paramSpec{
@@ -243,7 +250,15 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 		meters:    map[uint32]meterKind{},
 	}
 
+	// The MBR policer (mbr_sessions, its two actions, the two meters and mbr_drops) is all
+	// there or all absent: a program without it runs with nothing policed, and the operator
+	// refuses a session's MBR on it.
+	_, errMeter := ps.Meter(meterSpecs[mUplinkMBR])
+	policer := errMeter == nil
 	for k := range numActions {
+		if !policer && (k == aPolice || k == aNoPolice) {
+			continue
+		}
 		spec := actionSpecs[k]
 		a, err := ps.Action(spec.name)
 		if err != nil {
@@ -270,6 +285,9 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 	}
 
 	for k := range numTables {
+		if !policer && k == tMBRSessions {
+			continue
+		}
 		spec := tableSpecs[k]
 		t, err := ps.Table(spec.name)
 		if err != nil {
@@ -320,11 +338,6 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 		s.regSizes[k] = int(r.Size)
 	}
 
-	// The MBR policer (its two meters and mbr_drops) is all there or all absent: a program
-	// without it (the Tofino 2 build's P4Info, docs/tofino.md) runs with nothing policed, and
-	// the operator refuses a session's MBR on it.
-	_, errMeter := ps.Meter(meterSpecs[mUplinkMBR])
-	policer := errMeter == nil
 	for k := range numCounters {
 		name := counterSpecs[k]
 		if k == cMBRDrops && !policer {

@@ -197,7 +197,8 @@ type tables struct {
 	appDf      steering
 	overrides  exactTable[uint64, override] // session_addr<<16 | app_id
 	dlTunnels  exactTable[uint32, dlTunnel]
-	tunnelQFIs exactTable[uint64, uint8] // peer_addr<<32 | teid: the QoS flow of a GTP-U tunnel
+	tunnelQFIs exactTable[uint64, uint8]  // peer_addr<<32 | teid: the QoS flow of a GTP-U tunnel
+	mbr        exactTable[uint32, uint32] // mbr_sessions: UE address -> the MBR policer's cell
 	filters    []filterEntry
 	filterDeny bool // the default action is deny
 	routes     lpmTable
@@ -213,6 +214,7 @@ func newTables() *tables {
 		overrides:  exactTable[uint64, override]{},
 		dlTunnels:  exactTable[uint32, dlTunnel]{},
 		tunnelQFIs: exactTable[uint64, uint8]{},
+		mbr:        exactTable[uint32, uint32]{},
 	}
 	return t
 }
@@ -377,6 +379,8 @@ func (d *decodedAction) dlTunnel() dlTunnel {
 
 func (d *decodedAction) qfi() uint8 { return uint8(d.params[0]) }
 
+func (d *decodedAction) mbrCell() uint32 { return uint32(d.params[0]) }
+
 func (d *decodedAction) uplinkTunnel() uplinkTunnel {
 	return uplinkTunnel{access: contract.Access(d.params[0]), usage: uint32(d.params[1])}
 }
@@ -478,6 +482,8 @@ func (t *tables) write(s *schema, op p4v1.Update_Type, e *p4v1.TableEntry) error
 			return err
 		}
 		writeValue(&t.tunnelQFIs, key<<32|teid, del, act.kind == aSetQFI, act.qfi)
+	case tMBRSessions:
+		writeValue(&t.mbr, uint32(key), del, act.kind == aPolice, act.mbrCell)
 	}
 	return nil
 }
@@ -601,6 +607,8 @@ func (t *tables) setDefault(s *schema, tableID uint32, a *p4v1.Action) error {
 		t.dlTunnels.def, t.dlTunnels.defHit = act.dlTunnel(), hit
 	case tTunnelQFIs:
 		t.tunnelQFIs.def, t.tunnelQFIs.defHit = act.qfi(), hit
+	case tMBRSessions:
+		t.mbr.def, t.mbr.defHit = act.mbrCell(), hit
 	case tFilters:
 		t.filterDeny = act.kind == aDeny
 	case tRoutes:

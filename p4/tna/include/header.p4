@@ -81,6 +81,11 @@ struct egress_headers_t {
 
 struct tna_egress_metadata_t {
     bridged_md_t     bridged;
+    // The MBR policer's key, read by the parser ahead of Encap's headers (not extracted: the
+    // user packet goes out as it came): the user packet's source on the uplink, its
+    // destination on the downlink. has_user_ipv4 says the parser found one.
+    ipv4_addr_t      ue_addr;
+    bool             has_user_ipv4;
     local_metadata_t lmd;           // Encap's parameters, from bridged
     MirrorId_t       mirror_session;
     bit<8>           mirror_bmd_type;

@@ -161,6 +161,8 @@ parser JunctionTnaEgressParser(packet_in packet,
         eg_md.mirror_bmd_type = 0;
         eg_md.qid = 0;
         eg_md.user_idx = 0;
+        eg_md.ue_addr = 0;
+        eg_md.has_user_ipv4 = false;
         transition select(packet.lookahead<bit<8>>()) {
             BMD_BRIDGED: parse_bridged;
             BMD_MIRROR_REDUNDANT: parse_redundant;
@@ -171,10 +173,38 @@ parser JunctionTnaEgressParser(packet_in packet,
     }
 
     // Encap adds its headers after Ethernet. (A packet-in or an internal packet has
-    // no encapsulation: whatever its first 14 bytes are goes out as it came.)
+    // no encapsulation: whatever its first 14 bytes are goes out as it came.) The
+    // user packet's IPv4 address after it is the MBR policer's key (its source on the
+    // uplink, which ingress stripped of its transport; its destination on the
+    // downlink, which Encap has not wrapped yet), read ahead: nothing more is extracted.
     state parse_bridged {
         packet.extract(eg_md.bridged);
         packet.extract(hdr.frame.ethernet);
+        transition select(eg_md.bridged.drop, eg_md.bridged.reply, hdr.frame.ethernet.ether_type) {
+            (0, 0, ETHERTYPE_IPV4): user_ipv4;
+            default: accept;
+        }
+    }
+
+    // encap_kind in a state of its own: one select on it and the three fields above needs
+    // more than the parser's four 8-bit match registers.
+    state user_ipv4 {
+        transition select(eg_md.bridged.encap_kind) {
+            0: uplink_ue_addr;
+            default: downlink_ue_addr;
+        }
+    }
+
+    // The IPv4 source is bytes 12-15, the destination 16-19.
+    state uplink_ue_addr {
+        eg_md.ue_addr = packet.lookahead<bit<128>>()[31:0];
+        eg_md.has_user_ipv4 = true;
+        transition accept;
+    }
+
+    state downlink_ue_addr {
+        eg_md.ue_addr = packet.lookahead<bit<160>>()[31:0];
+        eg_md.has_user_ipv4 = true;
         transition accept;
     }
 

@@ -40,10 +40,8 @@ const bit<8> FIELD_LIST_REORDER   = 1;
 const bit<8> FIELD_LIST_REDUNDANT = 2;
 
 // The MBR policer (Verdict): execute_meter's colour that it drops (v1model.p4: GREEN 0,
-// YELLOW 1, RED 2), and the direction it polices, which is also its cell of mbr_drops.
+// YELLOW 1, RED 2).
 const bit<2> METER_RED    = 2;
-const bit<1> MBR_UPLINK   = 0;
-const bit<1> MBR_DOWNLINK = 1;
 
 // Where a table goes: a Tofino placement (tna/include/define.p4), nothing here.
 #define TNA_STAGE(n)

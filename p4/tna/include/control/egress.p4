@@ -2,6 +2,9 @@
 //
 // Packet's way:
 //   bridged, drop set          -> dropped (an ended reorder timer)
+//   bridged, user IPv4         -> the MBR policer (mbr_sessions by the UE address,
+//                                 uplink_mbr / downlink_mbr): red is dropped
+//                                 and counted in mbr_drops
 //   bridged                    -> Encap adds what ingress decided (bridged_md_t);
 //                                 held in reorder queue q and q now empty
 //                                 (deq_qdepth 0): an E2E mirror tells ingress the
@@ -19,6 +22,18 @@ control JunctionTnaEgressPipe(inout egress_headers_t hdr,
                               in egress_intrinsic_metadata_t eg_intr_md,
                               inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     Encap() encap;
+    MBRSessions() mbr_sessions;
+
+    // The MBR policer (../../../include/control/mbr.p4), here rather than in Verdict:
+    // the ingress has no stage left. A packet meets it as it leaves (each copy of a
+    // redundant one: docs/tofino.md); bytes are the frame's as egress received it
+    // (before Encap).
+    @name(".uplink_mbr") @id(0x14000001)
+    Meter<usage_idx_t>(MAX_USAGE_RECORDS, MeterType_t.BYTES) uplink_mbr;
+    @name(".downlink_mbr") @id(0x14000002)
+    Meter<usage_idx_t>(MAX_USAGE_RECORDS, MeterType_t.BYTES) downlink_mbr;
+    @name(".mbr_drops") @id(0x12000004)
+    Counter<bit<64>, bit<1>>(2, CounterType_t.PACKETS_AND_BYTES) mbr_drops;
 
     apply {
         if (eg_md.bridged.isValid()) {
@@ -34,6 +49,29 @@ control JunctionTnaEgressPipe(inout egress_headers_t hdr,
                 eg_md.lmd.peer_addr = eg_md.bridged.peer_addr;
                 eg_md.lmd.junction_dst = eg_md.bridged.junction_dst;
                 encap.apply(hdr.frame, eg_md.lmd, eg_md.bridged.user_len);
+                // A packet-in (to the CPU port) is no user packet, whatever its bytes say.
+                if (eg_md.has_user_ipv4 && eg_intr_md.egress_port != TNA_CPU_PORT) {
+                    bool uplink = eg_md.bridged.encap_kind == 0;  // no encapsulation
+                    bool policed;
+                    usage_idx_t mbr_cell;
+                    mbr_sessions.apply(eg_md.ue_addr, policed, mbr_cell);
+                    if (policed) {
+                        bit<8> colour;
+                        if (uplink) {
+                            colour = uplink_mbr.execute(mbr_cell);
+                        } else {
+                            colour = downlink_mbr.execute(mbr_cell);
+                        }
+                        if (colour == (bit<8>)MeterColor_t.RED) {
+                            eg_dprsr_md.drop_ctl = 1;
+                            if (uplink) {
+                                mbr_drops.count(MBR_UPLINK);
+                            } else {
+                                mbr_drops.count(MBR_DOWNLINK);
+                            }
+                        }
+                    }
+                }
                 if (eg_md.bridged.qid != 0 && eg_intr_md.deq_qdepth == 0) {
                     eg_dprsr_md.mirror_type = MIRROR_TYPE_QUEUE_FREE;
                     eg_md.mirror_session = REORDER_TIMER_SESSION;

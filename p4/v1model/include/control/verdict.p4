@@ -17,10 +17,12 @@
 // md.usage_idx. BMv2's counters add the packet's ingress length: the frame's
 // length as it arrived on the port.
 //
-// The same packet then meets the session's MBR policer (uplink_mbr, downlink_mbr at
-// md.usage_idx; a cell the controller never configured marks every packet green):
-// red is dropped and counted in mbr_drops, after usage counted it (as on TNA, whose
-// policer is in egress). BMv2's meters, too, count the frame as it arrived.
+// The same packet then meets its session's MBR policer: uplink_mbr or downlink_mbr at
+// the cell mbr_sessions gives its UE address (no entry: not policed; a cell the
+// controller never configured marks every packet green). Red is dropped and counted
+// in mbr_drops, after usage counted it (as on TNA, whose policer is in egress), and
+// a redundant packet that is red has no second copy. BMv2's meters, too, count the
+// frame as it arrived.
 
 #ifndef JUNCTION_V1MODEL_VERDICT_P4
 #define JUNCTION_V1MODEL_VERDICT_P4
@@ -45,6 +47,10 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
     @name(".mbr_drops") @id(0x12000004)
     counter<bit<1>>(2, CounterType.packets_and_bytes) mbr_drops;
 
+    MBRSessions() mbr_sessions;
+    bool policed = false;
+    usage_idx_t mbr_cell = 0;
+
     apply {
         if (md.consume && md.drop_reason == DROP_NONE) {
             md.drop_reason = DROP_CONSUMED;
@@ -58,18 +64,32 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
             }
             bit<2> colour = 0;
             if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL) {
-                if ((md.path == PATH_JUNCTION && md.junction_kind == JK_DATA) ||
-                        md.path == PATH_GTPU_UPLINK) {
-                    uplink_usage.count(md.usage_idx);
-                    uplink_mbr.execute_meter(md.usage_idx, colour);
-                    if (colour == METER_RED) {
-                        mbr_drops.count(MBR_UPLINK);
+                bool uplink = (md.path == PATH_JUNCTION && md.junction_kind == JK_DATA) ||
+                        md.path == PATH_GTPU_UPLINK;
+                bool downlink = md.path == PATH_DOWNLINK && (md.session_hit || md.downlink_tunnel_hit);
+                // One application of mbr_sessions (BMv2 takes a table applied once).
+                if (uplink || downlink) {
+                    ipv4_addr_t ue_addr = md.user_dst;
+                    if (uplink) {
+                        ue_addr = md.user_src;
                     }
-                } else if (md.path == PATH_DOWNLINK && (md.session_hit || md.downlink_tunnel_hit)) {
+                    mbr_sessions.apply(ue_addr, policed, mbr_cell);
+                }
+                if (uplink) {
+                    uplink_usage.count(md.usage_idx);
+                    if (policed) {
+                        uplink_mbr.execute_meter(mbr_cell, colour);
+                        if (colour == METER_RED) {
+                            mbr_drops.count(MBR_UPLINK);
+                        }
+                    }
+                } else if (downlink) {
                     downlink_usage.count(md.usage_idx);
-                    downlink_mbr.execute_meter(md.usage_idx, colour);
-                    if (colour == METER_RED) {
-                        mbr_drops.count(MBR_DOWNLINK);
+                    if (policed) {
+                        downlink_mbr.execute_meter(mbr_cell, colour);
+                        if (colour == METER_RED) {
+                            mbr_drops.count(MBR_DOWNLINK);
+                        }
                     }
                 }
             }
