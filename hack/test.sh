@@ -9,7 +9,7 @@
 #      suites, P4Info check, software UPF, chart, packet vectors on the software UPF and BMv2,
 #      the operator against BMv2, the UE agent testbed and its
 #      short scenarios in network namespaces when run as root; a scenario that misses its bound runs
-#      once more), ending with a summary line of both gotestsum runs.
+#      up to twice more), ending with a summary line of both gotestsum runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -78,15 +78,18 @@ if [[ $# -gt 0 ]]; then
   exec bin/gotestsum --format testname -- -p 1 -count=1 -timeout 30m ./... "$@"
 fi
 # The UE testbed's scenarios (TestScenario*) measure throughput and steering through links
-# emulated in user space, on two shared cores: CPU stolen by a neighbour shows as a missed bound.
-# A scenario that misses is run once more, on a fresh testbed, and fails if it misses again;
-# build/scenario-reruns.txt names what was rerun. Every other test runs once.
+# emulated in user space, on two shared cores: CPU stolen by the hypervisor shows as a missed
+# bound (in CI runs, 12-30% stolen for minutes at a time during the scenarios that failed, and
+# 0-2% during their passing reruns). Each scenario first waits for a quiet CPU
+# (testenv.WaitForQuietCPU) and logs what was stolen while it ran; one that misses runs again on a
+# fresh testbed, up to twice, and fails if it misses three times. build/scenario-reruns.txt names
+# what was rerun. Every other test runs once.
 mkdir -p build
 set +e
 bin/gotestsum --format testname -- -p 1 -count=1 -timeout 30m -skip '^TestScenario' ./... | tee build/go-test.log
 rest=${PIPESTATUS[0]}
 echo "== go test: the UE testbed's scenarios"
-bin/gotestsum --format testname --packages ./test/ueagent --rerun-fails=1 --rerun-fails-max-failures=3 \
+bin/gotestsum --format testname --packages ./test/ueagent --rerun-fails=2 --rerun-fails-max-failures=3 \
   --rerun-fails-report build/scenario-reruns.txt -- -count=1 -timeout 30m -run '^TestScenario' | tee build/scenarios.log
 scenarios=${PIPESTATUS[0]}
 set -e

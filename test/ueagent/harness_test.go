@@ -288,6 +288,11 @@ func newTestbed(t testing.TB, nUEs int) *testbed {
 // newEmulatedTestbed is newTestbed with the UEs' links emulated by em (nil: plain veths).
 func newEmulatedTestbed(t testing.TB, nUEs int, em *topology.Emulation) *testbed {
 	t.Helper()
+	if em != nil {
+		// The emulated links measure the CPUs they get (testenv.WaitForQuietCPU).
+		testenv.WaitForQuietCPU(t, 2*time.Minute)
+		testenv.LogStolenCPU(t)
+	}
 	topo, err := topology.New(topology.Config{Emulation: em})
 	must(t, err)
 	t.Cleanup(topo.Close)
