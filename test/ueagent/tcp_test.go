@@ -50,6 +50,7 @@ type iperfResult struct {
 // client with args (e.g. -n 20M, -t 5, -R), and returns the client's report.
 func iperf(t testing.TB, server, client *netns.Namespace, addr string, args ...string) iperfResult {
 	t.Helper()
+	defer logStolen(t, "iperf3 to "+addr, args)()
 	res, err := runIperf(server, client, addr, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -57,9 +58,21 @@ func iperf(t testing.TB, server, client *netns.Namespace, addr string, args ...s
 	return res
 }
 
+// logStolen returns what logs the share of the CPU time the hypervisor stole since it was
+// called: next to a rate, what a missed bound needs to be read (testenv.WaitForQuietCPU).
+func logStolen(t testing.TB, what string, args []string) func() {
+	before, err := testenv.ReadCPUTimes()
+	return func() {
+		if after, err2 := testenv.ReadCPUTimes(); err == nil && err2 == nil {
+			t.Logf("%s %s: %.0f%% of the CPU time stolen by the hypervisor", what, strings.Join(args, " "), 100*after.StealSince(before))
+		}
+	}
+}
+
 // iperfMPTCP is iperf with both ends on Linux MPTCP sockets (mptcpize).
 func iperfMPTCP(t testing.TB, server, client *netns.Namespace, addr string, args ...string) iperfResult {
 	t.Helper()
+	defer logStolen(t, "iperf3 over MPTCP to "+addr, args)()
 	res, err := runIperfWith([]string{"mptcpize", "run"}, server, client, addr, args...)
 	if err != nil {
 		t.Fatal(err)
