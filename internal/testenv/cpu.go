@@ -60,10 +60,7 @@ func (c CPUTimes) StealSince(before CPUTimes) float64 {
 // host: steal shows only while a CPU wants to run, and a busy loop on every CPU read 0-1.5% in
 // the same minutes that these wake-ups read 5-13% and a scenario 14-33%.
 func StolenAtWakeUps(d time.Duration) (float64, error) {
-	before, err := ReadCPUTimes()
-	if err != nil {
-		return 0, err
-	}
+	stolen := StealMeter()
 	done := make(chan struct{})
 	for range runtime.NumCPU() {
 		go func() {
@@ -76,11 +73,7 @@ func StolenAtWakeUps(d time.Duration) (float64, error) {
 	for range runtime.NumCPU() {
 		<-done
 	}
-	after, err := ReadCPUTimes()
-	if err != nil {
-		return 0, err
-	}
-	return after.StealSince(before), nil
+	return stolen()
 }
 
 // Stolen CPU: a test that measures rates or delays through links emulated in user space
@@ -121,16 +114,25 @@ func WaitForQuietCPU(t testing.TB, limit time.Duration) {
 	}
 }
 
+// StealMeter starts measuring stolen CPU time; what it returns gives the share stolen since,
+// or an error if /proc/stat could not be read.
+func StealMeter() func() (float64, error) {
+	before, err := ReadCPUTimes()
+	return func() (float64, error) {
+		if err != nil {
+			return 0, err
+		}
+		after, err := ReadCPUTimes()
+		return after.StealSince(before), err
+	}
+}
+
 // LogStolenCPU logs, when t ends, the share of the CPU time stolen while it ran.
 func LogStolenCPU(t testing.TB) {
-	before, err := ReadCPUTimes()
-	if err != nil {
-		t.Logf("stolen CPU not measured: %v", err)
-		return
-	}
+	stolen := StealMeter()
 	t.Cleanup(func() {
-		if after, err := ReadCPUTimes(); err == nil {
-			t.Logf("CPU time stolen by the hypervisor while the test ran: %.1f%%", 100*after.StealSince(before))
+		if s, err := stolen(); err == nil {
+			t.Logf("CPU time stolen by the hypervisor while the test ran: %.1f%%", 100*s)
 		}
 	})
 }

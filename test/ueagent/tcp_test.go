@@ -61,10 +61,10 @@ func iperf(t testing.TB, server, client *netns.Namespace, addr string, args ...s
 // logStolen returns what logs the share of the CPU time the hypervisor stole since it was
 // called: next to a rate, what a missed bound needs to be read (testenv.WaitForQuietCPU).
 func logStolen(t testing.TB, what string, args []string) func() {
-	before, err := testenv.ReadCPUTimes()
+	stolen := testenv.StealMeter()
 	return func() {
-		if after, err2 := testenv.ReadCPUTimes(); err == nil && err2 == nil {
-			t.Logf("%s %s: %.0f%% of the CPU time stolen by the hypervisor", what, strings.Join(args, " "), 100*after.StealSince(before))
+		if s, err := stolen(); err == nil {
+			t.Logf("%s %s: %.0f%% of the CPU time stolen by the hypervisor", what, strings.Join(args, " "), 100*s)
 		}
 	}
 }
