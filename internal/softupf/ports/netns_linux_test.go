@@ -266,13 +266,12 @@ func testPortsForwardBetweenVeths(t *testing.T, kind Kind) {
 	}
 	// A port counts a batch once its send returns, which can be after the peer read it (a CI run
 	// under the race detector read 150 of 200 sent): the counters must get there, not be there.
-	st := upf.Stats()
-	for deadline := time.Now().Add(5 * time.Second); (st[0].RxPackets < n || st[1].TxPackets < n) && time.Now().Before(deadline); st = upf.Stats() {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if st[0].RxPackets < n || st[1].TxPackets < n {
-		t.Errorf("UPF port stats %+v: want at least %d received on 1 and sent on 2", st, n)
-	}
+	testenv.Eventually(t, 5*time.Second, "the UPF's port counters", func() error {
+		if st := upf.Stats(); st[0].RxPackets < n || st[1].TxPackets < n {
+			return fmt.Errorf("UPF port stats %+v: want at least %d received on 1 and sent on 2", st, n)
+		}
+		return nil
+	})
 	// Every buffer is back in its pool (readers hold one batch each while running).
 	if free := upfPool.Free(); free < upfPool.Size()-2*BatchSize {
 		t.Errorf("UPF pool has %d of %d buffers free", free, upfPool.Size())
