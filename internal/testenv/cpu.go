@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -86,12 +87,42 @@ const (
 	quietPause = 3 * time.Second
 )
 
-// WaitForQuietCPU waits, at most limit, until a probe of StolenAtWakeUps shows the hypervisor
-// leaving this machine its CPUs, and logs how long it waited and what it saw. After limit the
-// test goes on (and says so): a bound it misses is still a failure.
+// StolenLimit is the share of the CPU time the hypervisor may steal during a measurement of
+// rates or delays for it to be a measurement of the code: above it, MeasureQuietly measures
+// again and Judged declines to judge a bound on it. In passing CI runs the scenarios' downloads
+// lost 0-11%; those that missed their bounds, 16-38% (and Linux MPTCP, beside them, did not).
+const StolenLimit = 0.10
+
+// NotJudged starts the log line of a bound that was not judged because the CPU was stolen while
+// it was measured; hack/test.sh counts these lines in its summary.
+const NotJudged = "BOUND NOT JUDGED"
+
+// quietBudget is the most one test process spends waiting for a quiet CPU and measuring again:
+// past it, tests measure once, with the CPUs they get. It bounds what a machine robbed for the
+// whole run adds to CI (the scenarios' stage takes about 15 minutes).
+var quietBudget = budget{left: 8 * time.Minute}
+
+type budget struct {
+	mu   sync.Mutex
+	left time.Duration
+}
+
+// spend takes d from the budget and reports what is left.
+func (b *budget) spend(d time.Duration) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.left = max(b.left-d, 0)
+	return b.left
+}
+
+// WaitForQuietCPU waits, at most limit (and at most what is left of the process's budget),
+// until a probe of StolenAtWakeUps shows the hypervisor leaving this machine its CPUs, and logs
+// how long it waited and what it saw. After that the test goes on (and says so).
 func WaitForQuietCPU(t testing.TB, limit time.Duration) {
 	t.Helper()
+	limit = min(limit, quietBudget.spend(0))
 	start := time.Now()
+	defer func() { quietBudget.spend(time.Since(start)) }()
 	var seen []string
 	for {
 		s, err := StolenAtWakeUps(quietProbe)
@@ -107,11 +138,61 @@ func WaitForQuietCPU(t testing.TB, limit time.Duration) {
 			return
 		}
 		if time.Since(start) >= limit {
-			t.Logf("the hypervisor kept taking CPU for %s (stolen at wake-ups: %s); the test runs anyway", limit, strings.Join(seen, " "))
+			t.Logf("the hypervisor kept taking CPU for %s (stolen at wake-ups: %s); the test runs anyway", time.Since(start).Round(time.Second), strings.Join(seen, " "))
 			return
 		}
 		time.Sleep(quietPause)
 	}
+}
+
+// measureTries is how many times MeasureQuietly measures, at most.
+const measureTries = 3
+
+// MeasureQuietly runs measure, which takes one measurement (a download, say), and returns the
+// share of the CPU time stolen while it ran. If that is above StolenLimit, it waits for a quiet
+// CPU (at most a minute) and runs measure again, up to measureTries times in all and while the
+// process's budget lasts; measure must start afresh each time. What it returns is the last
+// run's share, for Judged.
+func MeasureQuietly(t testing.TB, what string, measure func()) float64 {
+	t.Helper()
+	return measureQuietly(t, what, measure, StealMeter, func() { t.Helper(); WaitForQuietCPU(t, time.Minute) }, &quietBudget)
+}
+
+func measureQuietly(t testing.TB, what string, measure func(), meter func() func() (float64, error), wait func(), b *budget) float64 {
+	t.Helper()
+	for try := 1; ; try++ {
+		stolen, start := meter(), time.Now()
+		measure()
+		s, err := stolen()
+		if err != nil {
+			t.Logf("%s: stolen CPU not measured: %v", what, err)
+			return 0
+		}
+		if try > 1 {
+			b.spend(time.Since(start)) // a measurement taken again is the budget's
+		}
+		if s <= StolenLimit || try == measureTries || b.spend(0) == 0 {
+			return s
+		}
+		t.Logf("%s: %.0f%% of the CPU time stolen by the hypervisor, more than the %.0f%% a measurement may lose: measuring again (%d of %d)",
+			what, 100*s, 100*StolenLimit, try+1, measureTries)
+		wait()
+	}
+}
+
+// Judged reports whether a bound on measurements that lost these shares of the CPU time
+// (MeasureQuietly) can be judged: whether none lost more than StolenLimit. If not, it logs
+// that the bound was not judged and why, as a line that starts with NotJudged; a bound that is
+// judged and missed still fails the test.
+func Judged(t testing.TB, bound string, stolen ...float64) bool {
+	t.Helper()
+	for _, s := range stolen {
+		if s > StolenLimit {
+			t.Logf("%s: %s: measured with %.0f%% of the CPU time stolen by the hypervisor (limit %.0f%%)", NotJudged, bound, 100*s, 100*StolenLimit)
+			return false
+		}
+	}
+	return true
 }
 
 // StealMeter starts measuring stolen CPU time; what it returns gives the share stolen since,

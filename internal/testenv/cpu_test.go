@@ -3,6 +3,7 @@ package testenv
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // The fields of proc(5)'s /proc/stat "cpu" line, in USER_HZ: user nice system idle iowait irq
@@ -40,5 +41,58 @@ func TestReadCPUTimesReadsThisMachine(t *testing.T) {
 	}
 	if c.total == 0 || c.steal > c.total {
 		t.Errorf("CPU times %+v: want some time, steal within it", c)
+	}
+}
+
+// stealSequence is a meter whose measurements lose the shares given, in turn.
+func stealSequence(shares ...float64) func() func() (float64, error) {
+	i := 0
+	return func() func() (float64, error) {
+		s := shares[i]
+		i++
+		return func() (float64, error) { return s, nil }
+	}
+}
+
+func TestMeasureQuietlyMeasuresAgainWhileStolen(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		shares   []float64
+		budget   time.Duration
+		runs     int
+		returned float64
+	}{
+		{"quiet at once", []float64{0.02}, time.Minute, 1, 0.02},
+		{"at the limit counts as quiet", []float64{StolenLimit}, time.Minute, 1, StolenLimit},
+		{"quiet on the third", []float64{0.30, 0.20, 0.05}, time.Minute, 3, 0.05},
+		{"stolen every time: three runs", []float64{0.30, 0.25, 0.35, 0.01}, time.Minute, 3, 0.35},
+		{"no budget left: one run", []float64{0.30, 0.01}, 0, 1, 0.30},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runs, waits := 0, 0
+			b := &budget{left: c.budget}
+			got := measureQuietly(t, "download", func() { runs++ }, stealSequence(c.shares...), func() { waits++ }, b)
+			if got != c.returned || runs != c.runs || waits != c.runs-1 {
+				t.Errorf("returned %v after %d runs and %d waits, want %v after %d runs and %d waits", got, runs, waits, c.returned, c.runs, c.runs-1)
+			}
+		})
+	}
+}
+
+func TestMeasureQuietlySpendsTheBudgetOnRepeats(t *testing.T) {
+	b := &budget{left: time.Hour}
+	measureQuietly(t, "download", func() { time.Sleep(20 * time.Millisecond) }, stealSequence(0.5, 0.5, 0.5), func() {}, b)
+	// Two repeats of at least 20 ms each; the first run is not the budget's.
+	if spent := time.Hour - b.spend(0); spent < 40*time.Millisecond || spent >= time.Hour/2 {
+		t.Errorf("budget spent %v, want the two repeats' 40 ms or a little more", spent)
+	}
+}
+
+func TestJudgedDeclinesBoundsOnStolenMeasurements(t *testing.T) {
+	if !Judged(t, "quiet", 0, 0.05, StolenLimit) {
+		t.Error("measurements within the limit: not judged, want judged")
+	}
+	if Judged(t, "one stolen", 0.02, 0.11) {
+		t.Error("a measurement that lost 11%: judged, want not judged")
 	}
 }

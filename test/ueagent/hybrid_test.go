@@ -24,6 +24,7 @@ import (
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/linkem"
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/test/topology"
 )
 
@@ -63,11 +64,14 @@ func TestScenarioHybridAccess(t *testing.T) {
 	tb.legState("rg", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
 
 	got, retrans := map[string]float64{}, map[string]int{}
+	var stolen []float64 // the share of the CPU time the hypervisor took from each download
 	for _, m := range modes {
 		setSteering(t, pol, m.mode)
-		r := iperf(t, u.NS, tb.DN, sessionAddr, "-t", secs)
-		got[m.name], retrans[m.name] = r.End.SumReceived.BitsPerSecond/1e6, r.End.SumSent.Retransmits
-		t.Logf("%s: %.1f Mbit/s, %d retransmissions", m.name, got[m.name], retrans[m.name])
+		stolen = append(stolen, testenv.MeasureQuietly(t, m.name, func() {
+			r := iperf(t, u.NS, tb.DN, sessionAddr, "-t", secs)
+			got[m.name], retrans[m.name] = r.End.SumReceived.BitsPerSecond/1e6, r.End.SumSent.Retransmits
+			t.Logf("%s: %.1f Mbit/s, %d retransmissions", m.name, got[m.name], retrans[m.name])
+		}))
 	}
 	mp := newMPTCP(t, em, false)
 	r := iperfMPTCP(t, mp.Server, mp.Client, mp.ServerAddr.String(), "-t", secs, "-R")
@@ -100,9 +104,12 @@ func TestScenarioHybridAccess(t *testing.T) {
 	// modes more than the faster link alone (autonomous balancing starts from the rates the links
 	// carried alone: 128.5 Mbit/s in a 4 s run where 5G alone carried 88.6; before, with the UPF
 	// stepping the share a probe at a time, less than 5G alone; docs/results.md).
+	// They are judged on downloads the hypervisor left the CPU (testenv.Judged).
 	if got[hybridLine] < 0.6*line.Rate/1e6 || got[hybrid5G] < 0.6*ran.Rate/1e6 ||
 		got[hybridBalance] < 1.1*got[hybrid5G] || got[hybridAutonomous] < 1.1*got[hybrid5G] {
-		t.Errorf("hybrid access downloads: %v", got)
+		if msg := fmt.Sprintf("hybrid access downloads: %v", got); testenv.Judged(t, msg, stolen...) {
+			t.Error(msg)
+		}
 	}
 }
 

@@ -55,6 +55,9 @@ type unequalRun struct {
 	// drops are the frames the links' downlink queues dropped during the download (WiFi, 5G):
 	// congestion, which no reordering hides.
 	drops [2]uint64
+	// stolen is the share of the CPU time the hypervisor took during the download
+	// (testenv.MeasureQuietly).
+	stolen float64
 }
 
 // The unequal-links runs, per pair.
@@ -112,22 +115,31 @@ func TestScenarioUnequalLinks(t *testing.T) {
 			{ulAutonomous, junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance, LoadBalance: &junctionv1.LoadBalance{Autonomous: true}}},
 		} {
 			setSteering(t, pol, m.mode)
-			stop := watchSuspended(t, tb.ns, "s1")
-			before, dropsBefore := reorder(), queueDrops(em.Cell[1], u.RadioShapers[1])
-			res := iperf(t, u.NS, tb.DN, sessionAddr, "-t", secs)
-			after, dropsAfter := reorder(), queueDrops(em.Cell[1], u.RadioShapers[1])
-			run := unequalRun{pair: pair, name: m.name, mbps: res.End.SumReceived.BitsPerSecond / 1e6, retrans: res.End.SumSent.Retransmits, suspended: stop(),
-				late: after[0] - before[0], timedOut: after[1] - before[1], lost: after[2] - before[2], overflow: after[3] - before[3],
-				drops: [2]uint64{dropsAfter[0] - dropsBefore[0], dropsAfter[1] - dropsBefore[1]}}
+			var run unequalRun
+			stolen := testenv.MeasureQuietly(t, m.name, func() {
+				stop := watchSuspended(t, tb.ns, "s1")
+				before, dropsBefore := reorder(), queueDrops(em.Cell[1], u.RadioShapers[1])
+				res := iperf(t, u.NS, tb.DN, sessionAddr, "-t", secs)
+				after, dropsAfter := reorder(), queueDrops(em.Cell[1], u.RadioShapers[1])
+				run = unequalRun{pair: pair, name: m.name, mbps: res.End.SumReceived.BitsPerSecond / 1e6, retrans: res.End.SumSent.Retransmits, suspended: stop(),
+					late: after[0] - before[0], timedOut: after[1] - before[1], lost: after[2] - before[2], overflow: after[3] - before[3],
+					drops: [2]uint64{dropsAfter[0] - dropsBefore[0], dropsAfter[1] - dropsBefore[1]}}
+			})
+			run.stolen = stolen
 			runs = append(runs, run)
 			t.Logf("%v, %s: %.1f Mbit/s, %d retransmissions, suspended %v; reorder: %.0f late, %.0f timed out, %.0f lost, %.0f overflow; queue drops WiFi %d, 5G %d",
 				pair, m.name, run.mbps, run.retrans, run.suspended, run.late, run.timedOut, run.lost, run.overflow, run.drops[0], run.drops[1])
 		}
-		dropsBefore := queueDrops(mp.WiFiShapers[1], mp.RadioShapers[1])
-		res := iperfMPTCP(t, mp.Server, mp.Client, mp.ServerAddr.String(), "-t", secs, "-R")
-		dropsAfter := queueDrops(mp.WiFiShapers[1], mp.RadioShapers[1])
-		runs = append(runs, unequalRun{pair: pair, name: ulMPTCP, mbps: res.End.SumReceived.BitsPerSecond / 1e6, retrans: res.End.SumSent.Retransmits,
-			drops: [2]uint64{dropsAfter[0] - dropsBefore[0], dropsAfter[1] - dropsBefore[1]}})
+		var run unequalRun
+		stolen := testenv.MeasureQuietly(t, ulMPTCP, func() {
+			dropsBefore := queueDrops(mp.WiFiShapers[1], mp.RadioShapers[1])
+			res := iperfMPTCP(t, mp.Server, mp.Client, mp.ServerAddr.String(), "-t", secs, "-R")
+			dropsAfter := queueDrops(mp.WiFiShapers[1], mp.RadioShapers[1])
+			run = unequalRun{pair: pair, name: ulMPTCP, mbps: res.End.SumReceived.BitsPerSecond / 1e6, retrans: res.End.SumSent.Retransmits,
+				drops: [2]uint64{dropsAfter[0] - dropsBefore[0], dropsAfter[1] - dropsBefore[1]}}
+		})
+		run.stolen = stolen
+		runs = append(runs, run)
 		t.Logf("%v, MPTCP: %.1f Mbit/s, %d retransmissions", pair, runs[len(runs)-1].mbps, runs[len(runs)-1].retrans)
 	}
 
@@ -146,7 +158,8 @@ func TestScenarioUnequalLinks(t *testing.T) {
 	// balance 250-390 a second at 1.02-1.17 times WiFi alone, autonomous 50-700 at 1.06-1.17;
 	// after: 5-32 and 20-330; with the UE's balancer of queued bytes, autonomous 2-3 a second
 	// at 1.18 times WiFi alone, docs/results.md); no suspension in load balance or
-	// active-standby.
+	// active-standby. A bound on rates is judged on downloads the hypervisor left the CPU
+	// (testenv.Judged).
 	d, _ := strconv.ParseFloat(secs, 64)
 	for _, pair := range pairs {
 		get := func(name string) unequalRun {
@@ -160,7 +173,9 @@ func TestScenarioUnequalLinks(t *testing.T) {
 		}
 		wifiAlone := get(ulWiFi)
 		if wifiAlone.mbps < 0.7*pair.wifi/1e6 || get(ulRAN).mbps < 0.6*pair.ran/1e6 {
-			t.Errorf("%v: a link alone carries %.1f (WiFi) and %.1f (5G) Mbit/s", pair, wifiAlone.mbps, get(ulRAN).mbps)
+			if msg := fmt.Sprintf("%v: a link alone carries %.1f (WiFi) and %.1f (5G) Mbit/s", pair, wifiAlone.mbps, get(ulRAN).mbps); testenv.Judged(t, msg, wifiAlone.stolen, get(ulRAN).stolen) {
+				t.Error(msg)
+			}
 		}
 		for _, b := range []struct {
 			name          string
@@ -168,7 +183,9 @@ func TestScenarioUnequalLinks(t *testing.T) {
 		}{{ulBalance, 50}, {ulAutonomous, 50}} {
 			r := get(b.name)
 			if r.mbps < 1.1*wifiAlone.mbps || float64(r.retrans) > b.retransPerSec*d {
-				t.Errorf("%v, %s: %.1f Mbit/s (WiFi alone %.1f), %d retransmissions in %s s", pair, b.name, r.mbps, wifiAlone.mbps, r.retrans, secs)
+				if msg := fmt.Sprintf("%v, %s: %.1f Mbit/s (WiFi alone %.1f), %d retransmissions in %s s", pair, b.name, r.mbps, wifiAlone.mbps, r.retrans, secs); testenv.Judged(t, msg, r.stolen, wifiAlone.stolen) {
+					t.Error(msg)
+				}
 			}
 			// Both modes sequence the whole downlink at the UPF, before the links' queues: a
 			// frame a queue dropped is a gap the agent's reorder buffer gives up on (lost,
@@ -307,6 +324,7 @@ type cellResult struct {
 	switchesPerMin []float64 // per UE, from the steady part of the run
 	suspended      []bool    // the UE's session said pathUpdatesSuspended at some sample
 	capacity       float64   // Mbit/s the UEs' links offer together: the cell and every 5G
+	stolen         float64   // the share of the CPU time the hypervisor took (testenv.MeasureQuietly)
 }
 
 func (c cellResult) total() float64 {
@@ -355,17 +373,22 @@ func TestScenarioCell(t *testing.T) {
 	// Bounds that catch a regression: the issue measured 41-44% of the capacity with three
 	// UEs; a run on a shared machine must carry at least 35% of it with three, 25% with eight,
 	// and fairly. In the full runs, no user switches more than 12 times a minute (before the
-	// refreshes were damped: up to 16.4; docs/results.md).
+	// refreshes were damped: up to 16.4; docs/results.md). Judged on downloads the hypervisor
+	// left the CPU (testenv.Judged).
 	for _, r := range results {
 		floor := 0.35
 		if r.ues > 3 {
 			floor = 0.25
 		}
 		if r.total() < floor*r.capacity || jain(r.mbps) < 0.8 {
-			t.Errorf("%d UEs: total %.1f of %.0f Mbit/s, Jain %.3f (%v)", r.ues, r.total(), r.capacity, jain(r.mbps), r.mbps)
+			if msg := fmt.Sprintf("%d UEs: total %.1f of %.0f Mbit/s, Jain %.3f (%v)", r.ues, r.total(), r.capacity, jain(r.mbps), r.mbps); testenv.Judged(t, msg, r.stolen) {
+				t.Error(msg)
+			}
 		}
 		if fullScenario && slices.Max(r.switchesPerMin) > 12 {
-			t.Errorf("%d UEs: switches per minute %v", r.ues, r.switchesPerMin)
+			if msg := fmt.Sprintf("%d UEs: switches per minute %v", r.ues, r.switchesPerMin); testenv.Judged(t, msg, r.stolen) {
+				t.Error(msg)
+			}
 		}
 	}
 }
@@ -405,61 +428,67 @@ func runCell(t *testing.T, n int, d time.Duration) cellResult {
 		users[i] = userIndex(t, s)
 	}
 
-	res := cellResult{ues: n, mbps: make([]float64, n), retrans: make([]int, n), switchesPerMin: make([]float64, n),
-		suspended: make([]bool, n), capacity: (cellRate + float64(n)*ranRate) / 1e6}
-	errs := make(chan error, n)
-	for i, u := range tb.ues {
-		go func() {
-			r, err := runIperf(u.NS, tb.DN, addrs[i], "-t", fmt.Sprint(int(d.Seconds())))
-			res.mbps[i], res.retrans[i] = r.End.SumReceived.BitsPerSecond/1e6, r.End.SumSent.Retransmits
-			errs <- err
-		}()
-	}
-	// Sample what smallest delay steers by, the UPF's path state, every 250 ms; count the
-	// changes of the smaller RTT's access from the steady part on (after the first quarter).
+	// The downloads sample what smallest delay steers by, the UPF's path state, every 250 ms,
+	// and count the changes of the smaller RTT's access from the steady part on (after the
+	// first quarter).
 	type sample struct {
 		at     time.Duration
 		access []int // per UE: 1 3GPP, 2 non-3GPP
 		rx     []map[string]uint64
 	}
+	var res cellResult
 	var samples []sample
-	start := time.Now()
-	for time.Since(start) < d {
-		s := sample{at: time.Since(start), access: make([]int, n), rx: make([]map[string]uint64, n)}
+	stolen := testenv.MeasureQuietly(t, fmt.Sprintf("%d UEs' downloads", n), func() {
+		res = cellResult{ues: n, mbps: make([]float64, n), retrans: make([]int, n), switchesPerMin: make([]float64, n),
+			suspended: make([]bool, n), capacity: (cellRate + float64(n)*ranRate) / 1e6}
+		errs := make(chan error, n)
 		for i, u := range tb.ues {
-			r3, _ := tb.register("rtt_3gpp", users[i])
-			rn, _ := tb.register("rtt_non3gpp", users[i])
-			s.access[i] = 1
-			if rn != 0 && (r3 == 0 || rn < r3) {
-				s.access[i] = 2
+			go func() {
+				r, err := runIperf(u.NS, tb.DN, addrs[i], "-t", fmt.Sprint(int(d.Seconds())))
+				res.mbps[i], res.retrans[i] = r.End.SumReceived.BitsPerSecond/1e6, r.End.SumSent.Retransmits
+				errs <- err
+			}()
+		}
+		samples = nil
+		start := time.Now()
+		for time.Since(start) < d {
+			s := sample{at: time.Since(start), access: make([]int, n), rx: make([]map[string]uint64, n)}
+			for i, u := range tb.ues {
+				r3, _ := tb.register("rtt_3gpp", users[i])
+				rn, _ := tb.register("rtt_non3gpp", users[i])
+				s.access[i] = 1
+				if rn != 0 && (r3 == 0 || rn < r3) {
+					s.access[i] = 2
+				}
+				s.rx[i] = rxBytesAll(t, u.NS)
+				if st, err := getSession(fmt.Sprintf("s%d", i+1), tb.ns); err == nil && st.Status.PathUpdatesSuspended {
+					res.suspended[i] = true
+				}
 			}
-			s.rx[i] = rxBytesAll(t, u.NS)
-			if st, err := getSession(fmt.Sprintf("s%d", i+1), tb.ns); err == nil && st.Status.PathUpdatesSuspended {
-				res.suspended[i] = true
+			samples = append(samples, s)
+			time.Sleep(250 * time.Millisecond)
+		}
+		for range tb.ues {
+			if err := <-errs; err != nil {
+				t.Fatalf("a download: %v", err)
 			}
 		}
-		samples = append(samples, s)
-		time.Sleep(250 * time.Millisecond)
-	}
-	for range tb.ues {
-		if err := <-errs; err != nil {
-			t.Fatalf("a download: %v", err)
-		}
-	}
-	steady := d / 4
-	for i := range tb.ues {
-		changes, prev := 0, 0
-		for _, s := range samples {
-			if s.at < steady {
-				continue
+		steady := d / 4
+		for i := range tb.ues {
+			changes, prev := 0, 0
+			for _, s := range samples {
+				if s.at < steady {
+					continue
+				}
+				if prev != 0 && s.access[i] != prev {
+					changes++
+				}
+				prev = s.access[i]
 			}
-			if prev != 0 && s.access[i] != prev {
-				changes++
-			}
-			prev = s.access[i]
+			res.switchesPerMin[i] = float64(changes) / (samples[len(samples)-1].at - steady).Minutes()
 		}
-		res.switchesPerMin[i] = float64(changes) / (samples[len(samples)-1].at - steady).Minutes()
-	}
+	})
+	res.stolen = stolen
 	if fullScenario {
 		writeCellPlot(t, n, func(yield func(at time.Duration, wifi, ran []float64)) {
 			for k := 1; k < len(samples); k++ {

@@ -39,6 +39,7 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/linkem"
 	"github.com/junction-atsss/junction/internal/pathmon"
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/ueagent/steer"
 	"github.com/junction-atsss/junction/test/netns"
 	"github.com/junction-atsss/junction/test/topology"
@@ -460,7 +461,8 @@ func TestScenarioAggregation(t *testing.T) {
 	tb.waitReady("s1")
 	tb.legState("s1", junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
-	got := map[string]float64{}
+	// got is each run's Mbit/s; stolen, the share of the CPU time the hypervisor took from it.
+	got, stolen := map[string]float64{}, map[string]float64{}
 	// onLinks is the bytes each download put on the two links' downlinks (frames, headers and
 	// retransmissions included): what the goodput is measured against, apart from idle time.
 	onLinks := map[string]uint64{}
@@ -471,9 +473,8 @@ func TestScenarioAggregation(t *testing.T) {
 		}
 		return b
 	}
-	// measure runs a TCP download (or, with up, an upload) under mode.
-	measure := func(name string, mode junctionv1.SteeringMode, up bool) {
-		setSteering(t, pol, mode)
+	// measureOnce runs a TCP download (or, with up, an upload).
+	measureOnce := func(name string, up bool) {
 		var r iperfResult
 		dir := 1 // the shapers' index of the direction the data goes: 0 up, 1 down
 		if up {
@@ -495,6 +496,12 @@ func TestScenarioAggregation(t *testing.T) {
 			name, got[name], r.End.SumSent.Retransmits, dropsAfter[0]-dropsBefore[0], dropsAfter[1]-dropsBefore[1],
 			after[0]-reorderBefore[0], after[1]-reorderBefore[1], after[2]-reorderBefore[2], after[3]-reorderBefore[3])
 	}
+	// measure runs measureOnce under mode, again while the CPU was stolen
+	// (testenv.MeasureQuietly).
+	measure := func(name string, mode junctionv1.SteeringMode, up bool) {
+		setSteering(t, pol, mode)
+		stolen[name] = testenv.MeasureQuietly(t, name, func() { measureOnce(name, up) })
+	}
 	for _, m := range modes {
 		measure(m.name, m.mode, false)
 	}
@@ -513,11 +520,13 @@ func TestScenarioAggregation(t *testing.T) {
 	measure(unequalUpWiFi, activeStandby(junctionv1.AccessNon3GPP), true)
 	// The baseline: Linux MPTCP over links emulated alike, a subflow on each.
 	mp := newMPTCP(t, em, false)
-	before := downlinks(mp.RadioShapers[1], mp.WiFiShapers[1])
-	r := iperfMPTCP(t, mp.Server, mp.Client, mp.ServerAddr.String(), "-t", secs, "-R")
-	got["MPTCP"] = r.End.SumReceived.BitsPerSecond / 1e6
-	onLinks["MPTCP"] = downlinks(mp.RadioShapers[1], mp.WiFiShapers[1]) - before
-	t.Logf("MPTCP: %.1f Mbit/s", got["MPTCP"])
+	stolen["MPTCP"] = testenv.MeasureQuietly(t, "MPTCP", func() {
+		before := downlinks(mp.RadioShapers[1], mp.WiFiShapers[1])
+		r := iperfMPTCP(t, mp.Server, mp.Client, mp.ServerAddr.String(), "-t", secs, "-R")
+		got["MPTCP"] = r.End.SumReceived.BitsPerSecond / 1e6
+		onLinks["MPTCP"] = downlinks(mp.RadioShapers[1], mp.WiFiShapers[1]) - before
+		t.Logf("MPTCP: %.1f Mbit/s", got["MPTCP"])
+	})
 	radio, wifiB := mp.RadioShapers[1].Stats().DeliveredB, mp.WiFiShapers[1].Stats().DeliveredB
 	if min(radio, wifiB) < (radio+wifiB)/10 {
 		t.Errorf("MPTCP baseline: %d bytes down on 5G, %d on WiFi: want a subflow on each", radio, wifiB)
@@ -550,20 +559,25 @@ func TestScenarioAggregation(t *testing.T) {
 	// balancing, 50/50 or autonomous, carries half as much again as either alone (a 3-to-1
 	// split caps two equal links at 4/3 of one). On the unequal links autonomous must carry a
 	// tenth more than WiFi alone, down and up, which an even split (at most twice the 5G link)
-	// cannot.
+	// cannot. A bound is judged on runs the hypervisor left the CPU (testenv.Judged).
 	best := max(got["WiFi alone"], got["5G alone"])
 	for _, b := range []struct {
 		name     string
 		min, got float64
+		runs     []string // the runs the bound reads
 	}{
-		{"WiFi alone >= 0.7 of the link rate", 0.7 * linkRate / 1e6, got["WiFi alone"]},
-		{"5G alone >= 0.7 of the link rate", 0.7 * linkRate / 1e6, got["5G alone"]},
-		{"load balance 50/50 >= 1.5x the better link alone", 1.5 * best, agg},
-		{"autonomous balance >= 1.5x the better link alone", 1.5 * best, got["autonomous balance"]},
-		{"unequal links, autonomous >= 1.1x WiFi alone", 1.1 * got["WiFi alone"], got[unequalAutonomous]},
-		{"unequal links, upload autonomous >= 1.1x WiFi alone's upload", 1.1 * got[unequalUpWiFi], got[unequalUpAutonomous]},
+		{"WiFi alone >= 0.7 of the link rate", 0.7 * linkRate / 1e6, got["WiFi alone"], []string{"WiFi alone"}},
+		{"5G alone >= 0.7 of the link rate", 0.7 * linkRate / 1e6, got["5G alone"], []string{"5G alone"}},
+		{"load balance 50/50 >= 1.5x the better link alone", 1.5 * best, agg, []string{"WiFi alone", "5G alone", "load balance 50/50"}},
+		{"autonomous balance >= 1.5x the better link alone", 1.5 * best, got["autonomous balance"], []string{"WiFi alone", "5G alone", "autonomous balance"}},
+		{"unequal links, autonomous >= 1.1x WiFi alone", 1.1 * got["WiFi alone"], got[unequalAutonomous], []string{"WiFi alone", unequalAutonomous}},
+		{"unequal links, upload autonomous >= 1.1x WiFi alone's upload", 1.1 * got[unequalUpWiFi], got[unequalUpAutonomous], []string{unequalUpWiFi, unequalUpAutonomous}},
 	} {
-		if b.got < b.min {
+		var lost []float64
+		for _, r := range b.runs {
+			lost = append(lost, stolen[r])
+		}
+		if b.got < b.min && testenv.Judged(t, fmt.Sprintf("%s: %.1f Mbit/s, want >= %.1f", b.name, b.got, b.min), lost...) {
 			failed = append(failed, fmt.Sprintf("%s: %.1f Mbit/s, want >= %.1f", b.name, b.got, b.min))
 			t.Error("aggregation: " + failed[len(failed)-1])
 		}
