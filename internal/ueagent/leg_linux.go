@@ -162,7 +162,7 @@ func (l *leg) read(conn *net.UDPConn) {
 			}
 			p := pkts[i]
 			p.off, p.n = headroom, size
-			if t.received(l, p) {
+			if t.received(l, p, r.arrival(i)) {
 				pkts[i] = t.pool.Get().(*packet)
 				bufs[i] = pkts[i].buf[headroom:]
 			}
@@ -191,11 +191,17 @@ func (l *leg) send(frame []byte) {
 // traffic flows; probes themselves do not count).
 func (l *leg) traffic() { l.busy.Store(true) }
 
-// reply handles a PROBE_REPLY: the RTT, then the PROBE_ACK that lets the UPF measure its own.
-func (l *leg) reply(c wire.Control) {
+// reply handles a PROBE_REPLY that the kernel received at arrived (zero: unknown): the RTT,
+// up to its arrival rather than to now (batchReader), then the PROBE_ACK that lets the UPF
+// measure its own.
+func (l *leg) reply(c wire.Control, arrived time.Time) {
 	now := time.Now()
+	if arrived.IsZero() || arrived.After(now) { // no stamp, or the wall clock stepped back
+		arrived = now
+	}
+	arrived = now.Add(-now.Sub(arrived)) // on now's monotonic clock, as the probe's send time is
 	l.mu.Lock()
-	rtt, ok := l.state.Reply(now, c.UETime)
+	rtt, ok := l.state.Reply(arrived, c.UETime)
 	if ok {
 		l.queue.Store(l.state.QueueDelay(rtt))
 		share := l.t.balance(now)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -47,16 +48,27 @@ func listenLeg(ns string, local netip.Addr, iface string) (conn *net.UDPConn, er
 }
 
 // batchReader reads up to rxBatch datagrams per system call (recvmmsg) into the caller's
-// buffers, with their sources, allocating nothing per datagram.
+// buffers, with their sources and the times the kernel received them (SO_TIMESTAMPNS),
+// allocating nothing per datagram.
+//
+// Why the kernel's time: a probe reply's RTT ends when the reply reached the UE, not when the
+// agent read it. A busy or starved agent (or one whose CPU the hypervisor took: 30-40% of it on
+// the test machines at times) reads late, and a leg's socket buffer holds up to half a second of
+// a download; that lateness read as the leg's queue moved autonomous load balance's split.
 type batchReader struct {
 	rc    syscall.RawConn
 	hdrs  [rxBatch]mmsghdr
 	iovs  [rxBatch]unix.Iovec
 	names [rxBatch]unix.RawSockaddrInet4
+	ctrl  [rxBatch][stampSpace]byte // each datagram's control message: its receive time
 	n     int
 	errno syscall.Errno
 	fn    func(uintptr) bool
 }
+
+// stampSpace is the room for one SCM_TIMESTAMPNS control message: a header and a struct
+// timespec, both multiples of the alignment (unix.CmsgSpace, as a constant).
+const stampSpace = unix.SizeofCmsghdr + int(unsafe.Sizeof(unix.Timespec{}))
 
 // mmsghdr is struct mmsghdr: a msghdr and the length received.
 type mmsghdr struct {
@@ -69,12 +81,22 @@ func newBatchReader(c *net.UDPConn) (*batchReader, error) {
 	if err != nil {
 		return nil, err
 	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	}); err != nil {
+		return nil, err
+	}
+	if serr != nil {
+		return nil, fmt.Errorf("leg socket: receive timestamps (SO_TIMESTAMPNS): %w", serr)
+	}
 	r := &batchReader{rc: rc}
 	for i := range r.hdrs {
 		h := &r.hdrs[i].hdr
 		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
 		h.Iov = &r.iovs[i]
 		h.SetIovlen(1)
+		h.Control = &r.ctrl[i][0]
 	}
 	r.fn = r.recvmmsg
 	return r, nil
@@ -95,6 +117,7 @@ func (r *batchReader) read(bufs [][]byte) (int, error) {
 		r.iovs[i].Base = &b[0]
 		r.iovs[i].SetLen(len(b))
 		r.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet4
+		r.hdrs[i].hdr.SetControllen(stampSpace)
 		r.hdrs[i].hdr.Flags = 0
 	}
 	if err := r.rc.Read(r.fn); err != nil {
@@ -104,6 +127,21 @@ func (r *batchReader) read(bufs [][]byte) (int, error) {
 		return 0, r.errno
 	}
 	return r.n, nil
+}
+
+// arrival is when the kernel received the i-th datagram, or the zero time if the datagram
+// carries no receive time.
+func (r *batchReader) arrival(i int) time.Time {
+	h := &r.hdrs[i].hdr
+	if int(h.Controllen) < stampSpace {
+		return time.Time{}
+	}
+	c := (*unix.Cmsghdr)(unsafe.Pointer(&r.ctrl[i][0]))
+	if c.Level != unix.SOL_SOCKET || c.Type != unix.SCM_TIMESTAMPNS {
+		return time.Time{}
+	}
+	ts := (*unix.Timespec)(unsafe.Pointer(&r.ctrl[i][unix.SizeofCmsghdr]))
+	return time.Unix(ts.Unix())
 }
 
 // datagram is the i-th datagram's length, source and whether it was cut to fit its buffer.
