@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,16 @@ func TestJudgedDeclinesBoundsOnStolenMeasurements(t *testing.T) {
 	}
 	if Judged(t, "one stolen", 0.02, 0.11) {
 		t.Error("a measurement that lost 11%: judged, want not judged")
+	}
+}
+
+// hack/test.sh counts the bounds not judged by the marker's text: a copy, checked here.
+func TestTheTestRunnerCountsTheNotJudgedMarker(t *testing.T) {
+	b, err := os.ReadFile("../../hack/test.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "grep -c '"+NotJudged+"'") {
+		t.Errorf("hack/test.sh does not count lines of %q", NotJudged)
 	}
 }
