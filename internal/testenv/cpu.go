@@ -195,6 +195,15 @@ func Judged(t testing.TB, bound string, stolen ...float64) bool {
 	return true
 }
 
+// MissedBound fails t with msg, which says what bound was missed, unless a measurement it reads
+// lost more than StolenLimit (Judged).
+func MissedBound(t testing.TB, msg string, stolen ...float64) {
+	t.Helper()
+	if Judged(t, msg, stolen...) {
+		t.Error(msg)
+	}
+}
+
 // StealMeter starts measuring stolen CPU time; what it returns gives the share stolen since,
 // or an error if /proc/stat could not be read.
 func StealMeter() func() (float64, error) {

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -106,5 +107,26 @@ func TestTheTestRunnerCountsTheNotJudgedMarker(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "grep -c '"+NotJudged+"'") {
 		t.Errorf("hack/test.sh does not count lines of %q", NotJudged)
+	}
+}
+
+// errorRecorder is a testing.TB whose Error is recorded rather than failing the test.
+type errorRecorder struct {
+	testing.TB
+	errors []string
+}
+
+func (r *errorRecorder) Error(args ...any) { r.errors = append(r.errors, fmt.Sprint(args...)) }
+
+func TestMissedBoundFailsOnlyOnQuietMeasurements(t *testing.T) {
+	quiet := &errorRecorder{TB: t}
+	MissedBound(quiet, "download: 40 Mbit/s, want >= 60", 0.02, StolenLimit)
+	if len(quiet.errors) != 1 || quiet.errors[0] != "download: 40 Mbit/s, want >= 60" {
+		t.Errorf("a bound missed on quiet measurements reported %q, want the bound as the one error", quiet.errors)
+	}
+	stolen := &errorRecorder{TB: t}
+	MissedBound(stolen, "download: 40 Mbit/s, want >= 60", 0.02, 0.30)
+	if len(stolen.errors) != 0 {
+		t.Errorf("a bound missed on a measurement that lost 30%% failed the test: %q", stolen.errors)
 	}
 }
