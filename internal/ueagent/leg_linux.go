@@ -162,7 +162,7 @@ func (l *leg) read(conn *net.UDPConn) {
 			}
 			p := pkts[i]
 			p.off, p.n = headroom, size
-			if t.received(l, p, r.arrival(i)) {
+			if t.received(l, p, stamp{r, i}) {
 				pkts[i] = t.pool.Get().(*packet)
 				bufs[i] = pkts[i].buf[headroom:]
 			}

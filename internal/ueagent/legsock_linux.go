@@ -129,6 +129,16 @@ func (r *batchReader) read(bufs [][]byte) (int, error) {
 	return r.n, nil
 }
 
+// stamp is one datagram's receive time, still in the reader's control buffer: read only for
+// the datagrams that need it (probe replies), not on every data packet's path.
+type stamp struct {
+	r *batchReader
+	i int
+}
+
+// time is when the kernel received the datagram, or the zero time if it carries no receive time.
+func (s stamp) time() time.Time { return s.r.arrival(s.i) }
+
 // arrival is when the kernel received the i-th datagram, or the zero time if the datagram
 // carries no receive time.
 func (r *batchReader) arrival(i int) time.Time {

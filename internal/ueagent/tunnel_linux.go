@@ -400,14 +400,14 @@ func (t *Tunnel) sendControl(on contract.Access, typ wire.Type, c wire.Control) 
 	l.send(b[:])
 }
 
-// received handles one datagram a leg read from the UPF, which the kernel received at arrived;
-// it returns whether p was kept (queued for the TUN or handed to the reorder buffer, which free
-// it), in which case the reader takes a fresh buffer.
-func (t *Tunnel) received(l *leg, p *packet, arrived time.Time) (kept bool) {
+// received handles one datagram a leg read from the UPF, with its receive time; it returns
+// whether p was kept (queued for the TUN or handed to the reorder buffer, which free it), in
+// which case the reader takes a fresh buffer.
+func (t *Tunnel) received(l *leg, p *packet, arrived stamp) (kept bool) {
 	r := parseDownlink(p.buf[p.off:p.off+p.n], t.session, l.access)
 	switch r.kind {
 	case rxProbeReply:
-		l.reply(r.control, arrived)
+		l.reply(r.control, arrived.time())
 		return false
 	case rxDrop:
 		t.m.drop(r.reason)
