@@ -57,7 +57,8 @@ const (
 	ReasonConflict             = "AddressConflict"
 	ReasonInvalidSpec          = "InvalidSpec"
 	// The spec is sound but asks what the UPF's pipeline does not do (an MBR where the pipeline
-	// has no policer, which a P4 program may leave out). Over N4: 76 Service not supported, naming unsupportedIE.
+	// has no policer, downlink buffering where it has no buffer_downlink: a P4 program may leave
+	// either out). Over N4: 76 Service not supported, naming unsupportedIE.
 	ReasonNotSupportedByPipeline = "NotSupportedByPipeline"
 	ReasonIndexesExhausted       = "IndexesExhausted"
 	ReasonPolicyNotFound         = "PolicyNotFound"

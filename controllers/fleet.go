@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -59,6 +60,10 @@ type Fleet struct {
 	// Reserved are ranges no session address may take beside the ServiceCIDRs (clusterRanges):
 	// the API server's address, the cluster's node and pod ranges.
 	Reserved []addrpool.Reserved
+
+	// downlinkData is told of each session's first held downlink frame (downlink_buffer.go); the
+	// N4 endpoints set it (a manifest session has no SMF to tell).
+	downlinkData atomic.Pointer[DownlinkDataFunc]
 
 	sessionEvents, policyEvents, upfEvents *requests
 	// upfStatusEvents ask for a UPF status refresh that may wait upfStatusDelay (usage counts).

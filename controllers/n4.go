@@ -99,6 +99,11 @@ func (r *N4Endpoints) Start(ctx context.Context) error {
 	if !r.Cache.WaitForCacheSync(ctx) {
 		return ctx.Err()
 	}
+	if r.Fleet != nil {
+		report := DownlinkDataFunc(r.downlinkData)
+		r.Fleet.downlinkData.Store(&report)
+		defer r.Fleet.downlinkData.Store(nil)
+	}
 	changed := make(chan struct{}, 1)
 	poke := func(any) {
 		select {
@@ -128,6 +133,21 @@ func (r *N4Endpoints) Start(ctx context.Context) error {
 				r.collectPolicies(ctx)
 			}
 		}
+	}
+}
+
+// downlinkData tells the endpoint of an N4 session's UPF that the session holds its first
+// downlink frame while its FAR buffers (a manifest session has no SMF to tell).
+func (r *N4Endpoints) downlinkData(upf, session types.NamespacedName) {
+	seid, ok := n4SessionSEID(upf.Name, session.Name)
+	if !ok || session.Namespace != upf.Namespace {
+		return
+	}
+	r.mu.Lock()
+	run := r.running[upf]
+	r.mu.Unlock()
+	if run != nil {
+		run.ep.DownlinkData(seid)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,8 +48,17 @@ const (
 	FieldManagerN4 = "junction-n4"
 )
 
-// n4SessionName is the ATSSSSession of one PFCP session.
+// n4SessionName is the ATSSSSession of one PFCP session; n4SessionSEID reads the SEID back.
 func n4SessionName(upf string, upSEID uint64) string { return fmt.Sprintf("n4-%s-%016x", upf, upSEID) }
+
+func n4SessionSEID(upf, name string) (uint64, bool) {
+	hex, ok := strings.CutPrefix(name, "n4-"+upf+"-")
+	if !ok || len(hex) != 16 {
+		return 0, false
+	}
+	seid, err := strconv.ParseUint(hex, 16, 64)
+	return seid, err == nil
+}
 
 // sessionWatch tells the store's waiters when a session changes in the cache.
 type sessionWatch struct {
@@ -238,7 +248,7 @@ func (st *n4Store) awaitProgrammed(ctx context.Context, key types.NamespacedName
 				case ReasonInvalidSpec:
 					return &n4.Refusal{Cause: n4.CauseMandatoryIEIncorrect, Msg: c.Message}
 				case ReasonNotSupportedByPipeline:
-					return &n4.Refusal{Cause: n4.CauseServiceNotSupported, OffendingIE: unsupportedIE, Msg: c.Message}
+					return &n4.Refusal{Cause: n4.CauseServiceNotSupported, OffendingIE: unsupportedIE(&s.Spec), Msg: c.Message}
 				}
 			}
 		}

@@ -29,9 +29,14 @@ type invalidSpecError struct {
 }
 
 // unsupportedIE is the IE an N4 refusal of an unsupported spec names (76, on the endpoint's direct
-// path and on the controller's): the one thing a sound spec asks that a pipeline may lack is the
-// MBR policer.
-const unsupportedIE = ie.MBR
+// path and on the controller's): what a sound spec asks that a pipeline may lack is downlink
+// buffering (canBuffer: the FAR's Apply Action) or the MBR policer (canPolice).
+func unsupportedIE(spec *junctionv1.ATSSSSessionSpec) uint16 {
+	if leg := spec.AccessLegs.ThreeGPP; leg != nil && leg.BufferDownlink {
+		return ie.ApplyAction
+	}
+	return ie.MBR
+}
 
 func (e *invalidSpecError) Error() string { return e.err.Error() }
 func (e *invalidSpecError) Unwrap() error { return e.err }
@@ -81,6 +86,10 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 	if err := rt.canPolice(meters); err != nil {
 		return out, &invalidSpecError{err: err, unsupported: true}
 	}
+	if err := rt.canBuffer(s); err != nil {
+		return out, &invalidSpecError{err: err, unsupported: true}
+	}
+	rt.startBuffering(key, s) // before its buffer_downlink entry sends a frame
 	owners := []string{}
 	var changes []programmer.Change
 	if a.gnb != "" {
@@ -94,6 +103,9 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 		return out, err
 	}
 	if out.werr = firstError(res, owners...); out.werr == nil {
+		if leg := s.Spec.AccessLegs.ThreeGPP; leg == nil || !leg.BufferDownlink {
+			rt.releaseHeld(key) // after the entry that forwards them
+		}
 		prev, hadPrev := rt.sessionUser(key)
 		peers, users := rt.commit(key, a)
 		rt.dropPeers(peers)
@@ -151,6 +163,7 @@ func (f *Fleet) removeSession(ctx context.Context, nn types.NamespacedName, read
 				rt.log.Info("Usage of a deleted session not read", "session", key, "err", err.Error())
 			}
 		}
+		rt.dropHeld(key)
 		user, hadUser := rt.sessionUser(key)
 		peers, users := rt.release(key)
 		rt.dropPeers(peers)

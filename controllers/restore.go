@@ -99,6 +99,7 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 			continue
 		}
 		changes = append(changes, programmer.Change{Owner: sessionOwner(s.Namespace, s.Name), Entries: es, Meters: desired.SessionMeters(ds)})
+		rt.startBuffering(sessionKey(s.Namespace, s.Name), s) // what it held before the restart is lost
 		if reads, _ := desired.ReadsRTTComparison(ds); reads && a.supi != "" {
 			rt.setReadsComparison(ctx, sessionKey(s.Namespace, s.Name), a.user, true)
 		}
@@ -127,7 +128,8 @@ type need struct {
 
 func sessionNeeds(s *junctionv1.ATSSSSession, policies []desired.Policy) (need, error) {
 	n := need{supi: s.Spec.UE.SUPI}
-	if leg := s.Spec.AccessLegs.ThreeGPP; leg != nil {
+	// A session whose downlink buffers may have no gNB yet (its UE is idle): no tunnel peer.
+	if leg := s.Spec.AccessLegs.ThreeGPP; leg != nil && (leg.GNBAddress != "" || !leg.BufferDownlink) {
 		a, err := netip.ParseAddr(string(leg.GNBAddress))
 		if err != nil || !a.Is4() {
 			return n, fmt.Errorf("accessLegs.threeGPP.gnbAddress: %q is not an IPv4 address", leg.GNBAddress)

@@ -32,6 +32,7 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/alloc"
 	"github.com/junction-atsss/junction/internal/contract"
+	"github.com/junction-atsss/junction/internal/dlbuffer"
 	"github.com/junction-atsss/junction/internal/pathmon"
 	"github.com/junction-atsss/junction/internal/programmer"
 	"github.com/junction-atsss/junction/internal/upfclient"
@@ -130,6 +131,7 @@ type upfRuntime struct {
 	prog *programmer.Programmer
 	mon  *pathmon.Monitor
 	dev  deviceSwitch
+	held *dlbuffer.Buffer // downlink of sessions that buffer (downlink_buffer.go)
 
 	pipe         atomic.Pointer[pipelineSpec]
 	electionHigh atomic.Uint64
@@ -178,6 +180,7 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 		sessions:     map[string]sessionAlloc{},
 		byUser:       map[uint32]map[string]struct{}{},
 		comparison:   map[string]bool{},
+		held:         dlbuffer.New(),
 		repush:       make(chan struct{}, 1),
 		replayFailed: make(chan uint64, 1),
 	}
@@ -282,9 +285,10 @@ func (rt *upfRuntime) connect(cp connParams) {
 	rt.dev.cur.Store(dev)
 	rt.setState(func(st *runtimeState) { st.connecting = true })
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); _ = dev.Run(ctx) }()
 	go func() { defer wg.Done(); rt.watch(ctx, dev) }()
+	go func() { defer wg.Done(); rt.readPacketIns(ctx, dev) }()
 	go func() { wg.Wait(); close(done) }()
 	rt.log.Info("Connecting to the UPF", "address", cp.address, "deviceID", cp.deviceID, "tls", cp.tls != nil)
 }

@@ -22,14 +22,17 @@ type UE struct {
 }
 
 // ThreeGPPLeg is the session's 5G leg: a GTP-U tunnel between the gNB and the UPF.
+// +kubebuilder:validation:XValidation:rule="has(self.gnbAddress) == has(self.downlinkTEID)",message="gnbAddress and downlinkTEID go together: the downlink tunnel toward the gNB"
+// +kubebuilder:validation:XValidation:rule="has(self.gnbAddress) || (has(self.bufferDownlink) && self.bufferDownlink)",message="gnbAddress and downlinkTEID are required unless bufferDownlink is set (an idle UE has no downlink tunnel)",fieldPath=".gnbAddress"
 type ThreeGPPLeg struct {
 	// ueAddress is the UE's address on its 3GPP PDU session (inside GTP-U).
 	// +required
 	UEAddress IPv4Address `json:"ueAddress"`
 
-	// gnbAddress is the gNB's N3 address, the outer destination of downlink GTP-U.
-	// +required
-	GNBAddress IPv4Address `json:"gnbAddress"`
+	// gnbAddress is the gNB's N3 address, the outer destination of downlink GTP-U. Unset only
+	// while the downlink buffers.
+	// +optional
+	GNBAddress IPv4Address `json:"gnbAddress,omitempty"`
 
 	// uplinkTEID is the TEID the gNB puts on uplink GTP-U toward the UPF, 1 to 4294967295.
 	// +kubebuilder:validation:Minimum=1
@@ -38,10 +41,18 @@ type ThreeGPPLeg struct {
 	UplinkTEID int64 `json:"uplinkTEID"`
 
 	// downlinkTEID is the TEID the UPF puts on downlink GTP-U toward the gNB, 1 to 4294967295.
+	// Unset only while the downlink buffers.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=4294967295
-	// +required
-	DownlinkTEID int64 `json:"downlinkTEID"`
+	// +optional
+	DownlinkTEID int64 `json:"downlinkTEID,omitempty"`
+
+	// bufferDownlink, for a SingleAccess session whose UE is idle (its SMF's FAR says BUFF), has
+	// the UPF hold the session's downlink instead of tunnelling it, and report the first packet
+	// to the SMF; when it is cleared the held packets go to the gNB in order (docs/n4.md,
+	// "Buffering").
+	// +optional
+	BufferDownlink bool `json:"bufferDownlink,omitempty"`
 }
 
 // NonThreeGPPType is the kind of non-3GPP access.
@@ -128,6 +139,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.modeOverrideThresholds) || has(self.modeOverride)",message="modeOverrideThresholds needs modeOverride"
 // +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'SingleAccess' || (has(self.accessLegs.threeGPP) && !has(self.accessLegs.nonThreeGPP) && self.accessLegs.threeGPP.ueAddress == self.sessionAddress && !has(self.policyRefs) && !has(self.policySelector) && !has(self.modeOverride) && !has(self.policySteering))",message="a SingleAccess session has a 3GPP leg only, whose ueAddress is the sessionAddress, and no steering (policies or overrides)"
 // +kubebuilder:validation:XValidation:rule="!has(self.policySteering) || self.policySteering.all(p, has(self.policyRefs) && self.policyRefs.exists(r, r.name == p.name))",message="every policySteering name must be in policyRefs"
+// +kubebuilder:validation:XValidation:rule="!has(self.accessLegs.threeGPP) || !has(self.accessLegs.threeGPP.bufferDownlink) || !self.accessLegs.threeGPP.bufferDownlink || (has(self.type) && self.type == 'SingleAccess')",message="bufferDownlink is for SingleAccess sessions: an MA PDU session's downlink has a second access to take",fieldPath=".accessLegs.threeGPP.bufferDownlink"
 type ATSSSSessionSpec struct {
 	// ue is the user equipment.
 	// +required

@@ -426,6 +426,26 @@ func TestSessionEntries(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a single-access session whose downlink buffers has buffer_downlink and needs no gNB", func(t *testing.T) {
+		// docs/pipeline.md: downlink_tunnels (ue_addr) -> buffer_downlink(); the uplink TEID stays.
+		s := session(nil)
+		s.Spec.Type = junctionv1.SessionSingleAccess
+		s.Spec.AccessLegs.NonThreeGPP = nil
+		s.Spec.AccessLegs.ThreeGPP.GNBAddress, s.Spec.AccessLegs.ThreeGPP.DownlinkTEID = "", 0
+		s.Spec.AccessLegs.ThreeGPP.BufferDownlink = true
+		s.Spec.QFI = 9
+		s.PeerIndex = 0
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(es); len(got) != 2 || got["uplink_tunnels"] != 1 || got["downlink_tunnels"] != 1 {
+			t.Fatalf("tables %v (no tunnel_qfis entry: there is no tunnel yet)", got)
+		}
+		if d := es[1]; !bytes.Equal(d.Match[0].Value, []byte{10, 60, 0, 1}) || d.Action != "buffer_downlink" || len(d.Params) != 0 {
+			t.Fatalf("downlink entry %+v", d)
+		}
+	})
 	t.Run("an exception session without a sequence index is an error", func(t *testing.T) {
 		if _, err := SessionEntries(session(nil, video)); err == nil {
 			t.Error("no error")

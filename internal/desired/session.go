@@ -175,12 +175,29 @@ func SessionEntries(s Session) ([]Entry, error) {
 	return out, nil
 }
 
+// Downlink buffering (docs/pipeline.md): the downlink_tunnels action that sends a session's
+// downlink to the controller, and the packet_out field that sends a held packet back through the
+// pipeline. A P4 program may leave both out; a session that buffers then cannot be programmed.
+const (
+	TableDownlinkTunnels = "downlink_tunnels"
+	ActionBufferDownlink = "buffer_downlink"
+	PacketOutToIngress   = "to_ingress"
+)
+
 // singleAccessEntries are an ordinary PDU session's: its uplink TEID (decapsulated, then routed)
-// and its downlink_tunnels entry (plain GTP-U toward its gNB, no Junction header).
+// and its downlink_tunnels entry (plain GTP-U toward its gNB, no Junction header; or, while its
+// UE is idle, buffer_downlink: the packets go to the controller, which holds them).
 func singleAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	leg := s.Spec.AccessLegs.ThreeGPP
 	if leg == nil || s.Spec.AccessLegs.NonThreeGPP != nil {
 		return nil, fmt.Errorf("session %s is SingleAccess: it needs its 3GPP leg and no other", s.Name)
+	}
+	if leg.BufferDownlink {
+		out := []Entry{
+			uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex),
+			{Table: TableDownlinkTunnels, Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: ActionBufferDownlink},
+		}
+		return append(out, mbrSessionEntry(s, sa)...), nil
 	}
 	if s.PeerIndex == 0 {
 		return nil, fmt.Errorf("session %s has a 3GPP leg but no tunnel peer index", s.Name)
@@ -191,7 +208,7 @@ func singleAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	}
 	out := []Entry{
 		uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex),
-		{Table: "downlink_tunnels", Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: "encap_gtpu",
+		{Table: TableDownlinkTunnels, Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: "encap_gtpu",
 			Params: []Param{{"teid", u32(uint32(leg.DownlinkTEID))}, {"peer_idx", u16(s.PeerIndex)}, {"endpoint_idx", u8(s.EndpointIndex)}, {"usage_idx", u32(s.UsageIndex)}}},
 	}
 	return append(append(out, qfis...), mbrSessionEntry(s, sa)...), nil

@@ -280,6 +280,9 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 	var session netip.Addr
 	var tunnel *OHC
 	var tunnelFAR uint32
+	// The downlink FARs all forward, or all buffer (the UE is idle: an SMF sends BUFF, with or
+	// without the tunnel it will forward into, until the UE is paged and its gNB known).
+	buffers := r.FARs[*down[0].FARID].Action&actBuff != 0
 	for _, p := range down {
 		f := r.FARs[*p.FARID]
 		switch {
@@ -287,13 +290,17 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has no UE IP Address (the session address)", p.ID)
 		case session.IsValid() && p.UEIP != session:
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d is for UE IP %s, another PDR for %s: one session has one address", p.ID, p.UEIP, session)
-		case f.Action != actForw || f.Dest == nil || *f.Dest != ifaceAccess || f.OHC == nil || f.OHC.Desc != ohcGTPUv4:
-			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session's downlink must forward to Access in GTP-U/UDP/IPv4 (buffering or dropping a session's downlink is not supported)", f.ID)
+		case (f.Action&actBuff != 0) != buffers:
+			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d buffers and FAR %d does not: a single-access session's downlink is held or forwarded as a whole", farOf(r, down, true), farOf(r, down, false))
+		case f.Action&actDrop != 0:
+			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session's downlink must forward to Access in GTP-U/UDP/IPv4, or buffer (dropping it is not supported)", f.ID)
+		case f.Dest != nil && *f.Dest != ifaceAccess, !buffers && (f.Dest == nil || f.OHC == nil), f.OHC != nil && f.OHC.Desc != ohcGTPUv4:
+			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session's downlink must forward to Access in GTP-U/UDP/IPv4", f.ID)
 		case f.DestType != nil && *f.DestType != itypeN3Access3GPP:
 			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session is on N3 3GPP access (3GPP Interface Type %d)", f.ID, *f.DestType)
-		case f.OHC.TEID == 0:
+		case f.OHC != nil && f.OHC.TEID == 0:
 			return nil, refuse(CauseMandatoryIEIncorrect, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d has TEID 0", f.ID)
-		case tunnel != nil && *f.OHC != *tunnel:
+		case tunnel != nil && f.OHC != nil && *f.OHC != *tunnel, tunnel != nil && f.OHC == nil, session.IsValid() && tunnel == nil && f.OHC != nil:
 			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d and FAR %d send one session's downlink into different tunnels", tunnelFAR, f.ID)
 		}
 		session, tunnel, tunnelFAR = p.UEIP, f.OHC, f.ID
@@ -322,12 +329,34 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 		return nil, refuse(CauseConditionalIEMissing, ie.FTEID, "no uplink PDR has an F-TEID")
 	}
 	a := junctionv1.IPv4Address(session.String())
+	leg := &junctionv1.ThreeGPPLeg{UEAddress: a, UplinkTEID: int64(ulTEID), BufferDownlink: buffers}
+	if tunnel != nil {
+		leg.GNBAddress, leg.DownlinkTEID = junctionv1.IPv4Address(tunnel.Addr.String()), int64(tunnel.TEID)
+	}
 	return &Plan{Spec: junctionv1.ATSSSSessionSpec{
 		Type: junctionv1.SessionSingleAccess, UE: junctionv1.UE{SUPI: supi}, SessionAddress: a,
 		UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: qfi, MaxBitRate: mbr,
-		AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
-			UEAddress: a, GNBAddress: junctionv1.IPv4Address(tunnel.Addr.String()), UplinkTEID: int64(ulTEID), DownlinkTEID: int64(tunnel.TEID)}},
+		AccessLegs: junctionv1.AccessLegs{ThreeGPP: leg},
 	}}, nil
+}
+
+// farOf is the FAR of the first of pdrs whose FAR buffers (buffers) or does not.
+func farOf(r *Rules, pdrs []*PDR, buffers bool) uint32 {
+	for _, p := range pdrs {
+		if f := r.FARs[*p.FARID]; (f.Action&actBuff != 0) == buffers {
+			return f.ID
+		}
+	}
+	return 0
+}
+
+// notBuffering refuses BUFF on a FAR Junction cannot hold packets for: an MA PDU session's (its
+// downlink has a second access to take) or an uplink one.
+func notBuffering(f *FAR, what string) error {
+	if f != nil && f.Action&actBuff != 0 {
+		return refuse(CauseServiceNotSupported, ie.ApplyAction, "Apply Action of FAR %d: BUFF on %s is not supported (only a single-access session's downlink buffers)", f.ID, what)
+	}
+	return nil
 }
 
 // sessionMBR is the session's maximum bit rate in each direction: the MBR of the QERs its
@@ -402,6 +431,9 @@ func forwardsToCore(r *Rules, p *PDR) error {
 	if p.FARID != nil {
 		far = r.FARs[*p.FARID]
 	}
+	if err := notBuffering(far, "an uplink FAR"); err != nil {
+		return err
+	}
 	if p.MARID != nil || far == nil || far.Action != actForw || far.Dest == nil || (*far.Dest != ifaceCore && *far.Dest != ifaceN6LAN) || far.OHC != nil {
 		return ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d: its FAR must forward to Core without outer header creation (Junction decapsulates and routes)", p.ID)
 	}
@@ -458,6 +490,9 @@ func checkRefs(r *Rules, p *PDR) error {
 // whose access gateways says, or plain UDP/IPv4 toward the UE's address on that access.
 func legOf(f *FAR, position int, gateways map[netip.Addr]junctionv1.NonThreeGPPType) (*leg, access, error) {
 	id := f.ID
+	if err := notBuffering(f, "a MAR's FAR"); err != nil {
+		return nil, 0, err
+	}
 	if f.Action != actForw || f.Dest == nil || *f.Dest != ifaceAccess || f.OHC == nil {
 		return nil, 0, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d of a MAR must forward to Access with Outer Header Creation", id)
 	}

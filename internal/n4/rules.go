@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"net"
 	"net/netip"
 	"slices"
@@ -40,10 +41,14 @@ const (
 	ohcUDPv4  uint16 = 0x0400
 )
 
-// Apply Action flags (§8.2.26, octet 5) Junction takes; BUFF, NOCP, DUPL and the rest are refused.
+// Apply Action flags (§8.2.26, octet 5) Junction takes: DROP or FORW, or BUFF with or without
+// NOCP (hold a single-access session's downlink, and notify the SMF of its first packet: docs/n4.md,
+// "Buffering"). DUPL and the flags of octet 6 are refused.
 const (
 	actDrop uint8 = 0x01
 	actForw uint8 = 0x02
+	actBuff uint8 = 0x04
+	actNocp uint8 = 0x08
 )
 
 // IE types go-pfcp v0.0.24 does not name (Rel-17, TS 29.244 §8.2.186 and §8.2.187; Wireshark's
@@ -115,9 +120,9 @@ type FAR struct {
 	BARID           *uint8 `json:"barID,omitempty"` // must name the session's BAR
 }
 
-// BAR is a Buffering Action Rule: what the UPF would do with the downlink it buffers for an idle
-// UE (its Downlink Data Notification Delay, Suggested Buffering Packets Count). Junction buffers
-// nothing (Apply Action BUFF and NOCP are refused), so a BAR changes nothing: it is kept so that
+// BAR is a Buffering Action Rule: how the UPF buffers the downlink of an idle UE (its Downlink
+// Data Notification Delay, Suggested Buffering Packets Count). Junction holds a fixed count per
+// session (internal/dlbuffer) and reports at once, so a BAR changes nothing: it is kept so that
 // the FARs and the Update and Remove BARs that name it are checked, as SMFs send one with every
 // session (Open5GS does).
 type BAR struct {
@@ -580,12 +585,17 @@ func decodeFAR(g *ie.IE, old *FAR) (*FAR, error) {
 			return nil, bad(x, fmt.Errorf("no flags"))
 		}
 		f.Action = b[0]
-		extra := b[0] &^ (actForw | actDrop)
+		extra := b[0] &^ (actForw | actDrop | actBuff | actNocp)
 		for _, o := range b[1:] {
 			extra |= o
 		}
-		if extra != 0 {
-			return nil, refuse(CauseServiceNotSupported, ie.ApplyAction, "Apply Action of FAR %d: only FORW and DROP are supported (no buffering, notification or duplication)", f.ID)
+		switch a := b[0]; {
+		case extra != 0:
+			return nil, refuse(CauseServiceNotSupported, ie.ApplyAction, "Apply Action of FAR %d: only FORW, DROP, BUFF and NOCP are supported (no duplication, no octet 6 flags)", f.ID)
+		case a&actNocp != 0 && a&actBuff == 0:
+			return nil, refuse(CauseServiceNotSupported, ie.ApplyAction, "Apply Action of FAR %d: NOCP without BUFF (a notification of packets that are neither buffered nor forwarded) is not supported", f.ID)
+		case bits.OnesCount8(a&(actForw|actDrop|actBuff)) != 1:
+			return nil, refuse(CauseMandatoryIEIncorrect, ie.ApplyAction, "Apply Action of FAR %d: exactly one of FORW, DROP and BUFF (flags %#02x)", f.ID, a)
 		}
 	} else if g.Type == ie.CreateFAR {
 		return nil, refuse(CauseMandatoryIEMissing, ie.ApplyAction, "FAR %d has no Apply Action", f.ID)

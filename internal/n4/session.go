@@ -357,7 +357,7 @@ func queriedURRs(c children, r *Rules) ([]uint32, error) {
 		if len(x.Payload) < 1 {
 			return nil, bad(x, fmt.Errorf("no flags"))
 		}
-		if x.Payload[0]&^0x04 != 0 { // DROBU and SNDEM: buffering is not offered
+		if x.Payload[0]&^0x04 != 0 { // DROBU (drop what is buffered) and SNDEM: not yet
 			return nil, refuse(CauseServiceNotSupported, ie.PFCPSMReqFlags, "PFCPSMReq-Flags %#02x; only QAURR is supported", x.Payload[0])
 		}
 		if x.Payload[0]&0x04 != 0 {

@@ -242,6 +242,15 @@ var invalidCases = []invalidCase{
 	{"a single-access session with policies is rejected", session, "dave-5g-only",
 		[]edit{{"spec.type", "SingleAccess"}, {"spec.accessLegs.threeGPP.ueAddress", "10.60.0.4"}},
 		[]string{"spec", "and no steering"}},
+	{"a 3GPP leg without its gNB is rejected unless its downlink buffers", session, "dave-5g-only",
+		[]edit{{"spec.accessLegs.threeGPP.gnbAddress", nil}, {"spec.accessLegs.threeGPP.downlinkTEID", nil}},
+		[]string{"spec.accessLegs.threeGPP.gnbAddress", "required unless bufferDownlink is set"}},
+	{"a gNB address without a downlink TEID is rejected", session, "dave-5g-only",
+		[]edit{{"spec.accessLegs.threeGPP.downlinkTEID", nil}},
+		[]string{"spec.accessLegs.threeGPP", "gnbAddress and downlinkTEID go together"}},
+	{"an MA PDU session whose downlink buffers is rejected", session, "bob-internet",
+		[]edit{{"spec.accessLegs.threeGPP.bufferDownlink", true}},
+		[]string{"spec.accessLegs.threeGPP.bufferDownlink", "bufferDownlink is for SingleAccess sessions"}},
 	{"a session type other than MultiAccess or SingleAccess is rejected", session, "dave-5g-only",
 		[]edit{{"spec.type", "Roaming"}}, []string{"spec.type", "Unsupported value"}},
 	{"a policy referenced twice is rejected", session, "bob-internet",
@@ -390,6 +399,30 @@ func TestSamplesAreAccepted(t *testing.T) {
 		if v != want {
 			t.Errorf("%s defaulted to %q, want %q", path, v, want)
 		}
+	}
+}
+
+// An SMF establishes an ordinary PDU session of an idle UE with its downlink buffering and no
+// tunnel toward a gNB yet (Open5GS does, for every session): the API takes it, and takes the
+// tunnel once the UE is paged (docs/n4.md, "Buffering").
+func TestAnIdleSingleAccessSessionIsAccepted(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "idle")
+	obj := sample(t, session, "dave-5g-only")
+	obj.SetNamespace("idle")
+	for _, e := range []edit{{"spec.type", "SingleAccess"}, {"spec.policyRefs", nil}, {"spec.accessLegs.threeGPP.ueAddress", "10.60.0.4"},
+		{"spec.accessLegs.threeGPP.gnbAddress", nil}, {"spec.accessLegs.threeGPP.downlinkTEID", nil}, {"spec.accessLegs.threeGPP.bufferDownlink", true}} {
+		setPath(t, obj.Object, e.path, e.value)
+	}
+	if err := k8s.Create(ctx, obj); err != nil {
+		t.Fatalf("an idle UE's session was rejected: %v", err)
+	}
+	for _, e := range []edit{{"spec.accessLegs.threeGPP.gnbAddress", "198.51.100.11"}, {"spec.accessLegs.threeGPP.downlinkTEID", int64(8197)},
+		{"spec.accessLegs.threeGPP.bufferDownlink", false}} {
+		setPath(t, obj.Object, e.path, e.value)
+	}
+	if err := k8s.Update(ctx, obj); err != nil {
+		t.Fatalf("the paged UE's tunnel was rejected: %v", err)
 	}
 }
 

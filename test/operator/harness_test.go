@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -109,6 +110,42 @@ type softUPF struct {
 	// conns counts the TCP connections the P4Runtime server accepted (the operator's, and the
 	// tests' own reads) and those still open.
 	conns *countingListener
+	// sent holds what the data plane sent on its own (packet-outs, released packets).
+	sent *frameSink
+}
+
+// frameSink is a data plane's sink with ports 1 to 16: it keeps the last 1,024 frames it was
+// given to send, with their ports, and gives the buffers back.
+type frameSink struct {
+	pool   *dataplane.Pool
+	mu     sync.Mutex
+	frames []sentFrame
+}
+
+type sentFrame struct {
+	port  uint32
+	frame []byte
+}
+
+func (s *frameSink) Transmit(pkts []*dataplane.Packet) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range pkts {
+		s.frames = append(s.frames, sentFrame{p.OutPort, slices.Clone(p.Frame())})
+		s.pool.Put(p)
+	}
+	if n := len(s.frames); n > 1024 {
+		s.frames = slices.Delete(s.frames, 0, n-1024)
+	}
+}
+
+func (s *frameSink) HasPort(port uint32) bool { return port >= 1 && port <= 16 }
+
+// taken returns what was sent so far.
+func (s *frameSink) taken() []sentFrame {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.frames)
 }
 
 // countingListener counts the connections it accepts and those not closed yet.
@@ -162,7 +199,8 @@ func startSoftUPFTLS(t testing.TB, addr string, serverTLS, clientTLS *tls.Config
 	u := &softUPF{p4rtTarget: p4rtTarget{addr: lis.Addr().String(), clientTLS: clientTLS}, conns: &countingListener{Listener: lis}}
 	u.now.Store(1_000_000)
 	u.pool = dataplane.NewPool(64)
-	dp, err := dataplane.New(dataplane.Config{Pool: u.pool, MaxHeld: 16, CPUPort: 255, Now: u.now.Load})
+	u.sent = &frameSink{pool: u.pool}
+	dp, err := dataplane.New(dataplane.Config{Pool: u.pool, Sink: u.sent, MaxHeld: 16, CPUPort: 255, Now: u.now.Load})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,72 @@
+package n4
+
+import (
+	"net/netip"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+// DownlinkData reports to the SMF that the first downlink packet of session upSEID arrived while
+// its FAR buffers (TS 29.244 §5.2.3.1, §7.5.8.2: a Session Report Request, Report Type DLDR, with
+// a Downlink Data Report naming the PDR that matched), when the FAR asks for it (NOCP). The SMF
+// pages the UE and modifies the FAR to forward. The operator calls it once per buffering
+// period, for the period's first packet (internal/dlbuffer).
+func (e *Endpoint) DownlinkData(upSEID uint64) {
+	e.mu.Lock()
+	s := e.sessions[upSEID]
+	var assoc *Association
+	if s != nil {
+		assoc = e.assocs[s.SMF]
+	}
+	e.mu.Unlock()
+	if s == nil || assoc == nil {
+		return
+	}
+	s.mu.Lock()
+	r, err := s.Rules.rules()
+	cpSEID, to := s.CPSEID, netip.AddrPortFrom(s.CPAddr, assoc.Addr.Port())
+	if !s.CPAddr.IsValid() {
+		to = assoc.Addr
+	}
+	s.mu.Unlock()
+	if err != nil {
+		e.cfg.Log.Error(err, "N4: no downlink data report", "upSEID", upSEID)
+		return
+	}
+	pdr := notifyingPDR(r)
+	if pdr == nil {
+		return // BUFF without NOCP: held, not reported
+	}
+	e.cfg.Log.V(1).Info("N4: downlink data for an idle UE", "upSEID", upSEID, "pdr", pdr.ID)
+	e.requestTries(to, 3, func(seq uint32) marshaler {
+		return message.NewSessionReportRequest(0, 0, cpSEID, seq, 0,
+			ie.NewReportType(0, 0, 0, 1), ie.NewDownlinkDataReport(ie.NewPDRID(pdr.ID)))
+	}, func(h *message.Header) {
+		if cause := responseCause(h); cause != CauseAccepted {
+			e.cfg.Log.Info("N4: the SMF refused a downlink data report", "upSEID", upSEID, "cause", cause)
+		}
+	}, func() {
+		e.cfg.Log.Info("N4: the SMF did not answer a downlink data report", "upSEID", upSEID)
+	})
+}
+
+// notifyingPDR is the downlink PDR (Source Interface Core) of highest precedence (lowest value)
+// whose FAR buffers and notifies (BUFF and NOCP); nil when none does.
+func notifyingPDR(r *Rules) *PDR {
+	var best *PDR
+	for _, id := range sortedKeys(r.PDRs) {
+		p := r.PDRs[id]
+		if p.Source == ifaceAccess || p.FARID == nil {
+			continue
+		}
+		f := r.FARs[*p.FARID]
+		if f == nil || f.Action&(actBuff|actNocp) != actBuff|actNocp {
+			continue
+		}
+		if best == nil || p.Precedence < best.Precedence {
+			best = p
+		}
+	}
+	return best
+}

@@ -1,0 +1,250 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/junction-atsss/junction/internal/smf"
+	"github.com/junction-atsss/junction/internal/softupf/dataplane"
+	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/internal/wire/wiretest"
+)
+
+// The rules of an idle UE's ordinary PDU session, as Open5GS's SMF establishes every session
+// (src/smf/context.c): the uplink PDR forwards to Core, the downlink PDR's FAR buffers and
+// notifies (BUFF|NOCP) with a BAR and no Outer Header Creation, since no gNB tunnel exists yet.
+const (
+	idlePDRUplink, idlePDRDownlink = 1, 2
+	idleFARUplink, idleFARDownlink = 1, 2
+	idleBAR                        = 1
+)
+
+func idleEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, applyAction uint8) []*ie.IE {
+	return []*ie.IE{
+		ie.NewNodeIDHeuristic(c.NodeID), c.FSEID(cpSEID), ie.NewPDNType(ie.PDNTypeIPv4),
+		ie.NewCreateFAR(ie.NewFARID(idleFARUplink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore))),
+		ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(applyAction), ie.NewBARID(idleBAR),
+			ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess))),
+		ie.NewCreateBAR(ie.NewBARID(idleBAR)),
+		ie.NewCreatePDR(ie.NewPDRID(idlePDRUplink), ie.NewPrecedence(255), ie.NewPDI(
+			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x05, 0, nil, nil, 0), // V4 | CH
+			ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0)),
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(idleFARUplink)),
+		ie.NewCreatePDR(ie.NewPDRID(idlePDRDownlink), ie.NewPrecedence(255), ie.NewPDI(
+			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0)),
+			ie.NewFARID(idleFARDownlink)),
+	}
+}
+
+// downlinkFrames are n user packets from N6 to ue, each with its number in the payload.
+func downlinkFrames(ue netip.Addr, n int) [][]byte {
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
+	var out [][]byte
+	for i := range n {
+		payload := bytes.Repeat([]byte{byte(i)}, 64)
+		out = append(out, wiretest.Build(eth, wire.IPv4{Src: addr4("203.0.113.200"), Dst: ue.As4()},
+			wire.UDP{SrcPort: 443, DstPort: 40000}, payload))
+	}
+	return out
+}
+
+// forward hands one frame to the software UPF's data plane as feed does and returns what left.
+func (u *softUPF) forward(t *testing.T, frame []byte) []sentFrame {
+	t.Helper()
+	pkt := u.pool.TryGet()
+	if pkt == nil || !pkt.SetFrame(frame) {
+		t.Fatal("no buffer for the frame")
+	}
+	pkt.InPort = 1
+	var out []sentFrame
+	for _, p := range u.dp.Process([]*dataplane.Packet{pkt}, nil) {
+		out = append(out, sentFrame{p.OutPort, slices.Clone(p.Frame())})
+		u.pool.Put(p)
+	}
+	return out
+}
+
+// bufferedFrames is junction_downlink_buffered_frames_total of upf and result.
+func bufferedFrames(t *testing.T, upf, result string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "junction_downlink_buffered_frames_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["upf"] == upf && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// downlinkDataReports are the Session Report Requests with Report Type DLDR the SMF got, by the
+// PDR ID their Downlink Data Report names (TS 29.244 §7.5.8.2).
+func downlinkDataReports(c *smf.Client) []uint16 {
+	var out []uint16
+	for _, r := range c.Reports() {
+		if x := r.Find(ie.ReportType); x == nil || len(x.Payload) == 0 || x.Payload[0]&0x01 == 0 {
+			continue
+		}
+		if x := r.Find(ie.DownlinkDataReport); x != nil {
+			if id, err := x.PDRID(); err == nil {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// TestN4BuffersTheDownlinkOfAnIdleUE: an SMF establishes a session the way Open5GS does for an
+// idle UE (downlink FAR BUFF|NOCP, no tunnel); the UPF holds the UE's downlink, reports the first
+// packet once with a Downlink Data Report naming the downlink PDR, and, once the SMF's
+// modification gives the FAR its tunnel and FORW, sends what it held to the gNB in arrival order,
+// each packet as the pipeline tunnels one that arrives after (docs/n4.md, "Buffering").
+func TestN4BuffersTheDownlinkOfAnIdleUE(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	ue, gnb := netip.MustParseAddr("10.60.0.7"), netip.MustParseAddr("198.51.100.10")
+	cp := r.smf.NewCPSEID()
+	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, idleEstablishment(r.smf, cp, ue, 0x0c)...)
+	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("establishment of an idle UE's session: %v, cause %d (%s)", err, resp.Cause(), why(resp))
+	}
+	fseid, err := resp.Find(ie.FSEID).FSEID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
+	wantEntries(t, r, "downlink_tunnels ue_addr=0a3c0007 -> buffer_downlink()")
+
+	// kubectl shows the session as one whose downlink buffers, with no gNB yet.
+	obj := r.awaitN4Sessions(t, 1)[0]
+	if leg := obj.Spec.AccessLegs.ThreeGPP; leg == nil || !leg.BufferDownlink || leg.GNBAddress != "" || leg.DownlinkTEID != 0 {
+		t.Fatalf("the session's 3GPP leg %+v, want bufferDownlink and no gNB", leg)
+	}
+
+	frames := downlinkFrames(ue, 5)
+	for i, f := range frames {
+		if out := r.u.forward(t, f); len(out) != 0 {
+			t.Fatalf("downlink packet %d of an idle UE left the UPF on port %d", i, out[0].port)
+		}
+	}
+	upf := r.upf.Name
+	eventually(t, programTimeout, "5 frames held", func() error {
+		if n := bufferedFrames(t, upf, "held"); n != 5 {
+			return fmt.Errorf("%v held", n)
+		}
+		return nil
+	})
+	eventually(t, programTimeout, "a downlink data report", func() error {
+		if got := downlinkDataReports(r.smf); len(got) == 0 {
+			return fmt.Errorf("none")
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // a second report would come at once
+	if got := downlinkDataReports(r.smf); !slices.Equal(got, []uint16{idlePDRDownlink}) {
+		t.Fatalf("downlink data reports for PDRs %v, want one for PDR %d (the first packet only)", got, idlePDRDownlink)
+	}
+	if n := len(r.u.sent.taken()); n != 0 {
+		t.Fatalf("%d frames sent while the UE is idle", n)
+	}
+
+	// The UE is paged and its gNB known: FORW with the tunnel.
+	m, err := r.smf.Modify(ctx, est, ie.NewUpdateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02),
+		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
+			ie.NewOuterHeaderCreation(0x0100, 0x4321, gnb.String(), "", 0, 0, 0))))
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("modification to FORW: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	var released []sentFrame
+	eventually(t, programTimeout, "the 5 held frames sent", func() error {
+		if released = r.u.sent.taken(); len(released) < 5 {
+			return fmt.Errorf("%d sent", len(released))
+		}
+		return nil
+	})
+	if len(released) != 5 || bufferedFrames(t, upf, "released") != 5 {
+		t.Fatalf("%d frames sent, %v counted released; want the 5 held", len(released), bufferedFrames(t, upf, "released"))
+	}
+	// Each as the pipeline now tunnels the same packet: GTP-U toward the gNB with TEID 0x4321.
+	for i, f := range frames {
+		want := r.u.forward(t, f)
+		if len(want) != 1 {
+			t.Fatalf("packet %d after the modification: %d frames left, want 1", i, len(want))
+		}
+		if !bytes.Contains(want[0].frame, append([]byte{0x30, 0xff}, 0, byte(wire.UDPHeaderLen+wire.IPv4HeaderLen+64), 0, 0, 0x43, 0x21)) {
+			t.Fatalf("packet %d after the modification is not G-PDU TEID 0x4321: %x", i, want[0].frame)
+		}
+		if released[i].port != want[0].port || !bytes.Equal(released[i].frame, want[0].frame) {
+			t.Errorf("held packet %d left on port %d as\n%x\nwant port %d\n%x", i, released[i].port, released[i].frame, want[0].port, want[0].frame)
+		}
+	}
+	eventually(t, programTimeout, "the object's downlink forwarding to the gNB", func() error {
+		if leg := r.awaitN4Sessions(t, 1)[0].Spec.AccessLegs.ThreeGPP; leg.BufferDownlink || leg.GNBAddress != "198.51.100.10" || leg.DownlinkTEID != 0x4321 {
+			return fmt.Errorf("3GPP leg %+v", leg)
+		}
+		return nil
+	})
+}
+
+// TestN4RefusesBufferingThePipelineCannotDo: a UPF whose P4 program has no buffer_downlink (an
+// older one) refuses an idle UE's session with 76, naming the Apply Action, and keeps nothing.
+func TestN4RefusesBufferingThePipelineCannotDo(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, nil, func(info *p4configv1.P4Info) {
+		var id uint32
+		info.Actions = slices.DeleteFunc(info.Actions, func(a *p4configv1.Action) bool {
+			if a.GetPreamble().GetName() == "buffer_downlink" {
+				id = a.GetPreamble().GetId()
+				return true
+			}
+			return false
+		})
+		for _, tb := range info.Tables {
+			tb.ActionRefs = slices.DeleteFunc(tb.ActionRefs, func(a *p4configv1.ActionRef) bool { return a.GetId() == id })
+		}
+	})
+	r.associate(t)
+	ue := netip.MustParseAddr("10.60.0.7")
+	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, idleEstablishment(r.smf, r.smf.NewCPSEID(), ue, 0x0c)...)
+	if err != nil || resp.Cause() != ie.CauseServiceNotSupported || why(resp) != fmt.Sprintf("offending IE %d", ie.ApplyAction) {
+		t.Fatalf("an idle UE's session on a pipeline that cannot buffer: %v, cause %d (%s); want 76, offending IE %d (Apply Action)", err, resp.Cause(), why(resp), ie.ApplyAction)
+	}
+	eventually(t, programTimeout, "no N4 session left", func() error {
+		if n := len(r.n4Sessions(t)); n != 0 {
+			return fmt.Errorf("%d sessions", n)
+		}
+		return nil
+	})
+	got, err := r.u.entries(r.sch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range got {
+		if strings.HasPrefix(e, "downlink_tunnels") || strings.HasPrefix(e, "uplink_tunnels") {
+			t.Errorf("the refused session left %s", e)
+		}
+	}
+}
