@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,6 +74,20 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 	if _, err := r.smf.Modify(ctx, est, r.smf.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.SmallestDelay, RTTms: 20}, true)); err != nil {
 		t.Fatal(err)
 	}
+	// An idle UE's session (its downlink buffers) and its first downlink packet: a Session Report
+	// Request with a Downlink Data Report.
+	idle := netip.MustParseAddr("10.60.0.9")
+	if resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, idleEstablishment(r.smf, r.smf.NewCPSEID(), idle, 0x0c)...); err != nil || resp.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("an idle UE's session: %v (%s)", err, why(resp))
+	}
+	wantEntries(t, r, "downlink_tunnels ue_addr=0a3c0009 -> buffer_downlink()")
+	r.u.forward(t, downlinkFrames(idle, 1)[0])
+	eventually(t, programTimeout, "a downlink data report", func() error {
+		if len(downlinkDataReports(r.smf)) == 0 {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
 	// A PFCP version the endpoint does not speak: Version Not Supported Response.
 	v2 := []byte{0x40, message.MsgTypeHeartbeatRequest, 0, 4, 0, 0, 9, 0}
 	if _, err := r.smf.SendRaw(ctx, 9, v2); err != nil {
