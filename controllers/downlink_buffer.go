@@ -43,6 +43,9 @@ func (rt *upfRuntime) readPacketIns(ctx context.Context, dev *upfclient.Device) 
 			switch o {
 			case dlbuffer.NotBuffering:
 				continue
+			case dlbuffer.Late:
+				rt.sendHeld("", [][]byte{p.Payload})
+				continue
 			case dlbuffer.Held:
 				downlinkBuffered.WithLabelValues(rt.key.Name, "held").Inc()
 			case dlbuffer.Full:
@@ -74,7 +77,8 @@ func (rt *upfRuntime) canBuffer(s *junctionv1.ATSSSSession) error {
 
 // startBuffering, before a session's entries are written, has the runtime hold the downlink of a
 // session whose spec buffers; releaseHeld, once entries that forward are written, sends what
-// the session held back into the pipeline, in order.
+// the session held back into the pipeline, in order, and then what the pipeline punted before
+// the new entry took effect (dlbuffer.Late).
 func (rt *upfRuntime) startBuffering(key string, s *junctionv1.ATSSSSession) {
 	if leg := s.Spec.AccessLegs.ThreeGPP; leg != nil && leg.BufferDownlink {
 		if a, err := netip.ParseAddr(string(s.Spec.SessionAddress)); err == nil {
@@ -84,7 +88,19 @@ func (rt *upfRuntime) startBuffering(key string, s *junctionv1.ATSSSSession) {
 }
 
 func (rt *upfRuntime) releaseHeld(key string) {
-	frames := rt.held.Stop(key)
+	rt.releaseMu.Lock() // a Late frame goes after what was held (readPacketIns)
+	defer rt.releaseMu.Unlock()
+	rt.sendHeldLocked(key, rt.held.Stop(key, true))
+}
+
+// sendHeld sends frames into the pipeline (to_ingress packet-outs), in order.
+func (rt *upfRuntime) sendHeld(key string, frames [][]byte) {
+	rt.releaseMu.Lock()
+	defer rt.releaseMu.Unlock()
+	rt.sendHeldLocked(key, frames)
+}
+
+func (rt *upfRuntime) sendHeldLocked(key string, frames [][]byte) {
 	if len(frames) == 0 {
 		return
 	}
@@ -105,7 +121,7 @@ func (rt *upfRuntime) releaseHeld(key string) {
 
 // dropHeld drops what a session held (the session went).
 func (rt *upfRuntime) dropHeld(key string) {
-	if n := len(rt.held.Stop(key)); n > 0 {
+	if n := len(rt.held.Stop(key, false)); n > 0 {
 		downlinkBuffered.WithLabelValues(rt.key.Name, "dropped").Add(float64(n))
 	}
 }

@@ -132,6 +132,8 @@ type upfRuntime struct {
 	mon  *pathmon.Monitor
 	dev  deviceSwitch
 	held *dlbuffer.Buffer // downlink of sessions that buffer (downlink_buffer.go)
+	// releaseMu orders the packet-outs of released frames (downlink_buffer.go, sendHeld).
+	releaseMu sync.Mutex
 
 	pipe         atomic.Pointer[pipelineSpec]
 	electionHigh atomic.Uint64

@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"sync"
+	"time"
 )
 
 // Limits: a session holds at most MaxFrames frames (TS 29.244 leaves the count to the UPF; a
@@ -32,11 +33,18 @@ const (
 	Held
 	// Full: the session or the UPF holds all it may; the frame was dropped.
 	Full
+	// Late: the session released what it held less than Linger ago; the frame, punted before its
+	// entry forwarded, is to be sent on after what was released. Not kept.
+	Late
 )
 
 func (o Outcome) String() string {
-	return [...]string{"not_buffering", "held", "full"}[o]
+	return [...]string{"not_buffering", "held", "full", "late"}[o]
 }
+
+// Linger is how long after a release a frame the pipeline punted before its new entry took
+// effect (in the packet-in queue at the time) is still recognised.
+const Linger = time.Second
 
 type session struct {
 	addr     netip.Addr
@@ -52,11 +60,14 @@ type Buffer struct {
 	byKey  map[string]*session
 	byAddr map[netip.Addr]string
 	bytes  int
+	// released: addresses whose session released what it held, until when frames are Late.
+	released map[netip.Addr]time.Time
+	now      func() time.Time
 }
 
 // New returns an empty Buffer.
 func New() *Buffer {
-	return &Buffer{byKey: map[string]*session{}, byAddr: map[netip.Addr]string{}}
+	return &Buffer{byKey: map[string]*session{}, byAddr: map[netip.Addr]string{}, released: map[netip.Addr]time.Time{}, now: time.Now}
 }
 
 // Start makes session key hold the downlink to addr from now on. A session that already buffers
@@ -74,11 +85,13 @@ func (b *Buffer) Start(key string, addr netip.Addr) {
 	}
 	s.addr = addr
 	b.byAddr[addr] = key
+	delete(b.released, addr)
 }
 
 // Stop ends the buffering of session key and returns what it held, in arrival order (nil when it
-// did not buffer).
-func (b *Buffer) Stop(key string) [][]byte {
+// did not buffer). forwards says the session's downlink now forwards: frames to it that the
+// pipeline punted before are Late for Linger.
+func (b *Buffer) Stop(key string, forwards bool) [][]byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.byKey[key]
@@ -90,6 +103,15 @@ func (b *Buffer) Stop(key string) [][]byte {
 		delete(b.byAddr, s.addr)
 	}
 	b.bytes -= s.bytes
+	now := b.now()
+	for a, until := range b.released { // few: sessions released within Linger
+		if now.After(until) {
+			delete(b.released, a)
+		}
+	}
+	if forwards {
+		b.released[s.addr] = now.Add(Linger)
+	}
 	return s.frames
 }
 
@@ -123,6 +145,9 @@ func (b *Buffer) Hold(frame []byte) (o Outcome, key string, first bool) {
 	defer b.mu.Unlock()
 	key, ok = b.byAddr[dst]
 	if !ok {
+		if until, late := b.released[dst]; late && !b.now().After(until) {
+			return Late, "", false
+		}
 		return NotBuffering, "", false
 	}
 	s := b.byKey[key]

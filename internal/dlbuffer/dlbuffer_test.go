@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/netip"
 	"testing"
+	"time"
 )
 
 // frame is an untagged Ethernet frame with an IPv4 header to dst and one payload byte n.
@@ -36,7 +37,7 @@ func TestHoldsInOrderAndReportsTheFirstFrameOnce(t *testing.T) {
 	if o, _, _ := b.Hold(frame("10.45.0.2", 9)); o != NotBuffering {
 		t.Errorf("a frame to an address no session buffers: %v, want not_buffering", o)
 	}
-	got := b.Stop("ns/s1")
+	got := b.Stop("ns/s1", true)
 	if len(got) != 5 {
 		t.Fatalf("Stop returned %d frames, want 5", len(got))
 	}
@@ -45,8 +46,8 @@ func TestHoldsInOrderAndReportsTheFirstFrameOnce(t *testing.T) {
 			t.Errorf("frame %d comes back as %x", i, f)
 		}
 	}
-	if o, _, _ := b.Hold(frame("10.45.0.1", 0)); o != NotBuffering || b.Buffering("ns/s1") {
-		t.Errorf("after Stop the session still buffers")
+	if o, _, _ := b.Hold(frame("10.45.0.1", 0)); o != Late || b.Buffering("ns/s1") {
+		t.Errorf("a frame just after the release: %v, want late", o)
 	}
 	b.Start("ns/s1", netip.MustParseAddr("10.45.0.1"))
 	if _, _, first := b.Hold(frame("10.45.0.1", 0)); !first {
@@ -102,7 +103,7 @@ func TestAModifiedSessionHoldsForItsNewAddress(t *testing.T) {
 	if o, _, _ := b.Hold(frame("10.45.0.9", 3)); o != Held {
 		t.Errorf("the new address: %v, want held", o)
 	}
-	if n := len(b.Stop("a")); n != 2 {
+	if n := len(b.Stop("a", true)); n != 2 {
 		t.Errorf("holds %d frames, want 2 (one before the change, one after)", n)
 	}
 }
@@ -116,5 +117,26 @@ func TestIgnoresWhatIsNotAnIPv4Frame(t *testing.T) {
 		if o, _, _ := b.Hold(f); o != NotBuffering {
 			t.Errorf("%s: %v, want not_buffering", name, o)
 		}
+	}
+}
+
+func TestAFrameIsLateOnlyForLingerAfterARelease(t *testing.T) {
+	b := New()
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { return now }
+	b.Start("a", netip.MustParseAddr("10.45.0.1"))
+	b.Start("b", netip.MustParseAddr("10.45.0.2"))
+	b.Stop("a", true)
+	b.Stop("b", false) // deleted: its frames are nobody's
+	if o, _, _ := b.Hold(frame("10.45.0.2", 0)); o != NotBuffering {
+		t.Errorf("a frame of a session that went: %v, want not_buffering", o)
+	}
+	now = now.Add(Linger)
+	if o, _, _ := b.Hold(frame("10.45.0.1", 0)); o != Late {
+		t.Errorf("a frame Linger after the release: %v, want late", o)
+	}
+	now = now.Add(time.Millisecond)
+	if o, _, _ := b.Hold(frame("10.45.0.1", 0)); o != NotBuffering {
+		t.Errorf("a frame past Linger: %v, want not_buffering", o)
 	}
 }
