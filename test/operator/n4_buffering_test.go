@@ -16,7 +16,6 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/junction-atsss/junction/internal/smf"
-	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -55,22 +54,6 @@ func downlinkFrames(ue netip.Addr, n int) [][]byte {
 		payload := bytes.Repeat([]byte{byte(i)}, 64)
 		out = append(out, wiretest.Build(eth, wire.IPv4{Src: addr4("203.0.113.200"), Dst: ue.As4()},
 			wire.UDP{SrcPort: 443, DstPort: 40000}, payload))
-	}
-	return out
-}
-
-// forward hands one frame to the software UPF's data plane as feed does and returns what left.
-func (u *softUPF) forward(t *testing.T, frame []byte) []sentFrame {
-	t.Helper()
-	pkt := u.pool.TryGet()
-	if pkt == nil || !pkt.SetFrame(frame) {
-		t.Fatal("no buffer for the frame")
-	}
-	pkt.InPort = 1
-	var out []sentFrame
-	for _, p := range u.dp.Process([]*dataplane.Packet{pkt}, nil) {
-		out = append(out, sentFrame{p.OutPort, slices.Clone(p.Frame())})
-		u.pool.Put(p)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,15 +51,23 @@ func (u *softUPF) feed(t *testing.T, frames ...[]byte) int {
 	t.Helper()
 	out := 0
 	for _, f := range frames {
-		pkt := u.pool.TryGet()
-		if pkt == nil || !pkt.SetFrame(f) {
-			t.Fatal("no buffer for the frame")
-		}
-		pkt.InPort = 1
-		for _, p := range u.dp.Process([]*dataplane.Packet{pkt}, nil) {
-			u.pool.Put(p)
-			out++
-		}
+		out += len(u.forward(t, f))
+	}
+	return out
+}
+
+// forward hands one frame to the software UPF's data plane as feed does and returns what left.
+func (u *softUPF) forward(t *testing.T, frame []byte) []sentFrame {
+	t.Helper()
+	pkt := u.pool.TryGet()
+	if pkt == nil || !pkt.SetFrame(frame) {
+		t.Fatal("no buffer for the frame")
+	}
+	pkt.InPort = 1
+	var out []sentFrame
+	for _, p := range u.dp.Process([]*dataplane.Packet{pkt}, nil) {
+		out = append(out, sentFrame{p.OutPort, slices.Clone(p.Frame())})
+		u.pool.Put(p)
 	}
 	return out
 }
