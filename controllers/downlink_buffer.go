@@ -105,9 +105,10 @@ func (rt *upfRuntime) sendHeldLocked(key string, frames [][]byte) {
 		return
 	}
 	dev := rt.dev.cur.Load()
+	toIngress := map[string]uint64{desired.PacketOutToIngress: 1} // egress_port 0: not read
 	sent := 0
 	for _, f := range frames {
-		if dev == nil || dev.PacketOut(f, map[string]uint64{desired.PacketOutToIngress: 1}) != nil {
+		if dev == nil || dev.PacketOut(f, toIngress) != nil {
 			break
 		}
 		sent++

@@ -522,3 +522,30 @@ func ctxShort(t *testing.T) context.Context {
 }
 
 func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
+
+func TestPacketOutsReachTheDevice(t *testing.T) {
+	u, d := primaryWithPipeline(t, nil)
+	arp := wiretest.Build(wire.Ethernet{Type: 0x0806}, make([]byte, 28))
+	if err := d.PacketOut(arp, map[string]uint64{"egress_port": 3}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(eventually)
+	for u.srv.Stats().PacketOuts != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the device took %d packet-outs, want 1 (errors: %d)", u.srv.Stats().PacketOuts, u.srv.Stats().PacketOutErrors)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// docs/pipeline.md: egress_port is 9 bits wide.
+	for wantErr, fields := range map[string]map[string]uint64{
+		`packet_out has no field "no_such_field"`: {"no_such_field": 1},
+		`"egress_port" is 9 bits wide`:            {"egress_port": 1 << 9},
+	} {
+		if err := d.PacketOut(arp, fields); !contains(err, wantErr) {
+			t.Errorf("PacketOut(%v): %v, want an error containing %q", fields, err, wantErr)
+		}
+	}
+	if n := u.srv.Stats().PacketOuts; n != 1 {
+		t.Errorf("the device took %d packet-outs after the refused ones, want still 1", n)
+	}
+}

@@ -2,15 +2,14 @@ package upfclient
 
 import (
 	"fmt"
-	"sort"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
 // PacketOut sends frame to the device as a packet-out on the primary stream (P4Runtime spec
-// 16.1), with the packet_out controller header's fields set by name (the rest are 0). A field
-// the P4Info's packet_out does not have, or a value wider than the field, is an error: the
-// device would send the frame somewhere else than the caller meant.
+// 16.1), with the packet_out controller header's fields set by name and the rest 0. A field the
+// P4Info's packet_out does not have, or a value wider than the field, is an error: the device
+// would send the frame somewhere else than the caller meant.
 func (d *Device) PacketOut(frame []byte, fields map[string]uint64) error {
 	sch := d.Schema()
 	if sch == nil {
@@ -20,22 +19,19 @@ func (d *Device) PacketOut(frame []byte, fields map[string]uint64) error {
 	if hdr == nil {
 		return fmt.Errorf("the P4Info has no packet_out controller header")
 	}
-	names := make([]string, 0, len(fields))
 	for n := range fields {
-		names = append(names, n)
-	}
-	sort.Strings(names) // metadata in a stable order
-	md := make([]*p4v1.PacketMetadata, 0, len(fields))
-	for _, n := range names {
-		i, ok := hdr.ByName[n]
-		if !ok {
+		if _, ok := hdr.ByName[n]; !ok {
 			return fmt.Errorf("packet_out has no field %q", n)
 		}
-		f := hdr.Fields[i]
-		if f.Width < 64 && fields[n]>>uint(f.Width) != 0 {
-			return fmt.Errorf("packet_out field %q is %d bits wide; %d does not fit", n, f.Width, fields[n])
+	}
+	// Every field, in the header's order: targets refuse a packet-out that leaves one out.
+	md := make([]*p4v1.PacketMetadata, 0, len(hdr.Fields))
+	for _, f := range hdr.Fields {
+		v := fields[f.Name]
+		if f.Width < 64 && v>>uint(f.Width) != 0 {
+			return fmt.Errorf("packet_out field %q is %d bits wide; %d does not fit", f.Name, f.Width, v)
 		}
-		md = append(md, &p4v1.PacketMetadata{MetadataId: f.ID, Value: Uint(fields[n])})
+		md = append(md, &p4v1.PacketMetadata{MetadataId: f.ID, Value: Uint(v)})
 	}
 	s, err := d.primary()
 	if err != nil {
