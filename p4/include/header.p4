@@ -18,11 +18,15 @@ header packet_in_header_t {
     bit<7>     _pad;
 }
 
+// to_ingress 0: the frame after it leaves unchanged on egress_port; 1: it goes
+// through the whole pipeline as a frame from the CPU port, egress_port ignored
+// (a downlink packet the controller held, released: docs/pipeline.md).
 @controller_header("packet_out")
 @id(0x04000002)
 header packet_out_header_t {
     port_num_t egress_port;
-    bit<7>     _pad;
+    bit<1>     to_ingress;
+    bit<6>     _pad;
 }
 
 // ---------------------------------------------------------------------------
@@ -246,6 +250,11 @@ struct local_metadata_t {
     access_t        forced_access;
     @field_list(2)
     seq_t           forced_seq;
+    // v1model: a to_ingress packet-out (the parser). BMv2 recirculates its redundant
+    // clone with the packet_out bytes still in front (behavioral-model issue 795):
+    // the parser skips them when this comes back set.
+    @field_list(2)
+    bool            packet_out_ahead;
     bool            skip_ttl;       // TNA second copy: TTL already decremented
 
     // Everything below starts each pass at 0 / false (BMv2 zeroes metadata; the TNA
