@@ -250,9 +250,9 @@ struct local_metadata_t {
     access_t        forced_access;
     @field_list(2)
     seq_t           forced_seq;
-    // v1model: a to_ingress packet-out (the parser). BMv2 recirculates its redundant
-    // clone with the packet_out bytes still in front (behavioral-model issue 795):
-    // the parser skips them when this comes back set.
+    // v1model: a to_ingress packet-out (the parser). BMv2 parses its redundant clone
+    // again, with the packet_out bytes still in front and this preserved (behavioral-
+    // model issue 795): the parser skips them for an I2E clone that has it set.
     @field_list(2)
     bool            packet_out_ahead;
     bool            skip_ttl;       // TNA second copy: TTL already decremented

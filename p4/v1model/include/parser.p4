@@ -3,9 +3,12 @@
 // Packet's way: a frame from the CPU port (not a clone or recirculation)
 // starts with packet_out; with to_ingress 0 nothing more is parsed (sent as it
 // came), with to_ingress 1 the frame after it goes to the shared JunctionParser,
-// as does every other frame. A redundant clone of a to_ingress frame comes back
-// from the loop with packet_out still in front (md.packet_out_ahead): skipped
-// the same way. Checksums are not verified (a UPF forwards what it gets); every
+// as does every other frame. BMv2 parses an I2E clone again when it makes it,
+// from the bytes the packet came with, packet_out still in front, and with the
+// metadata the clone preserves (behavioral-model issue 795): a to_ingress
+// frame's redundant clone (md.packet_out_ahead) skips packet_out the same way.
+// Egress deparses the clone without it, so after the recirculation it is a
+// plain frame. Checksums are not verified (a UPF forwards what it gets); every
 // IPv4 header the pipeline wrote or changed is given a fresh checksum.
 
 #ifndef JUNCTION_V1MODEL_PARSER_P4
@@ -21,7 +24,7 @@ parser JunctionV1modelParser(packet_in packet,
         transition select(standard_metadata.instance_type, standard_metadata.ingress_port,
                           md.packet_out_ahead) {
             (PKT_INSTANCE_TYPE_NORMAL, V1MODEL_CPU_PORT, _): parse_packet_out;
-            (_, _, true): parse_packet_out;
+            (PKT_INSTANCE_TYPE_INGRESS_CLONE, _, true): parse_packet_out;
             default: parse_frame;
         }
     }
