@@ -250,12 +250,8 @@ struct local_metadata_t {
     access_t        forced_access;
     @field_list(2)
     seq_t           forced_seq;
-    // v1model: a to_ingress packet-out (the parser). BMv2 parses its redundant clone
-    // again, with the packet_out bytes still in front and this preserved (behavioral-
-    // model issue 795): the parser skips them for an I2E clone that has it set.
-    @field_list(2)
-    bool            packet_out_ahead;
     bool            skip_ttl;       // TNA second copy: TTL already decremented
+    bool            to_ingress;     // v1model: a to_ingress packet-out's frame (parser)
 
     // Everything below starts each pass at 0 / false (BMv2 zeroes metadata; the TNA
     // build has the compiler do it, @pa_auto_init_metadata), now_us aside.

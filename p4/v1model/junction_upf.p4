@@ -89,7 +89,7 @@ control JunctionV1modelIngress(inout headers_t hdr,
         if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL) {
             if (standard_metadata.ingress_port != V1MODEL_CPU_PORT) {
                 frame_len = (bit<16>)standard_metadata.packet_length;
-            } else if (md.packet_out_ahead) {
+            } else if (md.to_ingress) {
                 frame_len = (bit<16>)standard_metadata.packet_length - PACKET_OUT_BYTES;
             }
         }

@@ -1,15 +1,16 @@
 // JUNCTION-UPF, v1model: parser preamble, checksums and deparser.
 //
-// Packet's way: a frame from the CPU port (not a clone or recirculation)
-// starts with packet_out; with to_ingress 0 nothing more is parsed (sent as it
-// came), with to_ingress 1 the frame after it goes to the shared JunctionParser,
-// as does every other frame. BMv2 parses an I2E clone again when it makes it,
-// from the bytes the packet came with, packet_out still in front, and with the
-// metadata the clone preserves (behavioral-model issue 795): a to_ingress
-// frame's redundant clone (md.packet_out_ahead) skips packet_out the same way.
-// Egress deparses the clone without it, so after the recirculation it is a
-// plain frame. Checksums are not verified (a UPF forwards what it gets); every
-// IPv4 header the pipeline wrote or changed is given a fresh checksum.
+// Packet's way: a frame from the CPU port starts with packet_out; with
+// to_ingress 0 nothing more is parsed (sent as it came), with to_ingress 1 the
+// frame after it goes to the shared JunctionParser, as does every other frame.
+// The test is on the port alone: BMv2 parses an I2E clone again from the bytes
+// the packet came with (packet_out in front, for a to_ingress frame's redundant
+// copy) with the ingress port set and the rest of the metadata, instance_type
+// and the preserved fields included, left from an earlier packet
+// (behavioral-model issue 795); a recirculated packet comes back with port 0,
+// its packet_out gone (egress deparsed it without). Checksums are not
+// verified (a UPF forwards what it gets); every IPv4 header the pipeline wrote
+// or changed is given a fresh checksum.
 
 #ifndef JUNCTION_V1MODEL_PARSER_P4
 #define JUNCTION_V1MODEL_PARSER_P4
@@ -21,10 +22,8 @@ parser JunctionV1modelParser(packet_in packet,
     JunctionParser() frame_parser;
 
     state start {
-        transition select(standard_metadata.instance_type, standard_metadata.ingress_port,
-                          md.packet_out_ahead) {
-            (PKT_INSTANCE_TYPE_NORMAL, V1MODEL_CPU_PORT, _): parse_packet_out;
-            (PKT_INSTANCE_TYPE_INGRESS_CLONE, _, true): parse_packet_out;
+        transition select(standard_metadata.ingress_port) {
+            V1MODEL_CPU_PORT: parse_packet_out;
             default: parse_frame;
         }
     }
@@ -43,7 +42,7 @@ parser JunctionV1modelParser(packet_in packet,
     }
 
     state packet_out_to_ingress {
-        md.packet_out_ahead = true;
+        md.to_ingress = true;
         transition parse_frame;
     }
 
