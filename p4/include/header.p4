@@ -18,11 +18,15 @@ header packet_in_header_t {
     bit<7>     _pad;
 }
 
+// to_ingress 0: the frame after it leaves unchanged on egress_port; 1: it goes
+// through the whole pipeline as a frame from the CPU port, egress_port ignored
+// (a downlink packet the controller held, released: docs/pipeline.md).
 @controller_header("packet_out")
 @id(0x04000002)
 header packet_out_header_t {
     port_num_t egress_port;
-    bit<7>     _pad;
+    bit<1>     to_ingress;
+    bit<6>     _pad;
 }
 
 // ---------------------------------------------------------------------------
@@ -247,6 +251,7 @@ struct local_metadata_t {
     @field_list(2)
     seq_t           forced_seq;
     bool            skip_ttl;       // TNA second copy: TTL already decremented
+    bool            to_ingress;     // v1model: a to_ingress packet-out's frame (parser)
 
     // Everything below starts each pass at 0 / false (BMv2 zeroes metadata; the TNA
     // build has the compiler do it, @pa_auto_init_metadata), now_us aside.

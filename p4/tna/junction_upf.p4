@@ -4,9 +4,10 @@
 // control's file. The shared controls (../include/control) are the same as in
 // the v1model build; the stateful ones are Tofino's own (RegisterAction).
 // Packet's way through ingress:
-//   parse -> internal packet (reorder timer / queue-free)? -> packet-out?
-//   -> Lengths -> Uplink (PARSER_ERROR? local? GTP-U TEID?) -> JunctionCheck -> UserPacket -> Sessions
-//   -> Applications -> DownlinkTunnels -> SessionSeq -> Probes -> PathState
+//   parse -> internal packet (reorder timer / queue-free)? -> packet-out (to_ingress:
+//   on as a frame from the CPU port)? -> Lengths -> Uplink (PARSER_ERROR? local? GTP-U TEID?)
+//   -> JunctionCheck -> UserPacket -> Sessions -> Applications
+//   -> DownlinkTunnels (buffer_downlink: packet-in) -> SessionSeq -> Probes -> PathState
 //   -> Steering -> Tunnels -> Filter -> Routing -> DropReasons -> Reorder -> Rewrite
 //   -> ReorderQueue (pause / resume queues, timers) -> packet-in?
 //   -> Verdict (drops and usage counters, port, redundant mirror)

@@ -2,9 +2,9 @@
 //
 // The top level only wires controls together; what each step does is in the
 // control's file. Packet's way through ingress:
-//   parse -> packet-out? -> Lengths -> Uplink (PARSER_ERROR? local? GTP-U TEID?)
+//   parse -> packet-out (to_ingress: on as a frame from the CPU port)? -> Lengths -> Uplink (PARSER_ERROR? local? GTP-U TEID?)
 //   -> JunctionCheck -> UserPacket -> Sessions -> Applications
-//   -> DownlinkTunnels -> SessionSeq -> Probes -> PathState -> Steering
+//   -> DownlinkTunnels (buffer_downlink: packet-in) -> SessionSeq -> Probes -> PathState -> Steering
 //   -> Reorder -> Tunnels -> Filter -> Routing -> Encap -> packet-in?
 //   -> Verdict (drops and usage counters, held packets, redundant clone)
 // Egress recirculates held packets and redundant clones; nothing else.
@@ -82,12 +82,16 @@ control JunctionV1modelIngress(inout headers_t hdr,
             md.malformed = true;  // Uplink decides whether that is a PARSER_ERROR
         }
         from_controller.apply(hdr, md, standard_metadata);
-        // The frame's length bounds the outer IPv4 of a frame from a port; a packet back
-        // from the loop was checked on its first pass.
+        // The frame's length bounds the outer IPv4 of a frame from a port or a to_ingress
+        // packet-out (less its packet_out header); a packet back from the loop was checked
+        // on its first pass.
         bit<16> frame_len = 0;
-        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL &&
-                standard_metadata.ingress_port != V1MODEL_CPU_PORT) {
-            frame_len = (bit<16>)standard_metadata.packet_length;
+        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL) {
+            if (standard_metadata.ingress_port != V1MODEL_CPU_PORT) {
+                frame_len = (bit<16>)standard_metadata.packet_length;
+            } else if (md.to_ingress) {
+                frame_len = (bit<16>)standard_metadata.packet_length - PACKET_OUT_BYTES;
+            }
         }
         lengths.apply(hdr, md, frame_len);
         uplink.apply(hdr, md);

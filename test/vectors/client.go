@@ -289,20 +289,31 @@ func update(t p4v1.Update_Type, e *p4v1.Entity) *p4v1.Update {
 	return &p4v1.Update{Type: t, Entity: e}
 }
 
-// packetOut sends a frame to leave on egressPort, with the packet_out controller header's
-// egress_port as the P4Info names it.
-func (c *client) packetOut(info *p4configv1.P4Info, egressPort uint32, frame []byte) error {
+// packetOut sends a frame to leave on egressPort, or with toIngress into the pipeline, with the
+// packet_out controller header's egress_port and to_ingress as the P4Info names them. A
+// P4Info without to_ingress cannot send a frame into the pipeline.
+func (c *client) packetOut(info *p4configv1.P4Info, egressPort uint32, toIngress bool, frame []byte) error {
 	for _, m := range info.ControllerPacketMetadata {
 		if m.Preamble.Name != "packet_out" && m.Preamble.Alias != "packet_out" {
 			continue
 		}
 		var md []*p4v1.PacketMetadata
+		sawToIngress := false
 		for _, f := range m.Metadata {
 			var v uint64
-			if f.Name == "egress_port" {
+			switch f.Name {
+			case "egress_port":
 				v = uint64(egressPort)
+			case "to_ingress":
+				sawToIngress = true
+				if toIngress {
+					v = 1
+				}
 			}
 			md = append(md, &p4v1.PacketMetadata{MetadataId: f.Id, Value: bytestring(v, int(f.Bitwidth))})
+		}
+		if toIngress && !sawToIngress {
+			return fmt.Errorf("the P4Info's packet_out has no to_ingress")
 		}
 		return c.send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Packet{
 			Packet: &p4v1.PacketOut{Payload: frame, Metadata: md},

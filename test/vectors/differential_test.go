@@ -12,6 +12,10 @@ package vectors
 // What depends on the clock is compared by class, not by value: a PROBE_REPLY's upf_ts, a
 // PROBE_ACK's measured RTT (digest and register). Frames that the reorder would hold
 // (CURRENT_PATH data) are left to the reorder vectors: their timing is each target's own.
+//
+// About one frame in four goes in as a to_ingress packet-out instead of on its port (a frame
+// from the CPU port, with the packet_out bytes BMv2 counts), and every case whose setup has
+// encap_gtpu entries runs a second time with buffer_downlink in their place.
 
 import (
 	"context"
@@ -64,9 +68,10 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cases = append(cases, bufferedVariants(cases)...)
 
 	rng := rand.New(rand.NewPCG(2026, 11))
-	var frames, skipped, disagreements int
+	var frames, skipped, disagreements, toIngressFrames int
 	for _, c := range cases {
 		if strings.HasPrefix(c.Name, "reorder-") {
 			continue // held packets: their timing is each target's own
@@ -82,11 +87,16 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 			}
 		}
 		cells := comparedCells(c)
-		usage, err := usageCells(runs[0], c)
+		usage, err := usageCells(runs[0], c.origin())
 		if err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
 		for i, s := range c.Steps {
+			for _, cr := range runs {
+				if err := cr.modifyEntries(ctx, s.ModifyEntries); err != nil {
+					t.Fatalf("%s step %d on %s: modify_entries: %v", c.Name, i+1, cr.r.cfg.Target, err)
+				}
+			}
 			in := s.Send
 			if in == nil {
 				in = s.PacketOut
@@ -115,16 +125,30 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 					continue
 				}
 				// A packet-out goes to its step's port, the CPU port or a port no target has,
-				// in turn (docs/pipeline.md: the last two are dropped).
+				// in turn (docs/pipeline.md: the last two are dropped); a to_ingress one goes
+				// into the pipeline whatever its port, as does one frame in four of the others.
 				send, where := func(cr *caseRun) error { return cr.r.ports[in.Port].Send(frame) }, "sent on "+in.Port
-				if s.PacketOut != nil {
-					own, err := runs[0].outPort(in.Port)
-					if err != nil {
-						t.Fatalf("%s step %d: %v", c.Name, i+1, err)
+				switch {
+				case s.PacketOut != nil:
+					var own uint32
+					if in.Port != "" {
+						if own, err = runs[0].outPort(in.Port); err != nil {
+							t.Fatalf("%s step %d: %v", c.Name, i+1, err)
+						}
 					}
-					port := []uint32{own, runs[0].r.cfg.CPUPort, unmappedPort}[k%3]
-					send = func(cr *caseRun) error { return cr.r.client.packetOut(cr.r.cfg.P4Info, port, frame) }
-					where = fmt.Sprintf("a packet-out to port %d", port)
+					port, toIngress := []uint32{own, runs[0].r.cfg.CPUPort, unmappedPort}[k%3], in.ToIngress
+					send = func(cr *caseRun) error { return cr.r.client.packetOut(cr.r.cfg.P4Info, port, toIngress, frame) }
+					where = fmt.Sprintf("a packet-out to port %d, to_ingress %t", port, toIngress)
+					if toIngress {
+						toIngressFrames++
+					}
+				case k%4 == 3:
+					send = func(cr *caseRun) error { return cr.r.client.packetOut(cr.r.cfg.P4Info, 0, true, frame) }
+					where = "a to_ingress packet-out"
+					toIngressFrames++
+				case droppedByTheKernel(frame):
+					skipped++ // no packet socket sees it: BMv2 never does, AF_XDP does
+					continue
 				}
 				outs := make([]outcome, len(runs))
 				errs := make([]error, len(runs))
@@ -165,10 +189,32 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("differential: %d frames through every target (software UPF on %v ports, BMv2), %d skipped (held), %d disagreements", frames, portKinds, skipped, disagreements)
+	t.Logf("differential: %d frames through every target (software UPF on %v ports, BMv2), %d of them to_ingress packet-outs, %d skipped (held, or dropped by the kernel), %d disagreements", frames, portKinds, toIngressFrames, skipped, disagreements)
 	if frames < 1000 && n >= mutationsPerFrame {
 		t.Errorf("only %d frames compared: the corpus shrank", frames)
 	}
+}
+
+// bufferedVariants are the cases whose setup has encap_gtpu entries, again with buffer_downlink
+// in their place: the downlink they would tunnel goes to the controller instead.
+func bufferedVariants(cases []*Case) []*Case {
+	var out []*Case
+	for _, c := range cases {
+		v := *c
+		v.Name, v.from = c.Name+"/buffered", c
+		v.Setup.Entries = slices.Clone(c.Setup.Entries)
+		n := 0
+		for i, e := range v.Setup.Entries {
+			if e.Table == "downlink_tunnels" && e.Action == "encap_gtpu" {
+				v.Setup.Entries[i].Action, v.Setup.Entries[i].Params = "buffer_downlink", nil
+				n++
+			}
+		}
+		if n > 0 {
+			out = append(out, &v)
+		}
+	}
+	return out
 }
 
 // buildWithoutCaptures builds a frame whose fields may name values a vector captures from an
@@ -445,6 +491,17 @@ func describeReport(m *p4v1.P4Data, probeAck bool) string {
 }
 
 // heldForReorder says whether the reorder would hold frame: Junction DATA marked CURRENT_PATH.
+// droppedByTheKernel reports a VLAN-tagged frame too short for the tag and the type after it
+// (20 bytes): Linux drops it when it takes the tag off (skb_vlan_untag), before any packet
+// socket, so BMv2 and an AF_PACKET port never see it; an AF_XDP port reads it before that.
+func droppedByTheKernel(frame []byte) bool {
+	if len(frame) < 14 || len(frame) >= 20 {
+		return false
+	}
+	t := uint16(frame[12])<<8 | uint16(frame[13])
+	return t == 0x8100 || t == 0x88a8
+}
+
 func heldForReorder(frame []byte) bool {
 	var f wire.Frame
 	f.Parse(frame)
@@ -517,7 +574,11 @@ func mutate(rng *rand.Rand, frame []byte) ([]byte, string) {
 		out[off], out[off+1] = byte(v>>8), byte(v)
 		return out, fmt.Sprintf("with the length field at byte %d set to %d", off, v&0xffff)
 	case 3:
-		n := 14 + rng.IntN(max(1, len(out)-14))
+		if len(out) <= 14 { // a frame too short for Ethernet already: shorter still
+			n := rng.IntN(len(out) + 1)
+			return out[:n], fmt.Sprintf("cut to %d bytes", n)
+		}
+		n := 14 + rng.IntN(len(out)-14)
 		return out[:n], fmt.Sprintf("cut to %d bytes", n)
 	default:
 		n := 1 + rng.IntN(40)

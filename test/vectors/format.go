@@ -30,6 +30,15 @@ type Case struct {
 	Steps       []Step `json:"steps"`
 
 	file string
+	from *Case // the case this one varies (differential_test.go), if any
+}
+
+// origin is the case c varies, or c.
+func (c *Case) origin() *Case {
+	if c.from != nil {
+		return c.from
+	}
+	return c
 }
 
 // Setup is written before the first step, in this order: clone sessions, registers, counter
@@ -98,7 +107,8 @@ type CloneSession struct {
 type Step struct {
 	Name string `json:"name"`
 	Send *Send  `json:"send"`
-	// PacketOut sends a frame from the controller, to leave unchanged on the named port.
+	// PacketOut sends a frame from the controller, to leave unchanged on the named port or,
+	// with to_ingress, to go through the pipeline as a frame from the CPU port.
 	PacketOut *Send `json:"packet_out"`
 	// SetRegisters are written before the frame is sent ("name[index]": value).
 	SetRegisters map[string]any `json:"set_registers"`
@@ -106,6 +116,9 @@ type Step struct {
 	SetCounters map[string]CounterCell `json:"set_counters"`
 	// SetMeters are written before the frame is sent ("name[index]": config, or null).
 	SetMeters map[string]*MeterConfig `json:"set_meters"`
+	// ModifyEntries are entries the case installed, written again (MODIFY) with their action
+	// and params before the frame is sent: an SMF changing a FAR.
+	ModifyEntries []Entry `json:"modify_entries"`
 	// Window overrides the runner's collection window for this step ("2s", "500ms").
 	Window Duration `json:"window"`
 	// Expect maps a logical port to the frames expected on it, in order, or "none". A port
@@ -128,8 +141,11 @@ type Step struct {
 
 // Send is an input frame on a logical port.
 type Send struct {
-	Port  string `json:"port"`
-	Frame Frame  `json:"frame"`
+	Port string `json:"port"`
+	// ToIngress (packet_out only) sets packet_out's to_ingress: the pipeline processes the
+	// frame as one from the CPU port, and Port, optional then, only fills egress_port.
+	ToIngress bool  `json:"to_ingress"`
+	Frame     Frame `json:"frame"`
 }
 
 // PacketIn is a frame expected at the controller, with the logical port it arrived on.
@@ -244,8 +260,11 @@ func LoadCase(path string) (*Case, error) {
 		if s.Send != nil && (s.Send.Port == "" || len(s.Send.Frame) == 0) {
 			return nil, fmt.Errorf("%s: step %d: send needs a port and a frame", path, i+1)
 		}
-		if s.PacketOut != nil && (s.PacketOut.Port == "" || len(s.PacketOut.Frame) == 0) {
-			return nil, fmt.Errorf("%s: step %d: packet_out needs a port and a frame", path, i+1)
+		if s.PacketOut != nil && ((s.PacketOut.Port == "" && !s.PacketOut.ToIngress) || len(s.PacketOut.Frame) == 0) {
+			return nil, fmt.Errorf("%s: step %d: packet_out needs a port (unless to_ingress) and a frame", path, i+1)
+		}
+		if s.Send != nil && s.Send.ToIngress {
+			return nil, fmt.Errorf("%s: step %d: to_ingress belongs to packet_out, not send", path, i+1)
 		}
 		if s.Send != nil && s.PacketOut != nil {
 			return nil, fmt.Errorf("%s: step %d: send and packet_out in one step; use two steps", path, i+1)

@@ -107,6 +107,13 @@ func TestCasesResolveAgainstP4Info(t *testing.T) {
 				t.Errorf("%s entry %d (%s): %v", c.Name, i+1, e.Table, err)
 			}
 		}
+		for i, s := range c.Steps {
+			for j, e := range s.ModifyEntries {
+				if _, err := cr.tableEntry(e); err != nil {
+					t.Errorf("%s step %d modify_entries %d (%s): %v", c.Name, i+1, j+1, e.Table, err)
+				}
+			}
+		}
 		for _, d := range c.Setup.Defaults {
 			tbl, err := r.schema.Table(d.Table)
 			if err == nil {

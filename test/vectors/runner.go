@@ -361,6 +361,22 @@ func (cr *caseRun) setup(ctx context.Context) error {
 	return nil
 }
 
+// modifyEntries writes entries the case installed again, with their new actions.
+func (cr *caseRun) modifyEntries(ctx context.Context, entries []Entry) error {
+	var updates []*p4v1.Update
+	for i, e := range entries {
+		te, err := cr.tableEntry(e)
+		if err != nil {
+			return fmt.Errorf("entry %d (%s): %w", i+1, e.Table, err)
+		}
+		updates = append(updates, update(p4v1.Update_MODIFY, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}}))
+	}
+	if len(updates) == 0 {
+		return nil
+	}
+	return cr.r.client.write(ctx, updates...)
+}
+
 func cloneEntity(id uint32, replicas []*p4v1.Replica) *p4v1.Entity {
 	return &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
 		Type: &p4v1.PacketReplicationEngineEntry_CloneSessionEntry{CloneSessionEntry: &p4v1.CloneSessionEntry{SessionId: id, Replicas: replicas}},

@@ -43,8 +43,8 @@ func (cr *caseRun) step(ctx context.Context, i int) bool {
 	}
 	var packetIns []*builtFrame
 	for j, p := range s.PacketIn {
-		if _, ok := r.portNums[p.Port]; !ok {
-			fail("packet_in %d: unknown port %q", j+1, p.Port)
+		if _, err := cr.outPort(p.Port); err != nil { // a logical port, or $cpu (a to_ingress frame)
+			fail("packet_in %d: %v", j+1, err)
 			return false
 		}
 		b, err := cr.vars.buildFrame(p.Frame, true)
@@ -69,6 +69,10 @@ func (cr *caseRun) step(ctx context.Context, i int) bool {
 	}
 	if err := cr.writeMeters(ctx, s.SetMeters); err != nil {
 		fail("set_meters: %v", err)
+		return false
+	}
+	if err := cr.modifyEntries(ctx, s.ModifyEntries); err != nil {
+		fail("modify_entries: %v", err)
 		return false
 	}
 	before, err := cr.readDrops(ctx)
@@ -96,10 +100,12 @@ func (cr *caseRun) step(ctx context.Context, i int) bool {
 		}
 	}
 	if s.PacketOut != nil {
-		num, err := cr.outPort(s.PacketOut.Port)
-		if err != nil {
-			fail("packet_out: %v", err)
-			return false
+		var num uint32
+		if s.PacketOut.Port != "" {
+			if num, err = cr.outPort(s.PacketOut.Port); err != nil {
+				fail("packet_out: %v", err)
+				return false
+			}
 		}
 		out, err := cr.vars.buildFrame(s.PacketOut.Frame, false)
 		if err != nil {
@@ -107,7 +113,7 @@ func (cr *caseRun) step(ctx context.Context, i int) bool {
 			return false
 		}
 		start = time.Now()
-		if err := r.client.packetOut(r.cfg.P4Info, num, out.bytes); err != nil {
+		if err := r.client.packetOut(r.cfg.P4Info, num, s.PacketOut.ToIngress, out.bytes); err != nil {
 			fail("packet_out: %v", err)
 			return false
 		}
@@ -316,7 +322,7 @@ func (cr *caseRun) comparePacketIns(fail func(string, ...any), specs []PacketIn,
 					ingress, found = fromBytestring(md.Value), true
 				}
 			}
-			if wantPort := cr.r.portNums[specs[j].Port]; !found || uint32(ingress) != wantPort {
+			if wantPort, _ := cr.outPort(specs[j].Port); !found || uint32(ingress) != wantPort {
 				fail("packet-in %d: ingress_port %d (found: %v), want %d (%s)", j+1, ingress, found, wantPort, specs[j].Port)
 			}
 			want[j].record(got[j].Payload, cr.vars)

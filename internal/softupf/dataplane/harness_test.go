@@ -363,11 +363,13 @@ func specP4Info() *p4configv1.P4Info {
 	info.TypeInfo.Structs["probe_report_t"] = st
 	info.Digests = append(info.Digests, &p4configv1.Digest{Preamble: &p4configv1.Preamble{Id: 0x18000001, Name: "probe_reports"},
 		TypeSpec: &p4configv1.P4DataTypeSpec{TypeSpec: &p4configv1.P4DataTypeSpec_Struct{Struct: &p4configv1.P4NamedType{Name: "probe_report_t"}}}})
-	for _, c := range []struct{ name, port string }{{"packet_in", "ingress_port"}, {"packet_out", "egress_port"}} {
-		info.ControllerPacketMetadata = append(info.ControllerPacketMetadata, &p4configv1.ControllerPacketMetadata{
-			Preamble: &p4configv1.Preamble{Id: 0x40000000 + uint32(len(c.name)), Name: c.name},
-			Metadata: []*p4configv1.ControllerPacketMetadata_Metadata{{Id: 1, Name: c.port, Bitwidth: 9}, {Id: 2, Name: "_pad", Bitwidth: 7}}})
-	}
+	info.ControllerPacketMetadata = append(info.ControllerPacketMetadata, &p4configv1.ControllerPacketMetadata{
+		Preamble: &p4configv1.Preamble{Id: 0x40000009, Name: "packet_in"},
+		Metadata: []*p4configv1.ControllerPacketMetadata_Metadata{{Id: 1, Name: "ingress_port", Bitwidth: 9}, {Id: 2, Name: "_pad", Bitwidth: 7}}})
+	info.ControllerPacketMetadata = append(info.ControllerPacketMetadata, &p4configv1.ControllerPacketMetadata{
+		Preamble: &p4configv1.Preamble{Id: 0x4000000a, Name: "packet_out"},
+		Metadata: []*p4configv1.ControllerPacketMetadata_Metadata{{Id: 3, Name: "_pad", Bitwidth: 6},
+			{Id: 2, Name: "to_ingress", Bitwidth: 1}, {Id: 1, Name: "egress_port", Bitwidth: 9}}})
 	return info
 }
 

@@ -65,6 +65,10 @@ type Pipeline struct {
 	reorder reorderer
 
 	packetOutDrops atomic.Uint64 // packet-outs to the CPU port or to a port with no interface
+
+	injectMu  sync.Mutex // serialises to_ingress packet-outs, which share these slices
+	injectIn  [1]*Packet
+	injectOut []*Packet
 }
 
 var _ p4rt.Target = (*Pipeline)(nil)
@@ -320,12 +324,18 @@ func (p *Pipeline) WriteCloneSession(id uint32, replicas []*p4v1.Replica) error 
 	return nil
 }
 
-// PacketOut sends frame unchanged on egressPort. A packet-out to the CPU port or to a port
-// with no interface is dropped and counted (Stats.PacketOutDrops), not refused: the P4 program
-// drops it so on every target (docs/pipeline.md, "Packet I/O").
-func (p *Pipeline) PacketOut(egressPort uint32, frame []byte) error {
+// PacketOut sends frame unchanged on egressPort or, with toIngress, through the pipeline as a
+// frame that arrived on the CPU port (egressPort ignored): a held downlink packet, released.
+// A packet-out to the CPU port or to a port with no interface is dropped and counted
+// (Stats.PacketOutDrops), not refused: the P4 program drops it so on every target
+// (docs/pipeline.md, "Packet I/O"). What the pipeline does to a to_ingress frame (a drop, too
+// short a frame included) it counts as it counts any other.
+func (p *Pipeline) PacketOut(egressPort uint32, toIngress bool, frame []byte) error {
 	if len(frame) > MaxFrame {
 		return fmt.Errorf("packet-out: frame of %d bytes exceeds %d", len(frame), MaxFrame)
+	}
+	if toIngress {
+		return p.inject(frame)
 	}
 	if p.sink == nil || egressPort == p.cpuPort || !p.sink.HasPort(egressPort) {
 		p.packetOutDrops.Add(1)
@@ -338,6 +348,38 @@ func (p *Pipeline) PacketOut(egressPort uint32, frame []byte) error {
 	pkt.SetFrame(frame)
 	pkt.OutPort = egressPort
 	p.sink.Transmit([]*Packet{pkt})
+	return nil
+}
+
+// packetOutLen is the packet_out header's length. BMv2 counts it in a to_ingress frame's
+// packet_length, and so in its counters' and meters' bytes: the software UPF adds it too, so
+// that the targets agree (docs/pipeline.md, "Packet I/O").
+const packetOutLen = 2
+
+// inject runs a to_ingress packet-out's frame through the pipeline from the CPU port and sends
+// what comes out.
+func (p *Pipeline) inject(frame []byte) error {
+	p.mu.RLock()
+	refused := p.st != nil && !p.st.schema.toIngress
+	p.mu.RUnlock()
+	if refused {
+		return errors.New("packet-out: the pipeline's packet_out header has no to_ingress")
+	}
+	pkt := p.pool.TryGet()
+	if pkt == nil {
+		return errors.New("packet-out: no free packet buffer")
+	}
+	pkt.SetFrame(frame)
+	pkt.InPort = p.cpuPort
+	p.injectMu.Lock()
+	defer p.injectMu.Unlock()
+	p.injectIn[0] = pkt
+	p.injectOut = p.process(p.injectIn[:], p.injectOut[:0], packetOutLen)
+	p.injectIn[0] = nil
+	if len(p.injectOut) > 0 {
+		p.transmit(p.injectOut)
+	}
+	clear(p.injectOut) // the sink owns the packets now
 	return nil
 }
 

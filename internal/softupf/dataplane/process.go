@@ -15,8 +15,11 @@ package dataplane
 //	  │   ├ UDP:2153 ─────────────────────────────────────> junction (arrival non-3GPP)
 //	  │   └ anything else (ICMP, ...) ───────────────────> packet-in
 //	  └ downlink: sessions hit ─> applications → session_overrides → steering → encap
-//	              downlink_tunnels hit ─> GTP-U encap;  else plain routing
+//	              downlink_tunnels hit ─> GTP-U encap, or buffer_downlink ──> packet-in
+//	              else plain routing
 //	              each then: filter, TTL, route (Ethernet) ──> out
+//
+// A to_ingress packet-out (PacketOut) takes the same way, as a frame from the CPU port.
 //
 // junction (junction.go): DATA → sessions(src) → filter, TTL, route → reorder (reorder.go);
 // control messages → probes and link notifications (junction.go).
@@ -48,6 +51,7 @@ type proc struct {
 	out   []*Packet
 	f     wire.Frame
 	inLen int // the received frame's length, for the drops and usage counters
+	extra int // bytes the counters add to every frame: packetOutLen for a to_ingress packet-out
 	nowOK bool
 	now   uint32
 }
@@ -56,6 +60,11 @@ type proc struct {
 // send to out (each with OutPort set), returning the extended slice. The caller sends them and
 // returns them to the pool. Tables are read under one read lock per batch.
 func (p *Pipeline) Process(in []*Packet, out []*Packet) []*Packet {
+	return p.process(in, out, 0)
+}
+
+// process is Process with extra bytes counted for every frame.
+func (p *Pipeline) process(in []*Packet, out []*Packet, extra int) []*Packet {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.st == nil {
@@ -64,7 +73,7 @@ func (p *Pipeline) Process(in []*Packet, out []*Packet) []*Packet {
 		}
 		return out
 	}
-	c := proc{p: p, st: p.st, t: p.st.t, out: out}
+	c := proc{p: p, st: p.st, t: p.st.t, out: out, extra: extra}
 	for _, pkt := range in {
 		c.ingress(pkt)
 	}
@@ -109,7 +118,7 @@ func (c *proc) isLocal(a [4]byte) bool {
 func (c *proc) ingress(pkt *Packet) {
 	c.nowOK = false
 	frame := pkt.Frame()
-	c.inLen = len(frame)
+	c.inLen = len(frame) + c.extra
 	f := &c.f
 	if err := f.Parse(frame); err != nil {
 		c.malformed(pkt, err)
@@ -294,6 +303,10 @@ func (c *proc) downlink(pkt *Packet, off, end int, ip wire.IPv4, ports wire.Port
 	sess, ok := c.t.sessions.lookup(fl.dst)
 	if !ok {
 		if tun, ok := c.t.dlTunnels.lookup(fl.dst); ok {
+			if tun.buffer {
+				c.punt(pkt) // untouched so far: the controller gets the frame as it came
+				return
+			}
 			c.downlinkGTPU(pkt, off, end, &fl, tun)
 			return
 		}

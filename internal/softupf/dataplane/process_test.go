@@ -516,7 +516,7 @@ func TestPacketIn(t *testing.T) {
 func TestPacketOut(t *testing.T) {
 	h := topology(t)
 	frame := fromDN(userPacket(64, false))
-	if err := h.p.PacketOut(portWiFi, frame); err != nil {
+	if err := h.p.PacketOut(portWiFi, false, frame); err != nil {
 		t.Fatal(err)
 	}
 	if len(h.sink.sent) != 1 || h.sink.sent[0].port != portWiFi || !bytes.Equal(h.sink.sent[0].frame, frame) {
@@ -524,7 +524,7 @@ func TestPacketOut(t *testing.T) {
 	}
 	// docs/pipeline.md: to the CPU port or to a port with no interface, dropped and counted.
 	for _, port := range []uint32{cpuPort, 99} {
-		if err := h.p.PacketOut(port, frame); err != nil {
+		if err := h.p.PacketOut(port, false, frame); err != nil {
 			t.Errorf("packet-out to port %d: %v, want it dropped without an error", port, err)
 		}
 	}

@@ -58,8 +58,9 @@ const (
 	aDropNoRoute
 	aSetQFI
 	aNoQFI
-	aPolice   // mbr_sessions'
-	aNoPolice // likewise
+	aPolice         // mbr_sessions'
+	aNoPolice       // likewise
+	aBufferDownlink // downlink_tunnels', which a program may lack (resolveSchema)
 	numActions
 )
 
@@ -143,7 +144,7 @@ var tableSpecs = [numTables]tableSpec{
 	tSessionOverrides: {"session_overrides", []fieldSpec{{"session_addr", exact, 32}, {"app_id", exact, 16}},
 		[]actionKind{aOverrideSteering, aNoOverride}},
 	tDownlinkTunnels: {"downlink_tunnels", []fieldSpec{{"ue_addr", exact, 32}},
-		[]actionKind{aEncapGTPU, aNoTunnel}},
+		[]actionKind{aEncapGTPU, aNoTunnel, aBufferDownlink}},
 	tFilters: {"filters", []fieldSpec{
 		{"src_addr", ternary, 32}, {"dst_addr", ternary, 32}, {"proto", ternary, 8},
 		{"src_port", rangeM, 16}, {"dst_port", rangeM, 16}},
@@ -185,6 +186,8 @@ var actionSpecs = [numActions]actionSpec{
 	aNoQFI:       {"no_qfi", nil},
 	aPolice:      {"police", []paramSpec{{"usage_idx", 32}}},
 	aNoPolice:    {"no_police", nil},
+	// The SMF's BUFF FAR: the packet goes to the controller, which holds it.
+	aBufferDownlink: {"buffer_downlink", nil},
 }
 
 var registerSpecs = [numRegisters]paramSpec{
@@ -212,6 +215,8 @@ const (
 	probeDigestName = "probe_reports"
 	packetInName    = "packet_in"
 	packetOutName   = "packet_out"
+	// toIngressName is packet_out's optional bit: 1 sends the frame through the pipeline.
+	toIngressName = "to_ingress"
 )
 
 // schema is a P4Info resolved against the specs: P4Info IDs to this package's kinds, and the
@@ -233,6 +238,9 @@ type schema struct {
 	meters      map[uint32]meterKind
 	meterSizes  [numMeters]int
 	digestID    uint32
+	// toIngress says the packet_out header has to_ingress: a program without it only sends
+	// packet-outs unchanged.
+	toIngress bool
 }
 
 // resolveSchema checks info against every spec and returns the resolved IDs, or an error
@@ -255,8 +263,14 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 	// refuses a session's MBR on it.
 	_, errMeter := ps.Meter(meterSpecs[mUplinkMBR])
 	policer := errMeter == nil
+	// buffer_downlink likewise: a program without it never sends a downlink packet up.
+	_, errBuffer := ps.Action(actionSpecs[aBufferDownlink].name)
+	buffering := errBuffer == nil
+	absent := func(k actionKind) bool {
+		return (!policer && (k == aPolice || k == aNoPolice)) || (!buffering && k == aBufferDownlink)
+	}
 	for k := range numActions {
-		if !policer && (k == aPolice || k == aNoPolice) {
+		if absent(k) {
 			continue
 		}
 		spec := actionSpecs[k]
@@ -315,6 +329,9 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 			pos[f.ID] = i
 		}
 		for _, ak := range spec.actions {
+			if absent(ak) {
+				continue
+			}
 			if _, ok := t.Actions[s.actionIDs[ak]]; !ok {
 				return nil, fmt.Errorf("table %q lacks action %q", spec.name, actionSpecs[ak].name)
 			}
@@ -402,6 +419,12 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 		if i, ok := h.hdr.ByName[h.port]; !ok || h.hdr.Fields[i].Width != 9 {
 			return nil, fmt.Errorf("controller header %q lacks %s: bit<9>", h.name, h.port)
 		}
+	}
+	if i, ok := ps.PacketOut.ByName[toIngressName]; ok {
+		if w := ps.PacketOut.Fields[i].Width; w != 1 {
+			return nil, fmt.Errorf("controller header %q field %s is bit<%d>, want bit<1>", packetOutName, toIngressName, w)
+		}
+		s.toIngress = true
 	}
 	return s, nil
 }

@@ -52,11 +52,13 @@ type override struct {
 	seqIndex uint32
 }
 
+// dlTunnel is encap_gtpu's parameters, or buffer_downlink (buffer: none of them).
 type dlTunnel struct {
 	teid     uint32
 	usage    uint32 // usage_idx
 	peer     uint16
 	endpoint uint8
+	buffer   bool // buffer_downlink: to the controller, which holds the packet
 }
 
 type endpoint struct {
@@ -373,6 +375,9 @@ func (d *decodedAction) override() override {
 }
 
 func (d *decodedAction) dlTunnel() dlTunnel {
+	if d.kind == aBufferDownlink {
+		return dlTunnel{buffer: true}
+	}
 	return dlTunnel{teid: uint32(d.params[0]), peer: uint16(d.params[1]), endpoint: uint8(d.params[2]),
 		usage: uint32(d.params[3])}
 }
@@ -475,7 +480,7 @@ func (t *tables) write(s *schema, op p4v1.Update_Type, e *p4v1.TableEntry) error
 		}
 		writeValue(&t.overrides, overrideKey(uint32(key), uint16(app)), del, act.kind == aOverrideSteering, act.override)
 	case tDownlinkTunnels:
-		writeValue(&t.dlTunnels, uint32(key), del, act.kind == aEncapGTPU, act.dlTunnel)
+		writeValue(&t.dlTunnels, uint32(key), del, act.kind == aEncapGTPU || act.kind == aBufferDownlink, act.dlTunnel)
 	case tTunnelQFIs:
 		teid, err := m.exact(k, 1)
 		if err != nil {
@@ -604,7 +609,7 @@ func (t *tables) setDefault(s *schema, tableID uint32, a *p4v1.Action) error {
 	case tSessionOverrides:
 		t.overrides.def, t.overrides.defHit = act.override(), hit
 	case tDownlinkTunnels:
-		t.dlTunnels.def, t.dlTunnels.defHit = act.dlTunnel(), hit
+		t.dlTunnels.def, t.dlTunnels.defHit = act.dlTunnel(), hit || act.kind == aBufferDownlink
 	case tTunnelQFIs:
 		t.tunnelQFIs.def, t.tunnelQFIs.defHit = act.qfi(), hit
 	case tMBRSessions:

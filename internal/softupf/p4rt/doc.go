@@ -41,7 +41,8 @@
 //     default role cannot carry a config. PacketOut is accepted from the primary of any role;
 //     packet-ins, digest lists (and acks) belong to the default role's primary.
 //   - Packet-out: metadata are checked against the P4Info packet_out header; egress_port is
-//     required, other fields (padding) may be omitted. Packet-in carries every packet_in field:
+//     required, other fields (to_ingress, padding) may be omitted (0). to_ingress 1 hands the
+//     frame to the Target's pipeline instead of a port. Packet-in carries every packet_in field:
 //     ingress_port by name, 0 for the others.
 //   - Digests are off until a DigestEntry INSERT (spec 9.9). Besides the spec's duplicate
 //     suppression, the next list of a digest waits until the previous one is acked or its

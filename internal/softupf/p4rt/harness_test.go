@@ -37,6 +37,7 @@ type call struct {
 	data  []byte
 	reps  []*p4v1.Replica
 	meter *p4v1.MeterConfig
+	flag  bool // packet-out: to_ingress
 }
 
 type recordingTarget struct {
@@ -150,8 +151,8 @@ func (t *recordingTarget) WriteCloneSession(id uint32, reps []*p4v1.Replica) err
 	return nil
 }
 
-func (t *recordingTarget) PacketOut(port uint32, frame []byte) error {
-	t.add(call{op: "packet-out", id: port, data: append([]byte(nil), frame...)})
+func (t *recordingTarget) PacketOut(port uint32, toIngress bool, frame []byte) error {
+	t.add(call{op: "packet-out", id: port, flag: toIngress, data: append([]byte(nil), frame...)})
 	return nil
 }
 

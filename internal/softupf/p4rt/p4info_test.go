@@ -112,7 +112,8 @@ func testP4Info() *p4configv1.P4Info {
 			{Preamble: preamble(hdrPacketIn, "packet_in"), Metadata: []*p4configv1.ControllerPacketMetadata_Metadata{
 				{Id: 1, Name: "ingress_port", Bitwidth: 9}, {Id: 2, Name: "_pad", Bitwidth: 7}}},
 			{Preamble: preamble(hdrPacketOut, "packet_out"), Metadata: []*p4configv1.ControllerPacketMetadata_Metadata{
-				{Id: 1, Name: "egress_port", Bitwidth: 9}, {Id: 2, Name: "_pad", Bitwidth: 7}}},
+				{Id: 1, Name: "egress_port", Bitwidth: 9}, {Id: 2, Name: "_pad", Bitwidth: 6},
+				{Id: 3, Name: "to_ingress", Bitwidth: 1}}},
 		},
 		TypeInfo: &p4configv1.P4TypeInfo{Structs: map[string]*p4configv1.P4StructTypeSpec{
 			"report_t": {Members: []*p4configv1.P4StructTypeSpec_Member{

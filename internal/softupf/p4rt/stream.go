@@ -3,7 +3,8 @@ package p4rt
 // The StreamChannel: a message's way through this file.
 //
 //	controller -> Recv loop -> arbitration (arbiter.arbitrate; an error ends the stream)
-//	                        -> PacketOut (primary only; packet_out metadata parsed by name) -> Target.PacketOut
+//	                        -> PacketOut (primary only; packet_out metadata parsed by name:
+//	                           egress_port, to_ingress) -> Target.PacketOut
 //	                        -> DigestListAck (default role's primary) -> digestEngine.ack
 //	data plane -> Events.PacketIn / Events.Digest -> controller.dataQ (bounded, drop and count)
 //	server     -> arbitration notices, StreamErrors -> controller.ctrlQ (bounded, drop and count)
@@ -113,7 +114,8 @@ func (s *Server) streamError(c *controller, e *p4v1.StreamError) {
 }
 
 // packetOut sends a controller's frame on the port named by the packet_out header's
-// egress_port field.
+// egress_port field or, when its to_ingress field (optional in the P4Info; absent or 0: not)
+// is 1, into the pipeline.
 func (s *Server) packetOut(c *controller, po *p4v1.PacketOut) {
 	fail := func(code codes.Code, format string, args ...any) {
 		s.stats.packetOutErrors.Add(1)
@@ -146,7 +148,9 @@ func (s *Server) packetOut(c *controller, po *p4v1.PacketOut) {
 		fail(codes.FailedPrecondition, "packet-out refused: the packet_out header has no egress_port field")
 		return
 	}
+	toIngressIdx, hasToIngress := hdr.ByName["to_ingress"]
 	var port []byte
+	toIngress := false
 	seen := make([]bool, len(hdr.Fields))
 	for _, md := range po.Metadata {
 		i, ok := hdr.Index[md.MetadataId]
@@ -169,6 +173,9 @@ func (s *Server) packetOut(c *controller, po *p4v1.PacketOut) {
 		if i == portIdx {
 			port = v
 		}
+		if hasToIngress && i == toIngressIdx {
+			toIngress = decodeUint(v) != 0
+		}
 	}
 	if port == nil {
 		fail(codes.InvalidArgument, "packet_out metadata egress_port is missing")
@@ -178,7 +185,7 @@ func (s *Server) packetOut(c *controller, po *p4v1.PacketOut) {
 		fail(codes.InvalidArgument, "packet_out egress_port 0x%x does not fit 32 bits", port)
 		return
 	}
-	if err := s.target.PacketOut(uint32(decodeUint(port)), po.Payload); err != nil {
+	if err := s.target.PacketOut(uint32(decodeUint(port)), toIngress, po.Payload); err != nil {
 		code, msg := codeOf(targetErr(err, codes.Internal, "packet-out"))
 		fail(code, "%s", msg)
 		return

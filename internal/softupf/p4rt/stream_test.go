@@ -231,6 +231,21 @@ func TestPacketOutFromThePrimaryOnly(t *testing.T) {
 	}
 }
 
+func TestPacketOutToIngressReachesTheTargetsPipeline(t *testing.T) {
+	h, p := ready(t, Options{})
+	p.send(packetOut("held", meta(1, 0, 5), meta(3, 1)))
+	p.send(packetOut("plain", meta(1, 0, 6), meta(3, 0)))
+	p.send(packetOut("unsaid", meta(1, 0, 7)))
+	p.send(packetOut("x", meta(1, 0, 5), meta(3, 2)))
+	if e := p.streamError(); e.CanonicalCode != int32(codes.InvalidArgument) || e.GetPacketOut() == nil {
+		t.Fatalf("to_ingress wider than 1 bit: %v", e)
+	}
+	outs := h.target.callsOf("packet-out")
+	if len(outs) != 3 || !outs[0].flag || string(outs[0].data) != "held" || outs[1].flag || outs[1].id != 6 || outs[2].flag {
+		t.Fatalf("target packet-outs %+v", outs)
+	}
+}
+
 func TestSlowControllerNeverBlocksTheDataPlane(t *testing.T) {
 	h := newHarness(t, Options{StreamQueue: 8})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -41,8 +41,9 @@ type Target interface {
 	// WriteCloneSession installs (replicas non-empty) or removes (replicas nil) a clone session.
 	WriteCloneSession(sessionID uint32, replicas []*p4v1.Replica) error
 
-	// PacketOut sends a frame unchanged on egressPort.
-	PacketOut(egressPort uint32, frame []byte) error
+	// PacketOut sends a frame unchanged on egressPort or, with toIngress (packet_out's
+	// to_ingress bit), through the pipeline as a frame from the CPU port.
+	PacketOut(egressPort uint32, toIngress bool, frame []byte) error
 
 	// SetEvents is called once, before the first CommitPipeline.
 	SetEvents(Events)

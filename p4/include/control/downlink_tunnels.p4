@@ -4,6 +4,11 @@
 // looks up downlink_tunnels; a hit wraps the packet in GTP-U toward the gNB
 // (Tunnels resolves peer and endpoint) and names the session's usage cell
 // (Verdict); a miss leaves it to plain routing (the UPF is also a router).
+// buffer_downlink (an SMF's BUFF FAR: the UE is idle) sends the packet to the
+// controller as a packet-in, as it arrived, which holds it and later sends it
+// back as a to_ingress packet-out: a punt, so no route, no encapsulation, no
+// usage (Rewrite gives back the TTL Filter took); a parser error still drops it
+// first (DropReasons).
 
 #ifndef JUNCTION_CONTROL_DOWNLINK_TUNNELS_P4
 #define JUNCTION_CONTROL_DOWNLINK_TUNNELS_P4
@@ -20,6 +25,12 @@ control DownlinkTunnels(inout local_metadata_t md) {
         md.usage_idx = usage_idx;
     }
 
+    @name(".buffer_downlink") @id(0x01000019)
+    action buffer_downlink() {
+        md.downlink_tunnel_hit = false;
+        md.punt = true;
+    }
+
     @name(".no_tunnel") @id(0x01000010)
     action no_tunnel() {
         md.downlink_tunnel_hit = false;
@@ -32,6 +43,7 @@ control DownlinkTunnels(inout local_metadata_t md) {
         }
         actions = {
             encap_gtpu;
+            buffer_downlink;
             @defaultonly no_tunnel;
         }
         const default_action = no_tunnel();

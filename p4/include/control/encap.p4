@@ -9,6 +9,7 @@
 //                           upf_ts = now_us; Encap adds the Junction transport
 //   downlink                Encap adds Junction (DATA, proto 4, seq) and its transport
 //   downlink_tunnels        Encap adds IPv4/UDP:2152/GTP-U
+//   buffer_downlink         to the controller as it came: the TTL Filter took, back
 //   (every GTP-U Encap adds carries a PDU Session Container with the QFI tunnel_qfis
 //   gives its tunnel: TS 29.281 §5.2.2.7 asks it of every downlink G-PDU on N3, and
 //   TS 29.244 has the UPF mark the QFI its SMF gave; no entry, no container)
@@ -34,6 +35,12 @@
 
 control Rewrite(inout headers_t hdr, inout local_metadata_t md) {
     apply {
+        // buffer_downlink: the frame goes up as it came, so Filter's TTL decrement is given
+        // back. (Filter skipping it instead, on the flag downlink_tunnels sets, made bf-p4c
+        // 9.13.4 fail: "No valid block for PHV container".)
+        if (md.punt && md.path == PATH_DOWNLINK && !md.checks.ttl_expired) {
+            hdr.ipv4.ttl = hdr.ipv4.ttl + 1;
+        }
         if (!md.done && !md.punt) {  // a punted frame goes to the controller as it came
             if (md.path == PATH_DOWNLINK || md.path == PATH_GTPU_ECHO) {
                 md.csum_ipv4 = hdr.ipv4.isValid();

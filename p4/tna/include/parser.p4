@@ -2,7 +2,7 @@
 //
 // Packet's way:
 //   ingress parser: intrinsic + port metadata; from the CPU port, packet_out and
-//     nothing more; from the recirculation port, the internal header (the second
+//     nothing more, or with to_ingress the frame after it; from the recirculation port, the internal header (the second
 //     copy of a redundant packet continues into the frame, timers and queue-free
 //     notices stop there); everything else goes to the shared JunctionParser.
 //   ingress deparser: mirror headers, the probe_reports digest, the checksums of
@@ -42,6 +42,13 @@ parser JunctionTnaIngressParser(packet_in packet,
 
     state parse_packet_out {
         packet.extract(hdr.packet_out);
+        transition select(hdr.packet_out.to_ingress) {
+            1: parse_frame;  // as a frame from the CPU port
+            default: packet_out_done;
+        }
+    }
+
+    state packet_out_done {
         md.lmd.done = true;  // sent as it came (PacketOut)
         transition accept;
     }

@@ -9,6 +9,9 @@
 #endif
 const port_num_t V1MODEL_CPU_PORT = CPU_PORT;
 
+// The packet_out header's bytes, which BMv2 counts in packet_length.
+const bit<16> PACKET_OUT_BYTES = 2;
+
 // The smaller of two values; the TNA build's is Tofino's min instruction, which the
 // shared controls compare fields with (a <= b is min_u32(a, b) == a).
 bit<32> min_u32(in bit<32> a, in bit<32> b) {

@@ -1,9 +1,16 @@
 // JUNCTION-UPF, v1model: parser preamble, checksums and deparser.
 //
-// Packet's way: a frame from the CPU port (not a clone or recirculation)
-// starts with packet_out and is not parsed further; every other frame goes to
-// the shared JunctionParser. Checksums are not verified (a UPF forwards what it
-// gets); every IPv4 header that leaves is given a fresh checksum.
+// Packet's way: a frame from the CPU port starts with packet_out; with
+// to_ingress 0 nothing more is parsed (sent as it came), with to_ingress 1 the
+// frame after it goes to the shared JunctionParser, as does every other frame.
+// The test is on the port alone: BMv2 parses an I2E clone again from the bytes
+// the packet came with (packet_out in front, for a to_ingress frame's redundant
+// copy) with the ingress port set and the rest of the metadata, instance_type
+// and the preserved fields included, left from an earlier packet
+// (behavioral-model issue 795); a recirculated packet comes back with port 0,
+// its packet_out gone (egress deparsed it without). Checksums are not
+// verified (a UPF forwards what it gets); every IPv4 header the pipeline wrote
+// or changed is given a fresh checksum.
 
 #ifndef JUNCTION_V1MODEL_PARSER_P4
 #define JUNCTION_V1MODEL_PARSER_P4
@@ -15,20 +22,32 @@ parser JunctionV1modelParser(packet_in packet,
     JunctionParser() frame_parser;
 
     state start {
-        transition select(standard_metadata.instance_type, standard_metadata.ingress_port) {
-            (PKT_INSTANCE_TYPE_NORMAL, V1MODEL_CPU_PORT): parse_packet_out;
+        transition select(standard_metadata.ingress_port) {
+            V1MODEL_CPU_PORT: parse_packet_out;
             default: parse_frame;
         }
     }
 
-    // p4c warns hdr.packet_out "may be uninitialized" at the end of this state: safe, an
-    // out header that no state extracts is invalid, which is what every later stage expects.
     state parse_packet_out {
         packet.extract(hdr.packet_out);
+        transition select(hdr.packet_out.to_ingress) {
+            1: packet_out_to_ingress;
+            default: packet_out_done;
+        }
+    }
+
+    state packet_out_done {
         md.done = true;  // sent as it came (PacketOut)
         transition accept;
     }
 
+    state packet_out_to_ingress {
+        md.to_ingress = true;
+        transition parse_frame;
+    }
+
+    // p4c warns hdr.packet_out "may be uninitialized" here: safe, an out header that no
+    // state extracts is invalid, which is what every later stage expects.
     state parse_frame {
         frame_parser.apply(packet, hdr, md);
         transition accept;

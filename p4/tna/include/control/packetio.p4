@@ -4,10 +4,13 @@
 // unchanged on packet_out.egress_port (PacketOut, first); one whose egress_port
 // is the CPU port is dropped (PacketIn, docs/pipeline.md), as one to a port the
 // target does not have is. (Tested in PacketIn, near the end: stage 0 has no
-// gateway to spare, and a test there costs the pipeline two more stages.) A frame the pipeline
-// punts goes to the CPU port with packet_in naming the port it arrived on
-// (PacketIn, last), and so does a packet routed to the CPU port, as the routes
-// made it.
+// gateway to spare, and a test there costs the pipeline two more stages.) With
+// to_ingress the frame after packet_out is processed as one from the CPU port:
+// PacketOut sets the port all the same (no test in stage 0, for the same
+// reason), and Verdict or PacketIn set the packet's own. A frame the pipeline
+// punts (buffer_downlink's too) goes to the CPU port with packet_in naming the
+// port it arrived on (PacketIn, last), and so does a packet routed to the CPU
+// port, as the routes made it.
 
 #ifndef JUNCTION_TNA_PACKETIO_P4
 #define JUNCTION_TNA_PACKETIO_P4
