@@ -44,7 +44,7 @@ func (rt *upfRuntime) readPacketIns(ctx context.Context, dev *upfclient.Device) 
 			case dlbuffer.NotBuffering:
 				continue
 			case dlbuffer.Late:
-				rt.sendHeld("", [][]byte{p.Payload})
+				rt.sendHeld(key, [][]byte{p.Payload})
 				continue
 			case dlbuffer.Held:
 				downlinkBuffered.WithLabelValues(rt.key.Name, "held").Inc()

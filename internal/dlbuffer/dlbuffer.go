@@ -53,6 +53,12 @@ type session struct {
 	notified bool // its first frame was reported (Hold's first)
 }
 
+// release is a session that released what it held: frames to its address are Late until until.
+type release struct {
+	key   string
+	until time.Time
+}
+
 // Buffer is one UPF's held downlink, by session (the owner's key) and by UE address. It is safe
 // for concurrent use.
 type Buffer struct {
@@ -61,13 +67,13 @@ type Buffer struct {
 	byAddr map[netip.Addr]string
 	bytes  int
 	// released: addresses whose session released what it held, until when frames are Late.
-	released map[netip.Addr]time.Time
+	released map[netip.Addr]release
 	now      func() time.Time
 }
 
 // New returns an empty Buffer.
 func New() *Buffer {
-	return &Buffer{byKey: map[string]*session{}, byAddr: map[netip.Addr]string{}, released: map[netip.Addr]time.Time{}, now: time.Now}
+	return &Buffer{byKey: map[string]*session{}, byAddr: map[netip.Addr]string{}, released: map[netip.Addr]release{}, now: time.Now}
 }
 
 // Start makes session key hold the downlink to addr from now on. A session that already buffers
@@ -104,13 +110,13 @@ func (b *Buffer) Stop(key string, forwards bool) [][]byte {
 	}
 	b.bytes -= s.bytes
 	now := b.now()
-	for a, until := range b.released { // few: sessions released within Linger
-		if now.After(until) {
+	for a, r := range b.released { // few: sessions released within Linger
+		if now.After(r.until) {
 			delete(b.released, a)
 		}
 	}
 	if forwards {
-		b.released[s.addr] = now.Add(Linger)
+		b.released[s.addr] = release{key, now.Add(Linger)}
 	}
 	return s.frames
 }
@@ -145,8 +151,8 @@ func (b *Buffer) Hold(frame []byte) (o Outcome, key string, first bool) {
 	defer b.mu.Unlock()
 	key, ok = b.byAddr[dst]
 	if !ok {
-		if until, late := b.released[dst]; late && !b.now().After(until) {
-			return Late, "", false
+		if r, late := b.released[dst]; late && !b.now().After(r.until) {
+			return Late, r.key, false
 		}
 		return NotBuffering, "", false
 	}

@@ -132,8 +132,8 @@ func TestAFrameIsLateOnlyForLingerAfterARelease(t *testing.T) {
 		t.Errorf("a frame of a session that went: %v, want not_buffering", o)
 	}
 	now = now.Add(Linger)
-	if o, _, _ := b.Hold(frame("10.45.0.1", 0)); o != Late {
-		t.Errorf("a frame Linger after the release: %v, want late", o)
+	if o, key, _ := b.Hold(frame("10.45.0.1", 0)); o != Late || key != "a" {
+		t.Errorf("a frame Linger after the release: %v for %q, want late for a", o, key)
 	}
 	now = now.Add(time.Millisecond)
 	if o, _, _ := b.Hold(frame("10.45.0.1", 0)); o != NotBuffering {

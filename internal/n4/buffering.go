@@ -1,8 +1,6 @@
 package n4
 
 import (
-	"net/netip"
-
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 )
@@ -25,10 +23,7 @@ func (e *Endpoint) DownlinkData(upSEID uint64) {
 	}
 	s.mu.Lock()
 	r, err := s.Rules.rules()
-	cpSEID, to := s.CPSEID, netip.AddrPortFrom(s.CPAddr, assoc.Addr.Port())
-	if !s.CPAddr.IsValid() {
-		to = assoc.Addr
-	}
+	cpSEID, to := s.CPSEID, reportAddr(s, assoc)
 	s.mu.Unlock()
 	if err != nil {
 		e.cfg.Log.Error(err, "N4: no downlink data report", "upSEID", upSEID)

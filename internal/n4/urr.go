@@ -350,6 +350,15 @@ func (e *Endpoint) reportUsage(ctx context.Context) {
 	}
 }
 
+// reportAddr is where a session's Session Report Requests go: the CP F-SEID's address at the
+// association's port, or the association's address when the F-SEID has none.
+func reportAddr(s *State, assoc *Association) netip.AddrPort {
+	if !s.CPAddr.IsValid() {
+		return assoc.Addr
+	}
+	return netip.AddrPortFrom(s.CPAddr, assoc.Addr.Port())
+}
+
 func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -384,11 +393,7 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 		return
 	}
 	s.reporting = true
-	to := netip.AddrPortFrom(s.CPAddr, assoc.Addr.Port())
-	if !s.CPAddr.IsValid() {
-		to = assoc.Addr
-	}
-	cpSEID := s.CPSEID
+	to, cpSEID := reportAddr(s, assoc), s.CPSEID
 	e.request(to, func(seq uint32) marshaler {
 		return message.NewSessionReportRequest(0, 0, cpSEID, seq, 0, append([]*ie.IE{ie.NewReportType(0, 0, 1, 0)}, reports...)...)
 	}, func(h *message.Header) {

@@ -205,6 +205,9 @@ func TestN4RefusesBufferingThePipelineCannotDo(t *testing.T) {
 			}
 			return false
 		})
+		if id == 0 {
+			t.Fatal("the P4Info has no buffer_downlink to take out")
+		}
 		for _, tb := range info.Tables {
 			tb.ActionRefs = slices.DeleteFunc(tb.ActionRefs, func(a *p4configv1.ActionRef) bool { return a.GetId() == id })
 		}
