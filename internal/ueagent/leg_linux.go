@@ -28,6 +28,7 @@ type leg struct {
 	gsoOK   atomic.Bool   // the socket takes UDP_SEGMENT (gso_linux.go)
 	carried atomic.Uint64 // bytes received and sent, both ways (the autonomous balance's rates)
 	queue   atomic.Uint32 // the last RTT sample's queueing delay while the leg is up, else 0 (steer.Leg.QueueDelay)
+	up      upDelay       // the split uplink's delay line (uplink_delay_linux.go)
 
 	mu      sync.Mutex // guards what follows
 	state   *steer.Leg
@@ -44,6 +45,7 @@ func unpackPath(v uint64) steer.Path { return steer.Path{RTT: uint32(v), Loss: u
 func newLeg(t *Tunnel, a contract.Access, local netip.Addr) *leg {
 	l := &leg{t: t, access: a, local: local, m: t.m.leg(a), state: steer.NewLeg(t.clock, steer.DefaultLegConfig())}
 	l.gsoOK.Store(true)
+	l.up.line = steer.NewDelayLine(upLineFrames)
 	return l
 }
 
@@ -204,6 +206,7 @@ func (l *leg) reply(c wire.Control, arrived time.Time) {
 	rtt, ok := l.state.Reply(arrived, c.UETime)
 	if ok {
 		l.queue.Store(l.state.QueueDelay(rtt))
+		l.t.oneWay(l, c.UETime, c.UPFTime, now)
 		share := l.t.balance(now)
 		l.t.sendControl(l.access, wire.TypeProbeAck, wire.Control{Access: l.access, LossPercent: l.state.PathLoss(), Share: share, UETime: c.UETime, UPFTime: c.UPFTime})
 		l.m.rtt.Set(rtt.Seconds())

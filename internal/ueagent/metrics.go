@@ -22,6 +22,8 @@ type Metrics struct {
 	drops       *prometheus.CounterVec
 	markers     *prometheus.CounterVec
 	reorder     *prometheus.GaugeVec
+	upHold      *prometheus.GaugeVec
+	upHeld      *prometheus.CounterVec
 	statusWrite *prometheus.CounterVec
 }
 
@@ -43,10 +45,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		drops:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_drops_total", Help: "Packets the agent dropped, by reason."}, append(sl, "reason")),
 		markers:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_exp_path_markers_total", Help: "EX-PATH markers sent on uplink path switches."}, sl),
 		reorder:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "junction_ue_reorder_packets", Help: "Downlink reorder buffer counters since the tunnel started, by kind."}, append(sl, "kind")),
+		upHold:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "junction_ue_uplink_hold_seconds", Help: "How long a split uplink waits on the leg to arrive with the other leg's (their one-way delay difference)."}, ll),
+		upHeld:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_uplink_held_packets_total", Help: "Uplink packets that waited on the leg's delay line (early: sent before their time, the line being full)."}, append(ll, "kind")),
 		statusWrite: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_status_writes_total", Help: "Server-side applies of session status by result."}, []string{"result"}),
 	}
 	reg.MustRegister(m.legRTT, m.legUp, m.legDowns, m.packets, m.bytes, m.txErrors, m.probes, m.replies,
-		m.probesLost, m.legLoss, m.drops, m.markers, m.reorder, m.statusWrite)
+		m.probesLost, m.legLoss, m.drops, m.markers, m.reorder, m.upHold, m.upHeld, m.statusWrite)
 	return m
 }
 
@@ -64,6 +68,8 @@ type legMetrics struct {
 	txPackets, txBytes, rxPackets, rxBytes prometheus.Counter
 	txErrors, probes, replies              prometheus.Counter
 	lost, loss                             prometheus.Gauge
+	upHold                                 prometheus.Gauge
+	upHeld, upEarly                        prometheus.Counter
 }
 
 func (m *Metrics) forSession(session string) *tunnelMetrics {
@@ -78,6 +84,7 @@ func (tm *tunnelMetrics) leg(a contract.Access) *legMetrics {
 		rxPackets: m.packets.WithLabelValues(s, as, "rx"), rxBytes: m.bytes.WithLabelValues(s, as, "rx"),
 		txErrors: m.txErrors.WithLabelValues(s, as), probes: m.probes.WithLabelValues(s, as),
 		replies: m.replies.WithLabelValues(s, as), lost: m.probesLost.WithLabelValues(s, as), loss: m.legLoss.WithLabelValues(s, as),
+		upHold: m.upHold.WithLabelValues(s, as), upHeld: m.upHeld.WithLabelValues(s, as, "held"), upEarly: m.upHeld.WithLabelValues(s, as, "early"),
 	}
 }
 
@@ -103,7 +110,7 @@ func (tm *tunnelMetrics) forget() {
 	l := prometheus.Labels{"session": tm.session}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		tm.m.legRTT, tm.m.legUp, tm.m.legDowns, tm.m.packets, tm.m.bytes, tm.m.txErrors, tm.m.probes,
-		tm.m.replies, tm.m.probesLost, tm.m.legLoss, tm.m.drops, tm.m.markers, tm.m.reorder,
+		tm.m.replies, tm.m.probesLost, tm.m.legLoss, tm.m.drops, tm.m.markers, tm.m.reorder, tm.m.upHold, tm.m.upHeld,
 	} {
 		v.DeletePartialMatch(l)
 	}

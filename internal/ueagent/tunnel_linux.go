@@ -4,7 +4,9 @@ package ueagent
 //
 //	uplink    app ─> TUN ─Read─> TSO segments ─> classify (policies) ─> choose leg(s) (steering
 //	          mode, path state) ─> reorder marks on a switch ─> Junction header in the headroom
-//	          ─> same-sized frames of one leg batched ─> one UDP GSO sendmsg ─> UPF
+//	          ─> same-sized frames of one leg batched ─> one UDP GSO sendmsg ─> UPF; a split
+//	          mode's faster leg first waits out the legs' one-way delay difference
+//	          (uplink_delay_linux.go)
 //	downlink  UPF ─> leg socket (recvmmsg) ─> checked (parseDownlink) ─> seq 0: queued; else the
 //	          reorder buffer ─> queued in order ─> end of batch: runs of one TCP flow coalesced
 //	          ─> TUN (GSO writes)
@@ -79,6 +81,7 @@ type Tunnel struct {
 	clock   *steer.Clock
 	notify  func()
 	wake    chan struct{}
+	upWake  chan struct{} // a leg's delay line got its first frame (uplink_delay_linux.go)
 	done    chan struct{}
 	wg      sync.WaitGroup
 	closed  atomic.Bool
@@ -118,7 +121,7 @@ func newTunnel(n *node, cfg Config, exp Experiment, log logr.Logger, m *Metrics,
 		exp:  exp,
 		node: n, cfg: cfg, log: log, session: cfg.Session.As4(), notify: notify,
 		upf:  netip.AddrPortFrom(cfg.UPF, wire.JunctionPort),
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), upWake: make(chan struct{}, 1), done: make(chan struct{}),
 		clock: steer.NewClock(time.Now()),
 		m:     m.forSession(cfg.Session.String()),
 	}
@@ -170,9 +173,10 @@ func newTunnel(n *node, cfg Config, exp Experiment, log logr.Logger, m *Metrics,
 		t.m.forget()
 		return nil, err
 	}
-	t.wg.Add(2)
+	t.wg.Add(3)
 	go t.uplink()
 	go t.timers()
+	go t.releaseUplink()
 	for _, l := range t.legs {
 		if l != nil {
 			l.start()
@@ -347,11 +351,11 @@ func (t *Tunnel) sendUp(now time.Time, st *steering, buf []byte, n int) {
 	}
 	h.Put(buf[headroom-wire.HeaderLen : headroom])
 	frame := buf[headroom-wire.HeaderLen : headroom+n]
-	t.gso.add(t.legs[first], frame)
+	t.sendOn(now, t.legs[first], frame, splits(s) && !steer.PureACK(pkt), true)
 	t.legs[first].traffic()
 	if second != contract.AccessNone {
 		t.gso.flush() // redundant copies: the second leg's copy goes right after the first
-		t.legs[second].send(frame)
+		t.sendOn(now, t.legs[second], frame, false, false)
 		t.legs[second].traffic()
 	}
 }
@@ -379,7 +383,7 @@ func (t *Tunnel) sendMarker(on contract.Access, marks wire.Marks) {
 	t.gso.flush() // the marker follows every data packet sent on the old leg
 	var b [wire.HeaderLen]byte
 	wire.Header{Type: wire.TypeData, Marks: marks, Seq: addrSeq(t.session)}.Put(b[:])
-	l.send(b[:])
+	t.sendOn(time.Now(), l, b[:], false, false) // after what the leg's delay line holds
 	t.m.markers.Inc()
 }
 
