@@ -136,20 +136,22 @@ func (l *leg) releaseDue(now time.Time) time.Time {
 // oneWay records a probe's uplink one-way delay on l and sets both legs' holds from the two
 // legs' fresh samples: the faster leg holds for the difference, the slower none.
 func (t *Tunnel) oneWay(l *leg, ueTS, upfTS uint32, now time.Time) {
+	fresh := func(x *leg) bool { at := x.up.at.Load(); return at != 0 && now.Sub(time.Unix(0, at)) < oneWayFresh }
 	// Smoothed (gain 1/4): a probe samples a queue that a TCP sender fills and drains within
-	// tens of milliseconds.
-	sample := int64(steer.UplinkOneWay(ueTS, upfTS))
-	if prev := l.up.oneWay.Load(); l.up.at.Load() != 0 && now.Sub(time.Unix(0, l.up.at.Load())) < oneWayFresh {
+	// tens of milliseconds. In int32, as the samples are: the clocks' offset is anywhere in the
+	// 32 bits, and the difference of two samples wraps as theirs does.
+	sample := steer.UplinkOneWay(ueTS, upfTS)
+	if fresh(l) {
+		prev := int32(l.up.oneWay.Load())
 		sample = prev + (sample-prev)/4
 	}
-	l.up.oneWay.Store(sample)
+	l.up.oneWay.Store(int64(sample))
 	l.up.at.Store(now.UnixNano())
 	a, b := t.legs[contract.Access3GPP], t.legs[contract.AccessNon3GPP]
 	if a == nil || b == nil {
 		return
 	}
 	var ha, hb time.Duration
-	fresh := func(x *leg) bool { at := x.up.at.Load(); return at != 0 && now.Sub(time.Unix(0, at)) < oneWayFresh }
 	if fresh(a) && fresh(b) {
 		oa, ob := int32(a.up.oneWay.Load()), int32(b.up.oneWay.Load())
 		ha, hb = steer.UplinkHold(oa, ob), steer.UplinkHold(ob, oa)

@@ -17,9 +17,9 @@ import (
 // uplink's one-way delay plus the clocks' offset, and the offset cancels between two legs to the
 // same UPF.
 
-// MaxUplinkHold bounds how long the agent holds a leg's uplink, as the UPF bounds its reorder
-// timeout's base and the downlink reorder buffer its timeout (200 ms).
-const MaxUplinkHold = 200 * time.Millisecond
+// MaxUplinkHold bounds how long the agent holds a leg's uplink, for MaxReorderTimeout's reason:
+// past TCP's minimum retransmission timeout the sender retransmits what only waits.
+const MaxUplinkHold = MaxReorderTimeout
 
 // UplinkOneWay is a probe's uplink one-way delay plus the UE's and UPF's clocks' offset, in µs,
 // from the PROBE_REPLY's timestamps (both clocks' low 32 bits, so the difference wraps).

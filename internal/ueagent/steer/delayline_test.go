@@ -16,6 +16,9 @@ func TestUplinkHoldFromTheProbesTimestamps(t *testing.T) {
 	upf := func(ue, oneWay uint32) uint32 { return ue + offset + oneWay }
 	wifi := UplinkOneWay(4_294_960_000, upf(4_294_960_000, 5_000)) // sent just before the UE's clock wraps, 5 ms
 	fiveG := UplinkOneWay(1_000, upf(1_000, 35_000))               // 35 ms
+	// An offset just short of 2^31: the two samples fall on either side of int32's wrap.
+	offset = 1<<31 - 10_000
+	wifiWrapped, fiveGWrapped := UplinkOneWay(0, upf(0, 5_000)), UplinkOneWay(0, upf(0, 35_000))
 	for _, c := range []struct {
 		name        string
 		this, other int32
@@ -24,6 +27,8 @@ func TestUplinkHoldFromTheProbesTimestamps(t *testing.T) {
 		{"WiFi, 30 ms faster", wifi, fiveG, 30 * time.Millisecond},
 		{"5G, the slower", fiveG, wifi, 0},
 		{"equal", wifi, wifi, 0},
+		{"WiFi, 30 ms faster, across int32's wrap", wifiWrapped, fiveGWrapped, 30 * time.Millisecond},
+		{"5G across int32's wrap", fiveGWrapped, wifiWrapped, 0},
 		{"a second apart", 0, 1_000_000, MaxUplinkHold},
 	} {
 		if got := UplinkHold(c.this, c.other); got != c.want {
