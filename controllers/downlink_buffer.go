@@ -120,7 +120,15 @@ func (rt *upfRuntime) sendHeldLocked(key string, frames [][]byte) {
 	}
 }
 
-// dropHeld drops what a session held (the session went).
+// dropBuffered drops what session key holds on its UPF (an SMF's DROBU); the session's next
+// entries buffer anew if they buffer.
+func (f *Fleet) dropBuffered(key string) {
+	for _, rt := range f.runtimesHolding(key) {
+		rt.dropHeld(key)
+	}
+}
+
+// dropHeld drops what a session held (the session went, or its SMF said DROBU).
 func (rt *upfRuntime) dropHeld(key string) {
 	if n := len(rt.held.Stop(key, false)); n > 0 {
 		downlinkBuffered.WithLabelValues(rt.key.Name, "dropped").Add(float64(n))

@@ -162,6 +162,9 @@ func (st *n4Store) Apply(ctx context.Context, s *n4.State, p *n4.Plan) error {
 	if errs := validation.IsValidLabelValue(s.SMF); len(errs) == 0 {
 		obj.Labels[labelN4SMF] = s.SMF
 	}
+	if p.DropBuffered {
+		st.fleet.dropBuffered(sessionKey(key.Namespace, key.Name))
+	}
 	switch err := st.fleet.programN4(ctx, obj, st.timeout); {
 	case err == nil:
 		// On the switch: the SMF may hear of it once a restart would know it is missing.

@@ -30,7 +30,8 @@ import (
 // operator restart or a leader change (docs/n4.md, "Where N4 sessions live").
 type Store interface {
 	// Apply puts what plan says on the UPF and returns once the UPF holds the entries (the
-	// objects may follow), or why it cannot (a *Refusal carries the cause for the SMF).
+	// objects may follow), or why it cannot (a *Refusal carries the cause for the SMF). With
+	// plan.DropBuffered it first drops what the session's downlink holds, refused or not.
 	Apply(ctx context.Context, s *State, p *Plan) error
 	// Remove takes the session off the UPF and returns once its entries are gone (its objects
 	// may follow), with the session's usage from its first entry to its last (nil when the UPF

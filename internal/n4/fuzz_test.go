@@ -41,7 +41,11 @@ func decodePath(b []byte) error {
 		if err != nil {
 			return err
 		}
-		if _, err := queriedURRs(c, baseRules); err != nil {
+		flags, err := smReqFlags(c)
+		if err != nil {
+			return err
+		}
+		if _, err := queriedURRs(c, baseRules, flags); err != nil {
 			return err
 		}
 		if rules, err = baseRules.modified(c); err != nil {
@@ -108,6 +112,7 @@ func FuzzEstablishment(f *testing.F) {
 		{ie.NewRemovePDR(ie.NewPDRID(smf.PDRDownlink + 1)), ie.NewRemoveMAR(ie.NewMARID(smf.MARDefault + 1))},
 		{ie.NewQueryURR(ie.NewURRID(smf.URRID)), ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x04, 0), ie.NewTimeThreshold(time.Hour))},
 		{ie.NewPFCPSMReqFlags(0x04)},
+		{ie.NewPFCPSMReqFlags(0x01)}, // DROBU
 	} {
 		b, err := message.NewSessionModificationRequest(0, 0, 5, 2, 0, mod...).Marshal()
 		if err != nil {

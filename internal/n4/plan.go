@@ -19,6 +19,9 @@ import (
 type Plan struct {
 	Spec     junctionv1.ATSSSSessionSpec
 	Policies []Policy
+	// DropBuffered: drop the downlink the session holds before the rules apply (a Session
+	// Modification's PFCPSMReq-Flags DROBU, TS 29.244 §8.2.57).
+	DropBuffered bool `json:"-"`
 }
 
 // Policy is a SteeringPolicy the plan needs: a traffic class (an SDF filter at a precedence)

@@ -260,7 +260,11 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	if err != nil {
 		return nil, refuse(CauseSystemFailure, 0, "%v", err)
 	}
-	queried, err := queriedURRs(c, cur)
+	flags, err := smReqFlags(c)
+	if err != nil {
+		return nil, err
+	}
+	queried, err := queriedURRs(c, cur, flags)
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +329,7 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		restore()
 		return nil, err
 	}
+	p.DropBuffered = flags&smReqDROBU != 0
 	prevPlan, _ := makePlan(cur, prevTEIDs, s.SUPI, e.cfg.Target)
 	prevCP, prevAddr := s.CPSEID, s.CPAddr
 	e.setRules(s, packed)
@@ -350,19 +355,33 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	return append(created, reports...), nil
 }
 
+// PFCPSMReq-Flags (§8.2.57) Junction acts on: DROBU, drop what the session buffered before the
+// FARs apply; QAURR, report every URR. SNDEM (send end marker packets) is refused.
+const (
+	smReqDROBU = 0x01
+	smReqQAURR = 0x04
+)
+
+// smReqFlags are a modification's PFCPSMReq-Flags (0 without the IE).
+func smReqFlags(c children) (byte, error) {
+	x := c.one(ie.PFCPSMReqFlags)
+	if x == nil {
+		return 0, nil
+	}
+	if len(x.Payload) < 1 {
+		return 0, bad(x, fmt.Errorf("no flags"))
+	}
+	if x.Payload[0]&^(smReqDROBU|smReqQAURR) != 0 {
+		return 0, refuse(CauseServiceNotSupported, ie.PFCPSMReqFlags, "PFCPSMReq-Flags %#02x; only DROBU and QAURR are supported", x.Payload[0])
+	}
+	return x.Payload[0], nil
+}
+
 // queriedURRs are the URRs a modification queries: Query URR IEs, or all of them with the
-// QAURR flag (PFCPSMReq-Flags, §8.2.57).
-func queriedURRs(c children, r *Rules) ([]uint32, error) {
-	if x := c.one(ie.PFCPSMReqFlags); x != nil {
-		if len(x.Payload) < 1 {
-			return nil, bad(x, fmt.Errorf("no flags"))
-		}
-		if x.Payload[0]&^0x04 != 0 { // DROBU (drop what is buffered) and SNDEM: not yet
-			return nil, refuse(CauseServiceNotSupported, ie.PFCPSMReqFlags, "PFCPSMReq-Flags %#02x; only QAURR is supported", x.Payload[0])
-		}
-		if x.Payload[0]&0x04 != 0 {
-			return sortedKeys(r.URRs), nil
-		}
+// QAURR flag.
+func queriedURRs(c children, r *Rules, flags byte) ([]uint32, error) {
+	if flags&smReqQAURR != 0 {
+		return sortedKeys(r.URRs), nil
 	}
 	var out []uint32
 	for _, x := range c.all(ie.QueryURR) {

@@ -234,3 +234,64 @@ func TestN4RefusesBufferingThePipelineCannotDo(t *testing.T) {
 		}
 	}
 }
+
+// TestN4DropsWhatItBufferedOnDROBU: a Session Modification with PFCPSMReq-Flags DROBU (TS 29.244
+// §8.2.57: drop the packets buffered for the session before applying the FARs) drops what an idle
+// UE's session held, so a FAR that forwards after it sends none of them, while a packet that
+// comes after the modification is forwarded. SNDEM (send end markers) is refused with 76.
+func TestN4DropsWhatItBufferedOnDROBU(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	ue, gnb := netip.MustParseAddr("10.60.0.8"), netip.MustParseAddr("198.51.100.11")
+	cp := r.smf.NewCPSEID()
+	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, idleEstablishment(r.smf, cp, ue, 0x0c)...)
+	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("establishment of an idle UE's session: %v, cause %d (%s)", err, resp.Cause(), why(resp))
+	}
+	fseid, err := resp.Find(ie.FSEID).FSEID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
+	wantEntries(t, r, "downlink_tunnels ue_addr=0a3c0008 -> buffer_downlink()")
+	// The counters are the process's: what this test adds to them.
+	upf := r.upf.Name
+	count := func(result string) float64 { return bufferedFrames(t, upf, result) }
+	held0, dropped0, released0 := count("held"), count("dropped"), count("released")
+	for _, f := range downlinkFrames(ue, 3) {
+		r.u.forward(t, f)
+	}
+	eventually(t, programTimeout, "3 frames held", func() error {
+		if n := count("held") - held0; n != 3 {
+			return fmt.Errorf("%v held", n)
+		}
+		return nil
+	})
+
+	forward := ie.NewUpdateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02),
+		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
+			ie.NewOuterHeaderCreation(0x0100, 0x4322, gnb.String(), "", 0, 0, 0)))
+	if m, err := r.smf.Modify(ctx, est, ie.NewPFCPSMReqFlags(0x02), forward); err != nil || m.Cause() != ie.CauseServiceNotSupported || why(m) != fmt.Sprintf("offending IE %d", ie.PFCPSMReqFlags) {
+		t.Fatalf("a modification with SNDEM: %v, cause %d (%s); want 76, offending IE %d", err, m.Cause(), why(m), ie.PFCPSMReqFlags)
+	}
+	if n := count("dropped") - dropped0; n != 0 {
+		t.Fatalf("the refused modification dropped %v held frames", n)
+	}
+
+	m, err := r.smf.Modify(ctx, est, ie.NewPFCPSMReqFlags(0x01), forward)
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("modification to FORW with DROBU: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	if n := count("dropped") - dropped0; n != 3 {
+		t.Errorf("%v frames counted dropped, want the 3 held", n)
+	}
+	time.Sleep(time.Second) // a release would be under way by now
+	if sent := r.u.sent.taken(); len(sent) != 0 || count("released") != released0 {
+		t.Fatalf("%d held frames sent after DROBU (%v counted released), want none", len(sent), count("released")-released0)
+	}
+	after := downlinkFrames(ue, 1)[0]
+	if out := r.u.forward(t, after); len(out) != 1 || !bytes.Contains(out[0].frame, []byte{0x30, 0xff, 0, byte(wire.UDPHeaderLen + wire.IPv4HeaderLen + 64), 0, 0, 0x43, 0x22}) {
+		t.Fatalf("a packet after the modification: %d frames out, want one G-PDU with TEID 0x4322", len(out))
+	}
+}
