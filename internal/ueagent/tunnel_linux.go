@@ -515,14 +515,19 @@ func (t *Tunnel) timers() {
 		t.flushTUNLocked()
 		t.rx.Unlock()
 		t.m.reorderStats(stats)
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(max(time.Until(next), 0))
+		rearm(timer, next)
 	}
+}
+
+// rearm sets timer to fire at next, dropping a firing not yet received.
+func rearm(timer *time.Timer, next time.Time) {
+	if !timer.Stop() {
+		select {
+		case <-timer.C:
+		default:
+		}
+	}
+	timer.Reset(max(time.Until(next), 0))
 }
 
 // adaptReorderLocked sizes the downlink reorder buffer to the legs (issue 31): its timeout

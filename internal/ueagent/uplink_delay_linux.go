@@ -104,13 +104,7 @@ func (t *Tunnel) releaseUplink() {
 				next = d
 			}
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(max(time.Until(next), 0))
+		rearm(timer, next)
 	}
 }
 

@@ -46,6 +46,21 @@ func idleEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, applyAction 
 	}
 }
 
+// establishIdle establishes ue's session as Open5GS does for an idle UE (BUFF|NOCP).
+func establishIdle(t *testing.T, r n4Rig, ue netip.Addr) *smf.Established {
+	t.Helper()
+	cp := r.smf.NewCPSEID()
+	resp, err := r.smf.Session(context.Background(), message.MsgTypeSessionEstablishmentRequest, 0, idleEstablishment(r.smf, cp, ue, 0x0c)...)
+	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("establishment of an idle UE's session: %v, cause %d (%s)", err, resp.Cause(), why(resp))
+	}
+	fseid, err := resp.Find(ie.FSEID).FSEID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
+}
+
 // downlinkFrames are n user packets from N6 to ue, each with its number in the payload.
 func downlinkFrames(ue netip.Addr, n int) [][]byte {
 	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
@@ -109,16 +124,7 @@ func TestN4BuffersTheDownlinkOfAnIdleUE(t *testing.T) {
 	r := newN4Rig(t, nil, nil)
 	r.associate(t)
 	ue, gnb := netip.MustParseAddr("10.60.0.7"), netip.MustParseAddr("198.51.100.10")
-	cp := r.smf.NewCPSEID()
-	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, idleEstablishment(r.smf, cp, ue, 0x0c)...)
-	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("establishment of an idle UE's session: %v, cause %d (%s)", err, resp.Cause(), why(resp))
-	}
-	fseid, err := resp.Find(ie.FSEID).FSEID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	est := &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
+	est := establishIdle(t, r, ue)
 	wantEntries(t, r, "downlink_tunnels ue_addr=0a3c0007 -> buffer_downlink()")
 
 	// kubectl shows the session as one whose downlink buffers, with no gNB yet.
@@ -244,16 +250,7 @@ func TestN4DropsWhatItBufferedOnDROBU(t *testing.T) {
 	r := newN4Rig(t, nil, nil)
 	r.associate(t)
 	ue, gnb := netip.MustParseAddr("10.60.0.8"), netip.MustParseAddr("198.51.100.11")
-	cp := r.smf.NewCPSEID()
-	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, idleEstablishment(r.smf, cp, ue, 0x0c)...)
-	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("establishment of an idle UE's session: %v, cause %d (%s)", err, resp.Cause(), why(resp))
-	}
-	fseid, err := resp.Find(ie.FSEID).FSEID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	est := &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
+	est := establishIdle(t, r, ue)
 	wantEntries(t, r, "downlink_tunnels ue_addr=0a3c0008 -> buffer_downlink()")
 	// The counters are the process's: what this test adds to them.
 	upf := r.upf.Name
