@@ -63,9 +63,8 @@ func (rt *upfRuntime) readPacketIns(ctx context.Context, dev *upfclient.Device) 
 // may leave both out, as one older than them does). A pipeline not known yet is given the
 // benefit of the doubt, as canPolice does.
 func (rt *upfRuntime) canBuffer(s *junctionv1.ATSSSSession) error {
-	leg := s.Spec.AccessLegs.ThreeGPP
 	sch := rt.pipe.Load().schema
-	if sch == nil || leg == nil || !leg.BufferDownlink {
+	if sch == nil || !s.Spec.AccessLegs.ThreeGPP.Buffers() {
 		return nil
 	}
 	if !sch.TableTakes(desired.TableDownlinkTunnels, desired.ActionBufferDownlink) || !sch.PacketOutHas(desired.PacketOutToIngress) {
@@ -80,7 +79,7 @@ func (rt *upfRuntime) canBuffer(s *junctionv1.ATSSSSession) error {
 // the session held back into the pipeline, in order, and then what the pipeline punted before
 // the new entry took effect (dlbuffer.Late).
 func (rt *upfRuntime) startBuffering(key string, s *junctionv1.ATSSSSession) {
-	if leg := s.Spec.AccessLegs.ThreeGPP; leg != nil && leg.BufferDownlink {
+	if s.Spec.AccessLegs.ThreeGPP.Buffers() {
 		if a, err := netip.ParseAddr(string(s.Spec.SessionAddress)); err == nil {
 			rt.held.Start(key, a)
 		}

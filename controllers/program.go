@@ -32,7 +32,7 @@ type invalidSpecError struct {
 // path and on the controller's): what a sound spec asks that a pipeline may lack is downlink
 // buffering (canBuffer: the FAR's Apply Action) or the MBR policer (canPolice).
 func unsupportedIE(spec *junctionv1.ATSSSSessionSpec) uint16 {
-	if leg := spec.AccessLegs.ThreeGPP; leg != nil && leg.BufferDownlink {
+	if spec.AccessLegs.ThreeGPP.Buffers() {
 		return ie.ApplyAction
 	}
 	return ie.MBR
@@ -103,7 +103,7 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 		return out, err
 	}
 	if out.werr = firstError(res, owners...); out.werr == nil {
-		if leg := s.Spec.AccessLegs.ThreeGPP; leg == nil || !leg.BufferDownlink {
+		if !s.Spec.AccessLegs.ThreeGPP.Buffers() {
 			rt.releaseHeld(key) // after the entry that forwards them
 		}
 		prev, hadPrev := rt.sessionUser(key)

@@ -55,6 +55,9 @@ type ThreeGPPLeg struct {
 	BufferDownlink bool `json:"bufferDownlink,omitempty"`
 }
 
+// Buffers reports whether the leg is there and its downlink buffers.
+func (l *ThreeGPPLeg) Buffers() bool { return l != nil && l.BufferDownlink }
+
 // NonThreeGPPType is the kind of non-3GPP access.
 // +kubebuilder:validation:Enum=WiFi;Wireline
 type NonThreeGPPType string

@@ -192,25 +192,20 @@ func singleAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	if leg == nil || s.Spec.AccessLegs.NonThreeGPP != nil {
 		return nil, fmt.Errorf("session %s is SingleAccess: it needs its 3GPP leg and no other", s.Name)
 	}
-	if leg.BufferDownlink {
-		out := []Entry{
-			uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex),
-			{Table: TableDownlinkTunnels, Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: ActionBufferDownlink},
+	down := Entry{Table: TableDownlinkTunnels, Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: ActionBufferDownlink}
+	var qfis []Entry // a buffering session has no tunnel yet, so no QFI for it
+	if !leg.BufferDownlink {
+		if s.PeerIndex == 0 {
+			return nil, fmt.Errorf("session %s has a 3GPP leg but no tunnel peer index", s.Name)
 		}
-		return append(out, mbrSessionEntry(s, sa)...), nil
+		var err error
+		if qfis, err = tunnelQFI(leg, s.Spec.QFI); err != nil {
+			return nil, err
+		}
+		down.Action = "encap_gtpu"
+		down.Params = []Param{{"teid", u32(uint32(leg.DownlinkTEID))}, {"peer_idx", u16(s.PeerIndex)}, {"endpoint_idx", u8(s.EndpointIndex)}, {"usage_idx", u32(s.UsageIndex)}}
 	}
-	if s.PeerIndex == 0 {
-		return nil, fmt.Errorf("session %s has a 3GPP leg but no tunnel peer index", s.Name)
-	}
-	qfis, err := tunnelQFI(leg, s.Spec.QFI)
-	if err != nil {
-		return nil, err
-	}
-	out := []Entry{
-		uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex),
-		{Table: TableDownlinkTunnels, Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: "encap_gtpu",
-			Params: []Param{{"teid", u32(uint32(leg.DownlinkTEID))}, {"peer_idx", u16(s.PeerIndex)}, {"endpoint_idx", u8(s.EndpointIndex)}, {"usage_idx", u32(s.UsageIndex)}}},
-	}
+	out := []Entry{uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex), down}
 	return append(append(out, qfis...), mbrSessionEntry(s, sa)...), nil
 }
 

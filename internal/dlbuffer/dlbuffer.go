@@ -121,23 +121,6 @@ func (b *Buffer) Stop(key string, forwards bool) [][]byte {
 	return s.frames
 }
 
-// Buffering reports whether session key buffers.
-func (b *Buffer) Buffering(key string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.byKey[key] != nil
-}
-
-// Held is the number of frames session key holds.
-func (b *Buffer) Held(key string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s := b.byKey[key]; s != nil {
-		return len(s.frames)
-	}
-	return 0
-}
-
 // Hold keeps frame (an Ethernet frame as the pipeline punted it) for the session that buffers its
 // IPv4 destination. key names that session; first is true for the first frame the session holds
 // since it started buffering, the one to report to the SMF (a Downlink Data Report). The frame is

@@ -303,7 +303,7 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session is on N3 3GPP access (3GPP Interface Type %d)", f.ID, *f.DestType)
 		case f.OHC != nil && f.OHC.TEID == 0:
 			return nil, refuse(CauseMandatoryIEIncorrect, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d has TEID 0", f.ID)
-		case tunnel != nil && f.OHC != nil && *f.OHC != *tunnel, tunnel != nil && f.OHC == nil, session.IsValid() && tunnel == nil && f.OHC != nil:
+		case session.IsValid() && !sameOHC(tunnel, f.OHC): // a PDR before this one set tunnel
 			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d and FAR %d send one session's downlink into different tunnels", tunnelFAR, f.ID)
 		}
 		session, tunnel, tunnelFAR = p.UEIP, f.OHC, f.ID
@@ -342,6 +342,9 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 		AccessLegs: junctionv1.AccessLegs{ThreeGPP: leg},
 	}}, nil
 }
+
+// sameOHC: both absent, or both the same tunnel.
+func sameOHC(a, b *OHC) bool { return a == b || a != nil && b != nil && *a == *b }
 
 // farOf is the FAR of the first of pdrs whose FAR buffers (buffers) or does not.
 func farOf(r *Rules, pdrs []*PDR, buffers bool) uint32 {

@@ -3,6 +3,7 @@ package upfclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/junction-atsss/junction/internal/contract"
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -529,13 +531,12 @@ func TestPacketOutsReachTheDevice(t *testing.T) {
 	if err := d.PacketOut(arp, map[string]uint64{"egress_port": 3}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(eventually)
-	for u.srv.Stats().PacketOuts != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the device took %d packet-outs, want 1 (errors: %d)", u.srv.Stats().PacketOuts, u.srv.Stats().PacketOutErrors)
+	testenv.Eventually(t, eventually, "the packet-out on the device", func() error {
+		if st := u.srv.Stats(); st.PacketOuts != 1 {
+			return fmt.Errorf("it took %d packet-outs, want 1 (errors: %d)", st.PacketOuts, st.PacketOutErrors)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	// docs/pipeline.md: egress_port is 9 bits wide.
 	for wantErr, fields := range map[string]map[string]uint64{
 		`packet_out has no field "no_such_field"`: {"no_such_field": 1},

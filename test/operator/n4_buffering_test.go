@@ -16,6 +16,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/junction-atsss/junction/internal/smf"
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -202,22 +203,7 @@ func TestN4BuffersTheDownlinkOfAnIdleUE(t *testing.T) {
 // older one) refuses an idle UE's session with 76, naming the Apply Action, and keeps nothing.
 func TestN4RefusesBufferingThePipelineCannotDo(t *testing.T) {
 	ctx := context.Background()
-	r := newN4Rig(t, nil, func(info *p4configv1.P4Info) {
-		var id uint32
-		info.Actions = slices.DeleteFunc(info.Actions, func(a *p4configv1.Action) bool {
-			if a.GetPreamble().GetName() == "buffer_downlink" {
-				id = a.GetPreamble().GetId()
-				return true
-			}
-			return false
-		})
-		if id == 0 {
-			t.Fatal("the P4Info has no buffer_downlink to take out")
-		}
-		for _, tb := range info.Tables {
-			tb.ActionRefs = slices.DeleteFunc(tb.ActionRefs, func(a *p4configv1.ActionRef) bool { return a.GetId() == id })
-		}
-	})
+	r := newN4Rig(t, nil, func(info *p4configv1.P4Info) { testenv.WithoutAction(t, info, "buffer_downlink") })
 	r.associate(t)
 	ue := netip.MustParseAddr("10.60.0.7")
 	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, idleEstablishment(r.smf, r.smf.NewCPSEID(), ue, 0x0c)...)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/junction-atsss/junction/internal/contract"
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 
@@ -46,14 +47,7 @@ func TestBufferedDownlinkGoesUpAsItCameAndComesBackForwarded(t *testing.T) {
 	if out := h.process(portDN, expiring); len(out) != 0 {
 		t.Fatalf("a buffered packet with TTL 1 was forwarded: %v", out)
 	}
-	if len(h.ev.packetIn) != 2 {
-		t.Fatalf("got %d packet-ins, want 2", len(h.ev.packetIn))
-	}
-	for i, want := range [][]byte{frame, expiring} {
-		if pi := h.ev.packetIn[i]; pi.port != portDN || !bytes.Equal(pi.frame, want) {
-			t.Errorf("packet-in %d: port %d %x, want port %d %x", i, pi.port, pi.frame, portDN, want)
-		}
-	}
+	h.wantPacketIns(t, portDN, frame, expiring)
 	if n, b := h.counter("downlink_usage", dlTunnelUsage); n != packets || b != byteCount {
 		t.Errorf("buffered packets counted as usage: %d packets %d bytes, want %d, %d", n, b, packets, byteCount)
 	}
@@ -94,9 +88,7 @@ func TestToIngressPacketOuts(t *testing.T) {
 		if err := h.p.PacketOut(portDN, true, arp); err != nil {
 			t.Fatal(err)
 		}
-		if len(h.ev.packetIn) != 1 || h.ev.packetIn[0].port != cpuPort || !bytes.Equal(h.ev.packetIn[0].frame, arp) {
-			t.Fatalf("packet-ins %v", h.ev.packetIn)
-		}
+		h.wantPacketIns(t, cpuPort, arp)
 	})
 	t.Run("MA downlink leaves as from a port, its usage counting the header", func(t *testing.T) {
 		h := topology(t)
@@ -129,20 +121,7 @@ func TestToIngressPacketOuts(t *testing.T) {
 func TestAProgramWithoutBufferingRuns(t *testing.T) {
 	withoutBuffering := func() *p4configv1.P4Info {
 		info := testP4Info(t)
-		var id uint32
-		info.Actions = slices.DeleteFunc(info.Actions, func(a *p4configv1.Action) bool {
-			if a.GetPreamble().GetName() == "buffer_downlink" {
-				id = a.GetPreamble().GetId()
-				return true
-			}
-			return false
-		})
-		if id == 0 {
-			t.Fatal("the P4Info has no buffer_downlink")
-		}
-		for _, tb := range info.Tables {
-			tb.ActionRefs = slices.DeleteFunc(tb.ActionRefs, func(r *p4configv1.ActionRef) bool { return r.GetId() == id })
-		}
+		testenv.WithoutAction(t, info, "buffer_downlink")
 		for _, h := range info.ControllerPacketMetadata {
 			if h.GetPreamble().GetName() == "packet_out" {
 				n := len(h.Metadata)

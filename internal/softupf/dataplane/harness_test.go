@@ -4,6 +4,7 @@ package dataplane
 // name, frames pushed through Process, and everything the data plane sends recorded.
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"net/netip"
@@ -44,6 +45,19 @@ func (e *events) PacketIn(port uint32, frame []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.packetIn = append(e.packetIn, packetIn{port, frame})
+}
+
+// wantPacketIns checks that the pipeline sent frames up, in order, each as from port.
+func (h *harness) wantPacketIns(t *testing.T, port uint32, frames ...[]byte) {
+	t.Helper()
+	if len(h.ev.packetIn) != len(frames) {
+		t.Fatalf("got %d packet-ins, want %d", len(h.ev.packetIn), len(frames))
+	}
+	for i, f := range frames {
+		if pi := h.ev.packetIn[i]; pi.port != port || !bytes.Equal(pi.frame, f) {
+			t.Errorf("packet-in %d: port %d %x, want port %d %x", i, pi.port, pi.frame, port, f)
+		}
+	}
 }
 
 // sink records what the pipeline transmits outside Process.

@@ -503,14 +503,7 @@ func TestPacketIn(t *testing.T) {
 			t.Fatalf("punted frame was also forwarded: %v", out)
 		}
 	}
-	if len(h.ev.packetIn) != 2 {
-		t.Fatalf("got %d packet-ins, want 2", len(h.ev.packetIn))
-	}
-	for i, f := range [][]byte{arp, icmp} {
-		if pi := h.ev.packetIn[i]; pi.port != portWiFi || !bytes.Equal(pi.frame, f) {
-			t.Errorf("packet-in %d = port %d %x, want port %d %x", i, pi.port, pi.frame, portWiFi, f)
-		}
-	}
+	h.wantPacketIns(t, portWiFi, arp, icmp)
 }
 
 func TestPacketOut(t *testing.T) {
