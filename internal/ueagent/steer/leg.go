@@ -77,7 +77,11 @@ const (
 	// eventQueue is how many events wait for Event; each call makes at most one.
 	eventQueue = 4
 	// LossWindow is how many of the leg's last resolved probes Loss counts (2 s of probes while
-	// busy, 20 s idle); a late reply does not undo a loss, the probe having waited 3 RTTs.
+	// busy, 20 s idle). A probe counts lost when it times out, and answered again if its reply
+	// comes late (within probeRing probes): the figure is the path's packet loss, as the Rel-17
+	// threshold means it, not its delay spikes. Counted as losses, one reply 20 ms late on a
+	// loaded UE (a 10 ms leg times out after 20-30 ms) puts the leg over a 5% threshold while
+	// its window holds fewer than 20 probes.
 	LossWindow = 20
 	// LossMinProbes is how many resolved probes a loss figure needs before it is shown.
 	LossMinProbes = LossWindow / 2
@@ -129,6 +133,9 @@ type probe struct {
 	sent, deadline time.Time
 	ts             uint32
 	state          probeSlot
+	// lostAt is the leg's outcomeSeq when its miss was counted in the loss window (0: not
+	// counted), so that a late reply can take it back.
+	lostAt uint64
 }
 
 // Leg is one access leg's probe and failure state. A new leg has no address: it does not probe
@@ -162,9 +169,11 @@ type Leg struct {
 	evLen  int
 
 	sent, replies, lost uint64
-	// outcomes holds the last lossN resolved probes, newest in bit 0: 1 lost, 0 answered.
-	outcomes uint32
-	lossN    int
+	// outcomes holds the last lossN resolved probes, newest in bit 0: 1 lost, 0 answered;
+	// outcomeSeq counts the outcomes ever recorded.
+	outcomes   uint32
+	lossN      int
+	outcomeSeq uint64
 }
 
 // NewLeg returns a leg that stamps its probes with clock. Zero fields of cfg take
@@ -279,6 +288,7 @@ func (l *Leg) miss(now time.Time, p *probe) {
 		// Probes to a leg not up yet, or already known down, measure the wait or the outage,
 		// not the leg: counted, they would keep it "lossy" for a whole window once it is up.
 		l.outcome(true)
+		p.lostAt = l.outcomeSeq
 	}
 	l.missed++
 	if l.missed >= l.cfg.MissThreshold && l.state != LegDown {
@@ -310,8 +320,10 @@ func (l *Leg) Reply(now time.Time, ueTS uint32) (rtt time.Duration, ok bool) {
 	rtt = max(now.Sub(p.sent), 0)
 	if p.state == slotPending {
 		l.outcome(false)
+	} else if age := l.outcomeSeq - p.lostAt; p.lostAt != 0 && age < uint64(l.lossN) {
+		l.outcomes &^= 1 << age // answered late: delayed, not lost
 	}
-	p.state = slotFree
+	p.state, p.lostAt = slotFree, 0
 	l.replies++
 	l.lastReply = now
 	l.missed = 0
@@ -441,11 +453,12 @@ func (l *Leg) outcome(lost bool) {
 	}
 	l.outcomes &= 1<<LossWindow - 1
 	l.lossN = min(l.lossN+1, LossWindow)
+	l.outcomeSeq++
 }
 
 // Loss is the share of the last LossWindow resolved probes that went unanswered, in percent
 // (rounded), and how many probes it counts (fewer while the leg is new). Only probes missed
-// while the leg is Up count.
+// while the leg is Up count, and only while no late reply has come for them.
 func (l *Leg) Loss() (percent, probes int) {
 	if l.lossN == 0 {
 		return 0, 0

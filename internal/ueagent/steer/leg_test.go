@@ -477,8 +477,8 @@ func TestSilentFailureIsConfirmedAtTimeoutPace(t *testing.T) {
 	}
 }
 
-// Loss counts the leg's last LossWindow resolved probes: a timeout is a loss (a late reply does
-// not undo it), a reply in time is not, and a new life of the link starts a new count.
+// Loss counts the leg's last LossWindow resolved probes: a timeout is a loss until a late reply
+// takes it back, a reply in time is not, and a new life of the link starts a new count.
 func TestLegLoss(t *testing.T) {
 	clock := NewClock(time.Unix(0, 0))
 	l := NewLeg(clock, LegConfig{Idle: 100 * time.Millisecond, Busy: 100 * time.Millisecond, MissThreshold: 100})
@@ -510,8 +510,14 @@ func TestLegLoss(t *testing.T) {
 	if _, ok := l.Reply(now, late); !ok {
 		t.Fatal("a late reply to a missed probe is still an RTT sample")
 	}
-	if p, _ := l.Loss(); p != 25 {
-		t.Errorf("after a late reply: loss %d%%, want 25%% (a probe that waited 3 RTTs is lost)", p)
+	if p, n := l.Loss(); p != 20 || n != LossWindow {
+		t.Errorf("after a late reply to probe 27: loss %d%% of %d probes, want 20%% of %d (it was delayed, not lost)", p, n, LossWindow)
+	}
+	if _, ok := l.Reply(now, late); ok {
+		t.Error("a second reply to probe 27 was accepted")
+	}
+	if p, _ := l.Loss(); p != 20 {
+		t.Errorf("after a second reply to probe 27: loss %d%%, want 20%% still", p)
 	}
 	l.LinkDown(now, "LinkDown")
 	if p, n := l.Loss(); p != 0 || n != 0 {
