@@ -254,7 +254,25 @@ type testbed struct {
 	ns      string // Kubernetes namespace
 	upfGRPC string
 	softupf *proc
+	status  statusCadence
 }
+
+// statusCadence is how often the operator and the agents write a session's status while only
+// its RTTs change.
+type statusCadence struct {
+	operator time.Duration // controllers.Options.StatusInterval; 0: the operator's default
+	agent    []string      // the agents' flags; none: their defaults
+}
+
+var (
+	// scenarioStatus: the scenarios watch the path state through the sessions' status, so
+	// their operator and agents write it 20 and 10 times as often as the shipped defaults.
+	scenarioStatus = statusCadence{operator: 500 * time.Millisecond, agent: []string{"--status-interval", "1s", "--min-status-interval", "200ms"}}
+	// shippedStatus: what a user runs (10 s each, cmd/manager --path-status-interval and
+	// cmd/ue-agent --status-interval). Benchmarks of the data path run it: on these two cores
+	// each status write costs the API server, and the agent's informer, CPU the packets wait for.
+	shippedStatus = statusCadence{}
+)
 
 // noOffload is topology.NoOffload for a test.
 func noOffload(t testing.TB, ns *netns.Namespace, iface string) {
@@ -288,6 +306,12 @@ func newTestbed(t testing.TB, nUEs int) *testbed {
 // newEmulatedTestbed is newTestbed with the UEs' links emulated by em (nil: plain veths).
 func newEmulatedTestbed(t testing.TB, nUEs int, em *topology.Emulation) *testbed {
 	t.Helper()
+	return newTestbedWith(t, nUEs, em, scenarioStatus)
+}
+
+// newTestbedWith is newEmulatedTestbed with the status written at cadence.
+func newTestbedWith(t testing.TB, nUEs int, em *topology.Emulation, cadence statusCadence) *testbed {
+	t.Helper()
 	if em != nil {
 		// The emulated links measure the CPUs they get (testenv.WaitForQuietCPU).
 		testenv.WaitForQuietCPU(t, 2*time.Minute)
@@ -296,7 +320,7 @@ func newEmulatedTestbed(t testing.TB, nUEs int, em *topology.Emulation) *testbed
 	topo, err := topology.New(topology.Config{Emulation: em})
 	must(t, err)
 	t.Cleanup(topo.Close)
-	tb := &testbed{t: t, Topology: topo}
+	tb := &testbed{t: t, Topology: topo, status: cadence}
 	for i := range nUEs {
 		u, err := topo.AddUE(topology.DefaultUE(i))
 		must(t, err)
@@ -311,7 +335,7 @@ func newEmulatedTestbed(t testing.TB, nUEs int, em *topology.Emulation) *testbed
 	create(t, topology.AddressPool(tb.ns))
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), topology.AddressPool(tb.ns)) })
 	tb.createUPF()
-	startOperator(t, tb.ns)
+	startOperator(t, tb.ns, cadence.operator)
 
 	// The gNB emulator serves every UE's radio link.
 	start(t, "gnb-emulator", append([]string{"--kubeconfig", kubeconfig, "--namespace", tb.ns, "--metrics-addr", "0"}, topo.GNBArgs()...)...)
@@ -329,8 +353,9 @@ func newMPTCP(t testing.TB, em *topology.Emulation, backup3GPP bool) *topology.M
 
 // startAgent runs the UE agent for node u, with extra flags.
 func (tb *testbed) startAgent(u *ueNode, extra ...string) {
-	u.agent = start(tb.t, "ue-agent", append([]string{"--kubeconfig", kubeconfig, "--node-name", u.Node, "--netns", u.NS.Name,
-		"--namespace", tb.ns, "--metrics-addr", "0", "--health-addr", "0", "--status-interval", "1s", "--min-status-interval", "200ms"}, extra...)...)
+	args := append([]string{"--kubeconfig", kubeconfig, "--node-name", u.Node, "--netns", u.NS.Name,
+		"--namespace", tb.ns, "--metrics-addr", "0", "--health-addr", "0"}, tb.status.agent...)
+	u.agent = start(tb.t, "ue-agent", append(args, extra...)...)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -348,7 +373,9 @@ func newK8sNamespace(t testing.TB) string {
 	return name
 }
 
-func startOperator(t testing.TB, ns string) {
+// startOperator runs the operator for namespace ns, refreshing a session's path status at most
+// every statusInterval (0: its default).
+func startOperator(t testing.TB, ns string, statusInterval time.Duration) {
 	t.Helper()
 	skip := true
 	opts, err := controllers.ManagerOptions(restCfg, nil)
@@ -364,7 +391,7 @@ func startOperator(t testing.TB, ns string) {
 	if _, _, err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 		ElectionLow:    controllers.StartTimeElectionLow(time.Now()),
 		WriteWindow:    2 * time.Millisecond,
-		StatusInterval: 500 * time.Millisecond,
+		StatusInterval: statusInterval,
 	}); err != nil {
 		cancel()
 		t.Fatal(err)

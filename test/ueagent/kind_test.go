@@ -92,13 +92,13 @@ func TestKindDataplane(t *testing.T) {
 	tlsArgs := []string{"--tls-cert", testenv.WriteFile(t, dir, "tls.crt", pki.ServerCert), "--tls-key", testenv.WriteFile(t, dir, "tls.key", pki.ServerKey),
 		"--tls-client-ca", testenv.WriteFile(t, dir, "ca.crt", pki.CA)}
 	start(t, "softupf", slices.Concat([]string{"--grpc-addr", upfGRPC, "--device-id", "1", "--cpu-port", "255"}, tlsArgs, kindUPFPorts(t, prefix))...)
-	tb := &testbed{t: t, ns: newK8sNamespace(t)}
+	tb := &testbed{t: t, ns: newK8sNamespace(t), status: scenarioStatus}
 	objs, err := testenv.Samples(k8s.Scheme(), tb.ns, upfGRPC)
 	must(t, err)
 	tb.createPipeline("junction-upf-pipeline")
 	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tb.ns, Name: "junction-p4runtime-tls"}, Data: pki.ClientSecretData()})
 	create(t, objs...)
-	startOperator(t, tb.ns)
+	startOperator(t, tb.ns, scenarioStatus.operator)
 	// The gNB emulator as its pod runs it: also with /proc/sys read-only, as in a container.
 	readOnlySysctl := []string{"unshare", "--mount", "--propagation", "private", "sh", "-c",
 		`mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && exec "$0" "$@"`}
@@ -128,8 +128,8 @@ func TestKindDataplane(t *testing.T) {
 		if n.line {
 			must(t, runScript(core, "line", strings.Join(wifi, ",")))
 		}
-		start(t, "ue-agent", "--kubeconfig", kubeconfig, "--node-name", n.name, "--netns", n.ns.Name,
-			"--namespace", tb.ns, "--metrics-addr", "0", "--health-addr", "0", "--status-interval", "1s", "--min-status-interval", "200ms")
+		start(t, "ue-agent", append([]string{"--kubeconfig", kubeconfig, "--node-name", n.name, "--netns", n.ns.Name,
+			"--namespace", tb.ns, "--metrics-addr", "0", "--health-addr", "0"}, scenarioStatus.agent...)...)
 	}
 
 	for _, c := range []struct {
