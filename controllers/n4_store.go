@@ -167,6 +167,7 @@ func (st *n4Store) Apply(ctx context.Context, s *n4.State, p *n4.Plan) error {
 	}
 	switch err := st.fleet.programN4(ctx, obj, st.timeout); {
 	case err == nil:
+		st.sendEndMarkers(ctx, sessionKey(key.Namespace, key.Name), obj, p.EndMarkers)
 		// On the switch: the SMF may hear of it once a restart would know it is missing.
 		if err := st.writer.setUnsaved(ctx, true); err != nil {
 			return fmt.Errorf("marking the UPF's N4 sessions unsaved: %w", err)
@@ -187,7 +188,11 @@ func (st *n4Store) Apply(ctx context.Context, s *n4.State, p *n4.Plan) error {
 		}
 		return err
 	}
-	return st.awaitProgrammed(ctx, key, obj.Generation, changed)
+	if err := st.awaitProgrammed(ctx, key, obj.Generation, changed); err != nil {
+		return err
+	}
+	st.sendEndMarkers(ctx, sessionKey(key.Namespace, key.Name), obj, p.EndMarkers)
+	return nil
 }
 
 // ensurePolicy creates a traffic class the plan needs unless it exists with the same spec.

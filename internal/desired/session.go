@@ -184,6 +184,10 @@ const (
 	PacketOutToIngress   = "to_ingress"
 )
 
+// PacketOutEgressPort is the packet_out field that names the port a packet-out without
+// to_ingress leaves on, unchanged (an End Marker, desired.EndMarker).
+const PacketOutEgressPort = "egress_port"
+
 // singleAccessEntries are an ordinary PDU session's: its uplink TEID (decapsulated, then routed)
 // and its downlink_tunnels entry (plain GTP-U toward its gNB, no Junction header; or, while its
 // UE is idle, buffer_downlink: the packets go to the controller, which holds them).

@@ -113,6 +113,8 @@ func FuzzEstablishment(f *testing.F) {
 		{ie.NewQueryURR(ie.NewURRID(smf.URRID)), ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x04, 0), ie.NewTimeThreshold(time.Hour))},
 		{ie.NewPFCPSMReqFlags(0x04)},
 		{ie.NewPFCPSMReqFlags(0x01)}, // DROBU
+		{ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewUpdateForwardingParameters( // a path switch with SNDEM
+			ie.NewOuterHeaderCreation(0x0100, 98, "198.51.100.12", "", 0, 0, 0), ie.NewPFCPSMReqFlags(0x02)))},
 	} {
 		b, err := message.NewSessionModificationRequest(0, 0, 5, 2, 0, mod...).Marshal()
 		if err != nil {

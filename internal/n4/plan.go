@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -22,6 +23,38 @@ type Plan struct {
 	// DropBuffered: drop the downlink the session holds before the rules apply (a Session
 	// Modification's PFCPSMReq-Flags DROBU, TS 29.244 §8.2.57).
 	DropBuffered bool `json:"-"`
+	// EndMarkers: the GTP-U tunnels to send an End Marker on once the rules apply (an Update
+	// FAR's SNDEM that moved the FAR to another tunnel).
+	EndMarkers []EndMarker `json:"-"`
+}
+
+// EndMarker names a tunnel a FAR left: its peer's address and the TEID the peer gave.
+type EndMarker struct {
+	Peer netip.Addr
+	TEID uint32
+}
+
+// endMarkers are the tunnels the FARs of next left whose Update FAR asked for End Markers
+// (SNDEM): a FAR that tunnelled over GTP-U in cur and now tunnels elsewhere or not at all. SNDEM
+// on a FAR whose tunnel stays asks for nothing (TS 29.244 sets it where Outer Header Creation
+// changes). It clears the requests' flags.
+func endMarkers(cur, next *Rules) []EndMarker {
+	var out []EndMarker
+	for _, id := range sortedKeys(next.FARs) {
+		f := next.FARs[id]
+		if !f.SendEndMarker {
+			continue
+		}
+		f.SendEndMarker = false
+		old := cur.FARs[id]
+		if old == nil || old.OHC == nil || old.OHC.Desc != ohcGTPUv4 || sameOHC(old.OHC, f.OHC) {
+			continue
+		}
+		if m := (EndMarker{Peer: old.OHC.Addr, TEID: old.OHC.TEID}); !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Policy is a SteeringPolicy the plan needs: a traffic class (an SDF filter at a precedence)

@@ -118,6 +118,9 @@ type FAR struct {
 	OHC             *OHC   `json:"ohc,omitempty"`
 	NetworkInstance string `json:"networkInstance,omitempty"`
 	BARID           *uint8 `json:"barID,omitempty"` // must name the session's BAR
+	// SendEndMarker: this request's Update Forwarding Parameters carry PFCPSMReq-Flags SNDEM
+	// (endMarkers reads and clears it; it is no part of the rule).
+	SendEndMarker bool `json:"-"`
 }
 
 // BAR is a Buffering Action Rule: how the UPF buffers the downlink of an idle UE (its Downlink
@@ -535,8 +538,6 @@ func decodePDI(g *ie.IE, p *PDR) error {
 	return nil
 }
 
-// decodeFAR decodes a Create FAR, or applies an Update FAR to old: Apply Action and each IE of
-// Update Forwarding Parameters replace old's.
 // flowDescription reads an SDF Filter (§8.2.5) that carries a Flow Description, and perhaps
 // an SDF Filter ID (a name for the filter, which matches nothing): flags (FD, BID), a spare
 // octet, the description's length, the description, the ID. ToS, SPI and flow label are
@@ -559,6 +560,8 @@ func flowDescription(b []byte) (string, error) {
 	return string(b[4 : 4+n]), nil
 }
 
+// decodeFAR decodes a Create FAR, or applies an Update FAR to old: Apply Action and each IE of
+// Update Forwarding Parameters replace old's.
 func decodeFAR(g *ie.IE, old *FAR) (*FAR, error) {
 	c, err := childrenOf(g)
 	if err != nil {
@@ -627,8 +630,21 @@ func decodeForwarding(g *ie.IE, f *FAR) error {
 	if err != nil {
 		return err
 	}
-	if err := c.only(ie.DestinationInterface, ie.NetworkInstance, ie.OuterHeaderCreation, ie.TGPPInterfaceType); err != nil {
+	allowed := []uint16{ie.DestinationInterface, ie.NetworkInstance, ie.OuterHeaderCreation, ie.TGPPInterfaceType}
+	if g.Type == ie.UpdateForwardingParameters {
+		allowed = append(allowed, ie.PFCPSMReqFlags) // SNDEM (§7.5.4.3)
+	}
+	if err := c.only(allowed...); err != nil {
 		return err
+	}
+	if x := c.one(ie.PFCPSMReqFlags); x != nil {
+		if len(x.Payload) < 1 {
+			return bad(x, fmt.Errorf("no flags"))
+		}
+		if x.Payload[0]&^smReqSNDEM != 0 {
+			return refuse(CauseServiceNotSupported, ie.PFCPSMReqFlags, "PFCPSMReq-Flags %#02x in the Update Forwarding Parameters of FAR %d; only SNDEM is supported there", x.Payload[0], f.ID)
+		}
+		f.SendEndMarker = true
 	}
 	if x := c.one(ie.DestinationInterface); x != nil {
 		v, err := x.DestinationInterface()

@@ -330,6 +330,7 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		return nil, err
 	}
 	p.DropBuffered = flags&smReqDROBU != 0
+	p.EndMarkers = endMarkers(cur, r)
 	prevPlan, _ := makePlan(cur, prevTEIDs, s.SUPI, e.cfg.Target)
 	prevCP, prevAddr := s.CPSEID, s.CPAddr
 	e.setRules(s, packed)
@@ -356,9 +357,12 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 }
 
 // PFCPSMReq-Flags (§8.2.57) Junction acts on: DROBU, drop what the session buffered before the
-// FARs apply; QAURR, report every URR. SNDEM (send end marker packets) is refused.
+// FARs apply; QAURR, report every URR; both in the request. SNDEM, send End Markers on the
+// tunnels the FARs leave, belongs in an Update FAR's Update Forwarding Parameters (§7.5.4.3)
+// and is refused in the request.
 const (
 	smReqDROBU = 0x01
+	smReqSNDEM = 0x02
 	smReqQAURR = 0x04
 )
 

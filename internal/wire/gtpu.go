@@ -25,6 +25,9 @@ const (
 
 	// GTPUTypeGPDU is the message type of a G-PDU.
 	GTPUTypeGPDU = 0xff
+	// GTPUTypeEndMarker is the End Marker's (TS 29.281): no payload, the last packet of a
+	// tunnel a UPF has stopped sending on.
+	GTPUTypeEndMarker = 0xfe
 	// GTPUTypeEchoRequest and GTPUTypeEchoResponse are path management's (TS 29.281 §7.2).
 	GTPUTypeEchoRequest  = 0x01
 	GTPUTypeEchoResponse = 0x02

@@ -278,3 +278,64 @@ func TestN4DropsWhatItBufferedOnDROBU(t *testing.T) {
 		t.Fatalf("a packet after the modification: %d frames out, want one G-PDU with TEID 0x4322", len(out))
 	}
 }
+
+// TestN4SendsEndMarkersOnSNDEM: an Xn handover as Open5GS's SMF asks for it. The downlink FAR
+// moves from the source gNB's tunnel to the target's with PFCPSMReq-Flags SNDEM in its Update
+// Forwarding Parameters (TS 29.244 §7.5.4.3); the UPF sends a GTP-U End Marker (TS 29.281:
+// type 254, no payload) on the old tunnel, toward the source gNB by the UPF's route, and the
+// next downlink packet goes to the target (docs/n4.md, "End Markers"). SNDEM where the tunnel
+// stays sends none.
+func TestN4SendsEndMarkersOnSNDEM(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	ue := netip.MustParseAddr("10.60.0.9")
+	est := establishIdle(t, r, ue)
+	toGNB := func(gnb string, teid uint32, flags ...*ie.IE) *ie.IE {
+		fp := append([]*ie.IE{ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, teid, gnb, "", 0, 0, 0)}, flags...)
+		return ie.NewUpdateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02), ie.NewUpdateForwardingParameters(fp...))
+	}
+	modify := func(what string, far *ie.IE) {
+		t.Helper()
+		if m, err := r.smf.Modify(ctx, est, far); err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("%s: %v, cause %d (%s)", what, err, m.Cause(), why(m))
+		}
+	}
+	modify("the UE connected at the source gNB", toGNB("198.51.100.10", 0x100))
+	sentBefore := len(r.u.sent.taken())
+
+	modify("the path switch to the target gNB with SNDEM", toGNB("198.51.100.12", 0x200, ie.NewPFCPSMReqFlags(0x02)))
+	// The rig's UPF: N3 address 192.0.2.1; 198.51.100.0/24 by port 1 (MAC 02:00:00:00:01:01) to
+	// next hop 02:00:00:00:02:01.
+	want := sentFrame{port: 1, frame: []byte{
+		0x02, 0, 0, 0, 0x02, 0x01, 0x02, 0, 0, 0, 0x01, 0x01, 0x08, 0x00,
+		0x45, 0, 0, 36, 0, 0, 0, 0, 64, 17, 0x8e, 0x8a, 192, 0, 2, 1, 198, 51, 100, 10,
+		0x08, 0x68, 0x08, 0x68, 0, 16, 0, 0,
+		0x30, 0xfe, 0, 0, 0, 0, 0x01, 0x00,
+	}}
+	var sent []sentFrame
+	eventually(t, programTimeout, "an End Marker", func() error {
+		if sent = r.u.sent.taken()[sentBefore:]; len(sent) == 0 {
+			return fmt.Errorf("nothing sent")
+		}
+		return nil
+	})
+	sentBefore += len(sent)
+	if len(sent) != 1 || sent[0].port != want.port || !bytes.Equal(sent[0].frame, want.frame) {
+		t.Fatalf("sent after the path switch: %v\nwant one frame on port %d:\n%x", sent, want.port, want.frame)
+	}
+	after := downlinkFrames(ue, 1)[0]
+	if out := r.u.forward(t, after); len(out) != 1 || !bytes.Contains(out[0].frame, []byte{0x30, 0xff, 0, byte(wire.UDPHeaderLen + wire.IPv4HeaderLen + 64), 0, 0, 0x02, 0x00}) {
+		t.Fatalf("a packet after the path switch: %d frames out, want one G-PDU with TEID 0x200", len(out))
+	}
+
+	modify("SNDEM with the tunnel unchanged", toGNB("198.51.100.12", 0x200, ie.NewPFCPSMReqFlags(0x02)))
+	time.Sleep(time.Second) // an End Marker would have gone by now
+	if sent := r.u.sent.taken()[sentBefore:]; len(sent) != 0 {
+		t.Fatalf("SNDEM with the tunnel unchanged sent %d frames, want none", len(sent))
+	}
+	if m, err := r.smf.Modify(ctx, est, toGNB("198.51.100.10", 0x100, ie.NewPFCPSMReqFlags(0x01))); err != nil ||
+		m.Cause() != ie.CauseServiceNotSupported || why(m) != fmt.Sprintf("offending IE %d", ie.PFCPSMReqFlags) {
+		t.Fatalf("DROBU in Update Forwarding Parameters: %v, cause %d (%s); want 76, offending IE %d", err, m.Cause(), why(m), ie.PFCPSMReqFlags)
+	}
+}

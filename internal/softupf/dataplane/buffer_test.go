@@ -15,9 +15,10 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
-// Downlink buffering (docs/pipeline.md, "Packet I/O"): buffer_downlink sends a single-access
-// session's downlink packet to the controller as it came; the controller sends it back as a
-// to_ingress packet-out once the tunnel forwards, and it leaves as a forwarded one does.
+// Downlink buffering (docs/pipeline.md, "Registers, counters, digest, packet I/O"):
+// buffer_downlink sends a single-access session's downlink packet to the controller as it came;
+// the controller sends it back as a to_ingress packet-out once the tunnel forwards, and it
+// leaves as a forwarded one does.
 
 // setTunnel rewrites the single-access session's downlink_tunnels entry (singleAccess).
 func setTunnel(h *harness, action string) {

@@ -328,8 +328,8 @@ func (p *Pipeline) WriteCloneSession(id uint32, replicas []*p4v1.Replica) error 
 // frame that arrived on the CPU port (egressPort ignored): a held downlink packet, released.
 // A packet-out to the CPU port or to a port with no interface is dropped and counted
 // (Stats.PacketOutDrops), not refused: the P4 program drops it so on every target
-// (docs/pipeline.md, "Packet I/O"). What the pipeline does to a to_ingress frame (a drop, too
-// short a frame included) it counts as it counts any other.
+// (docs/pipeline.md, "Registers, counters, digest, packet I/O"). What the pipeline does to a
+// to_ingress frame (a drop, too short a frame included) it counts as it counts any other.
 func (p *Pipeline) PacketOut(egressPort uint32, toIngress bool, frame []byte) error {
 	if len(frame) > MaxFrame {
 		return fmt.Errorf("packet-out: frame of %d bytes exceeds %d", len(frame), MaxFrame)
@@ -353,7 +353,7 @@ func (p *Pipeline) PacketOut(egressPort uint32, toIngress bool, frame []byte) er
 
 // packetOutLen is the packet_out header's length. BMv2 counts it in a to_ingress frame's
 // packet_length, and so in its counters' and meters' bytes: the software UPF adds it too, so
-// that the targets agree (docs/pipeline.md, "Packet I/O").
+// that the targets agree (docs/pipeline.md, "Registers, counters, digest, packet I/O").
 const packetOutLen = 2
 
 // inject runs a to_ingress packet-out's frame through the pipeline from the CPU port and sends
