@@ -574,6 +574,7 @@ func decodeFAR(g *ie.IE, old *FAR) (*FAR, error) {
 	if old != nil {
 		cp := *old
 		f = &cp
+		f.SendEndMarker = false // a request's, not the rule's
 	}
 	x, err := c.need(ie.FARID)
 	if err != nil {
@@ -644,7 +645,7 @@ func decodeForwarding(g *ie.IE, f *FAR) error {
 		if x.Payload[0]&^smReqSNDEM != 0 {
 			return refuse(CauseServiceNotSupported, ie.PFCPSMReqFlags, "PFCPSMReq-Flags %#02x in the Update Forwarding Parameters of FAR %d; only SNDEM is supported there", x.Payload[0], f.ID)
 		}
-		f.SendEndMarker = true
+		f.SendEndMarker = x.Payload[0]&smReqSNDEM != 0
 	}
 	if x := c.one(ie.DestinationInterface); x != nil {
 		v, err := x.DestinationInterface()

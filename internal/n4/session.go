@@ -376,7 +376,7 @@ func smReqFlags(c children) (byte, error) {
 		return 0, bad(x, fmt.Errorf("no flags"))
 	}
 	if x.Payload[0]&^(smReqDROBU|smReqQAURR) != 0 {
-		return 0, refuse(CauseServiceNotSupported, ie.PFCPSMReqFlags, "PFCPSMReq-Flags %#02x; only DROBU and QAURR are supported", x.Payload[0])
+		return 0, refuse(CauseServiceNotSupported, ie.PFCPSMReqFlags, "PFCPSMReq-Flags %#02x; only DROBU and QAURR are supported in the request (SNDEM goes in an Update FAR's Update Forwarding Parameters)", x.Payload[0])
 	}
 	return x.Payload[0], nil
 }
