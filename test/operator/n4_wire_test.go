@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/desired"
 	"github.com/junction-atsss/junction/internal/smf"
 	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/wire"
@@ -177,6 +178,19 @@ func dissect(t *testing.T, tshark string, datagrams [][]byte) (int, []string, st
 // writePcap writes the datagrams as Ethernet/IPv4/UDP frames from port 8805 to port 8805 (the
 // dissector's port) in a classic pcap file.
 func writePcap(path string, datagrams [][]byte) error {
+	var frames [][]byte
+	for _, d := range datagrams {
+		frames = append(frames, wiretest.Build(
+			wire.Ethernet{Src: wiretest.MAC("02:00:00:00:00:01"), Dst: wiretest.MAC("02:00:00:00:00:02")},
+			wire.IPv4{Src: wiretest.IP("192.0.2.1"), Dst: wiretest.IP("192.0.2.100")},
+			wire.UDP{SrcPort: 8805, DstPort: 8805},
+			d))
+	}
+	return writePcapFrames(path, frames)
+}
+
+// writePcapFrames writes Ethernet frames in a classic pcap file.
+func writePcapFrames(path string, frames [][]byte) error {
 	var b []byte
 	b = binary.LittleEndian.AppendUint32(b, 0xa1b2c3d4)
 	b = binary.LittleEndian.AppendUint16(b, 2)
@@ -186,12 +200,7 @@ func writePcap(path string, datagrams [][]byte) error {
 	b = binary.LittleEndian.AppendUint32(b, 65535)
 	b = binary.LittleEndian.AppendUint32(b, 1) // Ethernet
 	now := time.Now()
-	for i, d := range datagrams {
-		frame := wiretest.Build(
-			wire.Ethernet{Src: wiretest.MAC("02:00:00:00:00:01"), Dst: wiretest.MAC("02:00:00:00:00:02")},
-			wire.IPv4{Src: wiretest.IP("192.0.2.1"), Dst: wiretest.IP("192.0.2.100")},
-			wire.UDP{SrcPort: 8805, DstPort: 8805},
-			d)
+	for i, frame := range frames {
 		ts := now.Add(time.Duration(i) * time.Millisecond)
 		b = binary.LittleEndian.AppendUint32(b, uint32(ts.Unix()))
 		b = binary.LittleEndian.AppendUint32(b, uint32(ts.Nanosecond()/1000))
@@ -200,4 +209,34 @@ func writePcap(path string, datagrams [][]byte) error {
 		b = append(b, frame...)
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// TestEndMarkerDecodesInWireshark: the End Marker the operator sends on SNDEM (docs/n4.md, "End
+// Markers"), built for the test UPF's spec, is what Wireshark's GTP dissector calls a GTP-U End
+// Marker with the old TEID, from the UPF's N3 address to the gNB, with nothing malformed.
+func TestEndMarkerDecodesInWireshark(t *testing.T) {
+	tshark, err := exec.LookPath("tshark")
+	testenv.Require(t, "tshark (hack/tools.sh tshark installs it; make test does, as root)", err)
+	spec := newUPF("ns", "upf", "127.0.0.1:9559", "pipeline").Spec
+	frame, _, err := desired.EndMarker(spec, 0, netip.MustParseAddr("198.51.100.10"), 0x100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcap := filepath.Join(t.TempDir(), "end-marker.pcap")
+	if err := writePcapFrames(pcap, [][]byte{frame}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(tshark, "-r", pcap, "-V", "-d", "udp.port==2152,gtp").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tshark: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{"Src: 192.0.2.1, Dst: 198.51.100.10", "Message Type: End Marker (0xfe)", "TEID: 0x00000100"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("tshark does not say %q of the End Marker:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "Malformed") || strings.Contains(text, "Expert Info (Error") || strings.Contains(text, "Expert Info (Warning") {
+		t.Errorf("tshark finds the End Marker malformed:\n%s", text)
+	}
 }
