@@ -47,6 +47,15 @@ func idleEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, applyAction 
 	}
 }
 
+// idleUE starts a UPF with an N4 endpoint, associates the SMF and establishes ue's session as
+// Open5GS does for an idle UE (BUFF|NOCP).
+func idleUE(t *testing.T, ue netip.Addr) (n4Rig, *smf.Established) {
+	t.Helper()
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	return r, establishIdle(t, r, ue)
+}
+
 // establishIdle establishes ue's session as Open5GS does for an idle UE (BUFF|NOCP).
 func establishIdle(t *testing.T, r n4Rig, ue netip.Addr) *smf.Established {
 	t.Helper()
@@ -122,10 +131,8 @@ func downlinkDataReports(c *smf.Client) []uint16 {
 // each packet as the pipeline tunnels one that arrives after (docs/n4.md, "Buffering").
 func TestN4BuffersTheDownlinkOfAnIdleUE(t *testing.T) {
 	ctx := context.Background()
-	r := newN4Rig(t, nil, nil)
-	r.associate(t)
 	ue, gnb := netip.MustParseAddr("10.60.0.7"), netip.MustParseAddr("198.51.100.10")
-	est := establishIdle(t, r, ue)
+	r, est := idleUE(t, ue)
 	wantEntries(t, r, "downlink_tunnels ue_addr=0a3c0007 -> buffer_downlink()")
 
 	// kubectl shows the session as one whose downlink buffers, with no gNB yet.
@@ -230,13 +237,12 @@ func TestN4RefusesBufferingThePipelineCannotDo(t *testing.T) {
 // TestN4DropsWhatItBufferedOnDROBU: a Session Modification with PFCPSMReq-Flags DROBU (TS 29.244
 // §8.2.57: drop the packets buffered for the session before applying the FARs) drops what an idle
 // UE's session held, so a FAR that forwards after it sends none of them, while a packet that
-// comes after the modification is forwarded. SNDEM (send end markers) is refused with 76.
+// comes after the modification is forwarded. SNDEM in the request's own flags is refused with 76
+// (it belongs in an Update FAR's Update Forwarding Parameters: TestN4SendsEndMarkersOnSNDEM).
 func TestN4DropsWhatItBufferedOnDROBU(t *testing.T) {
 	ctx := context.Background()
-	r := newN4Rig(t, nil, nil)
-	r.associate(t)
 	ue, gnb := netip.MustParseAddr("10.60.0.8"), netip.MustParseAddr("198.51.100.11")
-	est := establishIdle(t, r, ue)
+	r, est := idleUE(t, ue)
 	wantEntries(t, r, "downlink_tunnels ue_addr=0a3c0008 -> buffer_downlink()")
 	// The counters are the process's: what this test adds to them.
 	upf := r.upf.Name
@@ -287,10 +293,8 @@ func TestN4DropsWhatItBufferedOnDROBU(t *testing.T) {
 // stays sends none.
 func TestN4SendsEndMarkersOnSNDEM(t *testing.T) {
 	ctx := context.Background()
-	r := newN4Rig(t, nil, nil)
-	r.associate(t)
 	ue := netip.MustParseAddr("10.60.0.9")
-	est := establishIdle(t, r, ue)
+	r, est := idleUE(t, ue)
 	toGNB := func(gnb string, teid uint32, flags ...*ie.IE) *ie.IE {
 		fp := append([]*ie.IE{ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, teid, gnb, "", 0, 0, 0)}, flags...)
 		return ie.NewUpdateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02), ie.NewUpdateForwardingParameters(fp...))
