@@ -46,6 +46,8 @@ const (
 type pathResult struct {
 	name       string
 	down, up   float64 // Gbit/s
+	retrDown   int     // TCP retransmissions of the download, then the upload
+	retrUp     int
 	p50, p99   time.Duration
 	cpuPerGbit float64 // CPU seconds per Gbit moved, user space processes only; <0: none
 	cpuNote    string
@@ -101,6 +103,7 @@ func measure(t testing.TB, name string, a *netns.Namespace, aAddr string, b *net
 	up := iperf(t, a, b, aAddr, "-t", dur, "-R")
 	cpu := cpuSeconds(t, pids...) - cpu0
 	r.down, r.up = down.End.SumReceived.BitsPerSecond/1e9, up.End.SumReceived.BitsPerSecond/1e9
+	r.retrDown, r.retrUp = down.End.SumSent.Retransmits, up.End.SumSent.Retransmits
 	if r.down == 0 || r.up == 0 {
 		t.Fatalf("%s: no throughput (down %.2f, up %.2f Gbit/s)", name, r.down, r.up)
 	}
@@ -211,13 +214,13 @@ func BenchmarkPath(b *testing.B) {
 	}
 	bare, kr, wg, jx := rows[0], rows[1], rows[2], rows[3]
 	fmt.Printf("\none TCP flow (iperf3, %d s each way), %d pings at 10 ms; offloads off on every veth but GRO on the UE's\n", benchSeconds, benchPings)
-	fmt.Printf("%-22s %10s %10s %14s %14s %12s\n", "path", "down Gb/s", "up Gb/s", "+p50 ping µs", "+p99 ping µs", "CPU s/Gbit")
+	fmt.Printf("%-22s %10s %10s %12s %14s %14s %12s\n", "path", "down Gb/s", "up Gb/s", "TCP retr", "+p50 ping µs", "+p99 ping µs", "CPU s/Gbit")
 	for _, r := range rows {
 		cpu := "kernel"
 		if r.cpuPerGbit >= 0 {
 			cpu = fmt.Sprintf("%.2f", r.cpuPerGbit)
 		}
-		fmt.Printf("%-22s %10.2f %10.2f %14d %14d %12s\n", r.name, r.down, r.up,
+		fmt.Printf("%-22s %10.2f %10.2f %12s %14d %14d %12s\n", r.name, r.down, r.up, fmt.Sprintf("%d/%d", r.retrDown, r.retrUp),
 			(r.p50 - bare.p50).Microseconds(), (r.p99 - bare.p99).Microseconds(), cpu)
 	}
 	ratio := (jx.down + jx.up) / (wg.down + wg.up)
