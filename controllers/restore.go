@@ -128,8 +128,9 @@ type need struct {
 
 func sessionNeeds(s *junctionv1.ATSSSSession, policies []desired.Policy) (need, error) {
 	n := need{supi: s.Spec.UE.SUPI}
-	// A session whose downlink buffers may have no gNB yet (its UE is idle): no tunnel peer.
-	if leg := s.Spec.AccessLegs.ThreeGPP; leg != nil && (leg.GNBAddress != "" || !leg.BufferDownlink) {
+	// A session whose downlink buffers or drops may have no gNB yet (its UE is idle, or its
+	// gNB has not answered): no tunnel peer.
+	if leg := s.Spec.AccessLegs.ThreeGPP; leg != nil && (leg.GNBAddress != "" || leg.Tunnels()) {
 		a, err := netip.ParseAddr(string(leg.GNBAddress))
 		if err != nil || !a.Is4() {
 			return n, fmt.Errorf("accessLegs.threeGPP.gnbAddress: %q is not an IPv4 address", leg.GNBAddress)

@@ -23,14 +23,15 @@ type UE struct {
 
 // ThreeGPPLeg is the session's 5G leg: a GTP-U tunnel between the gNB and the UPF.
 // +kubebuilder:validation:XValidation:rule="has(self.gnbAddress) == has(self.downlinkTEID)",message="gnbAddress and downlinkTEID go together: the downlink tunnel toward the gNB"
-// +kubebuilder:validation:XValidation:rule="has(self.gnbAddress) || (has(self.bufferDownlink) && self.bufferDownlink)",message="gnbAddress and downlinkTEID are required unless bufferDownlink is set (an idle UE has no downlink tunnel)",fieldPath=".gnbAddress"
+// +kubebuilder:validation:XValidation:rule="has(self.gnbAddress) || (has(self.bufferDownlink) && self.bufferDownlink) || (has(self.dropDownlink) && self.dropDownlink)",message="gnbAddress and downlinkTEID are required unless bufferDownlink or dropDownlink is set (an idle UE, or one whose gNB is not known yet, has no downlink tunnel)",fieldPath=".gnbAddress"
+// +kubebuilder:validation:XValidation:rule="!(has(self.bufferDownlink) && self.bufferDownlink && has(self.dropDownlink) && self.dropDownlink)",message="bufferDownlink and dropDownlink exclude each other: the downlink is held or dropped",fieldPath=".dropDownlink"
 type ThreeGPPLeg struct {
 	// ueAddress is the UE's address on its 3GPP PDU session (inside GTP-U).
 	// +required
 	UEAddress IPv4Address `json:"ueAddress"`
 
 	// gnbAddress is the gNB's N3 address, the outer destination of downlink GTP-U. Unset only
-	// while the downlink buffers.
+	// while the downlink buffers or drops.
 	// +optional
 	GNBAddress IPv4Address `json:"gnbAddress,omitempty"`
 
@@ -41,7 +42,7 @@ type ThreeGPPLeg struct {
 	UplinkTEID int64 `json:"uplinkTEID"`
 
 	// downlinkTEID is the TEID the UPF puts on downlink GTP-U toward the gNB, 1 to 4294967295.
-	// Unset only while the downlink buffers.
+	// Unset only while the downlink buffers or drops.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=4294967295
 	// +optional
@@ -53,10 +54,20 @@ type ThreeGPPLeg struct {
 	// "Buffering").
 	// +optional
 	BufferDownlink bool `json:"bufferDownlink,omitempty"`
+
+	// dropDownlink, for a SingleAccess session whose SMF's downlink FAR says DROP (free5GC
+	// establishes every session so until the gNB has given its tunnel), has the UPF drop the
+	// session's downlink, counted as FILTERED; the uplink still goes (docs/n4.md).
+	// +optional
+	DropDownlink bool `json:"dropDownlink,omitempty"`
 }
 
 // Buffers reports whether the leg is there and its downlink buffers.
 func (l *ThreeGPPLeg) Buffers() bool { return l != nil && l.BufferDownlink }
+
+// Tunnels reports whether the leg is there and its downlink goes into its GTP-U tunnel (it
+// neither buffers nor drops).
+func (l *ThreeGPPLeg) Tunnels() bool { return l != nil && !l.BufferDownlink && !l.DropDownlink }
 
 // NonThreeGPPType is the kind of non-3GPP access.
 // +kubebuilder:validation:Enum=WiFi;Wireline
@@ -143,6 +154,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'SingleAccess' || (has(self.accessLegs.threeGPP) && !has(self.accessLegs.nonThreeGPP) && self.accessLegs.threeGPP.ueAddress == self.sessionAddress && !has(self.policyRefs) && !has(self.policySelector) && !has(self.modeOverride) && !has(self.policySteering))",message="a SingleAccess session has a 3GPP leg only, whose ueAddress is the sessionAddress, and no steering (policies or overrides)"
 // +kubebuilder:validation:XValidation:rule="!has(self.policySteering) || self.policySteering.all(p, has(self.policyRefs) && self.policyRefs.exists(r, r.name == p.name))",message="every policySteering name must be in policyRefs"
 // +kubebuilder:validation:XValidation:rule="!has(self.accessLegs.threeGPP) || !has(self.accessLegs.threeGPP.bufferDownlink) || !self.accessLegs.threeGPP.bufferDownlink || (has(self.type) && self.type == 'SingleAccess')",message="bufferDownlink is for SingleAccess sessions: an MA PDU session's downlink has a second access to take",fieldPath=".accessLegs.threeGPP.bufferDownlink"
+// +kubebuilder:validation:XValidation:rule="!has(self.accessLegs.threeGPP) || !has(self.accessLegs.threeGPP.dropDownlink) || !self.accessLegs.threeGPP.dropDownlink || (has(self.type) && self.type == 'SingleAccess')",message="dropDownlink is for SingleAccess sessions",fieldPath=".accessLegs.threeGPP.dropDownlink"
 type ATSSSSessionSpec struct {
 	// ue is the user equipment.
 	// +required

@@ -446,6 +446,30 @@ func TestSessionEntries(t *testing.T) {
 			t.Fatalf("downlink entry %+v", d)
 		}
 	})
+	t.Run("a single-access session whose downlink drops has a deny filter for its address and no downlink_tunnels entry", func(t *testing.T) {
+		// docs/pipeline.md, step 5: filters (dst_addr ternary) -> deny() drops FILTERED; a miss in
+		// downlink_tunnels alone would route the packet. The uplink TEID stays.
+		s := session(nil)
+		s.Spec.Type = junctionv1.SessionSingleAccess
+		s.Spec.AccessLegs.NonThreeGPP = nil
+		s.Spec.AccessLegs.ThreeGPP.GNBAddress, s.Spec.AccessLegs.ThreeGPP.DownlinkTEID = "", 0
+		s.Spec.AccessLegs.ThreeGPP.DropDownlink = true
+		s.Spec.QFI = 9
+		s.PeerIndex = 0
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(es); len(got) != 2 || got["uplink_tunnels"] != 1 || got["filters"] != 1 {
+			t.Fatalf("tables %v, want uplink_tunnels and filters", got)
+		}
+		f := es[1]
+		want := []Match{{Field: "dst_addr", Kind: Ternary, Value: []byte{10, 60, 0, 1}, Mask: []byte{255, 255, 255, 255}}}
+		if f.Table != "filters" || f.Action != "deny" || len(f.Params) != 0 || f.Priority == 0 || len(f.Match) != 1 ||
+			f.Match[0].Key() != want[0].Key() {
+			t.Fatalf("filters entry %+v, want deny of 10.60.0.1/32 as destination with a priority", f)
+		}
+	})
 	t.Run("an exception session without a sequence index is an error", func(t *testing.T) {
 		if _, err := SessionEntries(session(nil, video)); err == nil {
 			t.Error("no error")

@@ -316,9 +316,12 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 	var session netip.Addr
 	var tunnel *OHC
 	var tunnelFAR uint32
-	// The downlink FARs all forward, or all buffer (the UE is idle: an SMF sends BUFF, with or
-	// without the tunnel it will forward into, until the UE is paged and its gNB known).
-	buffers := r.FARs[*down[0].FARID].Action&actBuff != 0
+	// The downlink FARs all forward, all buffer (the UE is idle: an SMF sends BUFF, with or
+	// without the tunnel it will forward into, until the UE is paged and its gNB known), or all
+	// drop (free5GC's SMF establishes every session with a downlink FAR that drops, without
+	// Forwarding Parameters, until the gNB has given its tunnel).
+	action := r.FARs[*down[0].FARID].Action & (actBuff | actDrop)
+	buffers, drops := action == actBuff, action == actDrop
 	for _, p := range down {
 		f := r.FARs[*p.FARID]
 		switch {
@@ -326,11 +329,10 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has no UE IP Address (the session address)", p.ID)
 		case session.IsValid() && p.UEIP != session:
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d is for UE IP %s, another PDR for %s: one session has one address", p.ID, p.UEIP, session)
-		case (f.Action&actBuff != 0) != buffers:
-			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d buffers and FAR %d does not: a single-access session's downlink is held or forwarded as a whole", farOf(r, down, true), farOf(r, down, false))
-		case f.Action&actDrop != 0:
-			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session's downlink must forward to Access in GTP-U/UDP/IPv4, or buffer (dropping it is not supported)", f.ID)
-		case f.Dest != nil && *f.Dest != ifaceAccess, !buffers && (f.Dest == nil || f.OHC == nil), f.OHC != nil && f.OHC.Desc != ohcGTPUv4:
+		case f.Action&(actBuff|actDrop) != action:
+			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d and FAR %d differ in forwarding, buffering or dropping: a single-access session's downlink is forwarded, held or dropped as a whole",
+				*down[0].FARID, f.ID)
+		case f.Dest != nil && *f.Dest != ifaceAccess, action == 0 && (f.Dest == nil || f.OHC == nil), f.OHC != nil && f.OHC.Desc != ohcGTPUv4:
 			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session's downlink must forward to Access in GTP-U/UDP/IPv4", f.ID)
 		case f.DestType != nil && *f.DestType != itypeN3Access3GPP:
 			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session is on N3 3GPP access (3GPP Interface Type %d)", f.ID, *f.DestType)
@@ -365,7 +367,7 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 		return nil, refuse(CauseConditionalIEMissing, ie.FTEID, "no uplink PDR has an F-TEID")
 	}
 	a := junctionv1.IPv4Address(session.String())
-	leg := &junctionv1.ThreeGPPLeg{UEAddress: a, UplinkTEID: int64(ulTEID), BufferDownlink: buffers}
+	leg := &junctionv1.ThreeGPPLeg{UEAddress: a, UplinkTEID: int64(ulTEID), BufferDownlink: buffers, DropDownlink: drops}
 	if tunnel != nil {
 		leg.GNBAddress, leg.DownlinkTEID = junctionv1.IPv4Address(tunnel.Addr.String()), int64(tunnel.TEID)
 	}
@@ -378,16 +380,6 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 
 // sameOHC: both absent, or both the same tunnel.
 func sameOHC(a, b *OHC) bool { return a == b || a != nil && b != nil && *a == *b }
-
-// farOf is the FAR of the first of pdrs whose FAR buffers (buffers) or does not.
-func farOf(r *Rules, pdrs []*PDR, buffers bool) uint32 {
-	for _, p := range pdrs {
-		if f := r.FARs[*p.FARID]; (f.Action&actBuff != 0) == buffers {
-			return f.ID
-		}
-	}
-	return 0
-}
 
 // notBuffering refuses BUFF on a FAR Junction cannot hold packets for: an MA PDU session's (its
 // downlink has a second access to take) or an uplink one.
