@@ -51,7 +51,11 @@ const (
 	triggerVOLTH = 0x02
 	triggerTIMTH = 0x04
 
-	measInfoMNOP = 0x10 // Measurement Information (§8.2.68): measure packets, which Junction always does
+	// Measurement Information (§8.2.68): MNOP, measure packets, which Junction always does;
+	// ISTM, start time metering when the URR arrives rather than at its first packet, which is
+	// when Junction always starts it (Open5GS asks for it with every time threshold).
+	measInfoMNOP = 0x10
+	measInfoISTM = 0x08
 )
 
 // Usage Report Trigger (§8.2.41) octets.
@@ -161,8 +165,8 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 		if err != nil {
 			return nil, bad(x, err)
 		}
-		if v&^measInfoMNOP != 0 {
-			return nil, refuse(CauseServiceNotSupported, ie.MeasurementInformation, "URR %d: Measurement Information %#02x; only MNOP is supported", u.ID, v)
+		if v&^(measInfoMNOP|measInfoISTM) != 0 {
+			return nil, refuse(CauseServiceNotSupported, ie.MeasurementInformation, "URR %d: Measurement Information %#02x; only MNOP and ISTM are supported", u.ID, v)
 		}
 	}
 	return u, nil

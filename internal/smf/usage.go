@@ -17,10 +17,13 @@ const URRID uint32 = 1
 
 // URR is what the emulator asks of a session's usage: volume and duration, reported every
 // Period and when VolumeThreshold bytes (uplink and downlink together) went by, either when
-// not zero; and always at deletion.
+// not zero; and always at deletion. MeasurementInformation, when not zero, is sent as the
+// Measurement Information flags (Open5GS sends MNOP to a UPF that advertises it, and ISTM with
+// a time threshold).
 type URR struct {
-	Period          time.Duration
-	VolumeThreshold uint64
+	Period                 time.Duration
+	VolumeThreshold        uint64
+	MeasurementInformation uint8
 }
 
 // CreateURR is the session's Create URR.
@@ -34,6 +37,9 @@ func (u URR) CreateURR() *ie.IE {
 	if u.VolumeThreshold > 0 {
 		triggers |= 0x02 // VOLTH
 		ies = append(ies, ie.NewVolumeThreshold(0x01, u.VolumeThreshold, 0, 0))
+	}
+	if u.MeasurementInformation != 0 {
+		ies = append(ies, ie.NewMeasurementInformation(u.MeasurementInformation))
 	}
 	return ie.NewCreateURR(append(ies, ie.NewReportingTriggers(triggers, 0))...)
 }

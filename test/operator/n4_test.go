@@ -164,12 +164,12 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	if c := resp.Cause(); c != ie.CauseRequestAccepted {
 		t.Fatalf("Association Setup: cause %d, want 1", c)
 	}
-	// UP Function Features (TS 29.244 §8.2.25): FTUP is octet 5 bit 5, ATSSS-LL octet 9 bit 1,
-	// RTTWP octet 10 bit 1; MPTCP (octet 8 bit 8) and nothing else.
+	// UP Function Features (TS 29.244 §8.2.25): FTUP is octet 5 bit 5, MNOP octet 7 bit 5,
+	// ATSSS-LL octet 9 bit 1, RTTWP octet 10 bit 1; not MPTCP (octet 8 bit 8), nothing else.
 	if x := resp.Find(ie.UPFunctionFeatures); x == nil {
 		t.Error("no UP Function Features")
-	} else if got := fmt.Sprintf("%x", x.Payload); got != "100000000101" {
-		t.Errorf("UP Function Features %s, want 100000000101 (FTUP, ATSSS-LL, RTTWP)", got)
+	} else if got := fmt.Sprintf("%x", x.Payload); got != "100010000101" || !x.HasFTUP() || !x.HasMNOP() {
+		t.Errorf("UP Function Features %s, want 100010000101 (FTUP, MNOP, ATSSS-LL, RTTWP)", got)
 	}
 	x := resp.Find(ie.RecoveryTimeStamp)
 	if x == nil {
@@ -546,6 +546,8 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 			76, "offending IE 62", nil},
 		{"a URR with a volume quota (enforcement the pipeline does not do)", adding(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0),
 			ie.NewReportingTriggers(0, 0x01), ie.NewVolumeQuota(0x01, 1e6, 0, 0))), 76, "offending IE 73", nil},
+		{"a URR measuring while inactive (INAM: Measurement Information other than MNOP and ISTM)", adding(ie.NewCreateURR(ie.NewURRID(1),
+			ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0, 0), ie.NewMeasurementInformation(0x04|0x10))), 76, "offending IE 100", nil},
 		{"a URR reporting the start of traffic (detection the pipeline does not do)", adding(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0),
 			ie.NewReportingTriggers(0x10, 0))), 76, "offending IE 37", nil},
 		{"periodic reporting without a Measurement Period", adding(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x01, 0))),

@@ -49,7 +49,9 @@ func TestN4ReportsUsage(t *testing.T) {
 	r := newN4Rig(t, nil, nil)
 	r.associate(t)
 	s := alice()
-	s.URR = &smf.URR{Period: 2 * time.Second}
+	// Measurement Information MNOP | ISTM (TS 29.244 §8.2.68), as Open5GS sends it to a UPF
+	// that advertises MNOP: both are what Junction does anyway, so accepted.
+	s.URR = &smf.URR{Period: 2 * time.Second, MeasurementInformation: 0x10 | 0x08}
 	est, err := r.smf.Establish(ctx, s)
 	if err != nil {
 		t.Fatal(why(est.Resp), err)
