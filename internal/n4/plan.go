@@ -148,6 +148,9 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 	if err != nil {
 		return nil, err
 	}
+	if err := uplinkQFI(up, qfi); err != nil {
+		return nil, err
+	}
 	mbr, err := sessionMBR(r, up, down)
 	if err != nil {
 		return nil, err
@@ -453,6 +456,26 @@ func downlinkQFI(r *Rules, down []*PDR) (int32, error) {
 		qfi = q
 	}
 	return int32(qfi), nil
+}
+
+// uplinkQFI holds the QFIs of the uplink PDRs' PDIs to the session's one QoS flow: all the same,
+// and the downlink's (qfi) when it has one. The pipeline does not read the QFI of an uplink
+// G-PDU's PDU Session Container (docs/n4.md: a gNB that maps the session's one flow to its
+// tunnel sends no other), so a second flow, which it could not tell apart, is refused.
+func uplinkQFI(up []*PDR, qfi int32) error {
+	var first *PDR
+	for _, p := range up {
+		switch {
+		case p.QFI == 0:
+		case qfi != 0 && int32(p.QFI) != qfi:
+			return ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d is for QoS flow %d, the downlink's is %d: Junction carries one QoS flow per session (docs/n4.md)", p.ID, p.QFI, qfi)
+		case first != nil && p.QFI != first.QFI:
+			return ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d is for QoS flow %d, PDR %d for %d: Junction carries one QoS flow per session (docs/n4.md)", p.ID, p.QFI, first.ID, first.QFI)
+		default:
+			first = p
+		}
+	}
+	return nil
 }
 
 // forwardsToCore refuses an uplink PDR whose FAR does not just forward to Core: Junction

@@ -98,6 +98,9 @@ type PDR struct {
 	MARID           *uint16    `json:"marID,omitempty"`
 	QERIDs          []uint32   `json:"qerIDs,omitempty"`
 	URRIDs          []uint32   `json:"urrIDs,omitempty"`
+	// QFI is the PDI's QFI, 1-63 (an uplink PDR only: Open5GS puts its QoS flow's in every
+	// uplink PDR), 0 when absent; plan.uplinkQFI holds it to the session's one QoS flow.
+	QFI uint8 `json:"qfi,omitempty"`
 }
 
 // OHC is a FAR's Outer Header Creation.
@@ -532,8 +535,17 @@ func decodePDI(g *ie.IE, p *PDR) error {
 			return bad(x, err)
 		}
 	}
-	if c.one(ie.QFI) != nil {
-		return refuse(CauseServiceNotSupported, ie.QFI, "QFI in the PDI of PDR %d: the pipeline does not read QoS flows (docs/n4.md)", p.ID)
+	if x = c.one(ie.QFI); x != nil {
+		v, err := x.QFI()
+		if err != nil {
+			return bad(x, err)
+		}
+		switch p.QFI = v & 0x3f; { // the two spare bits ignored
+		case p.Source != ifaceAccess:
+			return refuse(CauseServiceNotSupported, ie.QFI, "QFI in the PDI of PDR %d, whose packets come from the data network without one", p.ID)
+		case p.QFI == 0:
+			return refuse(CauseMandatoryIEIncorrect, ie.QFI, "QFI 0 in the PDI of PDR %d", p.ID)
+		}
 	}
 	return nil
 }

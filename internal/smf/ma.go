@@ -119,11 +119,11 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 			ie.NewDestinationInterface(ie.DstInterfaceAccess),
 			ie.NewOuterHeaderCreation(0x0100, s.DownlinkTEID, s.GNB.String(), "", 0, 0, 0),
 			ie.NewTGPPInterfaceType(11))), // N3 3GPP Access
-		pdr(ie.NewPDRID(PDRUplink3GPP), ie.NewPrecedence(100), ie.NewPDI(
+		pdr(ie.NewPDRID(PDRUplink3GPP), ie.NewPrecedence(100), ie.NewPDI(s.uplinkQFI(
 			ie.NewSourceInterface(ie.SrcInterfaceAccess),
 			ie.NewFTEID(0x0d, 0, nil, nil, chooseID), // V4 | CH | CHID
 			ie.NewUEIPAddress(0x02, s.UE3GPP.String(), "", 0, 0),
-			ie.NewTGPPInterfaceType(11)),
+			ie.NewTGPPInterfaceType(11))...),
 			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(FARCore)),
 	}
 	if s.IMSI != "" {
@@ -158,6 +158,15 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 		ies = append(ies, ie.NewCreateQER(qer...))
 	}
 	return ies
+}
+
+// uplinkQFI is the PDI of the 3GPP leg's uplink PDR with the session's QFI, when it has one:
+// Open5GS's SMF puts its QoS flow's QFI in every uplink PDR (lib/pfcp/build.c).
+func (s MASession) uplinkQFI(pdi ...*ie.IE) []*ie.IE {
+	if s.QFI != 0 {
+		pdi = append(pdi, ie.NewQFI(s.QFI))
+	}
+	return pdi
 }
 
 // appMAR is the MAR ID of App i.

@@ -22,8 +22,9 @@ import (
 )
 
 // The rules of an idle UE's ordinary PDU session, as Open5GS's SMF establishes every session
-// (src/smf/context.c): the uplink PDR forwards to Core, the downlink PDR's FAR buffers and
-// notifies (BUFF|NOCP) with a BAR and no Outer Header Creation, since no gNB tunnel exists yet.
+// (src/smf/context.c): the uplink PDR forwards to Core and names its QoS flow's QFI in its PDI
+// (lib/pfcp/build.c), the downlink PDR's FAR buffers and notifies (BUFF|NOCP) with a BAR and no
+// Outer Header Creation, since no gNB tunnel exists yet.
 const (
 	idlePDRUplink, idlePDRDownlink = 1, 2
 	idleFARUplink, idleFARDownlink = 1, 2
@@ -39,7 +40,7 @@ func idleEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, applyAction 
 		ie.NewCreateBAR(ie.NewBARID(idleBAR)),
 		ie.NewCreatePDR(ie.NewPDRID(idlePDRUplink), ie.NewPrecedence(255), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x05, 0, nil, nil, 0), // V4 | CH
-			ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0)),
+			ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0), ie.NewQFI(1)),
 			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(idleFARUplink)),
 		ie.NewCreatePDR(ie.NewPDRID(idlePDRDownlink), ie.NewPrecedence(255), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0)),

@@ -535,6 +535,19 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 				ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
 					ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewMARID(smf.MARDefault), ie.NewQERID(1)))(in))
 		}, 73, "failed rule type 0 id 000b", nil},
+		{"a QFI in a downlink PDR's PDI (packets from the data network carry none)", replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
+			ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+				ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0), ie.NewQFI(9)), ie.NewMARID(smf.MARDefault))),
+			76, "offending IE 124", nil},
+		{"two uplink PDRs in different QoS flows (one flow a session)", func(in []*ie.IE) []*ie.IE {
+			return replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRUplink3GPP),
+				ie.NewCreatePDR(ie.NewPDRID(smf.PDRUplink3GPP), ie.NewPrecedence(100), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess),
+					ie.NewFTEID(0x05, 0, nil, nil, 0), ie.NewUEIPAddress(0x02, "10.45.0.7", "", 0, 0), ie.NewTGPPInterfaceType(11), ie.NewQFI(5)),
+					ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(smf.FARCore)))(replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRUplinkNon3GPP),
+				ie.NewCreatePDR(ie.NewPDRID(smf.PDRUplinkNon3GPP), ie.NewPrecedence(100), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess),
+					ie.NewUEIPAddress(0x02, "203.0.113.7", "", 0, 0), ie.NewTGPPInterfaceType(13), ie.NewQFI(6)),
+					ie.NewOuterHeaderRemoval(2, 0), ie.NewFARID(smf.FARCore)))(in))
+		}, 73, fmt.Sprintf("failed rule type 0 id %04x", smf.PDRUplinkNon3GPP), nil},
 		{"a QER with QFI 0 (0 marks nothing)", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewQFI(0))),
 			69, "offending IE 124", nil},
 		{"a QFI for one downlink PDR and none for another (one QFI a session)", func(in []*ie.IE) []*ie.IE {
