@@ -410,7 +410,7 @@ func decodePDR(g *ie.IE, old *PDR) (*PDR, error) {
 		return nil, refuse(CauseMandatoryIEMissing, ie.Precedence, "PDR %d has no Precedence", p.ID)
 	}
 	if x = c.one(ie.PDI); x != nil {
-		p.Source, p.SourceType, p.FTEID, p.UEIP, p.SDF, p.ApplicationID, p.NetworkInstance = 0, nil, nil, netip.Addr{}, nil, "", ""
+		p.Source, p.SourceType, p.FTEID, p.UEIP, p.SDF, p.ApplicationID, p.NetworkInstance, p.QFI = 0, nil, nil, netip.Addr{}, nil, "", "", 0
 		if err := decodePDI(x, p); err != nil {
 			return nil, err
 		}
