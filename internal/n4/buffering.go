@@ -52,7 +52,7 @@ func notifyingPDR(r *Rules) *PDR {
 	var best *PDR
 	for _, id := range sortedKeys(r.PDRs) {
 		p := r.PDRs[id]
-		if p.Source == ifaceAccess || p.FARID == nil {
+		if (p.Source != ifaceCore && p.Source != ifaceN6LAN) || p.FARID == nil {
 			continue
 		}
 		f := r.FARs[*p.FARID]

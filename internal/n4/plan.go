@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/wmnsk/go-pfcp/ie"
 
@@ -115,13 +116,15 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 		if err := checkRefs(r, p); err != nil {
 			return nil, err
 		}
-		switch p.Source {
-		case ifaceAccess:
+		switch {
+		case r.cpForwarding(p):
+			continue // nothing to install (cpForwarding)
+		case p.Source == ifaceAccess:
 			up = append(up, p)
-		case ifaceCore, ifaceN6LAN:
+		case p.Source == ifaceCore || p.Source == ifaceN6LAN:
 			down = append(down, p)
 		default:
-			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d: Source Interface %d is neither Access nor Core", p.ID, p.Source)
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d: Source Interface %d is neither Access nor Core (nor the CP function's IPv6 router advertisements, docs/n4.md)", p.ID, p.Source)
 		}
 	}
 	for _, id := range sortedKeys(r.FARs) {
@@ -456,6 +459,42 @@ func downlinkQFI(r *Rules, down []*PDR) (int32, error) {
 		qfi = q
 	}
 	return int32(qfi), nil
+}
+
+// cpForwarding reports whether p is one of the two PDRs Open5GS's SMF gives every PDU session for
+// IPv6 router solicitations and advertisements between the UE and itself (src/smf/context.c,
+// smf_sess_create_cp_up_data_forwarding): from the CP function (Source Interface CP-function,
+// an F-TEID of its own) into a FAR of the session's downlink; or on the uplink, for ICMPv6 from
+// ff02::2 only (every SDF filter's "from" address IPv6), into a FAR that forwards to the CP
+// function. In an IPv4 PDU session, the only kind Junction serves (PDN Type), the SMF sends no
+// router advertisement and the UE no IPv6 packet, so neither rule has a packet to match and
+// Junction installs nothing for them: a G-PDU on the first one's TEID is dropped as an unknown
+// TEID (docs/n4.md). A PDR from the CP function into anything else, or one to the CP function
+// for any IPv4 traffic, is not this pair and is refused.
+func (r *Rules) cpForwarding(p *PDR) bool {
+	if p.FARID == nil {
+		return false
+	}
+	far := r.FARs[*p.FARID]
+	switch {
+	case far == nil:
+		return false
+	case p.Source == ifaceCPFunction:
+		for _, q := range r.PDRs {
+			if (q.Source == ifaceCore || q.Source == ifaceN6LAN) && q.FARID != nil && *q.FARID == far.ID {
+				return true
+			}
+		}
+		return false
+	case p.Source == ifaceAccess && far.Dest != nil && *far.Dest == ifaceCPFunction && len(p.SDF) > 0:
+		for _, fd := range p.SDF {
+			if f := strings.Fields(fd); len(f) < 5 || f[3] != "from" || !strings.Contains(f[4], ":") {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // uplinkQFI holds the QFIs of the uplink PDRs' PDIs to the session's one QoS flow: all the same,

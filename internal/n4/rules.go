@@ -19,9 +19,10 @@ import (
 
 // Values of Source Interface (§8.2.2) and Destination Interface (§8.2.24).
 const (
-	ifaceAccess uint8 = 0
-	ifaceCore   uint8 = 1
-	ifaceN6LAN  uint8 = 2
+	ifaceAccess     uint8 = 0
+	ifaceCore       uint8 = 1
+	ifaceN6LAN      uint8 = 2
+	ifaceCPFunction uint8 = 3
 )
 
 // Values of 3GPP Interface Type (§8.2.118) that name an access.

@@ -221,6 +221,9 @@ func volumeThreshold(c children, urr uint32) (*VolumeThreshold, error) {
 func (r *Rules) directions(u *URR) (ul, dl bool, err error) {
 	var named, all [2]int // [uplink, downlink]
 	for _, p := range r.PDRs {
+		if r.cpForwarding(p) {
+			continue // carries nothing (cpForwarding)
+		}
 		d := 1
 		if p.Source == ifaceAccess {
 			d = 0

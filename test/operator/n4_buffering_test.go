@@ -22,13 +22,21 @@ import (
 )
 
 // The rules of an idle UE's ordinary PDU session, as Open5GS's SMF establishes every session
-// (src/smf/context.c): the uplink PDR forwards to Core and names its QoS flow's QFI in its PDI
-// (lib/pfcp/build.c), the downlink PDR's FAR buffers and notifies (BUFF|NOCP) with a BAR and no
-// Outer Header Creation, since no gNB tunnel exists yet.
+// (src/smf/context.c; the same rules eUPF logs from it): the uplink PDR forwards to Core and
+// names its QoS flow's QFI in its PDI (lib/pfcp/build.c), the downlink PDR's FAR buffers and
+// notifies (BUFF|NOCP) with a BAR and no Outer Header Creation, since no gNB tunnel exists yet;
+// both name a URR of the session's volume (a 100 MB threshold). And the pair for IPv6 router solicitations and advertisements (smf_sess_create_cp_up_data_
+// forwarding): a PDR from the CP function into the downlink FAR, and one on the uplink TEID
+// (its CHOOSE ID) for ICMPv6 from ff02::2 into a FAR toward the SMF. Their precedence here is
+// below the downlink PDR's, so that a UPF that took the first for a downlink PDR would name it
+// in its Downlink Data Report.
 const (
 	idlePDRUplink, idlePDRDownlink = 1, 2
+	idlePDRFromCP, idlePDRToCP     = 3, 4
 	idleFARUplink, idleFARDownlink = 1, 2
-	idleBAR                        = 1
+	idleFARToCP                    = 3
+	idleBAR, idleURR               = 1, 1
+	idleChooseID                   = 5
 )
 
 func idleEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, applyAction uint8) []*ie.IE {
@@ -37,14 +45,26 @@ func idleEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, applyAction 
 		ie.NewCreateFAR(ie.NewFARID(idleFARUplink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore))),
 		ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(applyAction), ie.NewBARID(idleBAR),
 			ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess))),
+		ie.NewCreateFAR(ie.NewFARID(idleFARToCP), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+			ie.NewDestinationInterface(ie.DstInterfaceCPFunction), ie.NewNetworkInstance("internet"),
+			ie.NewOuterHeaderCreation(0x0100, 1, "127.0.0.1", "", 0, 0, 0))),
 		ie.NewCreateBAR(ie.NewBARID(idleBAR)),
+		ie.NewCreateURR(ie.NewURRID(idleURR), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x02, 0), // VOLUM, VOLTH
+			ie.NewVolumeThreshold(0x01, 100<<20, 0, 0)),
 		ie.NewCreatePDR(ie.NewPDRID(idlePDRUplink), ie.NewPrecedence(255), ie.NewPDI(
-			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x05, 0, nil, nil, 0), // V4 | CH
+			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x0d, 0, nil, nil, idleChooseID), // V4 | CH | CHID
 			ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0), ie.NewQFI(1)),
-			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(idleFARUplink)),
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(idleFARUplink), ie.NewURRID(idleURR)),
 		ie.NewCreatePDR(ie.NewPDRID(idlePDRDownlink), ie.NewPrecedence(255), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0)),
-			ie.NewFARID(idleFARDownlink)),
+			ie.NewFARID(idleFARDownlink), ie.NewURRID(idleURR)),
+		ie.NewCreatePDR(ie.NewPDRID(idlePDRFromCP), ie.NewPrecedence(100), ie.NewPDI(
+			ie.NewSourceInterface(ie.SrcInterfaceCPFunction), ie.NewFTEID(0x05, 0, nil, nil, 0)), // V4 | CH
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(idleFARDownlink)),
+		ie.NewCreatePDR(ie.NewPDRID(idlePDRToCP), ie.NewPrecedence(100), ie.NewPDI(
+			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x0d, 0, nil, nil, idleChooseID),
+			ie.NewSDFFilter("permit out 58 from ff02::2/128 to assigned", "", "", "", 0), ie.NewTGPPInterfaceType(11)),
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(idleFARToCP)),
 	}
 }
 
@@ -68,6 +88,23 @@ func establishIdle(t *testing.T, r n4Rig, ue netip.Addr) *smf.Established {
 	fseid, err := resp.Find(ie.FSEID).FSEID()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// TS 29.244 §5.2.3.1: PDRs with one CHOOSE ID share the TEID the UPF chose; the PDR from the
+	// CP function, without one, gets its own.
+	teids := map[uint16]uint32{}
+	for _, x := range resp.IEs {
+		if x.Type != ie.CreatedPDR {
+			continue
+		}
+		id, err := x.PDRID()
+		f, err2 := x.FTEID()
+		if err != nil || err2 != nil {
+			t.Fatalf("Created PDR %v: %v %v", x, err, err2)
+		}
+		teids[id] = f.TEID
+	}
+	if len(teids) != 3 || teids[idlePDRUplink] == 0 || teids[idlePDRToCP] != teids[idlePDRUplink] || teids[idlePDRFromCP] == teids[idlePDRUplink] || teids[idlePDRFromCP] == 0 {
+		t.Fatalf("Created PDRs' TEIDs %v: want PDRs %d and %d sharing one, PDR %d another", teids, idlePDRUplink, idlePDRToCP, idlePDRFromCP)
 	}
 	return &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
 }
@@ -135,6 +172,21 @@ func TestN4BuffersTheDownlinkOfAnIdleUE(t *testing.T) {
 	ue, gnb := netip.MustParseAddr("10.60.0.7"), netip.MustParseAddr("198.51.100.10")
 	r, est := idleUE(t, ue)
 	wantEntries(t, r, "downlink_tunnels ue_addr=0a3c0007 -> buffer_downlink()")
+	// The router advertisement pair installs nothing: one uplink TEID, the uplink PDR's, which the
+	// ICMPv6 PDR shares by its CHOOSE ID (docs/n4.md).
+	entries, err := r.u.entries(r.sch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tunnels []string
+	for _, e := range entries {
+		if strings.HasPrefix(e, "uplink_tunnels") || strings.HasPrefix(e, "filters") {
+			tunnels = append(tunnels, e)
+		}
+	}
+	if len(tunnels) != 1 || !strings.HasPrefix(tunnels[0], "uplink_tunnels") {
+		t.Fatalf("uplink_tunnels and filters entries %v, want the uplink PDR's TEID only", tunnels)
+	}
 
 	// kubectl shows the session as one whose downlink buffers, with no gNB yet.
 	obj := r.awaitN4Sessions(t, 1)[0]

@@ -535,6 +535,14 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 				ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
 					ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewMARID(smf.MARDefault), ie.NewQERID(1)))(in))
 		}, 73, "failed rule type 0 id 000b", nil},
+		{"a PDR from the CP function into the uplink FAR (not Open5GS's router advertisement pair)", adding(ie.NewCreatePDR(ie.NewPDRID(30), ie.NewPrecedence(100),
+			ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCPFunction), ie.NewFTEID(0x05, 0, nil, nil, 0)), ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(smf.FARCore))),
+			73, "failed rule type 0 id 001e", nil},
+		{"a PDR that sends IPv4 traffic to the CP function", adding(
+			ie.NewCreateFAR(ie.NewFARID(40), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCPFunction))),
+			ie.NewCreatePDR(ie.NewPDRID(31), ie.NewPrecedence(100), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x05, 0, nil, nil, 0),
+				ie.NewSDFFilter("permit out 17 from 198.51.100.1 to assigned 67", "", "", "", 0)), ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(40))),
+			73, "failed rule type 0 id 001f", nil},
 		{"a QFI in a downlink PDR's PDI (packets from the data network carry none)", replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
 			ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
 				ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0), ie.NewQFI(9)), ie.NewMARID(smf.MARDefault))),
