@@ -53,9 +53,12 @@ const (
 
 	// Measurement Information (§8.2.68): MNOP, measure packets, which Junction always does;
 	// ISTM, start time metering when the URR arrives rather than at its first packet, which is
-	// when Junction always starts it (Open5GS asks for it with every time threshold).
-	measInfoMNOP = 0x10
+	// when Junction always starts it (Open5GS asks for it with every time threshold); MBQE,
+	// measure before QoS enforcement, which is where the pipeline's usage counters are, ahead of
+	// the MBR policer (free5GC asks for one URR with it and one without on every session).
+	measInfoMBQE = 0x01
 	measInfoISTM = 0x08
+	measInfoMNOP = 0x10
 )
 
 // Usage Report Trigger (§8.2.41) octets.
@@ -165,8 +168,8 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 		if err != nil {
 			return nil, bad(x, err)
 		}
-		if v&^(measInfoMNOP|measInfoISTM) != 0 {
-			return nil, refuse(CauseServiceNotSupported, ie.MeasurementInformation, "URR %d: Measurement Information %#02x; only MNOP and ISTM are supported", u.ID, v)
+		if v&^(measInfoMBQE|measInfoISTM|measInfoMNOP) != 0 {
+			return nil, refuse(CauseServiceNotSupported, ie.MeasurementInformation, "URR %d: Measurement Information %#02x; only MBQE, ISTM and MNOP are supported", u.ID, v)
 		}
 	}
 	return u, nil

@@ -23,8 +23,11 @@ import (
 // free5GCEstablishment is an ordinary PDU session's establishment as free5GC's SMF sends it
 // (internal/pfcp/message/build_establishment.go, newCreateFARIE): the downlink FAR has no
 // Forwarding Parameters, so its Apply Action is DROP, until the gNB's tunnel arrives in a
-// Session Modification; the uplink PDR's F-TEID is CHOOSE, its FAR forwards to Core. more are
-// further IEs.
+// Session Modification; the uplink PDR's F-TEID is CHOOSE, its FAR forwards to Core; and both
+// PDRs name the two URRs free5GC's default configuration gives every session
+// (internal/context/datapath.go, addUrrToPath): one measuring before QoS enforcement (MBQE) and
+// one after, each with packets (MNOP), a 10 s period and a volume threshold. more are further
+// IEs.
 func free5GCEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, more ...*ie.IE) []*ie.IE {
 	return append([]*ie.IE{
 		ie.NewNodeIDHeuristic(c.NodeID), c.FSEID(cpSEID), ie.NewPDNType(ie.PDNTypeIPv4),
@@ -33,11 +36,20 @@ func free5GCEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, more ...*
 		ie.NewCreatePDR(ie.NewPDRID(idlePDRUplink), ie.NewPrecedence(255), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x05, 0, nil, nil, 0), // V4 | CH
 			ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0)),
-			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(idleFARUplink)),
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(idleFARUplink), ie.NewURRID(1), ie.NewURRID(2)),
 		ie.NewCreatePDR(ie.NewPDRID(idlePDRDownlink), ie.NewPrecedence(255), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0)),
-			ie.NewFARID(idleFARDownlink)),
+			ie.NewFARID(idleFARDownlink), ie.NewURRID(1), ie.NewURRID(2)),
+		free5GCURR(1, 0x10|0x01), // MNOP | MBQE
+		free5GCURR(2, 0x10),      // MNOP
 	}, more...)
+}
+
+// free5GCURR is a URR of free5GC's default configuration: volume, reported every 10 s and at
+// 1,000 bytes up and down (Volume Threshold ULVOL | DLVOL, as newCreateURRIE builds it).
+func free5GCURR(id uint32, measurementInformation uint8) *ie.IE {
+	return ie.NewCreateURR(ie.NewURRID(id), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x03, 0), // PERIO | VOLTH
+		ie.NewMeasurementPeriod(10*time.Second), ie.NewVolumeThreshold(0x06, 0, 1000, 1000), ie.NewMeasurementInformation(measurementInformation))
 }
 
 // counterPackets reads the packets of one cell of an indirect counter.
@@ -154,7 +166,7 @@ func TestN4DropsTheDownlinkUntilTheGNBAnswers(t *testing.T) {
 			ie.NewOuterHeaderCreation(0x0100, 0x78, gnb.String(), "", 0, 0, 0))),
 		ie.NewCreatePDR(ie.NewPDRID(3), ie.NewPrecedence(100), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, "10.60.0.9", "", 0, 0),
-			ie.NewSDFFilter("permit out 17 from any to assigned", "", "", "", 0)), ie.NewFARID(3)))
+			ie.NewSDFFilter("permit out 17 from any to assigned", "", "", "", 0)), ie.NewFARID(3), ie.NewURRID(1), ie.NewURRID(2)))
 	resp, err = r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, mixed...)
 	if err == nil && resp.Cause() == ie.CauseRequestAccepted {
 		t.Fatal("a session whose downlink FARs drop for one PDR and forward for another was accepted")
