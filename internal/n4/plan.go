@@ -322,12 +322,9 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 	var session netip.Addr
 	var tunnel *OHC
 	var tunnelFAR uint32
-	// The downlink FARs all forward, all buffer (the UE is idle: an SMF sends BUFF, with or
-	// without the tunnel it will forward into, until the UE is paged and its gNB known), or all
-	// drop (free5GC's SMF establishes every session with a downlink FAR that drops, without
-	// Forwarding Parameters, until the gNB has given its tunnel).
-	action := r.FARs[*down[0].FARID].Action & (actBuff | actDrop)
-	buffers, drops := action == actBuff, action == actDrop
+	// The downlink FARs all forward into one tunnel, all buffer, or all drop (downlinkMode).
+	mode := downlinkMode(r.FARs[*down[0].FARID])
+	buffers, drops := mode == actBuff, mode == actDrop
 	for _, p := range down {
 		f := r.FARs[*p.FARID]
 		switch {
@@ -335,10 +332,10 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has no UE IP Address (the session address)", p.ID)
 		case session.IsValid() && p.UEIP != session:
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d is for UE IP %s, another PDR for %s: one session has one address", p.ID, p.UEIP, session)
-		case f.Action&(actBuff|actDrop) != action:
+		case downlinkMode(f) != mode:
 			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d and FAR %d differ in forwarding, buffering or dropping: a single-access session's downlink is forwarded, held or dropped as a whole",
 				*down[0].FARID, f.ID)
-		case f.Dest != nil && *f.Dest != ifaceAccess, action == 0 && (f.Dest == nil || f.OHC == nil), f.OHC != nil && f.OHC.Desc != ohcGTPUv4:
+		case f.Dest != nil && *f.Dest != ifaceAccess, f.Action&actForw != 0 && f.Dest == nil, f.OHC != nil && f.OHC.Desc != ohcGTPUv4:
 			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session's downlink must forward to Access in GTP-U/UDP/IPv4", f.ID)
 		case f.DestType != nil && *f.DestType != itypeN3Access3GPP:
 			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session is on N3 3GPP access (3GPP Interface Type %d)", f.ID, *f.DestType)
@@ -382,6 +379,23 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 		UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: qfi, MaxBitRate: mbr,
 		AccessLegs: junctionv1.AccessLegs{ThreeGPP: leg},
 	}}, nil
+}
+
+// downlinkMode is what a single-access session's downlink FAR does with a packet: actBuff, hold
+// it (the UE is idle: an SMF sends BUFF, with or without the tunnel it will forward into, until
+// the UE is paged and its gNB known); actDrop, drop it, as DROP says, or as FORW to Access
+// without Outer Header Creation must, there being no tunnel to forward into (free5GC's SMF
+// establishes every session with one or the other until the gNB has given its tunnel: DROP
+// without Forwarding Parameters in its newer builds, FORW without Outer Header Creation in
+// v4.0.1); 0, forward it into the FAR's GTP-U tunnel.
+func downlinkMode(f *FAR) uint8 {
+	switch {
+	case f.Action&actBuff != 0:
+		return actBuff
+	case f.Action&actDrop != 0, f.OHC == nil:
+		return actDrop
+	}
+	return 0
 }
 
 // sameOHC: both absent, or both the same tunnel.

@@ -3,6 +3,7 @@ package operator
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/smf"
 	"github.com/junction-atsss/junction/internal/upfclient"
@@ -21,25 +23,30 @@ import (
 )
 
 // free5GCEstablishment is an ordinary PDU session's establishment as free5GC's SMF sends it
-// (internal/pfcp/message/build_establishment.go, newCreateFARIE): the downlink FAR has no
-// Forwarding Parameters, so its Apply Action is DROP, until the gNB's tunnel arrives in a
-// Session Modification; the uplink PDR's F-TEID is CHOOSE, its FAR forwards to Core; and both
-// PDRs name the two URRs free5GC's default configuration gives every session
+// (internal/pfcp/message/build_establishment.go) with the downlink FAR dlFAR, which cannot
+// forward yet since the gNB has not given its tunnel; the uplink PDR's F-TEID is CHOOSE, its FAR
+// forwards to Core; both PDRs name the two QERs free5GC gives a session's default path (its QoS
+// flow's, QFI 1, and the session AMBR's, an MBR), and the two URRs of its default configuration
 // (internal/context/datapath.go, addUrrToPath): one measuring before QoS enforcement (MBQE) and
 // one after, each with packets (MNOP), a 10 s period and a volume threshold. more are further
 // IEs.
-func free5GCEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, more ...*ie.IE) []*ie.IE {
+func free5GCEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, dlFAR *ie.IE, more ...*ie.IE) []*ie.IE {
+	named := []*ie.IE{ie.NewQERID(1), ie.NewQERID(2), ie.NewURRID(1), ie.NewURRID(2)}
 	return append([]*ie.IE{
 		ie.NewNodeIDHeuristic(c.NodeID), c.FSEID(cpSEID), ie.NewPDNType(ie.PDNTypeIPv4),
 		ie.NewCreateFAR(ie.NewFARID(idleFARUplink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore))),
-		ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x01)), // DROP
-		ie.NewCreatePDR(ie.NewPDRID(idlePDRUplink), ie.NewPrecedence(255), ie.NewPDI(
+		dlFAR,
+		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(idlePDRUplink), ie.NewPrecedence(255), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x05, 0, nil, nil, 0), // V4 | CH
-			ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0)),
-			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(idleFARUplink), ie.NewURRID(1), ie.NewURRID(2)),
-		ie.NewCreatePDR(ie.NewPDRID(idlePDRDownlink), ie.NewPrecedence(255), ie.NewPDI(
-			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0)),
-			ie.NewFARID(idleFARDownlink), ie.NewURRID(1), ie.NewURRID(2)),
+			ie.NewNetworkInstance("internet"), ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0),
+			ie.NewSDFFilter("permit out ip from any to assigned", "", "", "", 0)),
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(idleFARUplink)}, named...)...),
+		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(idlePDRDownlink), ie.NewPrecedence(255), ie.NewPDI(
+			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewNetworkInstance("internet"), ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0),
+			ie.NewSDFFilter("permit out ip from any to assigned", "", "", "", 0)),
+			ie.NewFARID(idleFARDownlink)}, named...)...),
+		ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewQFI(1)),
+		ie.NewCreateQER(ie.NewQERID(2), ie.NewGateStatus(0, 0), ie.NewMBR(1000000, 1000000), ie.NewQFI(1)),
 		free5GCURR(1, 0x10|0x01), // MNOP | MBQE
 		free5GCURR(2, 0x10),      // MNOP
 	}, more...)
@@ -71,44 +78,20 @@ func (u *p4rtTarget) counterPackets(sch *upfclient.Schema, name string, index in
 }
 
 // TestN4DropsTheDownlinkUntilTheGNBAnswers: free5GC's SMF establishes every ordinary PDU session
-// with a downlink FAR that drops (no gNB tunnel yet). The UPF takes it: the session's downlink
-// is denied in the filters table (counted FILTERED, nothing leaves; without the entry it would be
-// routed like any packet), its uplink TEID is decapsulated as for any session, and the object says
-// dropDownlink with no gNB. The modification that gives the FAR FORW and the gNB's tunnel (with
-// the PFCPSMReq-Flags free5GC always puts in Update Forwarding Parameters, SNDEM clear) removes
-// the filter and tunnels the downlink. A session whose downlink FARs drop for one PDR and forward
-// for another is refused with 73, as one held for one and forwarded for another is.
+// with a downlink FAR that cannot forward, since the gNB has not given its tunnel yet: DROP
+// without Forwarding Parameters (its newer builds), or FORW to Access without Outer Header
+// Creation (v4.0.1, as eUPF logs it). The UPF takes both: the session's downlink is denied in the
+// filters table (counted FILTERED, nothing leaves; without the entry it would be routed like any
+// packet), its uplink TEID is decapsulated as for any session, and the object says dropDownlink
+// with no gNB. The modification that gives the FAR FORW and the gNB's tunnel (with an Update PDR
+// as v4.0.1 sends, or the PFCPSMReq-Flags the newer builds put in Update Forwarding Parameters)
+// removes the filter and tunnels the downlink. A session whose downlink FARs drop for one PDR and
+// forward for another is refused with 73, as one held for one and forwarded for another is.
 func TestN4DropsTheDownlinkUntilTheGNBAnswers(t *testing.T) {
 	ctx := context.Background()
-	ue, gnb := netip.MustParseAddr("10.60.0.8"), netip.MustParseAddr("198.51.100.10")
+	gnb := netip.MustParseAddr("198.51.100.10")
 	r := newN4Rig(t, nil, nil)
 	r.associate(t)
-
-	cp := r.smf.NewCPSEID()
-	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, free5GCEstablishment(r.smf, cp, ue)...)
-	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("establishment with a downlink FAR that drops: %v, cause %d (%s)", err, resp.Cause(), why(resp))
-	}
-	fseid, err := resp.Find(ie.FSEID).FSEID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	est := &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
-	// docs/n4.md: the filters entry denies the UE's address as destination, priority 1.
-	filter := "filters dst_addr=0a3c0008&ffffffff prio=1 -> deny()"
-	wantEntries(t, r, filter)
-	entries, err := r.u.entries(r.sch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if i := slices.IndexFunc(entries, func(e string) bool { return strings.HasPrefix(e, "downlink_tunnels ue_addr=0a3c0008") }); i >= 0 {
-		t.Fatalf("a session whose downlink drops has a downlink_tunnels entry: %s", entries[i])
-	}
-	obj := r.awaitN4Sessions(t, 1)[0]
-	if leg := obj.Spec.AccessLegs.ThreeGPP; leg == nil || !leg.DropDownlink || leg.BufferDownlink || leg.GNBAddress != "" || leg.DownlinkTEID != 0 {
-		t.Fatalf("the session's 3GPP leg %+v, want dropDownlink and no gNB", leg)
-	}
-
 	filtered := func() int64 {
 		t.Helper()
 		n, err := r.u.counterPackets(r.sch, "drops", int64(contract.DropFiltered))
@@ -117,64 +100,117 @@ func TestN4DropsTheDownlinkUntilTheGNBAnswers(t *testing.T) {
 		}
 		return n
 	}
-	before := filtered()
-	frames := downlinkFrames(ue, 3)
-	for i, f := range frames {
-		if out := r.u.forward(t, f); len(out) != 0 {
-			t.Fatalf("downlink packet %d of a session whose downlink drops left the UPF on port %d", i, out[0].port)
-		}
-	}
-	if got := filtered() - before; got != 3 {
-		t.Fatalf("drops[FILTERED] counted %d of the 3 downlink packets", got)
-	}
 
-	m, err := r.smf.Modify(ctx, est, ie.NewUpdateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02),
-		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
-			ie.NewOuterHeaderCreation(0x0100, 0x77, gnb.String(), "", 0, 0, 0), ie.NewPFCPSMReqFlags(0))))
-	if err != nil || m.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("modification to FORW with the gNB's tunnel: %v, cause %d (%s)", err, m.Cause(), why(m))
-	}
-	eventually(t, programTimeout, "the downlink tunnelled and the filter gone", func() error {
-		entries, err := r.u.entries(r.sch)
-		switch {
-		case err != nil:
-			return err
-		case slices.Contains(entries, filter):
-			return fmt.Errorf("the filters entry stays")
-		case !slices.ContainsFunc(entries, func(e string) bool {
-			return strings.HasPrefix(e, "downlink_tunnels ue_addr=0a3c0008 -> encap_gtpu(") && strings.Contains(e, ",teid=77,")
-		}):
-			return fmt.Errorf("no downlink_tunnels entry into TEID 0x77 in\n%s", strings.Join(entries, "\n"))
+	for i, tc := range []struct {
+		name   string
+		ue     netip.Addr
+		dlFAR  *ie.IE
+		update []*ie.IE // the modification's IEs beside its Update FAR
+		flags  []*ie.IE // in Update Forwarding Parameters
+	}{
+		{"DROP without Forwarding Parameters", netip.MustParseAddr("10.60.0.8"),
+			ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x01)), nil, []*ie.IE{ie.NewPFCPSMReqFlags(0)}},
+		{"FORW to Access without Outer Header Creation", netip.MustParseAddr("10.60.0.9"),
+			ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+				ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewNetworkInstance("internet"))),
+			[]*ie.IE{ie.NewUpdatePDR(ie.NewPDRID(idlePDRDownlink), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+				ie.NewUEIPAddress(0x06, "10.60.0.9", "", 0, 0), ie.NewSDFFilter("permit out ip from any to assigned", "", "", "", 0)),
+				ie.NewFARID(idleFARDownlink), ie.NewURRID(1))}, nil},
+	} {
+		ue, teid := tc.ue, uint32(0x77+i)
+		hexUE := fmt.Sprintf("%x", ue.AsSlice())
+		cp := r.smf.NewCPSEID()
+		resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, free5GCEstablishment(r.smf, cp, ue, tc.dlFAR)...)
+		if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("%s: establishment: %v, cause %d (%s)", tc.name, err, resp.Cause(), why(resp))
 		}
-		return nil
-	})
-	out := r.u.forward(t, frames[0])
-	if len(out) != 1 {
-		t.Fatalf("a downlink packet after the modification: %d frames left, want 1", len(out))
-	}
-	// G-PDU (flags 0x30, type 0xff), length = the 84-byte inner packet, TEID 0x77.
-	if !bytes.Contains(out[0].frame, []byte{0x30, 0xff, 0, byte(wire.IPv4HeaderLen + wire.UDPHeaderLen + 64), 0, 0, 0, 0x77}) {
-		t.Fatalf("the downlink packet after the modification is not G-PDU TEID 0x77: %x", out[0].frame)
-	}
-	if got := filtered() - before; got != 3 {
-		t.Fatalf("drops[FILTERED] moved to %d after the FAR forwards", got)
+		fseid, err := resp.Find(ie.FSEID).FSEID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		est := &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
+		// docs/n4.md: the filters entry denies the UE's address as destination, priority 1.
+		filter := "filters dst_addr=" + hexUE + "&ffffffff prio=1 -> deny()"
+		wantEntries(t, r, filter)
+		entries, err := r.u.entries(r.sch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j := slices.IndexFunc(entries, func(e string) bool { return strings.HasPrefix(e, "downlink_tunnels ue_addr="+hexUE) }); j >= 0 {
+			t.Fatalf("%s: a session whose downlink drops has a downlink_tunnels entry: %s", tc.name, entries[j])
+		}
+		objs := r.awaitN4Sessions(t, i+1)
+		j := slices.IndexFunc(objs, func(o junctionv1.ATSSSSession) bool { return string(o.Spec.SessionAddress) == ue.String() })
+		if j < 0 {
+			t.Fatalf("%s: no session object for %s", tc.name, ue)
+		}
+		if leg := objs[j].Spec.AccessLegs.ThreeGPP; leg == nil || !leg.DropDownlink || leg.BufferDownlink || leg.GNBAddress != "" || leg.DownlinkTEID != 0 {
+			t.Fatalf("%s: the session's 3GPP leg %+v, want dropDownlink and no gNB", tc.name, leg)
+		}
+
+		before := filtered()
+		frames := downlinkFrames(ue, 3)
+		for k, f := range frames {
+			if out := r.u.forward(t, f); len(out) != 0 {
+				t.Fatalf("%s: downlink packet %d of a session whose downlink drops left the UPF on port %d", tc.name, k, out[0].port)
+			}
+		}
+		if got := filtered() - before; got != 3 {
+			t.Fatalf("%s: drops[FILTERED] counted %d of the 3 downlink packets", tc.name, got)
+		}
+
+		fp := append([]*ie.IE{ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewNetworkInstance("internet"),
+			ie.NewOuterHeaderCreation(0x0100, teid, gnb.String(), "", 0, 0, 0)}, tc.flags...)
+		m, err := r.smf.Modify(ctx, est, append(tc.update, ie.NewUpdateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02),
+			ie.NewUpdateForwardingParameters(fp...)))...)
+		if err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("%s: modification to FORW with the gNB's tunnel: %v, cause %d (%s)", tc.name, err, m.Cause(), why(m))
+		}
+		eventually(t, programTimeout, "the downlink tunnelled and the filter gone", func() error {
+			entries, err := r.u.entries(r.sch)
+			switch {
+			case err != nil:
+				return err
+			case slices.Contains(entries, filter):
+				return fmt.Errorf("the filters entry stays")
+			case !slices.ContainsFunc(entries, func(e string) bool {
+				return strings.HasPrefix(e, "downlink_tunnels ue_addr="+hexUE+" -> encap_gtpu(") && strings.Contains(e, fmt.Sprintf(",teid=%x,", teid))
+			}):
+				return fmt.Errorf("no downlink_tunnels entry into TEID %#x in\n%s", teid, strings.Join(entries, "\n"))
+			}
+			return nil
+		})
+		out := r.u.forward(t, frames[0])
+		if len(out) != 1 {
+			t.Fatalf("%s: a downlink packet after the modification: %d frames left, want 1", tc.name, len(out))
+		}
+		// G-PDU with a PDU Session Container (flags 0x34, type 0xff): length = the 84-byte inner
+		// packet and the 4 bytes of options and the 4 of the container, then the TEID.
+		if !bytes.Contains(out[0].frame, binary.BigEndian.AppendUint32([]byte{0x34, 0xff, 0, byte(wire.IPv4HeaderLen + wire.UDPHeaderLen + 64 + 8)}, teid)) {
+			t.Fatalf("%s: the downlink packet after the modification is not a G-PDU into TEID %#x: %x", tc.name, teid, out[0].frame)
+		}
+		if got := filtered() - before; got != 3 {
+			t.Fatalf("%s: drops[FILTERED] moved to %d after the FAR forwards", tc.name, got)
+		}
 	}
 
 	// Two downlink PDRs, one dropping and one forwarding: refused, nothing kept.
-	mixed := free5GCEstablishment(r.smf, r.smf.NewCPSEID(), netip.MustParseAddr("10.60.0.9"),
+	third := netip.MustParseAddr("10.60.0.11")
+	mixed := free5GCEstablishment(r.smf, r.smf.NewCPSEID(), third, ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x01)),
 		ie.NewCreateFAR(ie.NewFARID(3), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
 			ie.NewOuterHeaderCreation(0x0100, 0x78, gnb.String(), "", 0, 0, 0))),
 		ie.NewCreatePDR(ie.NewPDRID(3), ie.NewPrecedence(100), ie.NewPDI(
-			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, "10.60.0.9", "", 0, 0),
-			ie.NewSDFFilter("permit out 17 from any to assigned", "", "", "", 0)), ie.NewFARID(3), ie.NewURRID(1), ie.NewURRID(2)))
-	resp, err = r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, mixed...)
+			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, third.String(), "", 0, 0),
+			ie.NewSDFFilter("permit out 17 from any to assigned", "", "", "", 0)), ie.NewFARID(3),
+			ie.NewQERID(1), ie.NewQERID(2), ie.NewURRID(1), ie.NewURRID(2)))
+	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, mixed...)
 	if err == nil && resp.Cause() == ie.CauseRequestAccepted {
 		t.Fatal("a session whose downlink FARs drop for one PDR and forward for another was accepted")
 	}
 	if resp == nil || resp.Cause() != 73 || !strings.Contains(why(resp), "failed rule type 1") {
 		t.Fatalf("mixed downlink FARs: %v, cause %d (%s), want 73 naming a FAR", err, resp.Cause(), why(resp))
 	}
-	if n := len(r.n4Sessions(t)); n != 1 {
-		t.Fatalf("%d session objects after the refusal, want the first session's only", n)
+	if n := len(r.n4Sessions(t)); n != 2 {
+		t.Fatalf("%d session objects after the refusal, want the first two sessions'", n)
 	}
 }
