@@ -30,10 +30,14 @@ type invalidSpecError struct {
 
 // unsupportedIE is the IE an N4 refusal of an unsupported spec names (76, on the endpoint's direct
 // path and on the controller's): what a sound spec asks that a pipeline may lack is downlink
-// buffering (canBuffer: the FAR's Apply Action) or the MBR policer (canPolice).
+// buffering (canBuffer: the FAR's Apply Action) or the MBR policer (canPolice: the MBR, or the
+// Gate Status of a closed gate).
 func unsupportedIE(spec *junctionv1.ATSSSSessionSpec) uint16 {
-	if spec.AccessLegs.ThreeGPP.Buffers() {
+	switch {
+	case spec.AccessLegs.ThreeGPP.Buffers():
 		return ie.ApplyAction
+	case spec.Gates.Closed(true) || spec.Gates.Closed(false):
+		return ie.GateStatus
 	}
 	return ie.MBR
 }
@@ -131,11 +135,11 @@ func (rt *upfRuntime) canPolice(cells []desired.MeterCell) error {
 		return nil
 	}
 	if _, err := sch.TableID(desired.TableMBRSessions); err != nil {
-		return fmt.Errorf("spec.maxBitRate: the UPF's pipeline cannot police it (%v)", err)
+		return fmt.Errorf("spec.maxBitRate, spec.gates: the UPF's pipeline has no MBR policer to enforce them (%v)", err)
 	}
 	for _, c := range cells {
 		if _, err := sch.MeterUpdate(c.Meter, int64(c.Index), nil); err != nil {
-			return fmt.Errorf("spec.maxBitRate: the UPF's pipeline cannot police it (%v)", err)
+			return fmt.Errorf("spec.maxBitRate, spec.gates: the UPF's pipeline has no MBR policer to enforce them (%v)", err)
 		}
 	}
 	return nil

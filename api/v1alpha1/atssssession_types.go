@@ -202,6 +202,13 @@ type ATSSSSessionSpec struct {
 	// +optional
 	MaxBitRate *BitRate `json:"maxBitRate,omitempty"`
 
+	// gates close a direction of the session's user traffic: while one is Closed the UPF drops
+	// the session's user packets that way (over N4, the Gate Status of the QERs its PDRs name),
+	// by its MBR policer's cell at rate zero (docs/pipeline.md, "MBR policer"); probes and link
+	// messages still go. Unset, or a direction unset: open.
+	// +optional
+	Gates *Gates `json:"gates,omitempty"`
+
 	// policyRefs name SteeringPolicies that apply to this session.
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=map
@@ -249,6 +256,36 @@ type BitRate struct {
 	// +kubebuilder:validation:Maximum=1099511627775
 	// +optional
 	DownlinkKbps *int64 `json:"downlinkKbps,omitempty"`
+}
+
+// GateStatus is whether a gate lets a direction's user packets through.
+// +kubebuilder:validation:Enum=Open;Closed
+type GateStatus string
+
+const (
+	GateOpen   GateStatus = "Open"
+	GateClosed GateStatus = "Closed"
+)
+
+// Gates are a session's gates, one per direction.
+type Gates struct {
+	// uplink is the gate of the user packets from the UE.
+	// +optional
+	Uplink GateStatus `json:"uplink,omitempty"`
+	// downlink is the gate of the user packets to the UE.
+	// +optional
+	Downlink GateStatus `json:"downlink,omitempty"`
+}
+
+// Closed reports whether the gate of a direction is closed (g may be nil: both open).
+func (g *Gates) Closed(uplink bool) bool {
+	if g == nil {
+		return false
+	}
+	if uplink {
+		return g.Uplink == GateClosed
+	}
+	return g.Downlink == GateClosed
 }
 
 // PolicySteering is one session's own steering for the traffic of one SteeringPolicy.

@@ -1,6 +1,10 @@
 package desired
 
-import "net/netip"
+import (
+	"net/netip"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
 
 // MeterCell is one cell of an indirect meter by P4Info name, and its configuration (P4Runtime
 // MeterConfig: rates in bytes per second and bursts in bytes, for the byte meters here).
@@ -33,29 +37,38 @@ const (
 	MBRMinBurst    = 3000
 )
 
-// SessionMeters are the MBR policer cells of a session with spec.maxBitRate: uplink_mbr and
-// downlink_mbr at its usage cell, committed rate = peak rate = the MBR (no yellow), bursts of
-// MBRBurstMillis at that rate. A direction without a rate has no cell (the programmer resets
+// SessionMeters are the MBR policer cells of a session with spec.maxBitRate or a closed gate:
+// uplink_mbr and downlink_mbr at its usage cell, committed rate = peak rate = the MBR (no
+// yellow), bursts of MBRBurstMillis at that rate; a closed gate's direction every rate and burst
+// zero (ClosedGate), whatever its MBR. A direction with neither has no cell (the programmer resets
 // the cells a session stops naming, and the cells it starts to use).
 func SessionMeters(s Session) []MeterCell {
-	r := s.Spec.MaxBitRate
+	r, g := s.Spec.MaxBitRate, s.Spec.Gates
 	if r == nil {
-		return nil
+		r = &junctionv1.BitRate{}
 	}
 	var out []MeterCell
 	for _, d := range []struct {
-		meter string
-		kbps  *int64
-	}{{MeterUplinkMBR, r.UplinkKbps}, {MeterDownlinkMBR, r.DownlinkKbps}} {
-		if d.kbps == nil {
-			continue
+		meter  string
+		kbps   *int64
+		closed bool
+	}{{MeterUplinkMBR, r.UplinkKbps, g.Closed(true)}, {MeterDownlinkMBR, r.DownlinkKbps, g.Closed(false)}} {
+		switch {
+		case d.closed:
+			out = append(out, MeterCell{Meter: d.meter, Index: s.UsageIndex, Config: ClosedGate})
+		case d.kbps != nil:
+			out = append(out, MeterCell{Meter: d.meter, Index: s.UsageIndex, Config: MBRConfig(*d.kbps)})
 		}
-		out = append(out, MeterCell{Meter: d.meter, Index: s.UsageIndex, Config: MBRConfig(*d.kbps)})
 	}
 	return out
 }
 
-// mbrSessionEntry is the mbr_sessions entry of a session with an MBR (SessionMeters): its
+// ClosedGate is the meter configuration of a closed gate: no token ever, so every packet is
+// red and dropped (a bucket of zero bytes holds no packet; BMv2 and the software UPF agree,
+// test/vectors/cases/mbr-policer.yaml).
+var ClosedGate = MeterConfig{}
+
+// mbrSessionEntry is the mbr_sessions entry of a session with meter cells (SessionMeters): its
 // address (the user packets' source up, destination down) names the cells at its usage index.
 // None without one: a packet that misses mbr_sessions is not policed.
 func mbrSessionEntry(s Session, sa netip.Addr) []Entry {

@@ -158,13 +158,21 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 	if err != nil {
 		return nil, err
 	}
+	gates, err := sessionGates(r, up, down)
+	if err != nil {
+		return nil, err
+	}
 	if !multi {
-		return singleAccessPlan(r, up, down, teids, supi, qfi, mbr, t)
+		p, err := singleAccessPlan(r, up, down, teids, supi, qfi, mbr, t)
+		if p != nil {
+			p.Spec.Gates = gates
+		}
+		return p, err
 	}
 
 	// Downlink: the UE IP address is the session address; every downlink PDR is steered by a MAR.
 	spec := junctionv1.ATSSSSessionSpec{UE: junctionv1.UE{SUPI: supi}, UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: qfi,
-		MaxBitRate: mbr}
+		MaxBitRate: mbr, Gates: gates}
 	var session netip.Addr
 	for _, p := range down {
 		switch {
@@ -451,6 +459,38 @@ func sessionMBR(r *Rules, up, down []*PDR) (*junctionv1.BitRate, error) {
 	return &out, nil
 }
 
+// sessionGates are the session's gates (nil: both open): a direction's is closed when the QERs
+// its PDRs name close it (Gate Status UL for the uplink PDRs, DL for the downlink ones; one
+// closed gate among a PDR's QERs closes it). The pipeline has one gate per session and direction
+// (its usage cell's meter), so PDRs of one direction whose gates differ are refused.
+func sessionGates(r *Rules, up, down []*PDR) (*junctionv1.Gates, error) {
+	var out junctionv1.Gates
+	for _, d := range []struct {
+		pdrs   []*PDR
+		name   string
+		closed func(*QER) bool
+		out    *junctionv1.GateStatus
+	}{
+		{up, "uplink", func(q *QER) bool { return q.GateUL != gateOpen }, &out.Uplink},
+		{down, "downlink", func(q *QER) bool { return q.GateDL != gateOpen }, &out.Downlink},
+	} {
+		for i, p := range d.pdrs {
+			closed := slices.ContainsFunc(p.QERIDs, func(id uint32) bool { return d.closed(r.QERs[id]) })
+			switch {
+			case i > 0 && closed != (*d.out == junctionv1.GateClosed):
+				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "%s PDR %d passes a gate that PDR %d does not: Junction has one gate per session and direction (docs/n4.md)",
+					d.name, p.ID, d.pdrs[0].ID)
+			case closed:
+				*d.out = junctionv1.GateClosed
+			}
+		}
+	}
+	if out == (junctionv1.Gates{}) {
+		return nil, nil
+	}
+	return &out, nil
+}
+
 // downlinkQFI is the QFI the session's downlink G-PDUs carry: the one the QERs of its downlink
 // PDRs give (the UPF inserts the QFI of a QER, TS 29.244), 0 when none gives one. The
 // pipeline marks one QFI per session, so downlink PDRs that differ (two QFIs, or a QFI for some
@@ -565,8 +605,8 @@ func uplinkTEID(p *PDR, teids map[uint16]uint32, t Target) (uint32, error) {
 	return teid, nil
 }
 
-// checkRefs refuses a PDR that names a FAR, MAR or QER the session does not have, has neither
-// FAR nor MAR, or passes a closed gate (Junction enforces gates by not accepting closed ones).
+// checkRefs refuses a PDR that names a FAR, MAR or QER the session does not have, or has
+// neither FAR nor MAR.
 func checkRefs(r *Rules, p *PDR) error {
 	id := uint32(p.ID)
 	switch {
@@ -580,12 +620,8 @@ func checkRefs(r *Rules, p *PDR) error {
 		return ruleFailure(ie.RuleIDTypePDR, id, "PDR %d names MAR %d, which the session does not have", p.ID, *p.MARID)
 	}
 	for _, q := range p.QERIDs {
-		qer := r.QERs[q]
-		if qer == nil {
+		if r.QERs[q] == nil {
 			return ruleFailure(ie.RuleIDTypePDR, id, "PDR %d names QER %d, which the session does not have", p.ID, q)
-		}
-		if qer.GateUL != 0 || qer.GateDL != 0 {
-			return ruleFailure(ie.RuleIDTypeQER, q, "QER %d closes a gate: only open gates are supported (docs/n4.md)", q)
 		}
 	}
 	return nil

@@ -136,10 +136,13 @@ type BAR struct {
 	ID uint8 `json:"id"`
 }
 
+// gateOpen is the Gate Status (§8.2.7) of an open gate.
+const gateOpen = 0
+
 // QER is a QoS Enforcement Rule; Junction enforces the gate and marks the QFI.
 type QER struct {
 	ID     uint32 `json:"id"`
-	GateUL uint8  `json:"gateUL"`
+	GateUL uint8  `json:"gateUL"` // gateOpen, or closed (1; the spare 2 and 3 read as closed too)
 	GateDL uint8  `json:"gateDL"`
 	QFI    uint8  `json:"qfi,omitempty"` // 1-63: marked on the downlink of the PDRs that name it
 	// MBR in kbit/s per direction (0: none); policed on the PDRs that name it (plan.go, sessionMBR).

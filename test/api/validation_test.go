@@ -257,6 +257,8 @@ var invalidCases = []invalidCase{
 	{"an MA PDU session whose downlink buffers is rejected", session, "bob-internet",
 		[]edit{{"spec.accessLegs.threeGPP.bufferDownlink", true}},
 		[]string{"spec.accessLegs.threeGPP.bufferDownlink", "bufferDownlink is for SingleAccess sessions"}},
+	{"a gate other than Open or Closed is rejected", session, "bob-internet",
+		[]edit{{"spec.gates", map[string]any{"downlink": "Ajar"}}}, []string{"spec.gates.downlink", "Unsupported value"}},
 	{"a session type other than MultiAccess or SingleAccess is rejected", session, "dave-5g-only",
 		[]edit{{"spec.type", "Roaming"}}, []string{"spec.type", "Unsupported value"}},
 	{"a policy referenced twice is rejected", session, "bob-internet",

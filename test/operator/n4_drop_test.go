@@ -14,12 +14,14 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
+	"google.golang.org/protobuf/proto"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/smf"
 	"github.com/junction-atsss/junction/internal/upfclient"
 	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
 
 // free5GCEstablishment is an ordinary PDU session's establishment as free5GC's SMF sends it
@@ -212,5 +214,124 @@ func TestN4DropsTheDownlinkUntilTheGNBAnswers(t *testing.T) {
 	}
 	if n := len(r.n4Sessions(t)); n != 2 {
 		t.Fatalf("%d session objects after the refusal, want the first two sessions'", n)
+	}
+}
+
+// TestN4ClosedGatesDropTheirDirection: an SMF closes a session's downlink gate (Update QER, Gate
+// Status DL CLOSED, TS 29.244 §8.2.7): the session's downlink_mbr cell is written with every rate
+// and burst zero, so its downlink is dropped and counted in mbr_drops[1] while its uplink still
+// goes; the object says gates.downlink Closed. Opened again, the cell is the session AMBR's again
+// (its other QER's MBR) and the downlink goes. PDRs of one direction that disagree on the gate
+// are refused (73): the pipeline has one gate per session and direction.
+func TestN4ClosedGatesDropTheirDirection(t *testing.T) {
+	ctx := context.Background()
+	ue, gnb := netip.MustParseAddr("10.60.0.12"), netip.MustParseAddr("198.51.100.10")
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	cp := r.smf.NewCPSEID()
+	forward := ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+		ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, 0x90, gnb.String(), "", 0, 0, 0)))
+	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, free5GCEstablishment(r.smf, cp, ue, forward)...)
+	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("establishment: %v, cause %d (%s)", err, resp.Cause(), why(resp))
+	}
+	fseid, err := resp.Find(ie.FSEID).FSEID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
+	var ulTEID uint32
+	for _, x := range resp.IEs {
+		if id, _ := x.PDRID(); x.Type == ie.CreatedPDR && id == idlePDRUplink {
+			f, err := x.FTEID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ulTEID = f.TEID
+		}
+	}
+	var usage int64
+	eventually(t, programTimeout, "the session's usage index", func() error {
+		objs := r.awaitN4Sessions(t, 1)
+		if objs[0].Status.UsageIndex == nil {
+			return fmt.Errorf("no status.usageIndex")
+		}
+		usage = int64(*objs[0].Status.UsageIndex)
+		return nil
+	})
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
+	uplink := wiretest.Build(eth, wire.IPv4{Src: gnb.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
+		wire.IPv4{Src: ue.As4(), Dst: addr4("203.0.113.200")}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 64))
+	downlink := downlinkFrames(ue, 1)[0]
+	policed := func() int64 {
+		t.Helper()
+		n, err := r.u.counterPackets(r.sch, "mbr_drops", 1) // cell 1: downlink
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	meter := func() *p4v1.MeterConfig {
+		t.Helper()
+		m, err := r.u.meter(r.sch, "downlink_mbr", usage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	ambr := &p4v1.MeterConfig{Cir: 125_000_000, Cburst: 12_500_000, Pir: 125_000_000, Pburst: 12_500_000} // 1,000,000 kbit/s, 100 ms bursts
+	if m := meter(); !proto.Equal(m, ambr) {
+		t.Fatalf("downlink_mbr[%d] %v with the gate open, want the AMBR's %v", usage, m, ambr)
+	}
+	if out := r.u.forward(t, downlink); len(out) != 1 {
+		t.Fatalf("downlink with the gate open: %d frames left, want 1", len(out))
+	}
+
+	gate := func(dl uint8) {
+		t.Helper()
+		m, err := r.smf.Modify(ctx, est, ie.NewUpdateQER(ie.NewQERID(1), ie.NewGateStatus(0, dl)))
+		if err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("Update QER with DL gate %d: %v, cause %d (%s)", dl, err, m.Cause(), why(m))
+		}
+	}
+	gate(1)
+	if m := meter(); !proto.Equal(m, &p4v1.MeterConfig{}) || m == nil {
+		t.Fatalf("downlink_mbr[%d] %v with the gate closed, want every rate and burst 0", usage, m)
+	}
+	eventually(t, programTimeout, "the object's gates", func() error { // objects are written after the answer (docs/n4.md)
+		if g := r.awaitN4Sessions(t, 1)[0].Spec.Gates; g == nil || g.Downlink != junctionv1.GateClosed || g.Uplink == junctionv1.GateClosed {
+			return fmt.Errorf("spec.gates %+v, want the downlink closed and the uplink open", g)
+		}
+		return nil
+	})
+	before := policed()
+	if out := r.u.forward(t, downlink); len(out) != 0 {
+		t.Fatalf("downlink through a closed gate left on port %d", out[0].port)
+	}
+	if got := policed() - before; got != 1 {
+		t.Fatalf("mbr_drops[1] counted %d of the downlink packet through a closed gate", got)
+	}
+	if out := r.u.forward(t, uplink); len(out) != 1 {
+		t.Fatalf("uplink with only the downlink gate closed: %d frames left, want 1", len(out))
+	}
+
+	gate(0)
+	if m := meter(); !proto.Equal(m, ambr) {
+		t.Fatalf("downlink_mbr[%d] %v with the gate open again, want the AMBR's %v", usage, m, ambr)
+	}
+	if out := r.u.forward(t, downlink); len(out) != 1 {
+		t.Fatalf("downlink with the gate open again: %d frames left, want 1", len(out))
+	}
+
+	// A second downlink PDR whose QER leaves the gate open while the first's closes it.
+	m, err := r.smf.Modify(ctx, est, ie.NewCreateQER(ie.NewQERID(3), ie.NewGateStatus(0, 1)),
+		ie.NewUpdatePDR(ie.NewPDRID(idlePDRDownlink), ie.NewQERID(3)),
+		ie.NewCreatePDR(ie.NewPDRID(5), ie.NewPrecedence(100), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+			ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0)), ie.NewFARID(idleFARDownlink), ie.NewQERID(1), ie.NewURRID(1), ie.NewURRID(2)))
+	if err == nil && m.Cause() == ie.CauseRequestAccepted {
+		t.Fatal("downlink PDRs that disagree on the gate were accepted")
+	}
+	if m == nil || m.Cause() != 73 || !strings.Contains(why(m), "failed rule type 0") {
+		t.Fatalf("downlink PDRs that disagree on the gate: %v, cause %d (%s), want 73 naming a PDR", err, m.Cause(), why(m))
 	}
 }
