@@ -461,8 +461,9 @@ func sessionMBR(r *Rules, up, down []*PDR) (*junctionv1.BitRate, error) {
 
 // sessionGates are the session's gates (nil: both open): a direction's is closed when the QERs
 // its PDRs name close it (Gate Status UL for the uplink PDRs, DL for the downlink ones; one
-// closed gate among a PDR's QERs closes it). The pipeline has one gate per session and direction
-// (its usage cell's meter), so PDRs of one direction whose gates differ are refused.
+// closed gate among a PDR's QERs closes it), or a URR that measures it has used up its quota.
+// The pipeline has one gate per session and direction (its usage cell's meter), so PDRs of one
+// direction whose QERs' gates differ are refused.
 func sessionGates(r *Rules, up, down []*PDR) (*junctionv1.Gates, error) {
 	var out junctionv1.Gates
 	for _, d := range []struct {
@@ -483,6 +484,14 @@ func sessionGates(r *Rules, up, down []*PDR) (*junctionv1.Gates, error) {
 			case closed:
 				*d.out = junctionv1.GateClosed
 			}
+		}
+	}
+	if up, down := r.closes(); up || down {
+		if up {
+			out.Uplink = junctionv1.GateClosed
+		}
+		if down {
+			out.Downlink = junctionv1.GateClosed
 		}
 	}
 	if out == (junctionv1.Gates{}) {

@@ -191,7 +191,7 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 
 	now := time.Now()
 	for _, u := range r.URRs {
-		u.Since = now // the session's usage cells count from its first entry: Base is zero
+		u.started(now, Usage{}, true) // the session's usage cells count from its first entry
 	}
 	packed, err := pack(r)
 	if err != nil {
@@ -283,16 +283,14 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	}
 	// Reports and new URRs need the session's usage now: read before anything changes.
 	var usage Usage
-	if len(queried) > 0 || len(c.all(ie.RemoveURR)) > 0 || hasNewURR(cur, r) {
+	if len(queried) > 0 || len(c.all(ie.RemoveURR)) > 0 || newMeasurement(cur, r) {
 		if usage, err = e.store.Usage(ctx, s); err != nil {
 			return nil, refuse(CauseSystemFailure, 0, "reading the session's usage: %v", err)
 		}
 	}
 	now := time.Now()
 	for id, u := range r.URRs {
-		if cur.URRs[id] == nil {
-			u.Since, u.Base = now, usage
-		}
+		u.started(now, usage, cur.URRs[id] == nil)
 	}
 	var reports []*ie.IE
 	for _, id := range sortedKeys(cur.URRs) {
@@ -409,10 +407,10 @@ func queriedURRs(c children, r *Rules, flags byte) ([]uint32, error) {
 	return out, nil
 }
 
-// hasNewURR: next has a URR prev does not.
-func hasNewURR(prev, next *Rules) bool {
-	for id := range next.URRs {
-		if prev.URRs[id] == nil {
+// newMeasurement: next has a URR prev does not, or a quota given anew: its start needs the usage now.
+func newMeasurement(prev, next *Rules) bool {
+	for id, u := range next.URRs {
+		if prev.URRs[id] == nil || u.quotaGiven {
 			return true
 		}
 	}

@@ -5,8 +5,10 @@ package n4
 // periodic, volume threshold and time threshold triggers (Session Report Request). What it
 // measures is the pipeline's per-session usage counters (docs/pipeline.md, "Usage counters"):
 // one uplink and one downlink count per session, so a URR measures a direction whole (every
-// PDR of that direction or none). Quotas, inactivity, linked usage and event reporting are
-// enforcement or detection the pipeline does not do: refused, never ignored (docs/n4.md).
+// PDR of that direction or none). A volume or time quota used up closes the gates of the URR's
+// directions (spec.gates) until the SMF gives a new one, and is reported on VOLQU and TIMQU.
+// Inactivity, linked usage and event reporting are detection the pipeline does not do: refused,
+// never ignored (docs/n4.md).
 
 import (
 	"context"
@@ -50,6 +52,8 @@ const (
 	triggerPERIO = 0x01 // octet 5
 	triggerVOLTH = 0x02
 	triggerTIMTH = 0x04
+	triggerVOLQU = 0x01 // octet 6
+	triggerTIMQU = 0x02
 
 	// Measurement Information (§8.2.68): MNOP, measure packets, which Junction always does;
 	// ISTM, start time metering when the URR arrives rather than at its first packet, which is
@@ -67,6 +71,8 @@ var (
 	reportVOLTH = [3]byte{0x02, 0, 0}
 	reportTIMTH = [3]byte{0x04, 0, 0}
 	reportIMMER = [3]byte{0x80, 0, 0}
+	reportVOLQU = [3]byte{0, 0x01, 0}
+	reportTIMQU = [3]byte{0, 0x02, 0}
 	reportTERMR = [3]byte{0, 0x08, 0}
 )
 
@@ -79,6 +85,24 @@ type URR struct {
 	Period          uint32           `json:"period,omitempty"`
 	TimeThreshold   uint32           `json:"timeThreshold,omitempty"`
 	VolumeThreshold *VolumeThreshold `json:"volumeThreshold,omitempty"`
+	// VolumeQuota (bytes, the Volume Quota IE's volumes) and TimeQuota (seconds): what the
+	// measurement may reach before the URR's directions are gated (§5.2.2.2.1); reported when
+	// used up if VolumeQuotaReport / TimeQuotaReport (VOLQU, TIMQU) ask for it.
+	VolumeQuota       *VolumeThreshold `json:"volumeQuota,omitempty"`
+	TimeQuota         uint32           `json:"timeQuota,omitempty"`
+	VolumeQuotaReport bool             `json:"volumeQuotaReport,omitempty"`
+	TimeQuotaReport   bool             `json:"timeQuotaReport,omitempty"`
+	// Exhausted is the trigger of the quota the URR used up (reportVOLQU or reportTIMQU), zero
+	// while it has quota left: it holds the gates of the URR's directions closed until an Update
+	// URR gives a new quota. ExhaustedReported: the SMF accepted that report, or none was asked.
+	Exhausted         [3]byte `json:"exhausted,omitzero"`
+	ExhaustedReported bool    `json:"exhaustedReported,omitempty"`
+	// QuotaSince and QuotaBase are when the quotas were given and the session's usage then: a
+	// quota counts from there, whatever reports come between (a threshold's report moves Since,
+	// not this). quotaGiven: this request gave one (QuotaSince and QuotaBase to be set).
+	QuotaSince time.Time `json:"quotaSince,omitzero"`
+	QuotaBase  Usage     `json:"quotaBase"`
+	quotaGiven bool
 	// Since is when the measurement the next report covers began, Base the session's usage
 	// then, Seq the next report's UR-SEQN. A report the SMF accepted moves them on.
 	Since time.Time `json:"since"`
@@ -100,7 +124,7 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 		return nil, err
 	}
 	if err := c.only(ie.URRID, ie.MeasurementMethod, ie.ReportingTriggers, ie.MeasurementPeriod, ie.VolumeThreshold,
-		ie.TimeThreshold, ie.MeasurementInformation); err != nil {
+		ie.TimeThreshold, ie.VolumeQuota, ie.TimeQuota, ie.MeasurementInformation); err != nil {
 		return nil, err
 	}
 	u := &URR{}
@@ -128,40 +152,50 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 	} else if create {
 		return nil, refuse(CauseMandatoryIEMissing, ie.MeasurementMethod, "URR %d has no Measurement Method", u.ID)
 	}
+	// The triggers say which values count: a Create URR's with theirs; an Update URR's, or the
+	// URR's own when it sends none, with its values where it sends them, else the URR's.
+	perio, volth, timth := u.Period > 0, u.VolumeThreshold != nil, u.TimeThreshold > 0
 	if x = c.one(ie.ReportingTriggers); x != nil {
 		b, err := x.ReportingTriggers()
 		if err != nil || len(b) < 2 {
 			return nil, bad(x, fmt.Errorf("%d octets", len(b)))
 		}
-		unsupported := b[0] &^ (triggerPERIO | triggerVOLTH | triggerTIMTH)
-		for _, o := range b[1:] {
+		unsupported := b[0]&^(triggerPERIO|triggerVOLTH|triggerTIMTH) | b[1]&^(triggerVOLQU|triggerTIMQU)
+		for _, o := range b[2:] {
 			unsupported |= o
 		}
 		if unsupported != 0 {
 			return nil, refuse(CauseServiceNotSupported, ie.ReportingTriggers,
-				"URR %d: reporting triggers %x; Junction reports on PERIO, VOLTH and TIMTH (and at deletion, removal and query), and enforces no quota", u.ID, b)
+				"URR %d: reporting triggers %x; Junction reports on PERIO, VOLTH, TIMTH, VOLQU and TIMQU (and at deletion, removal and query)", u.ID, b)
 		}
-		u.Period, u.TimeThreshold = 0, 0
-		if b[0]&triggerVOLTH == 0 {
-			u.VolumeThreshold = nil
-		}
-		if b[0]&triggerPERIO != 0 {
-			if u.Period, err = seconds(c, ie.MeasurementPeriod, u.ID); err != nil {
-				return nil, err
-			}
-		}
-		if b[0]&triggerTIMTH != 0 {
-			if u.TimeThreshold, err = seconds(c, ie.TimeThreshold, u.ID); err != nil {
-				return nil, err
-			}
-		}
-		if b[0]&triggerVOLTH != 0 {
-			if u.VolumeThreshold, err = volumeThreshold(c, u.ID); err != nil {
-				return nil, err
-			}
-		}
+		perio, volth, timth = b[0]&triggerPERIO != 0, b[0]&triggerVOLTH != 0, b[0]&triggerTIMTH != 0
+		u.VolumeQuotaReport, u.TimeQuotaReport = b[1]&triggerVOLQU != 0, b[1]&triggerTIMQU != 0
 	} else if create {
 		return nil, refuse(CauseMandatoryIEMissing, ie.ReportingTriggers, "URR %d has no Reporting Triggers", u.ID)
+	}
+	if !perio {
+		u.Period = 0
+	} else if x = c.one(ie.MeasurementPeriod); x != nil || u.Period == 0 {
+		if u.Period, err = seconds(c, ie.MeasurementPeriod, u.ID); err != nil {
+			return nil, err
+		}
+	}
+	if !timth {
+		u.TimeThreshold = 0
+	} else if x = c.one(ie.TimeThreshold); x != nil || u.TimeThreshold == 0 {
+		if u.TimeThreshold, err = seconds(c, ie.TimeThreshold, u.ID); err != nil {
+			return nil, err
+		}
+	}
+	if !volth {
+		u.VolumeThreshold = nil
+	} else if x = c.one(ie.VolumeThreshold); x != nil || u.VolumeThreshold == nil {
+		if u.VolumeThreshold, err = volumeThreshold(c, u.ID); err != nil {
+			return nil, err
+		}
+	}
+	if err := u.decodeQuotas(c); err != nil {
+		return nil, err
 	}
 	if x = c.one(ie.MeasurementInformation); x != nil {
 		v, err := x.MeasurementInformation()
@@ -173,6 +207,48 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 		}
 	}
 	return u, nil
+}
+
+// decodeQuotas reads a Volume Quota and a Time Quota (§8.2.50, §8.2.51); one that arrives, in a
+// Create or an Update URR, replaces the URR's and gives it quota again: its gates open.
+func (u *URR) decodeQuotas(c children) error {
+	if x := c.one(ie.VolumeQuota); x != nil {
+		f, err := x.VolumeQuota()
+		if err != nil {
+			return bad(x, err)
+		}
+		v := &VolumeThreshold{}
+		if f.HasTOVOL() {
+			v.Total = &f.TotalVolume
+		}
+		if f.HasULVOL() {
+			v.Uplink = &f.UplinkVolume
+		}
+		if f.HasDLVOL() {
+			v.Downlink = &f.DownlinkVolume
+		}
+		if v.Total == nil && v.Uplink == nil && v.Downlink == nil {
+			return refuse(CauseMandatoryIEIncorrect, ie.VolumeQuota, "URR %d: a Volume Quota with no volume", u.ID)
+		}
+		u.VolumeQuota, u.quotaGiven = v, true
+		if u.Exhausted == reportVOLQU {
+			u.Exhausted, u.ExhaustedReported = [3]byte{}, false
+		}
+	}
+	if x := c.one(ie.TimeQuota); x != nil {
+		d, err := x.TimeQuota()
+		if err != nil || d <= 0 {
+			return refuse(CauseMandatoryIEIncorrect, ie.TimeQuota, "URR %d: a Time Quota must be at least a second", u.ID)
+		}
+		u.TimeQuota, u.quotaGiven = uint32(d/time.Second), true
+		if u.Exhausted == reportTIMQU {
+			u.Exhausted, u.ExhaustedReported = [3]byte{}, false
+		}
+	}
+	if (u.VolumeQuotaReport && u.VolumeQuota == nil) || (u.TimeQuotaReport && u.TimeQuota == 0) {
+		return refuse(CauseConditionalIEMissing, ie.VolumeQuota, "URR %d: VOLQU needs a Volume Quota, TIMQU a Time Quota", u.ID)
+	}
+	return nil
 }
 
 // seconds reads the Measurement Period or Time Threshold a trigger needs.
@@ -265,35 +341,67 @@ func (r *Rules) checkURRs() error {
 	return nil
 }
 
-// due returns the trigger of the report a URR owes at now with the session at cur, if any.
-func (u *URR) due(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
+// volumes are the bytes of the directions a URR measures, up and down, from the usage base to cur.
+func (u *URR) volumes(r *Rules, base, cur Usage) (up, down uint64) {
+	ul, dl, _ := r.directions(u)
+	v := cur.since(base)
+	if ul {
+		up = v.ULBytes
+	}
+	if dl {
+		down = v.DLBytes
+	}
+	return up, down
+}
+
+// reached reports whether a volume measured up and down reaches a threshold or quota t.
+func (t *VolumeThreshold) reached(up, down uint64) bool {
+	return (t.Total != nil && up+down >= *t.Total) || (t.Uplink != nil && up >= *t.Uplink) || (t.Downlink != nil && down >= *t.Downlink)
+}
+
+// exhausts returns the trigger of the quota a URR with quota left has used up at now with the
+// session at cur, if any.
+func (u *URR) exhausts(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 	switch {
-	case u.Period > 0 && now.Sub(u.Since) >= time.Duration(u.Period)*time.Second:
-		return reportPERIO, true
-	case u.TimeThreshold > 0 && now.Sub(u.Since) >= time.Duration(u.TimeThreshold)*time.Second:
-		return reportTIMTH, true
-	case u.VolumeThreshold != nil:
-		ul, dl, _ := r.directions(u)
-		v := cur.since(u.Base)
-		up, down := v.ULBytes, v.DLBytes
-		if !ul {
-			up = 0
-		}
-		if !dl {
-			down = 0
-		}
-		t := u.VolumeThreshold
-		if (t.Total != nil && up+down >= *t.Total) || (t.Uplink != nil && up >= *t.Uplink) || (t.Downlink != nil && down >= *t.Downlink) {
-			return reportVOLTH, true
-		}
+	case u.Exhausted != [3]byte{}:
+	case u.TimeQuota > 0 && now.Sub(u.QuotaSince) >= time.Duration(u.TimeQuota)*time.Second:
+		return reportTIMQU, true
+	case u.VolumeQuota != nil && u.VolumeQuota.reached(u.volumes(r, u.QuotaBase, cur)):
+		return reportVOLQU, true
 	}
 	return [3]byte{}, false
 }
 
-// polled: a URR has a trigger that only a reading of the counters can fire.
+// closes reports which directions a URR's used-up quota gates: those it measures.
+func (r *Rules) closes() (up, down bool) {
+	for _, u := range r.URRs {
+		if u.Exhausted != [3]byte{} {
+			ul, dl, _ := r.directions(u)
+			up, down = up || ul, down || dl
+		}
+	}
+	return up, down
+}
+
+// due returns the trigger of the report a URR owes at now with the session at cur, if any.
+func (u *URR) due(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
+	switch {
+	case u.Exhausted != [3]byte{} && !u.ExhaustedReported:
+		return u.Exhausted, true
+	case u.Period > 0 && now.Sub(u.Since) >= time.Duration(u.Period)*time.Second:
+		return reportPERIO, true
+	case u.TimeThreshold > 0 && now.Sub(u.Since) >= time.Duration(u.TimeThreshold)*time.Second:
+		return reportTIMTH, true
+	case u.VolumeThreshold != nil && u.VolumeThreshold.reached(u.volumes(r, u.Base, cur)):
+		return reportVOLTH, true
+	}
+	return [3]byte{}, false
+}
+
+// polled: a URR has a trigger or a quota that only a reading of the counters can fire.
 func (r *Rules) polled() bool {
 	for _, u := range r.URRs {
-		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil {
+		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil || u.VolumeQuota != nil || u.TimeQuota > 0 {
 			return true
 		}
 	}
@@ -328,6 +436,17 @@ func (u *URR) report(typ uint16, r *Rules, trigger [3]byte, now time.Time, cur U
 		ies = append(ies, ie.NewDurationMeasurement(now.Sub(u.Since).Truncate(time.Second)))
 	}
 	return ie.NewUsageReport(typ, ies...)
+}
+
+// started sets where a URR's measurement, and the quota it was given, start: now with the
+// session at usage.
+func (u *URR) started(now time.Time, usage Usage, fresh bool) {
+	if fresh {
+		u.Since, u.Base = now, usage
+	}
+	if u.quotaGiven {
+		u.QuotaSince, u.QuotaBase, u.quotaGiven = now, usage, false
+	}
 }
 
 // reported moves the URR's measurement past a report the SMF got.
@@ -376,7 +495,7 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 	gone := e.sessions[s.UPSEID] != s
 	assoc := e.assocs[s.SMF]
 	e.mu.Unlock()
-	if gone || assoc == nil || s.reporting {
+	if gone {
 		return
 	}
 	cur, err := e.store.Usage(ctx, s)
@@ -390,13 +509,18 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 		return
 	}
 	now := time.Now()
+	e.closeUsedUpQuotas(ctx, s, r, now, cur)
+	if assoc == nil || s.reporting {
+		return
+	}
 	var reports []*ie.IE
 	sent := map[uint32]uint32{} // URR → the UR-SEQN reported
+	quota := map[uint32]bool{}  // URRs whose report is of their used-up quota
 	for _, id := range sortedKeys(r.URRs) {
 		u := r.URRs[id]
 		if trig, ok := u.due(r, now, cur); ok {
 			reports = append(reports, u.report(ie.UsageReportWithinSessionReportRequest, r, trig, now, cur))
-			sent[id] = u.Seq
+			sent[id], quota[id] = u.Seq, trig == u.Exhausted
 		}
 	}
 	if len(reports) == 0 {
@@ -422,6 +546,7 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 		for id, seq := range sent {
 			if u := r.URRs[id]; u != nil && u.Seq == seq {
 				u.reported(now, cur)
+				u.ExhaustedReported = u.ExhaustedReported || quota[id]
 			}
 		}
 		packed, err := pack(r)
@@ -441,6 +566,36 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 		s.reporting = false
 		s.mu.Unlock()
 	})
+}
+
+// closeUsedUpQuotas closes the gates of the directions of the URRs whose quota the session's
+// usage cur, or the time now, has used up (§5.2.2.2.1: the UP function stops forwarding), before
+// the report of it goes (due), which is only where VOLQU or TIMQU ask for it. The counters are
+// read once a second, so up to a second of traffic passes the quota: the report counts it.
+func (e *Endpoint) closeUsedUpQuotas(ctx context.Context, s *State, r *Rules, now time.Time, cur Usage) {
+	used := false
+	for _, u := range r.URRs {
+		if trig, ok := u.exhausts(r, now, cur); ok {
+			asked := (trig == reportVOLQU && u.VolumeQuotaReport) || (trig == reportTIMQU && u.TimeQuotaReport)
+			u.Exhausted, u.ExhaustedReported, used = trig, !asked, true
+		}
+	}
+	if !used {
+		return
+	}
+	packed, err := pack(r)
+	if err == nil {
+		e.setRules(s, packed)
+		var p *Plan
+		if p, err = makePlan(r, s.TEIDs, s.SUPI, e.cfg.Target); err == nil {
+			err = e.store.Apply(ctx, s, p)
+		}
+	}
+	if err != nil {
+		e.cfg.Log.Error(err, "N4: closing the gates of a used-up quota", "upSEID", s.UPSEID)
+		return
+	}
+	e.cfg.Log.Info("N4: a URR's quota is used up, its directions' gates closed", "upSEID", s.UPSEID)
 }
 
 // responseCause is the Cause of a response (0 when it has none).
