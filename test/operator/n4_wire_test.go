@@ -58,6 +58,24 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 		}
 		return nil
 	})
+	// A Time Quota of a second: once it has passed, the gates close and a Usage Report says TIMQU.
+	if _, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x03, 0x02), ie.NewTimeQuota(time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, programTimeout, "a Usage Report with TIMQU", func() error {
+		for _, rep := range r.smf.Reports() {
+			us, err := smf.UsageReports(rep.IEs)
+			if err != nil {
+				return err
+			}
+			for _, u := range us {
+				if string(u.Trigger) == string([]byte{0, 0x02, 0}) {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("none yet")
+	})
 	if _, err := r.smf.Modify(ctx, est, r.smf.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.Redundant}, true)); err != nil {
 		t.Fatal(err)
 	}
