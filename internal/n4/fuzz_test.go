@@ -115,6 +115,14 @@ func FuzzEstablishment(f *testing.F) {
 		{ie.NewPFCPSMReqFlags(0x01)}, // DROBU
 		{ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewUpdateForwardingParameters( // a path switch with SNDEM
 			ie.NewOuterHeaderCreation(0x0100, 98, "198.51.100.12", "", 0, 0, 0), ie.NewPFCPSMReqFlags(0x02)))},
+		{ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x01, 0x03), // quotas with VOLQU, TIMQU
+			ie.NewVolumeQuota(0x07, 3000, 1000, 2000), ie.NewTimeQuota(time.Hour), ie.NewMeasurementInformation(0x19))},
+		{ie.NewCreateQER(ie.NewQERID(7), ie.NewGateStatus(1, 1)), // a closed uplink gate
+			ie.NewUpdatePDR(ie.NewPDRID(smf.PDRUplink3GPP), ie.NewQERID(7)), ie.NewUpdatePDR(ie.NewPDRID(smf.PDRUplinkNon3GPP), ie.NewQERID(7))},
+		{ie.NewCreateFAR(ie.NewFARID(40), ie.NewApplyAction(0x02), ie.NewForwardingParameters( // Open5GS's router solicitations to the CP function
+			ie.NewDestinationInterface(ie.DstInterfaceCPFunction), ie.NewOuterHeaderCreation(0x0100, 1, "192.0.2.9", "", 0, 0, 0))),
+			ie.NewCreatePDR(ie.NewPDRID(41), ie.NewPrecedence(100), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x05, 0, nil, nil, 0),
+				ie.NewSDFFilter("permit out 58 from ff02::2/128 to assigned", "", "", "", 0)), ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(40))},
 	} {
 		b, err := message.NewSessionModificationRequest(0, 0, 5, 2, 0, mod...).Marshal()
 		if err != nil {
