@@ -103,6 +103,9 @@ var ieNames = map[uint16]string{
 	ie.SteeringMode: "Steering Mode", ie.Weight: "Weight", ie.Priority: "Priority", ie.PDNType: "PDN Type",
 	ie.ProvideATSSSControlInformation: "Provide ATSSS Control Information", ie.UPFunctionFeatures: "UP Function Features",
 	ie.CPFunctionFeatures: "CP Function Features", ie.APNDNN: "APN/DNN", ie.SNSSAI: "S-NSSAI",
+	ie.VolumeThreshold: "Volume Threshold", ie.VolumeQuota: "Volume Quota", ie.TimeThreshold: "Time Threshold",
+	ie.TimeQuota: "Time Quota", ie.MeasurementPeriod: "Measurement Period", ie.ReportingTriggers: "Reporting Triggers",
+	ie.MeasurementMethod: "Measurement Method", ie.MeasurementInformation: "Measurement Information",
 	ieThresholds: "Thresholds", ieSteeringModeIndicat: "Steering Mode Indicator",
 }
 

@@ -213,22 +213,9 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 // Create or an Update URR, replaces the URR's and gives it quota again: its gates open.
 func (u *URR) decodeQuotas(c children) error {
 	if x := c.one(ie.VolumeQuota); x != nil {
-		f, err := x.VolumeQuota()
+		v, err := readVolumes(x, u.ID)
 		if err != nil {
-			return bad(x, err)
-		}
-		v := &VolumeThreshold{}
-		if f.HasTOVOL() {
-			v.Total = &f.TotalVolume
-		}
-		if f.HasULVOL() {
-			v.Uplink = &f.UplinkVolume
-		}
-		if f.HasDLVOL() {
-			v.Downlink = &f.DownlinkVolume
-		}
-		if v.Total == nil && v.Uplink == nil && v.Downlink == nil {
-			return refuse(CauseMandatoryIEIncorrect, ie.VolumeQuota, "URR %d: a Volume Quota with no volume", u.ID)
+			return err
 		}
 		u.VolumeQuota, u.quotaGiven = v, true
 		if u.Exhausted == reportVOLQU {
@@ -275,7 +262,22 @@ func volumeThreshold(c children, urr uint32) (*VolumeThreshold, error) {
 	if x == nil {
 		return nil, refuse(CauseConditionalIEMissing, ie.VolumeThreshold, "URR %d: VOLTH needs a Volume Threshold", urr)
 	}
-	f, err := x.VolumeThreshold()
+	return readVolumes(x, urr)
+}
+
+// readVolumes reads a Volume Threshold or a Volume Quota (§8.2.13, §8.2.50, alike: TOVOL, ULVOL,
+// DLVOL and the volumes they flag); one that flags no volume is refused.
+func readVolumes(x *ie.IE, urr uint32) (*VolumeThreshold, error) {
+	var f *ie.VolumeThresholdFields
+	var err error
+	if x.Type == ie.VolumeQuota {
+		var q *ie.VolumeQuotaFields
+		if q, err = x.VolumeQuota(); err == nil {
+			f = (*ie.VolumeThresholdFields)(q)
+		}
+	} else {
+		f, err = x.VolumeThreshold()
+	}
 	if err != nil {
 		return nil, bad(x, err)
 	}
@@ -290,7 +292,7 @@ func volumeThreshold(c children, urr uint32) (*VolumeThreshold, error) {
 		v.Downlink = &f.DownlinkVolume
 	}
 	if v.Total == nil && v.Uplink == nil && v.Downlink == nil {
-		return nil, refuse(CauseMandatoryIEIncorrect, ie.VolumeThreshold, "URR %d: a Volume Threshold with no volume", urr)
+		return nil, refuse(CauseMandatoryIEIncorrect, x.Type, "URR %d: a %s with no volume", urr, ieName(x.Type))
 	}
 	return v, nil
 }

@@ -217,6 +217,43 @@ func TestN4DropsTheDownlinkUntilTheGNBAnswers(t *testing.T) {
 	}
 }
 
+// forwardingSession establishes ue's ordinary PDU session as free5GC does once the gNB has
+// answered, its downlink FAR forwarding into the gNB's TEID teid, and returns it with its uplink
+// TEID (the UPF's choice) and its usage cell.
+func forwardingSession(t *testing.T, r n4Rig, ue, gnb netip.Addr, teid uint32) (est *smf.Established, ulTEID uint32, usage int64) {
+	t.Helper()
+	cp := r.smf.NewCPSEID()
+	forward := ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+		ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, teid, gnb.String(), "", 0, 0, 0)))
+	resp, err := r.smf.Session(context.Background(), message.MsgTypeSessionEstablishmentRequest, 0, free5GCEstablishment(r.smf, cp, ue, forward)...)
+	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("establishment: %v, cause %d (%s)", err, resp.Cause(), why(resp))
+	}
+	fseid, err := resp.Find(ie.FSEID).FSEID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range resp.IEs {
+		if id, _ := x.PDRID(); x.Type == ie.CreatedPDR && id == idlePDRUplink {
+			f, err := x.FTEID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ulTEID = f.TEID
+		}
+	}
+	eventually(t, programTimeout, "the session's usage index", func() error {
+		for _, o := range r.n4Sessions(t) {
+			if string(o.Spec.SessionAddress) == ue.String() && o.Status.UsageIndex != nil {
+				usage = int64(*o.Status.UsageIndex)
+				return nil
+			}
+		}
+		return fmt.Errorf("no status.usageIndex")
+	})
+	return &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}, ulTEID, usage
+}
+
 // TestN4ClosedGatesDropTheirDirection: an SMF closes a session's downlink gate (Update QER, Gate
 // Status DL CLOSED, TS 29.244 §8.2.7): the session's downlink_mbr cell is written with every rate
 // and burst zero, so its downlink is dropped and counted in mbr_drops[1] while its uplink still
@@ -228,37 +265,7 @@ func TestN4ClosedGatesDropTheirDirection(t *testing.T) {
 	ue, gnb := netip.MustParseAddr("10.60.0.12"), netip.MustParseAddr("198.51.100.10")
 	r := newN4Rig(t, nil, nil)
 	r.associate(t)
-	cp := r.smf.NewCPSEID()
-	forward := ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
-		ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, 0x90, gnb.String(), "", 0, 0, 0)))
-	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, free5GCEstablishment(r.smf, cp, ue, forward)...)
-	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("establishment: %v, cause %d (%s)", err, resp.Cause(), why(resp))
-	}
-	fseid, err := resp.Find(ie.FSEID).FSEID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	est := &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
-	var ulTEID uint32
-	for _, x := range resp.IEs {
-		if id, _ := x.PDRID(); x.Type == ie.CreatedPDR && id == idlePDRUplink {
-			f, err := x.FTEID()
-			if err != nil {
-				t.Fatal(err)
-			}
-			ulTEID = f.TEID
-		}
-	}
-	var usage int64
-	eventually(t, programTimeout, "the session's usage index", func() error {
-		objs := r.awaitN4Sessions(t, 1)
-		if objs[0].Status.UsageIndex == nil {
-			return fmt.Errorf("no status.usageIndex")
-		}
-		usage = int64(*objs[0].Status.UsageIndex)
-		return nil
-	})
+	est, ulTEID, usage := forwardingSession(t, r, ue, gnb, 0x90)
 	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
 	uplink := wiretest.Build(eth, wire.IPv4{Src: gnb.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
 		wire.IPv4{Src: ue.As4(), Dst: addr4("203.0.113.200")}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 64))

@@ -8,7 +8,6 @@ import (
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"github.com/wmnsk/go-pfcp/ie"
-	"github.com/wmnsk/go-pfcp/message"
 	"google.golang.org/protobuf/proto"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
@@ -26,26 +25,7 @@ func TestN4VolumeQuotaClosesTheGates(t *testing.T) {
 	ue, gnb := netip.MustParseAddr("10.60.0.13"), netip.MustParseAddr("198.51.100.10")
 	r := newN4Rig(t, nil, nil)
 	r.associate(t)
-	cp := r.smf.NewCPSEID()
-	forward := ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
-		ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, 0x91, gnb.String(), "", 0, 0, 0)))
-	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, free5GCEstablishment(r.smf, cp, ue, forward)...)
-	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("establishment: %v, cause %d (%s)", err, resp.Cause(), why(resp))
-	}
-	fseid, err := resp.Find(ie.FSEID).FSEID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	est := &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
-	var usage int64
-	eventually(t, programTimeout, "the session's usage index", func() error {
-		if u := r.awaitN4Sessions(t, 1)[0].Status.UsageIndex; u != nil {
-			usage = int64(*u)
-			return nil
-		}
-		return fmt.Errorf("no status.usageIndex")
-	})
+	est, _, usage := forwardingSession(t, r, ue, gnb, 0x91)
 	meters := func() (up, down *p4v1.MeterConfig) {
 		t.Helper()
 		up, err := r.u.meter(r.sch, "uplink_mbr", usage)
@@ -85,7 +65,7 @@ func TestN4VolumeQuotaClosesTheGates(t *testing.T) {
 	var report smf.UsageReport
 	eventually(t, programTimeout, "a VOLQU usage report", func() error {
 		for _, rep := range r.smf.Reports() {
-			if rep.Header.SEID != cp {
+			if rep.Header.SEID != est.CPSEID {
 				continue
 			}
 			for _, u := range usageReports(t, rep.IEs, 1) {
