@@ -101,11 +101,12 @@ type Config struct {
 }
 
 // UP Function Features (TS 29.244 §8.2.25), octets 5 to 10: FTUP (octet 5 bit 5: the UPF
-// allocates F-TEIDs), MNOP (octet 7 bit 5: usage reports count packets, which the pipeline's
-// usage counters always do; Open5GS asks for it only of a UPF that says so), ATSSS-LL (octet 9
-// bit 1), RTTWP (octet 10 bit 1: RTT measurement without PMF, what Junction's probes do).
-// Nothing else is advertised: nothing else is done.
-var upFeatures = []uint8{0x10, 0x00, 0x10, 0x00, 0x01, 0x01}
+// allocates F-TEIDs), EMPU (octet 6 bit 1: it sends End Markers on SNDEM, which Open5GS's SMF
+// asks only of a UPF that says so), MNOP (octet 7 bit 5: usage reports count packets, which the
+// pipeline's usage counters always do; Open5GS asks for it only of a UPF that says so),
+// ATSSS-LL (octet 9 bit 1), RTTWP (octet 10 bit 1: RTT measurement without PMF, what Junction's
+// probes do). Nothing else is advertised: nothing else is done.
+var upFeatures = []uint8{0x10, 0x01, 0x10, 0x00, 0x01, 0x01}
 
 // Endpoint is the N4 endpoint of one UPF.
 type Endpoint struct {

@@ -164,12 +164,13 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	if c := resp.Cause(); c != ie.CauseRequestAccepted {
 		t.Fatalf("Association Setup: cause %d, want 1", c)
 	}
-	// UP Function Features (TS 29.244 §8.2.25): FTUP is octet 5 bit 5, MNOP octet 7 bit 5,
-	// ATSSS-LL octet 9 bit 1, RTTWP octet 10 bit 1; not MPTCP (octet 8 bit 8), nothing else.
+	// UP Function Features (TS 29.244 §8.2.25): FTUP is octet 5 bit 5, EMPU octet 6 bit 1, MNOP
+	// octet 7 bit 5, ATSSS-LL octet 9 bit 1, RTTWP octet 10 bit 1; not MPTCP (octet 8 bit 8),
+	// nothing else.
 	if x := resp.Find(ie.UPFunctionFeatures); x == nil {
 		t.Error("no UP Function Features")
-	} else if got := fmt.Sprintf("%x", x.Payload); got != "100010000101" || !x.HasFTUP() || !x.HasMNOP() {
-		t.Errorf("UP Function Features %s, want 100010000101 (FTUP, MNOP, ATSSS-LL, RTTWP)", got)
+	} else if got := fmt.Sprintf("%x", x.Payload); got != "100110000101" || !x.HasFTUP() || !x.HasEMPU() || !x.HasMNOP() {
+		t.Errorf("UP Function Features %s, want 100110000101 (FTUP, EMPU, MNOP, ATSSS-LL, RTTWP)", got)
 	}
 	x := resp.Find(ie.RecoveryTimeStamp)
 	if x == nil {
