@@ -203,9 +203,10 @@ type ATSSSSessionSpec struct {
 	MaxBitRate *BitRate `json:"maxBitRate,omitempty"`
 
 	// gates close a direction of the session's user traffic: while one is Closed the UPF drops
-	// the session's user packets that way (over N4, the Gate Status of the QERs its PDRs name),
-	// by its MBR policer's cell at rate zero (docs/pipeline.md, "MBR policer"); probes and link
-	// messages still go. Unset, or a direction unset: open.
+	// the session's user packets that way (over N4, the Gate Status of the QERs its PDRs name,
+	// or a URR's quota used up: docs/n4.md), by its MBR policer's cell at rate zero
+	// (docs/pipeline.md, "MBR policer"); probes and link messages still go. Unset, or a
+	// direction unset: open.
 	// +optional
 	Gates *Gates `json:"gates,omitempty"`
 
