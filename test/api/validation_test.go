@@ -434,11 +434,13 @@ func TestAnIdleSingleAccessSessionIsAccepted(t *testing.T) {
 	}
 }
 
-// The columns of kubectl get without -o wide (priority 0). A session's Ready is the operator's
-// side, its entries in the UPF; Agent, beside it, says whether its UE agent carries traffic, so
-// that Ready is not read as "traffic flows" (issue 28, item 9).
+// The columns of kubectl get without -o wide (priority 0), and some of -o wide's. A session's
+// Ready is the operator's side, its entries in the UPF; Agent, beside it, says whether its UE
+// agent carries traffic, so that Ready is not read as "traffic flows" (issue 28, item 9); its
+// gates, in -o wide, whether the UPF drops a direction (a closed gate, a quota used up).
 func TestPrinterColumnsShowWhatOperatorsLookFor(t *testing.T) {
 	ctx := context.Background()
+	wide := map[string][]string{"atssssessions.atsss.junction.dev": {"Gate-UL", "Gate-DL"}}
 	for crd, want := range map[string][]string{
 		"atssssessions.atsss.junction.dev":      {"UPF", "Mode", "Active", "RTT-3GPP", "RTT-Non3GPP", "Ready", "Reason", "Agent", "Age"},
 		"steeringpolicies.atsss.junction.dev":   {"Precedence", "Mode", "App-ID", "Sessions", "Ready", "Reason", "Age"},
@@ -453,16 +455,23 @@ func TestPrinterColumnsShowWhatOperatorsLookFor(t *testing.T) {
 		}
 		versions, _, _ := unstructured.NestedSlice(obj.Object, "spec", "versions")
 		cols, _, _ := unstructured.NestedSlice(versions[0].(map[string]any), "additionalPrinterColumns")
-		have := map[string]bool{}
+		have, haveWide := map[string]bool{}, map[string]bool{}
 		for _, c := range cols {
 			c := c.(map[string]any)
 			if p, _ := c["priority"].(int64); p == 0 {
 				have[c["name"].(string)] = true
+			} else {
+				haveWide[c["name"].(string)] = true
 			}
 		}
 		for _, w := range want {
 			if !have[w] {
 				t.Errorf("%s has no printer column %q in kubectl get's default output", crd, w)
+			}
+		}
+		for _, w := range wide[crd] {
+			if !haveWide[w] {
+				t.Errorf("%s has no printer column %q in kubectl get -o wide", crd, w)
 			}
 		}
 		cats, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "names", "categories")
