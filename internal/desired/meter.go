@@ -40,7 +40,7 @@ const (
 // SessionMeters are the MBR policer cells of a session with spec.maxBitRate or a closed gate:
 // uplink_mbr and downlink_mbr at its usage cell, committed rate = peak rate = the MBR (no
 // yellow), bursts of MBRBurstMillis at that rate; a closed gate's direction every rate and burst
-// zero (ClosedGate), whatever its MBR. A direction with neither has no cell (the programmer resets
+// zero (closedGate), whatever its MBR. A direction with neither has no cell (the programmer resets
 // the cells a session stops naming, and the cells it starts to use).
 func SessionMeters(s Session) []MeterCell {
 	r, g := s.Spec.MaxBitRate, s.Spec.Gates
@@ -55,7 +55,7 @@ func SessionMeters(s Session) []MeterCell {
 	}{{MeterUplinkMBR, r.UplinkKbps, g.Closed(true)}, {MeterDownlinkMBR, r.DownlinkKbps, g.Closed(false)}} {
 		switch {
 		case d.closed:
-			out = append(out, MeterCell{Meter: d.meter, Index: s.UsageIndex, Config: ClosedGate})
+			out = append(out, MeterCell{Meter: d.meter, Index: s.UsageIndex, Config: closedGate})
 		case d.kbps != nil:
 			out = append(out, MeterCell{Meter: d.meter, Index: s.UsageIndex, Config: MBRConfig(*d.kbps)})
 		}
@@ -63,10 +63,10 @@ func SessionMeters(s Session) []MeterCell {
 	return out
 }
 
-// ClosedGate is the meter configuration of a closed gate: no token ever, so every packet is
+// closedGate is the meter configuration of a closed gate: no token ever, so every packet is
 // red and dropped (a bucket of zero bytes holds no packet; BMv2 and the software UPF agree,
 // test/vectors/cases/mbr-policer.yaml).
-var ClosedGate = MeterConfig{}
+var closedGate = MeterConfig{}
 
 // mbrSessionEntry is the mbr_sessions entry of a session with meter cells (SessionMeters): its
 // address (the user packets' source up, destination down) names the cells at its usage index.

@@ -192,14 +192,14 @@ const PacketOutEgressPort = "egress_port"
 // and its downlink_tunnels entry (plain GTP-U toward its gNB, no Junction header; or, while its
 // UE is idle, buffer_downlink: the packets go to the controller, which holds them). A session
 // whose downlink drops has no downlink_tunnels entry but a filters entry that denies its address
-// as destination (DropDownlinkFilter).
+// as destination (dropDownlinkFilter).
 func singleAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	leg := s.Spec.AccessLegs.ThreeGPP
 	if leg == nil || s.Spec.AccessLegs.NonThreeGPP != nil {
 		return nil, fmt.Errorf("session %s is SingleAccess: it needs its 3GPP leg and no other", s.Name)
 	}
 	if leg.DropDownlink {
-		return append([]Entry{uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex), DropDownlinkFilter(sa)}, mbrSessionEntry(s, sa)...), nil
+		return append([]Entry{uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex), dropDownlinkFilter(sa)}, mbrSessionEntry(s, sa)...), nil
 	}
 	down := Entry{Table: TableDownlinkTunnels, Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: ActionBufferDownlink}
 	var qfis []Entry // a buffering session has no tunnel yet, so no QFI for it
@@ -218,22 +218,22 @@ func singleAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	return append(append(out, qfis...), mbrSessionEntry(s, sa)...), nil
 }
 
-// DropDownlinkFilter is the filters entry of a single-access session whose downlink drops: deny
+// dropDownlinkFilter is the filters entry of a single-access session whose downlink drops: deny
 // every user packet to its address (docs/pipeline.md, step 5: counted as FILTERED). Without it
 // the downlink would miss downlink_tunnels and be routed like any other packet, back toward the
 // data network. The filters table is ternary and shared (MAX_FILTERS), so a drop is meant for
 // the moments an SMF has no tunnel yet, not as a standing state.
-func DropDownlinkFilter(sa netip.Addr) Entry {
-	return Entry{Table: TableFilters, Match: []Match{{Field: "dst_addr", Kind: Ternary, Value: addr(sa), Mask: []byte{0xff, 0xff, 0xff, 0xff}}},
-		Action: ActionDeny, Priority: DropDownlinkPriority}
+func dropDownlinkFilter(sa netip.Addr) Entry {
+	return Entry{Table: tableFilters, Match: []Match{{Field: "dst_addr", Kind: Ternary, Value: addr(sa), Mask: []byte{0xff, 0xff, 0xff, 0xff}}},
+		Action: actionDeny, Priority: dropDownlinkPriority}
 }
 
 // The stateless filter (docs/pipeline.md, step 5), and the priority of a dropped downlink's
 // entry in it: Junction writes no other filters entry, so any priority does.
 const (
-	TableFilters         = "filters"
-	ActionDeny           = "deny"
-	DropDownlinkPriority = 1
+	tableFilters         = "filters"
+	actionDeny           = "deny"
+	dropDownlinkPriority = 1
 )
 
 // tunnelQFI is tunnelQFIEntry for a 3GPP leg's tunnel, toward its gNB.
