@@ -324,6 +324,24 @@ func (u *p4rtTarget) register(sch *upfclient.Schema, name string, index int64) (
 	return upfclient.DecodeUint(got[0].GetRegisterEntry().GetData().GetBitstring())
 }
 
+// counterPackets reads the packets of one cell of an indirect counter.
+func (u *p4rtTarget) counterPackets(sch *upfclient.Schema, name string, index int64) (int64, error) {
+	id, err := sch.CounterID(name)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := u.read(ctx, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: id, Index: &p4v1.Index{Index: index}}}})
+	if err != nil {
+		return 0, err
+	}
+	if len(got) != 1 {
+		return 0, fmt.Errorf("counter %s[%d]: %d cells read", name, index, len(got))
+	}
+	return got[0].GetCounterEntry().GetData().GetPacketCount(), nil
+}
+
 // describe renders a table entry by names, canonically: "table key... -> action(params)".
 func describe(sch *upfclient.Schema, te *p4v1.TableEntry) string {
 	e, err := sch.Decode(te)

@@ -19,7 +19,6 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/smf"
-	"github.com/junction-atsss/junction/internal/upfclient"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -59,24 +58,6 @@ func free5GCEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, dlFAR *ie
 func free5GCURR(id uint32, measurementInformation uint8) *ie.IE {
 	return ie.NewCreateURR(ie.NewURRID(id), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x03, 0), // PERIO | VOLTH
 		ie.NewMeasurementPeriod(10*time.Second), ie.NewVolumeThreshold(0x06, 0, 1000, 1000), ie.NewMeasurementInformation(measurementInformation))
-}
-
-// counterPackets reads the packets of one cell of an indirect counter.
-func (u *p4rtTarget) counterPackets(sch *upfclient.Schema, name string, index int64) (int64, error) {
-	id, err := sch.CounterID(name)
-	if err != nil {
-		return 0, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	got, err := u.read(ctx, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: id, Index: &p4v1.Index{Index: index}}}})
-	if err != nil {
-		return 0, err
-	}
-	if len(got) != 1 {
-		return 0, fmt.Errorf("counter %s[%d]: %d cells read", name, index, len(got))
-	}
-	return got[0].GetCounterEntry().GetData().GetPacketCount(), nil
 }
 
 // TestN4DropsTheDownlinkUntilTheGNBAnswers: free5GC's SMF establishes every ordinary PDU session
