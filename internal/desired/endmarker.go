@@ -22,44 +22,25 @@ func EndMarker(spec junctionv1.UserPlaneFunctionSpec, endpoint int, peer netip.A
 	if err != nil {
 		return nil, 0, err
 	}
-	var route *junctionv1.Route
-	bits := -1
+	var best route
+	found := false
 	for i := range spec.Routes {
-		pfx, err := parsePrefix(fmt.Sprintf("routes[%d].destination", i), string(spec.Routes[i].Destination))
+		r, err := resolveRoute(spec, i)
 		if err != nil {
 			return nil, 0, err
 		}
-		if pfx.Contains(peer) && pfx.Bits() > bits {
-			route, bits = &spec.Routes[i], pfx.Bits()
+		if r.prefix.Contains(peer) && (!found || r.prefix.Bits() > best.prefix.Bits()) {
+			best, found = r, true
 		}
 	}
-	if route == nil {
+	if !found {
 		return nil, 0, fmt.Errorf("no route to %s", peer)
 	}
-	var eth wire.Ethernet
-	for _, p := range spec.Ports {
-		if p.Name != route.Port {
-			continue
-		}
-		s, err := mac(string(p.MAC))
-		if err != nil {
-			return nil, 0, fmt.Errorf("ports[%s].mac: %w", p.Name, err)
-		}
-		d, err := mac(string(route.NextHopMAC))
-		if err != nil {
-			return nil, 0, fmt.Errorf("the route to %s: nextHopMAC: %w", peer, err)
-		}
-		eth = wire.Ethernet{Dst: [6]byte(d), Src: [6]byte(s), Type: wire.EtherTypeIPv4}
-		port = p.Number
-		break
-	}
-	if eth.Type == 0 {
-		return nil, 0, fmt.Errorf("the route to %s: no port named %q", peer, route.Port)
-	}
+	eth := wire.Ethernet{Dst: [6]byte(best.dstMAC), Src: [6]byte(best.srcMAC), Type: wire.EtherTypeIPv4}
 	b := make([]byte, wire.EthernetHeaderLen+wire.GTPUOverhead)
 	off := wire.GTPU{Flags: wire.GTPUFlags, Type: wire.GTPUTypeEndMarker, TEID: teid}.Prepend(b, len(b))
 	off = wire.TunnelUDP(wire.GTPUPort).Prepend(b, off)
 	off = wire.TunnelIPv4(src.As4(), peer.As4()).Prepend(b, off)
 	eth.Prepend(b, off)
-	return b, port, nil
+	return b, best.port, nil
 }

@@ -3,6 +3,7 @@ package desired
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
@@ -155,36 +156,50 @@ func UPFEntries(spec junctionv1.UserPlaneFunctionSpec) ([]Entry, error) {
 			}
 		}
 	}
-	ports := map[string]junctionv1.Port{}
-	for _, p := range spec.Ports {
-		ports[p.Name] = p
-	}
-	for i, r := range spec.Routes {
-		field := fmt.Sprintf("routes[%d]", i)
-		pfx, err := parsePrefix(field+".destination", string(r.Destination))
+	for i := range spec.Routes {
+		r, err := resolveRoute(spec, i)
 		if err != nil {
 			return nil, err
 		}
-		port, ok := ports[r.Port]
-		if !ok {
-			return nil, fmt.Errorf("%s.port: no port named %q", field, r.Port)
-		}
-		src, err := mac(string(port.MAC))
-		if err != nil {
-			return nil, fmt.Errorf("ports[%s].mac: %w", port.Name, err)
-		}
-		dst, err := mac(string(r.NextHopMAC))
-		if err != nil {
-			return nil, fmt.Errorf("%s.nextHopMAC: %w", field, err)
-		}
 		out = append(out, Entry{
 			Table:  "routes",
-			Match:  []Match{{Field: "dst_addr", Kind: LPM, Value: addr(pfx.Addr()), PrefixLen: int32(pfx.Bits())}},
+			Match:  []Match{{Field: "dst_addr", Kind: LPM, Value: addr(r.prefix.Addr()), PrefixLen: int32(r.prefix.Bits())}},
 			Action: "route",
-			Params: []Param{{"port", port9(port.Number)}, {"src_mac", src}, {"dst_mac", dst}},
+			Params: []Param{{"port", port9(r.port)}, {"src_mac", r.srcMAC}, {"dst_mac", r.dstMAC}},
 		})
 	}
 	return out, nil
+}
+
+// route is spec.routes[i] resolved: its prefix, the number of the port it names and the MAC
+// addresses a frame leaving by it carries.
+type route struct {
+	prefix         netip.Prefix
+	port           int32
+	srcMAC, dstMAC []byte
+}
+
+// resolveRoute resolves spec.routes[i], or says which field is wrong.
+func resolveRoute(spec junctionv1.UserPlaneFunctionSpec, i int) (route, error) {
+	r, field := spec.Routes[i], fmt.Sprintf("routes[%d]", i)
+	pfx, err := parsePrefix(field+".destination", string(r.Destination))
+	if err != nil {
+		return route{}, err
+	}
+	j := slices.IndexFunc(spec.Ports, func(p junctionv1.Port) bool { return p.Name == r.Port })
+	if j < 0 {
+		return route{}, fmt.Errorf("%s.port: no port named %q", field, r.Port)
+	}
+	port := spec.Ports[j]
+	src, err := mac(string(port.MAC))
+	if err != nil {
+		return route{}, fmt.Errorf("ports[%s].mac: %w", port.Name, err)
+	}
+	dst, err := mac(string(r.NextHopMAC))
+	if err != nil {
+		return route{}, fmt.Errorf("%s.nextHopMAC: %w", field, err)
+	}
+	return route{prefix: pfx, port: port.Number, srcMAC: src, dstMAC: dst}, nil
 }
 
 // TunnelPeerEntry is the `tunnel_peers` entry of one gNB (Method 2 table split: sessions carry
