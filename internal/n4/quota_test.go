@@ -1,6 +1,8 @@
 package n4
 
 import (
+	"encoding/binary"
+	"errors"
 	"testing"
 	"time"
 
@@ -54,5 +56,96 @@ func TestQuotas(t *testing.T) {
 	next.started(t0.Add(100*time.Second), Usage{ULBytes: 7000}, false)
 	if next.QuotaSince != t0.Add(100*time.Second) || next.QuotaBase.ULBytes != 7000 || next.Since != u.Since {
 		t.Fatalf("the new quota counts from %s and %d bytes, the measurement from %s; want now, 7,000 and the old start", next.QuotaSince, next.QuotaBase.ULBytes, next.Since)
+	}
+}
+
+// TestQuotaValidityAndHoldingTimes: a Quota Validity Time is seconds (TS 29.244 §8.2.132) or, as
+// free5GC's SMF sends it through go-pfcp, the NTP time it ends; once it has ended, or once the
+// URR's directions have carried no packet for its Quota Holding Time (§8.2.48), the remaining
+// quota is discarded (§5.2.2.2.1): QUVTI or QUHTI, and the gates of a URR that holds a quota
+// close (a URR without one has none to discard). A new quota gives it quota again.
+func TestQuotaValidityAndHoldingTimes(t *testing.T) {
+	t0 := time.Unix(1_900_000_000, 0)
+	r := &Rules{PDRs: map[uint16]*PDR{1: {ID: 1, Source: ifaceAccess, URRIDs: []uint32{1}}, 2: {ID: 2, Source: ifaceCore, URRIDs: []uint32{1}}}}
+	create := func(ies ...*ie.IE) (*URR, error) {
+		u, err := decodeURR(ie.NewCreateURR(append([]*ie.IE{ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0)}, ies...)...), nil)
+		if err == nil {
+			u.started(t0, Usage{}, true)
+			r.URRs = map[uint32]*URR{1: u}
+		}
+		return u, err
+	}
+	quota := ie.NewVolumeQuota(0x01, 1000, 0, 0)
+
+	for _, tc := range []struct {
+		name string
+		qvt  *ie.IE
+	}{
+		{"seconds", ie.New(ie.QuotaValidityTime, []byte{0, 0, 0, 20})},
+		{"seconds, go-pfcp", ie.NewQuotaValidityTime(20 * time.Second)},
+		// free5GC's SMF (internal/pfcp/message/build.go): the seconds from 1900 to the end.
+		{"free5GC's NTP time", ie.New(ie.QuotaValidityTime, binary.BigEndian.AppendUint32(nil, uint32(t0.Unix()+20+2_208_988_800)))},
+	} {
+		u, err := create(ie.NewReportingTriggers(0, triggerVOLQU|triggerQUVTI), quota, tc.qvt)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !u.QuotaValidUntil.Equal(t0.Add(20 * time.Second)) {
+			t.Fatalf("%s: valid until %s, want 20 s after the URR came (%s)", tc.name, u.QuotaValidUntil, t0.Add(20*time.Second))
+		}
+		if trig, ok := u.exhausts(r, t0.Add(19*time.Second), Usage{}); ok {
+			t.Fatalf("%s: at 19 s of 20: %x", tc.name, trig)
+		}
+		if trig, ok := u.exhausts(r, t0.Add(20*time.Second), Usage{}); !ok || trig != reportQUVTI {
+			t.Fatalf("%s: at 20 s of 20: %x %v, want QUVTI", tc.name, trig, ok)
+		}
+	}
+	u, _ := create(ie.NewReportingTriggers(0, triggerQUVTI), ie.New(ie.QuotaValidityTime, []byte{0, 0, 0, 20}))
+	u.Exhausted = reportQUVTI
+	if up, down := r.closes(); up || down {
+		t.Fatalf("a URR without a quota closes up %v, down %v at the end of its validity; it has nothing to discard", up, down)
+	}
+
+	// Holding time 10 s: a downlink packet at 5 s; none after.
+	if _, err := create(ie.NewReportingTriggers(triggerQUHTI, triggerVOLQU), quota, ie.NewQuotaHoldingTime(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	u = r.URRs[1]
+	for _, step := range []struct {
+		at    time.Duration
+		usage Usage
+		want  bool
+	}{{0, Usage{}, false}, {5 * time.Second, Usage{DLPackets: 1, DLBytes: 100}, false}, {14 * time.Second, Usage{DLPackets: 1, DLBytes: 100}, false}, {15 * time.Second, Usage{DLPackets: 1, DLBytes: 100}, true}} {
+		now := t0.Add(step.at)
+		u.sawPackets(r, now, step.usage)
+		trig, ok := u.exhausts(r, now, step.usage)
+		if ok != step.want || (ok && trig != reportQUHTI) {
+			t.Fatalf("at %v (last packet at 5 s, holding 10 s): %x %v, want QUHTI %v", step.at, trig, ok, step.want)
+		}
+	}
+	u.Exhausted = reportQUHTI
+	if up, down := r.closes(); !up || !down {
+		t.Fatalf("a discarded quota closes up %v, down %v; want both", up, down)
+	}
+	next, err := decodeURR(ie.NewUpdateURR(ie.NewURRID(1), ie.NewVolumeQuota(0x01, 5000, 0, 0)), u)
+	if err != nil || next.Exhausted != ([3]byte{}) {
+		t.Fatalf("an Update URR with a new quota after QUHTI: %v, exhausted %x; want quota again", err, next.Exhausted)
+	}
+
+	// A trigger without its time, an IE of the wrong length: refused, naming it.
+	for _, tc := range []struct {
+		ies       []*ie.IE
+		cause     uint8
+		offending uint16
+	}{
+		{[]*ie.IE{ie.NewReportingTriggers(0, triggerQUVTI)}, CauseConditionalIEMissing, ie.QuotaValidityTime},
+		{[]*ie.IE{ie.NewReportingTriggers(triggerQUHTI, 0)}, CauseConditionalIEMissing, ie.QuotaHoldingTime},
+		{[]*ie.IE{ie.NewReportingTriggers(0, triggerQUVTI), ie.New(ie.QuotaValidityTime, []byte{0, 20})}, CauseInvalidLength, ie.QuotaValidityTime},
+	} {
+		_, err := create(tc.ies...)
+		var ref *Refusal
+		if !errors.As(err, &ref) || ref.Cause != tc.cause || ref.OffendingIE != tc.offending {
+			t.Errorf("URR with %v: %v, want cause %d with Offending IE %d", tc.ies, err, tc.cause, tc.offending)
+		}
 	}
 }

@@ -6,12 +6,14 @@ package n4
 // measures is the pipeline's per-session usage counters (docs/pipeline.md, "Usage counters"):
 // one uplink and one downlink count per session, so a URR measures a direction whole (every
 // PDR of that direction or none). A volume or time quota used up closes the gates of the URR's
-// directions (spec.gates) until the SMF gives a new one, and is reported on VOLQU and TIMQU.
-// Inactivity, linked usage and event reporting are detection the pipeline does not do: refused,
-// never ignored (docs/n4.md).
+// directions (spec.gates) until the SMF gives a new one, and is reported on VOLQU and TIMQU; so
+// is a quota whose validity time ends or whose directions carry nothing for its holding time
+// (QUVTI, QUHTI: the remaining quota is discarded). Linked usage and event reporting are
+// detection the pipeline does not do: refused, never ignored (docs/n4.md).
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"time"
@@ -52,8 +54,10 @@ const (
 	triggerPERIO = 0x01 // octet 5
 	triggerVOLTH = 0x02
 	triggerTIMTH = 0x04
+	triggerQUHTI = 0x08
 	triggerVOLQU = 0x01 // octet 6
 	triggerTIMQU = 0x02
+	triggerQUVTI = 0x80
 
 	// Measurement Information (§8.2.68): MNOP, measure packets, which Junction always does;
 	// ISTM, start time metering when the URR arrives rather than at its first packet, which is
@@ -70,11 +74,17 @@ var (
 	reportPERIO = [3]byte{0x01, 0, 0}
 	reportVOLTH = [3]byte{0x02, 0, 0}
 	reportTIMTH = [3]byte{0x04, 0, 0}
+	reportQUHTI = [3]byte{0x08, 0, 0}
 	reportIMMER = [3]byte{0x80, 0, 0}
 	reportVOLQU = [3]byte{0, 0x01, 0}
 	reportTIMQU = [3]byte{0, 0x02, 0}
 	reportTERMR = [3]byte{0, 0x08, 0}
+	reportQUVTI = [3]byte{0, 0, 0x08}
 )
+
+// ntpUnixOffset is the seconds from the NTP epoch (1900) to the Unix one: a Quota Validity
+// Time of 1<<31 or more is an NTP time, not a duration (validUntil).
+const ntpUnixOffset = 2_208_988_800
 
 // URR is a Usage Reporting Rule and where its measurement stands.
 type URR struct {
@@ -92,9 +102,23 @@ type URR struct {
 	TimeQuota         uint32           `json:"timeQuota,omitempty"`
 	VolumeQuotaReport bool             `json:"volumeQuotaReport,omitempty"`
 	TimeQuotaReport   bool             `json:"timeQuotaReport,omitempty"`
-	// Exhausted is the trigger of the quota the URR used up (reportVOLQU or reportTIMQU), zero
-	// while it has quota left: it holds the gates of the URR's directions closed until an Update
-	// URR gives a new quota. ExhaustedReported: the SMF accepted that report, or none was asked.
+	// QuotaValidUntil (Quota Validity Time) and QuotaHoldingTime (seconds): the URR's quota is
+	// discarded when it stops being valid, or once its directions have carried no packet for the
+	// holding time (§5.2.2.2.1); reported if ValidityReport / HoldingReport (QUVTI, QUHTI) ask.
+	QuotaValidUntil  time.Time `json:"quotaValidUntil,omitzero"`
+	QuotaHoldingTime uint32    `json:"quotaHoldingTime,omitempty"`
+	ValidityReport   bool      `json:"validityReport,omitempty"`
+	HoldingReport    bool      `json:"holdingReport,omitempty"`
+	// validity: the Quota Validity Time this request gave, as sent (started resolves it);
+	// lastPacket, lastPacketUsage: the counters' reading at which the URR's directions last had
+	// a packet (in memory only: after a restart, the holding time counts from the first reading).
+	validity        *uint32
+	lastPacket      time.Time
+	lastPacketUsage Usage
+	// Exhausted is the trigger of the quota the URR used up or lost (reportVOLQU, reportTIMQU,
+	// reportQUVTI, reportQUHTI), zero while it has quota left: it holds the gates of the URR's
+	// directions closed, if it has a quota (holdsQuota), until an Update URR gives a new quota,
+	// validity or holding time. ExhaustedReported: the SMF accepted that report, or none was asked.
 	Exhausted         [3]byte `json:"exhausted,omitzero"`
 	ExhaustedReported bool    `json:"exhaustedReported,omitempty"`
 	// QuotaSince and QuotaBase are when the quotas were given and the session's usage then: a
@@ -124,7 +148,7 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 		return nil, err
 	}
 	if err := c.only(ie.URRID, ie.MeasurementMethod, ie.ReportingTriggers, ie.MeasurementPeriod, ie.VolumeThreshold,
-		ie.TimeThreshold, ie.VolumeQuota, ie.TimeQuota, ie.MeasurementInformation); err != nil {
+		ie.TimeThreshold, ie.VolumeQuota, ie.TimeQuota, ie.QuotaValidityTime, ie.QuotaHoldingTime, ie.MeasurementInformation); err != nil {
 		return nil, err
 	}
 	u := &URR{}
@@ -160,16 +184,17 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 		if err != nil || len(b) < 2 {
 			return nil, bad(x, fmt.Errorf("%d octets", len(b)))
 		}
-		unsupported := b[0]&^(triggerPERIO|triggerVOLTH|triggerTIMTH) | b[1]&^(triggerVOLQU|triggerTIMQU)
+		unsupported := b[0]&^(triggerPERIO|triggerVOLTH|triggerTIMTH|triggerQUHTI) | b[1]&^(triggerVOLQU|triggerTIMQU|triggerQUVTI)
 		for _, o := range b[2:] {
 			unsupported |= o
 		}
 		if unsupported != 0 {
 			return nil, refuse(CauseServiceNotSupported, ie.ReportingTriggers,
-				"URR %d: reporting triggers %x; Junction reports on PERIO, VOLTH, TIMTH, VOLQU and TIMQU (and at deletion, removal and query)", u.ID, b)
+				"URR %d: reporting triggers %x; Junction reports on PERIO, VOLTH, TIMTH, QUHTI, VOLQU, TIMQU and QUVTI (and at deletion, removal and query)", u.ID, b)
 		}
 		perio, volth, timth = b[0]&triggerPERIO != 0, b[0]&triggerVOLTH != 0, b[0]&triggerTIMTH != 0
 		u.VolumeQuotaReport, u.TimeQuotaReport = b[1]&triggerVOLQU != 0, b[1]&triggerTIMQU != 0
+		u.ValidityReport, u.HoldingReport = b[1]&triggerQUVTI != 0, b[0]&triggerQUHTI != 0
 	} else if create {
 		return nil, refuse(CauseMandatoryIEMissing, ie.ReportingTriggers, "URR %d has no Reporting Triggers", u.ID)
 	}
@@ -194,7 +219,7 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 			return nil, err
 		}
 	}
-	if err := u.decodeQuotas(c); err != nil {
+	if err := u.decodeQuotas(c, create); err != nil {
 		return nil, err
 	}
 	if x = c.one(ie.MeasurementInformation); x != nil {
@@ -209,18 +234,23 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 	return u, nil
 }
 
-// decodeQuotas reads a Volume Quota and a Time Quota (§8.2.50, §8.2.51); one that arrives, in a
-// Create or an Update URR, replaces the URR's and gives it quota again: its gates open.
-func (u *URR) decodeQuotas(c children) error {
+// decodeQuotas reads a Volume Quota, a Time Quota (§8.2.50, §8.2.51), a Quota Validity Time and a
+// Quota Holding Time (§8.2.132, §8.2.48); one that arrives, in a Create or an Update URR, replaces
+// the URR's and gives it quota again: its gates open (a quota used up opens with a new one of its
+// kind; one discarded, with any). A zero validity or holding time disarms it.
+func (u *URR) decodeQuotas(c children, create bool) error {
+	regranted := func(kind [3]byte) {
+		if u.Exhausted == kind || u.Exhausted == reportQUVTI || u.Exhausted == reportQUHTI {
+			u.Exhausted, u.ExhaustedReported = [3]byte{}, false
+		}
+	}
 	if x := c.one(ie.VolumeQuota); x != nil {
 		v, err := readVolumes(x, u.ID)
 		if err != nil {
 			return err
 		}
 		u.VolumeQuota, u.quotaGiven = v, true
-		if u.Exhausted == reportVOLQU {
-			u.Exhausted, u.ExhaustedReported = [3]byte{}, false
-		}
+		regranted(reportVOLQU)
 	}
 	if x := c.one(ie.TimeQuota); x != nil {
 		d, err := x.TimeQuota()
@@ -228,14 +258,57 @@ func (u *URR) decodeQuotas(c children) error {
 			return refuse(CauseMandatoryIEIncorrect, ie.TimeQuota, "URR %d: a Time Quota must be at least a second", u.ID)
 		}
 		u.TimeQuota, u.quotaGiven = uint32(d/time.Second), true
-		if u.Exhausted == reportTIMQU {
-			u.Exhausted, u.ExhaustedReported = [3]byte{}, false
+		regranted(reportTIMQU)
+	}
+	if x := c.one(ie.QuotaValidityTime); x != nil {
+		v, err := uint32IE(x)
+		if err != nil {
+			return err
 		}
+		u.validity = &v
+		regranted(reportQUVTI)
+	}
+	if x := c.one(ie.QuotaHoldingTime); x != nil {
+		v, err := uint32IE(x)
+		if err != nil {
+			return err
+		}
+		u.QuotaHoldingTime, u.lastPacket = v, time.Time{} // counts from the next reading
+		regranted(reportQUHTI)
 	}
 	if (u.VolumeQuotaReport && u.VolumeQuota == nil) || (u.TimeQuotaReport && u.TimeQuota == 0) {
 		return refuse(CauseConditionalIEMissing, ie.VolumeQuota, "URR %d: VOLQU needs a Volume Quota, TIMQU a Time Quota", u.ID)
 	}
+	// A validity time that has ended is disarmed (closeUsedUpQuotas), so only a new URR must bring one.
+	if create && u.ValidityReport && u.validity == nil {
+		return refuse(CauseConditionalIEMissing, ie.QuotaValidityTime, "URR %d: QUVTI needs a Quota Validity Time", u.ID)
+	}
+	if create && u.HoldingReport && u.QuotaHoldingTime == 0 {
+		return refuse(CauseConditionalIEMissing, ie.QuotaHoldingTime, "URR %d: QUHTI needs a Quota Holding Time", u.ID)
+	}
 	return nil
+}
+
+// uint32IE is the value of an IE that holds one Unsigned32.
+func uint32IE(x *ie.IE) (uint32, error) {
+	if len(x.Payload) != 4 {
+		return 0, refuse(CauseInvalidLength, x.Type, "%s: %d octets, want 4", ieName(x.Type), len(x.Payload))
+	}
+	return binary.BigEndian.Uint32(x.Payload), nil
+}
+
+// validUntil is when a Quota Validity Time v, received at now, ends. TS 29.244 §8.2.132 makes it
+// a duration in seconds; free5GC's SMF sends the NTP time it ends at (as go-pfcp did before
+// v0.0.24), which is 1<<31 or more until 2036, where a duration that long (68 years) means nothing.
+// Zero: no validity time.
+func validUntil(v uint32, now time.Time) time.Time {
+	switch {
+	case v == 0:
+		return time.Time{}
+	case v >= 1<<31:
+		return time.Unix(int64(v)-ntpUnixOffset, 0)
+	}
+	return now.Add(time.Duration(v) * time.Second)
 }
 
 // seconds reads the Measurement Period or Time Threshold a trigger needs.
@@ -361,8 +434,8 @@ func (t *VolumeThreshold) reached(up, down uint64) bool {
 	return (t.Total != nil && up+down >= *t.Total) || (t.Uplink != nil && up >= *t.Uplink) || (t.Downlink != nil && down >= *t.Downlink)
 }
 
-// exhausts returns the trigger of the quota a URR with quota left has used up at now with the
-// session at cur, if any.
+// exhausts returns the trigger of the quota a URR with quota left has used up, or lost, at now
+// with the session at cur, if any.
 func (u *URR) exhausts(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 	switch {
 	case u.Exhausted != [3]byte{}:
@@ -370,14 +443,34 @@ func (u *URR) exhausts(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 		return reportTIMQU, true
 	case u.VolumeQuota != nil && u.VolumeQuota.reached(u.volumes(r, u.QuotaBase, cur)):
 		return reportVOLQU, true
+	case !u.QuotaValidUntil.IsZero() && !now.Before(u.QuotaValidUntil):
+		return reportQUVTI, true
+	case u.QuotaHoldingTime > 0 && !u.lastPacket.IsZero() && now.Sub(u.lastPacket) >= time.Duration(u.QuotaHoldingTime)*time.Second:
+		return reportQUHTI, true
 	}
 	return [3]byte{}, false
 }
 
-// closes reports which directions a URR's used-up quota gates: those it measures.
+// sawPackets moves the URR's last packet to now if its directions carried one since the last
+// reading (the holding time counts from there), or if nothing has been read yet.
+func (u *URR) sawPackets(r *Rules, now time.Time, cur Usage) {
+	if u.QuotaHoldingTime == 0 {
+		return
+	}
+	ul, dl, _ := r.directions(u)
+	v := cur.since(u.lastPacketUsage)
+	if u.lastPacket.IsZero() || (ul && v.ULPackets > 0) || (dl && v.DLPackets > 0) {
+		u.lastPacket, u.lastPacketUsage = now, cur
+	}
+}
+
+// holdsQuota: the URR has a volume or a time quota, which its gates stand for.
+func (u *URR) holdsQuota() bool { return u.VolumeQuota != nil || u.TimeQuota > 0 }
+
+// closes reports which directions a URR's used-up or discarded quota gates: those it measures.
 func (r *Rules) closes() (up, down bool) {
 	for _, u := range r.URRs {
-		if u.Exhausted != [3]byte{} {
+		if u.Exhausted != [3]byte{} && u.holdsQuota() {
 			ul, dl, _ := r.directions(u)
 			up, down = up || ul, down || dl
 		}
@@ -403,7 +496,7 @@ func (u *URR) due(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 // polled: a URR has a trigger or a quota that only a reading of the counters can fire.
 func (r *Rules) polled() bool {
 	for _, u := range r.URRs {
-		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil || u.VolumeQuota != nil || u.TimeQuota > 0 {
+		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil || u.holdsQuota() || !u.QuotaValidUntil.IsZero() || u.QuotaHoldingTime > 0 {
 			return true
 		}
 	}
@@ -440,14 +533,18 @@ func (u *URR) report(typ uint16, r *Rules, trigger [3]byte, now time.Time, cur U
 	return ie.NewUsageReport(typ, ies...)
 }
 
-// started sets where a URR's measurement, and the quota it was given, start: now with the
-// session at usage.
+// started sets where a URR's measurement, and the quota, validity and holding time it was
+// given, start: now with the session at usage.
 func (u *URR) started(now time.Time, usage Usage, fresh bool) {
 	if fresh {
 		u.Since, u.Base = now, usage
 	}
+	if u.validity != nil {
+		u.QuotaValidUntil, u.validity = validUntil(*u.validity, now), nil
+	}
 	if u.quotaGiven {
 		u.QuotaSince, u.QuotaBase, u.quotaGiven = now, usage, false
+		u.lastPacket, u.lastPacketUsage = now, usage
 	}
 }
 
@@ -571,16 +668,25 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 }
 
 // closeUsedUpQuotas closes the gates of the directions of the URRs whose quota the session's
-// usage cur, or the time now, has used up (§5.2.2.2.1: the UP function stops forwarding), before
-// the report of it goes (due), which is only where VOLQU or TIMQU ask for it. The counters are
-// read once a second, so up to a second of traffic passes the quota: the report counts it.
+// usage cur, or the time now, has used up or discarded (§5.2.2.2.1: the UP function stops
+// forwarding), before the report of it goes (due), which is only where the URR's triggers ask
+// for one. The counters are read once a second, so up to a second of traffic passes a volume
+// quota (the report counts it), and a holding time is a second coarse.
 func (e *Endpoint) closeUsedUpQuotas(ctx context.Context, s *State, r *Rules, now time.Time, cur Usage) {
 	used := false
-	for _, u := range r.URRs {
-		if trig, ok := u.exhausts(r, now, cur); ok {
-			asked := (trig == reportVOLQU && u.VolumeQuotaReport) || (trig == reportTIMQU && u.TimeQuotaReport)
-			u.Exhausted, u.ExhaustedReported, used = trig, !asked, true
+	for _, id := range sortedKeys(r.URRs) {
+		u := r.URRs[id]
+		u.sawPackets(r, now, cur)
+		trig, ok := u.exhausts(r, now, cur)
+		if !ok {
+			continue
 		}
+		asked := map[[3]byte]bool{reportVOLQU: u.VolumeQuotaReport, reportTIMQU: u.TimeQuotaReport, reportQUVTI: u.ValidityReport, reportQUHTI: u.HoldingReport}[trig]
+		u.Exhausted, u.ExhaustedReported, used = trig, !asked, true
+		if trig == reportQUVTI {
+			u.QuotaValidUntil = time.Time{} // it has ended; a new one arms it again
+		}
+		e.cfg.Log.Info("N4: a URR's quota is used up or discarded", "upSEID", s.UPSEID, "urr", id, "trigger", fmt.Sprintf("%x", trig), "gatesClosed", u.holdsQuota())
 	}
 	if !used {
 		return
@@ -595,9 +701,7 @@ func (e *Endpoint) closeUsedUpQuotas(ctx context.Context, s *State, r *Rules, no
 	}
 	if err != nil {
 		e.cfg.Log.Error(err, "N4: closing the gates of a used-up quota", "upSEID", s.UPSEID)
-		return
 	}
-	e.cfg.Log.Info("N4: a URR's quota is used up, its directions' gates closed", "upSEID", s.UPSEID)
 }
 
 // responseCause is the Cause of a response (0 when it has none).

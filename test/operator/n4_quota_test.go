@@ -2,9 +2,11 @@ package operator
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"github.com/wmnsk/go-pfcp/ie"
@@ -111,4 +113,108 @@ func TestN4VolumeQuotaClosesTheGates(t *testing.T) {
 	if out := r.u.forward(t, frame); len(out) != 1 {
 		t.Fatalf("a downlink packet with a new quota: %d frames left, want 1", len(out))
 	}
+}
+
+// TestN4QuotaValidityAndHoldingTimes: free5GC's SMF, charging online, gives a URR a Volume Quota
+// with a Quota Validity Time, which it encodes as the NTP time the validity ends (TS 29.244
+// §8.2.132 says seconds; docs/n4.md). When it ends, the remaining quota is discarded (§5.2.2.2.1):
+// a Usage Report says QUVTI, no earlier than that time, and the gates close; a new quota with a
+// validity in seconds opens them. Then a Quota Holding Time of 2 s with QUHTI: a downlink packet
+// every 400 ms for 3 s keeps the quota; once they stop, QUHTI comes and the gates close.
+func TestN4QuotaValidityAndHoldingTimes(t *testing.T) {
+	ctx := context.Background()
+	ue, gnb := netip.MustParseAddr("10.60.0.14"), netip.MustParseAddr("198.51.100.10")
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	est, _, usage := forwardingSession(t, r, ue, gnb, 0x92)
+	frame := downlinkFrames(ue, 1)[0]
+	gates := func() (up, down *p4v1.MeterConfig) {
+		t.Helper()
+		up, err := r.u.meter(r.sch, "uplink_mbr", usage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if down, err = r.u.meter(r.sch, "downlink_mbr", usage); err != nil {
+			t.Fatal(err)
+		}
+		return up, down
+	}
+	closed, ambr := &p4v1.MeterConfig{}, &p4v1.MeterConfig{Cir: 125_000_000, Cburst: 12_500_000, Pir: 125_000_000, Pburst: 12_500_000}
+	awaitGates := func(want *p4v1.MeterConfig, what string) {
+		t.Helper()
+		eventually(t, programTimeout, what, func() error {
+			if up, down := gates(); !proto.Equal(up, want) || !proto.Equal(down, want) || up == nil || down == nil {
+				return fmt.Errorf("uplink_mbr %v, downlink_mbr %v", up, down)
+			}
+			return nil
+		})
+	}
+	modify := func(what string, ies ...*ie.IE) {
+		t.Helper()
+		m, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(append([]*ie.IE{ie.NewURRID(1)}, ies...)...))
+		if err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("Update URR with %s: %v, cause %d (%s)", what, err, m.Cause(), why(m))
+		}
+	}
+	validUntil := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	ntp := binary.BigEndian.AppendUint32(nil, uint32(validUntil.Unix()+2_208_988_800))
+	modify("a quota valid for 2 s, as free5GC encodes it", ie.NewReportingTriggers(0x03, 0x81), // PERIO | VOLTH, VOLQU | QUVTI
+		ie.NewVolumeQuota(0x01, 1_000_000, 0, 0), ie.New(ie.QuotaValidityTime, ntp))
+	if out := r.u.forward(t, frame); len(out) != 1 {
+		t.Fatalf("a downlink packet within the quota's validity: %d frames left, want 1", len(out))
+	}
+	rep := usageReportWith(t, r, est.CPSEID, 1, []byte{0, 0, 0x08}) // QUVTI
+	if rep.End.Before(validUntil) {
+		t.Fatalf("QUVTI reported at %s, before the validity ended at %s", rep.End, validUntil)
+	}
+	awaitGates(closed, "both gates closed when the validity ended")
+	if out := r.u.forward(t, frame); len(out) != 0 {
+		t.Fatalf("a downlink packet after the validity ended left on port %d", out[0].port)
+	}
+	modify("a new quota valid for 60 s", ie.NewVolumeQuota(0x01, 1_000_000, 0, 0), ie.NewQuotaValidityTime(time.Minute))
+	awaitGates(ambr, "the gates open with a new quota")
+
+	modify("a holding time of 2 s", ie.NewReportingTriggers(0x0b, 0x81), ie.NewQuotaHoldingTime(2*time.Second)) // PERIO | VOLTH | QUHTI
+	for range 8 {
+		if out := r.u.forward(t, frame); len(out) != 1 {
+			t.Fatalf("a downlink packet within the holding time: %d frames left, want 1", len(out))
+		}
+		time.Sleep(400 * time.Millisecond)
+	}
+	for _, req := range r.smf.Reports() {
+		us, _ := smf.UsageReports(req.IEs)
+		for _, u := range us {
+			if string(u.Trigger) == string([]byte{0x08, 0, 0}) {
+				t.Fatalf("QUHTI while a packet came every 400 ms against a 2 s holding time: %s", u)
+			}
+		}
+	}
+	quiet := time.Now()
+	rep = usageReportWith(t, r, est.CPSEID, 1, []byte{0x08, 0, 0}) // QUHTI
+	if rep.End.Sub(quiet) < time.Second {
+		t.Fatalf("QUHTI at %s, %v after the last packet; want the 2 s holding time (read once a second)", rep.End, rep.End.Sub(quiet))
+	}
+	awaitGates(closed, "both gates closed when the holding time passed")
+}
+
+// usageReportWith waits for a Usage Report with the trigger octets among the Session Report
+// Requests the rig's SMF got, of the session cpSEID and its URR urr (0: any), and returns it.
+func usageReportWith(t *testing.T, r n4Rig, cpSEID uint64, urr uint32, trigger []byte) (rep smf.UsageReport) {
+	t.Helper()
+	eventually(t, programTimeout, fmt.Sprintf("a Usage Report with trigger %x", trigger), func() error {
+		for _, req := range r.smf.Reports() {
+			us, err := smf.UsageReports(req.IEs)
+			if err != nil {
+				return err
+			}
+			for _, u := range us {
+				if (cpSEID == 0 || req.Header.SEID == cpSEID) && (urr == 0 || u.URRID == urr) && string(u.Trigger) == string(trigger) {
+					rep = u
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("none among %d Session Report Requests", len(r.smf.Reports()))
+	})
+	return rep
 }

@@ -62,20 +62,19 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 	if _, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x03, 0x02), ie.NewTimeQuota(time.Second))); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, programTimeout, "a Usage Report with TIMQU", func() error {
-		for _, rep := range r.smf.Reports() {
-			us, err := smf.UsageReports(rep.IEs)
-			if err != nil {
-				return err
-			}
-			for _, u := range us {
-				if string(u.Trigger) == string([]byte{0, 0x02, 0}) {
-					return nil
-				}
-			}
-		}
-		return fmt.Errorf("none yet")
-	})
+	usageReportWith(t, r, 0, 0, []byte{0, 0x02, 0}) // TIMQU
+	// A new Time Quota valid for a second: when the validity ends, a Usage Report says QUVTI.
+	if _, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x03, 0x82),
+		ie.NewTimeQuota(time.Minute), ie.NewQuotaValidityTime(time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	usageReportWith(t, r, 0, 0, []byte{0, 0, 0x08}) // QUVTI
+	// And a quota held a second with no packet: QUHTI.
+	if _, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x0b, 0x02),
+		ie.NewTimeQuota(time.Minute), ie.NewQuotaHoldingTime(time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	usageReportWith(t, r, 0, 0, []byte{0x08, 0, 0}) // QUHTI
 	if _, err := r.smf.Modify(ctx, est, r.smf.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.Redundant}, true)); err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +160,12 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 	decoded, problems, text := dissect(t, tshark, got)
 	if decoded != len(got) {
 		t.Errorf("tshark decoded %d of %d frames as PFCP", decoded, len(got))
+	}
+	// The trigger bits Junction sets where TS 29.244 puts them, as the dissector reads them.
+	for _, trigger := range []string{"QUVTI (Quota Validity Time)", "QUHTI (Quota Holding Time)", "TIMQU (Time Quota)"} {
+		if !strings.Contains(text, "= "+trigger+": True") {
+			t.Errorf("tshark reads no Usage Report Trigger with %s set", trigger)
+		}
 	}
 	if len(problems) > 0 {
 		t.Errorf("tshark finds %d problems in the endpoint's messages:\n  %s", len(problems), strings.Join(problems, "\n  "))
