@@ -117,6 +117,8 @@ func FuzzEstablishment(f *testing.F) {
 			ie.NewOuterHeaderCreation(0x0100, 98, "198.51.100.12", "", 0, 0, 0), ie.NewPFCPSMReqFlags(0x02)))},
 		{ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x01, 0x03), // quotas with VOLQU, TIMQU
 			ie.NewVolumeQuota(0x07, 3000, 1000, 2000), ie.NewTimeQuota(time.Hour), ie.NewMeasurementInformation(0x19))},
+		{ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x09, 0x81), // a validity and a holding time, QUVTI, QUHTI
+			ie.NewVolumeQuota(0x01, 3000, 0, 0), ie.NewQuotaValidityTime(time.Hour), ie.NewQuotaHoldingTime(time.Minute))},
 		{ie.NewCreateQER(ie.NewQERID(7), ie.NewGateStatus(1, 1)), // a closed uplink gate
 			ie.NewUpdatePDR(ie.NewPDRID(smf.PDRUplink3GPP), ie.NewQERID(7)), ie.NewUpdatePDR(ie.NewPDRID(smf.PDRUplinkNon3GPP), ie.NewQERID(7))},
 		{ie.NewCreateFAR(ie.NewFARID(40), ie.NewApplyAction(0x02), ie.NewForwardingParameters( // Open5GS's router solicitations to the CP function
