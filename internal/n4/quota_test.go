@@ -60,10 +60,11 @@ func TestQuotas(t *testing.T) {
 }
 
 // TestQuotaValidityAndHoldingTimes: a Quota Validity Time is seconds (TS 29.244 §8.2.132) or, as
-// free5GC's SMF sends it through go-pfcp, the NTP time it ends; once it has ended, or once the
+// free5GC's SMF sends it, the NTP time it ends; once it has ended, or once the
 // URR's directions have carried no packet for its Quota Holding Time (§8.2.48), the remaining
 // quota is discarded (§5.2.2.2.1): QUVTI or QUHTI, and the gates of a URR that holds a quota
-// close (a URR without one has none to discard). A new quota gives it quota again.
+// close (a URR without one has none to discard); without its trigger, a time arms nothing. A
+// new quota gives it quota again.
 func TestQuotaValidityAndHoldingTimes(t *testing.T) {
 	t0 := time.Unix(1_900_000_000, 0)
 	r := &Rules{PDRs: map[uint16]*PDR{1: {ID: 1, Source: ifaceAccess, URRIDs: []uint32{1}}, 2: {ID: 2, Source: ifaceCore, URRIDs: []uint32{1}}}}
@@ -100,7 +101,15 @@ func TestQuotaValidityAndHoldingTimes(t *testing.T) {
 			t.Fatalf("%s: at 20 s of 20: %x %v, want QUVTI", tc.name, trig, ok)
 		}
 	}
-	u, _ := create(ie.NewReportingTriggers(0, triggerQUVTI), ie.New(ie.QuotaValidityTime, []byte{0, 0, 0, 20}))
+	// free5GC's re-grant: a validity time without QUVTI, which the IE is conditional on, arms nothing.
+	u, err := create(ie.NewReportingTriggers(0, triggerVOLQU), quota, ie.New(ie.QuotaValidityTime, []byte{0, 0, 0, 20}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trig, ok := u.exhausts(r, t0.Add(time.Hour), Usage{}); ok {
+		t.Fatalf("a validity time without QUVTI: %x once it ended; want nothing (the SMF would never hear of the discard)", trig)
+	}
+	u, _ = create(ie.NewReportingTriggers(0, triggerQUVTI), ie.New(ie.QuotaValidityTime, []byte{0, 0, 0, 20}))
 	u.Exhausted = reportQUVTI
 	if up, down := r.closes(); up || down {
 		t.Fatalf("a URR without a quota closes up %v, down %v at the end of its validity; it has nothing to discard", up, down)

@@ -103,8 +103,11 @@ type URR struct {
 	VolumeQuotaReport bool             `json:"volumeQuotaReport,omitempty"`
 	TimeQuotaReport   bool             `json:"timeQuotaReport,omitempty"`
 	// QuotaValidUntil (Quota Validity Time) and QuotaHoldingTime (seconds): the URR's quota is
-	// discarded when it stops being valid, or once its directions have carried no packet for the
-	// holding time (§5.2.2.2.1); reported if ValidityReport / HoldingReport (QUVTI, QUHTI) ask.
+	// discarded, and the SMF told, when it stops being valid, or once its directions have carried
+	// no packet for the holding time (§5.2.2.2.1), where ValidityReport / HoldingReport (QUVTI,
+	// QUHTI) ask. Without its trigger, either time arms nothing: Table 7.5.2.4-1 makes the IE
+	// conditional on it, and free5GC's SMF sends a validity time without QUVTI when its CHF
+	// grants a quota again (a discard the SMF never heard of would cut the user off for good).
 	QuotaValidUntil  time.Time `json:"quotaValidUntil,omitzero"`
 	QuotaHoldingTime uint32    `json:"quotaHoldingTime,omitempty"`
 	ValidityReport   bool      `json:"validityReport,omitempty"`
@@ -443,9 +446,9 @@ func (u *URR) exhausts(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 		return reportTIMQU, true
 	case u.VolumeQuota != nil && u.VolumeQuota.reached(u.volumes(r, u.QuotaBase, cur)):
 		return reportVOLQU, true
-	case !u.QuotaValidUntil.IsZero() && !now.Before(u.QuotaValidUntil):
+	case u.ValidityReport && !u.QuotaValidUntil.IsZero() && !now.Before(u.QuotaValidUntil):
 		return reportQUVTI, true
-	case u.QuotaHoldingTime > 0 && !u.lastPacket.IsZero() && now.Sub(u.lastPacket) >= time.Duration(u.QuotaHoldingTime)*time.Second:
+	case u.HoldingReport && u.QuotaHoldingTime > 0 && !u.lastPacket.IsZero() && now.Sub(u.lastPacket) >= time.Duration(u.QuotaHoldingTime)*time.Second:
 		return reportQUHTI, true
 	}
 	return [3]byte{}, false
@@ -454,7 +457,7 @@ func (u *URR) exhausts(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 // sawPackets moves the URR's last packet to now if its directions carried one since the last
 // reading (the holding time counts from there), or if nothing has been read yet.
 func (u *URR) sawPackets(r *Rules, now time.Time, cur Usage) {
-	if u.QuotaHoldingTime == 0 {
+	if !u.HoldingReport || u.QuotaHoldingTime == 0 {
 		return
 	}
 	ul, dl, _ := r.directions(u)
@@ -496,7 +499,7 @@ func (u *URR) due(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 // polled: a URR has a trigger or a quota that only a reading of the counters can fire.
 func (r *Rules) polled() bool {
 	for _, u := range r.URRs {
-		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil || u.holdsQuota() || !u.QuotaValidUntil.IsZero() || u.QuotaHoldingTime > 0 {
+		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil || u.holdsQuota() || u.ValidityReport || u.HoldingReport {
 			return true
 		}
 	}
@@ -681,7 +684,7 @@ func (e *Endpoint) closeUsedUpQuotas(ctx context.Context, s *State, r *Rules, no
 		if !ok {
 			continue
 		}
-		asked := map[[3]byte]bool{reportVOLQU: u.VolumeQuotaReport, reportTIMQU: u.TimeQuotaReport, reportQUVTI: u.ValidityReport, reportQUHTI: u.HoldingReport}[trig]
+		asked := (trig == reportVOLQU && u.VolumeQuotaReport) || (trig == reportTIMQU && u.TimeQuotaReport) || trig == reportQUVTI || trig == reportQUHTI
 		u.Exhausted, u.ExhaustedReported, used = trig, !asked, true
 		if trig == reportQUVTI {
 			u.QuotaValidUntil = time.Time{} // it has ended; a new one arms it again
