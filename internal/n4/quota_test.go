@@ -158,3 +158,45 @@ func TestQuotaValidityAndHoldingTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestStartOfTraffic: a URR with START owes a report once the directions it measures carry a
+// packet after it asked (TS 29.244 §8.2.41: START), and only then; an Update URR that sends START
+// again does not ask anew, one that drops it owes nothing.
+func TestStartOfTraffic(t *testing.T) {
+	t0 := time.Unix(1_900_000_000, 0)
+	r := &Rules{PDRs: map[uint16]*PDR{1: {ID: 1, Source: ifaceAccess, URRIDs: []uint32{1}}, 2: {ID: 2, Source: ifaceCore}}}
+	u, err := decodeURR(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(triggerSTART, 0)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.URRs = map[uint32]*URR{1: u}
+	before := Usage{ULPackets: 5, ULBytes: 500, DLPackets: 7, DLBytes: 700}
+	u.started(t0, before, true)
+	if !r.polled() {
+		t.Fatal("a URR waiting for its first packet is not read")
+	}
+	downlinkOnly := before
+	downlinkOnly.DLPackets, downlinkOnly.DLBytes = 8, 800
+	if u.sawStart(r, before) || u.sawStart(r, downlinkOnly) {
+		t.Fatal("START seen with no uplink packet since it was asked for (the URR measures the uplink only)")
+	}
+	if trig, ok := u.due(r, t0.Add(time.Second), downlinkOnly); ok {
+		t.Fatalf("a report due before the first packet: %x", trig)
+	}
+	first := downlinkOnly
+	first.ULPackets, first.ULBytes = 6, 600
+	if !u.sawStart(r, first) {
+		t.Fatal("the first uplink packet is not the start of traffic")
+	}
+	if trig, ok := u.due(r, t0.Add(2*time.Second), first); !ok || trig != reportSTART {
+		t.Fatalf("after the first packet: %x %v, want START", trig, ok)
+	}
+	again, err := decodeURR(ie.NewUpdateURR(ie.NewURRID(1), ie.NewReportingTriggers(triggerSTART, 0)), u)
+	if err != nil || again.startGiven || !again.StartOwed {
+		t.Fatalf("an Update URR that sends START again: %v, asked anew %v, owed %v; want the report still owed, nothing asked anew", err, again.startGiven, again.StartOwed)
+	}
+	dropped, err := decodeURR(ie.NewUpdateURR(ie.NewURRID(1), ie.NewReportingTriggers(triggerPERIO, 0), ie.NewMeasurementPeriod(time.Minute)), u)
+	if err != nil || dropped.StartOwed || dropped.StartBase != nil {
+		t.Fatalf("an Update URR without START: %v, owed %v; want nothing owed", err, dropped.StartOwed)
+	}
+}

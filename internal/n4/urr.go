@@ -8,8 +8,10 @@ package n4
 // PDR of that direction or none). A volume or time quota used up closes the gates of the URR's
 // directions (spec.gates) until the SMF gives a new one, and is reported on VOLQU and TIMQU; so
 // is a quota whose validity time ends or whose directions carry nothing for its holding time
-// (QUVTI, QUHTI: the remaining quota is discarded). Linked usage and event reporting are
-// detection the pipeline does not do: refused, never ignored (docs/n4.md).
+// (QUVTI, QUHTI: the remaining quota is discarded). The first packet after a URR with START
+// came is reported (free5GC's online charging asks for it before it has a quota to give).
+// Linked usage, stop of traffic and event reporting are detection the pipeline does not do:
+// refused, never ignored (docs/n4.md).
 
 import (
 	"context"
@@ -55,6 +57,7 @@ const (
 	triggerVOLTH = 0x02
 	triggerTIMTH = 0x04
 	triggerQUHTI = 0x08
+	triggerSTART = 0x10
 	triggerVOLQU = 0x01 // octet 6
 	triggerTIMQU = 0x02
 	triggerQUVTI = 0x80
@@ -75,6 +78,7 @@ var (
 	reportVOLTH = [3]byte{0x02, 0, 0}
 	reportTIMTH = [3]byte{0x04, 0, 0}
 	reportQUHTI = [3]byte{0x08, 0, 0}
+	reportSTART = [3]byte{0x10, 0, 0}
 	reportIMMER = [3]byte{0x80, 0, 0}
 	reportVOLQU = [3]byte{0, 0x01, 0}
 	reportTIMQU = [3]byte{0, 0x02, 0}
@@ -112,6 +116,14 @@ type URR struct {
 	QuotaHoldingTime uint32    `json:"quotaHoldingTime,omitempty"`
 	ValidityReport   bool      `json:"validityReport,omitempty"`
 	HoldingReport    bool      `json:"holdingReport,omitempty"`
+	// StartReport (START): report the URR's first packet. StartBase is the session's usage when
+	// START was asked for, while no packet has come since; StartOwed: one came, its report is
+	// not yet accepted.
+	StartReport bool   `json:"startReport,omitempty"`
+	StartBase   *Usage `json:"startBase,omitempty"`
+	StartOwed   bool   `json:"startOwed,omitempty"`
+	// startGiven: this request asked for START anew (started sets StartBase).
+	startGiven bool
 	// validity: the Quota Validity Time this request gave, as sent (started resolves it);
 	// lastPacket, lastPacketUsage: the counters' reading at which the URR's directions last had
 	// a packet (in memory only: after a restart, the holding time counts from the first reading).
@@ -187,17 +199,22 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 		if err != nil || len(b) < 2 {
 			return nil, bad(x, fmt.Errorf("%d octets", len(b)))
 		}
-		unsupported := b[0]&^(triggerPERIO|triggerVOLTH|triggerTIMTH|triggerQUHTI) | b[1]&^(triggerVOLQU|triggerTIMQU|triggerQUVTI)
+		unsupported := b[0]&^(triggerPERIO|triggerVOLTH|triggerTIMTH|triggerQUHTI|triggerSTART) | b[1]&^(triggerVOLQU|triggerTIMQU|triggerQUVTI)
 		for _, o := range b[2:] {
 			unsupported |= o
 		}
 		if unsupported != 0 {
 			return nil, refuse(CauseServiceNotSupported, ie.ReportingTriggers,
-				"URR %d: reporting triggers %x; Junction reports on PERIO, VOLTH, TIMTH, QUHTI, VOLQU, TIMQU and QUVTI (and at deletion, removal and query)", u.ID, b)
+				"URR %d: reporting triggers %x; Junction reports on PERIO, VOLTH, TIMTH, QUHTI, START, VOLQU, TIMQU and QUVTI (and at deletion, removal and query)", u.ID, b)
 		}
 		perio, volth, timth = b[0]&triggerPERIO != 0, b[0]&triggerVOLTH != 0, b[0]&triggerTIMTH != 0
 		u.VolumeQuotaReport, u.TimeQuotaReport = b[1]&triggerVOLQU != 0, b[1]&triggerTIMQU != 0
 		u.ValidityReport, u.HoldingReport = b[1]&triggerQUVTI != 0, b[0]&triggerQUHTI != 0
+		start := b[0]&triggerSTART != 0
+		if !start {
+			u.StartBase, u.StartOwed = nil, false
+		}
+		u.startGiven, u.StartReport = start && !u.StartReport, start
 	} else if create {
 		return nil, refuse(CauseMandatoryIEMissing, ie.ReportingTriggers, "URR %d has no Reporting Triggers", u.ID)
 	}
@@ -282,7 +299,7 @@ func (u *URR) decodeQuotas(c children, create bool) error {
 	if (u.VolumeQuotaReport && u.VolumeQuota == nil) || (u.TimeQuotaReport && u.TimeQuota == 0) {
 		return refuse(CauseConditionalIEMissing, ie.VolumeQuota, "URR %d: VOLQU needs a Volume Quota, TIMQU a Time Quota", u.ID)
 	}
-	// A validity time that has ended is disarmed (closeUsedUpQuotas), so only a new URR must bring one.
+	// A validity time that has ended is disarmed (observeUsage), so only a new URR must bring one.
 	if create && u.ValidityReport && u.validity == nil {
 		return refuse(CauseConditionalIEMissing, ie.QuotaValidityTime, "URR %d: QUVTI needs a Quota Validity Time", u.ID)
 	}
@@ -467,6 +484,21 @@ func (u *URR) sawPackets(r *Rules, now time.Time, cur Usage) {
 	}
 }
 
+// sawStart reports whether the URR's directions carried their first packet since START was
+// asked for (it owes the report from then on).
+func (u *URR) sawStart(r *Rules, cur Usage) bool {
+	if u.StartBase == nil {
+		return false
+	}
+	ul, dl, _ := r.directions(u)
+	v := cur.since(*u.StartBase)
+	if (ul && v.ULPackets > 0) || (dl && v.DLPackets > 0) {
+		u.StartBase, u.StartOwed = nil, true
+		return true
+	}
+	return false
+}
+
 // holdsQuota: the URR has a volume or a time quota, which its gates stand for.
 func (u *URR) holdsQuota() bool { return u.VolumeQuota != nil || u.TimeQuota > 0 }
 
@@ -486,6 +518,8 @@ func (u *URR) due(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 	switch {
 	case u.Exhausted != [3]byte{} && !u.ExhaustedReported:
 		return u.Exhausted, true
+	case u.StartOwed:
+		return reportSTART, true
 	case u.Period > 0 && now.Sub(u.Since) >= time.Duration(u.Period)*time.Second:
 		return reportPERIO, true
 	case u.TimeThreshold > 0 && now.Sub(u.Since) >= time.Duration(u.TimeThreshold)*time.Second:
@@ -499,7 +533,7 @@ func (u *URR) due(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 // polled: a URR has a trigger or a quota that only a reading of the counters can fire.
 func (r *Rules) polled() bool {
 	for _, u := range r.URRs {
-		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil || u.holdsQuota() || u.ValidityReport || u.HoldingReport {
+		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil || u.holdsQuota() || u.ValidityReport || u.HoldingReport || u.StartBase != nil || u.StartOwed {
 			return true
 		}
 	}
@@ -544,6 +578,9 @@ func (u *URR) started(now time.Time, usage Usage, fresh bool) {
 	}
 	if u.validity != nil {
 		u.QuotaValidUntil, u.validity = validUntil(*u.validity, now), nil
+	}
+	if u.startGiven {
+		u.StartBase, u.startGiven = &usage, false
 	}
 	if u.quotaGiven {
 		u.QuotaSince, u.QuotaBase, u.quotaGiven = now, usage, false
@@ -611,18 +648,21 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 		return
 	}
 	now := time.Now()
-	e.closeUsedUpQuotas(ctx, s, r, now, cur)
+	e.observeUsage(ctx, s, r, now, cur)
 	if assoc == nil || s.reporting {
 		return
 	}
 	var reports []*ie.IE
-	sent := map[uint32]uint32{} // URR → the UR-SEQN reported
-	quota := map[uint32]bool{}  // URRs whose report is of their used-up quota
+	type sentReport struct {
+		seq     uint32
+		trigger [3]byte
+	}
+	sent := map[uint32]sentReport{} // by URR
 	for _, id := range sortedKeys(r.URRs) {
 		u := r.URRs[id]
 		if trig, ok := u.due(r, now, cur); ok {
 			reports = append(reports, u.report(ie.UsageReportWithinSessionReportRequest, r, trig, now, cur))
-			sent[id], quota[id] = u.Seq, trig == u.Exhausted
+			sent[id] = sentReport{u.Seq, trig}
 		}
 	}
 	if len(reports) == 0 {
@@ -645,10 +685,11 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 			e.cfg.Log.Error(err, "N4: a usage report not recorded", "upSEID", s.UPSEID)
 			return
 		}
-		for id, seq := range sent {
-			if u := r.URRs[id]; u != nil && u.Seq == seq {
+		for id, rep := range sent {
+			if u := r.URRs[id]; u != nil && u.Seq == rep.seq {
 				u.reported(now, cur)
-				u.ExhaustedReported = u.ExhaustedReported || quota[id]
+				u.ExhaustedReported = u.ExhaustedReported || rep.trigger == u.Exhausted
+				u.StartOwed = u.StartOwed && rep.trigger != reportSTART
 			}
 		}
 		packed, err := pack(r)
@@ -670,28 +711,30 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 	})
 }
 
-// closeUsedUpQuotas closes the gates of the directions of the URRs whose quota the session's
-// usage cur, or the time now, has used up or discarded (§5.2.2.2.1: the UP function stops
-// forwarding), before the report of it goes (due), which is only where the URR's triggers ask
-// for one. The counters are read once a second, so up to a second of traffic passes a volume
-// quota (the report counts it), and a holding time is a second coarse.
-func (e *Endpoint) closeUsedUpQuotas(ctx context.Context, s *State, r *Rules, now time.Time, cur Usage) {
-	used := false
+// observeUsage takes a reading of the session's usage cur at now: a URR's first packet (START),
+// its last (the holding time counts from there), and the quotas its usage or the time has used
+// up or discarded, whose directions' gates close (§5.2.2.2.1: the UP function stops
+// forwarding) before the report of it goes (due), which is only where the URR's triggers ask for
+// one. The counters are read once a second, so up to a second of traffic passes a volume quota
+// (the report counts it), and a holding time is a second coarse.
+func (e *Endpoint) observeUsage(ctx context.Context, s *State, r *Rules, now time.Time, cur Usage) {
+	changed := false
 	for _, id := range sortedKeys(r.URRs) {
 		u := r.URRs[id]
 		u.sawPackets(r, now, cur)
+		changed = u.sawStart(r, cur) || changed
 		trig, ok := u.exhausts(r, now, cur)
 		if !ok {
 			continue
 		}
 		asked := (trig == reportVOLQU && u.VolumeQuotaReport) || (trig == reportTIMQU && u.TimeQuotaReport) || trig == reportQUVTI || trig == reportQUHTI
-		u.Exhausted, u.ExhaustedReported, used = trig, !asked, true
+		u.Exhausted, u.ExhaustedReported, changed = trig, !asked, true
 		if trig == reportQUVTI {
 			u.QuotaValidUntil = time.Time{} // it has ended; a new one arms it again
 		}
 		e.cfg.Log.Info("N4: a URR's quota is used up or discarded", "upSEID", s.UPSEID, "urr", id, "trigger", fmt.Sprintf("%x", trig), "gatesClosed", u.holdsQuota())
 	}
-	if !used {
+	if !changed {
 		return
 	}
 	packed, err := pack(r)
@@ -703,7 +746,7 @@ func (e *Endpoint) closeUsedUpQuotas(ctx context.Context, s *State, r *Rules, no
 		}
 	}
 	if err != nil {
-		e.cfg.Log.Error(err, "N4: closing the gates of a used-up quota", "upSEID", s.UPSEID)
+		e.cfg.Log.Error(err, "N4: saving what a usage reading found", "upSEID", s.UPSEID)
 	}
 }
 

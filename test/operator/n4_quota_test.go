@@ -218,3 +218,65 @@ func usageReportWith(t *testing.T, r n4Rig, cpSEID uint64, urr uint32, trigger [
 	})
 	return rep
 }
+
+// TestN4OnlineChargingAsFree5GCDoesIt: free5GC's SMF, charging online, gives a session a URR with
+// only the START trigger (internal/context: SetStartOfSDFTrigger) before its CHF grants anything:
+// the first packet on the URR's PDRs is reported with START (TS 29.244 §8.2.41) and the volume
+// measured so far, and no second one follows. The CHF's grant then comes as an Update URR with a
+// Volume Quota, VOLQU and a Quota Validity Time without QUVTI (updateGrantedQuota sets QUVTI and
+// then writes the triggers over it), which is taken: the packets go on.
+func TestN4OnlineChargingAsFree5GCDoesIt(t *testing.T) {
+	ctx := context.Background()
+	ue, gnb := netip.MustParseAddr("10.60.0.15"), netip.MustParseAddr("198.51.100.10")
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	est, _, _ := forwardingSession(t, r, ue, gnb, 0x93)
+	frame := downlinkFrames(ue, 1)[0]
+	named := []*ie.IE{ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(3)}
+	m, err := r.smf.Modify(ctx, est,
+		ie.NewCreateURR(ie.NewURRID(3), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x10, 0), ie.NewMeasurementInformation(0)), // START
+		ie.NewUpdatePDR(append([]*ie.IE{ie.NewPDRID(idlePDRUplink)}, named...)...),
+		ie.NewUpdatePDR(append([]*ie.IE{ie.NewPDRID(idlePDRDownlink)}, named...)...))
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("a URR with START on both PDRs: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	startReports := func() (n int) {
+		for _, req := range r.smf.Reports() {
+			us, _ := smf.UsageReports(req.IEs)
+			for _, u := range us {
+				if req.Header.SEID == est.CPSEID && u.URRID == 3 && string(u.Trigger) == string([]byte{0x10, 0, 0}) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	time.Sleep(2 * time.Second) // two readings of the counters with no packet
+	if n := startReports(); n != 0 {
+		t.Fatalf("%d START reports before any packet", n)
+	}
+	if out := r.u.forward(t, frame); len(out) != 1 {
+		t.Fatalf("the first downlink packet: %d frames left, want 1", len(out))
+	}
+	rep := usageReportWith(t, r, est.CPSEID, 3, []byte{0x10, 0, 0}) // START
+	if rep.Downlink != 92 || rep.DLPackets != 1 || rep.Uplink != 0 {
+		t.Fatalf("the START report: %s; want the one downlink packet of 92 bytes", rep)
+	}
+
+	validity := binary.BigEndian.AppendUint32(nil, uint32(time.Now().Add(time.Second).Unix()+2_208_988_800))
+	m, err = r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(3), ie.NewReportingTriggers(0, 0x01), // VOLQU
+		ie.NewVolumeQuota(0x01, 1_000_000, 0, 0), ie.New(ie.QuotaValidityTime, validity)))
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("the CHF's grant: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	time.Sleep(2 * time.Second) // past the validity time, which arms nothing without QUVTI
+	for i := range 3 {
+		if out := r.u.forward(t, frame); len(out) != 1 {
+			t.Fatalf("downlink packet %d after the grant: %d frames left, want 1", i, len(out))
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // a reading of them
+	if n := startReports(); n != 1 {
+		t.Fatalf("%d START reports; want the one of the first packet", n)
+	}
+}

@@ -58,6 +58,12 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 		}
 		return nil
 	})
+	// START: the session's first packet since, one up its WiFi leg, is reported.
+	if _, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x13, 0))); err != nil {
+		t.Fatal(err)
+	}
+	r.u.forward(t, aliceTraffic(metered, 1, 0)[0])
+	usageReportWith(t, r, 0, 0, []byte{0x10, 0, 0}) // START
 	// A Time Quota of a second: once it has passed, the gates close and a Usage Report says TIMQU.
 	if _, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x03, 0x02), ie.NewTimeQuota(time.Second))); err != nil {
 		t.Fatal(err)
@@ -162,7 +168,7 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 		t.Errorf("tshark decoded %d of %d frames as PFCP", decoded, len(got))
 	}
 	// The trigger bits Junction sets where TS 29.244 puts them, as the dissector reads them.
-	for _, trigger := range []string{"QUVTI (Quota Validity Time)", "QUHTI (Quota Holding Time)", "TIMQU (Time Quota)"} {
+	for _, trigger := range []string{"START (Start of Traffic)", "QUVTI (Quota Validity Time)", "QUHTI (Quota Holding Time)", "TIMQU (Time Quota)"} {
 		if !strings.Contains(text, "= "+trigger+": True") {
 			t.Errorf("tshark reads no Usage Report Trigger with %s set", trigger)
 		}
