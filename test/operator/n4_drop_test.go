@@ -53,6 +53,23 @@ func free5GCEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, dlFAR *ie
 	}, more...)
 }
 
+// free5GCAMBR is the meter cell free5GCEstablishment's session AMBR (QER 2, 1,000,000 kbit/s)
+// gives each direction: 125,000,000 bytes/s, 100 ms bursts (docs/pipeline.md, "MBR policer").
+var free5GCAMBR = &p4v1.MeterConfig{Cir: 125_000_000, Cburst: 12_500_000, Pir: 125_000_000, Pburst: 12_500_000}
+
+// mbrCells reads a session's uplink_mbr and downlink_mbr cells: its gates and its MBR.
+func mbrCells(t *testing.T, r n4Rig, usage int64) (up, down *p4v1.MeterConfig) {
+	t.Helper()
+	up, err := r.u.meter(r.sch, "uplink_mbr", usage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if down, err = r.u.meter(r.sch, "downlink_mbr", usage); err != nil {
+		t.Fatal(err)
+	}
+	return up, down
+}
+
 // free5GCURR is a URR of free5GC's default configuration: volume, reported every 10 s and at
 // 1,000 bytes up and down (Volume Threshold ULVOL | DLVOL, as newCreateURRIE builds it).
 func free5GCURR(id uint32, measurementInformation uint8) *ie.IE {
@@ -261,13 +278,10 @@ func TestN4ClosedGatesDropTheirDirection(t *testing.T) {
 	}
 	meter := func() *p4v1.MeterConfig {
 		t.Helper()
-		m, err := r.u.meter(r.sch, "downlink_mbr", usage)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
+		_, down := mbrCells(t, r, usage)
+		return down
 	}
-	ambr := &p4v1.MeterConfig{Cir: 125_000_000, Cburst: 12_500_000, Pir: 125_000_000, Pburst: 12_500_000} // 1,000,000 kbit/s, 100 ms bursts
+	ambr := free5GCAMBR
 	if m := meter(); !proto.Equal(m, ambr) {
 		t.Fatalf("downlink_mbr[%d] %v with the gate open, want the AMBR's %v", usage, m, ambr)
 	}

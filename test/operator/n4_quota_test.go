@@ -28,18 +28,6 @@ func TestN4VolumeQuotaClosesTheGates(t *testing.T) {
 	r := newN4Rig(t, nil, nil)
 	r.associate(t)
 	est, _, usage := forwardingSession(t, r, ue, gnb, 0x91)
-	meters := func() (up, down *p4v1.MeterConfig) {
-		t.Helper()
-		up, err := r.u.meter(r.sch, "uplink_mbr", usage)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if down, err = r.u.meter(r.sch, "downlink_mbr", usage); err != nil {
-			t.Fatal(err)
-		}
-		return up, down
-	}
-	ambr := &p4v1.MeterConfig{Cir: 125_000_000, Cburst: 12_500_000, Pir: 125_000_000, Pburst: 12_500_000} // 1,000,000 kbit/s
 	quota := func(bytes uint64) {
 		t.Helper()
 		m, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(1), ie.NewReportingTriggers(0x03, 0x01), // PERIO | VOLTH, VOLQU
@@ -59,7 +47,7 @@ func TestN4VolumeQuotaClosesTheGates(t *testing.T) {
 	}
 	closed := &p4v1.MeterConfig{}
 	eventually(t, programTimeout, "both gates closed", func() error {
-		if up, down := meters(); !proto.Equal(up, closed) || !proto.Equal(down, closed) || up == nil || down == nil {
+		if up, down := mbrCells(t, r, usage); !proto.Equal(up, closed) || !proto.Equal(down, closed) || up == nil || down == nil {
 			return fmt.Errorf("uplink_mbr %v, downlink_mbr %v", up, down)
 		}
 		return nil
@@ -107,8 +95,8 @@ func TestN4VolumeQuotaClosesTheGates(t *testing.T) {
 	})
 
 	quota(1_000_000)
-	if up, down := meters(); !proto.Equal(up, ambr) || !proto.Equal(down, ambr) {
-		t.Fatalf("with a new quota: uplink_mbr %v, downlink_mbr %v; want the AMBR's %v", up, down, ambr)
+	if up, down := mbrCells(t, r, usage); !proto.Equal(up, free5GCAMBR) || !proto.Equal(down, free5GCAMBR) {
+		t.Fatalf("with a new quota: uplink_mbr %v, downlink_mbr %v; want the AMBR's %v", up, down, free5GCAMBR)
 	}
 	if out := r.u.forward(t, frame); len(out) != 1 {
 		t.Fatalf("a downlink packet with a new quota: %d frames left, want 1", len(out))
@@ -128,22 +116,11 @@ func TestN4QuotaValidityAndHoldingTimes(t *testing.T) {
 	r.associate(t)
 	est, _, usage := forwardingSession(t, r, ue, gnb, 0x92)
 	frame := downlinkFrames(ue, 1)[0]
-	gates := func() (up, down *p4v1.MeterConfig) {
-		t.Helper()
-		up, err := r.u.meter(r.sch, "uplink_mbr", usage)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if down, err = r.u.meter(r.sch, "downlink_mbr", usage); err != nil {
-			t.Fatal(err)
-		}
-		return up, down
-	}
-	closed, ambr := &p4v1.MeterConfig{}, &p4v1.MeterConfig{Cir: 125_000_000, Cburst: 12_500_000, Pir: 125_000_000, Pburst: 12_500_000}
+	closed := &p4v1.MeterConfig{}
 	awaitGates := func(want *p4v1.MeterConfig, what string) {
 		t.Helper()
 		eventually(t, programTimeout, what, func() error {
-			if up, down := gates(); !proto.Equal(up, want) || !proto.Equal(down, want) || up == nil || down == nil {
+			if up, down := mbrCells(t, r, usage); !proto.Equal(up, want) || !proto.Equal(down, want) || up == nil || down == nil {
 				return fmt.Errorf("uplink_mbr %v, downlink_mbr %v", up, down)
 			}
 			return nil
@@ -172,7 +149,7 @@ func TestN4QuotaValidityAndHoldingTimes(t *testing.T) {
 		t.Fatalf("a downlink packet after the validity ended left on port %d", out[0].port)
 	}
 	modify("a new quota valid for 60 s", ie.NewVolumeQuota(0x01, 1_000_000, 0, 0), ie.NewQuotaValidityTime(time.Minute))
-	awaitGates(ambr, "the gates open with a new quota")
+	awaitGates(free5GCAMBR, "the gates open with a new quota")
 
 	modify("a holding time of 2 s", ie.NewReportingTriggers(0x0b, 0x81), ie.NewQuotaHoldingTime(2*time.Second)) // PERIO | VOLTH | QUHTI
 	for range 8 {
