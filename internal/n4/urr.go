@@ -727,6 +727,7 @@ func (e *Endpoint) observeUsage(ctx context.Context, s *State, r *Rules, now tim
 		if !ok {
 			continue
 		}
+		// QUVTI and QUHTI fire only where their triggers ask for the report (exhausts).
 		asked := (trig == reportVOLQU && u.VolumeQuotaReport) || (trig == reportTIMQU && u.TimeQuotaReport) || trig == reportQUVTI || trig == reportQUHTI
 		u.Exhausted, u.ExhaustedReported, changed = trig, !asked, true
 		if trig == reportQUVTI {
