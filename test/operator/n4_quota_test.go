@@ -134,9 +134,8 @@ func TestN4QuotaValidityAndHoldingTimes(t *testing.T) {
 		}
 	}
 	validUntil := time.Now().Add(2 * time.Second).Truncate(time.Second)
-	ntp := binary.BigEndian.AppendUint32(nil, uint32(validUntil.Unix()+2_208_988_800))
 	modify("a quota valid for 2 s, as free5GC encodes it", ie.NewReportingTriggers(0x03, 0x81), // PERIO | VOLTH, VOLQU | QUVTI
-		ie.NewVolumeQuota(0x01, 1_000_000, 0, 0), ie.New(ie.QuotaValidityTime, ntp))
+		ie.NewVolumeQuota(0x01, 1_000_000, 0, 0), free5GCValidity(validUntil))
 	if out := r.u.forward(t, frame); len(out) != 1 {
 		t.Fatalf("a downlink packet within the quota's validity: %d frames left, want 1", len(out))
 	}
@@ -158,13 +157,8 @@ func TestN4QuotaValidityAndHoldingTimes(t *testing.T) {
 		}
 		time.Sleep(400 * time.Millisecond)
 	}
-	for _, req := range r.smf.Reports() {
-		us, _ := smf.UsageReports(req.IEs)
-		for _, u := range us {
-			if string(u.Trigger) == string([]byte{0x08, 0, 0}) {
-				t.Fatalf("QUHTI while a packet came every 400 ms against a 2 s holding time: %s", u)
-			}
-		}
+	if early := reportsWith(t, r, est.CPSEID, 1, []byte{0x08, 0, 0}); len(early) > 0 {
+		t.Fatalf("QUHTI while a packet came every 400 ms against a 2 s holding time: %s", early[0])
 	}
 	quiet := time.Now()
 	rep = usageReportWith(t, r, est.CPSEID, 1, []byte{0x08, 0, 0}) // QUHTI
@@ -174,26 +168,42 @@ func TestN4QuotaValidityAndHoldingTimes(t *testing.T) {
 	awaitGates(closed, "both gates closed when the holding time passed")
 }
 
-// usageReportWith waits for a Usage Report with the trigger octets among the Session Report
-// Requests the rig's SMF got, of the session cpSEID and its URR urr (0: any), and returns it.
-func usageReportWith(t *testing.T, r n4Rig, cpSEID uint64, urr uint32, trigger []byte) (rep smf.UsageReport) {
+// reportsWith is the Usage Reports with the trigger octets among the Session Report Requests
+// the rig's SMF got, of the session cpSEID and its URR urr (0: any).
+func reportsWith(t *testing.T, r n4Rig, cpSEID uint64, urr uint32, trigger []byte) []smf.UsageReport {
 	t.Helper()
-	eventually(t, programTimeout, fmt.Sprintf("a Usage Report with trigger %x", trigger), func() error {
-		for _, req := range r.smf.Reports() {
-			us, err := smf.UsageReports(req.IEs)
-			if err != nil {
-				return err
-			}
-			for _, u := range us {
-				if (cpSEID == 0 || req.Header.SEID == cpSEID) && (urr == 0 || u.URRID == urr) && string(u.Trigger) == string(trigger) {
-					rep = u
-					return nil
-				}
+	var out []smf.UsageReport
+	for _, req := range r.smf.Reports() {
+		us, err := smf.UsageReports(req.IEs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range us {
+			if (cpSEID == 0 || req.Header.SEID == cpSEID) && (urr == 0 || u.URRID == urr) && string(u.Trigger) == string(trigger) {
+				out = append(out, u)
 			}
 		}
-		return fmt.Errorf("none among %d Session Report Requests", len(r.smf.Reports()))
+	}
+	return out
+}
+
+// usageReportWith waits for the first of reportsWith and returns it.
+func usageReportWith(t *testing.T, r n4Rig, cpSEID uint64, urr uint32, trigger []byte) smf.UsageReport {
+	t.Helper()
+	var found []smf.UsageReport
+	eventually(t, programTimeout, fmt.Sprintf("a Usage Report with trigger %x", trigger), func() error {
+		if found = reportsWith(t, r, cpSEID, urr, trigger); len(found) == 0 {
+			return fmt.Errorf("none among %d Session Report Requests", len(r.smf.Reports()))
+		}
+		return nil
 	})
-	return rep
+	return found[0]
+}
+
+// free5GCValidity is a Quota Validity Time as free5GC's SMF encodes it: the NTP seconds (from
+// 1900) of its end, not the seconds TS 29.244 §8.2.132 asks for.
+func free5GCValidity(end time.Time) *ie.IE {
+	return ie.New(ie.QuotaValidityTime, binary.BigEndian.AppendUint32(nil, uint32(end.Unix()+2_208_988_800)))
 }
 
 // TestN4OnlineChargingAsFree5GCDoesIt: free5GC's SMF, charging online, gives a session a URR with
@@ -217,17 +227,7 @@ func TestN4OnlineChargingAsFree5GCDoesIt(t *testing.T) {
 	if err != nil || m.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("a URR with START on both PDRs: %v, cause %d (%s)", err, m.Cause(), why(m))
 	}
-	startReports := func() (n int) {
-		for _, req := range r.smf.Reports() {
-			us, _ := smf.UsageReports(req.IEs)
-			for _, u := range us {
-				if req.Header.SEID == est.CPSEID && u.URRID == 3 && string(u.Trigger) == string([]byte{0x10, 0, 0}) {
-					n++
-				}
-			}
-		}
-		return n
-	}
+	startReports := func() int { return len(reportsWith(t, r, est.CPSEID, 3, []byte{0x10, 0, 0})) }
 	time.Sleep(2 * time.Second) // two readings of the counters with no packet
 	if n := startReports(); n != 0 {
 		t.Fatalf("%d START reports before any packet", n)
@@ -240,9 +240,8 @@ func TestN4OnlineChargingAsFree5GCDoesIt(t *testing.T) {
 		t.Fatalf("the START report: %s; want the one downlink packet of 92 bytes", rep)
 	}
 
-	validity := binary.BigEndian.AppendUint32(nil, uint32(time.Now().Add(time.Second).Unix()+2_208_988_800))
 	m, err = r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(3), ie.NewReportingTriggers(0, 0x01), // VOLQU
-		ie.NewVolumeQuota(0x01, 1_000_000, 0, 0), ie.New(ie.QuotaValidityTime, validity)))
+		ie.NewVolumeQuota(0x01, 1_000_000, 0, 0), free5GCValidity(time.Now().Add(time.Second))))
 	if err != nil || m.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("the CHF's grant: %v, cause %d (%s)", err, m.Cause(), why(m))
 	}
