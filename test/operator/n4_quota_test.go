@@ -151,19 +151,21 @@ func TestN4QuotaValidityAndHoldingTimes(t *testing.T) {
 	awaitGates(free5GCAMBR, "the gates open with a new quota")
 
 	modify("a holding time of 2 s", ie.NewReportingTriggers(0x0b, 0x81), ie.NewQuotaHoldingTime(2*time.Second)) // PERIO | VOLTH | QUHTI
+	var last time.Time
 	for range 8 {
 		if out := r.u.forward(t, frame); len(out) != 1 {
 			t.Fatalf("a downlink packet within the holding time: %d frames left, want 1", len(out))
 		}
+		last = time.Now()
 		time.Sleep(400 * time.Millisecond)
 	}
 	if early := reportsWith(t, r, est.CPSEID, 1, []byte{0x08, 0, 0}); len(early) > 0 {
 		t.Fatalf("QUHTI while a packet came every 400 ms against a 2 s holding time: %s", early[0])
 	}
-	quiet := time.Now()
 	rep = usageReportWith(t, r, est.CPSEID, 1, []byte{0x08, 0, 0}) // QUHTI
-	if rep.End.Sub(quiet) < time.Second {
-		t.Fatalf("QUHTI at %s, %v after the last packet; want the 2 s holding time (read once a second)", rep.End, rep.End.Sub(quiet))
+	// End Time is in whole seconds (an NTP timestamp): the report went within the second after it.
+	if sent := rep.End.Add(time.Second); sent.Sub(last) < 2*time.Second {
+		t.Fatalf("QUHTI by %s, %v after the last packet; want the 2 s holding time", sent, sent.Sub(last))
 	}
 	awaitGates(closed, "both gates closed when the holding time passed")
 }
