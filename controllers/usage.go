@@ -19,14 +19,19 @@ import (
 // they count are untagged Ethernet (a tagged one goes to the controller, uncounted).
 const ethernetHeaderBytes = 14
 
-// usageOf is a session's traffic since its first entry from its cells: IP packets and their
-// bytes as they arrived at the UPF (downlink: the user's packets; uplink: with the GTP-U or
-// Junction headers of the leg they came on).
-func usageOf(up, down upfclient.CounterData) n4.Usage {
+// usageOf is a session's traffic since its first entry from its cells (programmer.UsageCounters:
+// usage up and down, then, where the pipeline has a policer, what it dropped up and down): IP
+// packets and their bytes as they arrived at the UPF (downlink: the user's packets; uplink: with
+// the GTP-U or Junction headers of the leg they came on).
+func usageOf(cells []upfclient.CounterData) n4.Usage {
 	ip := func(c upfclient.CounterData) uint64 {
 		return uint64(max(0, c.Bytes-ethernetHeaderBytes*c.Packets))
 	}
-	return n4.Usage{ULPackets: uint64(up.Packets), ULBytes: ip(up), DLPackets: uint64(down.Packets), DLBytes: ip(down)}
+	u := n4.Usage{ULPackets: uint64(cells[0].Packets), ULBytes: ip(cells[0]), DLPackets: uint64(cells[1].Packets), DLBytes: ip(cells[1])}
+	if len(cells) == 4 {
+		u.Policed = n4.Policed{ULPackets: uint64(cells[2].Packets), ULBytes: ip(cells[2]), DLPackets: uint64(cells[3].Packets), DLBytes: ip(cells[3])}
+	}
+	return u
 }
 
 // errNoUsage: the session has no usage cell on any UPF (not programmed yet, or gone).
@@ -47,11 +52,11 @@ func (rt *upfRuntime) readUsage(ctx context.Context, key string) (n4.Usage, erro
 	if d == nil {
 		return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, programmer.ErrNotSynced)
 	}
-	cells, err := d.ReadCounterCells(ctx, int64(idx), programmer.CounterUplinkUsage, programmer.CounterDownlinkUsage)
+	cells, err := d.ReadCounterCells(ctx, int64(idx), programmer.UsageCounters(d.Schema())...)
 	if err != nil {
 		return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, err)
 	}
-	return usageOf(cells[0], cells[1]), nil
+	return usageOf(cells), nil
 }
 
 // SessionUsage reads the usage of the session ns/name on the UPF that holds it.

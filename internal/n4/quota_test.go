@@ -200,3 +200,70 @@ func TestStartOfTraffic(t *testing.T) {
 		t.Fatalf("an Update URR without START: %v, owed %v; want nothing owed", err, dropped.StartOwed)
 	}
 }
+
+// TestMeasurementBeforeAndAfterQoSEnforcement: a URR without MBQE measures what went on past the
+// session's MBR policer (TS 29.244 §5.2.2.2.1), one with MBQE what arrived: in its reports and
+// against its quota. A reading whose counters went back (a device restart) counts from zero.
+func TestMeasurementBeforeAndAfterQoSEnforcement(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	r := &Rules{PDRs: map[uint16]*PDR{1: {ID: 1, Source: ifaceAccess, URRIDs: []uint32{1, 2}}, 2: {ID: 2, Source: ifaceCore, URRIDs: []uint32{1, 2}}}}
+	urr := func(id uint32, measurementInformation uint8) *URR {
+		u, err := decodeURR(ie.NewCreateURR(ie.NewURRID(id), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x01, 0x01),
+			ie.NewMeasurementPeriod(10*time.Second), ie.NewVolumeQuota(0x01, 10_000, 0, 0), ie.NewMeasurementInformation(measurementInformation)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.started(t0, Usage{}, true)
+		return u
+	}
+	before, after := urr(1, 0x11), urr(2, 0x10) // MBQE | MNOP; MNOP
+	r.URRs = map[uint32]*URR{1: before, 2: after}
+	if !before.BeforeQoS || after.BeforeQoS {
+		t.Fatalf("BeforeQoS %v with MBQE, %v without", before.BeforeQoS, after.BeforeQoS)
+	}
+
+	// 100 packets of 100 bytes each way arrived; the policer dropped 30 up and 60 down.
+	cur := Usage{ULPackets: 100, ULBytes: 10_000, DLPackets: 100, DLBytes: 10_000,
+		Policed: Policed{ULPackets: 30, ULBytes: 3_000, DLPackets: 60, DLBytes: 6_000}}
+	for _, c := range []struct {
+		u                  *URR
+		up, down, upP, dnP uint64
+	}{{before, 10_000, 10_000, 100, 100}, {after, 7_000, 4_000, 70, 40}} {
+		got, err := smfReport(c.u.report(ie.UsageReportWithinSessionReportRequest, r, reportPERIO, t0.Add(10*time.Second), cur))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0] != c.up+c.down || got[1] != c.up || got[2] != c.down || got[3] != c.upP+c.dnP || got[4] != c.upP || got[5] != c.dnP {
+			t.Errorf("URR %d reports %v (total, up, down bytes; total, up, down packets); want %d, %d, %d; %d, %d, %d",
+				c.u.ID, got, c.up+c.down, c.up, c.down, c.upP+c.dnP, c.upP, c.dnP)
+		}
+	}
+	// 20,000 bytes arrived, 11,000 went on: the 10,000-byte quota is used up either way; at
+	// 9,000 bytes gone on (1,000 more policed), only the one measured before QoS enforcement is.
+	if _, ok := after.exhausts(r, t0.Add(time.Second), cur); !ok {
+		t.Error("11,000 bytes after QoS enforcement did not use up a 10,000-byte quota")
+	}
+	cur.Policed.DLBytes += 2_000
+	if _, ok := after.exhausts(r, t0.Add(time.Second), cur); ok {
+		t.Error("9,000 bytes after QoS enforcement used up a 10,000-byte quota")
+	}
+	if _, ok := before.exhausts(r, t0.Add(time.Second), cur); !ok {
+		t.Error("20,000 bytes before QoS enforcement did not use up a 10,000-byte quota")
+	}
+
+	// A device restart: the counters start again from zero, the policed ones too.
+	after.reported(t0.Add(10*time.Second), cur)
+	restarted := Usage{ULPackets: 5, ULBytes: 500, Policed: Policed{ULPackets: 2, ULBytes: 200}}
+	if v := after.measured(after.Base, restarted); v.ULPackets != 3 || v.ULBytes != 300 {
+		t.Errorf("after a restart, %d packets and %d bytes up after QoS enforcement; want 3 and 300", v.ULPackets, v.ULBytes)
+	}
+}
+
+// smfReport reads a Usage Report's Volume Measurement: total, uplink and downlink bytes, then packets.
+func smfReport(x *ie.IE) ([6]uint64, error) {
+	vm, err := x.VolumeMeasurement()
+	if err != nil {
+		return [6]uint64{}, err
+	}
+	return [6]uint64{vm.TotalVolume, vm.UplinkVolume, vm.DownlinkVolume, vm.TotalNumberOfPackets, vm.UplinkNumberOfPackets, vm.DownlinkNumberOfPackets}, nil
+}

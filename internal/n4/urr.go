@@ -24,12 +24,23 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 )
 
-// Usage is what a session carried: IP packets and their bytes, per direction.
+// Usage is what a session carried: IP packets and their bytes, per direction, as they arrived,
+// and how many of those its MBR policer dropped (a gate closed is a policer at rate zero).
 type Usage struct {
-	ULPackets uint64 `json:"ulPackets"`
-	ULBytes   uint64 `json:"ulBytes"`
-	DLPackets uint64 `json:"dlPackets"`
-	DLBytes   uint64 `json:"dlBytes"`
+	ULPackets uint64  `json:"ulPackets"`
+	ULBytes   uint64  `json:"ulBytes"`
+	DLPackets uint64  `json:"dlPackets"`
+	DLBytes   uint64  `json:"dlBytes"`
+	Policed   Policed `json:"policed,omitzero"`
+}
+
+// Policed is what a session's MBR policer dropped, per direction: packets and their bytes as the
+// policer saw them (docs/n4.md, "Volume").
+type Policed struct {
+	ULPackets uint64 `json:"ulPackets,omitempty"`
+	ULBytes   uint64 `json:"ulBytes,omitempty"`
+	DLPackets uint64 `json:"dlPackets,omitempty"`
+	DLBytes   uint64 `json:"dlBytes,omitempty"`
 }
 
 // since is u less an earlier reading base (a counter that went back, after a device restart,
@@ -44,7 +55,16 @@ func (u Usage) since(base Usage) Usage {
 	if u.ULPackets < base.ULPackets || u.DLPackets < base.DLPackets {
 		return u
 	}
-	return Usage{d(u.ULPackets, base.ULPackets), d(u.ULBytes, base.ULBytes), d(u.DLPackets, base.DLPackets), d(u.DLBytes, base.DLBytes)}
+	p, b := u.Policed, base.Policed
+	return Usage{d(u.ULPackets, base.ULPackets), d(u.ULBytes, base.ULBytes), d(u.DLPackets, base.DLPackets), d(u.DLBytes, base.DLBytes),
+		Policed{d(p.ULPackets, b.ULPackets), d(p.ULBytes, b.ULBytes), d(p.DLPackets, b.DLPackets), d(p.DLBytes, b.DLBytes)}}
+}
+
+// afterQoS is u without what the policer dropped: the packets that went on.
+func (u Usage) afterQoS() Usage {
+	d := func(a, b uint64) uint64 { return a - min(a, b) }
+	p := u.Policed
+	return Usage{ULPackets: d(u.ULPackets, p.ULPackets), ULBytes: d(u.ULBytes, p.ULBytes), DLPackets: d(u.DLPackets, p.DLPackets), DLBytes: d(u.DLBytes, p.DLBytes)}
 }
 
 // Measurement Method (§8.2.40) and Reporting Triggers (§8.2.19) bits Junction implements.
@@ -65,8 +85,8 @@ const (
 	// Measurement Information (§8.2.68): MNOP, measure packets, which Junction always does;
 	// ISTM, start time metering when the URR arrives rather than at its first packet, which is
 	// when Junction always starts it (Open5GS asks for it with every time threshold); MBQE,
-	// measure before QoS enforcement, which is where the pipeline's usage counters are, ahead of
-	// the MBR policer (free5GC asks for one URR with it and one without on every session).
+	// measure before QoS enforcement (URR.BeforeQoS; free5GC asks for one URR with it and one
+	// without on every session, and charges the one without).
 	measInfoMBQE = 0x01
 	measInfoISTM = 0x08
 	measInfoMNOP = 0x10
@@ -95,6 +115,9 @@ type URR struct {
 	ID       uint32 `json:"id"`
 	Volume   bool   `json:"volume,omitempty"`   // VOLUM
 	Duration bool   `json:"duration,omitempty"` // DURAT
+	// BeforeQoS (MBQE): the URR counts the packets its session's MBR policer (or a closed gate)
+	// dropped; without it, what went on (TS 29.244 §5.2.2.2.1: after QoS enforcement).
+	BeforeQoS bool `json:"beforeQoS,omitempty"`
 	// Period (PERIO), TimeThreshold (TIMTH): seconds, 0 when not asked for.
 	Period          uint32           `json:"period,omitempty"`
 	TimeThreshold   uint32           `json:"timeThreshold,omitempty"`
@@ -250,6 +273,7 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 		if v&^(measInfoMBQE|measInfoISTM|measInfoMNOP) != 0 {
 			return nil, refuse(CauseServiceNotSupported, ie.MeasurementInformation, "URR %d: Measurement Information %#02x; only MBQE, ISTM and MNOP are supported", u.ID, v)
 		}
+		u.BeforeQoS = v&measInfoMBQE != 0
 	}
 	return u, nil
 }
@@ -436,10 +460,20 @@ func (r *Rules) checkURRs() error {
 	return nil
 }
 
+// measured is what the URR measured from the session's usage base to cur: before QoS
+// enforcement with MBQE, after it without.
+func (u *URR) measured(base, cur Usage) Usage {
+	v := cur.since(base)
+	if !u.BeforeQoS {
+		v = v.afterQoS()
+	}
+	return v
+}
+
 // volumes are the bytes of the directions a URR measures, up and down, from the usage base to cur.
 func (u *URR) volumes(r *Rules, base, cur Usage) (up, down uint64) {
 	ul, dl, _ := r.directions(u)
-	v := cur.since(base)
+	v := u.measured(base, cur)
 	if ul {
 		up = v.ULBytes
 	}
@@ -478,7 +512,7 @@ func (u *URR) sawPackets(r *Rules, now time.Time, cur Usage) {
 		return
 	}
 	ul, dl, _ := r.directions(u)
-	v := cur.since(u.lastPacketUsage)
+	v := u.measured(u.lastPacketUsage, cur)
 	if u.lastPacket.IsZero() || (ul && v.ULPackets > 0) || (dl && v.DLPackets > 0) {
 		u.lastPacket, u.lastPacketUsage = now, cur
 	}
@@ -491,7 +525,7 @@ func (u *URR) sawStart(r *Rules, cur Usage) bool {
 		return false
 	}
 	ul, dl, _ := r.directions(u)
-	v := cur.since(*u.StartBase)
+	v := u.measured(*u.StartBase, cur)
 	if (ul && v.ULPackets > 0) || (dl && v.DLPackets > 0) {
 		u.StartBase, u.StartOwed = nil, true
 		return true
@@ -550,7 +584,7 @@ func (u *URR) report(typ uint16, r *Rules, trigger [3]byte, now time.Time, cur U
 	}
 	if u.Volume {
 		ul, dl, _ := r.directions(u)
-		v := cur.since(u.Base)
+		v := u.measured(u.Base, cur)
 		var flags uint8 = 0x01 | 0x08 // TOVOL, TONOP
 		var tot, up, down, totP, upP, downP uint64
 		if ul {

@@ -132,7 +132,7 @@ func (p *Programmer) usageZeroLocked(ups []pendingUpdate) []pendingUpdate {
 	}
 	var out []pendingUpdate
 	for _, idx := range slices.Sorted(maps.Keys(p.zeroPending)) {
-		for _, c := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
+		for _, c := range UsageCounters(p.sch) {
 			u, err := p.sch.CounterUpdate(c, int64(idx), upfclient.CounterData{})
 			if err != nil {
 				p.log.Error(err, "Usage cell not zeroed", "counter", c, "index", idx)
@@ -142,6 +142,15 @@ func (p *Programmer) usageZeroLocked(ups []pendingUpdate) []pendingUpdate {
 		}
 	}
 	return out
+}
+
+// UsageCounters are the counters whose cells at a session's usage index are the session's: its
+// usage, up and down, and what its MBR policer dropped, up and down, where the pipeline has one.
+func UsageCounters(sch *upfclient.Schema) []string {
+	if _, err := sch.CounterID(CounterUplinkPoliced); err != nil {
+		return []string{CounterUplinkUsage, CounterDownlinkUsage}
+	}
+	return []string{CounterUplinkUsage, CounterDownlinkUsage, CounterUplinkPoliced, CounterDownlinkPoliced}
 }
 
 // usageIndex is the usage cell an entry names (its action's usage_idx), if it names one.

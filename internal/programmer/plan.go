@@ -24,7 +24,10 @@ const (
 	RegisterShare        = "autonomous_share"
 	CounterUplinkUsage   = "uplink_usage"
 	CounterDownlinkUsage = "downlink_usage"
-	paramUsageIndex      = "usage_idx"
+	// What a session's MBR policer dropped, at its usage cell (a pipeline with a policer).
+	CounterUplinkPoliced   = "uplink_policed"
+	CounterDownlinkPoliced = "downlink_policed"
+	paramUsageIndex        = "usage_idx"
 )
 
 // legs is the set of access legs of a sessions entry.

@@ -988,10 +988,14 @@ func (r *progRig) applyOwned(t *testing.T, owner string, es []desired.Entry) {
 	}
 }
 
-// setUsage writes c into both usage cells at idx, as traffic would have counted.
+// sessionCells are the counters a session's usage index names cells of (docs/pipeline.md,
+// "Usage counters": usage and, with a policer, what it dropped; each way).
+var sessionCells = [4]string{"uplink_usage", "downlink_usage", "uplink_policed", "downlink_policed"}
+
+// setUsage writes c into a session's cells at idx, as traffic would have counted.
 func (r *progRig) setUsage(t *testing.T, idx int64, c upfclient.CounterData) {
 	t.Helper()
-	for _, name := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
+	for _, name := range sessionCells {
 		u, err := r.dev.Schema().CounterUpdate(name, idx, c)
 		if err != nil {
 			t.Fatal(err)
@@ -1002,11 +1006,11 @@ func (r *progRig) setUsage(t *testing.T, idx int64, c upfclient.CounterData) {
 	}
 }
 
-// usage reads both usage cells at idx (uplink, downlink).
-func (r *progRig) usage(t *testing.T, idx int64) [2]upfclient.CounterData {
+// usage reads a session's cells at idx (sessionCells).
+func (r *progRig) usage(t *testing.T, idx int64) [4]upfclient.CounterData {
 	t.Helper()
-	var out [2]upfclient.CounterData
-	for i, name := range []string{CounterUplinkUsage, CounterDownlinkUsage} {
+	var out [4]upfclient.CounterData
+	for i, name := range sessionCells {
 		c, err := r.dev.ReadCounter(context.Background(), name, idx)
 		if err != nil {
 			t.Fatal(err)
@@ -1024,15 +1028,15 @@ func TestUsageCellsAreZeroedWhenASessionStartsUsingThem(t *testing.T) {
 	r := newProgRig(t, nil)
 	r.setUsage(t, 7, upfclient.CounterData{Packets: 5, Bytes: 500}) // what an earlier session counted
 	r.applyOwned(t, "session/ns/s", usageSession(t, "s", 4097))
-	if got := r.usage(t, 7); got != [2]upfclient.CounterData{} {
+	if got := r.usage(t, 7); got != [4]upfclient.CounterData{} {
 		t.Fatalf("cell 7 after the session's first entries: %+v, want zero", got)
 	}
 	counted := upfclient.CounterData{Packets: 3, Bytes: 300}
 	r.setUsage(t, 7, counted) // the session's own traffic
 	r.applyOwned(t, "session/ns/s", usageSession(t, "s", 4098))
 	r.replay(t)
-	if got := r.usage(t, 7); got != [2]upfclient.CounterData{counted, counted} {
-		t.Errorf("cell 7 after a change of the session's entries and a replay: %+v, want %+v both ways", got, counted)
+	if got := r.usage(t, 7); got != [4]upfclient.CounterData{counted, counted, counted, counted} {
+		t.Errorf("cell 7 after a change of the session's entries and a replay: %+v, want %+v in each counter", got, counted)
 	}
 }
 
@@ -1056,7 +1060,7 @@ func TestUsageCellsFreshSinceAPushAreNotZeroedAgain(t *testing.T) {
 	r.setUsage(t, 7, upfclient.CounterData{Packets: 5, Bytes: 500})
 	r.applyOwned(t, "session/ns/a", nil)
 	r.applyOwned(t, "session/ns/b", usageSession(t, "b", 4098))
-	if got := r.usage(t, 7); got != [2]upfclient.CounterData{} {
+	if got := r.usage(t, 7); got != [4]upfclient.CounterData{} {
 		t.Fatalf("cell 7 after session a counted into it and session b took it: %+v, want zero", got)
 	}
 }

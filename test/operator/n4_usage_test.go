@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -153,5 +154,78 @@ func checkReport(t *testing.T, what string, got, want smf.UsageReport) {
 	}
 	if got.End.Before(got.Start) || got.Duration > got.End.Sub(got.Start)+time.Second {
 		t.Errorf("%s: from %s to %s lasting %s", what, got.Start, got.End, got.Duration)
+	}
+}
+
+// TestN4UsageAfterQoSEnforcement: free5GC gives every session a URR that measures before QoS
+// enforcement (MBQE) and one that measures after it, the one it charges (TS 29.244 §5.2.2.2.1: a
+// URR without MBQE counts what the QERs let through). With the session AMBR lowered to 80 kbit/s
+// both ways (10,000 bytes/s, a burst of the 3,000-byte least: docs/pipeline.md, "MBR policer"), 40
+// frames each way back to back overrun it; what leaves the data plane is the oracle. Over the
+// session's life (its Session Report Requests and the deletion's reports), URR 1 (MBQE) measures
+// all 80 packets, URR 2 only those that left, to the byte (docs/n4.md, "Volume").
+func TestN4UsageAfterQoSEnforcement(t *testing.T) {
+	ctx := context.Background()
+	ue, gnb := netip.MustParseAddr("10.60.0.14"), netip.MustParseAddr("198.51.100.10")
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	est, ulTEID, _ := forwardingSession(t, r, ue, gnb, 0x92)
+	m, err := r.smf.Modify(ctx, est, ie.NewUpdateQER(ie.NewQERID(2), ie.NewMBR(80, 80)))
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("Update QER with an MBR of 80 kbit/s: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+
+	const n = 40
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
+	uplink := wiretest.Build(eth, wire.IPv4{Src: gnb.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
+		wire.IPv4{Src: ue.As4(), Dst: addr4("203.0.113.200")}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 64))
+	const ulBytes = 2*(wire.IPv4HeaderLen+wire.UDPHeaderLen) + wire.GTPUHeaderLen + 64 // as it arrived
+	const dlBytes = wire.IPv4HeaderLen + wire.UDPHeaderLen + 64
+	var ulOut, dlOut uint64
+	for range n {
+		ulOut += uint64(len(r.u.forward(t, uplink)))
+	}
+	for _, f := range downlinkFrames(ue, n) {
+		dlOut += uint64(len(r.u.forward(t, f)))
+	}
+	if ulOut == 0 || ulOut == n || dlOut == 0 || dlOut == n {
+		t.Fatalf("%d of %d uplink and %d of %d downlink frames left: the policer should have passed some and dropped some", ulOut, n, dlOut, n)
+	}
+
+	del, err := r.smf.Delete(ctx, est)
+	if err != nil || del.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("deletion: %v, cause %d", err, del.Cause())
+	}
+	sum := map[uint32]*smf.UsageReport{1: {}, 2: {}}
+	add := func(ies []*ie.IE) {
+		t.Helper()
+		us, err := smf.UsageReports(ies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range us {
+			s := sum[u.URRID]
+			if s == nil {
+				t.Fatalf("a Usage Report of URR %d, which the session does not have", u.URRID)
+			}
+			s.Uplink, s.UplinkPackets, s.Downlink, s.DLPackets = s.Uplink+u.Uplink, s.UplinkPackets+u.UplinkPackets, s.Downlink+u.Downlink, s.DLPackets+u.DLPackets
+		}
+	}
+	for _, rep := range r.smf.Reports() {
+		if rep.Header.SEID == est.CPSEID {
+			add(rep.IEs)
+		}
+	}
+	add(del.IEs)
+	for _, c := range []struct {
+		urr      uint32
+		what     string
+		ulP, dlP uint64
+	}{{1, "before QoS enforcement (MBQE)", n, n}, {2, "after QoS enforcement", ulOut, dlOut}} {
+		s := sum[c.urr]
+		if s.UplinkPackets != c.ulP || s.Uplink != c.ulP*ulBytes || s.DLPackets != c.dlP || s.Downlink != c.dlP*dlBytes {
+			t.Errorf("URR %d, %s, measured %d B in %d packets up and %d B in %d down; want %d packets up (%d B) and %d down (%d B)",
+				c.urr, c.what, s.Uplink, s.UplinkPackets, s.Downlink, s.DLPackets, c.ulP, c.ulP*ulBytes, c.dlP, c.dlP*dlBytes)
+		}
 	}
 }

@@ -39,6 +39,9 @@ var meterSpecs = [numMeters]string{
 	mDownlinkMBR: "downlink_mbr",
 }
 
+// policedCounters count, at a session's cell, what each meter dropped.
+var policedCounters = [numMeters]counterKind{mUplinkMBR: cUplinkPoliced, mDownlinkMBR: cDownlinkPoliced}
+
 type meterColour uint8
 
 const (
@@ -108,7 +111,8 @@ func (m *meterCell) mark(size int, now uint32) meterColour {
 // police runs the MBR policer of one direction on the packet being processed, at the cell
 // mbr_sessions gives its UE address (the user packet's source on the uplink, destination on the
 // downlink; no entry: not policed), and reports whether it is red; a red packet is counted in
-// mbr_drops (cell: the direction), and the caller drops it.
+// mbr_drops (cell: the direction) and in the direction's policed counter at the cell, and the
+// caller drops it.
 func (c *proc) police(k meterKind, ueAddr uint32) bool {
 	cell, ok := c.t.mbr.lookup(ueAddr)
 	cells := c.st.meters[k]
@@ -120,6 +124,7 @@ func (c *proc) police(k meterKind, ueAddr uint32) bool {
 		return false
 	}
 	c.st.add(cMBRDrops, uint32(k), c.inLen) // the meter kinds are mbr_drops' cells
+	c.st.add(policedCounters[k], cell, c.inLen)
 	return true
 }
 

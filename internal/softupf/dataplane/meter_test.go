@@ -14,7 +14,8 @@ import (
 // session's packet that usage counted meets the meter of its direction at the cell mbr_sessions
 // gives its UE address (the user packet's source on the uplink, its destination on the
 // downlink); red (the peak bucket short of the packet's bytes) is dropped and counted in
-// mbr_drops[direction], yellow and green go on; no mbr_sessions entry, or a cell never
+// mbr_drops[direction] and in the direction's policed counter at the cell (uplink_policed,
+// downlink_policed: usage after QoS enforcement is usage less these), yellow and green go on; no mbr_sessions entry, or a cell never
 // configured, or reset, passes everything.
 
 func TestMBRPolicer(t *testing.T) {
@@ -72,6 +73,16 @@ func TestMBRPolicer(t *testing.T) {
 			}
 			if p, _ := h.counter(tc.usage, tc.idx); p != 14 { // usage counts before the policer
 				t.Errorf("%s[%d] = %d packets, want 14", tc.usage, tc.idx, p)
+			}
+			policed, other := "uplink_policed", "downlink_policed"
+			if tc.cell == 1 {
+				policed, other = other, policed
+			}
+			if p, b := h.counter(policed, tc.idx); p != 1 || b != uint64(n) {
+				t.Errorf("%s[%d] = %d packets, %d bytes; want 1, %d", policed, tc.idx, p, b, n)
+			}
+			if p, _ := h.counter(other, tc.idx); p != 0 {
+				t.Errorf("%s[%d] (the other direction) = %d packets, want 0", other, tc.idx, p)
 			}
 			// One frame's worth of time (n bytes at 1,000 bytes/s is n ms) refills one frame.
 			h.now += uint32(n) * 1000
@@ -147,7 +158,9 @@ func TestMeterReadsBackWhatWasWritten(t *testing.T) {
 func TestAProgramWithoutThePolicerRuns(t *testing.T) {
 	info := specP4Info()
 	info.Meters = nil
-	info.Counters = slices.DeleteFunc(info.Counters, func(c *p4configv1.Counter) bool { return c.GetPreamble().GetName() == "mbr_drops" })
+	info.Counters = slices.DeleteFunc(info.Counters, func(c *p4configv1.Counter) bool {
+		return slices.Contains([]string{"mbr_drops", "uplink_policed", "downlink_policed"}, c.GetPreamble().GetName())
+	})
 	info.Tables = slices.DeleteFunc(info.Tables, func(t *p4configv1.Table) bool { return t.GetPreamble().GetName() == "mbr_sessions" })
 	h := newHarness(t, func(*Config) {})
 	if err := h.p.CheckPipeline(info, nil); err != nil {

@@ -82,10 +82,12 @@ const (
 type counterKind uint8
 
 const (
-	cDrops         counterKind = iota // indexed by drop reason
-	cUplinkUsage                      // indexed by a PDU session's usage_idx
-	cDownlinkUsage                    // likewise
-	cMBRDrops                         // indexed by direction: the MBR policer's red packets (meter.go)
+	cDrops           counterKind = iota // indexed by drop reason
+	cUplinkUsage                        // indexed by a PDU session's usage_idx
+	cDownlinkUsage                      // likewise
+	cMBRDrops                           // indexed by direction: the MBR policer's red packets (meter.go)
+	cUplinkPoliced                      // indexed by usage_idx: what the policer dropped of a session
+	cDownlinkPoliced                    // likewise
 	numCounters
 )
 
@@ -205,10 +207,12 @@ var registerSpecs = [numRegisters]paramSpec{
 // counterSpecs name the counters (all packets and bytes); the usage counters' sizes are the
 // P4Info's, the drops counter needs a cell per drop reason.
 var counterSpecs = [numCounters]string{
-	cDrops:         "drops",
-	cUplinkUsage:   "uplink_usage",
-	cDownlinkUsage: "downlink_usage",
-	cMBRDrops:      "mbr_drops",
+	cDrops:           "drops",
+	cUplinkUsage:     "uplink_usage",
+	cDownlinkUsage:   "downlink_usage",
+	cMBRDrops:        "mbr_drops",
+	cUplinkPoliced:   "uplink_policed",
+	cDownlinkPoliced: "downlink_policed",
 }
 
 const (
@@ -258,7 +262,8 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 		meters:    map[uint32]meterKind{},
 	}
 
-	// The MBR policer (mbr_sessions, its two actions, the two meters and mbr_drops) is all
+	// The MBR policer (mbr_sessions, its two actions, the two meters, mbr_drops and the policed
+	// counters) is all
 	// there or all absent: a program without it runs with nothing policed, and the operator
 	// refuses a session's MBR on it.
 	_, errMeter := ps.Meter(meterSpecs[mUplinkMBR])
@@ -357,7 +362,7 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 
 	for k := range numCounters {
 		name := counterSpecs[k]
-		if k == cMBRDrops && !policer {
+		if (k == cMBRDrops || k == cUplinkPoliced || k == cDownlinkPoliced) && !policer {
 			continue
 		}
 		c, err := ps.Counter(name)

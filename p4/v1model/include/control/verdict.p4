@@ -21,8 +21,9 @@
 // the cell mbr_sessions gives its UE address (no entry: not policed; a cell the
 // controller never configured marks every packet green). Red is dropped and counted
 // in mbr_drops, after usage counted it (as on TNA, whose policer is in egress), and
-// a redundant packet that is red has no second copy. BMv2's meters, too, count the
-// frame as it arrived.
+// in uplink_policed / downlink_policed at its cell (the session's usage cell: usage
+// after QoS enforcement is usage less these); a redundant packet that is red has no
+// second copy. BMv2's meters and those counters, too, count the frame as it arrived.
 
 #ifndef JUNCTION_V1MODEL_VERDICT_P4
 #define JUNCTION_V1MODEL_VERDICT_P4
@@ -46,6 +47,12 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
 
     @name(".mbr_drops") @id(0x12000004)
     counter<bit<1>>(2, CounterType.packets_and_bytes) mbr_drops;
+
+    @name(".uplink_policed") @id(0x12000005)
+    counter<usage_idx_t>(MAX_USAGE_RECORDS, CounterType.packets_and_bytes) uplink_policed;
+
+    @name(".downlink_policed") @id(0x12000006)
+    counter<usage_idx_t>(MAX_USAGE_RECORDS, CounterType.packets_and_bytes) downlink_policed;
 
     MBRSessions() mbr_sessions;
     bool policed = false;
@@ -81,6 +88,7 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
                         uplink_mbr.execute_meter(mbr_cell, colour);
                         if (colour == METER_RED) {
                             mbr_drops.count(MBR_UPLINK);
+                            uplink_policed.count(mbr_cell);
                         }
                     }
                 } else if (downlink) {
@@ -89,6 +97,7 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
                         downlink_mbr.execute_meter(mbr_cell, colour);
                         if (colour == METER_RED) {
                             mbr_drops.count(MBR_DOWNLINK);
+                            downlink_policed.count(mbr_cell);
                         }
                     }
                 }
