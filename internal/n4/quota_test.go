@@ -110,9 +110,19 @@ func TestQuotaValidityAndHoldingTimes(t *testing.T) {
 		t.Fatalf("a validity time without QUVTI: %x once it ended; want nothing (the SMF would never hear of the discard)", trig)
 	}
 	u, _ = create(ie.NewReportingTriggers(0, triggerQUVTI), ie.New(ie.QuotaValidityTime, []byte{0, 0, 0, 20}))
-	u.Exhausted = reportQUVTI
+	if !r.polled() {
+		t.Fatal("a URR whose validity time is armed is not read")
+	}
+	u.Exhausted, u.QuotaValidUntil = reportQUVTI, time.Time{} // as observeUsage leaves it
 	if up, down := r.closes(); up || down {
 		t.Fatalf("a URR without a quota closes up %v, down %v at the end of its validity; it has nothing to discard", up, down)
+	}
+	if !r.polled() {
+		t.Fatal("a URR that owes its QUVTI report is not read (an unanswered report would never go again)")
+	}
+	u.ExhaustedReported = true // the SMF accepted it
+	if r.polled() {
+		t.Fatal("a URR whose validity ended, reported, with nothing else to watch, is still read every second")
 	}
 
 	// Holding time 10 s: a downlink packet at 5 s; none after.

@@ -564,10 +564,13 @@ func (u *URR) due(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 	return [3]byte{}, false
 }
 
-// polled: a URR has a trigger or a quota that only a reading of the counters can fire.
+// polled: a URR has a trigger or a quota that only a reading of the counters can fire, or owes
+// a report (one unanswered goes again at the next round).
 func (r *Rules) polled() bool {
 	for _, u := range r.URRs {
-		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil || u.holdsQuota() || u.ValidityReport || u.HoldingReport || u.StartBase != nil || u.StartOwed {
+		armed := (u.ValidityReport && !u.QuotaValidUntil.IsZero()) || (u.HoldingReport && u.QuotaHoldingTime > 0) // an ended validity disarms
+		owed := u.StartOwed || (u.Exhausted != [3]byte{} && !u.ExhaustedReported)
+		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil || u.holdsQuota() || armed || u.StartBase != nil || owed {
 			return true
 		}
 	}
