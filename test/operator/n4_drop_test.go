@@ -215,14 +215,20 @@ func TestN4DropsTheDownlinkUntilTheGNBAnswers(t *testing.T) {
 	}
 }
 
-// forwardingSession establishes ue's ordinary PDU session as free5GC does once the gNB has
-// answered, its downlink FAR forwarding into the gNB's TEID teid, and returns it with its uplink
-// TEID (the UPF's choice) and its usage cell.
-func forwardingSession(t *testing.T, r n4Rig, ue, gnb netip.Addr, teid uint32) (est *smf.Established, ulTEID uint32, usage int64) {
+// forwardingGNB is the gNB of forwardingRig's sessions.
+var forwardingGNB = netip.MustParseAddr("198.51.100.10")
+
+// forwardingRig starts an N4 rig, associates its SMF, and establishes ue's ordinary PDU session
+// as free5GC does once the gNB has answered, its downlink FAR forwarding into forwardingGNB's
+// TEID teid; it returns the rig and the session with its uplink TEID (the UPF's choice) and its
+// usage cell.
+func forwardingRig(t *testing.T, ue netip.Addr, teid uint32) (r n4Rig, est *smf.Established, ulTEID uint32, usage int64) {
 	t.Helper()
+	r = newN4Rig(t, nil, nil)
+	r.associate(t)
 	cp := r.smf.NewCPSEID()
 	forward := ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
-		ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, teid, gnb.String(), "", 0, 0, 0)))
+		ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, teid, forwardingGNB.String(), "", 0, 0, 0)))
 	resp, err := r.smf.Session(context.Background(), message.MsgTypeSessionEstablishmentRequest, 0, free5GCEstablishment(r.smf, cp, ue, forward)...)
 	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("establishment: %v, cause %d (%s)", err, resp.Cause(), why(resp))
@@ -249,7 +255,7 @@ func forwardingSession(t *testing.T, r n4Rig, ue, gnb netip.Addr, teid uint32) (
 		}
 		return fmt.Errorf("no status.usageIndex")
 	})
-	return &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}, ulTEID, usage
+	return r, &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}, ulTEID, usage
 }
 
 // TestN4ClosedGatesDropTheirDirection: an SMF closes a session's downlink gate (Update QER, Gate
@@ -260,12 +266,10 @@ func forwardingSession(t *testing.T, r n4Rig, ue, gnb netip.Addr, teid uint32) (
 // are refused (73): the pipeline has one gate per session and direction.
 func TestN4ClosedGatesDropTheirDirection(t *testing.T) {
 	ctx := context.Background()
-	ue, gnb := netip.MustParseAddr("10.60.0.12"), netip.MustParseAddr("198.51.100.10")
-	r := newN4Rig(t, nil, nil)
-	r.associate(t)
-	est, ulTEID, usage := forwardingSession(t, r, ue, gnb, 0x90)
+	ue := netip.MustParseAddr("10.60.0.12")
+	r, est, ulTEID, usage := forwardingRig(t, ue, 0x90)
 	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
-	uplink := wiretest.Build(eth, wire.IPv4{Src: gnb.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
+	uplink := wiretest.Build(eth, wire.IPv4{Src: forwardingGNB.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
 		wire.IPv4{Src: ue.As4(), Dst: addr4("203.0.113.200")}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 64))
 	downlink := downlinkFrames(ue, 1)[0]
 	policed := func() int64 {

@@ -24,10 +24,8 @@ import (
 // with a new quota opens them again: the AMBR's cell is back and the downlink goes.
 func TestN4VolumeQuotaClosesTheGates(t *testing.T) {
 	ctx := context.Background()
-	ue, gnb := netip.MustParseAddr("10.60.0.13"), netip.MustParseAddr("198.51.100.10")
-	r := newN4Rig(t, nil, nil)
-	r.associate(t)
-	est, _, usage := forwardingSession(t, r, ue, gnb, 0x91)
+	ue := netip.MustParseAddr("10.60.0.13")
+	r, est, _, usage := forwardingRig(t, ue, 0x91)
 	quota := func(bytes uint64) {
 		t.Helper()
 		m, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(1), ie.NewReportingTriggers(0x03, 0x01), // PERIO | VOLTH, VOLQU
@@ -111,10 +109,8 @@ func TestN4VolumeQuotaClosesTheGates(t *testing.T) {
 // every 400 ms for 3 s keeps the quota; once they stop, QUHTI comes and the gates close.
 func TestN4QuotaValidityAndHoldingTimes(t *testing.T) {
 	ctx := context.Background()
-	ue, gnb := netip.MustParseAddr("10.60.0.14"), netip.MustParseAddr("198.51.100.10")
-	r := newN4Rig(t, nil, nil)
-	r.associate(t)
-	est, _, usage := forwardingSession(t, r, ue, gnb, 0x92)
+	ue := netip.MustParseAddr("10.60.0.14")
+	r, est, _, usage := forwardingRig(t, ue, 0x92)
 	frame := downlinkFrames(ue, 1)[0]
 	closed := &p4v1.MeterConfig{}
 	awaitGates := func(want *p4v1.MeterConfig, what string) {
@@ -216,10 +212,8 @@ func free5GCValidity(end time.Time) *ie.IE {
 // then writes the triggers over it), which is taken: the packets go on.
 func TestN4OnlineChargingAsFree5GCDoesIt(t *testing.T) {
 	ctx := context.Background()
-	ue, gnb := netip.MustParseAddr("10.60.0.15"), netip.MustParseAddr("198.51.100.10")
-	r := newN4Rig(t, nil, nil)
-	r.associate(t)
-	est, _, _ := forwardingSession(t, r, ue, gnb, 0x93)
+	ue := netip.MustParseAddr("10.60.0.15")
+	r, est, _, _ := forwardingRig(t, ue, 0x93)
 	frame := downlinkFrames(ue, 1)[0]
 	named := []*ie.IE{ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(3)}
 	m, err := r.smf.Modify(ctx, est,

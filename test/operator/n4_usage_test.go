@@ -166,10 +166,8 @@ func checkReport(t *testing.T, what string, got, want smf.UsageReport) {
 // all 80 packets, URR 2 only those that left, to the byte (docs/n4.md, "Volume").
 func TestN4UsageAfterQoSEnforcement(t *testing.T) {
 	ctx := context.Background()
-	ue, gnb := netip.MustParseAddr("10.60.0.14"), netip.MustParseAddr("198.51.100.10")
-	r := newN4Rig(t, nil, nil)
-	r.associate(t)
-	est, ulTEID, _ := forwardingSession(t, r, ue, gnb, 0x92)
+	ue := netip.MustParseAddr("10.60.0.14")
+	r, est, ulTEID, _ := forwardingRig(t, ue, 0x92)
 	m, err := r.smf.Modify(ctx, est, ie.NewUpdateQER(ie.NewQERID(2), ie.NewMBR(80, 80)))
 	if err != nil || m.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("Update QER with an MBR of 80 kbit/s: %v, cause %d (%s)", err, m.Cause(), why(m))
@@ -177,7 +175,7 @@ func TestN4UsageAfterQoSEnforcement(t *testing.T) {
 
 	const n = 40
 	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
-	uplink := wiretest.Build(eth, wire.IPv4{Src: gnb.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
+	uplink := wiretest.Build(eth, wire.IPv4{Src: forwardingGNB.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
 		wire.IPv4{Src: ue.As4(), Dst: addr4("203.0.113.200")}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 64))
 	const ulBytes = 2*(wire.IPv4HeaderLen+wire.UDPHeaderLen) + wire.GTPUHeaderLen + 64 // as it arrived
 	const dlBytes = wire.IPv4HeaderLen + wire.UDPHeaderLen + 64
