@@ -346,6 +346,7 @@ func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error)
 		return cfg, fmt.Errorf("tunnelEndpoints[%s].n3Address: %v", te.Name, err)
 	}
 	cfg.UPF, cfg.TunnelEndpoint = u.Name, te.Name
+	cfg.RestartOnAssociationOnly = s.SMFRestartDetection == junctionv1.SMFRestartOnAssociation
 	for i, a := range s.AllowedSMFs {
 		p, err := netip.ParsePrefix(string(a))
 		if err != nil {
@@ -382,7 +383,7 @@ func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error)
 
 func sameN4Config(a, b n4.Config) bool {
 	return reflect.DeepEqual(a.Target, b.Target) && a.Listen == b.Listen && a.NodeID == b.NodeID && a.Address == b.Address && a.Heartbeat == b.Heartbeat && a.Grace == b.Grace &&
-		slices.Equal(a.AllowedSMFs, b.AllowedSMFs)
+		a.RestartOnAssociationOnly == b.RestartOnAssociationOnly && slices.Equal(a.AllowedSMFs, b.AllowedSMFs)
 }
 
 // collectPolicies deletes the N4 endpoint's traffic classes no session selects any more.

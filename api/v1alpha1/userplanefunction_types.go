@@ -270,6 +270,17 @@ type N4 struct {
 	// +optional
 	GracePeriod Duration `json:"gracePeriod,omitempty"`
 
+	// smfRestartDetection is what tells the UPF an SMF restarted, and so lost its sessions, which
+	// the UPF then releases: Heartbeat (the default, TS 29.244 §19A), a new Recovery Time Stamp
+	// in any message that carries one (a heartbeat in either direction, an Association Setup
+	// Request); Association, only a new one in an Association Setup Request (an SMF that restarts
+	// associates again before it establishes sessions), for SMFs whose heartbeats carry stamps
+	// that change without a restart (OAI's stamps every Heartbeat Request with the time it sends
+	// it: docs/n4.md).
+	// +kubebuilder:validation:Enum=Heartbeat;Association
+	// +optional
+	SMFRestartDetection SMFRestartDetection `json:"smfRestartDetection,omitempty"`
+
 	// allowedSMFs are the prefixes SMFs may associate from: an Association Setup Request from
 	// any other address is refused (cause 64) and reported with an event. Unset: any SMF that
 	// reaches the endpoint, which PFCP does not authenticate (docs/threat-model.md, "N4").
@@ -290,6 +301,14 @@ type N4 struct {
 	// +optional
 	AccessGateways []N4AccessGateway `json:"accessGateways,omitempty"`
 }
+
+// SMFRestartDetection names what tells the UPF an SMF restarted (N4.SMFRestartDetection).
+type SMFRestartDetection string
+
+const (
+	SMFRestartOnHeartbeat   SMFRestartDetection = "Heartbeat"
+	SMFRestartOnAssociation SMFRestartDetection = "Association"
+)
 
 // N4AccessGateway is an access gateway's N3 address and the access behind it.
 type N4AccessGateway struct {

@@ -95,6 +95,9 @@ type Config struct {
 	Grace           time.Duration
 	// AllowedSMFs are the prefixes SMFs may associate from; empty: any.
 	AllowedSMFs []netip.Prefix
+	// RestartOnAssociationOnly: a heartbeat's Recovery Time Stamp tells nothing of an SMF restart,
+	// only an Association Setup Request's does (spec.n4.smfRestartDetection Association).
+	RestartOnAssociationOnly bool
 	// Event reports what an operator should see (an SMF lost, sessions released).
 	Event func(warning bool, reason, msg string)
 	Log   logr.Logger
@@ -503,14 +506,15 @@ func (e *Endpoint) heartbeatRequest(key string, from netip.AddrPort, h *message.
 }
 
 // peerAlive notes a heartbeat exchange with the SMF at addr; a new Recovery Time Stamp means
-// the SMF restarted and lost its sessions, so the UPF releases them (TS 29.244 §19A).
+// the SMF restarted and lost its sessions, so the UPF releases them (TS 29.244 §19A), unless
+// heartbeats' stamps are not to be trusted (RestartOnAssociationOnly).
 func (e *Endpoint) peerAlive(addr netip.AddrPort, ts time.Time) {
 	e.mu.Lock()
 	var restarted *Association
 	for _, a := range e.assocs {
 		if a.Addr == addr {
 			a.lastAnswer, a.lostSince = time.Now(), time.Time{}
-			if !ts.IsZero() && !a.RecoveryTime.IsZero() && !ts.Equal(a.RecoveryTime) {
+			if !e.cfg.RestartOnAssociationOnly && !ts.IsZero() && !a.RecoveryTime.IsZero() && !ts.Equal(a.RecoveryTime) {
 				restarted = a
 				a.RecoveryTime = ts
 				e.dirty = true

@@ -140,8 +140,8 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 			}
 		}
 	}
-	if len(down) == 0 {
-		return nil, refuse(CauseMandatoryIEMissing, ie.CreatePDR, "the session has no downlink PDR (Source Interface Core) with the UE IP address")
+	if len(down) == 0 && len(up) == 0 {
+		return nil, refuse(CauseMandatoryIEMissing, ie.CreatePDR, "the session has no PDR")
 	}
 	multi := false
 	for _, p := range down {
@@ -325,13 +325,26 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 
 // singleAccessPlan maps an ordinary PDU session (no MAR): plain GTP-U on N3 both ways. Every
 // downlink PDR forwards through one GTP-U tunnel toward the gNB (SDF filters then change
-// nothing and are accepted); every uplink PDR has the one F-TEID and forwards to Core.
+// nothing and are accepted); every uplink PDR has the one F-TEID and forwards to Core. A
+// session with no downlink PDR yet (OAI's SMF sends it with the gNB's tunnel, docs/n4.md)
+// drops its downlink, as a packet no PDR matches is dropped (TS 29.244 §5.2.1), and takes its
+// address from the uplink PDRs' UE IP Address.
 func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi string, qfi int32, mbr *junctionv1.BitRate, t Target) (*Plan, error) {
 	var session netip.Addr
 	var tunnel *OHC
 	var tunnelFAR uint32
 	// The downlink FARs all forward into one tunnel, all buffer, or all drop (downlinkMode).
-	mode := downlinkMode(r.FARs[*down[0].FARID])
+	mode := actDrop
+	if len(down) > 0 {
+		mode = downlinkMode(r.FARs[*down[0].FARID])
+	} else {
+		for _, p := range up {
+			if !p.UEIP.IsValid() || session.IsValid() && p.UEIP != session {
+				return nil, refuse(CauseMandatoryIEMissing, ie.CreatePDR, "the session has no downlink PDR and its uplink PDRs do not give one UE IP Address (the session address)")
+			}
+			session = p.UEIP
+		}
+	}
 	buffers, drops := mode == actBuff, mode == actDrop
 	for _, p := range down {
 		f := r.FARs[*p.FARID]

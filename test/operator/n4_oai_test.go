@@ -1,0 +1,172 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
+	"github.com/junction-atsss/junction/internal/smf"
+	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/internal/wire/wiretest"
+)
+
+// oaiEstablishment is an ordinary PDU session's establishment as OAI's SMF sends it with its
+// default configuration (src/smf_app/smf_procedure.cpp, session_create_sm_context_procedure: no
+// QER, no URR): the uplink only, its PDR with a CHOOSE F-TEID (Choose ID 42), the UE's address
+// as source, the QFI and 3GPP Interface Type N3 3GPP access in its PDI, GTP-U removed, its FAR
+// forwarding to Core; no downlink PDR or FAR, and no PDN Type.
+func oaiEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr) []*ie.IE {
+	return []*ie.IE{
+		ie.NewNodeIDHeuristic(c.NodeID), c.FSEID(cpSEID),
+		ie.NewCreateFAR(ie.NewFARID(1), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+			ie.NewDestinationInterface(ie.DstInterfaceCore), ie.NewNetworkInstance("oai.ipv4"))),
+		ie.NewCreatePDR(ie.NewPDRID(1), ie.NewPrecedence(0), ie.NewPDI(
+			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewNetworkInstance("oai.ipv4"),
+			ie.NewFTEID(0x0d, 0, nil, nil, 42), // V4 | CH | CHID
+			ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0), ie.NewQFI(1), ie.NewTGPPInterfaceType(ie.TGPPInterfaceTypeN33GPPAccess)),
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(1)),
+	}
+}
+
+// oaiDownlink is OAI's modification once the gNB has answered (send_n4_session_modification_request):
+// a Create FAR into the gNB's tunnel and a Create PDR for the UE's address, whose PDI carries
+// 3GPP Interface Type 0 (the field's default in OAI's code).
+func oaiDownlink(ue, gnb netip.Addr, teid uint32) []*ie.IE {
+	return []*ie.IE{
+		ie.NewCreateFAR(ie.NewFARID(2), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewNetworkInstance("oai.ipv4"),
+			ie.NewOuterHeaderCreation(0x0100, teid, gnb.String(), "", 0, 0, 0))),
+		ie.NewCreatePDR(ie.NewPDRID(2), ie.NewPrecedence(0), ie.NewPDI(
+			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewNetworkInstance("oai.ipv4"),
+			ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0), ie.NewTGPPInterfaceType(0)), ie.NewFARID(2)),
+	}
+}
+
+// TestN4SessionsAsOAIsSMFSendsThem: OAI's SMF establishes a session with its uplink alone and
+// adds the downlink PDR when the gNB answers; its Heartbeat Requests carry the time they are sent
+// as their Recovery Time Stamp (smf_n4::send_heartbeat_request), new each time. On a UPF with
+// spec.n4.smfRestartDetection Association, the session is taken (the downlink dropped, counted
+// FILTERED, until its PDR comes; the uplink decapsulated from the start), the downlink then goes
+// into the gNB's tunnel, and heartbeats with new stamps leave it alone. On a UPF with the
+// default (Heartbeat, TS 29.244 §19A), one such heartbeat releases the SMF's sessions.
+func TestN4SessionsAsOAIsSMFSendsThem(t *testing.T) {
+	ctx := context.Background()
+	ue, gnb, teid := netip.MustParseAddr("10.60.0.16"), netip.MustParseAddr("198.51.100.20"), uint32(0x5a)
+	establish := func(t *testing.T, r n4Rig) (*smf.Established, uint32) {
+		t.Helper()
+		cp := r.smf.NewCPSEID()
+		resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, oaiEstablishment(r.smf, cp, ue)...)
+		if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("OAI's establishment: %v, cause %d (%s)", err, resp.Cause(), why(resp))
+		}
+		fseid, err := resp.Find(ie.FSEID).FSEID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ulTEID uint32
+		for _, x := range resp.IEs {
+			if x.Type == ie.CreatedPDR {
+				if f, err := x.FTEID(); err == nil {
+					ulTEID = f.TEID
+				}
+			}
+		}
+		if ulTEID == 0 {
+			t.Fatalf("no Created PDR with the F-TEID the UPF chose in %v", resp.IEs)
+		}
+		return &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}, ulTEID
+	}
+	// OAI stamps each Heartbeat Request with the time it sends it.
+	heartbeat := func(t *testing.T, r n4Rig, at time.Time) {
+		t.Helper()
+		if _, err := r.smf.Send(ctx, func(seq uint32) ([]byte, error) {
+			return message.NewHeartbeatRequest(seq, ie.NewRecoveryTimeStamp(at), nil).Marshal()
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("smfRestartDetection Association", func(t *testing.T) {
+		r := newN4Rig(t, func(n *junctionv1.N4) { n.SMFRestartDetection = junctionv1.SMFRestartOnAssociation }, nil)
+		r.associate(t)
+		est, ulTEID := establish(t, r)
+		if leg := r.awaitN4Sessions(t, 1)[0].Spec.AccessLegs.ThreeGPP; leg == nil || leg.UEAddress != junctionv1.IPv4Address(ue.String()) ||
+			!leg.DropDownlink || leg.GNBAddress != "" || leg.UplinkTEID != int64(ulTEID) {
+			t.Fatalf("the session's 3GPP leg %+v, want %s's, its downlink dropped, uplink TEID %#x", leg, ue, ulTEID)
+		}
+		eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
+		uplink := wiretest.Build(eth, wire.IPv4{Src: gnb.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
+			wire.IPv4{Src: ue.As4(), Dst: addr4("203.0.113.200")}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 64))
+		eventually(t, programTimeout, "the uplink decapsulated", func() error {
+			if out := r.u.forward(t, uplink); len(out) != 1 {
+				return fmt.Errorf("%d frames left", len(out))
+			}
+			return nil
+		})
+		downlink := downlinkFrames(ue, 1)[0]
+		filtered := func() int64 {
+			t.Helper()
+			n, err := r.u.counterPackets(r.sch, "drops", int64(contract.DropFiltered))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := filtered()
+		if out := r.u.forward(t, downlink); len(out) != 0 {
+			t.Fatalf("a downlink packet before the downlink PDR left on port %d", out[0].port)
+		}
+		if got := filtered() - before; got != 1 {
+			t.Fatalf("drops[FILTERED] counted %d of the downlink packet before the downlink PDR, want 1", got)
+		}
+
+		if m, err := r.smf.Modify(ctx, est, oaiDownlink(ue, gnb, teid)...); err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("OAI's modification with the gNB's tunnel: %v, cause %d (%s)", err, m.Cause(), why(m))
+		}
+		// A G-PDU without a PDU Session Container (no QER gives a QFI): flags 0x30, type 0xff, the
+		// 92-byte user packet's length, the gNB's TEID.
+		gpdu := binary.BigEndian.AppendUint32([]byte{0x30, 0xff, 0, wire.IPv4HeaderLen + wire.UDPHeaderLen + 64}, teid)
+		eventually(t, programTimeout, "the downlink into the gNB's tunnel", func() error {
+			out := r.u.forward(t, downlink)
+			if len(out) != 1 || !bytes.Contains(out[0].frame, gpdu) {
+				return fmt.Errorf("%d frames left (%x), want one G-PDU into TEID %#x", len(out), out, teid)
+			}
+			return nil
+		})
+
+		for i := range 3 {
+			heartbeat(t, r, time.Now().Add(time.Duration(i+1)*time.Second))
+		}
+		if m, err := r.smf.Modify(ctx, est); err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("the session after three heartbeats with new stamps: %v, cause %d (%s); want it kept", err, m.Cause(), why(m))
+		}
+		if n := len(r.n4Sessions(t)); n != 1 {
+			t.Fatalf("%d session objects after the heartbeats, want 1", n)
+		}
+		if d, err := r.smf.Delete(ctx, est); err != nil || d.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("OAI's deletion: %v, cause %d", err, d.Cause())
+		}
+	})
+
+	t.Run("smfRestartDetection Heartbeat (the default)", func(t *testing.T) {
+		r := newN4Rig(t, nil, nil)
+		r.associate(t)
+		est, _ := establish(t, r)
+		r.awaitN4Sessions(t, 1)
+		heartbeat(t, r, time.Now().Add(time.Second))
+		eventually(t, programTimeout, "an SMFRestarted event", func() error { return findEvent(r.ns, "upf", "Warning", "SMFRestarted") })
+		r.awaitN4Sessions(t, 0)
+		if m, err := r.smf.Modify(ctx, est); err != nil || m.Cause() != CauseSessionContextNotFound {
+			t.Fatalf("the session after a heartbeat with a new stamp: %v, cause %d; want 65 (released)", err, m.Cause())
+		}
+	})
+}
