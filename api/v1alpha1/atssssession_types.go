@@ -25,6 +25,7 @@ type UE struct {
 // +kubebuilder:validation:XValidation:rule="has(self.gnbAddress) == has(self.downlinkTEID)",message="gnbAddress and downlinkTEID go together: the downlink tunnel toward the gNB"
 // +kubebuilder:validation:XValidation:rule="has(self.gnbAddress) || (has(self.bufferDownlink) && self.bufferDownlink) || (has(self.dropDownlink) && self.dropDownlink)",message="gnbAddress and downlinkTEID are required unless bufferDownlink or dropDownlink is set (an idle UE, or one whose gNB is not known yet, has no downlink tunnel)",fieldPath=".gnbAddress"
 // +kubebuilder:validation:XValidation:rule="!(has(self.bufferDownlink) && self.bufferDownlink && has(self.dropDownlink) && self.dropDownlink)",message="bufferDownlink and dropDownlink exclude each other: the downlink is held or dropped",fieldPath=".dropDownlink"
+// +kubebuilder:validation:XValidation:rule="has(self.uplinkTEID) || (has(self.dropDownlink) && self.dropDownlink)",message="uplinkTEID is required unless dropDownlink is set (an idle UE whose SMF removed every rule has no uplink tunnel)",fieldPath=".uplinkTEID"
 type ThreeGPPLeg struct {
 	// ueAddress is the UE's address on its 3GPP PDU session (inside GTP-U).
 	// +required
@@ -35,11 +36,13 @@ type ThreeGPPLeg struct {
 	// +optional
 	GNBAddress IPv4Address `json:"gnbAddress,omitempty"`
 
-	// uplinkTEID is the TEID the gNB puts on uplink GTP-U toward the UPF, 1 to 4294967295.
+	// uplinkTEID is the TEID the gNB puts on uplink GTP-U toward the UPF, 1 to 4294967295. Unset
+	// only while the downlink drops and the session has no uplink either (over N4, an idle UE's
+	// session whose SMF removed every rule, as OAI's does: docs/n4.md).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=4294967295
-	// +required
-	UplinkTEID int64 `json:"uplinkTEID"`
+	// +optional
+	UplinkTEID int64 `json:"uplinkTEID,omitempty"`
 
 	// downlinkTEID is the TEID the UPF puts on downlink GTP-U toward the gNB, 1 to 4294967295.
 	// Unset only while the downlink buffers or drops.

@@ -192,14 +192,19 @@ const PacketOutEgressPort = "egress_port"
 // and its downlink_tunnels entry (plain GTP-U toward its gNB, no Junction header; or, while its
 // UE is idle, buffer_downlink: the packets go to the controller, which holds them). A session
 // whose downlink drops has no downlink_tunnels entry but a filters entry that denies its address
-// as destination (dropDownlinkFilter).
+// as destination (dropDownlinkFilter), and no uplink_tunnels entry while it has no uplink TEID
+// (an idle UE's session whose SMF removed every rule).
 func singleAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	leg := s.Spec.AccessLegs.ThreeGPP
 	if leg == nil || s.Spec.AccessLegs.NonThreeGPP != nil {
 		return nil, fmt.Errorf("session %s is SingleAccess: it needs its 3GPP leg and no other", s.Name)
 	}
 	if leg.DropDownlink {
-		return append([]Entry{uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex), dropDownlinkFilter(sa)}, mbrSessionEntry(s, sa)...), nil
+		var out []Entry
+		if leg.UplinkTEID != 0 {
+			out = append(out, uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex))
+		}
+		return append(append(out, dropDownlinkFilter(sa)), mbrSessionEntry(s, sa)...), nil
 	}
 	down := Entry{Table: TableDownlinkTunnels, Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: ActionBufferDownlink}
 	var qfis []Entry // a buffering session has no tunnel yet, so no QFI for it

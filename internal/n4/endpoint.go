@@ -55,6 +55,9 @@ type State struct {
 	SUPI  string            `json:"supi"`
 	Rules packedRules       `json:"rules"`           // the SMF's rules, packed between requests (rules.go)
 	TEIDs map[uint16]uint32 `json:"teids,omitempty"` // PDR ID -> the TEID the UPF chose (CH)
+	// Idle is a single-access session's address, which it keeps when its SMF removes every PDR
+	// (OAI's does while the UE is idle): makePlan has it from here then.
+	Idle netip.Addr `json:"idle,omitzero"`
 
 	mu        sync.Mutex // serializes the SMF's requests on this session
 	reporting bool       // a Session Report Request awaits its answer

@@ -64,7 +64,7 @@ func decodePath(b []byte) error {
 			teids[id] = 0x80000000 + uint32(id)
 		}
 	}
-	_, err = makePlan(rules, teids, "imsi-001010000000001", fuzzTarget)
+	_, err = makePlan(rules, teids, "imsi-001010000000001", netip.Addr{}, fuzzTarget)
 	return err
 }
 

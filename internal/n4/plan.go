@@ -105,8 +105,10 @@ type leg struct {
 func (l *leg) gtpu() bool { return l.ohc.Desc == ohcGTPUv4 }
 
 // makePlan maps a session's rules onto Junction's model. teids are the TEIDs the UPF chose for
-// PDRs with CH set. Every refusal names the rule (Failed Rule ID) or the IE (Offending IE).
-func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, error) {
+// PDRs with CH set; idle is the address of the single-access session the rules belong to, which
+// it keeps if they have no PDR left (State.Idle). Every refusal names the rule (Failed Rule ID)
+// or the IE (Offending IE).
+func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t Target) (*Plan, error) {
 	if err := r.checkURRs(); err != nil {
 		return nil, err
 	}
@@ -141,7 +143,10 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, t Target) (*Plan, 
 		}
 	}
 	if len(down) == 0 && len(up) == 0 {
-		return nil, refuse(CauseMandatoryIEMissing, ie.CreatePDR, "the session has no PDR")
+		if !idle.IsValid() {
+			return nil, refuse(CauseMandatoryIEMissing, ie.CreatePDR, "the session has no PDR")
+		}
+		return idlePlan(idle, supi, t), nil
 	}
 	multi := false
 	for _, p := range down {
@@ -400,6 +405,28 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 		UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: qfi, MaxBitRate: mbr,
 		AccessLegs: junctionv1.AccessLegs{ThreeGPP: leg},
 	}}, nil
+}
+
+// idlePlan is a single-access session at addr without a PDR: OAI's SMF removes every rule of a
+// session whose UE goes idle (and creates them anew when it comes back). Packets no PDR matches
+// are dropped (TS 29.244 §5.2.1): the downlink by the filter of a dropped downlink, the uplink
+// for want of a TEID.
+func idlePlan(addr netip.Addr, supi string, t Target) *Plan {
+	a := junctionv1.IPv4Address(addr.String())
+	return &Plan{Spec: junctionv1.ATSSSSessionSpec{
+		Type: junctionv1.SessionSingleAccess, UE: junctionv1.UE{SUPI: supi}, SessionAddress: a,
+		UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint,
+		AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{UEAddress: a, DropDownlink: true}},
+	}}
+}
+
+// idle is what State.Idle keeps of a plan: a single-access session's address.
+func (p *Plan) idle() netip.Addr {
+	if p.Spec.Type != junctionv1.SessionSingleAccess {
+		return netip.Addr{}
+	}
+	a, _ := netip.ParseAddr(string(p.Spec.SessionAddress))
+	return a
 }
 
 // downlinkMode is what a single-access session's downlink FAR does with a packet: actBuff, hold

@@ -215,8 +215,9 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 		e.forget(s)
 		return fseid, nil, err
 	}
-	p, err := makePlan(r, s.TEIDs, supi, e.cfg.Target)
+	p, err := makePlan(r, s.TEIDs, supi, netip.Addr{}, e.cfg.Target)
 	if err == nil {
+		s.Idle = p.idle()
 		if err = e.store.Apply(ctx, s, p); err != nil {
 			// All of the rules or none: what the store wrote goes.
 			if _, rerr := e.store.Remove(ctx, s); rerr != nil {
@@ -322,19 +323,19 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		e.setRules(s, prevRules)
 		s.TEIDs = prevTEIDs
 	}
-	p, err := makePlan(r, s.TEIDs, s.SUPI, e.cfg.Target)
+	p, err := makePlan(r, s.TEIDs, s.SUPI, s.Idle, e.cfg.Target)
 	if err != nil {
 		restore()
 		return nil, err
 	}
 	p.DropBuffered = flags&smReqDROBU != 0
 	p.EndMarkers = endMarkers(cur, r)
-	prevPlan, _ := makePlan(cur, prevTEIDs, s.SUPI, e.cfg.Target)
-	prevCP, prevAddr := s.CPSEID, s.CPAddr
+	prevPlan, _ := makePlan(cur, prevTEIDs, s.SUPI, s.Idle, e.cfg.Target)
+	prevCP, prevAddr, prevIdle := s.CPSEID, s.CPAddr, s.Idle
 	e.setRules(s, packed)
-	s.CPSEID, s.CPAddr = cpSEID, cpAddr
+	s.CPSEID, s.CPAddr, s.Idle = cpSEID, cpAddr, p.idle()
 	if err := e.store.Apply(ctx, s, p); err != nil {
-		s.CPSEID, s.CPAddr = prevCP, prevAddr
+		s.CPSEID, s.CPAddr, s.Idle = prevCP, prevAddr, prevIdle
 		restore()
 		if prevPlan != nil {
 			if rerr := e.store.Apply(ctx, s, prevPlan); rerr != nil {

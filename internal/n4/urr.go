@@ -736,7 +736,7 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 		}
 		e.setRules(s, packed)
 		// The measurement's new start rides in the session's state, for the next leader.
-		if p, err := makePlan(r, s.TEIDs, s.SUPI, e.cfg.Target); err == nil {
+		if p, err := makePlan(r, s.TEIDs, s.SUPI, s.Idle, e.cfg.Target); err == nil {
 			if err := e.store.Apply(ctx, s, p); err != nil {
 				e.cfg.Log.Error(err, "N4: saving a session after a usage report", "upSEID", s.UPSEID)
 			}
@@ -779,7 +779,7 @@ func (e *Endpoint) observeUsage(ctx context.Context, s *State, r *Rules, now tim
 	if err == nil {
 		e.setRules(s, packed)
 		var p *Plan
-		if p, err = makePlan(r, s.TEIDs, s.SUPI, e.cfg.Target); err == nil {
+		if p, err = makePlan(r, s.TEIDs, s.SUPI, s.Idle, e.cfg.Target); err == nil {
 			err = e.store.Apply(ctx, s, p)
 		}
 	}

@@ -25,30 +25,49 @@ import (
 // as source, the QFI and 3GPP Interface Type N3 3GPP access in its PDI, GTP-U removed, its FAR
 // forwarding to Core; no downlink PDR or FAR, and no PDN Type.
 func oaiEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr) []*ie.IE {
+	return append([]*ie.IE{ie.NewNodeIDHeuristic(c.NodeID), c.FSEID(cpSEID)}, oaiUplink(ue, 1)...)
+}
+
+// oaiUplink are the uplink FAR and PDR OAI's SMF creates, both with ID id: at establishment, and
+// anew when an idle UE comes back (a Service Request).
+func oaiUplink(ue netip.Addr, id uint16) []*ie.IE {
 	return []*ie.IE{
-		ie.NewNodeIDHeuristic(c.NodeID), c.FSEID(cpSEID),
-		ie.NewCreateFAR(ie.NewFARID(1), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+		ie.NewCreateFAR(ie.NewFARID(uint32(id)), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
 			ie.NewDestinationInterface(ie.DstInterfaceCore), ie.NewNetworkInstance("oai.ipv4"))),
-		ie.NewCreatePDR(ie.NewPDRID(1), ie.NewPrecedence(0), ie.NewPDI(
+		ie.NewCreatePDR(ie.NewPDRID(id), ie.NewPrecedence(0), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewNetworkInstance("oai.ipv4"),
 			ie.NewFTEID(0x0d, 0, nil, nil, 42), // V4 | CH | CHID
 			ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0), ie.NewQFI(1), ie.NewTGPPInterfaceType(ie.TGPPInterfaceTypeN33GPPAccess)),
-			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(1)),
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(uint32(id))),
 	}
 }
 
 // oaiDownlink is OAI's modification once the gNB has answered (send_n4_session_modification_request):
 // a Create FAR into the gNB's tunnel and a Create PDR for the UE's address, whose PDI carries
-// 3GPP Interface Type 0 (the field's default in OAI's code).
-func oaiDownlink(ue, gnb netip.Addr, teid uint32) []*ie.IE {
+// 3GPP Interface Type 0 (the field's default in OAI's code); both with ID id.
+func oaiDownlink(ue, gnb netip.Addr, teid uint32, id uint16) []*ie.IE {
 	return []*ie.IE{
-		ie.NewCreateFAR(ie.NewFARID(2), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+		ie.NewCreateFAR(ie.NewFARID(uint32(id)), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
 			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewNetworkInstance("oai.ipv4"),
 			ie.NewOuterHeaderCreation(0x0100, teid, gnb.String(), "", 0, 0, 0))),
-		ie.NewCreatePDR(ie.NewPDRID(2), ie.NewPrecedence(0), ie.NewPDI(
+		ie.NewCreatePDR(ie.NewPDRID(id), ie.NewPrecedence(0), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewNetworkInstance("oai.ipv4"),
-			ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0), ie.NewTGPPInterfaceType(0)), ie.NewFARID(2)),
+			ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0), ie.NewTGPPInterfaceType(0)), ie.NewFARID(uint32(id))),
 	}
+}
+
+// createdTEID is the TEID the UPF chose for the uplink PDR of a response's Created PDR.
+func createdTEID(t *testing.T, resp *smf.Response) uint32 {
+	t.Helper()
+	for _, x := range resp.IEs {
+		if x.Type == ie.CreatedPDR {
+			if f, err := x.FTEID(); err == nil && f.TEID != 0 {
+				return f.TEID
+			}
+		}
+	}
+	t.Fatalf("no Created PDR with the F-TEID the UPF chose in %v", resp.IEs)
+	return 0
 }
 
 // TestN4SessionsAsOAIsSMFSendsThem: OAI's SMF establishes a session with its uplink alone and
@@ -72,18 +91,7 @@ func TestN4SessionsAsOAIsSMFSendsThem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ulTEID uint32
-		for _, x := range resp.IEs {
-			if x.Type == ie.CreatedPDR {
-				if f, err := x.FTEID(); err == nil {
-					ulTEID = f.TEID
-				}
-			}
-		}
-		if ulTEID == 0 {
-			t.Fatalf("no Created PDR with the F-TEID the UPF chose in %v", resp.IEs)
-		}
-		return &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}, ulTEID
+		return &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}, createdTEID(t, resp)
 	}
 	// OAI stamps each Heartbeat Request with the time it sends it.
 	heartbeat := func(t *testing.T, r n4Rig, at time.Time) {
@@ -103,11 +111,13 @@ func TestN4SessionsAsOAIsSMFSendsThem(t *testing.T) {
 			!leg.DropDownlink || leg.GNBAddress != "" || leg.UplinkTEID != int64(ulTEID) {
 			t.Fatalf("the session's 3GPP leg %+v, want %s's, its downlink dropped, uplink TEID %#x", leg, ue, ulTEID)
 		}
-		eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
-		uplink := wiretest.Build(eth, wire.IPv4{Src: gnb.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
-			wire.IPv4{Src: ue.As4(), Dst: addr4("203.0.113.200")}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 64))
+		uplink := func(teid uint32) []byte {
+			eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
+			return wiretest.Build(eth, wire.IPv4{Src: gnb.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: teid},
+				wire.IPv4{Src: ue.As4(), Dst: addr4("203.0.113.200")}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 64))
+		}
 		eventually(t, programTimeout, "the uplink decapsulated", func() error {
-			if out := r.u.forward(t, uplink); len(out) != 1 {
+			if out := r.u.forward(t, uplink(ulTEID)); len(out) != 1 {
 				return fmt.Errorf("%d frames left", len(out))
 			}
 			return nil
@@ -129,19 +139,75 @@ func TestN4SessionsAsOAIsSMFSendsThem(t *testing.T) {
 			t.Fatalf("drops[FILTERED] counted %d of the downlink packet before the downlink PDR, want 1", got)
 		}
 
-		if m, err := r.smf.Modify(ctx, est, oaiDownlink(ue, gnb, teid)...); err != nil || m.Cause() != ie.CauseRequestAccepted {
-			t.Fatalf("OAI's modification with the gNB's tunnel: %v, cause %d (%s)", err, m.Cause(), why(m))
-		}
 		// A G-PDU without a PDU Session Container (no QER gives a QFI): flags 0x30, type 0xff, the
 		// 92-byte user packet's length, the gNB's TEID.
 		gpdu := binary.BigEndian.AppendUint32([]byte{0x30, 0xff, 0, wire.IPv4HeaderLen + wire.UDPHeaderLen + 64}, teid)
-		eventually(t, programTimeout, "the downlink into the gNB's tunnel", func() error {
-			out := r.u.forward(t, downlink)
-			if len(out) != 1 || !bytes.Contains(out[0].frame, gpdu) {
-				return fmt.Errorf("%d frames left (%x), want one G-PDU into TEID %#x", len(out), out, teid)
+		tunnelled := func() {
+			t.Helper()
+			eventually(t, programTimeout, "the downlink into the gNB's tunnel", func() error {
+				out := r.u.forward(t, downlink)
+				if len(out) != 1 || !bytes.Contains(out[0].frame, gpdu) {
+					return fmt.Errorf("%d frames left (%x), want one G-PDU into TEID %#x", len(out), out, teid)
+				}
+				return nil
+			})
+		}
+		if m, err := r.smf.Modify(ctx, est, oaiDownlink(ue, gnb, teid, 2)...); err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("OAI's modification with the gNB's tunnel: %v, cause %d (%s)", err, m.Cause(), why(m))
+		}
+		tunnelled()
+
+		// The UE goes idle: OAI removes every PDR and FAR. Nothing matches: the downlink is dropped
+		// (FILTERED), the uplink's TEID is unknown.
+		m, err := r.smf.Modify(ctx, est, ie.NewRemovePDR(ie.NewPDRID(1)), ie.NewRemovePDR(ie.NewPDRID(2)),
+			ie.NewRemoveFAR(ie.NewFARID(1)), ie.NewRemoveFAR(ie.NewFARID(2)))
+		if err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("OAI's removal of every rule of an idle UE's session: %v, cause %d (%s)", err, m.Cause(), why(m))
+		}
+		eventually(t, programTimeout, "the idle session's object", func() error {
+			if leg := r.awaitN4Sessions(t, 1)[0].Spec.AccessLegs.ThreeGPP; leg == nil || !leg.DropDownlink || leg.UplinkTEID != 0 || leg.UEAddress != junctionv1.IPv4Address(ue.String()) {
+				return fmt.Errorf("3GPP leg %+v, want %s's with its downlink dropped and no uplink TEID", leg, ue)
 			}
 			return nil
 		})
+		unknown, err := r.u.counterPackets(r.sch, "drops", int64(contract.DropUnknownTEID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = filtered()
+		eventually(t, programTimeout, "the idle session's packets dropped", func() error {
+			if out := r.u.forward(t, uplink(ulTEID)); len(out) != 0 {
+				return fmt.Errorf("an uplink packet on the removed TEID left on port %d", out[0].port)
+			}
+			if out := r.u.forward(t, downlink); len(out) != 0 {
+				return fmt.Errorf("a downlink packet left on port %d", out[0].port)
+			}
+			return nil
+		})
+		if got, _ := r.u.counterPackets(r.sch, "drops", int64(contract.DropUnknownTEID)); got <= unknown {
+			t.Errorf("drops[UNKNOWN_TEID] %d -> %d for the uplink on the removed TEID", unknown, got)
+		}
+		if got := filtered() - before; got < 1 {
+			t.Errorf("drops[FILTERED] counted none of the idle session's downlink")
+		}
+
+		// The UE comes back (a Service Request): OAI creates the uplink anew (a new CHOOSE), then
+		// the downlink.
+		m, err = r.smf.Modify(ctx, est, oaiUplink(ue, 3)...)
+		if err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("OAI's new uplink after a Service Request: %v, cause %d (%s)", err, m.Cause(), why(m))
+		}
+		ulTEID = createdTEID(t, m)
+		eventually(t, programTimeout, "the uplink on the new TEID", func() error {
+			if out := r.u.forward(t, uplink(ulTEID)); len(out) != 1 {
+				return fmt.Errorf("%d frames left", len(out))
+			}
+			return nil
+		})
+		if m, err := r.smf.Modify(ctx, est, oaiDownlink(ue, gnb, teid, 4)...); err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("OAI's downlink after a Service Request: %v, cause %d (%s)", err, m.Cause(), why(m))
+		}
+		tunnelled()
 
 		for i := range 3 {
 			heartbeat(t, r, time.Now().Add(time.Duration(i+1)*time.Second))
