@@ -59,8 +59,9 @@ type ThreeGPPLeg struct {
 	BufferDownlink bool `json:"bufferDownlink,omitempty"`
 
 	// dropDownlink, for a SingleAccess session whose SMF's downlink FAR says DROP (free5GC
-	// establishes every session so until the gNB has given its tunnel), has the UPF drop the
-	// session's downlink, counted as FILTERED; the uplink still goes (docs/n4.md).
+	// establishes every session so until the gNB has given its tunnel) or that has no downlink
+	// PDR (OAI's SMF sends it with the gNB's tunnel), has the UPF drop the session's downlink,
+	// counted as FILTERED; the uplink still goes, if the session has an uplink TEID (docs/n4.md).
 	// +optional
 	DropDownlink bool `json:"dropDownlink,omitempty"`
 }
