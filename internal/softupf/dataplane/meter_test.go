@@ -175,4 +175,12 @@ func TestAProgramWithoutThePolicerRuns(t *testing.T) {
 	if err := h.p.CheckPipeline(info, nil); err == nil || !strings.Contains(err.Error(), "downlink_mbr") {
 		t.Errorf("a P4Info with half the meters: %v, want a refusal naming downlink_mbr", err)
 	}
+	// The policer without the per-session policed counters (the TNA build's, for now).
+	info = specP4Info()
+	info.Counters = slices.DeleteFunc(info.Counters, func(c *p4configv1.Counter) bool {
+		return strings.HasSuffix(c.GetPreamble().GetName(), "_policed")
+	})
+	if err := h.p.CheckPipeline(info, nil); err != nil {
+		t.Errorf("a P4Info with the policer and without the policed counters: %v", err)
+	}
 }
