@@ -359,6 +359,11 @@ func (st *n4Store) Load(ctx context.Context) ([]*n4.State, n4.NodeState, error) 
 	return out, node, nil
 }
 
+// DropBuffered drops what session s's downlink holds on its UPF.
+func (st *n4Store) DropBuffered(s *n4.State) {
+	st.fleet.dropBuffered(sessionKey(st.upf.Namespace, n4SessionName(st.upf.Name, s.UPSEID)))
+}
+
 func (st *n4Store) SaveNode(ctx context.Context, n n4.NodeState) error {
 	assocs := []junctionv1.N4Association{}
 	for _, a := range n.Associations {

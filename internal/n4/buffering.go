@@ -41,9 +41,27 @@ func (e *Endpoint) DownlinkData(upSEID uint64) {
 		if cause := responseCause(h); cause != CauseAccepted {
 			e.cfg.Log.Info("N4: the SMF refused a downlink data report", "upSEID", upSEID, "cause", cause)
 		}
+		// PFCPSRRsp-Flags DROBU (§8.2.59): drop what the session holds, whatever the Cause
+		// (SD-Core's SMF sends it with cause 64 when the AMF cannot reach the UE). The FAR still
+		// buffers: the next packet starts a new period and a new report.
+		if reportFlags(h)&srRspDROBU != 0 {
+			e.cfg.Log.Info("N4: the SMF asked to drop the buffered downlink", "upSEID", upSEID)
+			e.store.DropBuffered(s)
+		}
 	}, func() {
 		e.cfg.Log.Info("N4: the SMF did not answer a downlink data report", "upSEID", upSEID)
 	})
+}
+
+// srRspDROBU is PFCPSRRsp-Flags' DROBU (TS 29.244 §8.2.59): drop the buffered packets.
+const srRspDROBU = 0x01
+
+// reportFlags are the PFCPSRRsp-Flags of a Session Report Response (0 without the IE).
+func reportFlags(h *message.Header) uint8 {
+	if x := responseIE(h, ie.PFCPSRRspFlags); x != nil && len(x.Payload) > 0 {
+		return x.Payload[0]
+	}
+	return 0
 }
 
 // notifyingPDR is the downlink PDR (Source Interface Core) of highest precedence (lowest value)

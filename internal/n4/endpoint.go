@@ -39,6 +39,9 @@ type Store interface {
 	Remove(ctx context.Context, s *State) (*Usage, error)
 	// Usage reads the session's usage from its first entry to now.
 	Usage(ctx context.Context, s *State) (Usage, error)
+	// DropBuffered drops what the session's downlink holds (the SMF's answer to a downlink data
+	// report said DROBU).
+	DropBuffered(s *State)
 	// Load returns the sessions and the node state an earlier endpoint of this UPF left.
 	Load(ctx context.Context) ([]*State, NodeState, error)
 	// SaveNode records the node state (in the UPF's status).

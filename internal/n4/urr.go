@@ -790,15 +790,24 @@ func (e *Endpoint) observeUsage(ctx context.Context, s *State, r *Rules, now tim
 
 // responseCause is the Cause of a response (0 when it has none).
 func responseCause(h *message.Header) uint8 {
-	ies, err := ie.ParseMultiIEs(h.Payload)
-	if err != nil {
+	x := responseIE(h, ie.Cause)
+	if x == nil {
 		return 0
 	}
+	c, _ := x.Cause()
+	return c
+}
+
+// responseIE is a response's first IE of type typ; nil when it has none or does not parse.
+func responseIE(h *message.Header, typ uint16) *ie.IE {
+	ies, err := ie.ParseMultiIEs(h.Payload)
+	if err != nil {
+		return nil
+	}
 	for _, x := range ies {
-		if x.Type == ie.Cause {
-			c, _ := x.Cause()
-			return c
+		if x.Type == typ {
+			return x
 		}
 	}
-	return 0
+	return nil
 }

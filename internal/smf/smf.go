@@ -36,12 +36,13 @@ type Client struct {
 	seid    uint64
 	pending map[uint32]chan []byte
 	// Heartbeats counts the UPF's Heartbeat Requests answered; Quiet stops answering them.
-	heartbeats  int
-	quiet       bool
-	received    [][]byte
-	reports     []*Response       // Session Report Requests, answered
-	nodeReports []*Response       // Node Report Requests, answered
-	upSEIDs     map[uint64]uint64 // CP SEID → the UPF's SEID, for the responses to its requests
+	heartbeats   int
+	quiet        bool
+	received     [][]byte
+	reports      []*Response       // Session Report Requests, answered
+	reportAnswer []*ie.IE          // what the answers carry (AnswerReports); nil: Cause Request accepted
+	nodeReports  []*Response       // Node Report Requests, answered
+	upSEIDs      map[uint64]uint64 // CP SEID → the UPF's SEID, for the responses to its requests
 }
 
 // Received returns every datagram the UPF sent the SMF, as it came.

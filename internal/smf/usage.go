@@ -105,8 +105,7 @@ func UsageReports(ies []*ie.IE) ([]UsageReport, error) {
 	return out, nil
 }
 
-// Reports returns the Session Report Requests the UPF sent (answered with Request accepted),
-// in order.
+// Reports returns the Session Report Requests the UPF sent, in order.
 func (c *Client) Reports() []*Response {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -122,10 +121,20 @@ func (c *Client) sessionReport(h *message.Header, b []byte) []byte {
 	}
 	c.mu.Lock()
 	c.reports = append(c.reports, &Response{Header: h, IEs: ies, Raw: b})
+	up, answer := c.upSEIDs[h.SEID], c.reportAnswer
 	c.mu.Unlock()
-	c.mu.Lock()
-	up := c.upSEIDs[h.SEID]
-	c.mu.Unlock()
-	r, _ := message.NewSessionReportResponse(0, 0, up, h.SequenceNumber, 0, ie.NewCause(ie.CauseRequestAccepted)).Marshal()
+	if answer == nil {
+		answer = []*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}
+	}
+	r, _ := message.NewSessionReportResponse(0, 0, up, h.SequenceNumber, 0, answer...).Marshal()
 	return r
+}
+
+// AnswerReports has the SMF answer the UPF's Session Report Requests with ies from now on (nil:
+// Cause Request accepted). SD-Core's SMF answers a Downlink Data Report whose UE the AMF cannot
+// reach with Cause 64 and PFCPSRRsp-Flags DROBU.
+func (c *Client) AnswerReports(ies ...*ie.IE) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reportAnswer = ies
 }
