@@ -105,7 +105,7 @@ func TestN4SessionsAsSDCoresSMFSendsThem(t *testing.T) {
 	count := func(result string) float64 { return bufferedFrames(t, upf, result) }
 	held0, dropped0, released0 := count("held"), count("dropped"), count("released")
 	r.smf.AnswerReports(ie.NewCause(ie.CauseRequestRejected), ie.NewPFCPSRRspFlags(0x01)) // DROBU
-	far(0x0c) // BUFF | NOCP, the tunnel left out
+	far(0x0c)                                                                             // BUFF | NOCP, the tunnel left out
 	wantEntries(t, r, "downlink_tunnels ue_addr=0a3c0011 -> buffer_downlink()")
 	for _, f := range downlinkFrames(ue, 3) {
 		if out := r.u.forward(t, f); len(out) != 0 {
