@@ -92,14 +92,7 @@ func TestN4DropsTheDownlinkUntilTheGNBAnswers(t *testing.T) {
 	gnb := netip.MustParseAddr("198.51.100.10")
 	r := newN4Rig(t, nil, nil)
 	r.associate(t)
-	filtered := func() int64 {
-		t.Helper()
-		n, err := r.u.counterPackets(r.sch, "drops", int64(contract.DropFiltered))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	filtered := func() int64 { return packets(t, r, "drops", int64(contract.DropFiltered)) }
 
 	for i, tc := range []struct {
 		name   string
@@ -215,6 +208,32 @@ func TestN4DropsTheDownlinkUntilTheGNBAnswers(t *testing.T) {
 	}
 }
 
+// establishAs sends an SMF's Session Establishment Request (ies, as the core named by who sends
+// them, with CP SEID cp) and returns the session and the response; the test fails unless it is
+// accepted.
+func establishAs(t *testing.T, r n4Rig, who string, cp uint64, ies []*ie.IE) (*smf.Established, *smf.Response) {
+	t.Helper()
+	resp, err := r.smf.Session(context.Background(), message.MsgTypeSessionEstablishmentRequest, 0, ies...)
+	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("%s's establishment: %v, cause %d (%s)", who, err, resp.Cause(), why(resp))
+	}
+	fseid, err := resp.Find(ie.FSEID).FSEID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}, resp
+}
+
+// packets is the packet count of cell index of the UPF's counter.
+func packets(t *testing.T, r n4Rig, counter string, index int64) int64 {
+	t.Helper()
+	n, err := r.u.counterPackets(r.sch, counter, index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // forwardingGNB is the gNB of forwardingRig's sessions.
 var forwardingGNB = netip.MustParseAddr("198.51.100.10")
 
@@ -229,14 +248,7 @@ func forwardingRig(t *testing.T, ue netip.Addr, teid uint32) (r n4Rig, est *smf.
 	cp := r.smf.NewCPSEID()
 	forward := ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
 		ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, teid, forwardingGNB.String(), "", 0, 0, 0)))
-	resp, err := r.smf.Session(context.Background(), message.MsgTypeSessionEstablishmentRequest, 0, free5GCEstablishment(r.smf, cp, ue, forward)...)
-	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("establishment: %v, cause %d (%s)", err, resp.Cause(), why(resp))
-	}
-	fseid, err := resp.Find(ie.FSEID).FSEID()
-	if err != nil {
-		t.Fatal(err)
-	}
+	est, resp := establishAs(t, r, "free5GC", cp, free5GCEstablishment(r.smf, cp, ue, forward))
 	for _, x := range resp.IEs {
 		if id, _ := x.PDRID(); x.Type == ie.CreatedPDR && id == idlePDRUplink {
 			f, err := x.FTEID()
@@ -255,7 +267,7 @@ func forwardingRig(t *testing.T, ue netip.Addr, teid uint32) (r n4Rig, est *smf.
 		}
 		return fmt.Errorf("no status.usageIndex")
 	})
-	return r, &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}, ulTEID, usage
+	return r, est, ulTEID, usage
 }
 
 // TestN4ClosedGatesDropTheirDirection: an SMF closes a session's downlink gate (Update QER, Gate
@@ -272,14 +284,7 @@ func TestN4ClosedGatesDropTheirDirection(t *testing.T) {
 	uplink := wiretest.Build(eth, wire.IPv4{Src: forwardingGNB.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
 		wire.IPv4{Src: ue.As4(), Dst: addr4("203.0.113.200")}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 64))
 	downlink := downlinkFrames(ue, 1)[0]
-	policed := func() int64 {
-		t.Helper()
-		n, err := r.u.counterPackets(r.sch, "mbr_drops", 1) // cell 1: downlink
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	policed := func() int64 { return packets(t, r, "mbr_drops", 1) } // cell 1: downlink
 	meter := func() *p4v1.MeterConfig {
 		t.Helper()
 		_, down := mbrCells(t, r, usage)

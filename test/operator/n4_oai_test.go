@@ -83,15 +83,8 @@ func TestN4SessionsAsOAIsSMFSendsThem(t *testing.T) {
 	establish := func(t *testing.T, r n4Rig) (*smf.Established, uint32) {
 		t.Helper()
 		cp := r.smf.NewCPSEID()
-		resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, oaiEstablishment(r.smf, cp, ue)...)
-		if err != nil || resp.Cause() != ie.CauseRequestAccepted {
-			t.Fatalf("OAI's establishment: %v, cause %d (%s)", err, resp.Cause(), why(resp))
-		}
-		fseid, err := resp.Find(ie.FSEID).FSEID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}, createdTEID(t, resp)
+		est, resp := establishAs(t, r, "OAI", cp, oaiEstablishment(r.smf, cp, ue))
+		return est, createdTEID(t, resp)
 	}
 	// OAI stamps each Heartbeat Request with the time it sends it.
 	heartbeat := func(t *testing.T, r n4Rig, at time.Time) {
@@ -123,14 +116,7 @@ func TestN4SessionsAsOAIsSMFSendsThem(t *testing.T) {
 			return nil
 		})
 		downlink := downlinkFrames(ue, 1)[0]
-		filtered := func() int64 {
-			t.Helper()
-			n, err := r.u.counterPackets(r.sch, "drops", int64(contract.DropFiltered))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
+		filtered := func() int64 { return packets(t, r, "drops", int64(contract.DropFiltered)) }
 		before := filtered()
 		if out := r.u.forward(t, downlink); len(out) != 0 {
 			t.Fatalf("a downlink packet before the downlink PDR left on port %d", out[0].port)
@@ -170,10 +156,7 @@ func TestN4SessionsAsOAIsSMFSendsThem(t *testing.T) {
 			}
 			return nil
 		})
-		unknown, err := r.u.counterPackets(r.sch, "drops", int64(contract.DropUnknownTEID))
-		if err != nil {
-			t.Fatal(err)
-		}
+		unknown := packets(t, r, "drops", int64(contract.DropUnknownTEID))
 		before = filtered()
 		eventually(t, programTimeout, "the idle session's packets dropped", func() error {
 			if out := r.u.forward(t, uplink(ulTEID)); len(out) != 0 {
@@ -184,7 +167,7 @@ func TestN4SessionsAsOAIsSMFSendsThem(t *testing.T) {
 			}
 			return nil
 		})
-		if got, _ := r.u.counterPackets(r.sch, "drops", int64(contract.DropUnknownTEID)); got <= unknown {
+		if got := packets(t, r, "drops", int64(contract.DropUnknownTEID)); got <= unknown {
 			t.Errorf("drops[UNKNOWN_TEID] %d -> %d for the uplink on the removed TEID", unknown, got)
 		}
 		if got := filtered() - before; got < 1 {

@@ -78,11 +78,11 @@ func TestN4VolumeQuotaClosesTheGates(t *testing.T) {
 	if measured.Downlink != 4*92 || measured.DLPackets != 4 || measured.Uplink != 0 {
 		t.Fatalf("URR 1's reports up to VOLQU: %s; want the 4 downlink packets, 368 bytes, and nothing up", measured)
 	}
-	before, _ := r.u.counterPackets(r.sch, "mbr_drops", 1)
+	before := packets(t, r, "mbr_drops", 1)
 	if out := r.u.forward(t, frame); len(out) != 0 {
 		t.Fatalf("a downlink packet past the quota left on port %d", out[0].port)
 	}
-	if after, _ := r.u.counterPackets(r.sch, "mbr_drops", 1); after != before+1 {
+	if after := packets(t, r, "mbr_drops", 1); after != before+1 {
 		t.Fatalf("mbr_drops[1] went from %d to %d for the packet past the quota", before, after)
 	}
 	eventually(t, programTimeout, "the object's gates", func() error {

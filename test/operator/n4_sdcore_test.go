@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/wmnsk/go-pfcp/ie"
-	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/junction-atsss/junction/internal/smf"
 	"github.com/junction-atsss/junction/internal/wire"
@@ -63,15 +62,7 @@ func TestN4SessionsAsSDCoresSMFSendsThem(t *testing.T) {
 	r := newN4Rig(t, nil, nil)
 	r.associate(t)
 	cp := r.smf.NewCPSEID()
-	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, sdcoreEstablishment(r.smf, cp, ue)...)
-	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("SD-Core's establishment: %v, cause %d (%s)", err, resp.Cause(), why(resp))
-	}
-	fseid, err := resp.Find(ie.FSEID).FSEID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	est := &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
+	est, _ := establishAs(t, r, "SD-Core", cp, sdcoreEstablishment(r.smf, cp, ue))
 	if leg := r.awaitN4Sessions(t, 1)[0].Spec.AccessLegs.ThreeGPP; leg == nil || !leg.DropDownlink {
 		t.Fatalf("the session's 3GPP leg %+v, want its downlink dropped", leg)
 	}
