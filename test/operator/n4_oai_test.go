@@ -71,12 +71,14 @@ func createdTEID(t *testing.T, resp *smf.Response) uint32 {
 }
 
 // TestN4SessionsAsOAIsSMFSendsThem: OAI's SMF establishes a session with its uplink alone and
-// adds the downlink PDR when the gNB answers; its Heartbeat Requests carry the time they are sent
-// as their Recovery Time Stamp (smf_n4::send_heartbeat_request), new each time. On a UPF with
-// spec.n4.smfRestartDetection Association, the session is taken (the downlink dropped, counted
-// FILTERED, until its PDR comes; the uplink decapsulated from the start), the downlink then goes
-// into the gNB's tunnel, and heartbeats with new stamps leave it alone. On a UPF with the
-// default (Heartbeat, TS 29.244 §19A), one such heartbeat releases the SMF's sessions.
+// adds the downlink PDR when the gNB answers; removes every rule while the UE is idle and creates
+// them anew when it comes back; and stamps its Heartbeat Requests with the time they are sent
+// (smf_n4::send_heartbeat_request), anew each time. On a UPF with spec.n4.smfRestartDetection
+// Association, the session is taken (the downlink dropped, counted FILTERED, until its PDR comes;
+// the uplink decapsulated from the start), the downlink then goes into the gNB's tunnel, nothing
+// goes while the session has no rule, both ways go again with the new ones, and heartbeats with
+// new stamps leave it alone. On a UPF with the default (Heartbeat, TS 29.244 §19A), one such
+// heartbeat releases the SMF's sessions.
 func TestN4SessionsAsOAIsSMFSendsThem(t *testing.T) {
 	ctx := context.Background()
 	ue, gnb, teid := netip.MustParseAddr("10.60.0.16"), netip.MustParseAddr("198.51.100.20"), uint32(0x5a)
