@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
+
+	"github.com/junction-atsss/junction/internal/smf"
 )
 
 // TestQuotas: a quota counts from when it was given, not from the URR's last report (a
@@ -239,13 +241,13 @@ func TestMeasurementBeforeAndAfterQoSEnforcement(t *testing.T) {
 		u                  *URR
 		up, down, upP, dnP uint64
 	}{{before, 10_000, 10_000, 100, 100}, {after, 7_000, 4_000, 70, 40}} {
-		got, err := smfReport(c.u.report(ie.UsageReportWithinSessionReportRequest, r, reportPERIO, t0.Add(10*time.Second), cur))
-		if err != nil {
-			t.Fatal(err)
+		reps, err := smf.UsageReports([]*ie.IE{c.u.report(ie.UsageReportWithinSessionReportRequest, r, reportPERIO, t0.Add(10*time.Second), cur)})
+		if err != nil || len(reps) != 1 {
+			t.Fatalf("URR %d's report: %v, %d decoded", c.u.ID, err, len(reps))
 		}
-		if got[0] != c.up+c.down || got[1] != c.up || got[2] != c.down || got[3] != c.upP+c.dnP || got[4] != c.upP || got[5] != c.dnP {
-			t.Errorf("URR %d reports %v (total, up, down bytes; total, up, down packets); want %d, %d, %d; %d, %d, %d",
-				c.u.ID, got, c.up+c.down, c.up, c.down, c.upP+c.dnP, c.upP, c.dnP)
+		if g := reps[0]; g.Total != c.up+c.down || g.Uplink != c.up || g.Downlink != c.down || g.TotalPackets != c.upP+c.dnP || g.UplinkPackets != c.upP || g.DLPackets != c.dnP {
+			t.Errorf("URR %d reports %s (total %d B, %d packets); want %d B in %d packets up, %d B in %d down",
+				c.u.ID, g, g.Total, g.TotalPackets, c.up, c.upP, c.down, c.dnP)
 		}
 	}
 	// 20,000 bytes arrived, 11,000 went on: the 10,000-byte quota is used up either way; at
@@ -267,13 +269,4 @@ func TestMeasurementBeforeAndAfterQoSEnforcement(t *testing.T) {
 	if v := after.measured(after.Base, restarted); v.ULPackets != 3 || v.ULBytes != 300 {
 		t.Errorf("after a restart, %d packets and %d bytes up after QoS enforcement; want 3 and 300", v.ULPackets, v.ULBytes)
 	}
-}
-
-// smfReport reads a Usage Report's Volume Measurement: total, uplink and downlink bytes, then packets.
-func smfReport(x *ie.IE) ([6]uint64, error) {
-	vm, err := x.VolumeMeasurement()
-	if err != nil {
-		return [6]uint64{}, err
-	}
-	return [6]uint64{vm.TotalVolume, vm.UplinkVolume, vm.DownlinkVolume, vm.TotalNumberOfPackets, vm.UplinkNumberOfPackets, vm.DownlinkNumberOfPackets}, nil
 }
