@@ -27,6 +27,9 @@ type Plan struct {
 	// EndMarkers: the GTP-U tunnels to send an End Marker on once the rules apply (an Update
 	// FAR's SNDEM that moved the FAR to another tunnel).
 	EndMarkers []EndMarker `json:"-"`
+	// Parked: the session has no PDR (idlePlan), so no entry names its usage cells and they
+	// count nothing until its next rules zero them (State.Carried).
+	Parked bool `json:"-"`
 }
 
 // EndMarker names a tunnel a FAR left: its peer's address and the TEID the peer gave.
@@ -417,7 +420,7 @@ func idlePlan(addr netip.Addr, supi string, t Target) *Plan {
 		Type: junctionv1.SessionSingleAccess, UE: junctionv1.UE{SUPI: supi}, SessionAddress: a,
 		UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint,
 		AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{UEAddress: a, DropDownlink: true}},
-	}}
+	}, Parked: true}
 }
 
 // idle is what State.Idle keeps of a plan: a single-access session's address.

@@ -285,7 +285,7 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	// Reports and new URRs need the session's usage now: read before anything changes.
 	var usage Usage
 	if len(queried) > 0 || len(c.all(ie.RemoveURR)) > 0 || newMeasurement(cur, r) {
-		if usage, err = e.store.Usage(ctx, s); err != nil {
+		if usage, err = e.usage(ctx, s); err != nil {
 			return nil, refuse(CauseSystemFailure, 0, "reading the session's usage: %v", err)
 		}
 	}
@@ -331,11 +331,21 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	p.DropBuffered = flags&smReqDROBU != 0
 	p.EndMarkers = endMarkers(cur, r)
 	prevPlan, _ := makePlan(cur, prevTEIDs, s.SUPI, s.Idle, e.cfg.Target)
-	prevCP, prevAddr, prevIdle := s.CPSEID, s.CPAddr, s.Idle
+	prevCP, prevAddr, prevIdle, prevCarried, prevParked := s.CPSEID, s.CPAddr, s.Idle, s.Carried, s.Parked
+	parks := p.Parked && !s.Parked
+	if parks {
+		// The cells stop counting with these rules and start from zero with the next: what
+		// they hold is carried. Read now, to be saved with the rules, and again once the
+		// entries are gone (below), for what came meanwhile.
+		if s.Carried, err = e.usage(ctx, s); err != nil {
+			restore()
+			return nil, refuse(CauseSystemFailure, 0, "reading the usage of a session left without PDRs: %v", err)
+		}
+	}
 	e.setRules(s, packed)
-	s.CPSEID, s.CPAddr, s.Idle = cpSEID, cpAddr, p.idle()
+	s.CPSEID, s.CPAddr, s.Idle, s.Parked = cpSEID, cpAddr, p.idle(), p.Parked
 	if err := e.store.Apply(ctx, s, p); err != nil {
-		s.CPSEID, s.CPAddr, s.Idle = prevCP, prevAddr, prevIdle
+		s.CPSEID, s.CPAddr, s.Idle, s.Carried, s.Parked = prevCP, prevAddr, prevIdle, prevCarried, prevParked
 		restore()
 		if prevPlan != nil {
 			if rerr := e.store.Apply(ctx, s, prevPlan); rerr != nil {
@@ -343,6 +353,11 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 			}
 		}
 		return nil, err
+	}
+	if parks {
+		if u, err := e.store.Usage(ctx, s); err == nil {
+			s.Carried = prevCarried.plus(u) // saved with the session's next rules or report
+		}
 	}
 	// Released TEIDs go back; a new CP SEID moves the session's lookup key.
 	e.mu.Lock()
@@ -433,6 +448,12 @@ func (e *Endpoint) delete(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	usage, err := e.store.Remove(ctx, s)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case s.Parked:
+		usage = &s.Carried
+	case usage != nil:
+		*usage = s.Carried.plus(*usage)
 	}
 	e.forget(s)
 	// Every URR's last report (§7.5.7); none when the UPF could not read the session's usage.

@@ -60,6 +60,24 @@ func (u Usage) since(base Usage) Usage {
 		Policed{d(p.ULPackets, b.ULPackets), d(p.ULBytes, b.ULBytes), d(p.DLPackets, b.DLPackets), d(p.DLBytes, b.DLBytes)}}
 }
 
+// plus is u and v together.
+func (u Usage) plus(v Usage) Usage {
+	p, q := u.Policed, v.Policed
+	return Usage{u.ULPackets + v.ULPackets, u.ULBytes + v.ULBytes, u.DLPackets + v.DLPackets, u.DLBytes + v.DLBytes,
+		Policed{p.ULPackets + q.ULPackets, p.ULBytes + q.ULBytes, p.DLPackets + q.DLPackets, p.DLBytes + q.DLBytes}}
+}
+
+// usage reads the session's usage as its URRs measure it: what its cells counted before its
+// rules last left it without a PDR (State.Carried), and what they have counted since its next
+// rules zeroed them; nothing more while it has no PDR.
+func (e *Endpoint) usage(ctx context.Context, s *State) (Usage, error) {
+	if s.Parked {
+		return s.Carried, nil
+	}
+	u, err := e.store.Usage(ctx, s)
+	return s.Carried.plus(u), err
+}
+
 // afterQoS is u without what the policer dropped: the packets that went on.
 func (u Usage) afterQoS() Usage {
 	d := func(a, b uint64) uint64 { return a - min(a, b) }
@@ -674,7 +692,7 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 	if gone {
 		return
 	}
-	cur, err := e.store.Usage(ctx, s)
+	cur, err := e.usage(ctx, s)
 	if err != nil {
 		e.cfg.Log.V(1).Info("N4: usage not read for a report", "upSEID", s.UPSEID, "err", err.Error())
 		return

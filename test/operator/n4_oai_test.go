@@ -24,36 +24,44 @@ import (
 // QER, no URR): the uplink only, its PDR with a CHOOSE F-TEID (Choose ID 42), the UE's address
 // as source, the QFI and 3GPP Interface Type N3 3GPP access in its PDI, GTP-U removed, its FAR
 // forwarding to Core; no downlink PDR or FAR, and no PDN Type.
-func oaiEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr) []*ie.IE {
-	return append([]*ie.IE{ie.NewNodeIDHeuristic(c.NodeID), c.FSEID(cpSEID)}, oaiUplink(ue, 1)...)
+func oaiEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, pdrIEs ...*ie.IE) []*ie.IE {
+	return append([]*ie.IE{ie.NewNodeIDHeuristic(c.NodeID), c.FSEID(cpSEID)}, oaiUplink(ue, 1, pdrIEs...)...)
 }
 
 // oaiUplink are the uplink FAR and PDR OAI's SMF creates, both with ID id: at establishment, and
-// anew when an idle UE comes back (a Service Request).
-func oaiUplink(ue netip.Addr, id uint16) []*ie.IE {
+// anew when an idle UE comes back (a Service Request). pdrIEs go into the PDR as well.
+func oaiUplink(ue netip.Addr, id uint16, pdrIEs ...*ie.IE) []*ie.IE {
 	return []*ie.IE{
 		ie.NewCreateFAR(ie.NewFARID(uint32(id)), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
 			ie.NewDestinationInterface(ie.DstInterfaceCore), ie.NewNetworkInstance("oai.ipv4"))),
-		ie.NewCreatePDR(ie.NewPDRID(id), ie.NewPrecedence(0), ie.NewPDI(
+		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(id), ie.NewPrecedence(0), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewNetworkInstance("oai.ipv4"),
 			ie.NewFTEID(0x0d, 0, nil, nil, 42), // V4 | CH | CHID
 			ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0), ie.NewQFI(1), ie.NewTGPPInterfaceType(ie.TGPPInterfaceTypeN33GPPAccess)),
-			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(uint32(id))),
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(uint32(id))}, pdrIEs...)...),
 	}
 }
 
 // oaiDownlink is OAI's modification once the gNB has answered (send_n4_session_modification_request):
 // a Create FAR into the gNB's tunnel and a Create PDR for the UE's address, whose PDI carries
-// 3GPP Interface Type 0 (the field's default in OAI's code); both with ID id.
-func oaiDownlink(ue, gnb netip.Addr, teid uint32, id uint16) []*ie.IE {
+// 3GPP Interface Type 0 (the field's default in OAI's code); both with ID id. pdrIEs go into the
+// PDR as well.
+func oaiDownlink(ue, gnb netip.Addr, teid uint32, id uint16, pdrIEs ...*ie.IE) []*ie.IE {
 	return []*ie.IE{
 		ie.NewCreateFAR(ie.NewFARID(uint32(id)), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
 			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewNetworkInstance("oai.ipv4"),
 			ie.NewOuterHeaderCreation(0x0100, teid, gnb.String(), "", 0, 0, 0))),
-		ie.NewCreatePDR(ie.NewPDRID(id), ie.NewPrecedence(0), ie.NewPDI(
+		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(id), ie.NewPrecedence(0), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewNetworkInstance("oai.ipv4"),
-			ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0), ie.NewTGPPInterfaceType(0)), ie.NewFARID(uint32(id))),
+			ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0), ie.NewTGPPInterfaceType(0)), ie.NewFARID(uint32(id))}, pdrIEs...)...),
 	}
+}
+
+// oaiGPDU is a G-PDU from gnb on the uplink TEID teid: ue's 64-byte UDP packet to a server.
+func oaiGPDU(ue, gnb netip.Addr, teid uint32) []byte {
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
+	return wiretest.Build(eth, wire.IPv4{Src: gnb.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: teid},
+		wire.IPv4{Src: ue.As4(), Dst: addr4("203.0.113.200")}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 64))
 }
 
 // createdTEID is the TEID the UPF chose for the uplink PDR of a response's Created PDR.
@@ -106,11 +114,7 @@ func TestN4SessionsAsOAIsSMFSendsThem(t *testing.T) {
 			!leg.DropDownlink || leg.GNBAddress != "" || leg.UplinkTEID != int64(ulTEID) {
 			t.Fatalf("the session's 3GPP leg %+v, want %s's, its downlink dropped, uplink TEID %#x", leg, ue, ulTEID)
 		}
-		uplink := func(teid uint32) []byte {
-			eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
-			return wiretest.Build(eth, wire.IPv4{Src: gnb.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: teid},
-				wire.IPv4{Src: ue.As4(), Dst: addr4("203.0.113.200")}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 64))
-		}
+		uplink := func(teid uint32) []byte { return oaiGPDU(ue, gnb, teid) }
 		eventually(t, programTimeout, "the uplink decapsulated", func() error {
 			if out := r.u.forward(t, uplink(ulTEID)); len(out) != 1 {
 				return fmt.Errorf("%d frames left", len(out))
@@ -220,4 +224,85 @@ func TestN4SessionsAsOAIsSMFSendsThem(t *testing.T) {
 			t.Fatalf("the session after a heartbeat with a new stamp: %v, cause %d; want 65 (released)", err, m.Cause())
 		}
 	})
+}
+
+// TestN4UsageAcrossAnIdlePeriod: an SMF that removes every PDR of an idle UE's session may keep
+// its URR (OAI's does, with enable_usage_reporting: Remove PDR, FAR and QER, no Remove URR), and
+// the rules of the Service Request name it again. Their first entry zeroes the session's usage
+// cells (docs/pipeline.md, "Usage counters"), yet the URR measures what left the data plane
+// before the idle period and after it, to the byte, and nothing of what the idle session dropped
+// (docs/n4.md). The URR here reports at deletion only, so that report holds the whole session;
+// every PDR names it (OAI's later PDRs name URR 0, which Junction refuses).
+func TestN4UsageAcrossAnIdlePeriod(t *testing.T) {
+	ctx := context.Background()
+	ue, gnb, teid := netip.MustParseAddr("10.60.0.17"), netip.MustParseAddr("198.51.100.21"), uint32(0x5b)
+	r := newN4Rig(t, func(n *junctionv1.N4) { n.SMFRestartDetection = junctionv1.SMFRestartOnAssociation }, nil)
+	r.associate(t)
+	urr := ie.NewURRID(1)
+	cp := r.smf.NewCPSEID()
+	est, resp := establishAs(t, r, "the SMF", cp, append(oaiEstablishment(r.smf, cp, ue, urr),
+		ie.NewCreateURR(urr, ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0, 0))))
+	ulTEID := createdTEID(t, resp)
+	r.awaitN4Sessions(t, 1)
+
+	// What left the data plane: IP packets and their bytes (the frame less its Ethernet header).
+	var want smf.UsageReport
+	sent := func(frame []byte, up bool) error {
+		out := r.u.forward(t, frame)
+		if len(out) != 1 {
+			return fmt.Errorf("%d frames left", len(out))
+		}
+		if n := uint64(len(frame) - wire.EthernetHeaderLen); up {
+			want.Uplink, want.UplinkPackets = want.Uplink+n, want.UplinkPackets+1
+		} else {
+			want.Downlink, want.DLPackets = want.Downlink+n, want.DLPackets+1
+		}
+		return nil
+	}
+	traffic := func(when string, ulTEID uint32, downlinkPDR uint16) {
+		t.Helper()
+		eventually(t, programTimeout, "the uplink "+when, func() error { return sent(oaiGPDU(ue, gnb, ulTEID), true) })
+		if m, err := r.smf.Modify(ctx, est, oaiDownlink(ue, gnb, teid, downlinkPDR, urr)...); err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("the downlink PDR %s: %v, cause %d (%s)", when, err, m.Cause(), why(m))
+		}
+		eventually(t, programTimeout, "the downlink "+when, func() error { return sent(downlinkFrames(ue, 1)[0], false) })
+		for range 3 {
+			if err := sent(oaiGPDU(ue, gnb, ulTEID), true); err != nil {
+				t.Fatalf("the uplink %s: %v", when, err)
+			}
+			if err := sent(downlinkFrames(ue, 1)[0], false); err != nil {
+				t.Fatalf("the downlink %s: %v", when, err)
+			}
+		}
+	}
+	traffic("before the idle period", ulTEID, 2)
+
+	m, err := r.smf.Modify(ctx, est, ie.NewRemovePDR(ie.NewPDRID(1)), ie.NewRemovePDR(ie.NewPDRID(2)),
+		ie.NewRemoveFAR(ie.NewFARID(1)), ie.NewRemoveFAR(ie.NewFARID(2)))
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("every PDR and FAR removed, the URR kept: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	eventually(t, programTimeout, "the idle session's packets dropped", func() error {
+		if out := r.u.forward(t, oaiGPDU(ue, gnb, ulTEID)); len(out) != 0 {
+			return fmt.Errorf("an uplink packet on the removed TEID left on port %d", out[0].port)
+		}
+		if out := r.u.forward(t, downlinkFrames(ue, 1)[0]); len(out) != 0 {
+			return fmt.Errorf("a downlink packet left on port %d", out[0].port)
+		}
+		return nil
+	})
+
+	m, err = r.smf.Modify(ctx, est, oaiUplink(ue, 3, urr)...)
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("the uplink after a Service Request: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	traffic("after the Service Request", createdTEID(t, m), 4)
+
+	d, err := r.smf.Delete(ctx, est)
+	if err != nil || d.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("deletion: %v, cause %d", err, d.Cause())
+	}
+	want.URRID, want.Trigger = 1, []byte{0, 0x08, 0} // TERMR
+	want.Total, want.TotalPackets = want.Uplink+want.Downlink, want.UplinkPackets+want.DLPackets
+	checkReport(t, "the deletion's report", usageReports(t, d.IEs, 1)[0], want)
 }
