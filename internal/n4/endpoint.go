@@ -61,12 +61,14 @@ type State struct {
 	// Idle is a single-access session's address, which it keeps when its SMF removes every PDR
 	// (OAI's does while the UE is idle): makePlan has it from here then.
 	Idle netip.Addr `json:"idle,omitzero"`
-	// Carried is what the session's usage cells counted before its rules last left it without
-	// a PDR; Parked, that it has none now. While it has none no entry names the cells, so the
-	// first entry of its next rules zeroes them (docs/pipeline.md, "Usage counters"), and its
-	// URRs measure Carried and what the cells count from there (Endpoint.usage).
+	// Carried is what the session's usage cells counted before they last started again from
+	// zero: before its rules last left it without a PDR (Parked: it has none now; no entry
+	// names the cells then, so the first entry of its next rules zeroes them, docs/pipeline.md
+	// "Usage counters"), or before the UPF restarted. Its URRs measure Carried and what the
+	// cells count from there (State.counted).
 	Carried Usage `json:"carried,omitzero"`
 	Parked  bool  `json:"parked,omitempty"`
+	lastRaw Usage // the cells at the last reading
 
 	mu        sync.Mutex // serializes the SMF's requests on this session
 	reporting bool       // a Session Report Request awaits its answer

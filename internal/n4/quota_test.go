@@ -270,3 +270,23 @@ func TestMeasurementBeforeAndAfterQoSEnforcement(t *testing.T) {
 		t.Errorf("after a restart, %d packets and %d bytes up after QoS enforcement; want 3 and 300", v.ULPackets, v.ULBytes)
 	}
 }
+
+// TestUsageAcrossAUPFRestart: a session's usage as its URRs measure it goes on across a UPF
+// restart, whose replay starts its cells from zero: a reading lower than the last carries what
+// the last held, so a URR measures on without a loss or a jump (an idle period's carry is
+// test/operator's TestN4UsageAcrossAnIdlePeriod).
+func TestUsageAcrossAUPFRestart(t *testing.T) {
+	up := func(packets uint64) Usage { return Usage{ULPackets: packets, ULBytes: 100 * packets} }
+	s := &State{}
+	for _, c := range []struct {
+		raw, want uint64
+	}{{10, 10}, {15, 15}, {4, 19} /* restarted after 15 */, {6, 21}, {6, 21}, {1, 22} /* again */} {
+		if got := s.counted(up(c.raw)); got != up(c.want) {
+			t.Errorf("cells at %d packets: %d packets, %d bytes counted; want %d, %d", c.raw, got.ULPackets, got.ULBytes, c.want, 100*c.want)
+		}
+	}
+	u := &URR{BeforeQoS: true}
+	if v := u.measured(up(19), s.counted(up(3))); v != up(5) {
+		t.Errorf("since a report at 19 packets: %d packets, want 5", v.ULPackets)
+	}
+}

@@ -337,10 +337,12 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		// The cells stop counting with these rules and start from zero with the next: what
 		// they hold is carried. Read now, to be saved with the rules, and again once the
 		// entries are gone (below), for what came meanwhile.
-		if s.Carried, err = e.usage(ctx, s); err != nil {
+		cur, err := e.usage(ctx, s)
+		if err != nil {
 			restore()
 			return nil, refuse(CauseSystemFailure, 0, "reading the usage of a session left without PDRs: %v", err)
 		}
+		s.Carried = cur
 	}
 	e.setRules(s, packed)
 	s.CPSEID, s.CPAddr, s.Idle, s.Parked = cpSEID, cpAddr, p.idle(), p.Parked
@@ -355,9 +357,10 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		return nil, err
 	}
 	if parks {
-		if u, err := e.store.Usage(ctx, s); err == nil {
-			s.Carried = prevCarried.plus(u) // saved with the session's next rules or report
+		if raw, err := e.store.Usage(ctx, s); err == nil && !raw.wentBack(s.lastRaw) {
+			s.Carried = s.Carried.plus(raw.since(s.lastRaw)) // saved with the session's next rules or report
 		}
+		s.lastRaw = Usage{} // the next rules' cells count from zero
 	}
 	// Released TEIDs go back; a new CP SEID moves the session's lookup key.
 	e.mu.Lock()
@@ -453,7 +456,7 @@ func (e *Endpoint) delete(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	case s.Parked:
 		usage = &s.Carried
 	case usage != nil:
-		*usage = s.Carried.plus(*usage)
+		*usage = s.counted(*usage)
 	}
 	e.forget(s)
 	// Every URR's last report (§7.5.7); none when the UPF could not read the session's usage.

@@ -43,8 +43,9 @@ type Policed struct {
 	DLBytes   uint64 `json:"dlBytes,omitempty"`
 }
 
-// since is u less an earlier reading base (a counter that went back, after a device restart,
-// counts from zero).
+// since is u less an earlier reading base. A reading below base counts from zero: cells that
+// started again without the endpoint reading them between (State.counted carries what it saw),
+// such as a UPF restart while the operator was down.
 func (u Usage) since(base Usage) Usage {
 	d := func(a, b uint64) uint64 {
 		if a < b {
@@ -67,15 +68,34 @@ func (u Usage) plus(v Usage) Usage {
 		Policed{p.ULPackets + q.ULPackets, p.ULBytes + q.ULBytes, p.DLPackets + q.DLPackets, p.DLBytes + q.DLBytes}}
 }
 
-// usage reads the session's usage as its URRs measure it: what its cells counted before its
-// rules last left it without a PDR (State.Carried), and what they have counted since its next
-// rules zeroed them; nothing more while it has no PDR.
+// wentBack: u counts fewer packets than an earlier reading, so its cells started again from zero.
+func (u Usage) wentBack(earlier Usage) bool {
+	return u.ULPackets < earlier.ULPackets || u.DLPackets < earlier.DLPackets
+}
+
+// usage reads the session's usage as its URRs measure it (State.counted); while it has no PDR,
+// what it had when its rules left it.
 func (e *Endpoint) usage(ctx context.Context, s *State) (Usage, error) {
 	if s.Parked {
 		return s.Carried, nil
 	}
-	u, err := e.store.Usage(ctx, s)
-	return s.Carried.plus(u), err
+	raw, err := e.store.Usage(ctx, s)
+	if err != nil {
+		return Usage{}, err
+	}
+	return s.counted(raw), nil
+}
+
+// counted is the session's usage from raw, a reading of its cells: Carried and raw. Cells that
+// went back since the last reading were zeroed by a UPF restart (and the replay after it):
+// what they held then is carried first. What came between that reading and the restart is
+// lost; the counters are read once a second while a URR's triggers or quotas need them.
+func (s *State) counted(raw Usage) Usage {
+	if raw.wentBack(s.lastRaw) {
+		s.Carried = s.Carried.plus(s.lastRaw)
+	}
+	s.lastRaw = raw
+	return s.Carried.plus(raw)
 }
 
 // afterQoS is u without what the policer dropped: the packets that went on.

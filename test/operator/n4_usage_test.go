@@ -10,6 +10,7 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/smf"
 	"github.com/junction-atsss/junction/internal/wire"
@@ -226,4 +227,157 @@ func TestN4UsageAfterQoSEnforcement(t *testing.T) {
 				c.urr, c.what, s.Uplink, s.UplinkPackets, s.Downlink, s.DLPackets, c.ulP, c.ulP*ulBytes, c.dlP, c.dlP*dlBytes)
 		}
 	}
+}
+
+// sentUsage counts what left the data plane as a URR measures it (docs/n4.md, "Volume"): IP
+// packets and their bytes, the frame less its Ethernet header, per direction.
+type sentUsage struct{ smf.UsageReport }
+
+// forward sends frame through u and counts it if it left, as one frame.
+func (c *sentUsage) forward(t *testing.T, u *softUPF, frame []byte, up bool) error {
+	t.Helper()
+	if out := u.forward(t, frame); len(out) != 1 {
+		return fmt.Errorf("%d frames left", len(out))
+	}
+	if n := uint64(len(frame) - wire.EthernetHeaderLen); up {
+		c.Uplink, c.UplinkPackets = c.Uplink+n, c.UplinkPackets+1
+	} else {
+		c.Downlink, c.DLPackets = c.Downlink+n, c.DLPackets+1
+	}
+	return nil
+}
+
+// uplinkAndDownlink sends ue's G-PDUs from gnb on ulTEID and its downlink, n each way, through u.
+func (c *sentUsage) uplinkAndDownlink(t *testing.T, u *softUPF, ue, gnb netip.Addr, ulTEID uint32, n int) {
+	t.Helper()
+	for range n {
+		if err := c.forward(t, u, oaiGPDU(ue, gnb, ulTEID), true); err != nil {
+			t.Fatalf("uplink: %v", err)
+		}
+		if err := c.forward(t, u, downlinkFrames(ue, 1)[0], false); err != nil {
+			t.Fatalf("downlink: %v", err)
+		}
+	}
+}
+
+// and is what c and d counted together.
+func (c sentUsage) and(d sentUsage) sentUsage {
+	c.Uplink, c.UplinkPackets = c.Uplink+d.Uplink, c.UplinkPackets+d.UplinkPackets
+	c.Downlink, c.DLPackets = c.Downlink+d.Downlink, c.DLPackets+d.DLPackets
+	return c
+}
+
+// report is the Usage Report of URR id at deletion (TERMR) for what c counted.
+func (c sentUsage) report(id uint32) smf.UsageReport {
+	r := c.UsageReport
+	r.URRID, r.Trigger = id, []byte{0, 0x08, 0}
+	r.Total, r.TotalPackets = r.Uplink+r.Downlink, r.UplinkPackets+r.DLPackets
+	return r
+}
+
+// oaiSessionWithURR establishes ue's session as OAI's SMF does (oaiEstablishment), with URR 1
+// (volume; with the triggers given) named by its PDRs, completes it with the downlink PDR into
+// gnb's TEID teid, and waits until both directions go; what went meanwhile is counted in c.
+// It returns the session and its uplink TEID.
+func oaiSessionWithURR(t *testing.T, r n4Rig, c *sentUsage, ue, gnb netip.Addr, teid uint32, urrIEs ...*ie.IE) (*smf.Established, uint32) {
+	t.Helper()
+	cp := r.smf.NewCPSEID()
+	est, resp := establishAs(t, r, "the SMF", cp, append(oaiEstablishment(r.smf, cp, ue, ie.NewURRID(1)),
+		ie.NewCreateURR(append([]*ie.IE{ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0)}, urrIEs...)...)))
+	ulTEID := createdTEID(t, resp)
+	completeOAISession(t, r, c, est, ue, gnb, ulTEID, teid, 2)
+	return est, ulTEID
+}
+
+// completeOAISession waits until the uplink on ulTEID goes, adds the downlink PDR and FAR with
+// ID id (naming URR 1) into gnb's TEID teid, and waits until the downlink goes; c counts them.
+func completeOAISession(t *testing.T, r n4Rig, c *sentUsage, est *smf.Established, ue, gnb netip.Addr, ulTEID, teid uint32, id uint16) {
+	t.Helper()
+	eventually(t, programTimeout, "the uplink", func() error { return c.forward(t, r.u, oaiGPDU(ue, gnb, ulTEID), true) })
+	if m, err := r.smf.Modify(context.Background(), est, oaiDownlink(ue, gnb, teid, id, ie.NewURRID(1))...); err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("the downlink PDR: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	eventually(t, programTimeout, "the downlink", func() error { return c.forward(t, r.u, downlinkFrames(ue, 1)[0], false) })
+}
+
+// TestN4UsageAcrossAnIdlePeriod: an SMF that removes every PDR of an idle UE's session may keep
+// its URR (OAI's does, with enable_usage_reporting: Remove PDR, FAR and QER, no Remove URR), and
+// the rules of the Service Request name it again. Their first entry zeroes the session's usage
+// cells (docs/pipeline.md, "Usage counters"), yet the URR measures what left the data plane
+// before the idle period and after it, to the byte, and nothing of what the idle session dropped
+// (docs/n4.md). The URR reports at deletion only (no trigger), so that report holds the whole
+// session; every PDR names it (OAI's later PDRs name URR 0, which Junction refuses).
+func TestN4UsageAcrossAnIdlePeriod(t *testing.T) {
+	ctx := context.Background()
+	ue, gnb, teid := netip.MustParseAddr("10.60.0.17"), netip.MustParseAddr("198.51.100.21"), uint32(0x5b)
+	r := newN4Rig(t, func(n *junctionv1.N4) { n.SMFRestartDetection = junctionv1.SMFRestartOnAssociation }, nil)
+	r.associate(t)
+	var sent sentUsage
+	est, ulTEID := oaiSessionWithURR(t, r, &sent, ue, gnb, teid, ie.NewReportingTriggers(0, 0))
+	sent.uplinkAndDownlink(t, r.u, ue, gnb, ulTEID, 3)
+
+	m, err := r.smf.Modify(ctx, est, ie.NewRemovePDR(ie.NewPDRID(1)), ie.NewRemovePDR(ie.NewPDRID(2)),
+		ie.NewRemoveFAR(ie.NewFARID(1)), ie.NewRemoveFAR(ie.NewFARID(2)))
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("every PDR and FAR removed, the URR kept: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	eventually(t, programTimeout, "the idle session's packets dropped", func() error {
+		if out := r.u.forward(t, oaiGPDU(ue, gnb, ulTEID)); len(out) != 0 {
+			return fmt.Errorf("an uplink packet on the removed TEID left on port %d", out[0].port)
+		}
+		if out := r.u.forward(t, downlinkFrames(ue, 1)[0]); len(out) != 0 {
+			return fmt.Errorf("a downlink packet left on port %d", out[0].port)
+		}
+		return nil
+	})
+
+	m, err = r.smf.Modify(ctx, est, oaiUplink(ue, 3, ie.NewURRID(1))...)
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("the uplink after a Service Request: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	ulTEID = createdTEID(t, m)
+	completeOAISession(t, r, &sent, est, ue, gnb, ulTEID, teid, 4)
+	sent.uplinkAndDownlink(t, r.u, ue, gnb, ulTEID, 3)
+
+	d, err := r.smf.Delete(ctx, est)
+	if err != nil || d.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("deletion: %v, cause %d", err, d.Cause())
+	}
+	checkReport(t, "the deletion's report", usageReports(t, d.IEs, 1)[0], sent.report(1))
+}
+
+// TestN4UsageAcrossAUPFRestart: a UPF restart starts every usage cell from zero (the pipeline
+// pushed anew, the entries replayed). What the endpoint last read of a session's cells before
+// the restart is not lost: URR 1's report at deletion holds the traffic before the restart and
+// after it. Both URRs report at deletion only; URR 2, created after the first traffic, makes
+// the endpoint read the cells then, and measures what came after it.
+func TestN4UsageAcrossAUPFRestart(t *testing.T) {
+	ctx := context.Background()
+	ue, gnb, teid := netip.MustParseAddr("10.60.0.18"), netip.MustParseAddr("198.51.100.22"), uint32(0x5c)
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	var before, after sentUsage
+	est, ulTEID := oaiSessionWithURR(t, r, &before, ue, gnb, teid, ie.NewReportingTriggers(0, 0))
+	before.uplinkAndDownlink(t, r.u, ue, gnb, ulTEID, 3)
+	m, err := r.smf.Modify(ctx, est, ie.NewCreateURR(ie.NewURRID(2), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0, 0)),
+		ie.NewUpdatePDR(ie.NewPDRID(1), ie.NewURRID(1), ie.NewURRID(2)), ie.NewUpdatePDR(ie.NewPDRID(2), ie.NewURRID(1), ie.NewURRID(2)))
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("a second URR: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+
+	r.u.stop()
+	fresh := startSoftUPF(t, r.u.addr)
+	t.Cleanup(fresh.stop)
+	eventually(t, replayTimeout, "the session replayed on the restarted UPF", func() error {
+		return after.forward(t, fresh, oaiGPDU(ue, gnb, ulTEID), true)
+	})
+	after.uplinkAndDownlink(t, fresh, ue, gnb, ulTEID, 3)
+
+	d, err := r.smf.Delete(ctx, est)
+	if err != nil || d.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("deletion: %v, cause %d", err, d.Cause())
+	}
+	reps := usageReports(t, d.IEs, 2)
+	checkReport(t, "URR 1's report at deletion", reps[0], before.and(after).report(1))
+	checkReport(t, "URR 2's report at deletion", reps[1], after.report(2))
 }
