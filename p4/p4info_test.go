@@ -26,13 +26,19 @@ var tnaPrivate = map[string]string{
 }
 
 // v1modelPrivate are the objects only the v1model build has: the ticket queue of its
-// recirculation-loop reorder (@hidden; the operator never touches it), and the policed
+// recirculation-loop reorder (@hidden; the operator never touches it), the policed
 // counters, which bf-p4c 9.13.4 fails to place in the Tofino 2 egress (docs/tofino.md, "The MBR
-// policer on Tofino 2"; the operator reads them where a pipeline has them).
+// policer on Tofino 2"; the operator reads them where a pipeline has them), and QoS flows of
+// their own (docs/pipeline.md, "QoS flows"), not yet in the Tofino 2 build.
 var v1modelPrivate = map[string]string{
-	"reorder_tickets":  "register",
-	"uplink_policed":   "counter",
-	"downlink_policed": "counter",
+	"reorder_tickets":   "register",
+	"uplink_policed":    "counter",
+	"downlink_policed":  "counter",
+	"qos_flows":         "table",
+	"set_qos_flow":      "action",
+	"no_qos_flow":       "action",
+	"uplink_flow_mbr":   "meter",
+	"downlink_flow_mbr": "meter",
 }
 
 // P4Info ID prefixes (p4/config/v1/p4info.proto, P4Ids.Prefix).
@@ -267,6 +273,9 @@ func comparableP4Infos(v1, tna *p4configv1.P4Info, tofino map[int64][]int64) (*p
 	v1.Registers = withoutPrivate(v1.Registers, v1modelPrivate, "register")
 	tna.Registers = withoutPrivate(tna.Registers, tnaPrivate, "register")
 	v1.Counters = withoutPrivate(v1.Counters, v1modelPrivate, "counter")
+	v1.Tables = withoutPrivate(v1.Tables, v1modelPrivate, "table")
+	v1.Actions = withoutPrivate(v1.Actions, v1modelPrivate, "action")
+	v1.Meters = withoutPrivate(v1.Meters, v1modelPrivate, "meter")
 	tna.Externs = nil
 	// A size of the Tofino profile where the v1model object has the design point's.
 	design := func(tnaSize, v1Size int64) int64 {

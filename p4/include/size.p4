@@ -56,6 +56,12 @@
 #define MAX_TUNNEL_QFIS (2 * MAX_SESSIONS + MAX_DOWNLINK_TUNNELS)
 #endif
 
+// QoS flows beside a session's own (qos_flows, the v1model build): a flow's entry per
+// direction, and its MBR policer's cells (uplink_flow_mbr, downlink_flow_mbr).
+#ifndef MAX_QOS_FLOWS
+#define MAX_QOS_FLOWS 65536
+#endif
+
 // The drops counter has one cell per drop reason (define.p4), with room to grow.
 #ifndef DROP_REASON_COUNT
 #define DROP_REASON_COUNT 32

@@ -43,6 +43,7 @@
 #include "include/control/session_seq.p4"
 #include "include/control/path_state.p4"
 #include "include/control/reorder.p4"
+#include "include/control/qos_flows.p4"
 #include "include/control/verdict.p4"
 
 control JunctionV1modelIngress(inout headers_t hdr,
@@ -114,7 +115,7 @@ control JunctionV1modelIngress(inout headers_t hdr,
         rewrite.apply(hdr, md);
         encap.apply(hdr, md, hdr.ipv4.total_len);
         to_controller.apply(hdr, md, standard_metadata);
-        verdict.apply(md, standard_metadata);
+        verdict.apply(hdr, md, standard_metadata);
     }
 }
 

@@ -89,7 +89,8 @@ func (c *proc) uplinkData(pkt *Packet, h wire.Header, arrival contract.Access) {
 		return
 	}
 	c.st.add(cUplinkUsage, sess.usage, c.inLen) // held or not, it is through
-	if c.police(mUplinkMBR, be32(user.Src)) {
+	fl := flowOf(user, f.Ports)
+	if c.police(mUplinkMBR, fl.src, c.t.qosFlow(fl.src, true, &fl), sess.usage) {
 		c.p.pool.Put(pkt)
 		return
 	}
@@ -133,7 +134,7 @@ func (c *proc) probe(pkt *Packet, arrival contract.Access) {
 	end := bodyOff + wire.ControlLen
 	reply.Put(pkt.buf[bodyOff:end])
 	hdr := wire.Header{Type: wire.TypeProbeReply}
-	if c.encapJunction(pkt, bodyOff, end, arrival, &sess, ep, hdr, dst) {
+	if c.encapJunction(pkt, bodyOff, end, arrival, &sess, ep, hdr, dst, 0) { // a reply is in no QoS flow of its own
 		c.send(pkt)
 	}
 }

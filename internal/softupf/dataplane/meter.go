@@ -30,17 +30,29 @@ type meterKind uint8
 const (
 	mUplinkMBR meterKind = iota
 	mDownlinkMBR
+	// A QoS flow's policer (qos_flows), which a program may lack (resolveSchema).
+	mUplinkFlowMBR
+	mDownlinkFlowMBR
 	numMeters
 )
 
-// meterSpecs name the meters (both count bytes; sizes are the P4Info's).
+// meterSpecs name the meters (all count bytes; sizes are the P4Info's).
 var meterSpecs = [numMeters]string{
-	mUplinkMBR:   "uplink_mbr",
-	mDownlinkMBR: "downlink_mbr",
+	mUplinkMBR:       "uplink_mbr",
+	mDownlinkMBR:     "downlink_mbr",
+	mUplinkFlowMBR:   "uplink_flow_mbr",
+	mDownlinkFlowMBR: "downlink_flow_mbr",
 }
 
+// flowMeter is the QoS flow meter of the direction of a session's meter.
+var flowMeter = [numMeters]meterKind{mUplinkMBR: mUplinkFlowMBR, mDownlinkMBR: mDownlinkFlowMBR}
+
+// mbrDropCell is the direction's cell of mbr_drops: uplink 0, downlink 1.
+var mbrDropCell = [numMeters]uint32{mUplinkMBR: 0, mDownlinkMBR: 1, mUplinkFlowMBR: 0, mDownlinkFlowMBR: 1}
+
 // policedCounters count, at a session's cell, what each meter dropped.
-var policedCounters = [numMeters]counterKind{mUplinkMBR: cUplinkPoliced, mDownlinkMBR: cDownlinkPoliced}
+var policedCounters = [numMeters]counterKind{mUplinkMBR: cUplinkPoliced, mDownlinkMBR: cDownlinkPoliced,
+	mUplinkFlowMBR: cUplinkPoliced, mDownlinkFlowMBR: cDownlinkPoliced}
 
 type meterColour uint8
 
@@ -108,24 +120,36 @@ func (m *meterCell) mark(size int, now uint32) meterColour {
 	return green
 }
 
-// police runs the MBR policer of one direction on the packet being processed, at the cell
-// mbr_sessions gives its UE address (the user packet's source on the uplink, destination on the
-// downlink; no entry: not policed), and reports whether it is red; a red packet is counted in
-// mbr_drops (cell: the direction) and in the direction's policed counter at the cell, and the
-// caller drops it.
-func (c *proc) police(k meterKind, ueAddr uint32) bool {
+// police runs the policers of one direction (k: mUplinkMBR or mDownlinkMBR) on the packet
+// being processed, and reports whether it is red; the caller drops it. A packet in a QoS flow of
+// its own (fq, qos_flows) meets the flow's cell first: red there is counted in mbr_drops (cell:
+// the direction) and in the direction's policed counter at usage, the session's usage cell.
+// Then the session's, at the cell mbr_sessions gives its UE address (the user packet's source
+// on the uplink, destination on the downlink; no entry: not policed): red there is counted
+// likewise, at that cell.
+func (c *proc) police(k meterKind, ueAddr uint32, fq qosFlow, usage uint32) bool {
+	if fq.ok && c.red(flowMeter[k], fq.cell) {
+		c.st.add(cMBRDrops, mbrDropCell[k], c.inLen)
+		c.st.add(policedCounters[k], usage, c.inLen)
+		return true
+	}
 	cell, ok := c.t.mbr.lookup(ueAddr)
+	if !ok || !c.red(k, cell) {
+		return false
+	}
+	c.st.add(cMBRDrops, mbrDropCell[k], c.inLen)
+	c.st.add(policedCounters[k], cell, c.inLen)
+	return true
+}
+
+// red marks the packet at cell of meter k (a cell out of range, or never configured: green).
+func (c *proc) red(k meterKind, cell uint32) bool {
 	cells := c.st.meters[k]
-	if !ok || uint64(cell) >= uint64(len(cells)) {
+	if uint64(cell) >= uint64(len(cells)) {
 		return false
 	}
 	m := cells[cell].Load()
-	if m == nil || m.mark(c.inLen, c.clock()) != red {
-		return false
-	}
-	c.st.add(cMBRDrops, uint32(k), c.inLen) // the meter kinds are mbr_drops' cells
-	c.st.add(policedCounters[k], cell, c.inLen)
-	return true
+	return m != nil && m.mark(c.inLen, c.clock()) == red
 }
 
 func (p *Pipeline) meter(id, index uint32) (*atomic.Pointer[meterCell], error) {

@@ -157,7 +157,8 @@ func (c *proc) ingress(pkt *Packet) {
 		in := pkt.off + f.InnerOff
 		if c.forward(pkt, in, in+int(inner.TotalLen), inner, ports) {
 			c.st.add(cUplinkUsage, tun.usage, c.inLen)
-			if c.police(mUplinkMBR, be32(inner.Src)) {
+			fl := flowOf(inner, ports)
+			if c.police(mUplinkMBR, fl.src, c.t.qosFlow(fl.src, true, &fl), tun.usage) {
 				c.p.pool.Put(pkt)
 				return
 			}
@@ -347,16 +348,17 @@ func (c *proc) downlink(pkt *Packet, off, end int, ip wire.IPv4, ports wire.Port
 		return
 	}
 	hdr := wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4, Seq: seq}
-	if !c.encapJunction(pkt, off, end, first, &sess, ep, hdr, legAddr(&sess, first)) {
+	fq := c.t.qosFlow(fl.dst, false, &fl)
+	if !c.encapJunction(pkt, off, end, first, &sess, ep, hdr, legAddr(&sess, first), fq.qfi) {
 		return // dropped (no route): as on P4, whose ingress clones only a packet it does not drop
 	}
 	c.st.add(cDownlinkUsage, sess.usage, c.inLen)
-	if c.police(mDownlinkMBR, fl.dst) {
+	if c.police(mDownlinkMBR, fl.dst, fq, sess.usage) {
 		c.p.pool.Put(pkt)
 		return
 	}
 	if second != contract.AccessNone {
-		c.redundantCopy(pkt, off, end, &sess, ep, second, hdr) // the user packet at [off:end] is untouched
+		c.redundantCopy(pkt, off, end, &sess, ep, second, hdr, fq.qfi) // the user packet at [off:end] is untouched
 	}
 	c.send(pkt)
 }
@@ -370,7 +372,7 @@ func legAddr(s *session, access contract.Access) uint32 {
 
 // redundantCopy sends the second copy of a redundant packet, as the clone of clone session
 // REDUNDANT_CLONE_SESSION does on v1model.
-func (c *proc) redundantCopy(pkt *Packet, off, end int, sess *session, ep endpoint, access contract.Access, hdr wire.Header) {
+func (c *proc) redundantCopy(pkt *Packet, off, end int, sess *session, ep endpoint, access contract.Access, hdr wire.Header, flowQFI uint8) {
 	if _, ok := c.st.clones[contract.RedundantCloneSession]; !ok {
 		return // as on every P4 target: no clone session, no copy, nothing to count
 	}
@@ -386,7 +388,7 @@ func (c *proc) redundantCopy(pkt *Packet, off, end int, sess *session, ep endpoi
 	cl.InPort = pkt.InPort
 	n := copy(cl.buf[Headroom:], pkt.buf[off:max(end, pkt.tail)])
 	cl.tail = Headroom + n
-	if c.encapJunction(cl, Headroom, Headroom+(end-off), access, sess, ep, hdr, legAddr(sess, access)) {
+	if c.encapJunction(cl, Headroom, Headroom+(end-off), access, sess, ep, hdr, legAddr(sess, access), flowQFI) {
 		c.send(cl)
 	}
 }
@@ -394,7 +396,8 @@ func (c *proc) redundantCopy(pkt *Packet, off, end int, sess *session, ep endpoi
 // encapJunction wraps the packet at buf[off:end] in IPv4/UDP:2153/<hdr> toward ue on the
 // given access, plus IPv4/UDP:2152/GTP-U toward the session's gNB on 3GPP or toward the leg's
 // access gateway on a non-3GPP leg over N3, and routes it. hdr.Length is set from what follows it.
-func (c *proc) encapJunction(pkt *Packet, off, end int, access contract.Access, sess *session, ep endpoint, hdr wire.Header, ue uint32) bool {
+// The G-PDU carries the tunnel's QFI (tunnel_qfis), or flowQFI in its place (gpduQFI).
+func (c *proc) encapJunction(pkt *Packet, off, end int, access contract.Access, sess *session, ep endpoint, hdr wire.Header, ue uint32, flowQFI uint8) bool {
 	b := pkt.buf[:end]
 	off = hdr.Prepend(b, off)
 	off = wire.TunnelUDP(wire.JunctionPort).Prepend(b, off)
@@ -409,7 +412,7 @@ func (c *proc) encapJunction(pkt *Packet, off, end int, access contract.Access, 
 		tunnel = false
 	}
 	if tunnel {
-		off = wire.DownlinkGTPU(teid, c.t.tunnelQFI(dst, teid)).Prepend(b, off)
+		off = wire.DownlinkGTPU(teid, c.t.gpduQFI(dst, teid, flowQFI)).Prepend(b, off)
 		off = wire.TunnelUDP(wire.GTPUPort).Prepend(b, off)
 		off = wire.TunnelIPv4(addr4(ep.n3), addr4(dst)).Prepend(b, off)
 	}
@@ -432,12 +435,13 @@ func (c *proc) downlinkGTPU(pkt *Packet, off, end int, fl *flow, tun dlTunnel) {
 		return
 	}
 	b := pkt.buf[:end]
-	off = wire.DownlinkGTPU(tun.teid, c.t.tunnelQFI(pr.addr, tun.teid)).Prepend(b, off)
+	fq := c.t.qosFlow(fl.dst, false, fl)
+	off = wire.DownlinkGTPU(tun.teid, c.t.gpduQFI(pr.addr, tun.teid, fq.qfi)).Prepend(b, off)
 	off = wire.TunnelUDP(wire.GTPUPort).Prepend(b, off)
 	off = wire.TunnelIPv4(addr4(ep.n3), addr4(pr.addr)).Prepend(b, off)
 	if c.route(pkt, off, end, pr.addr) {
 		c.st.add(cDownlinkUsage, tun.usage, c.inLen)
-		if c.police(mDownlinkMBR, fl.dst) {
+		if c.police(mDownlinkMBR, fl.dst, fq, tun.usage) {
 			c.p.pool.Put(pkt)
 			return
 		}

@@ -30,6 +30,7 @@ const (
 	tRoutes
 	tTunnelQFIs
 	tMBRSessions // part of the MBR policer, which a program may lack (resolveSchema)
+	tQoSFlows    // QoS flows of their own, which a program may lack likewise
 	numTables
 )
 
@@ -61,6 +62,8 @@ const (
 	aPolice         // mbr_sessions'
 	aNoPolice       // likewise
 	aBufferDownlink // downlink_tunnels', which a program may lack (resolveSchema)
+	aSetQoSFlow     // qos_flows'
+	aNoQoSFlow      // likewise
 	numActions
 )
 
@@ -157,6 +160,10 @@ var tableSpecs = [numTables]tableSpec{
 		[]actionKind{aSetQFI, aNoQFI}},
 	tMBRSessions: {"mbr_sessions", []fieldSpec{{"ue_addr", exact, 32}},
 		[]actionKind{aPolice, aNoPolice}},
+	tQoSFlows: {"qos_flows", []fieldSpec{
+		{"ue_addr", exact, 32}, {"uplink", exact, 1}, {"remote_addr", ternary, 32}, {"proto", ternary, 8},
+		{"remote_port", rangeM, 16}, {"local_port", rangeM, 16}},
+		[]actionKind{aSetQoSFlow, aNoQoSFlow}},
 }
 
 var actionSpecs = [numActions]actionSpec{
@@ -190,6 +197,8 @@ var actionSpecs = [numActions]actionSpec{
 	aNoPolice:    {"no_police", nil},
 	// The SMF's BUFF FAR: the packet goes to the controller, which holds it.
 	aBufferDownlink: {"buffer_downlink", nil},
+	aSetQoSFlow:     {"set_qos_flow", []paramSpec{{"flow_qfi", 6}, {"flow_idx", 32}}},
+	aNoQoSFlow:      {"no_qos_flow", nil},
 }
 
 var registerSpecs = [numRegisters]paramSpec{
@@ -270,8 +279,13 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 	// buffer_downlink likewise: a program without it never sends a downlink packet up.
 	_, errBuffer := ps.Action(actionSpecs[aBufferDownlink].name)
 	buffering := errBuffer == nil
+	// QoS flows of their own (qos_flows, its two actions and meters) likewise, with the
+	// policer: a program without them has each session's traffic in its own flow.
+	_, errFlows := ps.Table(tableSpecs[tQoSFlows].name)
+	flows := policer && errFlows == nil
 	absent := func(k actionKind) bool {
-		return (!policer && (k == aPolice || k == aNoPolice)) || (!buffering && k == aBufferDownlink)
+		return (!policer && (k == aPolice || k == aNoPolice)) || (!buffering && k == aBufferDownlink) ||
+			(!flows && (k == aSetQoSFlow || k == aNoQoSFlow))
 	}
 	for k := range numActions {
 		if absent(k) {
@@ -303,7 +317,7 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 	}
 
 	for k := range numTables {
-		if !policer && k == tMBRSessions {
+		if (!policer && k == tMBRSessions) || (!flows && k == tQoSFlows) {
 			continue
 		}
 		spec := tableSpecs[k]
@@ -381,13 +395,13 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 		s.counters[c.ID] = k
 		s.ctrSizes[k] = int(c.Size)
 	}
-	if policer && s.ctrSizes[cMBRDrops] < int(numMeters) {
-		return nil, fmt.Errorf("counter %q has %d cells, want one per direction (%d)", counterSpecs[cMBRDrops], s.ctrSizes[cMBRDrops], numMeters)
+	if policer && s.ctrSizes[cMBRDrops] < 2 {
+		return nil, fmt.Errorf("counter %q has %d cells, want one per direction (2)", counterSpecs[cMBRDrops], s.ctrSizes[cMBRDrops])
 	}
 
 	for k := range numMeters {
-		if !policer {
-			break
+		if !policer || (!flows && (k == mUplinkFlowMBR || k == mDownlinkFlowMBR)) {
+			continue
 		}
 		name := meterSpecs[k]
 		m, err := ps.Meter(name)

@@ -165,6 +165,36 @@ type filterEntry struct {
 	deny bool
 }
 
+// qosFlow is a qos_flows hit: the QoS flow of its own a session's user packet is in, its QFI
+// and its policer's cell (uplink_flow_mbr, downlink_flow_mbr).
+type qosFlow struct {
+	cell uint32
+	qfi  uint8
+	ok   bool
+}
+
+// qosFlowKey is a qos_flows entry's identity past its exact fields (the session's UE address
+// and the direction, which key the list it is in): the user packet seen from the UE.
+type qosFlowKey struct {
+	prio                  int32
+	remote, proto         tern
+	remotePort, localPort rng
+}
+
+type qosFlowEntry struct {
+	key qosFlowKey
+	act qosFlow
+}
+
+// qosFlowsKey keys the qos_flows entries of one UE address and direction.
+func qosFlowsKey(ueAddr uint32, uplink bool) uint64 {
+	k := uint64(ueAddr) << 1
+	if uplink {
+		k |= 1
+	}
+	return k
+}
+
 // flow is what applications and filters match on: the user packet, as parsed.
 type flow struct {
 	src, dst     uint32
@@ -201,6 +231,7 @@ type tables struct {
 	dlTunnels  exactTable[uint32, dlTunnel]
 	tunnelQFIs exactTable[uint64, uint8]  // peer_addr<<32 | teid: the QoS flow of a GTP-U tunnel
 	mbr        exactTable[uint32, uint32] // mbr_sessions: UE address -> the MBR policer's cell
+	qosFlows   map[uint64][]qosFlowEntry  // qos_flows by qosFlowsKey, priority descending
 	filters    []filterEntry
 	filterDeny bool // the default action is deny
 	routes     lpmTable
@@ -217,8 +248,29 @@ func newTables() *tables {
 		dlTunnels:  exactTable[uint32, dlTunnel]{},
 		tunnelQFIs: exactTable[uint64, uint8]{},
 		mbr:        exactTable[uint32, uint32]{},
+		qosFlows:   map[uint64][]qosFlowEntry{},
 	}
 	return t
+}
+
+// qosFlow is the QoS flow of its own (qos_flows) that the user packet fl of the session at
+// ueAddr is in, looked up as seen from the UE: the remote end is the downlink's source and the
+// uplink's destination. The zero qosFlow is the session's own flow.
+func (t *tables) qosFlow(ueAddr uint32, uplink bool, fl *flow) qosFlow {
+	if len(t.qosFlows) == 0 {
+		return qosFlow{}
+	}
+	remote, remotePort, localPort := fl.src, fl.sport, fl.dport
+	if uplink {
+		remote, remotePort, localPort = fl.dst, fl.dport, fl.sport
+	}
+	for _, e := range t.qosFlows[qosFlowsKey(ueAddr, uplink)] {
+		k := &e.key
+		if k.remote.match(remote) && k.proto.match(uint32(fl.proto)) && k.remotePort.match(remotePort) && k.localPort.match(localPort) {
+			return e.act
+		}
+	}
+	return qosFlow{}
 }
 
 func (t *tables) application(f *flow) steering {
@@ -249,6 +301,17 @@ func (t *tables) endpoint(i uint8) endpoint {
 // tunnelQFI is the QFI downlink G-PDUs toward peer in tunnel teid carry, 0 for none.
 func (t *tables) tunnelQFI(peer, teid uint32) uint8 {
 	q, _ := t.tunnelQFIs.lookup(uint64(peer)<<32 | uint64(teid))
+	return q
+}
+
+// gpduQFI is the QFI of a downlink G-PDU toward peer in tunnel teid: the tunnel's, or the QoS
+// flow's (flowQFI, 0 for none) in its place where the tunnel has one; a tunnel without a QFI
+// carries no PDU Session Container to put it in.
+func (t *tables) gpduQFI(peer, teid uint32, flowQFI uint8) uint8 {
+	q := t.tunnelQFI(peer, teid)
+	if q != 0 && flowQFI != 0 {
+		return flowQFI
+	}
 	return q
 }
 
@@ -426,6 +489,8 @@ func (t *tables) write(s *schema, op p4v1.Update_Type, e *p4v1.TableEntry) error
 	switch k {
 	case tApplications, tFilters:
 		return t.writeTernary(k, op, e.GetPriority(), &m, &act)
+	case tQoSFlows:
+		return t.writeQoSFlow(op, e.GetPriority(), &m, &act)
 	case tRoutes:
 		// P4Runtime omits an LPM field of prefix length 0 (spec 9.1.1): a default route.
 		var v uint64
@@ -547,6 +612,44 @@ func (t *tables) writeTernary(k tableKind, op p4v1.Update_Type, prio int32, m *e
 	return nil
 }
 
+// writeQoSFlow applies a qos_flows update: its exact fields pick the list, the rest is the
+// entry's identity in it.
+func (t *tables) writeQoSFlow(op p4v1.Update_Type, prio int32, m *entryMatch, act *decodedAction) error {
+	ue, err := m.exact(tQoSFlows, 0)
+	if err != nil {
+		return err
+	}
+	up, err := m.exact(tQoSFlows, 1)
+	if err != nil {
+		return err
+	}
+	var key qosFlowKey
+	key.prio = prio
+	if key.remote, err = m.ternary(2); err == nil {
+		if key.proto, err = m.ternary(3); err == nil {
+			if key.remotePort, err = m.rng(4); err == nil {
+				key.localPort, err = m.rng(5)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("table %q: %w", tableSpecs[tQoSFlows].name, err)
+	}
+	var val qosFlow
+	if act.kind == aSetQoSFlow {
+		val = qosFlow{qfi: uint8(act.params[0]), cell: uint32(act.params[1]), ok: true}
+	}
+	lk := qosFlowsKey(uint32(ue), up == 1)
+	list := upsertTernary(t.qosFlows[lk], op, qosFlowEntry{key: key, act: val},
+		func(e *qosFlowEntry) qosFlowKey { return e.key }, func(e *qosFlowEntry) int32 { return e.key.prio })
+	if len(list) == 0 {
+		delete(t.qosFlows, lk)
+	} else {
+		t.qosFlows[lk] = list
+	}
+	return nil
+}
+
 // upsertTernary inserts, modifies or deletes an entry in a list kept in priority order
 // (highest first; an entry goes after those of equal priority, so the oldest wins ties).
 func upsertTernary[E any, K comparable](list []E, op p4v1.Update_Type, e E, key func(*E) K, prio func(*E) int32) []E {
@@ -614,6 +717,8 @@ func (t *tables) setDefault(s *schema, tableID uint32, a *p4v1.Action) error {
 		t.tunnelQFIs.def, t.tunnelQFIs.defHit = act.qfi(), hit
 	case tMBRSessions:
 		t.mbr.def, t.mbr.defHit = act.mbrCell(), hit
+	case tQoSFlows:
+		// Its default is no_qos_flow, const in the P4 program: the P4Runtime server refuses another.
 	case tFilters:
 		t.filterDeny = act.kind == aDeny
 	case tRoutes:

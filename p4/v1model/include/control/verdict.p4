@@ -24,11 +24,19 @@
 // in uplink_policed / downlink_policed at its cell (the session's usage cell: usage
 // after QoS enforcement is usage less these); a redundant packet that is red has no
 // second copy. BMv2's meters and those counters, too, count the frame as it arrived.
+//
+// A packet in a QoS flow of its own (qos_flows) first meets that flow's policer,
+// uplink_flow_mbr or downlink_flow_mbr at the cell its entry gives: red is dropped and
+// counted in mbr_drops and in *_policed at md.usage_idx (where usage counted it), and
+// meets the session's policer no more. A downlink G-PDU
+// of such a flow carries the flow's QFI in its PDU Session Container, where it has one
+// (the session's tunnel has a QFI), on every pass: the second copy of a redundant packet,
+// encapsulated anew, too.
 
 #ifndef JUNCTION_V1MODEL_VERDICT_P4
 #define JUNCTION_V1MODEL_VERDICT_P4
 
-control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_metadata) {
+control Verdict(inout headers_t hdr, inout local_metadata_t md, inout standard_metadata_t standard_metadata) {
 
     @name(".drops") @id(0x12000001)
     counter<drop_reason_t>(DROP_REASON_COUNT, CounterType.packets_and_bytes) drops;
@@ -54,9 +62,19 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
     @name(".downlink_policed") @id(0x12000006)
     counter<usage_idx_t>(MAX_USAGE_RECORDS, CounterType.packets_and_bytes) downlink_policed;
 
+    @name(".uplink_flow_mbr") @id(0x14000003)
+    meter<qos_flow_idx_t>(MAX_QOS_FLOWS, MeterType.bytes) uplink_flow_mbr;
+
+    @name(".downlink_flow_mbr") @id(0x14000004)
+    meter<qos_flow_idx_t>(MAX_QOS_FLOWS, MeterType.bytes) downlink_flow_mbr;
+
     MBRSessions() mbr_sessions;
+    QoSFlows() qos_flows;
     bool policed = false;
     usage_idx_t mbr_cell = 0;
+    bool in_flow = false;
+    qfi_t flow_qfi = 0;
+    qos_flow_idx_t flow_cell = 0;
 
     apply {
         if (md.consume && md.drop_reason == DROP_NONE) {
@@ -70,21 +88,32 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
                 drops.count(md.count_reason);
             }
             bit<2> colour = 0;
-            if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL) {
-                bool uplink = (md.path == PATH_JUNCTION && md.junction_kind == JK_DATA) ||
-                        md.path == PATH_GTPU_UPLINK;
-                bool downlink = md.path == PATH_DOWNLINK && (md.session_hit || md.downlink_tunnel_hit);
-                // One application of mbr_sessions (BMv2 takes a table applied once).
-                if (uplink || downlink) {
-                    ipv4_addr_t ue_addr = md.user_dst;
-                    if (uplink) {
-                        ue_addr = md.user_src;
-                    }
-                    mbr_sessions.apply(ue_addr, policed, mbr_cell);
+            bool uplink = (md.path == PATH_JUNCTION && md.junction_kind == JK_DATA) ||
+                    md.path == PATH_GTPU_UPLINK;
+            bool downlink = md.path == PATH_DOWNLINK && (md.session_hit || md.downlink_tunnel_hit);
+            // One application of each table (BMv2 takes a table applied once).
+            if (uplink || downlink) {
+                ipv4_addr_t ue_addr = md.user_dst;
+                if (uplink) {
+                    ue_addr = md.user_src;
                 }
+                mbr_sessions.apply(ue_addr, policed, mbr_cell);
+                qos_flows.apply(md, uplink, ue_addr, in_flow, flow_qfi, flow_cell);
+            }
+            if (downlink && in_flow && flow_qfi != 0 && hdr.enc_gtpu_psc.isValid()) {
+                hdr.enc_gtpu_psc.content = (bit<16>)flow_qfi;  // PDU type 0, no PPP/RQI, the QFI
+            }
+            if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL) {
                 if (uplink) {
                     uplink_usage.count(md.usage_idx);
-                    if (policed) {
+                    if (in_flow) {
+                        uplink_flow_mbr.execute_meter(flow_cell, colour);
+                        if (colour == METER_RED) {
+                            mbr_drops.count(MBR_UPLINK);
+                            uplink_policed.count(md.usage_idx);
+                        }
+                    }
+                    if (colour != METER_RED && policed) {
                         uplink_mbr.execute_meter(mbr_cell, colour);
                         if (colour == METER_RED) {
                             mbr_drops.count(MBR_UPLINK);
@@ -93,7 +122,14 @@ control Verdict(inout local_metadata_t md, inout standard_metadata_t standard_me
                     }
                 } else if (downlink) {
                     downlink_usage.count(md.usage_idx);
-                    if (policed) {
+                    if (in_flow) {
+                        downlink_flow_mbr.execute_meter(flow_cell, colour);
+                        if (colour == METER_RED) {
+                            mbr_drops.count(MBR_DOWNLINK);
+                            downlink_policed.count(md.usage_idx);
+                        }
+                    }
+                    if (colour != METER_RED && policed) {
                         downlink_mbr.execute_meter(mbr_cell, colour);
                         if (colour == METER_RED) {
                             mbr_drops.count(MBR_DOWNLINK);
