@@ -157,7 +157,7 @@ func (r *ATSSSSessionReconciler) removeEntries(ctx context.Context, key types.Na
 func recordAllocation(st *junctionv1.ATSSSSessionStatus, a sessionAlloc) bool {
 	i32 := func(v uint32) *int32 { x := int32(v); return &x }
 	user := i32(a.user)
-	var peer, seq, usage *int32
+	var peer, seq, usage, flows *int32
 	if a.gnb != "" {
 		peer = i32(uint32(a.peer))
 	}
@@ -167,11 +167,14 @@ func recordAllocation(st *junctionv1.ATSSSSessionStatus, a sessionAlloc) bool {
 	if a.usage != 0 {
 		usage = i32(a.usage)
 	}
+	if a.flows != nil {
+		flows = i32(*a.flows)
+	}
 	eq := func(x, y *int32) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
-	if eq(st.UserIndex, user) && eq(st.TunnelPeerIndex, peer) && eq(st.SequenceIndex, seq) && eq(st.UsageIndex, usage) {
+	if eq(st.UserIndex, user) && eq(st.TunnelPeerIndex, peer) && eq(st.SequenceIndex, seq) && eq(st.UsageIndex, usage) && eq(st.QoSFlowIndex, flows) {
 		return false
 	}
-	st.UserIndex, st.TunnelPeerIndex, st.SequenceIndex, st.UsageIndex = user, peer, seq, usage
+	st.UserIndex, st.TunnelPeerIndex, st.SequenceIndex, st.UsageIndex, st.QoSFlowIndex = user, peer, seq, usage, flows
 	return true
 }
 

@@ -72,6 +72,9 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 	if _, err := upf.TunnelEndpointIndex(s.Spec.TunnelEndpoint); err != nil {
 		return out, &invalidSpecError{err: err}
 	}
+	if err := rt.canHaveQoSFlows(s); err != nil {
+		return out, &invalidSpecError{err: err, unsupported: true}
+	}
 	a, err := rt.acquire(key, n)
 	if err != nil {
 		return out, fmt.Errorf("%w: %v", errIndexesExhausted, err)
@@ -123,6 +126,20 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 		}
 	}
 	return out, nil
+}
+
+// canHaveQoSFlows reports whether the UPF's pipeline has QoS flows of their own (qos_flows and
+// its flow policers, docs/pipeline.md "QoS flows") when the session has spec.qosFlows. A
+// pipeline not known yet is given the benefit of the doubt, as in canPolice.
+func (rt *upfRuntime) canHaveQoSFlows(s *junctionv1.ATSSSSession) error {
+	sch := rt.pipe.Load().schema
+	if sch == nil || len(s.Spec.QoSFlows) == 0 {
+		return nil
+	}
+	if _, err := sch.TableID(desired.TableQoSFlows); err != nil {
+		return fmt.Errorf("spec.qosFlows: the UPF's pipeline has no QoS flows of their own (%v; the Tofino 2 build has none yet)", err)
+	}
+	return nil
 }
 
 // canPolice reports whether the UPF's pipeline has the MBR policer a session's cells need: the

@@ -124,6 +124,7 @@ type need struct {
 	supi      string
 	gnb       string // the gNB address when the session has a 3GPP leg
 	exception bool   // a session_overrides entry, so a sequence index
+	flows     bool   // spec.qosFlows, so a block of QoS flow cells
 }
 
 func sessionNeeds(s *junctionv1.ATSSSSession, policies []desired.Policy) (need, error) {
@@ -142,12 +143,13 @@ func sessionNeeds(s *junctionv1.ATSSSSession, policies []desired.Policy) (need, 
 		return n, err
 	}
 	n.exception = kind == junctionv1.LookupException
+	n.flows = len(s.Spec.QoSFlows) > 0
 	return n, nil
 }
 
 // complete reports whether the allocation has every index n needs.
 func (a sessionAlloc) complete(n need) bool {
-	return a.supi == n.supi && a.gnb == n.gnb && (a.gnb == "" || a.peer != 0) && (!n.exception || a.seq != nil)
+	return a.supi == n.supi && a.gnb == n.gnb && (a.gnb == "" || a.peer != 0) && (!n.exception || a.seq != nil) && (!n.flows || a.flows != nil)
 }
 
 // buildSession gathers a session's inputs for desired.SessionEntries.
@@ -158,6 +160,6 @@ func buildSession(s *junctionv1.ATSSSSession, upf *junctionv1.UserPlaneFunction,
 	}
 	return desired.Session{
 		Name: s.Name, Spec: s.Spec, UserIndex: a.user, EndpointIndex: uint8(ep), // at most 16 endpoints
-		PeerIndex: a.peer, SequenceIndex: a.seq, UsageIndex: a.usage, Policies: policies,
+		PeerIndex: a.peer, SequenceIndex: a.seq, UsageIndex: a.usage, QoSFlowIndex: a.flows, Policies: policies,
 	}, nil
 }

@@ -43,6 +43,14 @@ func (rt *upfRuntime) restoreSession(s *junctionv1.ATSSSSession) sessionAlloc {
 			rt.log.Error(err, "Recorded sequence index not restored", "session", key)
 		}
 	}
+	if idx := s.Status.QoSFlowIndex; idx != nil {
+		if err := rt.flows.Restore(key, key, uint32(*idx)); err == nil {
+			v := uint32(*idx)
+			a.flows = &v
+		} else {
+			rt.log.Error(err, "Recorded QoS flow index not restored", "session", key)
+		}
+	}
 	if idx := s.Status.UsageIndex; idx != nil {
 		if err := rt.usages.Restore(key, key, uint32(*idx)); err == nil {
 			a.usage = uint32(*idx)
@@ -98,6 +106,14 @@ func (rt *upfRuntime) acquire(key string, n need) (sessionAlloc, error) {
 			next.seq = &idx
 		}
 	}
+	if n.flows {
+		idx, e := rt.flows.Acquire(key, key)
+		if e != nil {
+			err = errors.Join(err, fmt.Errorf("QoS flow index: %w", e))
+		} else {
+			next.flows = &idx
+		}
+	}
 	if idx, e := rt.usages.Acquire(key, key); e != nil {
 		err = errors.Join(err, fmt.Errorf("usage index: %w", e))
 	} else {
@@ -115,7 +131,7 @@ func (rt *upfRuntime) pendingLocked(key string, a sessionAlloc) {
 	if rt.pending == nil {
 		rt.pending = map[string]sessionAlloc{}
 	}
-	if prev, ok := rt.pending[key]; ok && (prev.supi != a.supi || prev.gnb != a.gnb || (prev.seq != nil) != (a.seq != nil)) {
+	if prev, ok := rt.pending[key]; ok && (prev.supi != a.supi || prev.gnb != a.gnb || (prev.seq != nil) != (a.seq != nil) || (prev.flows != nil) != (a.flows != nil)) {
 		if rt.superseded == nil {
 			rt.superseded = map[string][]sessionAlloc{}
 		}
@@ -136,6 +152,9 @@ func (rt *upfRuntime) releaseUnusedLocked(key string, next sessionAlloc, held ..
 		}
 		if a.seq != nil && next.seq == nil {
 			rt.seqs.Release(key, key)
+		}
+		if a.flows != nil && next.flows == nil {
+			rt.flows.Release(key, key)
 		}
 		if a.usage != 0 && next.usage == 0 {
 			rt.usages.Release(key, key)

@@ -32,6 +32,7 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/alloc"
 	"github.com/junction-atsss/junction/internal/contract"
+	"github.com/junction-atsss/junction/internal/desired"
 	"github.com/junction-atsss/junction/internal/dlbuffer"
 	"github.com/junction-atsss/junction/internal/pathmon"
 	"github.com/junction-atsss/junction/internal/programmer"
@@ -106,6 +107,8 @@ type sessionAlloc struct {
 	seq  *uint32
 	// usage is the session's cell in the usage counters (0: none yet; the pool starts at 1).
 	usage uint32
+	// flows is the session's block of QoS flow policer cells, while it has spec.qosFlows.
+	flows *uint32
 }
 
 type upfRuntime struct {
@@ -119,6 +122,7 @@ type upfRuntime struct {
 	wg     sync.WaitGroup
 
 	users, seqs, peers, usages *alloc.Pool
+	flows                      *alloc.Pool // blocks of MaxQoSFlows QoS flow policer cells
 	amu                        sync.Mutex
 	sessions                   map[string]sessionAlloc        // session key (ns/name) → allocation
 	pending                    map[string]sessionAlloc        // acquired, not yet committed
@@ -157,6 +161,13 @@ type upfRuntime struct {
 	pathWriteErr map[uint32]error
 }
 
+// qosFlowBlocks is how many sessions' blocks of QoS flow policer cells the pipeline has (none
+// without QoS flows of their own: canHaveQoSFlows says so).
+func qosFlowBlocks(sch *upfclient.Schema) (int64, error) {
+	n, err := sch.MeterSize(desired.MeterUplinkFlowMBR)
+	return n / junctionv1.MaxQoSFlows, err
+}
+
 func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec) *upfRuntime {
 	key := types.NamespacedName{Namespace: upf.Namespace, Name: upf.Name}
 	log := f.Log.WithValues("userplanefunction", key.String())
@@ -179,6 +190,7 @@ func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec)
 		peers: alloc.NewPool("tunnel peer index", 1, min(size(func() (int64, error) { return sch.TableSize("tunnel_peers") }, contract.MaxTunnelPeers), 1<<16)),
 		// Usage cells: one per session, from 1 (0 is where entries without one count).
 		usages:       alloc.NewPool("usage index", 1, size(func() (int64, error) { return sch.CounterSize(programmer.CounterUplinkUsage) }, contract.MaxUsageRecords)),
+		flows:        alloc.NewPool("QoS flow index", 0, size(func() (int64, error) { return qosFlowBlocks(sch) }, 0)),
 		sessions:     map[string]sessionAlloc{},
 		byUser:       map[uint32]map[string]struct{}{},
 		comparison:   map[string]bool{},

@@ -159,6 +159,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.policySteering) || self.policySteering.all(p, has(self.policyRefs) && self.policyRefs.exists(r, r.name == p.name))",message="every policySteering name must be in policyRefs"
 // +kubebuilder:validation:XValidation:rule="!has(self.accessLegs.threeGPP) || !has(self.accessLegs.threeGPP.bufferDownlink) || !self.accessLegs.threeGPP.bufferDownlink || (has(self.type) && self.type == 'SingleAccess')",message="bufferDownlink is for SingleAccess sessions: an MA PDU session's downlink has a second access to take",fieldPath=".accessLegs.threeGPP.bufferDownlink"
 // +kubebuilder:validation:XValidation:rule="!has(self.accessLegs.threeGPP) || !has(self.accessLegs.threeGPP.dropDownlink) || !self.accessLegs.threeGPP.dropDownlink || (has(self.type) && self.type == 'SingleAccess')",message="dropDownlink is for SingleAccess sessions",fieldPath=".accessLegs.threeGPP.dropDownlink"
+// +kubebuilder:validation:XValidation:rule="!has(self.qosFlows) || (has(self.qfi) && self.qosFlows.all(f, f.qfi != self.qfi && self.qosFlows.exists_one(g, g.qfi == f.qfi)))",message="qosFlows need the session's qfi, and every flow a QFI of its own: neither the session's nor another flow's",fieldPath=".qosFlows"
 type ATSSSSessionSpec struct {
 	// ue is the user equipment.
 	// +required
@@ -206,6 +207,17 @@ type ATSSSSessionSpec struct {
 	// +optional
 	MaxBitRate *BitRate `json:"maxBitRate,omitempty"`
 
+	// qosFlows are QoS flows of the session's own beside its default one (qfi, maxBitRate): the
+	// user packets a flow's trafficDescriptor matches carry its QFI on N3 in place of the
+	// session's and meet its MBR policer before the session's (docs/pipeline.md, "QoS flows").
+	// Over N4, the PDRs of a PCC rule whose QoS differs from the session's default (docs/n4.md).
+	// They need qfi: a flow's QFI replaces the session's in the container its G-PDUs carry.
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	QoSFlows []QoSFlow `json:"qosFlows,omitempty"`
+
 	// gates close a direction of the session's user traffic: while one is Closed the UPF drops
 	// the session's user packets that way (over N4, the Gate Status of the QERs its PDRs name,
 	// or a URR's quota used up: docs/n4.md), by its MBR policer's cell at rate zero
@@ -246,6 +258,45 @@ type ATSSSSessionSpec struct {
 	// +listMapKey=name
 	// +optional
 	PolicySteering []PolicySteering `json:"policySteering,omitempty"`
+}
+
+// MaxQoSFlows is how many QoS flows of its own a session may have (spec.qosFlows' MaxItems): a
+// session's block of flow policer cells holds that many (status.qosFlowIndex).
+const MaxQoSFlows = 4
+
+// QoSFlow is a QoS flow of a session's own: part of its traffic, marked with the flow's QFI and
+// policed at the flow's MBR.
+// +kubebuilder:validation:XValidation:rule="!has(self.trafficDescriptor.sourcePrefixes) && !has(self.trafficDescriptor.dscp)",message="a QoS flow's trafficDescriptor matches the server's side, protocol and ports (the session is its UE side): sourcePrefixes and dscp are not matched"
+// +kubebuilder:validation:XValidation:rule="!has(self.trafficDescriptor.protocol) || self.trafficDescriptor.protocol in ['TCP', 'UDP'] || (!has(self.trafficDescriptor.destinationPorts) && !has(self.trafficDescriptor.sourcePorts))",message="trafficDescriptor ports need protocol TCP or UDP"
+type QoSFlow struct {
+	// name names the flow within the session.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// qfi is the flow's QoS Flow Identifier, 1 to 63, unique in the session.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=63
+	// +required
+	QFI int32 `json:"qfi"`
+
+	// precedence orders flows whose traffic overlaps: the lowest value wins, 0 to 65534.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65534
+	// +optional
+	Precedence int32 `json:"precedence,omitempty"`
+
+	// trafficDescriptor selects the flow's packets as seen from the UE: destination prefixes and
+	// ports are the server's side (a downlink packet's source), sourcePorts the UE's.
+	// +required
+	TrafficDescriptor TrafficDescriptor `json:"trafficDescriptor"`
+
+	// maxBitRate is the flow's maximum bit rate in each direction; the session's own
+	// (spec.maxBitRate, its Session-AMBR) polices the flow's packets too. Unset, or a direction
+	// unset: only the session's.
+	// +optional
+	MaxBitRate *BitRate `json:"maxBitRate,omitempty"`
 }
 
 // BitRate is a rate in each direction, in kilobits per second (1,000 bit/s, the unit of PFCP's
@@ -363,6 +414,12 @@ type ATSSSSessionStatus struct {
 	// entries are written.
 	// +optional
 	UsageIndex *int32 `json:"usageIndex,omitempty"`
+
+	// qosFlowIndex is the session's block of QoS flow policer cells (uplink_flow_mbr,
+	// downlink_flow_mbr) on its UPF: flow i of spec.qosFlows has cell MaxQoSFlows (4) × qosFlowIndex + i. Set
+	// only while the session has qosFlows; recorded before the entries are written.
+	// +optional
+	QoSFlowIndex *int32 `json:"qosFlowIndex,omitempty"`
 
 	// tunnelPeerIndex is the tunnel_peers index of the session's gNB on its UPF, shared by every
 	// session behind that gNB; set only when the session has a 3GPP leg.

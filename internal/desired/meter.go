@@ -37,12 +37,18 @@ const (
 	MBRMinBurst    = 3000
 )
 
-// SessionMeters are the MBR policer cells of a session with spec.maxBitRate or a closed gate:
+// SessionMeters are the policer cells a session configures: its MBR policer's (mbrMeters) and
+// its QoS flows' (qosFlowMeters). The programmer resets the cells a session stops naming, and
+// the cells it starts to use.
+func SessionMeters(s Session) []MeterCell {
+	return append(mbrMeters(s), qosFlowMeters(s)...)
+}
+
+// mbrMeters are the MBR policer cells of a session with spec.maxBitRate or a closed gate:
 // uplink_mbr and downlink_mbr at its usage cell, committed rate = peak rate = the MBR (no
 // yellow), bursts of MBRBurstMillis at that rate; a closed gate's direction every rate and burst
-// zero (closedGate), whatever its MBR. A direction with neither has no cell (the programmer resets
-// the cells a session stops naming, and the cells it starts to use).
-func SessionMeters(s Session) []MeterCell {
+// zero (closedGate), whatever its MBR. A direction with neither has no cell.
+func mbrMeters(s Session) []MeterCell {
 	r, g := s.Spec.MaxBitRate, s.Spec.Gates
 	if r == nil {
 		r = &junctionv1.BitRate{}
@@ -68,11 +74,11 @@ func SessionMeters(s Session) []MeterCell {
 // test/vectors/cases/mbr-policer.yaml).
 var closedGate = MeterConfig{}
 
-// mbrSessionEntry is the mbr_sessions entry of a session with meter cells (SessionMeters): its
+// mbrSessionEntry is the mbr_sessions entry of a session with MBR policer cells (mbrMeters): its
 // address (the user packets' source up, destination down) names the cells at its usage index.
 // None without one: a packet that misses mbr_sessions is not policed.
 func mbrSessionEntry(s Session, sa netip.Addr) []Entry {
-	if len(SessionMeters(s)) == 0 {
+	if len(mbrMeters(s)) == 0 {
 		return nil
 	}
 	return []Entry{{Table: TableMBRSessions, Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}},

@@ -23,6 +23,9 @@ type Session struct {
 	SequenceIndex *uint32
 	// UsageIndex is the session's cell in the usage counters (uplink_usage, downlink_usage).
 	UsageIndex uint32
+	// QoSFlowIndex is the session's block of QoS flow policer cells, set for a session with
+	// spec.qosFlows only (QoSFlowCell).
+	QoSFlowIndex *uint32
 	// Policies are the SteeringPolicies the session selects that exist.
 	Policies []Policy
 }
@@ -54,14 +57,27 @@ func Lookup(spec junctionv1.ATSSSSessionSpec, policies []Policy) (junctionv1.Loo
 // (the 3GPP leg's, and the non-3GPP leg's when it runs over N3), and for exception sessions one `session_overrides` entry per selected policy (and one for traffic
 // no policy matches, when the mode is overridden). Tunnel peers are shared and counted apart.
 func SessionEntries(s Session) ([]Entry, error) {
-	spec := s.Spec
-	sa, err := parseAddr("sessionAddress", string(spec.SessionAddress))
+	sa, err := parseAddr("sessionAddress", string(s.Spec.SessionAddress))
 	if err != nil {
 		return nil, err
 	}
-	if spec.Type == junctionv1.SessionSingleAccess {
-		return singleAccessEntries(s, sa)
+	var out []Entry
+	if s.Spec.Type == junctionv1.SessionSingleAccess {
+		out, err = singleAccessEntries(s, sa)
+	} else {
+		out, err = multiAccessEntries(s, sa)
 	}
+	if err != nil {
+		return nil, err
+	}
+	flows, err := qosFlowEntries(s, sa)
+	return append(out, flows...), err
+}
+
+// multiAccessEntries are the entries of an MA PDU session (SessionEntries).
+func multiAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
+	spec := s.Spec
+	var err error
 	var ue3, ueN, gwN = netip.IPv4Unspecified(), netip.IPv4Unspecified(), netip.IPv4Unspecified()
 	var teidDown, teidDownN uint32
 	var out []Entry

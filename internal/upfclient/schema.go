@@ -148,6 +148,15 @@ func (s *Schema) CounterSize(name string) (int64, error) {
 	return c.Size, nil
 }
 
+// MeterSize is the number of cells of an indirect meter.
+func (s *Schema) MeterSize(name string) (int64, error) {
+	m, err := s.ps.Meter(name)
+	if err != nil {
+		return 0, err
+	}
+	return m.Size, nil
+}
+
 // RegisterSize is the number of cells of a register.
 func (s *Schema) RegisterSize(name string) (int64, error) {
 	r, err := s.ps.Register(name)

@@ -263,6 +263,21 @@ var invalidCases = []invalidCase{
 	{"an MA PDU session whose downlink buffers is rejected", session, "bob-internet",
 		[]edit{{"spec.accessLegs.threeGPP.bufferDownlink", true}},
 		[]string{"spec.accessLegs.threeGPP.bufferDownlink", "bufferDownlink is for SingleAccess sessions"}},
+	{"QoS flows without the session's QFI are rejected", session, "bob-internet",
+		[]edit{{"spec.qfi", nil}, {"spec.qosFlows", []any{qosFlow("video", 2)}}}, []string{"spec.qosFlows", "qosFlows need the session's qfi"}},
+	{"a QoS flow with the session's QFI is rejected", session, "bob-internet",
+		[]edit{{"spec.qfi", int64(2)}, {"spec.qosFlows", []any{qosFlow("video", 2)}}}, []string{"spec.qosFlows", "every flow a QFI of its own"}},
+	{"two QoS flows with one QFI are rejected", session, "bob-internet",
+		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{qosFlow("video", 2), qosFlow("voice", 2)}}}, []string{"spec.qosFlows", "every flow a QFI of its own"}},
+	{"a fifth QoS flow is rejected (a session's block holds four)", session, "bob-internet",
+		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{qosFlow("a", 2), qosFlow("b", 3), qosFlow("c", 4), qosFlow("d", 5), qosFlow("e", 6)}}},
+		[]string{"spec.qosFlows", "must have at most 4 items"}},
+	{"a QoS flow matching the UE's side is rejected", session, "bob-internet",
+		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "video", "qfi": int64(2),
+			"trafficDescriptor": map[string]any{"sourcePrefixes": []any{"10.60.0.2/32"}}}}}},
+		[]string{"spec.qosFlows[0]", "sourcePrefixes and dscp are not matched"}},
+	{"a QoS flow's QFI of 64 is rejected", session, "bob-internet",
+		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{qosFlow("video", 64)}}}, []string{"spec.qosFlows[0].qfi"}},
 	{"a gate other than Open or Closed is rejected", session, "bob-internet",
 		[]edit{{"spec.gates", map[string]any{"downlink": "Ajar"}}}, []string{"spec.gates.downlink", "Unsupported value"}},
 	{"a session type other than MultiAccess or SingleAccess is rejected", session, "dave-5g-only",
@@ -507,4 +522,9 @@ func TestElectionIDIsNotATenantsToChoose(t *testing.T) {
 	if v, ok, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "p4runtime", "electionIDHigh"); ok {
 		t.Errorf("spec.p4runtime.electionIDHigh stored as %v", v)
 	}
+}
+
+// qosFlow is a QoS flow of a session's own for the servers of 198.51.100.0/24.
+func qosFlow(name string, qfi int64) map[string]any {
+	return map[string]any{"name": name, "qfi": qfi, "trafficDescriptor": map[string]any{"destinationPrefixes": []any{"198.51.100.0/24"}}}
 }

@@ -1,0 +1,84 @@
+package desired
+
+// QoS flows of a session's own (spec.qosFlows; docs/pipeline.md, "QoS flows"): their qos_flows
+// entries and their policers' cells, in the session's block of cells (status.qosFlowIndex).
+
+import (
+	"fmt"
+	"net/netip"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
+
+// Their table, and their policers' meters.
+const (
+	TableQoSFlows        = "qos_flows"
+	MeterUplinkFlowMBR   = "uplink_flow_mbr"
+	MeterDownlinkFlowMBR = "downlink_flow_mbr"
+)
+
+// QoSFlowCell is flow i's cell of the flow policers in the session's block (status.qosFlowIndex).
+func QoSFlowCell(block uint32, i int) uint32 { return block*junctionv1.MaxQoSFlows + uint32(i) }
+
+// qosFlowMeters are the policer cells of the session's QoS flows with an MBR: their direction's
+// flow meter at their cell, configured as the session's (MBRConfig).
+func qosFlowMeters(s Session) []MeterCell {
+	if s.QoSFlowIndex == nil {
+		return nil
+	}
+	var out []MeterCell
+	for i, f := range s.Spec.QoSFlows {
+		if r := f.MaxBitRate; r != nil {
+			cell := QoSFlowCell(*s.QoSFlowIndex, i)
+			if r.UplinkKbps != nil {
+				out = append(out, MeterCell{Meter: MeterUplinkFlowMBR, Index: cell, Config: MBRConfig(*r.UplinkKbps)})
+			}
+			if r.DownlinkKbps != nil {
+				out = append(out, MeterCell{Meter: MeterDownlinkFlowMBR, Index: cell, Config: MBRConfig(*r.DownlinkKbps)})
+			}
+		}
+	}
+	return out
+}
+
+// qosFlowEntries are the qos_flows entries of the session's QoS flows (spec.qosFlows), keyed by
+// its address sa (a downlink packet's destination, an uplink one's source): for each flow and
+// direction, one per combination of its server prefixes and port ranges, at its precedence.
+func qosFlowEntries(s Session, sa netip.Addr) ([]Entry, error) {
+	if len(s.Spec.QoSFlows) == 0 {
+		return nil, nil
+	}
+	if s.QoSFlowIndex == nil {
+		return nil, fmt.Errorf("session %s has qosFlows but no QoS flow index", s.Name)
+	}
+	var out []Entry
+	for i, f := range s.Spec.QoSFlows {
+		td := f.TrafficDescriptor
+		remote, err := ternaryPrefixes("remote_addr", td.DestinationPrefixes)
+		if err != nil {
+			return nil, fmt.Errorf("qosFlows[%d].trafficDescriptor.destinationPrefixes: %w", i, err)
+		}
+		var proto *Match
+		if td.Protocol != "" {
+			proto = &Match{Field: "proto", Kind: Ternary, Value: u8(protocolNumbers[td.Protocol]), Mask: u8(0xff)}
+		}
+		params := []Param{{"flow_qfi", u8(uint8(f.QFI))}, {"flow_idx", u32(QoSFlowCell(*s.QoSFlowIndex, i))}}
+		for _, up := range []uint8{0, 1} {
+			for _, r := range remote {
+				for _, rp := range portRanges("remote_port", td.DestinationPorts) {
+					for _, lp := range portRanges("local_port", td.SourcePorts) {
+						ms := []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}, {Field: "uplink", Kind: Exact, Value: u8(up)}}
+						for _, m := range []*Match{r, proto, rp, lp} {
+							if m != nil {
+								ms = append(ms, *m)
+							}
+						}
+						out = append(out, Entry{Table: TableQoSFlows, Match: ms, Action: "set_qos_flow", Params: params,
+							Priority: maxPriority - f.Precedence})
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
