@@ -173,7 +173,7 @@ func (f *Fleet) programN4(ctx context.Context, s *junctionv1.ATSSSSession, timeo
 		var specErr *invalidSpecError
 		switch {
 		case errors.As(err, &specErr) && specErr.unsupported:
-			return &n4.Refusal{Cause: n4.CauseServiceNotSupported, OffendingIE: unsupportedIE(&s.Spec), Msg: err.Error()}
+			return &n4.Refusal{Cause: n4.CauseServiceNotSupported, OffendingIE: unsupportedIE(&s.Spec, err.Error()), Msg: err.Error()}
 		case errors.As(err, &specErr):
 			return &n4.Refusal{Cause: n4.CauseMandatoryIEIncorrect, Msg: err.Error()}
 		case errors.Is(err, errIndexesExhausted):

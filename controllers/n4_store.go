@@ -256,7 +256,7 @@ func (st *n4Store) awaitProgrammed(ctx context.Context, key types.NamespacedName
 				case ReasonInvalidSpec:
 					return &n4.Refusal{Cause: n4.CauseMandatoryIEIncorrect, Msg: c.Message}
 				case ReasonNotSupportedByPipeline:
-					return &n4.Refusal{Cause: n4.CauseServiceNotSupported, OffendingIE: unsupportedIE(&s.Spec), Msg: c.Message}
+					return &n4.Refusal{Cause: n4.CauseServiceNotSupported, OffendingIE: unsupportedIE(&s.Spec, c.Message), Msg: c.Message}
 				}
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,11 +30,14 @@ type invalidSpecError struct {
 }
 
 // unsupportedIE is the IE an N4 refusal of an unsupported spec names (76, on the endpoint's direct
-// path and on the controller's): what a sound spec asks that a pipeline may lack is downlink
-// buffering (canBuffer: the FAR's Apply Action) or the MBR policer (canPolice: the MBR, or the
-// Gate Status of a closed gate).
-func unsupportedIE(spec *junctionv1.ATSSSSessionSpec) uint16 {
+// path and on the controller's), by what the check said (msg): what a sound spec asks that a
+// pipeline may lack is QoS flows of their own (canHaveQoSFlows: the QFI of the flow's QER),
+// downlink buffering (canBuffer: the FAR's Apply Action) or the MBR policer (canPolice: the MBR,
+// or the Gate Status of a closed gate).
+func unsupportedIE(spec *junctionv1.ATSSSSessionSpec, msg string) uint16 {
 	switch {
+	case strings.HasPrefix(msg, "spec.qosFlows"):
+		return ie.QFI
 	case spec.AccessLegs.ThreeGPP.Buffers():
 		return ie.ApplyAction
 	case spec.Gates.Closed(true) || spec.Gates.Closed(false):

@@ -155,14 +155,13 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 	for _, p := range down {
 		multi = multi || p.MARID != nil
 	}
-	qfi, err := downlinkQFI(r, down)
-	if err != nil {
-		return nil, err
+	var ue netip.Addr // the session's address, for the SDF filters of QoS flows; the plans check it
+	for _, p := range append(slices.Clone(down), up...) {
+		if !ue.IsValid() {
+			ue = p.UEIP
+		}
 	}
-	if err := uplinkQFI(up, qfi); err != nil {
-		return nil, err
-	}
-	mbr, err := sessionMBR(r, up, down)
+	q, err := qosOf(r, up, down, ue)
 	if err != nil {
 		return nil, err
 	}
@@ -171,16 +170,16 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 		return nil, err
 	}
 	if !multi {
-		p, err := singleAccessPlan(r, up, down, teids, supi, qfi, mbr, t)
+		p, err := singleAccessPlan(r, up, down, teids, supi, q.qfi, q.mbr, t)
 		if p != nil {
-			p.Spec.Gates = gates
+			p.Spec.Gates, p.Spec.QoSFlows = gates, q.flows
 		}
 		return p, err
 	}
 
 	// Downlink: the UE IP address is the session address; every downlink PDR is steered by a MAR.
-	spec := junctionv1.ATSSSSessionSpec{UE: junctionv1.UE{SUPI: supi}, UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: qfi,
-		MaxBitRate: mbr, Gates: gates}
+	spec := junctionv1.ATSSSSessionSpec{UE: junctionv1.UE{SUPI: supi}, UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: q.qfi,
+		MaxBitRate: q.mbr, Gates: gates, QoSFlows: q.flows}
 	var session netip.Addr
 	for _, p := range down {
 		switch {
@@ -461,47 +460,6 @@ func notBuffering(f *FAR, what string) error {
 	return nil
 }
 
-// sessionMBR is the session's maximum bit rate in each direction: the MBR of the QERs its
-// uplink PDRs name (their UL rates) and of those its downlink PDRs name (DL rates); a PDR that
-// names several QERs with a rate is held to the smallest, as each of them would police it. The
-// pipeline polices one rate per session and direction (its usage cell's meter), so PDRs of one
-// direction whose rates differ (two rates, or a rate for some and none for others) are refused.
-func sessionMBR(r *Rules, up, down []*PDR) (*junctionv1.BitRate, error) {
-	var out junctionv1.BitRate
-	for _, d := range []struct {
-		pdrs []*PDR
-		name string
-		rate func(*QER) uint64
-		out  **int64
-	}{
-		{up, "uplink", func(q *QER) uint64 { return q.MBRUL }, &out.UplinkKbps},
-		{down, "downlink", func(q *QER) uint64 { return q.MBRDL }, &out.DownlinkKbps},
-	} {
-		var first uint64
-		for i, p := range d.pdrs {
-			var rate uint64
-			for _, id := range p.QERIDs {
-				if v := d.rate(r.QERs[id]); v != 0 && (rate == 0 || v < rate) {
-					rate = v
-				}
-			}
-			if i > 0 && rate != first {
-				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "%s PDR %d has an MBR of %d kbit/s, PDR %d of %d: Junction polices one rate per session and direction (0: none; docs/n4.md)",
-					d.name, p.ID, rate, d.pdrs[0].ID, first)
-			}
-			first = rate
-		}
-		if first != 0 {
-			v := int64(first)
-			*d.out = &v
-		}
-	}
-	if out.UplinkKbps == nil && out.DownlinkKbps == nil {
-		return nil, nil
-	}
-	return &out, nil
-}
-
 // sessionGates are the session's gates (nil: both open): a direction's is closed when the QERs
 // its PDRs name close it (Gate Status UL for the uplink PDRs, DL for the downlink ones; one
 // closed gate among a PDR's QERs closes it), or a URR that measures it has used up its quota.
@@ -543,30 +501,6 @@ func sessionGates(r *Rules, up, down []*PDR) (*junctionv1.Gates, error) {
 	return &out, nil
 }
 
-// downlinkQFI is the QFI the session's downlink G-PDUs carry: the one the QERs of its downlink
-// PDRs give (the UPF inserts the QFI of a QER, TS 29.244), 0 when none gives one. The
-// pipeline marks one QFI per session, so downlink PDRs that differ (two QFIs, or a QFI for some
-// and none for others) are refused. An uplink PDR's QFI marks nothing: its packets leave on N6
-// without GTP-U.
-func downlinkQFI(r *Rules, down []*PDR) (int32, error) {
-	var qfi uint8
-	for i, p := range down {
-		var q uint8
-		for _, id := range p.QERIDs {
-			v := r.QERs[id].QFI
-			if v != 0 && q != 0 && v != q {
-				return 0, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d names QERs with QFIs %d and %d: a PDR's packets are in one QoS flow", p.ID, q, v)
-			}
-			q = max(q, v)
-		}
-		if i > 0 && q != qfi {
-			return 0, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d is in QoS flow %d, PDR %d in %d: Junction marks one QFI per session (0: none; docs/n4.md)", p.ID, q, down[0].ID, qfi)
-		}
-		qfi = q
-	}
-	return int32(qfi), nil
-}
-
 // cpForwarding reports whether p is one of the two PDRs Open5GS's SMF gives every PDU session for
 // IPv6 router solicitations and advertisements between the UE and itself (src/smf/context.c,
 // smf_sess_create_cp_up_data_forwarding): from the CP function (Source Interface CP-function,
@@ -601,26 +535,6 @@ func (r *Rules) cpForwarding(p *PDR) bool {
 		return true
 	}
 	return false
-}
-
-// uplinkQFI holds the QFIs of the uplink PDRs' PDIs to the session's one QoS flow: all the same,
-// and the downlink's (qfi) when it has one. The pipeline does not read the QFI of an uplink
-// G-PDU's PDU Session Container (docs/n4.md: a gNB that maps the session's one flow to its
-// tunnel sends no other), so a second flow, which it could not tell apart, is refused.
-func uplinkQFI(up []*PDR, qfi int32) error {
-	var first *PDR
-	for _, p := range up {
-		switch {
-		case p.QFI == 0:
-		case qfi != 0 && int32(p.QFI) != qfi:
-			return ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d is for QoS flow %d, the downlink's is %d: Junction carries one QoS flow per session (docs/n4.md)", p.ID, p.QFI, qfi)
-		case first != nil && p.QFI != first.QFI:
-			return ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d is for QoS flow %d, PDR %d for %d: Junction carries one QoS flow per session (docs/n4.md)", p.ID, p.QFI, first.ID, first.QFI)
-		default:
-			first = p
-		}
-	}
-	return nil
 }
 
 // forwardsToCore refuses an uplink PDR whose FAR does not just forward to Core: Junction

@@ -2,6 +2,7 @@ package n4
 
 import (
 	"errors"
+	"net/netip"
 	"testing"
 )
 
@@ -30,6 +31,64 @@ func TestUplinkQFI(t *testing.T) {
 			t.Errorf("%s: %v, want a refusal", tc.name, err)
 		case tc.failed != 0 && (r.Cause != CauseRuleFailure || r.Rule == nil || r.Rule.ID != uint32(tc.failed)):
 			t.Errorf("%s: cause %d, failed rule %+v; want 73 naming PDR %d", tc.name, r.Cause, r.Rule, tc.failed)
+		}
+	}
+}
+
+// TestQoSFlowsOfRules: the rule at the largest precedence value is the session's default QoS
+// flow; a rule whose own QERs give another QFI or an MBR of its own is a flow of the session's
+// own (free5GC's flow rule: the AMBR's QER and the flow's); a rule whose QERs, its own or not,
+// give the default's QFI and rates is in the default flow (pfcpsim gives each rule QERs of its
+// own alike); one that keeps the default's QFI with an MBR of its own, or whose flow has no
+// default QFI to replace, is refused with 73 naming its first PDR (docs/n4.md, "QoS flows").
+func TestQoSFlowsOfRules(t *testing.T) {
+	ue := netip.MustParseAddr("10.60.0.9")
+	pdr := func(id uint16, prec uint32, access bool, sdf string, qers ...uint32) *PDR {
+		p := &PDR{ID: id, Precedence: prec, Source: ifaceCore, UEIP: ue, QERIDs: qers}
+		if access {
+			p.Source = ifaceAccess
+		}
+		if sdf != "" {
+			p.SDF = []string{sdf}
+		}
+		return p
+	}
+	const any, server = "permit out ip from any to assigned", "permit out ip from 1.1.1.1/32 to assigned"
+	qers := map[uint32]*QER{
+		1: {ID: 1, QFI: 1}, 2: {ID: 2, QFI: 1, MBRUL: 1_000_000, MBRDL: 1_000_000}, // free5GC's default and AMBR
+		3: {ID: 3, QFI: 2, MBRUL: 108_000, MBRDL: 108_000},     // a flow rule's
+		4: {ID: 4, QFI: 1, MBRUL: 1_000_000, MBRDL: 1_000_000}, // another rule's, alike the AMBR
+		5: {ID: 5, QFI: 1, MBRDL: 5_000},                       // the default's QFI, a rate of its own
+		6: {ID: 6, QFI: 2}, 7: {ID: 7},                         // a QFI without a rate; none at all
+	}
+	for _, tc := range []struct {
+		name     string
+		up, down []*PDR
+		flows    int
+		failed   uint16
+	}{
+		{"free5GC's flow rule", []*PDR{pdr(1, 255, true, any, 1, 2), pdr(3, 128, true, server, 2, 3)},
+			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 128, false, server, 2, 3)}, 1, 0},
+		{"a rule alike the default", []*PDR{pdr(1, 255, true, any, 1, 2)},
+			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 100, false, server, 4)}, 0, 0},
+		{"the default's QFI, a rate of its own", []*PDR{pdr(1, 255, true, any, 1, 2)},
+			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 100, false, server, 2, 5)}, 0, 4},
+		{"no default QFI to replace", []*PDR{pdr(1, 255, true, any, 7)},
+			[]*PDR{pdr(2, 255, false, any, 7), pdr(4, 100, false, server, 6)}, 0, 4},
+		{"a flow without an SDF filter", []*PDR{pdr(1, 255, true, any, 1, 2)},
+			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 100, false, "", 2, 3)}, 0, 4},
+	} {
+		q, err := qosOf(&Rules{QERs: qers}, tc.up, tc.down, ue)
+		var r *Refusal
+		switch {
+		case tc.failed == 0 && (err != nil || len(q.flows) != tc.flows):
+			t.Errorf("%s: %v, %d flows of its own; want %d", tc.name, err, len(q.flows), tc.flows)
+		case tc.failed != 0 && !errors.As(err, &r):
+			t.Errorf("%s: %v, want a refusal", tc.name, err)
+		case tc.failed != 0 && (r.Cause != CauseRuleFailure || r.Rule == nil || r.Rule.ID != uint32(tc.failed)):
+			t.Errorf("%s: cause %d, failed rule %+v; want 73 naming PDR %d", tc.name, r.Cause, r.Rule, tc.failed)
+		case tc.flows == 1 && (q.qfi != 1 || q.flows[0].QFI != 2 || *q.flows[0].MaxBitRate.DownlinkKbps != 108_000 || *q.mbr.DownlinkKbps != 1_000_000):
+			t.Errorf("%s: session QFI %d, MBR %+v, flow %+v; want 1 at 1,000,000 kbit/s and a flow with QFI 2 at 108,000", tc.name, q.qfi, q.mbr, q.flows[0])
 		}
 	}
 }

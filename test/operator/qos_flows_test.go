@@ -3,17 +3,22 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"github.com/wmnsk/go-pfcp/ie"
 	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/n4"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -112,4 +117,93 @@ func stripQoSFlows(i *p4configv1.P4Info) {
 	i.Meters = slices.DeleteFunc(i.Meters, func(m *p4configv1.Meter) bool {
 		return m.GetPreamble().GetName() == "uplink_flow_mbr" || m.GetPreamble().GetName() == "downlink_flow_mbr"
 	})
+}
+
+// free5GCFlowRule is what free5GC's SMF adds for a subscriber's flow rule with a non-GBR 5QI
+// (internal/context/datapath.go, ActivateTunnelAndPDR and AddQoS; the webconsole's default
+// subscriber has one, 1.1.1.1/32): a data path of its own, its uplink and downlink PDRs (IDs 3 and
+// 4) at the rule's precedence with the rule's filter as SDF filter on both (pcc_rule.go: "UL, DL
+// flow description should be same"), on the session's uplink TEID (datapath.go,
+// AddForwardingParameters: "the AN tunnel is only one") and its gNB's tunnel, each PDR naming the
+// session AMBR's QER (2) and the flow's (3: the next QFI, the rule's MBR), and the session's URRs.
+func free5GCFlowRule(ue, gnb netip.Addr, ulTEID, dlTEID uint32, server string, qfi uint8, mbrKbps uint64) []*ie.IE {
+	sdf := ie.NewSDFFilter("permit out ip from "+server+" to assigned", "", "", "", 0)
+	named := []*ie.IE{ie.NewQERID(2), ie.NewQERID(3), ie.NewURRID(1), ie.NewURRID(2)}
+	return []*ie.IE{
+		ie.NewCreateFAR(ie.NewFARID(3), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore))),
+		ie.NewCreateFAR(ie.NewFARID(4), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, dlTEID, gnb.String(), "", 0, 0, 0))),
+		ie.NewCreateQER(ie.NewQERID(3), ie.NewGateStatus(0, 0), ie.NewMBR(mbrKbps, mbrKbps), ie.NewQFI(qfi)),
+		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(3), ie.NewPrecedence(128), ie.NewPDI(
+			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x01, ulTEID, net.ParseIP("192.0.2.1"), nil, 0),
+			ie.NewNetworkInstance("internet"), ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0), sdf),
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(3)}, named...)...),
+		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(4), ie.NewPrecedence(128), ie.NewPDI(
+			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewNetworkInstance("internet"), ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0), sdf),
+			ie.NewFARID(4)}, named...)...),
+	}
+}
+
+// TestN4QoSFlowsAsFree5GCSendsThem: free5GC's SMF gives a subscriber's flow rule a QoS flow of its
+// own (free5GCFlowRule): the session object gets it in spec.qosFlows (its QFI, precedence, server
+// and MBR), its downlink from the rule's server carries the flow's QFI and the rest the session's,
+// and the flow's MBR is in its policer cells. A flow rule with charging data also gets a URR of
+// its own (datapath.go, AddChargingRules), which measures the flow's traffic alone: refused, 73
+// naming that URR (per-flow usage is not yet counted, docs/n4.md).
+func TestN4QoSFlowsAsFree5GCSendsThem(t *testing.T) {
+	ctx := context.Background()
+	ue, gnb, dlTEID := netip.MustParseAddr("10.60.0.32"), netip.MustParseAddr("198.51.100.10"), uint32(0x91)
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	cp := r.smf.NewCPSEID()
+	forward := ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+		ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, dlTEID, gnb.String(), "", 0, 0, 0)))
+	est, resp := establishAs(t, r, "free5GC", cp, free5GCEstablishment(r.smf, cp, ue, forward))
+	ulTEID := createdTEID(t, resp)
+	m, err := r.smf.Modify(ctx, est, free5GCFlowRule(ue, gnb, ulTEID, dlTEID, "203.0.113.77/32", 2, 108000)...)
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("free5GC's flow rule: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	var obj junctionv1.ATSSSSession
+	eventually(t, programTimeout, "the flow in the session object, programmed", func() error {
+		obj = r.awaitN4Sessions(t, 1)[0]
+		if len(obj.Spec.QoSFlows) != 1 || obj.Status.QoSFlowIndex == nil {
+			return fmt.Errorf("spec.qosFlows %+v, status.qosFlowIndex %v", obj.Spec.QoSFlows, obj.Status.QoSFlowIndex)
+		}
+		return nil
+	})
+	f := obj.Spec.QoSFlows[0]
+	if r := f.MaxBitRate; f.QFI != 2 || f.Precedence != 128 || len(f.TrafficDescriptor.DestinationPrefixes) != 1 || f.TrafficDescriptor.DestinationPrefixes[0] != "203.0.113.77/32" ||
+		r == nil || r.UplinkKbps == nil || *r.UplinkKbps != 108000 || r.DownlinkKbps == nil || *r.DownlinkKbps != 108000 || obj.Spec.QFI != 1 {
+		t.Errorf("the session's QFI %d and flow %+v; want the session's 1, the flow's 2 at precedence 128 for 203.0.113.77/32 at 108,000 kbit/s each way", obj.Spec.QFI, f)
+	}
+	rate := int64(108000) * 125
+	want := &p4v1.MeterConfig{Cir: rate, Cburst: rate / 10, Pir: rate, Pburst: rate / 10}
+	cell := int64(*obj.Status.QoSFlowIndex) * junctionv1.MaxQoSFlows
+	eventually(t, programTimeout, "the flow's policer cells", func() error {
+		for _, m := range []string{"uplink_flow_mbr", "downlink_flow_mbr"} {
+			if got, err := r.u.meter(r.sch, m, cell); err != nil || !proto.Equal(got, want) {
+				return fmt.Errorf("%s[%d] = %v (%v), want %v", m, cell, got, err, want)
+			}
+		}
+		return nil
+	})
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 3}, Src: [6]byte{2, 0, 0, 0, 2, 3}}
+	for _, c := range []struct {
+		server string
+		qfi    uint8
+	}{{"203.0.113.77", 2}, {"203.0.113.10", 1}} {
+		out := r.u.forward(t, wiretest.Build(eth, wire.IPv4{Src: addr4(c.server), Dst: ue.As4()}, wire.UDP{SrcPort: 443, DstPort: 40000}, make([]byte, 64)))
+		var g wire.Frame
+		if len(out) != 1 || g.Parse(out[0].frame) != nil || g.Has&wire.HasGTPU == 0 || g.GTPU.TEID != dlTEID || g.GTPU.PSC[1]&0x3f != c.qfi {
+			t.Errorf("the downlink from %s left as %x, want a G-PDU into TEID %#x with QFI %d", c.server, out, dlTEID, c.qfi)
+		}
+	}
+
+	// The flow's charging: a URR of its own, named by its PDRs alone.
+	m, err = r.smf.Modify(ctx, est, ie.NewCreateURR(ie.NewURRID(3), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x01, 0), ie.NewMeasurementPeriod(10*time.Second)),
+		ie.NewUpdatePDR(ie.NewPDRID(3), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(3)), ie.NewUpdatePDR(ie.NewPDRID(4), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(3)))
+	if err != nil || m.Cause() != n4.CauseRuleFailure || !strings.Contains(why(m), "failed rule type 3 id 00000003") {
+		t.Errorf("a URR of the flow's own: %v, cause %d (%s); want 73 naming URR 3", err, m.Cause(), why(m))
+	}
 }

@@ -1,0 +1,297 @@
+package n4
+
+// A session's QoS as the SMF's QERs give it (docs/n4.md, "QoS flows"): its default QoS flow (the
+// QFI its G-PDUs carry, its MBR) and the QoS flows of its own that other PCC rules put part of
+// its traffic in (spec.qosFlows).
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/wmnsk/go-pfcp/ie"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+)
+
+// sessionQoS is a session's QFI, MBR and QoS flows of its own.
+type sessionQoS struct {
+	qfi   int32
+	mbr   *junctionv1.BitRate
+	flows []junctionv1.QoSFlow
+}
+
+// pccRule is the PDRs of one of the SMF's rules: one precedence, SDF filters and application.
+type pccRule struct {
+	prec     uint32
+	up, down []*PDR
+}
+
+func (g *pccRule) pdrs() []*PDR { return append(slices.Clone(g.down), g.up...) }
+
+// qosOf maps the QERs of a session's PDRs. The rules at the largest precedence value are the
+// session's default (the match-all one an SMF always sends); a rule whose PDRs mark another QFI,
+// or police at an MBR of their own (a QER the default's PDRs do not name), is a QoS flow of its
+// own, as free5GC's SMF makes every flow rule of a subscriber: its QFI from the QERs the default
+// does not name, its MBR theirs (the session's MBR polices it too, as TS 23.501 has the
+// Session-AMBR do for every non-GBR flow). Every other rule is in the default flow, and the QFI
+// and MBR checks of one flow hold for all of them together (downlinkQFI, uplinkQFI, sessionMBR).
+// ue is the session's address, for the flows' SDF filters ("assigned").
+func qosOf(r *Rules, up, down []*PDR, ue netip.Addr) (sessionQoS, error) {
+	var rules []*pccRule
+	byKey := map[string]*pccRule{}
+	for _, p := range append(slices.Clone(down), up...) {
+		k := fmt.Sprintf("%d\x00%s\x00%s", p.Precedence, strings.Join(slices.Sorted(slices.Values(p.SDF)), "\x00"), p.ApplicationID)
+		g := byKey[k]
+		if g == nil {
+			g = &pccRule{prec: p.Precedence}
+			byKey[k] = g
+			rules = append(rules, g)
+		}
+		if p.Source == ifaceAccess {
+			g.up = append(g.up, p)
+		} else {
+			g.down = append(g.down, p)
+		}
+	}
+	slices.SortStableFunc(rules, func(a, b *pccRule) int { return cmp.Compare(a.prec, b.prec) })
+	var last uint32
+	if len(rules) > 0 {
+		last = rules[len(rules)-1].prec
+	}
+	defQERs := map[uint32]bool{}
+	var defUp, defDown []*PDR
+	for _, g := range rules {
+		if g.prec == last {
+			defUp, defDown = append(defUp, g.up...), append(defDown, g.down...)
+			for _, p := range g.pdrs() {
+				for _, id := range p.QERIDs {
+					defQERs[id] = true
+				}
+			}
+		}
+	}
+	var q sessionQoS
+	var err error
+	if q.qfi, err = downlinkQFI(r, defDown); err != nil {
+		return q, err
+	}
+	if q.mbr, err = sessionMBR(r, defUp, defDown); err != nil {
+		return q, err
+	}
+	var flowRules []*pccRule
+	for _, g := range rules {
+		if g.prec == last {
+			continue
+		}
+		qfi, mbr, err := ownQoS(r, g, defQERs)
+		if err != nil {
+			return q, err
+		}
+		if (qfi == 0 || qfi == q.qfi) && sameRate(mbr.UplinkKbps, q.mbr, true) && sameRate(mbr.DownlinkKbps, q.mbr, false) {
+			defUp, defDown = append(defUp, g.up...), append(defDown, g.down...) // in the default flow
+			continue
+		}
+		first := g.pdrs()[0]
+		switch {
+		case qfi == 0 || qfi == q.qfi:
+			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in the session's QoS flow %d with an MBR of its own: a QoS flow has one MBR (docs/n4.md)", first.ID, q.qfi)
+		case len(first.SDF) != 1:
+			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in QoS flow %d of its own with %d SDF filters: Junction describes such a flow by one (docs/n4.md)", first.ID, qfi, len(first.SDF))
+		case g.prec > 65534:
+			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d: precedence %d is above 65534, the largest a QoS flow takes", first.ID, g.prec)
+		}
+		td, err := parseFlowDescription(first.SDF[0], ue)
+		if err != nil {
+			return q, refuse(CauseMandatoryIEIncorrect, ie.SDFFilter, "SDF Filter of PDR %d: %v", first.ID, err)
+		}
+		if len(td.SourcePrefixes) > 0 {
+			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d: a QoS flow's SDF filter must be to the UE's address (assigned), not %s", first.ID, td.SourcePrefixes[0])
+		}
+		if err := uplinkQFI(g.up, qfi); err != nil {
+			return q, err
+		}
+		var rate *junctionv1.BitRate
+		if mbr.UplinkKbps != nil || mbr.DownlinkKbps != nil {
+			rate = &mbr
+		}
+		q.flows = append(q.flows, junctionv1.QoSFlow{Name: fmt.Sprintf("qfi-%d", qfi), QFI: qfi, Precedence: int32(g.prec), TrafficDescriptor: td, MaxBitRate: rate})
+		flowRules = append(flowRules, g)
+	}
+	// The default flow's QFI and MBR checks over every rule in it.
+	if q.qfi, err = downlinkQFI(r, defDown); err != nil {
+		return q, err
+	}
+	if err := uplinkQFI(defUp, q.qfi); err != nil {
+		return q, err
+	}
+	if q.mbr, err = sessionMBR(r, defUp, defDown); err != nil {
+		return q, err
+	}
+	for i, f := range q.flows {
+		first := flowRules[i].pdrs()[0]
+		switch {
+		case q.qfi == 0:
+			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in QoS flow %d of its own, but the session's default PDRs mark no QFI: the flow's replaces the session's in their G-PDUs (docs/n4.md)", first.ID, f.QFI)
+		case slices.ContainsFunc(q.flows[:i], func(o junctionv1.QoSFlow) bool { return o.QFI == f.QFI }):
+			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in QoS flow %d, as PDRs of another rule are: Junction takes one rule per QoS flow of a session's own (docs/n4.md)", first.ID, f.QFI)
+		case i >= junctionv1.MaxQoSFlows:
+			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in a QoS flow beyond the %d of its own a session holds", first.ID, junctionv1.MaxQoSFlows)
+		}
+	}
+	return q, nil
+}
+
+// ownQoS is the QFI and MBR of a rule's PDRs by the QERs the default flow's PDRs do not name
+// (defQERs): its own QFI (downlink PDRs' first, else uplink ones'), falling back to its PDRs'
+// QFI (downlinkQFI) where no own QER gives one; its own MBR, the smallest per direction.
+func ownQoS(r *Rules, g *pccRule, defQERs map[uint32]bool) (int32, junctionv1.BitRate, error) {
+	var qfi uint8
+	var ul, dl uint64
+	for _, p := range g.pdrs() {
+		var q uint8
+		for _, id := range p.QERIDs {
+			e := r.QERs[id]
+			if defQERs[id] {
+				continue
+			}
+			if e.QFI != 0 && q != 0 && e.QFI != q {
+				return 0, junctionv1.BitRate{}, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d names QERs with QFIs %d and %d: a PDR's packets are in one QoS flow", p.ID, q, e.QFI)
+			}
+			q = max(q, e.QFI)
+			if v := e.MBRUL; v != 0 && p.Source == ifaceAccess && (ul == 0 || v < ul) {
+				ul = v
+			}
+			if v := e.MBRDL; v != 0 && p.Source != ifaceAccess && (dl == 0 || v < dl) {
+				dl = v
+			}
+		}
+		switch {
+		case q == 0:
+		case qfi != 0 && q != qfi:
+			return 0, junctionv1.BitRate{}, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d is in QoS flow %d, a PDR of its rule in %d", p.ID, q, qfi)
+		default:
+			qfi = q
+		}
+	}
+	if qfi == 0 && len(g.down) > 0 {
+		v, err := downlinkQFI(r, g.down)
+		if err != nil {
+			return 0, junctionv1.BitRate{}, err
+		}
+		qfi = uint8(v)
+	}
+	var rate junctionv1.BitRate
+	if ul != 0 {
+		v := int64(ul)
+		rate.UplinkKbps = &v
+	}
+	if dl != 0 {
+		v := int64(dl)
+		rate.DownlinkKbps = &v
+	}
+	return int32(qfi), rate, nil
+}
+
+// sameRate: a rule's own rate (nil: none) is none or the session's in that direction.
+func sameRate(own *int64, session *junctionv1.BitRate, uplink bool) bool {
+	if own == nil {
+		return true
+	}
+	var s *int64
+	if session != nil {
+		s = session.DownlinkKbps
+		if uplink {
+			s = session.UplinkKbps
+		}
+	}
+	return s != nil && *s == *own
+}
+
+// sessionMBR is the maximum bit rate in each direction of the PDRs of the session's default QoS
+// flow (qosOf): the MBR of the QERs its uplink PDRs name (their UL rates) and of those its
+// downlink PDRs name (DL rates); a PDR that names several QERs with a rate is held to the
+// smallest, as each of them would police it. The pipeline polices one rate per flow and
+// direction, so PDRs of one direction whose rates differ (two rates, or a rate for some and
+// none for others) are refused.
+func sessionMBR(r *Rules, up, down []*PDR) (*junctionv1.BitRate, error) {
+	var out junctionv1.BitRate
+	for _, d := range []struct {
+		pdrs []*PDR
+		name string
+		rate func(*QER) uint64
+		out  **int64
+	}{
+		{up, "uplink", func(q *QER) uint64 { return q.MBRUL }, &out.UplinkKbps},
+		{down, "downlink", func(q *QER) uint64 { return q.MBRDL }, &out.DownlinkKbps},
+	} {
+		var first uint64
+		for i, p := range d.pdrs {
+			var rate uint64
+			for _, id := range p.QERIDs {
+				if v := d.rate(r.QERs[id]); v != 0 && (rate == 0 || v < rate) {
+					rate = v
+				}
+			}
+			if i > 0 && rate != first {
+				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "%s PDR %d has an MBR of %d kbit/s, PDR %d of %d: a QoS flow has one rate per direction (0: none; docs/n4.md)",
+					d.name, p.ID, rate, d.pdrs[0].ID, first)
+			}
+			first = rate
+		}
+		if first != 0 {
+			v := int64(first)
+			*d.out = &v
+		}
+	}
+	if out.UplinkKbps == nil && out.DownlinkKbps == nil {
+		return nil, nil
+	}
+	return &out, nil
+}
+
+// downlinkQFI is the QFI the G-PDUs of downlink PDRs of one QoS flow carry: the one the QERs
+// of the PDRs give (the UPF inserts the QFI of a QER, TS 29.244), 0 when none gives one. The
+// pipeline marks one QFI per flow, so downlink PDRs that differ (two QFIs, or a QFI for some and
+// none for others) are refused. An uplink PDR's QFI marks nothing: its packets leave on N6
+// without GTP-U.
+func downlinkQFI(r *Rules, down []*PDR) (int32, error) {
+	var qfi uint8
+	for i, p := range down {
+		var q uint8
+		for _, id := range p.QERIDs {
+			v := r.QERs[id].QFI
+			if v != 0 && q != 0 && v != q {
+				return 0, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d names QERs with QFIs %d and %d: a PDR's packets are in one QoS flow", p.ID, q, v)
+			}
+			q = max(q, v)
+		}
+		if i > 0 && q != qfi {
+			return 0, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d is in QoS flow %d, PDR %d of its flow in %d: a QoS flow has one QFI (0: none; docs/n4.md)", p.ID, q, down[0].ID, qfi)
+		}
+		qfi = q
+	}
+	return int32(qfi), nil
+}
+
+// uplinkQFI holds the QFIs of the PDIs of one QoS flow's uplink PDRs to the flow: all the same,
+// and the downlink's (qfi) when it has one. The pipeline does not read the QFI of an uplink
+// G-PDU's PDU Session Container: it tells a flow of the session's own by its packets
+// (qos_flows), as the UE's QoS rules do, and the session's by their missing it.
+func uplinkQFI(up []*PDR, qfi int32) error {
+	var first *PDR
+	for _, p := range up {
+		switch {
+		case p.QFI == 0:
+		case qfi != 0 && int32(p.QFI) != qfi:
+			return ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d is for QoS flow %d, its flow's downlink PDRs for %d (docs/n4.md)", p.ID, p.QFI, qfi)
+		case first != nil && p.QFI != first.QFI:
+			return ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d is for QoS flow %d, PDR %d of its flow for %d (docs/n4.md)", p.ID, p.QFI, first.ID, first.QFI)
+		default:
+			first = p
+		}
+	}
+	return nil
+}
