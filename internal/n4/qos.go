@@ -145,8 +145,8 @@ func qosOf(r *Rules, up, down []*PDR, ue netip.Addr) (sessionQoS, error) {
 }
 
 // ownQoS is the QFI and MBR of a rule's PDRs by the QERs the default flow's PDRs do not name
-// (defQERs): its own QFI (downlink PDRs' first, else uplink ones'), falling back to its PDRs'
-// QFI (downlinkQFI) where no own QER gives one; its own MBR, the smallest per direction.
+// (defQERs): the QFI they give (one for all the rule's PDRs), else its downlink PDRs' QFI
+// (downlinkQFI); the smallest MBR they give per direction (none: nil).
 func ownQoS(r *Rules, g *pccRule, defQERs map[uint32]bool) (int32, junctionv1.BitRate, error) {
 	var qfi uint8
 	var ul, dl uint64

@@ -152,15 +152,9 @@ func free5GCFlowRule(ue, gnb netip.Addr, ulTEID, dlTEID uint32, server string, q
 // naming that URR (per-flow usage is not yet counted, docs/n4.md).
 func TestN4QoSFlowsAsFree5GCSendsThem(t *testing.T) {
 	ctx := context.Background()
-	ue, gnb, dlTEID := netip.MustParseAddr("10.60.0.32"), netip.MustParseAddr("198.51.100.10"), uint32(0x91)
-	r := newN4Rig(t, nil, nil)
-	r.associate(t)
-	cp := r.smf.NewCPSEID()
-	forward := ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
-		ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, dlTEID, gnb.String(), "", 0, 0, 0)))
-	est, resp := establishAs(t, r, "free5GC", cp, free5GCEstablishment(r.smf, cp, ue, forward))
-	ulTEID := createdTEID(t, resp)
-	m, err := r.smf.Modify(ctx, est, free5GCFlowRule(ue, gnb, ulTEID, dlTEID, "203.0.113.77/32", 2, 108000)...)
+	ue, dlTEID := netip.MustParseAddr("10.60.0.32"), uint32(0x91)
+	r, est, ulTEID, _ := forwardingRig(t, ue, dlTEID)
+	m, err := r.smf.Modify(ctx, est, free5GCFlowRule(ue, forwardingGNB, ulTEID, dlTEID, "203.0.113.77/32", 2, 108000)...)
 	if err != nil || m.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("free5GC's flow rule: %v, cause %d (%s)", err, m.Cause(), why(m))
 	}
