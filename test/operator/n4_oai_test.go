@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
+	"google.golang.org/protobuf/proto"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/contract"
@@ -224,4 +226,52 @@ func TestN4SessionsAsOAIsSMFSendsThem(t *testing.T) {
 			t.Fatalf("the session after a heartbeat with a new stamp: %v, cause %d; want 65 (released)", err, m.Cause())
 		}
 	})
+}
+
+// TestN4OAIsQERs: with enable_qers, OAI's SMF gives each direction a QER of its own
+// (smf_procedure.cpp, pfcp_create_qer: the QFI, both gates open, the PCC rule's MBR in kbit/s in
+// that direction only), named by that direction's PDRs: the uplink's at establishment, the
+// downlink's with the downlink PDR. The session's MBR is each direction's (docs/n4.md), its
+// cells configured as docs/pipeline.md says of an MBR, and its G-PDUs carry the QFI.
+func TestN4OAIsQERs(t *testing.T) {
+	ctx := context.Background()
+	ue, gnb, teid := netip.MustParseAddr("10.60.0.19"), netip.MustParseAddr("198.51.100.23"), uint32(0x5d)
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	cp := r.smf.NewCPSEID()
+	est, _ := establishAs(t, r, "OAI", cp, append(oaiEstablishment(r.smf, cp, ue, ie.NewQERID(1)),
+		ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewMBR(20000, 0), ie.NewQFI(1))))
+	m, err := r.smf.Modify(ctx, est, append(oaiDownlink(ue, gnb, teid, 2, ie.NewQERID(2)),
+		ie.NewCreateQER(ie.NewQERID(2), ie.NewGateStatus(0, 0), ie.NewMBR(0, 40000), ie.NewQFI(1)))...)
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("OAI's downlink with its QER: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	var usage int64
+	eventually(t, programTimeout, "the session's MBR and usage cell", func() error {
+		o := r.awaitN4Sessions(t, 1)[0]
+		b := o.Spec.MaxBitRate
+		if b == nil || b.UplinkKbps == nil || *b.UplinkKbps != 20000 || b.DownlinkKbps == nil || *b.DownlinkKbps != 40000 || o.Spec.QFI != 1 || o.Status.UsageIndex == nil {
+			return fmt.Errorf("maxBitRate %+v, qfi %d, usage index %v; want 20,000 up, 40,000 down, QFI 1", b, o.Spec.QFI, o.Status.UsageIndex)
+		}
+		usage = int64(*o.Status.UsageIndex)
+		return nil
+	})
+	eventually(t, programTimeout, "the MBR cells", func() error {
+		up, down := mbrCells(t, r, usage)
+		for _, c := range []struct {
+			got  *p4v1.MeterConfig
+			kbps int64
+		}{{up, 20000}, {down, 40000}} {
+			rate := c.kbps * 125
+			if want := (&p4v1.MeterConfig{Cir: rate, Cburst: rate / 10, Pir: rate, Pburst: rate / 10}); !proto.Equal(c.got, want) {
+				return fmt.Errorf("cell %v, want %v", c.got, want)
+			}
+		}
+		return nil
+	})
+	out := r.u.forward(t, downlinkFrames(ue, 1)[0])
+	var f wire.Frame
+	if len(out) != 1 || f.Parse(out[0].frame) != nil || f.GTPU.TEID != teid || f.GTPU.PSC[1]&0x3f != 1 {
+		t.Errorf("the downlink left as %x, want a G-PDU into TEID %#x with QFI 1", out, teid)
+	}
 }
