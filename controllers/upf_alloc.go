@@ -2,7 +2,8 @@ package controllers
 
 // Index allocations of one UPF: user indexes per SUPI (shared by its sessions: one set of path
 // state per UE), tunnel peer indexes per gNB (shared, reference counted), sequence indexes per
-// exception session, usage indexes per session. New indexes are recorded in the session's status before any entry uses
+// exception session, usage indexes per session, blocks of QoS flow cells per session with
+// spec.qosFlows. New indexes are recorded in the session's status before any entry uses
 // them; indexes a session stops using are freed only after its new entries are written.
 
 import (

@@ -16,6 +16,7 @@ func newAllocRuntime() *upfRuntime {
 		seqs:     alloc.NewPool("sequence index", 0, 8),
 		peers:    alloc.NewPool("tunnel peer index", 1, 8),
 		usages:   alloc.NewPool("usage index", 1, 8),
+		flows:    alloc.NewPool("QoS flow index", 0, 8),
 		sessions: map[string]sessionAlloc{},
 		byUser:   map[uint32]map[string]struct{}{},
 	}
@@ -27,11 +28,11 @@ func newAllocRuntime() *upfRuntime {
 func TestIndexesOfAFailedWriteAreFreedWhenTheEditedSpecCommits(t *testing.T) {
 	rt := newAllocRuntime()
 	const key = "ns/s1"
-	if _, err := rt.acquire(key, need{supi: "imsi-1", gnb: "10.0.0.1", exception: true}); err != nil {
+	if _, err := rt.acquire(key, need{supi: "imsi-1", gnb: "10.0.0.1", exception: true, flows: true}); err != nil {
 		t.Fatal(err)
 	}
-	// The write failed; the user edits the SUPI and the gNB, drops the exception, and the next
-	// write succeeds.
+	// The write failed; the user edits the SUPI and the gNB, drops the exception and the QoS
+	// flows, and the next write succeeds.
 	next, err := rt.acquire(key, need{supi: "imsi-2", gnb: "10.0.0.2"})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +49,9 @@ func TestIndexesOfAFailedWriteAreFreedWhenTheEditedSpecCommits(t *testing.T) {
 	}
 	if n := rt.seqs.Used(); n != 0 {
 		t.Errorf("%d sequence indexes in use after the session stopped being an exception", n)
+	}
+	if n := rt.flows.Used(); n != 0 {
+		t.Errorf("%d QoS flow indexes in use after the session dropped its QoS flows", n)
 	}
 	if rt.users.Used() != 1 || rt.peers.Used() != 1 {
 		t.Errorf("%d user and %d peer indexes in use; want the new SUPI's and gNB's only", rt.users.Used(), rt.peers.Used())
