@@ -124,7 +124,7 @@ type need struct {
 	supi      string
 	gnb       string // the gNB address when the session has a 3GPP leg
 	exception bool   // a session_overrides entry, so a sequence index
-	flows     bool   // spec.qosFlows, so a block of QoS flow cells
+	flows     int    // len(spec.qosFlows): a block of QoS flow cells when any
 }
 
 func sessionNeeds(s *junctionv1.ATSSSSession, policies []desired.Policy) (need, error) {
@@ -143,13 +143,13 @@ func sessionNeeds(s *junctionv1.ATSSSSession, policies []desired.Policy) (need, 
 		return n, err
 	}
 	n.exception = kind == junctionv1.LookupException
-	n.flows = len(s.Spec.QoSFlows) > 0
+	n.flows = len(s.Spec.QoSFlows)
 	return n, nil
 }
 
 // complete reports whether the allocation has every index n needs.
 func (a sessionAlloc) complete(n need) bool {
-	return a.supi == n.supi && a.gnb == n.gnb && (a.gnb == "" || a.peer != 0) && (!n.exception || a.seq != nil) && (!n.flows || a.flows != nil)
+	return a.supi == n.supi && a.gnb == n.gnb && (a.gnb == "" || a.peer != 0) && (!n.exception || a.seq != nil) && (n.flows == 0 || a.flows != nil)
 }
 
 // buildSession gathers a session's inputs for desired.SessionEntries.

@@ -47,7 +47,7 @@ func (rt *upfRuntime) restoreSession(s *junctionv1.ATSSSSession) sessionAlloc {
 	if idx := s.Status.QoSFlowIndex; idx != nil {
 		if err := rt.flows.Restore(key, key, uint32(*idx)); err == nil {
 			v := uint32(*idx)
-			a.flows = &v
+			a.flows, a.nflows = &v, len(s.Spec.QoSFlows)
 		} else {
 			rt.log.Error(err, "Recorded QoS flow index not restored", "session", key)
 		}
@@ -107,12 +107,12 @@ func (rt *upfRuntime) acquire(key string, n need) (sessionAlloc, error) {
 			next.seq = &idx
 		}
 	}
-	if n.flows {
+	if n.flows > 0 {
 		idx, e := rt.flows.Acquire(key, key)
 		if e != nil {
 			err = errors.Join(err, fmt.Errorf("QoS flow index: %w", e))
 		} else {
-			next.flows = &idx
+			next.flows, next.nflows = &idx, n.flows
 		}
 	}
 	if idx, e := rt.usages.Acquire(key, key); e != nil {

@@ -28,7 +28,7 @@ func newAllocRuntime() *upfRuntime {
 func TestIndexesOfAFailedWriteAreFreedWhenTheEditedSpecCommits(t *testing.T) {
 	rt := newAllocRuntime()
 	const key = "ns/s1"
-	if _, err := rt.acquire(key, need{supi: "imsi-1", gnb: "10.0.0.1", exception: true, flows: true}); err != nil {
+	if _, err := rt.acquire(key, need{supi: "imsi-1", gnb: "10.0.0.1", exception: true, flows: 2}); err != nil {
 		t.Fatal(err)
 	}
 	// The write failed; the user edits the SUPI and the gNB, drops the exception and the QoS

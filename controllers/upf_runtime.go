@@ -107,8 +107,9 @@ type sessionAlloc struct {
 	seq  *uint32
 	// usage is the session's cell in the usage counters (0: none yet; the pool starts at 1).
 	usage uint32
-	// flows is the session's block of QoS flow policer cells, while it has spec.qosFlows.
-	flows *uint32
+	// flows is the session's block of QoS flow cells while it has spec.qosFlows, nflows how many.
+	flows  *uint32
+	nflows int
 }
 
 type upfRuntime struct {

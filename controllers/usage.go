@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/junction-atsss/junction/internal/desired"
 	"github.com/junction-atsss/junction/internal/n4"
 	"github.com/junction-atsss/junction/internal/programmer"
 	"github.com/junction-atsss/junction/internal/upfclient"
@@ -40,10 +41,11 @@ var errNoUsage = errors.New("the session has no usage cell on a UPF")
 // readUsage reads a session's usage cells on this UPF.
 func (rt *upfRuntime) readUsage(ctx context.Context, key string) (n4.Usage, error) {
 	rt.amu.Lock()
-	idx := rt.sessions[key].usage
-	if p, ok := rt.pending[key]; ok && idx == 0 {
-		idx = p.usage
+	a := rt.sessions[key]
+	if p, ok := rt.pending[key]; ok && a.usage == 0 {
+		a = p
 	}
+	idx := a.usage
 	rt.amu.Unlock()
 	if idx == 0 {
 		return n4.Usage{}, errNoUsage
@@ -56,7 +58,19 @@ func (rt *upfRuntime) readUsage(ctx context.Context, key string) (n4.Usage, erro
 	if err != nil {
 		return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, err)
 	}
-	return usageOf(cells), nil
+	u := usageOf(cells)
+	// Its QoS flows of their own, each at its cell of the session's block (desired.QoSFlowCell).
+	if counters := programmer.FlowCounters(d.Schema()); a.flows != nil && len(counters) > 0 {
+		for i := range min(a.nflows, len(u.Flows)) {
+			cells, err := d.ReadCounterCells(ctx, int64(desired.QoSFlowCell(*a.flows, i)), counters...)
+			if err != nil {
+				return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, err)
+			}
+			f := usageOf(cells)
+			u.Flows[i] = n4.FlowUsage{ULPackets: f.ULPackets, ULBytes: f.ULBytes, DLPackets: f.DLPackets, DLBytes: f.DLBytes, Policed: f.Policed}
+		}
+	}
+	return u, nil
 }
 
 // SessionUsage reads the usage of the session ns/name on the UPF that holds it.

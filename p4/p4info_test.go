@@ -31,14 +31,18 @@ var tnaPrivate = map[string]string{
 // policer on Tofino 2"; the operator reads them where a pipeline has them), and QoS flows of
 // their own (docs/pipeline.md, "QoS flows"), not yet in the Tofino 2 build.
 var v1modelPrivate = map[string]string{
-	"reorder_tickets":   "register",
-	"uplink_policed":    "counter",
-	"downlink_policed":  "counter",
-	"qos_flows":         "table",
-	"set_qos_flow":      "action",
-	"no_qos_flow":       "action",
-	"uplink_flow_mbr":   "meter",
-	"downlink_flow_mbr": "meter",
+	"reorder_tickets":       "register",
+	"uplink_policed":        "counter",
+	"downlink_policed":      "counter",
+	"qos_flows":             "table",
+	"set_qos_flow":          "action",
+	"no_qos_flow":           "action",
+	"uplink_flow_mbr":       "meter",
+	"downlink_flow_mbr":     "meter",
+	"uplink_flow_usage":     "counter",
+	"downlink_flow_usage":   "counter",
+	"uplink_flow_policed":   "counter",
+	"downlink_flow_policed": "counter",
 }
 
 // P4Info ID prefixes (p4/config/v1/p4info.proto, P4Ids.Prefix).

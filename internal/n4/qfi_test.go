@@ -3,7 +3,10 @@ package n4
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
+
+	"github.com/wmnsk/go-pfcp/ie"
 )
 
 // TestUplinkQFI: an uplink PDR's PDI may name the session's one QoS flow (docs/n4.md, as
@@ -90,5 +93,49 @@ func TestQoSFlowsOfRules(t *testing.T) {
 		case tc.flows == 1 && (q.qfi != 1 || q.flows[0].QFI != 2 || *q.flows[0].MaxBitRate.DownlinkKbps != 108_000 || *q.mbr.DownlinkKbps != 1_000_000):
 			t.Errorf("%s: session QFI %d, MBR %+v, flow %+v; want 1 at 1,000,000 kbit/s and a flow with QFI 2 at 108,000", tc.name, q.qfi, q.mbr, q.flows[0])
 		}
+	}
+}
+
+// TestURRScopes: a URR measures what the PDRs that name it carry: all the session's, its
+// default QoS flow's or one flow of its own's (free5GC's charging by rule); any other part of a
+// direction is refused with 73 naming the URR, and a quota on a flow's URR with 76.
+func TestURRScopes(t *testing.T) {
+	ue := netip.MustParseAddr("10.60.0.9")
+	const any, server = "permit out ip from any to assigned", "permit out ip from 1.1.1.1/32 to assigned"
+	r := &Rules{
+		QERs: map[uint32]*QER{1: {ID: 1, QFI: 1}, 2: {ID: 2, QFI: 1, MBRUL: 1_000_000, MBRDL: 1_000_000}, 3: {ID: 3, QFI: 2, MBRUL: 108_000, MBRDL: 108_000}},
+		PDRs: map[uint16]*PDR{
+			1: {ID: 1, Precedence: 255, Source: ifaceAccess, UEIP: ue, SDF: []string{any}, QERIDs: []uint32{1, 2}, URRIDs: []uint32{1, 3, 4}},
+			2: {ID: 2, Precedence: 255, Source: ifaceCore, UEIP: ue, SDF: []string{any}, QERIDs: []uint32{1, 2}, URRIDs: []uint32{1, 3}},
+			3: {ID: 3, Precedence: 128, Source: ifaceAccess, UEIP: ue, SDF: []string{server}, QERIDs: []uint32{2, 3}, URRIDs: []uint32{1, 2, 5}},
+			4: {ID: 4, Precedence: 128, Source: ifaceCore, UEIP: ue, SDF: []string{server}, QERIDs: []uint32{2, 3}, URRIDs: []uint32{1, 2, 4}},
+		},
+	}
+	for _, c := range []struct {
+		id     uint32
+		ul, dl bool
+		scope  int
+		failed bool
+	}{{1, true, true, scopeSession, false}, {2, true, true, 0, false}, {3, true, true, scopeDefault, false},
+		{4, false, false, 0, true} /* the default's uplink and the flow's downlink */, {5, true, false, 0, false}} {
+		ul, dl, scope, err := r.urrScope(&URR{ID: c.id})
+		if c.failed {
+			var ref *Refusal
+			if !errors.As(err, &ref) || ref.Cause != CauseRuleFailure || ref.Rule == nil || ref.Rule.ID != c.id {
+				t.Errorf("URR %d: %v, want 73 naming it", c.id, err)
+			}
+			continue
+		}
+		if err != nil || ul != c.ul || dl != c.dl || scope != c.scope {
+			t.Errorf("URR %d: up %v, down %v, scope %d (%v); want %v, %v, %d", c.id, ul, dl, scope, err, c.ul, c.dl, c.scope)
+		}
+	}
+	r.URRs = map[uint32]*URR{1: {ID: 1}, 2: {ID: 2, VolumeQuota: &VolumeThreshold{}}, 3: {ID: 3}, 5: {ID: 5}}
+	for _, p := range r.PDRs {
+		p.URRIDs = slices.DeleteFunc(p.URRIDs, func(id uint32) bool { return id == 4 })
+	}
+	var ref *Refusal
+	if err := r.checkURRs(); !errors.As(err, &ref) || ref.Cause != CauseServiceNotSupported || ref.OffendingIE != ie.VolumeQuota {
+		t.Errorf("a quota on a QoS flow's URR: %v, want 76 naming Volume Quota", err)
 	}
 }

@@ -16,11 +16,13 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
 
-// sessionQoS is a session's QFI, MBR and QoS flows of its own.
+// sessionQoS is a session's QFI, MBR and QoS flows of its own, and the flow each PDR is in
+// (member: scopeDefault, or the position of a flow of its own).
 type sessionQoS struct {
-	qfi   int32
-	mbr   *junctionv1.BitRate
-	flows []junctionv1.QoSFlow
+	qfi    int32
+	mbr    *junctionv1.BitRate
+	flows  []junctionv1.QoSFlow
+	member map[uint16]int
 }
 
 // pccRule is the PDRs of one of the SMF's rules: one precedence, SDF filters and application.
@@ -130,7 +132,14 @@ func qosOf(r *Rules, up, down []*PDR, ue netip.Addr) (sessionQoS, error) {
 	if q.mbr, err = sessionMBR(r, defUp, defDown); err != nil {
 		return q, err
 	}
+	q.member = map[uint16]int{}
+	for _, p := range append(defUp, defDown...) {
+		q.member[p.ID] = scopeDefault
+	}
 	for i, f := range q.flows {
+		for _, p := range flowRules[i].pdrs() {
+			q.member[p.ID] = i
+		}
 		first := flowRules[i].pdrs()[0]
 		switch {
 		case q.qfi == 0:

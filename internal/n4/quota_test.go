@@ -266,7 +266,7 @@ func TestMeasurementBeforeAndAfterQoSEnforcement(t *testing.T) {
 	// A device restart: the counters start again from zero, the policed ones too.
 	after.reported(t0.Add(10*time.Second), cur)
 	restarted := Usage{ULPackets: 5, ULBytes: 500, Policed: Policed{ULPackets: 2, ULBytes: 200}}
-	if v := after.measured(after.Base, restarted); v.ULPackets != 3 || v.ULBytes != 300 {
+	if v := after.measured(r, after.Base, restarted); v.ULPackets != 3 || v.ULBytes != 300 {
 		t.Errorf("after a restart, %d packets and %d bytes up after QoS enforcement; want 3 and 300", v.ULPackets, v.ULBytes)
 	}
 }
@@ -286,7 +286,7 @@ func TestUsageAcrossAUPFRestart(t *testing.T) {
 		}
 	}
 	u := &URR{BeforeQoS: true}
-	if v := u.measured(up(19), s.counted(up(3))); v != up(5) {
+	if v := u.measured(&Rules{}, up(19), s.counted(up(3))); v != up(5) {
 		t.Errorf("since a report at 19 packets: %d packets, want 5", v.ULPackets)
 	}
 }

@@ -4,8 +4,9 @@ package n4
 // and reports it at deletion, when a URR is removed, when the SMF queries it, and on the
 // periodic, volume threshold and time threshold triggers (Session Report Request). What it
 // measures is the pipeline's per-session usage counters (docs/pipeline.md, "Usage counters"):
-// one uplink and one downlink count per session, so a URR measures a direction whole (every
-// PDR of that direction or none). A volume or time quota used up closes the gates of the URR's
+// one uplink and one downlink count per session and per QoS flow of its own, so a URR measures
+// in each direction all the session's PDRs, its default flow's or one flow's (urrScope), or
+// none. A volume or time quota used up closes the gates of the URR's
 // directions (spec.gates) until the SMF gives a new one, and is reported on VOLQU and TIMQU; so
 // is a quota whose validity time ends or whose directions carry nothing for its holding time
 // (QUVTI, QUHTI: the remaining quota is discarded). The first packet after a URR with START
@@ -18,10 +19,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
 
 // Usage is what a session carried: IP packets and their bytes, per direction, as they arrived,
@@ -32,6 +36,53 @@ type Usage struct {
 	DLPackets uint64  `json:"dlPackets"`
 	DLBytes   uint64  `json:"dlBytes"`
 	Policed   Policed `json:"policed,omitzero"`
+	// Flows are the session's QoS flows of their own (spec.qosFlows, by position): what each
+	// carried of the above, where the pipeline counts them apart (docs/pipeline.md, "QoS flows").
+	Flows [junctionv1.MaxQoSFlows]FlowUsage `json:"flows,omitzero"`
+}
+
+// FlowUsage is what one QoS flow of a session's own carried, counted as Usage is.
+type FlowUsage struct {
+	ULPackets uint64  `json:"ulPackets,omitempty"`
+	ULBytes   uint64  `json:"ulBytes,omitempty"`
+	DLPackets uint64  `json:"dlPackets,omitempty"`
+	DLBytes   uint64  `json:"dlBytes,omitempty"`
+	Policed   Policed `json:"policed,omitzero"`
+}
+
+// usage is f as a session's Usage, without flows.
+func (f FlowUsage) usage() Usage {
+	return Usage{ULPackets: f.ULPackets, ULBytes: f.ULBytes, DLPackets: f.DLPackets, DLBytes: f.DLBytes, Policed: f.Policed}
+}
+
+func flowOf(u Usage) FlowUsage {
+	return FlowUsage{ULPackets: u.ULPackets, ULBytes: u.ULBytes, DLPackets: u.DLPackets, DLBytes: u.DLBytes, Policed: u.Policed}
+}
+
+// URR scopes: what a URR measures (Rules.urrScope), besides one QoS flow of the session's own
+// (its position, 0 on).
+const (
+	scopeSession = -2 // all the session's traffic
+	scopeDefault = -1 // its default QoS flow's: the session's less its flows of their own
+)
+
+// in is what u says of a URR's scope.
+func (u Usage) in(scope int) Usage {
+	switch scope {
+	case scopeSession:
+		u.Flows = [junctionv1.MaxQoSFlows]FlowUsage{}
+		return u
+	case scopeDefault:
+		d := func(a, b uint64) uint64 { return a - min(a, b) }
+		out := Usage{ULPackets: u.ULPackets, ULBytes: u.ULBytes, DLPackets: u.DLPackets, DLBytes: u.DLBytes, Policed: u.Policed}
+		for _, f := range u.Flows {
+			out.ULPackets, out.ULBytes, out.DLPackets, out.DLBytes = d(out.ULPackets, f.ULPackets), d(out.ULBytes, f.ULBytes), d(out.DLPackets, f.DLPackets), d(out.DLBytes, f.DLBytes)
+			p, q := &out.Policed, f.Policed
+			p.ULPackets, p.ULBytes, p.DLPackets, p.DLBytes = d(p.ULPackets, q.ULPackets), d(p.ULBytes, q.ULBytes), d(p.DLPackets, q.DLPackets), d(p.DLBytes, q.DLBytes)
+		}
+		return out
+	}
+	return u.Flows[scope].usage()
 }
 
 // Policed is what a session's MBR policer dropped, per direction: packets and their bytes as the
@@ -47,25 +98,34 @@ type Policed struct {
 // started again without the endpoint reading them between (State.counted carries what it saw),
 // such as a UPF restart while the operator was down.
 func (u Usage) since(base Usage) Usage {
-	d := func(a, b uint64) uint64 {
-		if a < b {
-			return a
-		}
-		return a - b
-	}
-	if u.ULPackets < base.ULPackets || u.DLPackets < base.DLPackets {
+	if u.wentBack(base) {
 		return u
 	}
-	p, b := u.Policed, base.Policed
-	return Usage{d(u.ULPackets, base.ULPackets), d(u.ULBytes, base.ULBytes), d(u.DLPackets, base.DLPackets), d(u.DLBytes, base.DLBytes),
-		Policed{d(p.ULPackets, b.ULPackets), d(p.ULBytes, b.ULBytes), d(p.DLPackets, b.DLPackets), d(p.DLBytes, b.DLBytes)}}
+	return u.each(base, func(a, b uint64) uint64 {
+		if a < b {
+			return a // this flow's cell started again
+		}
+		return a - b
+	})
 }
 
 // plus is u and v together.
 func (u Usage) plus(v Usage) Usage {
-	p, q := u.Policed, v.Policed
-	return Usage{u.ULPackets + v.ULPackets, u.ULBytes + v.ULBytes, u.DLPackets + v.DLPackets, u.DLBytes + v.DLBytes,
-		Policed{p.ULPackets + q.ULPackets, p.ULBytes + q.ULBytes, p.DLPackets + q.DLPackets, p.DLBytes + q.DLBytes}}
+	return u.each(v, func(a, b uint64) uint64 { return a + b })
+}
+
+// each is op of every count of u and the same of v: the session's and each flow's.
+func (u Usage) each(v Usage, op func(a, b uint64) uint64) Usage {
+	c := func(a, b FlowUsage) FlowUsage {
+		p, q := a.Policed, b.Policed
+		return FlowUsage{op(a.ULPackets, b.ULPackets), op(a.ULBytes, b.ULBytes), op(a.DLPackets, b.DLPackets), op(a.DLBytes, b.DLBytes),
+			Policed{op(p.ULPackets, q.ULPackets), op(p.ULBytes, q.ULBytes), op(p.DLPackets, q.DLPackets), op(p.DLBytes, q.DLBytes)}}
+	}
+	out := c(flowOf(u), flowOf(v)).usage()
+	for i := range u.Flows {
+		out.Flows[i] = c(u.Flows[i], v.Flows[i])
+	}
+	return out
 }
 
 // wentBack: u counts fewer packets than an earlier reading, so its cells started again from zero.
@@ -98,11 +158,19 @@ func (s *State) counted(raw Usage) Usage {
 	return s.Carried.plus(raw)
 }
 
-// afterQoS is u without what the policer dropped: the packets that went on.
+// afterQoS is u without what the policers dropped: the packets that went on.
 func (u Usage) afterQoS() Usage {
+	out := flowOf(u).afterQoS().usage()
+	for i := range u.Flows {
+		out.Flows[i] = u.Flows[i].afterQoS()
+	}
+	return out
+}
+
+func (f FlowUsage) afterQoS() FlowUsage {
 	d := func(a, b uint64) uint64 { return a - min(a, b) }
-	p := u.Policed
-	return Usage{ULPackets: d(u.ULPackets, p.ULPackets), ULBytes: d(u.ULBytes, p.ULBytes), DLPackets: d(u.DLPackets, p.DLPackets), DLBytes: d(u.DLBytes, p.DLBytes)}
+	p := f.Policed
+	return FlowUsage{ULPackets: d(f.ULPackets, p.ULPackets), ULBytes: d(f.ULBytes, p.ULBytes), DLPackets: d(f.DLPackets, p.DLPackets), DLBytes: d(f.DLBytes, p.DLBytes)}
 }
 
 // Measurement Method (§8.2.40) and Reporting Triggers (§8.2.19) bits Junction implements.
@@ -455,33 +523,100 @@ func readVolumes(x *ie.IE, urr uint32) (*VolumeThreshold, error) {
 // directions says which directions a URR measures: those of the PDRs that name it. A URR that
 // some but not all PDRs of a direction name measures what the pipeline cannot count apart.
 func (r *Rules) directions(u *URR) (ul, dl bool, err error) {
+	ul, dl, _, err = r.urrScope(u)
+	return ul, dl, err
+}
+
+// urrScope is what a URR measures, by the PDRs that name it: in each direction, all the
+// session's PDRs (scopeSession), those of its default QoS flow (scopeDefault) or those of one
+// QoS flow of its own (its position), or none; the directions it names agree on one scope. The
+// pipeline counts a session's usage and each of its flows' apart, so any other part of a
+// direction is refused.
+func (r *Rules) urrScope(u *URR) (ul, dl bool, scope int, err error) {
 	var named, all [2]int // [uplink, downlink]
+	names := func(p *PDR) bool { return slices.Contains(p.URRIDs, u.ID) }
+	dir := func(p *PDR) int {
+		if p.Source == ifaceAccess {
+			return 0
+		}
+		return 1
+	}
 	for _, p := range r.PDRs {
 		if r.cpForwarding(p) {
 			continue // carries nothing (cpForwarding)
 		}
-		d := 1
-		if p.Source == ifaceAccess {
-			d = 0
+		all[dir(p)]++
+		if names(p) {
+			named[dir(p)]++
 		}
-		all[d]++
-		for _, id := range p.URRIDs {
-			if id == u.ID {
-				named[d]++
+	}
+	ul, dl = named[0] > 0, named[1] > 0
+	if (named[0] == 0 || named[0] == all[0]) && (named[1] == 0 || named[1] == all[1]) {
+		return ul, dl, scopeSession, nil
+	}
+	member := r.flowMembers()
+	scope = scopeSession
+	for d, name := range []string{"uplink", "downlink"} {
+		if named[d] == 0 {
+			continue
+		}
+		var m *int
+		for _, id := range sortedKeys(r.PDRs) {
+			p := r.PDRs[id]
+			if r.cpForwarding(p) || dir(p) != d || !names(p) {
+				continue
+			}
+			f, ok := member[p.ID]
+			if m != nil && (!ok || f != *m) || !ok {
+				m = nil
+				break
+			}
+			m = &f
+		}
+		fits := m != nil && (scope == scopeSession || scope == *m)
+		for _, p := range r.PDRs {
+			if fits && !r.cpForwarding(p) && dir(p) == d && names(p) != (member[p.ID] == *m) {
+				fits = false
 			}
 		}
-	}
-	for d, dir := range []string{"uplink", "downlink"} {
-		if named[d] != 0 && named[d] != all[d] {
-			return false, false, ruleFailure(ie.RuleIDTypeURR, u.ID,
-				"URR %d is named by %d of the session's %d %s PDRs; Junction measures a session's %s whole", u.ID, named[d], all[d], dir, dir)
+		if !fits {
+			return false, false, 0, ruleFailure(ie.RuleIDTypeURR, u.ID,
+				"URR %d is named by %d of the session's %d %s PDRs, not all of them nor those of one QoS flow (docs/n4.md)", u.ID, named[d], all[d], name)
 		}
+		scope = *m
 	}
-	return named[0] > 0, named[1] > 0, nil
+	return ul, dl, scope, nil
 }
 
-// checkURRs refuses PDRs naming URRs the session does not have, and URRs that measure part of
-// a direction.
+// flowMembers are the QoS flow each PDR is in (qosOf): scopeDefault for the session's default,
+// else the position of a flow of its own. Nil where the rules' QoS does not map.
+func (r *Rules) flowMembers() map[uint16]int {
+	var up, down []*PDR
+	var ue netip.Addr
+	for _, id := range sortedKeys(r.PDRs) {
+		p := r.PDRs[id]
+		switch {
+		case r.cpForwarding(p):
+			continue
+		case p.Source == ifaceAccess:
+			up = append(up, p)
+		case p.Source == ifaceCore || p.Source == ifaceN6LAN:
+			down = append(down, p)
+		}
+		if !ue.IsValid() {
+			ue = p.UEIP
+		}
+	}
+	q, err := qosOf(r, up, down, ue)
+	if err != nil {
+		return nil
+	}
+	return q.member
+}
+
+// checkURRs refuses PDRs naming URRs the session does not have, URRs that measure a part of a
+// direction other than a QoS flow's (urrScope), and quotas on a QoS flow's URR: a quota used up
+// closes the gates of the session's directions (closes), which would stop its other flows too.
 func (r *Rules) checkURRs() error {
 	for _, id := range sortedKeys(r.PDRs) {
 		for _, u := range r.PDRs[id].URRIDs {
@@ -491,17 +626,27 @@ func (r *Rules) checkURRs() error {
 		}
 	}
 	for _, id := range sortedKeys(r.URRs) {
-		if _, _, err := r.directions(r.URRs[id]); err != nil {
+		u := r.URRs[id]
+		_, _, scope, err := r.urrScope(u)
+		switch {
+		case err != nil:
 			return err
+		case scope != scopeSession && u.holdsQuota():
+			offending := uint16(ie.VolumeQuota)
+			if u.VolumeQuota == nil {
+				offending = ie.TimeQuota
+			}
+			return refuse(CauseServiceNotSupported, offending, "URR %d measures one QoS flow of the session; Junction gates a quota used up per session, not per flow (docs/n4.md)", u.ID)
 		}
 	}
 	return nil
 }
 
-// measured is what the URR measured from the session's usage base to cur: before QoS
-// enforcement with MBQE, after it without.
-func (u *URR) measured(base, cur Usage) Usage {
-	v := cur.since(base)
+// measured is what the URR measured of its scope (urrScope) from the session's usage base to
+// cur: before QoS enforcement with MBQE, after it without.
+func (u *URR) measured(r *Rules, base, cur Usage) Usage {
+	_, _, scope, _ := r.urrScope(u)
+	v := cur.in(scope).since(base.in(scope))
 	if !u.BeforeQoS {
 		v = v.afterQoS()
 	}
@@ -511,7 +656,7 @@ func (u *URR) measured(base, cur Usage) Usage {
 // volumes are the bytes of the directions a URR measures, up and down, from the usage base to cur.
 func (u *URR) volumes(r *Rules, base, cur Usage) (up, down uint64) {
 	ul, dl, _ := r.directions(u)
-	v := u.measured(base, cur)
+	v := u.measured(r, base, cur)
 	if ul {
 		up = v.ULBytes
 	}
@@ -550,7 +695,7 @@ func (u *URR) sawPackets(r *Rules, now time.Time, cur Usage) {
 		return
 	}
 	ul, dl, _ := r.directions(u)
-	v := u.measured(u.lastPacketUsage, cur)
+	v := u.measured(r, u.lastPacketUsage, cur)
 	if u.lastPacket.IsZero() || (ul && v.ULPackets > 0) || (dl && v.DLPackets > 0) {
 		u.lastPacket, u.lastPacketUsage = now, cur
 	}
@@ -563,7 +708,7 @@ func (u *URR) sawStart(r *Rules, cur Usage) bool {
 		return false
 	}
 	ul, dl, _ := r.directions(u)
-	v := u.measured(*u.StartBase, cur)
+	v := u.measured(r, *u.StartBase, cur)
 	if (ul && v.ULPackets > 0) || (dl && v.DLPackets > 0) {
 		u.StartBase, u.StartOwed = nil, true
 		return true
@@ -625,7 +770,7 @@ func (u *URR) report(typ uint16, r *Rules, trigger [3]byte, now time.Time, cur U
 	}
 	if u.Volume {
 		ul, dl, _ := r.directions(u)
-		v := u.measured(u.Base, cur)
+		v := u.measured(r, u.Base, cur)
 		var flags uint8 = 0x01 | 0x08 // TOVOL, TONOP
 		var tot, up, down, totP, upP, downP uint64
 		if ul {

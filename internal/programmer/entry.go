@@ -21,7 +21,7 @@ import (
 type entry struct {
 	wire  []byte // proto encoding of the *p4v1.TableEntry; nil for a placeholder
 	table uint32 // table ID
-	usage uint32 // the action's usage_idx, if hasUsage
+	usage cell   // the counted cell the action names (usage_idx or flow_idx), if hasUsage
 	user  uint32 // a sessions entry's user_idx, if hasLegs
 	legs  legs   // a sessions entry's access legs, if hasLegs
 	app   uint64 // a session_overrides entry's app_id, if hasApp
@@ -36,7 +36,7 @@ func packEntry(sch *upfclient.Schema, te *p4v1.TableEntry) entry {
 	// same way encode to equal bytes. Marshal cannot fail for a message without required fields.
 	wire, _ := proto.Marshal(te)
 	e := entry{wire: wire, table: te.GetTableId()}
-	e.usage, e.hasUsage = usageIndex(sch, te)
+	e.usage, e.hasUsage = countedCell(sch, te)
 	e.user, e.legs, e.hasLegs = sessionLegs(sch, te)
 	e.app, e.hasApp = overrideApp(sch, te)
 	return e

@@ -79,7 +79,8 @@ func (p *Programmer) metersInSyncLocked(owner string) bool {
 }
 
 // meterPlanLocked plans the writes of the owners' cells that differ from the device's, the
-// resets of cells dropped or zeroed (zeroed: the usage cells this round zeroes), skipping a
+// resets of cells dropped or zeroed (zeroed: the counted cells this round zeroes, whose MBR or
+// QoS flow policer cells go with them), skipping a
 // cell someone wants configured. A cell the pipeline does not have (a P4Info without the
 // meter, an index beyond it) is its owner's error, never a silent success.
 func (p *Programmer) meterPlanLocked(owners []string, zeroed []pendingUpdate, ownerErr map[string]error) []pendingUpdate {
@@ -123,7 +124,11 @@ func (p *Programmer) meterPlanLocked(owners []string, zeroed []pendingUpdate, ow
 		plan(k, p.meterReset[k], nil)
 	}
 	for _, z := range zeroed {
-		for _, m := range []string{MeterUplinkMBR, MeterDownlinkMBR} {
+		meters := []string{MeterUplinkMBR, MeterDownlinkMBR}
+		if z.zero.flow {
+			meters = []string{desired.MeterUplinkFlowMBR, desired.MeterDownlinkFlowMBR}
+		}
+		for _, m := range meters {
 			k := meterKey{m, z.user}
 			if _, wanted := p.meterWant[k]; !wanted && p.hasMeter(m) {
 				plan(k, z.owner, nil)

@@ -5,6 +5,7 @@ package programmer
 // entries naming each usage cell (for zeroing a cell a session starts to use) in step.
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 
@@ -113,7 +114,14 @@ func (p *Programmer) pathInitLocked(ups, dels []pendingUpdate) []pendingUpdate {
 	return out
 }
 
-// usageZeroLocked plans the zeroing of the usage cells that entries of this round start to name
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// usageZeroLocked plans the zeroing of the counted cells that entries of this round start to name
 // while no entry on the device names them (a session's new index, which an earlier session may
 // have counted into; since a push, only cells some entry named before), and of cells whose
 // zeroing failed before. It goes with the round's inserts, so a session's usage counts from its
@@ -124,21 +132,28 @@ func (p *Programmer) usageZeroLocked(ups []pendingUpdate) []pendingUpdate {
 		if pu.u.GetType() == p4v1.Update_DELETE {
 			continue
 		}
-		idx, ok := pu.ent.usage, pu.ent.hasUsage
-		if _, counted := p.counted[idx]; !ok || idx == 0 || p.usageRefs[idx] > 0 || (p.usedKnown && !counted) {
+		c, ok := pu.ent.usage, pu.ent.hasUsage
+		// Usage cell 0 collects entries written without one (the operator allocates from 1).
+		if _, counted := p.counted[c]; !ok || c == (cell{}) || p.usageRefs[c] > 0 || (p.usedKnown && !counted) {
 			continue
 		}
-		p.zeroPending[idx] = pu.owner
+		p.zeroPending[c] = pu.owner
 	}
 	var out []pendingUpdate
-	for _, idx := range slices.Sorted(maps.Keys(p.zeroPending)) {
-		for _, c := range UsageCounters(p.sch) {
-			u, err := p.sch.CounterUpdate(c, int64(idx), upfclient.CounterData{})
+	for _, c := range slices.SortedFunc(maps.Keys(p.zeroPending), func(a, b cell) int {
+		return cmp.Or(cmp.Compare(btoi(a.flow), btoi(b.flow)), cmp.Compare(a.idx, b.idx))
+	}) {
+		counters := UsageCounters(p.sch)
+		if c.flow {
+			counters = FlowCounters(p.sch)
+		}
+		for _, name := range counters {
+			u, err := p.sch.CounterUpdate(name, int64(c.idx), upfclient.CounterData{})
 			if err != nil {
-				p.log.Error(err, "Usage cell not zeroed", "counter", c, "index", idx)
+				p.log.Error(err, "Usage cell not zeroed", "counter", name, "index", c.idx)
 				continue
 			}
-			out = append(out, pendingUpdate{u: u, table: c, owner: p.zeroPending[idx], user: idx, counter: true})
+			out = append(out, pendingUpdate{u: u, table: name, owner: p.zeroPending[c], user: c.idx, zero: c, counter: true})
 		}
 	}
 	return out
@@ -153,12 +168,31 @@ func UsageCounters(sch *upfclient.Schema) []string {
 	return []string{CounterUplinkUsage, CounterDownlinkUsage, CounterUplinkPoliced, CounterDownlinkPoliced}
 }
 
-// usageIndex is the usage cell an entry names (its action's usage_idx), if it names one.
-func usageIndex(sch *upfclient.Schema, te *p4v1.TableEntry) (uint32, bool) {
+// cell is a counted cell: a session's usage cell (usage_idx: UsageCounters) or a QoS flow's
+// (flow_idx: FlowCounters), which an entry that names it counts into.
+type cell struct {
+	flow bool
+	idx  uint32
+}
+
+// countedCell is the cell an entry's action names (usage_idx, or qos_flows' flow_idx), if any.
+func countedCell(sch *upfclient.Schema, te *p4v1.TableEntry) (cell, bool) {
 	a := te.GetAction().GetAction()
 	if sch == nil || a == nil {
-		return 0, false
+		return cell{}, false
 	}
-	v, ok := sch.ActionParam(a, paramUsageIndex)
-	return uint32(v), ok
+	if v, ok := sch.ActionParam(a, paramUsageIndex); ok {
+		return cell{idx: uint32(v)}, true
+	}
+	v, ok := sch.ActionParam(a, paramFlowIndex)
+	return cell{flow: true, idx: uint32(v)}, ok
+}
+
+// FlowCounters are the counters whose cells at a QoS flow's index are the flow's (its usage and
+// what the policers dropped of it, up and down), where the pipeline has them.
+func FlowCounters(sch *upfclient.Schema) []string {
+	if _, err := sch.CounterID(CounterUplinkFlowUsage); err != nil {
+		return nil
+	}
+	return []string{CounterUplinkFlowUsage, CounterDownlinkFlowUsage, CounterUplinkFlowPoliced, CounterDownlinkFlowPoliced}
 }

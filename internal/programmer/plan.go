@@ -28,6 +28,12 @@ const (
 	CounterUplinkPoliced   = "uplink_policed"
 	CounterDownlinkPoliced = "downlink_policed"
 	paramUsageIndex        = "usage_idx"
+	// A QoS flow's usage and what the policers dropped of it, at its cell (qos_flows' flow_idx).
+	CounterUplinkFlowUsage     = "uplink_flow_usage"
+	CounterDownlinkFlowUsage   = "downlink_flow_usage"
+	CounterUplinkFlowPoliced   = "uplink_flow_policed"
+	CounterDownlinkFlowPoliced = "downlink_flow_policed"
+	paramFlowIndex             = "flow_idx"
 )
 
 // legs is the set of access legs of a sessions entry.

@@ -156,8 +156,8 @@ type Programmer struct {
 	legs   map[uint32]legCount               // users' legs, from the mirror's sessions entries
 	// usageRefs counts the mirror's entries naming each usage cell; zeroPending are the cells
 	// to zero before entries start counting into them (usageZeroLocked), with their owner.
-	usageRefs   map[uint32]int
-	zeroPending map[uint32]string
+	usageRefs   map[cell]int
+	zeroPending map[cell]string
 	// Meter cells (meter.go): what owners want, the cells of each owner, what the device holds
 	// as far as this programmer wrote it, and the cells to reset, with the owner to tell.
 	meterWant   map[meterKey]meterWant
@@ -169,7 +169,7 @@ type Programmer struct {
 	// an entry has named since then; the others still hold the push's zeros. Without usedKnown
 	// (the pipeline was there already) every index and cell may hold something.
 	used      map[uint32]struct{}
-	counted   map[uint32]struct{}
+	counted   map[cell]struct{}
 	usedKnown bool
 	// resetPending are users whose path-state reset the device refused, with the owner told;
 	// resetErr the last refusal.
@@ -211,7 +211,7 @@ func New(dev Device, log logr.Logger, window time.Duration) *Programmer {
 		kick: make(chan struct{}, 1), replayCh: make(chan uint64, 1),
 		owners: map[string]map[string]*builtEntry{}, claims: map[string]string{}, want: map[string]*builtEntry{},
 		mirror: map[string]entry{}, legs: map[uint32]legCount{}, usage: map[string]int{},
-		used: map[uint32]struct{}{}, counted: map[uint32]struct{}{}, resetPending: map[uint32]string{}, usageRefs: map[uint32]int{}, zeroPending: map[uint32]string{},
+		used: map[uint32]struct{}{}, counted: map[cell]struct{}{}, resetPending: map[uint32]string{}, usageRefs: map[cell]int{}, zeroPending: map[cell]string{},
 		dirty: map[string]struct{}{}, stale: map[string]staleEntry{}, staleRefused: map[string]struct{}{},
 		failed: map[string]error{}, full: map[string]string{}, blocked: map[string]map[string]struct{}{},
 		meterWant: map[meterKey]meterWant{}, ownerMeters: map[string][]meterKey{}, meterOn: map[meterKey]desired.MeterConfig{}, meterReset: map[meterKey]string{},
@@ -482,7 +482,7 @@ func (p *Programmer) WriteRegister(ctx context.Context, name string, index uint3
 func (p *Programmer) RequestReplay(gen uint64, pushed bool) {
 	p.mu.Lock()
 	p.mode, p.gen = modeReplaying, gen
-	p.used, p.counted, p.usedKnown = map[uint32]struct{}{}, map[uint32]struct{}{}, pushed
+	p.used, p.counted, p.usedKnown = map[uint32]struct{}{}, map[cell]struct{}{}, pushed
 	p.mu.Unlock()
 	select {
 	case <-p.replayCh:
@@ -584,8 +584,9 @@ type pendingUpdate struct {
 	owner string // for a stale delete, the owner that dropped it ("" found on the device); for a register, the owner of the sessions entry
 	stale bool   // a delete of an entry nobody wants
 	user  uint32 // a register's user; a usage counter's index
-	// counter: a usage cell's zeroing (usageZeroLocked), not a path-state register.
+	// counter: a counted cell's zeroing (usageZeroLocked: zero), not a path-state register.
 	counter bool
+	zero    cell
 	// meter: a meter cell's write (meter.go), table its meter, user its index; meterCfg what
 	// it configures, nil for a reset.
 	meter    bool
@@ -737,7 +738,7 @@ func (p *Programmer) settleLocked(results []writeResult, ownerErr map[string]err
 		}
 		if pu.counter {
 			if err == nil {
-				delete(p.zeroPending, pu.user)
+				delete(p.zeroPending, pu.zero)
 				continue
 			}
 			p.log.Error(err, "Usage cell not zeroed", "counter", pu.table, "index", pu.user)

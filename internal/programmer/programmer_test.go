@@ -1064,3 +1064,39 @@ func TestUsageCellsFreshSinceAPushAreNotZeroedAgain(t *testing.T) {
 		t.Fatalf("cell 7 after session a counted into it and session b took it: %+v, want zero", got)
 	}
 }
+
+// A QoS flow's cells count from its first entry too (docs/pipeline.md, "QoS flows"): the
+// programmer zeroes a flow cell an earlier session counted into (its usage and policed counters)
+// when a qos_flows entry starts to name it, as it does a session's usage cell.
+func TestFlowCellsAreZeroedWhenAFlowStartsUsingThem(t *testing.T) {
+	r := newProgRig(t, nil)
+	flowCells := [4]string{CounterUplinkFlowUsage, CounterDownlinkFlowUsage, CounterUplinkFlowPoliced, CounterDownlinkFlowPoliced}
+	block := uint32(2) // flow 0's cell: 8
+	for _, name := range flowCells {
+		u, err := r.dev.Schema().CounterUpdate(name, 8, upfclient.CounterData{Packets: 5, Bytes: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := r.dev.Write(context.Background(), []*p4v1.Update{u}); errs != nil {
+			t.Fatal(errs[0])
+		}
+	}
+	es, err := desired.SessionEntries(desired.Session{
+		Name: "s", UserIndex: 1, PeerIndex: 1, UsageIndex: 7, QoSFlowIndex: &block,
+		Spec: junctionv1.ATSSSSessionSpec{
+			SessionAddress: "10.60.0.1", QFI: 9,
+			AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
+				UEAddress: "10.45.0.1", GNBAddress: "198.51.100.10", UplinkTEID: 4097, DownlinkTEID: 8193}},
+			QoSFlows: []junctionv1.QoSFlow{{Name: "video", QFI: 2}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.applyOwned(t, "session/ns/s", es)
+	for _, name := range flowCells {
+		if c, err := r.dev.ReadCounter(context.Background(), name, 8); err != nil || c != (upfclient.CounterData{}) {
+			t.Errorf("%s[8] after the flow's first entries: %+v (%v), want zero", name, c, err)
+		}
+	}
+}

@@ -47,7 +47,7 @@ func (p *Programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 	}
 	// Sized for the desired state: settling 100,000 sessions' entries does not grow it step by step.
 	p.mirror = make(map[string]entry, max(len(read), len(p.want)))
-	p.legs, p.usage, p.usageRefs = map[uint32]legCount{}, map[string]int{}, map[uint32]int{}
+	p.legs, p.usage, p.usageRefs = map[uint32]legCount{}, map[string]int{}, map[cell]int{}
 	for k, e := range read {
 		p.setMirrorLocked(k, e)
 	}

@@ -6,9 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -18,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
-	"github.com/junction-atsss/junction/internal/n4"
+	"github.com/junction-atsss/junction/internal/smf"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -148,8 +146,8 @@ func free5GCFlowRule(ue, gnb netip.Addr, ulTEID, dlTEID uint32, server string, q
 // own (free5GCFlowRule): the session object gets it in spec.qosFlows (its QFI, precedence, server
 // and MBR), its downlink from the rule's server carries the flow's QFI and the rest the session's,
 // and the flow's MBR is in its policer cells. A flow rule with charging data also gets a URR of
-// its own (datapath.go, AddChargingRules), which measures the flow's traffic alone: refused, 73
-// naming that URR (per-flow usage is not yet counted, docs/n4.md).
+// its own (datapath.go, AddChargingRules), which measures the flow's traffic alone, as one for the
+// default rule measures the rest (docs/n4.md, "QoS flows").
 func TestN4QoSFlowsAsFree5GCSendsThem(t *testing.T) {
 	ctx := context.Background()
 	ue, dlTEID := netip.MustParseAddr("10.60.0.32"), uint32(0x91)
@@ -194,10 +192,44 @@ func TestN4QoSFlowsAsFree5GCSendsThem(t *testing.T) {
 		}
 	}
 
-	// The flow's charging: a URR of its own, named by its PDRs alone.
-	m, err = r.smf.Modify(ctx, est, ie.NewCreateURR(ie.NewURRID(3), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x01, 0), ie.NewMeasurementPeriod(10*time.Second)),
-		ie.NewUpdatePDR(ie.NewPDRID(3), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(3)), ie.NewUpdatePDR(ie.NewPDRID(4), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(3)))
-	if err != nil || m.Cause() != n4.CauseRuleFailure || !strings.Contains(why(m), "failed rule type 3 id 00000003") {
-		t.Errorf("a URR of the flow's own: %v, cause %d (%s); want 73 naming URR 3", err, m.Cause(), why(m))
+	// Charging by rule, as free5GC's SMF does for a flow rule with charging data
+	// (AddChargingRules): the flow's URR named by its PDRs alone, the default rule's by the
+	// default PDRs alone. Each measures its own flow's packets, both ways, to the byte; the
+	// session's URRs (1, 2) go on measuring all of them.
+	volume := func(id uint32) *ie.IE {
+		return ie.NewCreateURR(ie.NewURRID(id), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0, 0))
+	}
+	m, err = r.smf.Modify(ctx, est, volume(3), volume(4),
+		ie.NewUpdatePDR(ie.NewPDRID(3), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(3)), ie.NewUpdatePDR(ie.NewPDRID(4), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(3)),
+		ie.NewUpdatePDR(ie.NewPDRID(idlePDRUplink), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(4)),
+		ie.NewUpdatePDR(ie.NewPDRID(idlePDRDownlink), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(4)))
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("a URR for the flow's rule and one for the default rule: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	var flowSent, defaultSent sentUsage
+	for range 3 {
+		for _, c := range []struct {
+			sent   *sentUsage
+			server string
+		}{{&flowSent, "203.0.113.77"}, {&flowSent, "203.0.113.77"}, {&defaultSent, "203.0.113.10"}} {
+			down := wiretest.Build(eth, wire.IPv4{Src: addr4(c.server), Dst: ue.As4()}, wire.UDP{SrcPort: 443, DstPort: 40000}, make([]byte, 64))
+			up := wiretest.Build(eth, wire.IPv4{Src: forwardingGNB.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
+				wire.IPv4{Src: ue.As4(), Dst: addr4(c.server)}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 32))
+			if err := c.sent.forward(t, r.u, down, false); err != nil {
+				t.Fatalf("downlink from %s: %v", c.server, err)
+			}
+			if err := c.sent.forward(t, r.u, up, true); err != nil {
+				t.Fatalf("uplink to %s: %v", c.server, err)
+			}
+		}
+	}
+	q, err := r.smf.Modify(ctx, est, ie.NewQueryURR(ie.NewURRID(3)), ie.NewQueryURR(ie.NewURRID(4)))
+	if err != nil || q.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("Query URR 3 and 4: %v, cause %d (%s)", err, q.Cause(), why(q))
+	}
+	reps := usageReports(t, q.IEs, 2)
+	for i, want := range []smf.UsageReport{flowSent.report(3), defaultSent.report(4)} {
+		want.Trigger = []byte{0x80, 0, 0} // IMMER
+		checkReport(t, fmt.Sprintf("URR %d's report", want.URRID), reps[i], want)
 	}
 }

@@ -50,6 +50,9 @@ var flowMeter = [numMeters]meterKind{mUplinkMBR: mUplinkFlowMBR, mDownlinkMBR: m
 // mbrDropCell is the direction's cell of mbr_drops: uplink 0, downlink 1.
 var mbrDropCell = [numMeters]uint32{mUplinkMBR: 0, mDownlinkMBR: 1, mUplinkFlowMBR: 0, mDownlinkFlowMBR: 1}
 
+// flowCounters are a QoS flow's usage and policed counters, by direction (mUplinkMBR, mDownlinkMBR).
+var flowCounters = [2][2]counterKind{{cUplinkFlowUsage, cUplinkFlowPoliced}, {cDownlinkFlowUsage, cDownlinkFlowPoliced}}
+
 // policedCounters count, at a session's cell, what each meter dropped.
 var policedCounters = [numMeters]counterKind{mUplinkMBR: cUplinkPoliced, mDownlinkMBR: cDownlinkPoliced,
 	mUplinkFlowMBR: cUplinkPoliced, mDownlinkFlowMBR: cDownlinkPoliced}
@@ -121,17 +124,22 @@ func (m *meterCell) mark(size int, now uint32) meterColour {
 }
 
 // police runs the policers of one direction (k: mUplinkMBR or mDownlinkMBR) on the packet
-// being processed, and reports whether it is red; the caller drops it. A packet in a QoS flow of
-// its own (fq, qos_flows) meets the flow's cell first: red there is counted in mbr_drops (cell:
-// the direction) and in the direction's policed counter at usage, the session's usage cell.
+// being processed, which usage has counted, and reports whether it is red; the caller drops it.
+// A packet in a QoS flow of its own (fq, qos_flows) is counted in the flow's usage and meets the
+// flow's cell first: red there is counted in mbr_drops (cell: the direction), in the direction's
+// policed counter at usage, the session's usage cell, and in the flow's policed counter.
 // Then the session's, at the cell mbr_sessions gives its UE address (the user packet's source
 // on the uplink, destination on the downlink; no entry: not policed): red there is counted
-// likewise, at that cell.
+// likewise, at that cell (and in the flow's policed counter).
 func (c *proc) police(k meterKind, ueAddr uint32, fq qosFlow, usage uint32) bool {
-	if fq.ok && c.red(flowMeter[k], fq.cell) {
-		c.st.add(cMBRDrops, mbrDropCell[k], c.inLen)
-		c.st.add(policedCounters[k], usage, c.inLen)
-		return true
+	if fq.ok {
+		c.st.add(flowCounters[k][0], fq.cell, c.inLen)
+		if c.red(flowMeter[k], fq.cell) {
+			c.st.add(cMBRDrops, mbrDropCell[k], c.inLen)
+			c.st.add(policedCounters[k], usage, c.inLen)
+			c.st.add(flowCounters[k][1], fq.cell, c.inLen)
+			return true
+		}
 	}
 	cell, ok := c.t.mbr.lookup(ueAddr)
 	if !ok || !c.red(k, cell) {
@@ -139,6 +147,9 @@ func (c *proc) police(k meterKind, ueAddr uint32, fq qosFlow, usage uint32) bool
 	}
 	c.st.add(cMBRDrops, mbrDropCell[k], c.inLen)
 	c.st.add(policedCounters[k], cell, c.inLen)
+	if fq.ok {
+		c.st.add(flowCounters[k][1], fq.cell, c.inLen)
+	}
 	return true
 }
 

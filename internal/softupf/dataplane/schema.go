@@ -85,12 +85,16 @@ const (
 type counterKind uint8
 
 const (
-	cDrops           counterKind = iota // indexed by drop reason
-	cUplinkUsage                        // indexed by a PDU session's usage_idx
-	cDownlinkUsage                      // likewise
-	cMBRDrops                           // indexed by direction: the MBR policer's red packets (meter.go)
-	cUplinkPoliced                      // indexed by usage_idx: what the policer dropped of a session
-	cDownlinkPoliced                    // likewise
+	cDrops               counterKind = iota // indexed by drop reason
+	cUplinkUsage                            // indexed by a PDU session's usage_idx
+	cDownlinkUsage                          // likewise
+	cMBRDrops                               // indexed by direction: the MBR policer's red packets (meter.go)
+	cUplinkPoliced                          // indexed by usage_idx: what the policer dropped of a session
+	cDownlinkPoliced                        // likewise
+	cUplinkFlowUsage                        // indexed by flow_idx: a QoS flow's own usage (qos_flows)
+	cDownlinkFlowUsage                      // likewise
+	cUplinkFlowPoliced                      // indexed by flow_idx: what the policers dropped of a QoS flow
+	cDownlinkFlowPoliced                    // likewise
 	numCounters
 )
 
@@ -216,12 +220,16 @@ var registerSpecs = [numRegisters]paramSpec{
 // counterSpecs name the counters (all packets and bytes); the usage counters' sizes are the
 // P4Info's, the drops counter needs a cell per drop reason.
 var counterSpecs = [numCounters]string{
-	cDrops:           "drops",
-	cUplinkUsage:     "uplink_usage",
-	cDownlinkUsage:   "downlink_usage",
-	cMBRDrops:        "mbr_drops",
-	cUplinkPoliced:   "uplink_policed",
-	cDownlinkPoliced: "downlink_policed",
+	cDrops:               "drops",
+	cUplinkUsage:         "uplink_usage",
+	cDownlinkUsage:       "downlink_usage",
+	cMBRDrops:            "mbr_drops",
+	cUplinkPoliced:       "uplink_policed",
+	cDownlinkPoliced:     "downlink_policed",
+	cUplinkFlowUsage:     "uplink_flow_usage",
+	cDownlinkFlowUsage:   "downlink_flow_usage",
+	cUplinkFlowPoliced:   "uplink_flow_policed",
+	cDownlinkFlowPoliced: "downlink_flow_policed",
 }
 
 const (
@@ -279,8 +287,8 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 	// buffer_downlink likewise: a program without it never sends a downlink packet up.
 	_, errBuffer := ps.Action(actionSpecs[aBufferDownlink].name)
 	buffering := errBuffer == nil
-	// QoS flows of their own (qos_flows, its two actions and meters) likewise, with the
-	// policer: a program without them has each session's traffic in its own flow.
+	// QoS flows of their own (qos_flows, its two actions, meters and counters) likewise, with
+	// the policer: a program without them has each session's traffic in its own flow.
 	_, errFlows := ps.Table(tableSpecs[tQoSFlows].name)
 	flows := policer && errFlows == nil
 	absent := func(k actionKind) bool {
@@ -375,7 +383,7 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 
 	for k := range numCounters {
 		name := counterSpecs[k]
-		if k == cMBRDrops && !policer {
+		if (k == cMBRDrops && !policer) || (!flows && k >= cUplinkFlowUsage) {
 			continue
 		}
 		c, err := ps.Counter(name)

@@ -28,10 +28,11 @@
 // A packet in a QoS flow of its own (qos_flows) first meets that flow's policer,
 // uplink_flow_mbr or downlink_flow_mbr at the cell its entry gives: red is dropped and
 // counted in mbr_drops and in *_policed at md.usage_idx (where usage counted it), and
-// meets the session's policer no more. A downlink G-PDU
-// of such a flow carries the flow's QFI in its PDU Session Container, where it has one
-// (the session's tunnel has a QFI), on every pass: the second copy of a redundant packet,
-// encapsulated anew, too.
+// meets the session's policer no more. The flow's cell of uplink_flow_usage /
+// downlink_flow_usage counts it too, and of uplink_flow_policed / downlink_flow_policed
+// what either policer dropped. A downlink G-PDU of such a flow carries the flow's QFI in
+// its PDU Session Container, where it has one (the session's tunnel has a QFI), on every
+// pass: the second copy of a redundant packet, encapsulated anew, too.
 
 #ifndef JUNCTION_V1MODEL_VERDICT_P4
 #define JUNCTION_V1MODEL_VERDICT_P4
@@ -67,6 +68,20 @@ control Verdict(inout headers_t hdr, inout local_metadata_t md, inout standard_m
 
     @name(".downlink_flow_mbr") @id(0x14000004)
     meter<qos_flow_idx_t>(MAX_QOS_FLOWS, MeterType.bytes) downlink_flow_mbr;
+
+    // A QoS flow's own usage (qos_flows), counted where usage counts its packets, and what the
+    // policers (the flow's or its session's) dropped of it.
+    @name(".uplink_flow_usage") @id(0x12000007)
+    counter<qos_flow_idx_t>(MAX_QOS_FLOWS, CounterType.packets_and_bytes) uplink_flow_usage;
+
+    @name(".downlink_flow_usage") @id(0x12000008)
+    counter<qos_flow_idx_t>(MAX_QOS_FLOWS, CounterType.packets_and_bytes) downlink_flow_usage;
+
+    @name(".uplink_flow_policed") @id(0x12000009)
+    counter<qos_flow_idx_t>(MAX_QOS_FLOWS, CounterType.packets_and_bytes) uplink_flow_policed;
+
+    @name(".downlink_flow_policed") @id(0x1200000A)
+    counter<qos_flow_idx_t>(MAX_QOS_FLOWS, CounterType.packets_and_bytes) downlink_flow_policed;
 
     MBRSessions() mbr_sessions;
     QoSFlows() qos_flows;
@@ -107,6 +122,7 @@ control Verdict(inout headers_t hdr, inout local_metadata_t md, inout standard_m
                 if (uplink) {
                     uplink_usage.count(md.usage_idx);
                     if (in_flow) {
+                        uplink_flow_usage.count(flow_cell);
                         uplink_flow_mbr.execute_meter(flow_cell, colour);
                         if (colour == METER_RED) {
                             mbr_drops.count(MBR_UPLINK);
@@ -120,9 +136,13 @@ control Verdict(inout headers_t hdr, inout local_metadata_t md, inout standard_m
                             uplink_policed.count(mbr_cell);
                         }
                     }
+                    if (in_flow && colour == METER_RED) {
+                        uplink_flow_policed.count(flow_cell);
+                    }
                 } else if (downlink) {
                     downlink_usage.count(md.usage_idx);
                     if (in_flow) {
+                        downlink_flow_usage.count(flow_cell);
                         downlink_flow_mbr.execute_meter(flow_cell, colour);
                         if (colour == METER_RED) {
                             mbr_drops.count(MBR_DOWNLINK);
@@ -135,6 +155,9 @@ control Verdict(inout headers_t hdr, inout local_metadata_t md, inout standard_m
                             mbr_drops.count(MBR_DOWNLINK);
                             downlink_policed.count(mbr_cell);
                         }
+                    }
+                    if (in_flow && colour == METER_RED) {
+                        downlink_flow_policed.count(flow_cell);
                     }
                 }
             }
