@@ -55,6 +55,7 @@ func (f FlowUsage) usage() Usage {
 	return Usage{ULPackets: f.ULPackets, ULBytes: f.ULBytes, DLPackets: f.DLPackets, DLBytes: f.DLBytes, Policed: f.Policed}
 }
 
+// flowOf is u's own counts (its flows left out) as a FlowUsage.
 func flowOf(u Usage) FlowUsage {
 	return FlowUsage{ULPackets: u.ULPackets, ULBytes: u.ULBytes, DLPackets: u.DLPackets, DLBytes: u.DLBytes, Policed: u.Policed}
 }
