@@ -115,23 +115,16 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 	if err := r.checkURRs(); err != nil {
 		return nil, err
 	}
-	var up, down []*PDR
 	for _, id := range sortedKeys(r.PDRs) {
 		p := r.PDRs[id]
 		if err := checkRefs(r, p); err != nil {
 			return nil, err
 		}
-		switch {
-		case r.cpForwarding(p):
-			continue // nothing to install (cpForwarding)
-		case p.Source == ifaceAccess:
-			up = append(up, p)
-		case p.Source == ifaceCore || p.Source == ifaceN6LAN:
-			down = append(down, p)
-		default:
+		if !r.cpForwarding(p) && p.Source != ifaceAccess && p.Source != ifaceCore && p.Source != ifaceN6LAN {
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d: Source Interface %d is neither Access nor Core (nor the CP function's IPv6 router advertisements, docs/n4.md)", p.ID, p.Source)
 		}
 	}
+	up, down, _ := r.byDirection()
 	for _, id := range sortedKeys(r.FARs) {
 		if b := r.FARs[id].BARID; b != nil && r.BARs[*b] == nil {
 			return nil, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d names BAR %d, which the session does not have", id, *b)
@@ -155,13 +148,7 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 	for _, p := range down {
 		multi = multi || p.MARID != nil
 	}
-	var ue netip.Addr // the session's address, for the SDF filters of QoS flows; the plans check it
-	for _, p := range append(slices.Clone(down), up...) {
-		if !ue.IsValid() {
-			ue = p.UEIP
-		}
-	}
-	q, err := qosOf(r, up, down, ue)
+	q, err := qosOf(r)
 	if err != nil {
 		return nil, err
 	}
@@ -328,6 +315,29 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 	}
 	plan.Spec = spec
 	return plan, nil
+}
+
+// byDirection are the session's PDRs that carry its traffic (not cpForwarding), uplink (Source
+// Interface Access) and downlink (Core, N6-LAN), in ID order, and the first UE IP Address they
+// give, downlink first: the session's address for its QoS flows' SDF filters (the plans check
+// that the PDRs agree on it).
+func (r *Rules) byDirection() (up, down []*PDR, ue netip.Addr) {
+	for _, id := range sortedKeys(r.PDRs) {
+		p := r.PDRs[id]
+		switch {
+		case r.cpForwarding(p):
+		case p.Source == ifaceAccess:
+			up = append(up, p)
+		case p.Source == ifaceCore || p.Source == ifaceN6LAN:
+			down = append(down, p)
+		}
+	}
+	for _, p := range append(slices.Clone(down), up...) {
+		if !ue.IsValid() {
+			ue = p.UEIP
+		}
+	}
+	return up, down, ue
 }
 
 // singleAccessPlan maps an ordinary PDU session (no MAR): plain GTP-U on N3 both ways. Every

@@ -81,7 +81,11 @@ func TestQoSFlowsOfRules(t *testing.T) {
 		{"a flow without an SDF filter", []*PDR{pdr(1, 255, true, any, 1, 2)},
 			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 100, false, "", 2, 3)}, 0, 4},
 	} {
-		q, err := qosOf(&Rules{QERs: qers}, tc.up, tc.down, ue)
+		pdrs := map[uint16]*PDR{}
+		for _, p := range append(tc.up, tc.down...) {
+			pdrs[p.ID] = p
+		}
+		q, err := qosOf(&Rules{QERs: qers, PDRs: pdrs})
 		var r *Refusal
 		switch {
 		case tc.failed == 0 && (err != nil || len(q.flows) != tc.flows):

@@ -7,7 +7,6 @@ package n4
 import (
 	"cmp"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 
@@ -40,8 +39,9 @@ func (g *pccRule) pdrs() []*PDR { return append(slices.Clone(g.down), g.up...) }
 // does not name, its MBR theirs (the session's MBR polices it too, as TS 23.501 has the
 // Session-AMBR do for every non-GBR flow). Every other rule is in the default flow, and the QFI
 // and MBR checks of one flow hold for all of them together (downlinkQFI, uplinkQFI, sessionMBR).
-// ue is the session's address, for the flows' SDF filters ("assigned").
-func qosOf(r *Rules, up, down []*PDR, ue netip.Addr) (sessionQoS, error) {
+// The PDRs and the address their SDF filters' "assigned" is are r.byDirection's.
+func qosOf(r *Rules) (sessionQoS, error) {
+	up, down, ue := r.byDirection()
 	var rules []*pccRule
 	byKey := map[string]*pccRule{}
 	for _, p := range append(slices.Clone(down), up...) {

@@ -74,12 +74,9 @@ func (u Usage) in(scope int) Usage {
 		u.Flows = [junctionv1.MaxQoSFlows]FlowUsage{}
 		return u
 	case scopeDefault:
-		d := func(a, b uint64) uint64 { return a - min(a, b) }
-		out := Usage{ULPackets: u.ULPackets, ULBytes: u.ULBytes, DLPackets: u.DLPackets, DLBytes: u.DLBytes, Policed: u.Policed}
+		out := u.in(scopeSession)
 		for _, f := range u.Flows {
-			out.ULPackets, out.ULBytes, out.DLPackets, out.DLBytes = d(out.ULPackets, f.ULPackets), d(out.ULBytes, f.ULBytes), d(out.DLPackets, f.DLPackets), d(out.DLBytes, f.DLBytes)
-			p, q := &out.Policed, f.Policed
-			p.ULPackets, p.ULBytes, p.DLPackets, p.DLBytes = d(p.ULPackets, q.ULPackets), d(p.ULBytes, q.ULBytes), d(p.DLPackets, q.DLPackets), d(p.DLBytes, q.DLBytes)
+			out = out.each(f.usage(), floorSub)
 		}
 		return out
 	}
@@ -169,10 +166,13 @@ func (u Usage) afterQoS() Usage {
 }
 
 func (f FlowUsage) afterQoS() FlowUsage {
-	d := func(a, b uint64) uint64 { return a - min(a, b) }
 	p := f.Policed
-	return FlowUsage{ULPackets: d(f.ULPackets, p.ULPackets), ULBytes: d(f.ULBytes, p.ULBytes), DLPackets: d(f.DLPackets, p.DLPackets), DLBytes: d(f.DLBytes, p.DLBytes)}
+	return FlowUsage{ULPackets: floorSub(f.ULPackets, p.ULPackets), ULBytes: floorSub(f.ULBytes, p.ULBytes),
+		DLPackets: floorSub(f.DLPackets, p.DLPackets), DLBytes: floorSub(f.DLBytes, p.DLBytes)}
 }
+
+// floorSub is a less b, or 0 where b is more.
+func floorSub(a, b uint64) uint64 { return a - min(a, b) }
 
 // Measurement Method (§8.2.40) and Reporting Triggers (§8.2.19) bits Junction implements.
 const (
@@ -534,57 +534,39 @@ func (r *Rules) directions(u *URR) (ul, dl bool, err error) {
 // pipeline counts a session's usage and each of its flows' apart, so any other part of a
 // direction is refused.
 func (r *Rules) urrScope(u *URR) (ul, dl bool, scope int, err error) {
-	var named, all [2]int // [uplink, downlink]
 	names := func(p *PDR) bool { return slices.Contains(p.URRIDs, u.ID) }
-	dir := func(p *PDR) int {
-		if p.Source == ifaceAccess {
-			return 0
-		}
-		return 1
-	}
-	for _, p := range r.PDRs {
-		if r.cpForwarding(p) {
-			continue // carries nothing (cpForwarding)
-		}
-		all[dir(p)]++
-		if names(p) {
-			named[dir(p)]++
+	up, down, _ := r.byDirection()
+	dirs := [2][]*PDR{up, down}
+	var named [2]int
+	for d, pdrs := range dirs {
+		for _, p := range pdrs {
+			if names(p) {
+				named[d]++
+			}
 		}
 	}
 	ul, dl = named[0] > 0, named[1] > 0
-	if (named[0] == 0 || named[0] == all[0]) && (named[1] == 0 || named[1] == all[1]) {
+	if (named[0] == 0 || named[0] == len(up)) && (named[1] == 0 || named[1] == len(down)) {
 		return ul, dl, scopeSession, nil
 	}
+	// A part of a direction: the PDRs of one flow, the flow of any of them (every PDR of a
+	// mapped session has one).
 	member := r.flowMembers()
 	scope = scopeSession
-	for d, name := range []string{"uplink", "downlink"} {
+	for d, pdrs := range dirs {
 		if named[d] == 0 {
 			continue
 		}
-		var m *int
-		for _, id := range sortedKeys(r.PDRs) {
-			p := r.PDRs[id]
-			if r.cpForwarding(p) || dir(p) != d || !names(p) {
-				continue
-			}
-			f, ok := member[p.ID]
-			if m != nil && (!ok || f != *m) || !ok {
-				m = nil
-				break
-			}
-			m = &f
-		}
-		fits := m != nil && (scope == scopeSession || scope == *m)
-		for _, p := range r.PDRs {
-			if fits && !r.cpForwarding(p) && dir(p) == d && names(p) != (member[p.ID] == *m) {
-				fits = false
-			}
-		}
+		i := slices.IndexFunc(pdrs, names)
+		m, ok := member[pdrs[i].ID]
+		fits := ok && (scope == scopeSession || scope == m) &&
+			!slices.ContainsFunc(pdrs, func(p *PDR) bool { return names(p) != (member[p.ID] == m) })
 		if !fits {
-			return false, false, 0, ruleFailure(ie.RuleIDTypeURR, u.ID,
-				"URR %d is named by %d of the session's %d %s PDRs, not all of them nor those of one QoS flow (docs/n4.md)", u.ID, named[d], all[d], name)
+			return false, false, scopeSession, ruleFailure(ie.RuleIDTypeURR, u.ID,
+				"URR %d is named by %d of the session's %d %s PDRs, not all of them nor those of one QoS flow (docs/n4.md)",
+				u.ID, named[d], len(pdrs), [2]string{"uplink", "downlink"}[d])
 		}
-		scope = *m
+		scope = m
 	}
 	return ul, dl, scope, nil
 }
@@ -592,23 +574,7 @@ func (r *Rules) urrScope(u *URR) (ul, dl bool, scope int, err error) {
 // flowMembers are the QoS flow each PDR is in (qosOf): scopeDefault for the session's default,
 // else the position of a flow of its own. Nil where the rules' QoS does not map.
 func (r *Rules) flowMembers() map[uint16]int {
-	var up, down []*PDR
-	var ue netip.Addr
-	for _, id := range sortedKeys(r.PDRs) {
-		p := r.PDRs[id]
-		switch {
-		case r.cpForwarding(p):
-			continue
-		case p.Source == ifaceAccess:
-			up = append(up, p)
-		case p.Source == ifaceCore || p.Source == ifaceN6LAN:
-			down = append(down, p)
-		}
-		if !ue.IsValid() {
-			ue = p.UEIP
-		}
-	}
-	q, err := qosOf(r, up, down, ue)
+	q, err := qosOf(r)
 	if err != nil {
 		return nil
 	}

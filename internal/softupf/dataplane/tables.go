@@ -577,22 +577,30 @@ func writeValue[K intKey, V any](t *exactTable[K, V], key K, del, hit bool, val 
 	t.m.set(key, val())
 }
 
+// matchReader reads an entry's ternary and range fields, keeping the first error.
+type matchReader struct {
+	m   *entryMatch
+	err error
+}
+
+func (r *matchReader) tern(pos int) tern {
+	v, err := r.m.ternary(pos)
+	r.err = cmp.Or(r.err, err)
+	return v
+}
+
+func (r *matchReader) rng(pos int) rng {
+	v, err := r.m.rng(pos)
+	r.err = cmp.Or(r.err, err)
+	return v
+}
+
 func (t *tables) writeTernary(k tableKind, op p4v1.Update_Type, prio int32, m *entryMatch, act *decodedAction) error {
-	var err error
-	get := func(pos int) tern {
-		v, e := m.ternary(pos)
-		err = cmp.Or(err, e)
-		return v
-	}
-	getR := func(pos int) rng {
-		v, e := m.rng(pos)
-		err = cmp.Or(err, e)
-		return v
-	}
+	mr := &matchReader{m: m}
 	if k == tApplications {
-		key := appKey{prio: prio, remote: get(0), local: get(1), proto: get(2), remotePort: getR(3),
-			localPort: getR(4), dscp: get(5)}
-		if err != nil {
+		key := appKey{prio: prio, remote: mr.tern(0), local: mr.tern(1), proto: mr.tern(2), remotePort: mr.rng(3),
+			localPort: mr.rng(4), dscp: mr.tern(5)}
+		if err := mr.err; err != nil {
 			return fmt.Errorf("table %q: %w", tableSpecs[k].name, err)
 		}
 		val := defaultApplication
@@ -603,8 +611,8 @@ func (t *tables) writeTernary(k tableKind, op p4v1.Update_Type, prio int32, m *e
 			func(e *appEntry) appKey { return e.key }, func(e *appEntry) int32 { return e.key.prio })
 		return nil
 	}
-	key := filterKey{prio: prio, src: get(0), dst: get(1), proto: get(2), srcPort: getR(3), dstPort: getR(4)}
-	if err != nil {
+	key := filterKey{prio: prio, src: mr.tern(0), dst: mr.tern(1), proto: mr.tern(2), srcPort: mr.rng(3), dstPort: mr.rng(4)}
+	if err := mr.err; err != nil {
 		return fmt.Errorf("table %q: %w", tableSpecs[k].name, err)
 	}
 	t.filters = upsertTernary(t.filters, op, filterEntry{key: key, deny: act.kind == aDeny},
@@ -623,16 +631,9 @@ func (t *tables) writeQoSFlow(op p4v1.Update_Type, prio int32, m *entryMatch, ac
 	if err != nil {
 		return err
 	}
-	var key qosFlowKey
-	key.prio = prio
-	if key.remote, err = m.ternary(2); err == nil {
-		if key.proto, err = m.ternary(3); err == nil {
-			if key.remotePort, err = m.rng(4); err == nil {
-				key.localPort, err = m.rng(5)
-			}
-		}
-	}
-	if err != nil {
+	mr := &matchReader{m: m}
+	key := qosFlowKey{prio: prio, remote: mr.tern(2), proto: mr.tern(3), remotePort: mr.rng(4), localPort: mr.rng(5)}
+	if err := mr.err; err != nil {
 		return fmt.Errorf("table %q: %w", tableSpecs[tQoSFlows].name, err)
 	}
 	var val qosFlow
