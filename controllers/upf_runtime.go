@@ -123,7 +123,7 @@ type upfRuntime struct {
 	wg     sync.WaitGroup
 
 	users, seqs, peers, usages *alloc.Pool
-	flows                      *alloc.Pool // blocks of MaxQoSFlows QoS flow policer cells
+	flows                      *alloc.Pool // blocks of QoSFlowBlock QoS flow policer cells
 	amu                        sync.Mutex
 	sessions                   map[string]sessionAlloc        // session key (ns/name) → allocation
 	pending                    map[string]sessionAlloc        // acquired, not yet committed
@@ -166,7 +166,7 @@ type upfRuntime struct {
 // without QoS flows of their own: canHaveQoSFlows says so).
 func qosFlowBlocks(sch *upfclient.Schema) (int64, error) {
 	n, err := sch.MeterSize(desired.MeterUplinkFlowMBR)
-	return n / junctionv1.MaxQoSFlows, err
+	return n / junctionv1.QoSFlowBlock, err
 }
 
 func newRuntime(f *Fleet, upf *junctionv1.UserPlaneFunction, pipe *pipelineSpec) *upfRuntime {

@@ -218,11 +218,12 @@ type ATSSSSessionSpec struct {
 	// +optional
 	QoSFlows []QoSFlow `json:"qosFlows,omitempty"`
 
-	// gates close a direction of the session's user traffic: while one is Closed the UPF drops
-	// the session's user packets that way (over N4, the Gate Status of the QERs its PDRs name,
-	// or a URR's quota used up: docs/n4.md), by its MBR policer's cell at rate zero
-	// (docs/pipeline.md, "MBR policer"); probes and link messages still go. Unset, or a
-	// direction unset: open.
+	// gates close a direction of the session's default QoS flow: while one is Closed the UPF
+	// drops the session's user packets that way, those of its qosFlows excepted, which have
+	// gates of their own (over N4, the Gate Status of the QERs its PDRs name, or a URR's quota
+	// used up: docs/n4.md). Without qosFlows, by its MBR policer's cell at rate zero
+	// (docs/pipeline.md, "MBR policer"); with them, by its default flow's policer cell
+	// ("QoS flows"). Probes and link messages still go. Unset, or a direction unset: open.
 	// +optional
 	Gates *Gates `json:"gates,omitempty"`
 
@@ -260,9 +261,13 @@ type ATSSSSessionSpec struct {
 	PolicySteering []PolicySteering `json:"policySteering,omitempty"`
 }
 
-// MaxQoSFlows is how many QoS flows of its own a session may have (spec.qosFlows' MaxItems): a
-// session's block of flow policer cells holds that many (status.qosFlowIndex).
-const MaxQoSFlows = 4
+// MaxQoSFlows is how many QoS flows of its own a session may have (spec.qosFlows' MaxItems).
+// A session's block of flow policer cells (status.qosFlowIndex) holds a cell for each and one
+// for its default flow's gates: QoSFlowBlock cells.
+const (
+	MaxQoSFlows  = 4
+	QoSFlowBlock = MaxQoSFlows + 1
+)
 
 // QoSFlow is a QoS flow of a session's own: part of its traffic, marked with the flow's QFI and
 // policed at the flow's MBR.
@@ -281,9 +286,10 @@ type QoSFlow struct {
 	// +required
 	QFI int32 `json:"qfi"`
 
-	// precedence orders flows whose traffic overlaps: the lowest value wins, 0 to 65534.
+	// precedence orders flows whose traffic overlaps: the lowest value wins, 0 to 65533 (the
+	// pipeline's lowest priority is the default flow's).
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=65534
+	// +kubebuilder:validation:Maximum=65533
 	// +optional
 	Precedence int32 `json:"precedence,omitempty"`
 
@@ -297,6 +303,13 @@ type QoSFlow struct {
 	// unset: only the session's.
 	// +optional
 	MaxBitRate *BitRate `json:"maxBitRate,omitempty"`
+
+	// gates close a direction of the flow: while one is Closed the UPF drops the flow's
+	// packets that way, by the flow's policer cell at rate zero, whatever the session's gates
+	// (over N4, the Gate Status of the QERs its PDRs name, or the quota of a URR that measures
+	// it used up). Unset, or a direction unset: open.
+	// +optional
+	Gates *Gates `json:"gates,omitempty"`
 }
 
 // BitRate is a rate in each direction, in kilobits per second (1,000 bit/s, the unit of PFCP's
@@ -323,7 +336,7 @@ const (
 	GateClosed GateStatus = "Closed"
 )
 
-// Gates are a session's gates, one per direction.
+// Gates are the gates of a QoS flow (a session's default one, or one of its own), one per direction.
 type Gates struct {
 	// uplink is the gate of the user packets from the UE.
 	// +optional
@@ -416,7 +429,8 @@ type ATSSSSessionStatus struct {
 	UsageIndex *int32 `json:"usageIndex,omitempty"`
 
 	// qosFlowIndex is the session's block of QoS flow policer cells (uplink_flow_mbr,
-	// downlink_flow_mbr) on its UPF: flow i of spec.qosFlows has cell MaxQoSFlows (4) × qosFlowIndex + i. Set
+	// downlink_flow_mbr) on its UPF: flow i of spec.qosFlows has cell QoSFlowBlock (5) ×
+	// qosFlowIndex + i, the session's default flow the block's last, 5 × qosFlowIndex + 4. Set
 	// only while the session has qosFlows; recorded before the entries are written.
 	// +optional
 	QoSFlowIndex *int32 `json:"qosFlowIndex,omitempty"`

@@ -45,11 +45,22 @@ func SessionMeters(s Session) []MeterCell {
 }
 
 // mbrMeters are the MBR policer cells of a session with spec.maxBitRate or a closed gate:
-// uplink_mbr and downlink_mbr at its usage cell, committed rate = peak rate = the MBR (no
-// yellow), bursts of MBRBurstMillis at that rate; a closed gate's direction every rate and burst
-// zero (closedGate), whatever its MBR. A direction with neither has no cell.
+// uplink_mbr and downlink_mbr at its usage cell (policerCells). With QoS flows, spec.gates are
+// the default flow's, closed at its own cell (qosFlowMeters): the session's cell closing would
+// stop the flows too.
 func mbrMeters(s Session) []MeterCell {
-	r, g := s.Spec.MaxBitRate, s.Spec.Gates
+	g := s.Spec.Gates
+	if len(s.Spec.QoSFlows) > 0 {
+		g = nil
+	}
+	return policerCells(MeterUplinkMBR, MeterDownlinkMBR, s.UsageIndex, s.Spec.MaxBitRate, g)
+}
+
+// policerCells are the cells of one policer, a meter per direction at one index: committed rate
+// = peak rate = the MBR (no yellow), bursts of MBRBurstMillis at that rate (MBRConfig); a closed
+// gate's direction every rate and burst zero (closedGate), whatever its MBR. A direction with
+// neither has no cell.
+func policerCells(upMeter, downMeter string, index uint32, r *junctionv1.BitRate, g *junctionv1.Gates) []MeterCell {
 	if r == nil {
 		r = &junctionv1.BitRate{}
 	}
@@ -58,12 +69,12 @@ func mbrMeters(s Session) []MeterCell {
 		meter  string
 		kbps   *int64
 		closed bool
-	}{{MeterUplinkMBR, r.UplinkKbps, g.Closed(true)}, {MeterDownlinkMBR, r.DownlinkKbps, g.Closed(false)}} {
+	}{{upMeter, r.UplinkKbps, g.Closed(true)}, {downMeter, r.DownlinkKbps, g.Closed(false)}} {
 		switch {
 		case d.closed:
-			out = append(out, MeterCell{Meter: d.meter, Index: s.UsageIndex, Config: closedGate})
+			out = append(out, MeterCell{Meter: d.meter, Index: index, Config: closedGate})
 		case d.kbps != nil:
-			out = append(out, MeterCell{Meter: d.meter, Index: s.UsageIndex, Config: MBRConfig(*d.kbps)})
+			out = append(out, MeterCell{Meter: d.meter, Index: index, Config: MBRConfig(*d.kbps)})
 		}
 	}
 	return out

@@ -1,7 +1,9 @@
 package desired
 
 // QoS flows of a session's own (spec.qosFlows; docs/pipeline.md, "QoS flows"): their qos_flows
-// entries and their policers' cells, in the session's block of cells (status.qosFlowIndex).
+// entries and their policers' cells, in the session's block of cells (status.qosFlowIndex), and
+// the default flow's: an entry under theirs that every other packet of the session hits, whose
+// cell is its gates' (spec.gates), so that they close without closing the flows.
 
 import (
 	"fmt"
@@ -17,33 +19,35 @@ const (
 	MeterDownlinkFlowMBR = "downlink_flow_mbr"
 )
 
-// QoSFlowCell is flow i's cell of the flow policers in the session's block (status.qosFlowIndex).
-func QoSFlowCell(block uint32, i int) uint32 { return block*junctionv1.MaxQoSFlows + uint32(i) }
+// QoSFlowCell is flow i's cell of the flow policers in the session's block (status.qosFlowIndex);
+// i = MaxQoSFlows is the default flow's (DefaultFlowCell).
+func QoSFlowCell(block uint32, i int) uint32 { return block*junctionv1.QoSFlowBlock + uint32(i) }
 
-// qosFlowMeters are the policer cells of the session's QoS flows with an MBR: their direction's
-// flow meter at their cell, configured as the session's (MBRConfig).
+// DefaultFlowCell is the cell of the session's default flow in its block: its gates' only.
+func DefaultFlowCell(block uint32) uint32 { return QoSFlowCell(block, junctionv1.MaxQoSFlows) }
+
+// defaultFlowPriority is the default flow's entries' priority, under every flow's (precedence
+// at most 65533).
+const defaultFlowPriority = 1
+
+// qosFlowMeters are the policer cells of a session with QoS flows: each flow's with an MBR or a
+// closed gate, and the default flow's with a closed gate (spec.gates), as mbrMeters writes the
+// session's.
 func qosFlowMeters(s Session) []MeterCell {
-	if s.QoSFlowIndex == nil {
+	if s.QoSFlowIndex == nil || len(s.Spec.QoSFlows) == 0 {
 		return nil
 	}
-	var out []MeterCell
+	out := policerCells(MeterUplinkFlowMBR, MeterDownlinkFlowMBR, DefaultFlowCell(*s.QoSFlowIndex), nil, s.Spec.Gates)
 	for i, f := range s.Spec.QoSFlows {
-		if r := f.MaxBitRate; r != nil {
-			cell := QoSFlowCell(*s.QoSFlowIndex, i)
-			if r.UplinkKbps != nil {
-				out = append(out, MeterCell{Meter: MeterUplinkFlowMBR, Index: cell, Config: MBRConfig(*r.UplinkKbps)})
-			}
-			if r.DownlinkKbps != nil {
-				out = append(out, MeterCell{Meter: MeterDownlinkFlowMBR, Index: cell, Config: MBRConfig(*r.DownlinkKbps)})
-			}
-		}
+		out = append(out, policerCells(MeterUplinkFlowMBR, MeterDownlinkFlowMBR, QoSFlowCell(*s.QoSFlowIndex, i), f.MaxBitRate, f.Gates)...)
 	}
 	return out
 }
 
 // qosFlowEntries are the qos_flows entries of the session's QoS flows (spec.qosFlows), keyed by
 // its address sa (a downlink packet's destination, an uplink one's source): for each flow and
-// direction, one per combination of its server prefixes and port ranges, at its precedence.
+// direction, one per combination of its server prefixes and port ranges, at its precedence; and
+// the default flow's, one per direction matching the rest, with the tunnel's QFI (flow_qfi 0).
 func qosFlowEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	if len(s.Spec.QoSFlows) == 0 {
 		return nil, nil
@@ -52,6 +56,10 @@ func qosFlowEntries(s Session, sa netip.Addr) ([]Entry, error) {
 		return nil, fmt.Errorf("session %s has qosFlows but no QoS flow index", s.Name)
 	}
 	var out []Entry
+	for _, up := range []uint8{0, 1} {
+		out = append(out, Entry{Table: TableQoSFlows, Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}, {Field: "uplink", Kind: Exact, Value: u8(up)}},
+			Action: "set_qos_flow", Params: []Param{{"flow_qfi", u8(0)}, {"flow_idx", u32(DefaultFlowCell(*s.QoSFlowIndex))}}, Priority: defaultFlowPriority})
+	}
 	for i, f := range s.Spec.QoSFlows {
 		td := f.TrafficDescriptor
 		remote, err := ternaryPrefixes("remote_addr", td.DestinationPrefixes)

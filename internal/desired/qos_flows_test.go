@@ -2,6 +2,7 @@ package desired
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
@@ -28,14 +29,19 @@ func TestQoSFlowEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(es) != 2*(1+4) {
-		t.Fatalf("%d entries, want 2 for web and 8 for games (2 prefixes × 2 port ranges, each way)", len(es))
+	if len(es) != 2+2*(1+4) {
+		t.Fatalf("%d entries, want 2 for the default flow, 2 for web and 8 for games (2 prefixes × 2 port ranges, each way)", len(es))
 	}
+	// docs/pipeline.md: flow i of block b at cell 5b + i, the default flow at 5b + 4, with QFI 0
+	// (the tunnel's) at priority 1; a flow at 65535 - precedence.
 	up := map[string]int{}
 	for _, e := range es {
-		cell, prio := []byte{0, 0, 0, 20}, int32(65335) // web: flow 0 of block 5
-		if e.Params[0].Value[0] == 2 {
-			cell, prio = []byte{0, 0, 0, 21}, 65435
+		cell, prio, matches := []byte{0, 0, 0, 25}, int32(65335), 2 // web: flow 0 of block 5, matching all
+		switch e.Params[0].Value[0] {
+		case 2:
+			cell, prio, matches = []byte{0, 0, 0, 26}, 65435, 5
+		case 0:
+			cell, prio, matches = []byte{0, 0, 0, 29}, 1, 2
 		}
 		if e.Table != "qos_flows" || e.Action != "set_qos_flow" || e.Priority != prio || string(e.Params[1].Value) != string(cell) {
 			t.Errorf("entry %+v: want qos_flows set_qos_flow at priority %d, flow_idx %v", e, prio, cell)
@@ -43,17 +49,51 @@ func TestQoSFlowEntries(t *testing.T) {
 		if e.Match[0].Field != "ue_addr" || string(e.Match[0].Value) != string([]byte{10, 60, 0, 9}) || e.Match[1].Field != "uplink" {
 			t.Errorf("entry %+v is not keyed by the session's address and a direction", e)
 		}
+		if len(e.Match) != matches {
+			t.Errorf("entry %+v matches %d fields, want %d", e, len(e.Match), matches)
+		}
 		up[string(e.Match[1].Value)]++
 	}
-	if up[string([]byte{0})] != 5 || up[string([]byte{1})] != 5 {
-		t.Errorf("entries by direction %v, want 5 each way", up)
+	if up[string([]byte{0})] != 6 || up[string([]byte{1})] != 6 {
+		t.Errorf("entries by direction %v, want 6 each way", up)
 	}
 	ms := SessionMeters(s)
-	want := MeterCell{Meter: "downlink_flow_mbr", Index: 21, Config: MeterConfig{CIR: 1_000_000, CBurst: 100_000, PIR: 1_000_000, PBurst: 100_000}}
+	want := MeterCell{Meter: "downlink_flow_mbr", Index: 26, Config: MeterConfig{CIR: 1_000_000, CBurst: 100_000, PIR: 1_000_000, PBurst: 100_000}}
 	if len(ms) != 1 || ms[0] != want {
 		t.Errorf("meter cells %+v, want only %+v", ms, want)
 	}
 	if e := mbrSessionEntry(s, netip.MustParseAddr("10.60.0.9")); e != nil {
 		t.Errorf("an mbr_sessions entry %+v for a session without an MBR of its own", e)
+	}
+}
+
+// A closed gate of the default flow closes its cell and not the session's (which would stop the
+// flows too); a flow's closes the flow's cell at rate zero whatever its MBR (docs/pipeline.md,
+// "QoS flows").
+func TestQoSFlowGates(t *testing.T) {
+	block := uint32(5)
+	closed := junctionv1.GateClosed
+	s := Session{Name: "ns/s", QoSFlowIndex: &block, UsageIndex: 7, Spec: junctionv1.ATSSSSessionSpec{
+		SessionAddress: "10.60.0.9", QFI: 9,
+		MaxBitRate: &junctionv1.BitRate{UplinkKbps: ptr[int64](16000)},
+		Gates:      &junctionv1.Gates{Uplink: closed},
+		QoSFlows: []junctionv1.QoSFlow{
+			{Name: "web", QFI: 3, Precedence: 200},
+			{Name: "games", QFI: 2, Precedence: 100, MaxBitRate: &junctionv1.BitRate{DownlinkKbps: ptr[int64](8000)},
+				Gates: &junctionv1.Gates{Downlink: closed}},
+		},
+	}}
+	want := []MeterCell{
+		{Meter: "uplink_mbr", Index: 7, Config: MeterConfig{CIR: 2_000_000, CBurst: 200_000, PIR: 2_000_000, PBurst: 200_000}},
+		{Meter: "uplink_flow_mbr", Index: 29},
+		{Meter: "downlink_flow_mbr", Index: 26},
+	}
+	if ms := SessionMeters(s); !slices.Equal(ms, want) {
+		t.Errorf("meter cells %+v, want %+v", ms, want)
+	}
+	s.Spec.QoSFlows = nil // the same gate without flows closes the session's cell
+	want = []MeterCell{{Meter: "uplink_mbr", Index: 7}}
+	if ms := SessionMeters(s); !slices.Equal(ms, want) {
+		t.Errorf("without QoS flows: meter cells %+v, want %+v", ms, want)
 	}
 }

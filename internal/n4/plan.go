@@ -152,7 +152,7 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 	if err != nil {
 		return nil, err
 	}
-	gates, err := sessionGates(r, up, down)
+	gates, err := q.gates(r, up, down)
 	if err != nil {
 		return nil, err
 	}
@@ -468,47 +468,6 @@ func notBuffering(f *FAR, what string) error {
 		return refuse(CauseServiceNotSupported, ie.ApplyAction, "Apply Action of FAR %d: BUFF on %s is not supported (only a single-access session's downlink buffers)", f.ID, what)
 	}
 	return nil
-}
-
-// sessionGates are the session's gates (nil: both open): a direction's is closed when the QERs
-// its PDRs name close it (Gate Status UL for the uplink PDRs, DL for the downlink ones; one
-// closed gate among a PDR's QERs closes it), or a URR that measures it has used up its quota.
-// The pipeline has one gate per session and direction (its usage cell's meter), so PDRs of one
-// direction whose QERs' gates differ are refused.
-func sessionGates(r *Rules, up, down []*PDR) (*junctionv1.Gates, error) {
-	var out junctionv1.Gates
-	for _, d := range []struct {
-		pdrs   []*PDR
-		name   string
-		closed func(*QER) bool
-		out    *junctionv1.GateStatus
-	}{
-		{up, "uplink", func(q *QER) bool { return q.GateUL != gateOpen }, &out.Uplink},
-		{down, "downlink", func(q *QER) bool { return q.GateDL != gateOpen }, &out.Downlink},
-	} {
-		for i, p := range d.pdrs {
-			closed := slices.ContainsFunc(p.QERIDs, func(id uint32) bool { return d.closed(r.QERs[id]) })
-			switch {
-			case i > 0 && closed != (*d.out == junctionv1.GateClosed):
-				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "%s PDR %d passes a gate that PDR %d does not: Junction has one gate per session and direction (docs/n4.md)",
-					d.name, p.ID, d.pdrs[0].ID)
-			case closed:
-				*d.out = junctionv1.GateClosed
-			}
-		}
-	}
-	if up, down := r.closes(); up || down {
-		if up {
-			out.Uplink = junctionv1.GateClosed
-		}
-		if down {
-			out.Downlink = junctionv1.GateClosed
-		}
-	}
-	if out == (junctionv1.Gates{}) {
-		return nil, nil
-	}
-	return &out, nil
 }
 
 // cpForwarding reports whether p is one of the two PDRs Open5GS's SMF gives every PDU session for

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/wmnsk/go-pfcp/ie"
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
 
 // TestUplinkQFI: an uplink PDR's PDI may name the session's one QoS flow (docs/n4.md, as
@@ -102,7 +102,9 @@ func TestQoSFlowsOfRules(t *testing.T) {
 
 // TestURRScopes: a URR measures what the PDRs that name it carry: all the session's, its
 // default QoS flow's or one flow of its own's (free5GC's charging by rule); any other part of a
-// direction is refused with 73 naming the URR, and a quota on a flow's URR with 76.
+// direction is refused with 73 naming the URR. A quota used up closes the gates of what its URR
+// measures: one flow's, the default flow's (spec.gates) or every flow's; a QER's closed gate
+// closes its PDRs' flow alone (docs/n4.md, "QoS flows").
 func TestURRScopes(t *testing.T) {
 	ue := netip.MustParseAddr("10.60.0.9")
 	const any, server = "permit out ip from any to assigned", "permit out ip from 1.1.1.1/32 to assigned"
@@ -138,8 +140,54 @@ func TestURRScopes(t *testing.T) {
 	for _, p := range r.PDRs {
 		p.URRIDs = slices.DeleteFunc(p.URRIDs, func(id uint32) bool { return id == 4 })
 	}
-	var ref *Refusal
-	if err := r.checkURRs(); !errors.As(err, &ref) || ref.Cause != CauseServiceNotSupported || ref.OffendingIE != ie.VolumeQuota {
-		t.Errorf("a quota on a QoS flow's URR: %v, want 76 naming Volume Quota", err)
+	if err := r.checkURRs(); err != nil {
+		t.Errorf("a quota on a QoS flow's URR: %v", err)
+	}
+	closed, both := junctionv1.GateClosed, &junctionv1.Gates{Uplink: junctionv1.GateClosed, Downlink: junctionv1.GateClosed}
+	gates := func() (def, flow *junctionv1.Gates) {
+		t.Helper()
+		q, err := qosOf(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, down, _ := r.byDirection()
+		def, err = q.gates(r, up, down)
+		if err != nil || len(q.flows) != 1 {
+			t.Fatalf("gates: %v, %d flows", err, len(q.flows))
+		}
+		return def, q.flows[0].Gates
+	}
+	eq := func(a, b *junctionv1.Gates) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+	for _, c := range []struct {
+		name      string
+		exhausted []uint32
+		def, flow *junctionv1.Gates
+	}{
+		{"none used up", nil, nil, nil},
+		{"the flow's URR (2) used up", []uint32{2}, nil, both},
+		{"the default's URR (3) used up", []uint32{3}, both, nil},
+		{"the session's URR (1) used up", []uint32{1}, both, both},
+		{"the flow's uplink URR (5) used up", []uint32{5}, nil, &junctionv1.Gates{Uplink: closed}},
+	} {
+		for id, u := range r.URRs {
+			u.VolumeQuota, u.Exhausted = &VolumeThreshold{}, [3]byte{}
+			if slices.Contains(c.exhausted, id) {
+				u.Exhausted = reportVOLQU
+			}
+		}
+		if def, flow := gates(); !eq(def, c.def) || !eq(flow, c.flow) {
+			t.Errorf("%s: default flow's gates %+v, the flow's %+v; want %+v, %+v", c.name, def, flow, c.def, c.flow)
+		}
+	}
+	for _, u := range r.URRs {
+		u.Exhausted = [3]byte{}
+	}
+	r.QERs[3].GateDL = 1 // the flow's own QER closes its downlink: the flow's PDR 4 only
+	if def, flow := gates(); def != nil || !eq(flow, &junctionv1.Gates{Downlink: closed}) {
+		t.Errorf("the flow's QER closed downlink: default flow's gates %+v, the flow's %+v; want open, downlink closed", def, flow)
+	}
+	r.QERs[3].GateDL, r.QERs[2].GateUL = 0, 1 // the AMBR's QER, which every PDR names, closes every uplink
+	if def, flow := gates(); !eq(def, &junctionv1.Gates{Uplink: closed}) || !eq(flow, &junctionv1.Gates{Uplink: closed}) {
+		t.Errorf("the session's QER closed uplink: default flow's gates %+v, the flow's %+v; want both uplink closed", def, flow)
 	}
 }

@@ -24,6 +24,69 @@ type sessionQoS struct {
 	member map[uint16]int
 }
 
+// gates are the gates of the session's QoS flows: the default flow's (returned, for spec.gates;
+// nil: both open) and each flow of its own's (set in q.flows). A flow's direction is closed when
+// the QERs its PDRs that way name close it (Gate Status UL for the uplink PDRs, DL for the
+// downlink ones; one closed gate among a PDR's QERs closes it), or a URR that measures it has
+// used up its quota (closes). The pipeline has one gate per flow and direction (a policer
+// cell), so PDRs of one flow and direction whose QERs' gates differ are refused.
+func (q *sessionQoS) gates(r *Rules, up, down []*PDR) (*junctionv1.Gates, error) {
+	out := make([]junctionv1.Gates, len(q.flows)+1) // the flows', then the default flow's
+	at := func(member int) *junctionv1.Gates {
+		if member == scopeDefault {
+			return &out[len(q.flows)]
+		}
+		return &out[member]
+	}
+	for _, d := range []struct {
+		pdrs   []*PDR
+		name   string
+		closed func(*QER) bool
+		gate   func(*junctionv1.Gates) *junctionv1.GateStatus
+	}{
+		{up, "uplink", func(e *QER) bool { return e.GateUL != gateOpen }, func(g *junctionv1.Gates) *junctionv1.GateStatus { return &g.Uplink }},
+		{down, "downlink", func(e *QER) bool { return e.GateDL != gateOpen }, func(g *junctionv1.Gates) *junctionv1.GateStatus { return &g.Downlink }},
+	} {
+		first := map[int]*PDR{} // the first PDR of each flow this way
+		for _, p := range d.pdrs {
+			m := q.member[p.ID]
+			gate := d.gate(at(m))
+			closed := slices.ContainsFunc(p.QERIDs, func(id uint32) bool { return d.closed(r.QERs[id]) })
+			switch f := first[m]; {
+			case f == nil:
+				first[m] = p
+			case closed != (*gate == junctionv1.GateClosed):
+				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "%s PDR %d passes a gate that PDR %d of its QoS flow does not: Junction has one gate per QoS flow and direction (docs/n4.md)",
+					d.name, p.ID, f.ID)
+			}
+			if closed {
+				*gate = junctionv1.GateClosed
+			}
+		}
+	}
+	for scope, dirs := range r.closes() {
+		for i := range out {
+			if scope == scopeSession || &out[i] == at(scope) {
+				if dirs[0] {
+					out[i].Uplink = junctionv1.GateClosed
+				}
+				if dirs[1] {
+					out[i].Downlink = junctionv1.GateClosed
+				}
+			}
+		}
+	}
+	for i := range q.flows {
+		if g := out[i]; g != (junctionv1.Gates{}) {
+			q.flows[i].Gates = &g
+		}
+	}
+	if g := out[len(q.flows)]; g != (junctionv1.Gates{}) {
+		return &g, nil
+	}
+	return nil, nil
+}
+
 // pccRule is the PDRs of one of the SMF's rules: one precedence, SDF filters and application.
 type pccRule struct {
 	prec     uint32
@@ -102,8 +165,8 @@ func qosOf(r *Rules) (sessionQoS, error) {
 			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in the session's QoS flow %d with an MBR of its own: a QoS flow has one MBR (docs/n4.md)", first.ID, q.qfi)
 		case len(first.SDF) != 1:
 			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in QoS flow %d of its own with %d SDF filters: Junction describes such a flow by one (docs/n4.md)", first.ID, qfi, len(first.SDF))
-		case g.prec > 65534:
-			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d: precedence %d is above 65534, the largest a QoS flow takes", first.ID, g.prec)
+		case g.prec > 65533:
+			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d: precedence %d is above 65533, the largest a QoS flow of a session's own takes", first.ID, g.prec)
 		}
 		td, err := parseFlowDescription(first.SDF[0], ue)
 		if err != nil {

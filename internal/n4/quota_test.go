@@ -37,8 +37,8 @@ func TestQuotas(t *testing.T) {
 		t.Fatalf("60 s of a 60 s quota: %x %v, want TIMQU", trig, ok)
 	}
 	u.Exhausted = reportVOLQU
-	if up, down := r.closes(); !up || !down {
-		t.Fatalf("a used-up URR named by both directions closes up %v, down %v", up, down)
+	if c := r.closes(); c[scopeSession] != [2]bool{true, true} || len(c) != 1 {
+		t.Fatalf("a used-up URR named by every PDR closes %v, want both directions of the whole session", c)
 	}
 	if _, ok := u.exhausts(r, t0.Add(90*time.Second), Usage{ULBytes: 1 << 20}); ok {
 		t.Fatal("a used-up quota used up again")
@@ -116,8 +116,8 @@ func TestQuotaValidityAndHoldingTimes(t *testing.T) {
 		t.Fatal("a URR whose validity time is armed is not read")
 	}
 	u.Exhausted, u.QuotaValidUntil = reportQUVTI, time.Time{} // as observeUsage leaves it
-	if up, down := r.closes(); up || down {
-		t.Fatalf("a URR without a quota closes up %v, down %v at the end of its validity; it has nothing to discard", up, down)
+	if c := r.closes(); len(c) != 0 {
+		t.Fatalf("a URR without a quota closes %v at the end of its validity; it has nothing to discard", c)
 	}
 	if !r.polled() {
 		t.Fatal("a URR that owes its QUVTI report is not read (an unanswered report would never go again)")
@@ -145,8 +145,8 @@ func TestQuotaValidityAndHoldingTimes(t *testing.T) {
 		}
 	}
 	u.Exhausted = reportQUHTI
-	if up, down := r.closes(); !up || !down {
-		t.Fatalf("a discarded quota closes up %v, down %v; want both", up, down)
+	if c := r.closes(); c[scopeSession] != [2]bool{true, true} {
+		t.Fatalf("a discarded quota closes %v; want both directions of the session", c)
 	}
 	next, err := decodeURR(ie.NewUpdateURR(ie.NewURRID(1), ie.NewVolumeQuota(0x01, 5000, 0, 0)), u)
 	if err != nil || next.Exhausted != ([3]byte{}) {

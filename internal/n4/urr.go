@@ -581,9 +581,8 @@ func (r *Rules) flowMembers() map[uint16]int {
 	return q.member
 }
 
-// checkURRs refuses PDRs naming URRs the session does not have, URRs that measure a part of a
-// direction other than a QoS flow's (urrScope), and quotas on a QoS flow's URR: a quota used up
-// closes the gates of the session's directions (closes), which would stop its other flows too.
+// checkURRs refuses PDRs naming URRs the session does not have, and URRs that measure a part of
+// a direction other than a QoS flow's (urrScope).
 func (r *Rules) checkURRs() error {
 	for _, id := range sortedKeys(r.PDRs) {
 		for _, u := range r.PDRs[id].URRIDs {
@@ -593,17 +592,8 @@ func (r *Rules) checkURRs() error {
 		}
 	}
 	for _, id := range sortedKeys(r.URRs) {
-		u := r.URRs[id]
-		_, _, scope, err := r.urrScope(u)
-		switch {
-		case err != nil:
+		if _, _, _, err := r.urrScope(r.URRs[id]); err != nil {
 			return err
-		case scope != scopeSession && u.holdsQuota():
-			offending := uint16(ie.VolumeQuota)
-			if u.VolumeQuota == nil {
-				offending = ie.TimeQuota
-			}
-			return refuse(CauseServiceNotSupported, offending, "URR %d measures one QoS flow of the session; Junction gates a quota used up per session, not per flow (docs/n4.md)", u.ID)
 		}
 	}
 	return nil
@@ -686,15 +676,18 @@ func (u *URR) sawStart(r *Rules, cur Usage) bool {
 // holdsQuota: the URR has a volume or a time quota, which its gates stand for.
 func (u *URR) holdsQuota() bool { return u.VolumeQuota != nil || u.TimeQuota > 0 }
 
-// closes reports which directions a URR's used-up or discarded quota gates: those it measures.
-func (r *Rules) closes() (up, down bool) {
+// closes reports which directions used-up or discarded quotas gate, by the scope of their URRs
+// (urrScope: the whole session, its default flow or a flow of its own): those the URRs measure.
+func (r *Rules) closes() map[int][2]bool {
+	out := map[int][2]bool{}
 	for _, u := range r.URRs {
 		if u.Exhausted != [3]byte{} && u.holdsQuota() {
-			ul, dl, _ := r.directions(u)
-			up, down = up || ul, down || dl
+			ul, dl, scope, _ := r.urrScope(u)
+			d := out[scope]
+			out[scope] = [2]bool{d[0] || ul, d[1] || dl}
 		}
 	}
-	return up, down
+	return out
 }
 
 // due returns the trigger of the report a URR owes at now with the session at cur, if any.

@@ -1071,9 +1071,9 @@ func TestUsageCellsFreshSinceAPushAreNotZeroedAgain(t *testing.T) {
 func TestFlowCellsAreZeroedWhenAFlowStartsUsingThem(t *testing.T) {
 	r := newProgRig(t, nil)
 	flowCells := [4]string{CounterUplinkFlowUsage, CounterDownlinkFlowUsage, CounterUplinkFlowPoliced, CounterDownlinkFlowPoliced}
-	block := uint32(2) // flow 0's cell: 8
+	block := uint32(2) // flow 0's cell: 10 (docs/pipeline.md: 5 × block + i)
 	for _, name := range flowCells {
-		u, err := r.dev.Schema().CounterUpdate(name, 8, upfclient.CounterData{Packets: 5, Bytes: 500})
+		u, err := r.dev.Schema().CounterUpdate(name, 10, upfclient.CounterData{Packets: 5, Bytes: 500})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1095,8 +1095,8 @@ func TestFlowCellsAreZeroedWhenAFlowStartsUsingThem(t *testing.T) {
 	}
 	r.applyOwned(t, "session/ns/s", es)
 	for _, name := range flowCells {
-		if c, err := r.dev.ReadCounter(context.Background(), name, 8); err != nil || c != (upfclient.CounterData{}) {
-			t.Errorf("%s[8] after the flow's first entries: %+v (%v), want zero", name, c, err)
+		if c, err := r.dev.ReadCounter(context.Background(), name, 10); err != nil || c != (upfclient.CounterData{}) {
+			t.Errorf("%s[10] after the flow's first entries: %+v (%v), want zero", name, c, err)
 		}
 	}
 }

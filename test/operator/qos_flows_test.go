@@ -58,10 +58,10 @@ func TestQoSFlowsOfTheirOwn(t *testing.T) {
 	if s.Status.QoSFlowIndex == nil {
 		t.Fatal("status.qosFlowIndex is not set")
 	}
-	cell := int64(*s.Status.QoSFlowIndex) * junctionv1.MaxQoSFlows // flow 0
+	cell := int64(*s.Status.QoSFlowIndex) * 5 // flow 0 (docs/pipeline.md: a block of five cells)
 	entries := mustEntries(t, r.u, r.sch)
-	if n := countTable(entries, "qos_flows"); n != 2 {
-		t.Errorf("%d qos_flows entries, want one per direction:\n%v", n, entries)
+	if n := countTable(entries, "qos_flows"); n != 4 {
+		t.Errorf("%d qos_flows entries, want one per direction for the flow and for the default flow:\n%v", n, entries)
 	}
 	for _, d := range []struct {
 		meter string
@@ -171,7 +171,7 @@ func TestN4QoSFlowsAsFree5GCSendsThem(t *testing.T) {
 	}
 	rate := int64(108000) * 125
 	want := &p4v1.MeterConfig{Cir: rate, Cburst: rate / 10, Pir: rate, Pburst: rate / 10}
-	cell := int64(*obj.Status.QoSFlowIndex) * junctionv1.MaxQoSFlows
+	cell := int64(*obj.Status.QoSFlowIndex) * 5 // flow 0 (docs/pipeline.md: a block of five cells)
 	eventually(t, programTimeout, "the flow's policer cells", func() error {
 		for _, m := range []string{"uplink_flow_mbr", "downlink_flow_mbr"} {
 			if got, err := r.u.meter(r.sch, m, cell); err != nil || !proto.Equal(got, want) {
@@ -231,5 +231,130 @@ func TestN4QoSFlowsAsFree5GCSendsThem(t *testing.T) {
 	for i, want := range []smf.UsageReport{flowSent.report(3), defaultSent.report(4)} {
 		want.Trigger = []byte{0x80, 0, 0} // IMMER
 		checkReport(t, fmt.Sprintf("URR %d's report", want.URRID), reps[i], want)
+	}
+}
+
+// TestN4QuotaPerQoSFlow: free5GC's SMF charges a flow rule online (its webconsole's default
+// subscriber does): the flow's URR, named by the flow's PDRs alone, carries a Volume Quota. Used
+// up, it closes the flow's gates (its policer cells at rate zero, spec.qosFlows[0].gates) and
+// nothing else: the rest of the session goes on with the session's QFI. A new quota opens them.
+// A quota on the default rule's URR, used up, closes the default flow's gates (spec.gates, its
+// cell in the block) and the flow goes on (docs/n4.md, "QoS flows"; TS 29.244 §5.2.2.2.1: the
+// UP function stops forwarding the traffic the URR measures).
+func TestN4QuotaPerQoSFlow(t *testing.T) {
+	ctx := context.Background()
+	ue, dlTEID := netip.MustParseAddr("10.60.0.33"), uint32(0x92)
+	r, est, ulTEID, usage := forwardingRig(t, ue, dlTEID)
+	volqu := func(id uint32, bytes uint64) *ie.IE {
+		return ie.NewCreateURR(ie.NewURRID(id), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0, 0x01), ie.NewVolumeQuota(0x01, bytes, 0, 0)) // VOLQU
+	}
+	ies := append(free5GCFlowRule(ue, forwardingGNB, ulTEID, dlTEID, "203.0.113.77/32", 2, 108000), volqu(3, 300), volqu(4, 1_000_000),
+		ie.NewUpdatePDR(ie.NewPDRID(idlePDRUplink), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(4)),
+		ie.NewUpdatePDR(ie.NewPDRID(idlePDRDownlink), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(4)))
+	for i, x := range ies { // the flow's PDRs (3 and 4) name URR 3 beside the session's
+		if x.Type == ie.CreatePDR {
+			ies[i] = ie.NewCreatePDR(append(x.ChildIEs, ie.NewURRID(3))...)
+		}
+	}
+	if m, err := r.smf.Modify(ctx, est, ies...); err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("free5GC's flow rule charged online: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	var obj junctionv1.ATSSSSession
+	eventually(t, programTimeout, "the flow programmed", func() error {
+		obj = r.awaitN4Sessions(t, 1)[0]
+		if len(obj.Spec.QoSFlows) != 1 || obj.Status.QoSFlowIndex == nil {
+			return fmt.Errorf("spec.qosFlows %+v, status.qosFlowIndex %v", obj.Spec.QoSFlows, obj.Status.QoSFlowIndex)
+		}
+		return nil
+	})
+	// docs/pipeline.md: flow 0 at cell 5 × qosFlowIndex, the default flow at 5 × qosFlowIndex + 4.
+	flowCell, defaultCell := int64(*obj.Status.QoSFlowIndex)*5, int64(*obj.Status.QoSFlowIndex)*5+4
+	rate := int64(108000) * 125
+	flowMBR, closed := &p4v1.MeterConfig{Cir: rate, Cburst: rate / 10, Pir: rate, Pburst: rate / 10}, &p4v1.MeterConfig{}
+	cells := func(what string, cell int64, want *p4v1.MeterConfig) {
+		t.Helper()
+		eventually(t, programTimeout, what, func() error {
+			for _, m := range []string{"uplink_flow_mbr", "downlink_flow_mbr"} {
+				if got, err := r.u.meter(r.sch, m, cell); err != nil || !proto.Equal(got, want) || (want != nil) != (got != nil) {
+					return fmt.Errorf("%s[%d] = %v (%v), want %v", m, cell, got, err, want)
+				}
+			}
+			return nil
+		})
+	}
+	cells("the flow's cells at its MBR", flowCell, flowMBR)
+	cells("the default flow's cells open (none configured)", defaultCell, nil)
+
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 3}, Src: [6]byte{2, 0, 0, 0, 2, 3}}
+	down := func(server string) []byte {
+		return wiretest.Build(eth, wire.IPv4{Src: addr4(server), Dst: ue.As4()}, wire.UDP{SrcPort: 443, DstPort: 40000}, make([]byte, 64))
+	}
+	const flowServer, otherServer = "203.0.113.77", "203.0.113.10"
+	// leaves says whether a downlink packet from server leaves, and with which QFI.
+	leaves := func(what, server string, qfi uint8) {
+		t.Helper()
+		out := r.u.forward(t, down(server))
+		var g wire.Frame
+		switch {
+		case qfi == 0 && len(out) != 0:
+			t.Fatalf("%s: the downlink from %s left; want it dropped", what, server)
+		case qfi != 0 && (len(out) != 1 || g.Parse(out[0].frame) != nil || g.Has&wire.HasGTPU == 0 || g.GTPU.TEID != dlTEID || g.GTPU.PSC[1]&0x3f != qfi):
+			t.Fatalf("%s: the downlink from %s left as %x; want a G-PDU into TEID %#x with QFI %d", what, server, out, dlTEID, qfi)
+		}
+	}
+	// objectGates waits for the session object's gates: spec.gates and the flow's.
+	objectGates := func(what string, def, flow *junctionv1.Gates) {
+		t.Helper()
+		eq := func(a, b *junctionv1.Gates) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+		eventually(t, programTimeout, "the object's gates: "+what, func() error {
+			o := r.awaitN4Sessions(t, 1)[0]
+			if !eq(o.Spec.Gates, def) || !eq(o.Spec.QoSFlows[0].Gates, flow) {
+				return fmt.Errorf("spec.gates %+v, spec.qosFlows[0].gates %+v", o.Spec.Gates, o.Spec.QoSFlows[0].Gates)
+			}
+			return nil
+		})
+	}
+	// Four packets of 92 IP bytes from the flow's server: 368 >= the flow's 300-byte quota.
+	for i := range 4 {
+		leaves(fmt.Sprintf("flow packet %d within the quota", i), flowServer, 2)
+	}
+	cells("the flow's gates closed", flowCell, closed)
+	rep := usageReportWith(t, r, est.CPSEID, 3, []byte{0, 0x01, 0}) // VOLQU
+	if rep.Downlink != 4*92 || rep.DLPackets != 4 || rep.Uplink != 0 {
+		t.Errorf("URR 3's VOLQU report: %s; want the flow's 4 downlink packets, 368 bytes", rep)
+	}
+	before := packets(t, r, "mbr_drops", 1)
+	leaves("the flow past its quota", flowServer, 0)
+	if after := packets(t, r, "mbr_drops", 1); after != before+1 {
+		t.Errorf("mbr_drops[1] went from %d to %d for the flow's packet past its quota", before, after)
+	}
+	leaves("the rest of the session while the flow's gates are closed", otherServer, 1)
+	closedBoth := &junctionv1.Gates{Uplink: junctionv1.GateClosed, Downlink: junctionv1.GateClosed}
+	objectGates("the flow's closed both ways, the default's open", nil, closedBoth)
+	if up, down := mbrCells(t, r, usage); !proto.Equal(up, free5GCAMBR) || !proto.Equal(down, free5GCAMBR) {
+		t.Errorf("the session's cells: uplink_mbr %v, downlink_mbr %v; want the AMBR's %v", up, down, free5GCAMBR)
+	}
+
+	// The CHF's next grant opens the flow.
+	if m, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(3), ie.NewVolumeQuota(0x01, 1_000_000, 0, 0))); err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("a new quota for the flow's URR: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	cells("the flow's cells at its MBR again", flowCell, flowMBR)
+	leaves("the flow with a new quota", flowServer, 2)
+
+	// The default rule's quota used up: the default flow stops, the flow goes on.
+	if m, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(4), ie.NewVolumeQuota(0x01, 100, 0, 0))); err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("a 100-byte quota for the default rule's URR: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	leaves("the default flow within its quota", otherServer, 1)
+	leaves("the default flow reaching its quota", otherServer, 1)
+	cells("the default flow's gates closed", defaultCell, closed)
+	usageReportWith(t, r, est.CPSEID, 4, []byte{0, 0x01, 0})
+	leaves("the default flow past its quota", otherServer, 0)
+	leaves("the flow while the default flow's gates are closed", flowServer, 2)
+	objectGates("the default flow's closed both ways, the flow's open", closedBoth, nil)
+	cells("the flow's cells at its MBR", flowCell, flowMBR)
+	if up, down := mbrCells(t, r, usage); !proto.Equal(up, free5GCAMBR) || !proto.Equal(down, free5GCAMBR) {
+		t.Errorf("the session's cells: uplink_mbr %v, downlink_mbr %v; want the AMBR's %v (the session's own cell stays open)", up, down, free5GCAMBR)
 	}
 }
