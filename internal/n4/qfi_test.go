@@ -191,3 +191,71 @@ func TestURRScopes(t *testing.T) {
 		t.Errorf("the session's QER closed uplink: default flow's gates %+v, the flow's %+v; want both uplink closed", def, flow)
 	}
 }
+
+// TestUsageFollowsMovedFlows: a QoS flow added ahead of another (a lower precedence) takes its
+// position, and so its cell (docs/pipeline.md, "QoS flows"), which the programmer zeroes for it;
+// the flow that moved starts again from zero in its new cell. A URR of the moved flow measures
+// what it carried before and after the move, and the default flow's URR none of it; once a flow
+// goes, what it carried stays out of the default flow's measurement.
+func TestUsageFollowsMovedFlows(t *testing.T) {
+	ue := netip.MustParseAddr("10.60.0.9")
+	const any = "permit out ip from any to assigned"
+	flowRule := func(r *Rules, ul, dl uint16, prec uint32, server string, qer uint32, urr uint32) {
+		sdf := []string{"permit out ip from " + server + " to assigned"}
+		r.PDRs[ul] = &PDR{ID: ul, Precedence: prec, Source: ifaceAccess, UEIP: ue, SDF: sdf, QERIDs: []uint32{1, qer}, URRIDs: []uint32{urr}}
+		r.PDRs[dl] = &PDR{ID: dl, Precedence: prec, Source: ifaceCore, UEIP: ue, SDF: sdf, QERIDs: []uint32{1, qer}, URRIDs: []uint32{urr}}
+	}
+	cur := &Rules{
+		QERs: map[uint32]*QER{1: {ID: 1, QFI: 1}, 2: {ID: 2, QFI: 2}, 3: {ID: 3, QFI: 3}},
+		PDRs: map[uint16]*PDR{
+			1: {ID: 1, Precedence: 255, Source: ifaceAccess, UEIP: ue, SDF: []string{any}, QERIDs: []uint32{1}, URRIDs: []uint32{9}},
+			2: {ID: 2, Precedence: 255, Source: ifaceCore, UEIP: ue, SDF: []string{any}, QERIDs: []uint32{1}, URRIDs: []uint32{9}},
+		},
+		URRs: map[uint32]*URR{2: {ID: 2}, 9: {ID: 9}},
+	}
+	flowRule(cur, 3, 4, 128, "1.1.1.1/32", 2, 2) // QFI 2, URR 2: position 0
+	r := cur.clone()
+	r.URRs[3] = &URR{ID: 3}
+	flowRule(r, 5, 6, 64, "8.8.8.8/32", 3, 3) // QFI 3 ahead of it: position 0, QFI 2 to 1
+	from, moved := flowMoves(cur, r)
+	if !moved || from[0] != -1 || from[1] != 0 {
+		t.Fatalf("flowMoves: %v, moved %v; want QFI 3 new at 0, QFI 2 from 0 to 1", from, moved)
+	}
+
+	// Before the move: the session carried 10 packets down, 4 of them QFI 2's (cell 0). URR 2
+	// (QFI 2's) and URR 9 (the default's) measure from zero.
+	s := &State{}
+	s.counted(Usage{DLPackets: 10, Flows: [4]FlowUsage{{DLPackets: 4}}})
+	for _, u := range r.URRs {
+		u.movedFlows(from)
+	}
+	s.carryMovedFlows(from)
+	// After it: cell 0 (QFI 3's now) counted 1, cell 1 (QFI 2's) 2, the session 3 more.
+	now := s.counted(Usage{DLPackets: 13, Flows: [4]FlowUsage{{DLPackets: 1}, {DLPackets: 2}}})
+	for _, c := range []struct {
+		urr  uint32
+		want uint64
+	}{{2, 6}, {3, 1}, {9, 6}} {
+		if got := r.URRs[c.urr].measured(r, r.URRs[c.urr].Base, now).DLPackets; got != c.want {
+			t.Errorf("URR %d measured %d packets down, want %d", c.urr, got, c.want)
+		}
+	}
+
+	// QFI 2's rule goes: QFI 3 stays at 0, and QFI 2's 6 packets stay out of the default flow's.
+	gone := r.clone()
+	delete(gone.PDRs, 3)
+	delete(gone.PDRs, 4)
+	delete(gone.URRs, 2)
+	from, moved = flowMoves(r, gone)
+	if !moved || from[0] != 0 || from[1] != -1 {
+		t.Fatalf("flowMoves after QFI 2 went: %v, moved %v; want QFI 3 kept at 0", from, moved)
+	}
+	for _, u := range gone.URRs {
+		u.movedFlows(from)
+	}
+	s.carryMovedFlows(from)
+	now = s.counted(Usage{DLPackets: 14, Flows: [4]FlowUsage{{DLPackets: 1}}}) // one more packet, the default's
+	if got := gone.URRs[9].measured(gone, gone.URRs[9].Base, now).DLPackets; got != 7 {
+		t.Errorf("URR 9 (the default flow's) measured %d packets down, want 7 (6 before the flow went, 1 after)", got)
+	}
+}

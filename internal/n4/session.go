@@ -282,16 +282,25 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	if err != nil {
 		return nil, err
 	}
-	// Reports and new URRs need the session's usage now: read before anything changes.
+	// Reports and new URRs need the session's usage now: read before anything changes. So do
+	// QoS flows that move to other cells (flowMoves): what their cells counted is carried.
 	var usage Usage
-	if len(queried) > 0 || len(c.all(ie.RemoveURR)) > 0 || newMeasurement(cur, r) {
+	from, flowsMove := flowMoves(cur, r)
+	if len(queried) > 0 || len(c.all(ie.RemoveURR)) > 0 || newMeasurement(cur, r) || flowsMove {
 		if usage, err = e.usage(ctx, s); err != nil {
 			return nil, refuse(CauseSystemFailure, 0, "reading the session's usage: %v", err)
 		}
 	}
+	usageNow := usage // with the new rules' flows
+	if flowsMove {
+		usageNow = usage.movedFlows(from)
+		for _, u := range r.URRs {
+			u.movedFlows(from)
+		}
+	}
 	now := time.Now()
 	for id, u := range r.URRs {
-		u.started(now, usage, cur.URRs[id] == nil)
+		u.started(now, usageNow, cur.URRs[id] == nil)
 	}
 	var reports []*ie.IE
 	for _, id := range sortedKeys(cur.URRs) {
@@ -301,8 +310,8 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	}
 	for _, id := range queried {
 		if u := r.URRs[id]; u != nil {
-			reports = append(reports, u.report(ie.UsageReportWithinSessionModificationResponse, r, reportIMMER, now, usage))
-			u.reported(now, usage)
+			reports = append(reports, u.report(ie.UsageReportWithinSessionModificationResponse, r, reportIMMER, now, usageNow))
+			u.reported(now, usageNow)
 		}
 	}
 	packed, err := pack(r)
@@ -355,6 +364,9 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 			}
 		}
 		return nil, err
+	}
+	if flowsMove {
+		s.carryMovedFlows(from)
 	}
 	if parks {
 		if raw, err := e.store.Usage(ctx, s); err == nil && !raw.wentBack(s.lastRaw) {

@@ -39,6 +39,9 @@ type Usage struct {
 	// Flows are the session's QoS flows of their own (spec.qosFlows, by position): what each
 	// carried of the above, where the pipeline counts them apart (docs/pipeline.md, "QoS flows").
 	Flows [junctionv1.MaxQoSFlows]FlowUsage `json:"flows,omitzero"`
+	// Retired is what flows the session no longer has carried (movedFlows): not its default
+	// flow's either.
+	Retired FlowUsage `json:"retired,omitzero"`
 }
 
 // FlowUsage is what one QoS flow of a session's own carried, counted as Usage is.
@@ -71,11 +74,11 @@ const (
 func (u Usage) in(scope int) Usage {
 	switch scope {
 	case scopeSession:
-		u.Flows = [junctionv1.MaxQoSFlows]FlowUsage{}
+		u.Flows, u.Retired = [junctionv1.MaxQoSFlows]FlowUsage{}, FlowUsage{}
 		return u
 	case scopeDefault:
 		out := u.in(scopeSession)
-		for _, f := range u.Flows {
+		for _, f := range append(u.Flows[:], u.Retired) {
 			out = out.each(f.usage(), floorSub)
 		}
 		return out
@@ -109,19 +112,63 @@ func (u Usage) since(base Usage) Usage {
 
 // plus is u and v together.
 func (u Usage) plus(v Usage) Usage {
-	return u.each(v, func(a, b uint64) uint64 { return a + b })
+	return u.each(v, add)
 }
 
-// each is op of every count of u and the same of v: the session's and each flow's.
+// each is op of every count of u and the same of v: the session's, each flow's and the retired.
 func (u Usage) each(v Usage, op func(a, b uint64) uint64) Usage {
-	c := func(a, b FlowUsage) FlowUsage {
-		p, q := a.Policed, b.Policed
-		return FlowUsage{op(a.ULPackets, b.ULPackets), op(a.ULBytes, b.ULBytes), op(a.DLPackets, b.DLPackets), op(a.DLBytes, b.DLBytes),
-			Policed{op(p.ULPackets, q.ULPackets), op(p.ULBytes, q.ULBytes), op(p.DLPackets, q.DLPackets), op(p.DLBytes, q.DLBytes)}}
-	}
-	out := c(flowOf(u), flowOf(v)).usage()
+	out := flowOf(u).each(flowOf(v), op).usage()
 	for i := range u.Flows {
-		out.Flows[i] = c(u.Flows[i], v.Flows[i])
+		out.Flows[i] = u.Flows[i].each(v.Flows[i], op)
+	}
+	out.Retired = u.Retired.each(v.Retired, op)
+	return out
+}
+
+// each is op of every count of f and the same of g.
+func (f FlowUsage) each(g FlowUsage, op func(a, b uint64) uint64) FlowUsage {
+	p, q := f.Policed, g.Policed
+	return FlowUsage{op(f.ULPackets, g.ULPackets), op(f.ULBytes, g.ULBytes), op(f.DLPackets, g.DLPackets), op(f.DLBytes, g.DLBytes),
+		Policed{op(p.ULPackets, q.ULPackets), op(p.ULBytes, q.ULBytes), op(p.DLPackets, q.DLPackets), op(p.DLBytes, q.DLBytes)}}
+}
+
+// flowMoves says where each QoS flow of a session's new rules r was under its rules cur, by QFI:
+// from[j] is the position under cur of the flow at j under r, -1 for a new flow (or none). moved:
+// a flow changes position, comes where another was, or goes. A flow's position is its cell
+// (docs/pipeline.md, "QoS flows"): one that moves starts again from zero there.
+func flowMoves(cur, r *Rules) (from [junctionv1.MaxQoSFlows]int, moved bool) {
+	before, err1 := qosOf(cur)
+	after, err2 := qosOf(r)
+	for j := range from {
+		from[j] = j
+	}
+	if err1 != nil || err2 != nil { // r is refused (makePlan), cur was not
+		return from, false
+	}
+	for j := range from {
+		from[j] = -1
+		if j < len(after.flows) {
+			from[j] = slices.IndexFunc(before.flows, func(f junctionv1.QoSFlow) bool { return f.QFI == after.flows[j].QFI })
+		}
+		moved = moved || (from[j] != j && (j < len(after.flows) || j < len(before.flows)))
+	}
+	return from, moved
+}
+
+// movedFlows is u with its flows where flowMoves puts them; what flows that go counted is retired.
+func (u Usage) movedFlows(from [junctionv1.MaxQoSFlows]int) Usage {
+	out := u
+	var kept [junctionv1.MaxQoSFlows]bool
+	for j, i := range from {
+		out.Flows[j] = FlowUsage{}
+		if i >= 0 {
+			out.Flows[j], kept[i] = u.Flows[i], true
+		}
+	}
+	for i, f := range u.Flows {
+		if !kept[i] {
+			out.Retired = out.Retired.each(f, add)
+		}
 	}
 	return out
 }
@@ -156,6 +203,22 @@ func (s *State) counted(raw Usage) Usage {
 	return s.Carried.plus(raw)
 }
 
+// carryMovedFlows follows the session's QoS flows to the cells its new rules give them
+// (flowMoves), once they are on the device: the programmer zeroed each cell a flow moved into
+// (a cell another flow left), so what the flow counted up to the last reading, taken just
+// before, is carried, and what it counts from there is the cell's.
+func (s *State) carryMovedFlows(from [junctionv1.MaxQoSFlows]int) {
+	s.Carried, s.lastRaw = s.Carried.movedFlows(from), s.lastRaw.movedFlows(from)
+	for j, i := range from {
+		if i != j {
+			s.Carried.Flows[j] = s.Carried.Flows[j].each(s.lastRaw.Flows[j], add)
+			s.lastRaw.Flows[j] = FlowUsage{}
+		}
+	}
+	s.Carried.Retired = s.Carried.Retired.each(s.lastRaw.Retired, add)
+	s.lastRaw.Retired = FlowUsage{}
+}
+
 // afterQoS is u without what the policers dropped: the packets that went on.
 func (u Usage) afterQoS() Usage {
 	out := flowOf(u).afterQoS().usage()
@@ -173,6 +236,9 @@ func (f FlowUsage) afterQoS() FlowUsage {
 
 // floorSub is a less b, or 0 where b is more.
 func floorSub(a, b uint64) uint64 { return a - min(a, b) }
+
+// add is a and b together.
+func add(a, b uint64) uint64 { return a + b }
 
 // Measurement Method (§8.2.40) and Reporting Triggers (§8.2.19) bits Junction implements.
 const (
@@ -765,6 +831,15 @@ func (u *URR) started(now time.Time, usage Usage, fresh bool) {
 	if u.quotaGiven {
 		u.QuotaSince, u.QuotaBase, u.quotaGiven = now, usage, false
 		u.lastPacket, u.lastPacketUsage = now, usage
+	}
+}
+
+// movedFlows puts the flows of the URR's readings where flowMoves puts them.
+func (u *URR) movedFlows(from [junctionv1.MaxQoSFlows]int) {
+	u.Base, u.QuotaBase, u.lastPacketUsage = u.Base.movedFlows(from), u.QuotaBase.movedFlows(from), u.lastPacketUsage.movedFlows(from)
+	if u.StartBase != nil {
+		b := u.StartBase.movedFlows(from)
+		u.StartBase = &b
 	}
 }
 

@@ -122,19 +122,31 @@ func btoi(b bool) int {
 }
 
 // usageZeroLocked plans the zeroing of the counted cells that entries of this round start to name
-// while no entry on the device names them (a session's new index, which an earlier session may
-// have counted into; since a push, only cells some entry named before), and of cells whose
-// zeroing failed before. It goes with the round's inserts, so a session's usage counts from its
-// first entry; a cell some entry still names keeps counting (an operator restart or a replay
-// does not reset a session's usage).
-func (p *Programmer) usageZeroLocked(ups []pendingUpdate) []pendingUpdate {
+// while no entry on the device that stays after the round names them (a session's new index,
+// which an earlier session may have counted into; a QoS flow's cell that another flow of the
+// session left this round; since a push, only cells some entry named before), and of cells
+// whose zeroing failed before. It goes with the round's inserts, so a session's usage counts
+// from its first entry; a cell some entry still names keeps counting (an operator restart or a
+// replay does not reset a session's usage).
+func (p *Programmer) usageZeroLocked(ups, dels []pendingUpdate) []pendingUpdate {
+	leaving := map[cell]int{} // the entries of each cell that this round deletes or points elsewhere
+	for _, d := range dels {
+		if d.ent.hasUsage {
+			leaving[d.ent.usage]++
+		}
+	}
+	for _, pu := range ups {
+		if old, ok := p.mirror[pu.key]; ok && old.hasUsage && (!pu.ent.hasUsage || pu.ent.usage != old.usage) {
+			leaving[old.usage]++
+		}
+	}
 	for _, pu := range ups {
 		if pu.u.GetType() == p4v1.Update_DELETE {
 			continue
 		}
 		c, ok := pu.ent.usage, pu.ent.hasUsage
 		// Usage cell 0 collects entries written without one (the operator allocates from 1).
-		if _, counted := p.counted[c]; !ok || c == (cell{}) || p.usageRefs[c] > 0 || (p.usedKnown && !counted) {
+		if _, counted := p.counted[c]; !ok || c == (cell{}) || p.usageRefs[c] > leaving[c] || (p.usedKnown && !counted) {
 			continue
 		}
 		p.zeroPending[c] = pu.owner

@@ -634,7 +634,7 @@ func (p *Programmer) round(ctx context.Context) {
 	// Owners whose inserts do not fit are not written at all (capacity.go).
 	ups, refused := p.fitLocked(ups, dels)
 	p.refuseLocked(refused, ownerErr)
-	zeroed := p.usageZeroLocked(ups)
+	zeroed := p.usageZeroLocked(ups, dels)
 	regs := append(append(p.pathInitLocked(ups, dels), zeroed...), p.meterPlanLocked(sortedKeys(owners), zeroed, ownerErr)...)
 	monitored := p.registers
 	p.registers = nil

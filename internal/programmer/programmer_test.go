@@ -1071,32 +1071,58 @@ func TestUsageCellsFreshSinceAPushAreNotZeroedAgain(t *testing.T) {
 func TestFlowCellsAreZeroedWhenAFlowStartsUsingThem(t *testing.T) {
 	r := newProgRig(t, nil)
 	flowCells := [4]string{CounterUplinkFlowUsage, CounterDownlinkFlowUsage, CounterUplinkFlowPoliced, CounterDownlinkFlowPoliced}
-	block := uint32(2) // flow 0's cell: 10 (docs/pipeline.md: 5 × block + i)
-	for _, name := range flowCells {
-		u, err := r.dev.Schema().CounterUpdate(name, 10, upfclient.CounterData{Packets: 5, Bytes: 500})
+	set := func(idx int64, c upfclient.CounterData) {
+		t.Helper()
+		for _, name := range flowCells {
+			u, err := r.dev.Schema().CounterUpdate(name, idx, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := r.dev.Write(context.Background(), []*p4v1.Update{u}); errs != nil {
+				t.Fatal(errs[0])
+			}
+		}
+	}
+	check := func(what string, idx int64, want upfclient.CounterData) {
+		t.Helper()
+		for _, name := range flowCells {
+			if c, err := r.dev.ReadCounter(context.Background(), name, idx); err != nil || c != want {
+				t.Errorf("%s[%d] %s: %+v (%v), want %+v", name, idx, what, c, err, want)
+			}
+		}
+	}
+	block := uint32(2) // flow 0's cell: 10, flow 1's 11 (docs/pipeline.md: 5 × block + i)
+	set(10, upfclient.CounterData{Packets: 5, Bytes: 500})
+	session := func(flows ...junctionv1.QoSFlow) []desired.Entry {
+		t.Helper()
+		es, err := desired.SessionEntries(desired.Session{
+			Name: "s", UserIndex: 1, PeerIndex: 1, UsageIndex: 7, QoSFlowIndex: &block,
+			Spec: junctionv1.ATSSSSessionSpec{
+				SessionAddress: "10.60.0.1", QFI: 9,
+				AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
+					UEAddress: "10.45.0.1", GNBAddress: "198.51.100.10", UplinkTEID: 4097, DownlinkTEID: 8193}},
+				QoSFlows: flows,
+			},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if errs := r.dev.Write(context.Background(), []*p4v1.Update{u}); errs != nil {
-			t.Fatal(errs[0])
-		}
+		return es
 	}
-	es, err := desired.SessionEntries(desired.Session{
-		Name: "s", UserIndex: 1, PeerIndex: 1, UsageIndex: 7, QoSFlowIndex: &block,
-		Spec: junctionv1.ATSSSSessionSpec{
-			SessionAddress: "10.60.0.1", QFI: 9,
-			AccessLegs: junctionv1.AccessLegs{ThreeGPP: &junctionv1.ThreeGPPLeg{
-				UEAddress: "10.45.0.1", GNBAddress: "198.51.100.10", UplinkTEID: 4097, DownlinkTEID: 8193}},
-			QoSFlows: []junctionv1.QoSFlow{{Name: "video", QFI: 2}},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.applyOwned(t, "session/ns/s", es)
-	for _, name := range flowCells {
-		if c, err := r.dev.ReadCounter(context.Background(), name, 10); err != nil || c != (upfclient.CounterData{}) {
-			t.Errorf("%s[10] after the flow's first entries: %+v (%v), want zero", name, c, err)
-		}
-	}
+	video := junctionv1.QoSFlow{Name: "video", QFI: 2, TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: []junctionv1.IPv4Prefix{"198.51.100.0/24"}}}
+	voice := junctionv1.QoSFlow{Name: "voice", QFI: 3, TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: []junctionv1.IPv4Prefix{"203.0.113.0/24"}}}
+	r.applyOwned(t, "session/ns/s", session(video))
+	check("after the flow's first entries", 10, upfclient.CounterData{})
+
+	// Two flows counted; then they swap cells in one round (a flow added ahead of another moves
+	// it): each cell starts again from zero for its new flow. A cell a flow keeps keeps counting.
+	r.applyOwned(t, "session/ns/s", session(video, voice))
+	set(10, upfclient.CounterData{Packets: 5, Bytes: 500})
+	set(11, upfclient.CounterData{Packets: 3, Bytes: 300})
+	r.applyOwned(t, "session/ns/s", session(voice, video))
+	check("after the two flows swapped cells", 10, upfclient.CounterData{})
+	check("after the two flows swapped cells", 11, upfclient.CounterData{})
+	set(10, upfclient.CounterData{Packets: 2, Bytes: 200})
+	r.applyOwned(t, "session/ns/s", session(voice))
+	check("kept by the flow that stays", 10, upfclient.CounterData{Packets: 2, Bytes: 200})
 }

@@ -83,7 +83,7 @@ func (p *Programmer) replay(ctx context.Context, gen uint64) (extrasOK bool) {
 	ups, refused := p.fitLocked(ups, dels) // as in a round: an owner that cannot fit writes nothing
 	p.refuseLocked(refused, ownerErr)
 	clear(p.meterOn) // unknown: every wanted cell is written again
-	zeroed := p.usageZeroLocked(ups)
+	zeroed := p.usageZeroLocked(ups, dels)
 	regs := append(append(p.pathInitLocked(ups, dels), zeroed...), p.meterPlanLocked(sortedKeys(p.ownerMeters), zeroed, ownerErr)...)
 	p.mu.Unlock()
 

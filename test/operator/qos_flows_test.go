@@ -117,29 +117,51 @@ func stripQoSFlows(i *p4configv1.P4Info) {
 	})
 }
 
+// flowRule is one of a subscriber's flow rules as free5GC's SMF gives it a QoS flow: its PDRs and
+// FARs id (uplink) and id+1 (downlink), its QER id, its precedence, its filter's server, QFI and
+// MBR, and the URRs its PDRs name beside the session's (1 and 2).
+type flowRule struct {
+	id      uint16
+	prec    uint32
+	server  string
+	qfi     uint8
+	mbrKbps uint64
+	urrs    []uint32
+}
+
 // free5GCFlowRule is what free5GC's SMF adds for a subscriber's flow rule with a non-GBR 5QI
 // (internal/context/datapath.go, ActivateTunnelAndPDR and AddQoS; the webconsole's default
-// subscriber has one, 1.1.1.1/32): a data path of its own, its uplink and downlink PDRs (IDs 3 and
-// 4) at the rule's precedence with the rule's filter as SDF filter on both (pcc_rule.go: "UL, DL
-// flow description should be same"), on the session's uplink TEID (datapath.go,
+// subscriber has one, 1.1.1.1/32): a data path of its own, its uplink and downlink PDRs at the
+// rule's precedence with the rule's filter as SDF filter on both (pcc_rule.go: "UL, DL flow
+// description should be same"), on the session's uplink TEID (datapath.go,
 // AddForwardingParameters: "the AN tunnel is only one") and its gNB's tunnel, each PDR naming the
-// session AMBR's QER (2) and the flow's (3: the next QFI, the rule's MBR), and the session's URRs.
-func free5GCFlowRule(ue, gnb netip.Addr, ulTEID, dlTEID uint32, server string, qfi uint8, mbrKbps uint64) []*ie.IE {
-	sdf := ie.NewSDFFilter("permit out ip from "+server+" to assigned", "", "", "", 0)
-	named := []*ie.IE{ie.NewQERID(2), ie.NewQERID(3), ie.NewURRID(1), ie.NewURRID(2)}
+// session AMBR's QER (2) and the flow's (the rule's QFI and MBR), and the session's URRs.
+func free5GCFlowRule(ue, gnb netip.Addr, ulTEID, dlTEID uint32, f flowRule) []*ie.IE {
+	sdf := ie.NewSDFFilter("permit out ip from "+f.server+" to assigned", "", "", "", 0)
+	named := []*ie.IE{ie.NewQERID(2), ie.NewQERID(uint32(f.id)), ie.NewURRID(1), ie.NewURRID(2)}
+	for _, u := range f.urrs {
+		named = append(named, ie.NewURRID(u))
+	}
+	ul, dl := f.id, f.id+1
 	return []*ie.IE{
-		ie.NewCreateFAR(ie.NewFARID(3), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore))),
-		ie.NewCreateFAR(ie.NewFARID(4), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+		ie.NewCreateFAR(ie.NewFARID(uint32(ul)), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore))),
+		ie.NewCreateFAR(ie.NewFARID(uint32(dl)), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
 			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, dlTEID, gnb.String(), "", 0, 0, 0))),
-		ie.NewCreateQER(ie.NewQERID(3), ie.NewGateStatus(0, 0), ie.NewMBR(mbrKbps, mbrKbps), ie.NewQFI(qfi)),
-		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(3), ie.NewPrecedence(128), ie.NewPDI(
+		ie.NewCreateQER(ie.NewQERID(uint32(f.id)), ie.NewGateStatus(0, 0), ie.NewMBR(f.mbrKbps, f.mbrKbps), ie.NewQFI(f.qfi)),
+		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(ul), ie.NewPrecedence(f.prec), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x01, ulTEID, net.ParseIP("192.0.2.1"), nil, 0),
 			ie.NewNetworkInstance("internet"), ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0), sdf),
-			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(3)}, named...)...),
-		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(4), ie.NewPrecedence(128), ie.NewPDI(
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(uint32(ul))}, named...)...),
+		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(dl), ie.NewPrecedence(f.prec), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewNetworkInstance("internet"), ie.NewUEIPAddress(0x06, ue.String(), "", 0, 0), sdf),
-			ie.NewFARID(4)}, named...)...),
+			ie.NewFARID(uint32(dl))}, named...)...),
 	}
+}
+
+// webconsoleFlow is free5GC's webconsole's default subscriber's flow rule, as the tests send it
+// (its server one of the test network's).
+func webconsoleFlow(urrs ...uint32) flowRule {
+	return flowRule{id: 3, prec: 128, server: "203.0.113.77/32", qfi: 2, mbrKbps: 108000, urrs: urrs}
 }
 
 // TestN4QoSFlowsAsFree5GCSendsThem: free5GC's SMF gives a subscriber's flow rule a QoS flow of its
@@ -152,7 +174,7 @@ func TestN4QoSFlowsAsFree5GCSendsThem(t *testing.T) {
 	ctx := context.Background()
 	ue, dlTEID := netip.MustParseAddr("10.60.0.32"), uint32(0x91)
 	r, est, ulTEID, _ := forwardingRig(t, ue, dlTEID)
-	m, err := r.smf.Modify(ctx, est, free5GCFlowRule(ue, forwardingGNB, ulTEID, dlTEID, "203.0.113.77/32", 2, 108000)...)
+	m, err := r.smf.Modify(ctx, est, free5GCFlowRule(ue, forwardingGNB, ulTEID, dlTEID, webconsoleFlow())...)
 	if err != nil || m.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("free5GC's flow rule: %v, cause %d (%s)", err, m.Cause(), why(m))
 	}
@@ -208,20 +230,9 @@ func TestN4QoSFlowsAsFree5GCSendsThem(t *testing.T) {
 	}
 	var flowSent, defaultSent sentUsage
 	for range 3 {
-		for _, c := range []struct {
-			sent   *sentUsage
-			server string
-		}{{&flowSent, "203.0.113.77"}, {&flowSent, "203.0.113.77"}, {&defaultSent, "203.0.113.10"}} {
-			down := wiretest.Build(eth, wire.IPv4{Src: addr4(c.server), Dst: ue.As4()}, wire.UDP{SrcPort: 443, DstPort: 40000}, make([]byte, 64))
-			up := wiretest.Build(eth, wire.IPv4{Src: forwardingGNB.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
-				wire.IPv4{Src: ue.As4(), Dst: addr4(c.server)}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 32))
-			if err := c.sent.forward(t, r.u, down, false); err != nil {
-				t.Fatalf("downlink from %s: %v", c.server, err)
-			}
-			if err := c.sent.forward(t, r.u, up, true); err != nil {
-				t.Fatalf("uplink to %s: %v", c.server, err)
-			}
-		}
+		exchange(t, r, &flowSent, ue, ulTEID, "203.0.113.77", 2)
+		exchange(t, r, &flowSent, ue, ulTEID, "203.0.113.77", 2)
+		exchange(t, r, &defaultSent, ue, ulTEID, "203.0.113.10", 1)
 	}
 	q, err := r.smf.Modify(ctx, est, ie.NewQueryURR(ie.NewURRID(3)), ie.NewQueryURR(ie.NewURRID(4)))
 	if err != nil || q.Cause() != ie.CauseRequestAccepted {
@@ -232,6 +243,105 @@ func TestN4QoSFlowsAsFree5GCSendsThem(t *testing.T) {
 		want.Trigger = []byte{0x80, 0, 0} // IMMER
 		checkReport(t, fmt.Sprintf("URR %d's report", want.URRID), reps[i], want)
 	}
+}
+
+// exchange sends a downlink packet from server to ue, which must leave as a G-PDU with QFI qfi,
+// and an uplink G-PDU from the gNB on ulTEID to server, which must leave; sent counts both.
+func exchange(t *testing.T, r n4Rig, sent *sentUsage, ue netip.Addr, ulTEID uint32, server string, qfi uint8) {
+	t.Helper()
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 3}, Src: [6]byte{2, 0, 0, 0, 2, 3}}
+	down := wiretest.Build(eth, wire.IPv4{Src: addr4(server), Dst: ue.As4()}, wire.UDP{SrcPort: 443, DstPort: 40000}, make([]byte, 64))
+	up := wiretest.Build(eth, wire.IPv4{Src: forwardingGNB.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
+		wire.IPv4{Src: ue.As4(), Dst: addr4(server)}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 32))
+	out := r.u.forward(t, down)
+	var g wire.Frame
+	if len(out) != 1 || g.Parse(out[0].frame) != nil || g.Has&wire.HasGTPU == 0 || g.GTPU.PSC[1]&0x3f != qfi {
+		t.Fatalf("the downlink from %s left as %x, want a G-PDU with QFI %d", server, out, qfi)
+	}
+	sent.Downlink, sent.DLPackets = sent.Downlink+uint64(len(down)-wire.EthernetHeaderLen), sent.DLPackets+1
+	if err := sent.forward(t, r.u, up, true); err != nil {
+		t.Fatalf("uplink to %s: %v", server, err)
+	}
+}
+
+// TestN4FlowUsageAcrossAMove: a flow rule added ahead of another (a lower precedence value, as a
+// PCF's policy update may send) takes its position among the session's flows and so its cell
+// (docs/pipeline.md, "QoS flows"); the flow that moved starts again from zero in another cell.
+// Its URR still reports every packet of the flow, before and after the move, to the byte, the
+// new flow's URR its own, and the default rule's the rest; once the first flow's rule goes, its
+// packets stay out of the default rule's count.
+func TestN4FlowUsageAcrossAMove(t *testing.T) {
+	ctx := context.Background()
+	ue, dlTEID := netip.MustParseAddr("10.60.0.34"), uint32(0x93)
+	r, est, ulTEID, _ := forwardingRig(t, ue, dlTEID)
+	volume := func(id uint32) *ie.IE {
+		return ie.NewCreateURR(ie.NewURRID(id), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0, 0))
+	}
+	modify := func(what string, ies ...*ie.IE) {
+		t.Helper()
+		if m, err := r.smf.Modify(ctx, est, ies...); err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("%s: %v, cause %d (%s)", what, err, m.Cause(), why(m))
+		}
+	}
+	flows := func(qfis ...int32) {
+		t.Helper()
+		eventually(t, programTimeout, fmt.Sprintf("flows with QFIs %v in the object", qfis), func() error {
+			o := r.awaitN4Sessions(t, 1)[0]
+			var got []int32
+			for _, f := range o.Spec.QoSFlows {
+				got = append(got, f.QFI)
+			}
+			if !slices.Equal(got, qfis) {
+				return fmt.Errorf("spec.qosFlows' QFIs %v", got)
+			}
+			return nil
+		})
+	}
+	modify("free5GC's flow rule with a URR of its own, and one for the default rule",
+		append(free5GCFlowRule(ue, forwardingGNB, ulTEID, dlTEID, webconsoleFlow(3)), volume(3), volume(4),
+			ie.NewUpdatePDR(ie.NewPDRID(idlePDRUplink), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(4)),
+			ie.NewUpdatePDR(ie.NewPDRID(idlePDRDownlink), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(4)))...)
+	flows(2)
+	const flowServer, newServer, otherServer = "203.0.113.77", "203.0.113.88", "203.0.113.10"
+	var flowSent, newSent, defaultSent sentUsage
+	for range 2 {
+		exchange(t, r, &flowSent, ue, ulTEID, flowServer, 2)
+	}
+	exchange(t, r, &defaultSent, ue, ulTEID, otherServer, 1)
+
+	modify("a second flow rule ahead of the first", append(free5GCFlowRule(ue, forwardingGNB, ulTEID, dlTEID,
+		flowRule{id: 5, prec: 64, server: newServer + "/32", qfi: 3, mbrKbps: 50000, urrs: []uint32{5}}), volume(5))...)
+	flows(3, 2)
+	for range 3 {
+		exchange(t, r, &flowSent, ue, ulTEID, flowServer, 2)
+	}
+	exchange(t, r, &newSent, ue, ulTEID, newServer, 3)
+	exchange(t, r, &defaultSent, ue, ulTEID, otherServer, 1)
+	q, err := r.smf.Modify(ctx, est, ie.NewQueryURR(ie.NewURRID(3)), ie.NewQueryURR(ie.NewURRID(4)), ie.NewQueryURR(ie.NewURRID(5)))
+	if err != nil || q.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("Query URR 3, 4 and 5: %v, cause %d (%s)", err, q.Cause(), why(q))
+	}
+	reps := usageReports(t, q.IEs, 3)
+	for i, want := range []smf.UsageReport{flowSent.report(3), defaultSent.report(4), newSent.report(5)} {
+		want.Trigger = []byte{0x80, 0, 0} // IMMER
+		checkReport(t, fmt.Sprintf("URR %d's report", want.URRID), reps[i], want)
+	}
+
+	// The first flow's rule goes (its URR reports on removal); the default rule's URR goes on
+	// counting only its own.
+	modify("the first flow rule removed", ie.NewRemovePDR(ie.NewPDRID(3)), ie.NewRemovePDR(ie.NewPDRID(4)),
+		ie.NewRemoveFAR(ie.NewFARID(3)), ie.NewRemoveFAR(ie.NewFARID(4)), ie.NewRemoveQER(ie.NewQERID(3)), ie.NewRemoveURR(ie.NewURRID(3)))
+	flows(3)
+	var after sentUsage
+	exchange(t, r, &after, ue, ulTEID, otherServer, 1)
+	exchange(t, r, &after, ue, ulTEID, flowServer, 1) // in the default flow now
+	q, err = r.smf.Modify(ctx, est, ie.NewQueryURR(ie.NewURRID(4)))
+	if err != nil || q.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("Query URR 4: %v, cause %d (%s)", err, q.Cause(), why(q))
+	}
+	want := after.report(4)
+	want.Trigger, want.Seq = []byte{0x80, 0, 0}, 1 // its second report
+	checkReport(t, "URR 4's report after the flow went", usageReports(t, q.IEs, 1)[0], want)
 }
 
 // TestN4QuotaPerQoSFlow: free5GC's SMF charges a flow rule online (its webconsole's default
@@ -248,14 +358,9 @@ func TestN4QuotaPerQoSFlow(t *testing.T) {
 	volqu := func(id uint32, bytes uint64) *ie.IE {
 		return ie.NewCreateURR(ie.NewURRID(id), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0, 0x01), ie.NewVolumeQuota(0x01, bytes, 0, 0)) // VOLQU
 	}
-	ies := append(free5GCFlowRule(ue, forwardingGNB, ulTEID, dlTEID, "203.0.113.77/32", 2, 108000), volqu(3, 300), volqu(4, 1_000_000),
+	ies := append(free5GCFlowRule(ue, forwardingGNB, ulTEID, dlTEID, webconsoleFlow(3)), volqu(3, 300), volqu(4, 1_000_000),
 		ie.NewUpdatePDR(ie.NewPDRID(idlePDRUplink), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(4)),
 		ie.NewUpdatePDR(ie.NewPDRID(idlePDRDownlink), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(4)))
-	for i, x := range ies { // the flow's PDRs (3 and 4) name URR 3 beside the session's
-		if x.Type == ie.CreatePDR {
-			ies[i] = ie.NewCreatePDR(append(x.ChildIEs, ie.NewURRID(3))...)
-		}
-	}
 	if m, err := r.smf.Modify(ctx, est, ies...); err != nil || m.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("free5GC's flow rule charged online: %v, cause %d (%s)", err, m.Cause(), why(m))
 	}
