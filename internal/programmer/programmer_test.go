@@ -995,7 +995,13 @@ var sessionCells = [4]string{"uplink_usage", "downlink_usage", "uplink_policed",
 // setUsage writes c into a session's cells at idx, as traffic would have counted.
 func (r *progRig) setUsage(t *testing.T, idx int64, c upfclient.CounterData) {
 	t.Helper()
-	for _, name := range sessionCells {
+	r.setCells(t, sessionCells[:], idx, c)
+}
+
+// setCells writes c into the cells at idx of the counters names.
+func (r *progRig) setCells(t *testing.T, names []string, idx int64, c upfclient.CounterData) {
+	t.Helper()
+	for _, name := range names {
 		u, err := r.dev.Schema().CounterUpdate(name, idx, c)
 		if err != nil {
 			t.Fatal(err)
@@ -1073,15 +1079,7 @@ func TestFlowCellsAreZeroedWhenAFlowStartsUsingThem(t *testing.T) {
 	flowCells := [4]string{CounterUplinkFlowUsage, CounterDownlinkFlowUsage, CounterUplinkFlowPoliced, CounterDownlinkFlowPoliced}
 	set := func(idx int64, c upfclient.CounterData) {
 		t.Helper()
-		for _, name := range flowCells {
-			u, err := r.dev.Schema().CounterUpdate(name, idx, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if errs := r.dev.Write(context.Background(), []*p4v1.Update{u}); errs != nil {
-				t.Fatal(errs[0])
-			}
-		}
+		r.setCells(t, flowCells[:], idx, c)
 	}
 	check := func(what string, idx int64, want upfclient.CounterData) {
 		t.Helper()

@@ -178,14 +178,7 @@ func TestN4QoSFlowsAsFree5GCSendsThem(t *testing.T) {
 	if err != nil || m.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("free5GC's flow rule: %v, cause %d (%s)", err, m.Cause(), why(m))
 	}
-	var obj junctionv1.ATSSSSession
-	eventually(t, programTimeout, "the flow in the session object, programmed", func() error {
-		obj = r.awaitN4Sessions(t, 1)[0]
-		if len(obj.Spec.QoSFlows) != 1 || obj.Status.QoSFlowIndex == nil {
-			return fmt.Errorf("spec.qosFlows %+v, status.qosFlowIndex %v", obj.Spec.QoSFlows, obj.Status.QoSFlowIndex)
-		}
-		return nil
-	})
+	obj := awaitFlows(t, r, 2)
 	f := obj.Spec.QoSFlows[0]
 	if r := f.MaxBitRate; f.QFI != 2 || f.Precedence != 128 || len(f.TrafficDescriptor.DestinationPrefixes) != 1 || f.TrafficDescriptor.DestinationPrefixes[0] != "203.0.113.77/32" ||
 		r == nil || r.UplinkKbps == nil || *r.UplinkKbps != 108000 || r.DownlinkKbps == nil || *r.DownlinkKbps != 108000 || obj.Spec.QFI != 1 {
@@ -245,6 +238,25 @@ func TestN4QoSFlowsAsFree5GCSendsThem(t *testing.T) {
 	}
 }
 
+// awaitFlows waits for the rig's one N4 session object to have QoS flows of its own with the
+// QFIs qfis, in that order, and a block of cells for them, and returns it.
+func awaitFlows(t *testing.T, r n4Rig, qfis ...int32) junctionv1.ATSSSSession {
+	t.Helper()
+	var obj junctionv1.ATSSSSession
+	eventually(t, programTimeout, fmt.Sprintf("QoS flows %v in the session object, programmed", qfis), func() error {
+		obj = r.awaitN4Sessions(t, 1)[0]
+		var got []int32
+		for _, f := range obj.Spec.QoSFlows {
+			got = append(got, f.QFI)
+		}
+		if !slices.Equal(got, qfis) || obj.Status.QoSFlowIndex == nil {
+			return fmt.Errorf("spec.qosFlows' QFIs %v, status.qosFlowIndex %v", got, obj.Status.QoSFlowIndex)
+		}
+		return nil
+	})
+	return obj
+}
+
 // exchange sends a downlink packet from server to ue, which must leave as a G-PDU with QFI qfi,
 // and an uplink G-PDU from the gNB on ulTEID to server, which must leave; sent counts both.
 func exchange(t *testing.T, r n4Rig, sent *sentUsage, ue netip.Addr, ulTEID uint32, server string, qfi uint8) {
@@ -283,25 +295,11 @@ func TestN4FlowUsageAcrossAMove(t *testing.T) {
 			t.Fatalf("%s: %v, cause %d (%s)", what, err, m.Cause(), why(m))
 		}
 	}
-	flows := func(qfis ...int32) {
-		t.Helper()
-		eventually(t, programTimeout, fmt.Sprintf("flows with QFIs %v in the object", qfis), func() error {
-			o := r.awaitN4Sessions(t, 1)[0]
-			var got []int32
-			for _, f := range o.Spec.QoSFlows {
-				got = append(got, f.QFI)
-			}
-			if !slices.Equal(got, qfis) {
-				return fmt.Errorf("spec.qosFlows' QFIs %v", got)
-			}
-			return nil
-		})
-	}
 	modify("free5GC's flow rule with a URR of its own, and one for the default rule",
 		append(free5GCFlowRule(ue, forwardingGNB, ulTEID, dlTEID, webconsoleFlow(3)), volume(3), volume(4),
 			ie.NewUpdatePDR(ie.NewPDRID(idlePDRUplink), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(4)),
 			ie.NewUpdatePDR(ie.NewPDRID(idlePDRDownlink), ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(4)))...)
-	flows(2)
+	awaitFlows(t, r, 2)
 	const flowServer, newServer, otherServer = "203.0.113.77", "203.0.113.88", "203.0.113.10"
 	var flowSent, newSent, defaultSent sentUsage
 	for range 2 {
@@ -311,7 +309,7 @@ func TestN4FlowUsageAcrossAMove(t *testing.T) {
 
 	modify("a second flow rule ahead of the first", append(free5GCFlowRule(ue, forwardingGNB, ulTEID, dlTEID,
 		flowRule{id: 5, prec: 64, server: newServer + "/32", qfi: 3, mbrKbps: 50000, urrs: []uint32{5}}), volume(5))...)
-	flows(3, 2)
+	awaitFlows(t, r, 3, 2)
 	for range 3 {
 		exchange(t, r, &flowSent, ue, ulTEID, flowServer, 2)
 	}
@@ -331,7 +329,7 @@ func TestN4FlowUsageAcrossAMove(t *testing.T) {
 	// counting only its own.
 	modify("the first flow rule removed", ie.NewRemovePDR(ie.NewPDRID(3)), ie.NewRemovePDR(ie.NewPDRID(4)),
 		ie.NewRemoveFAR(ie.NewFARID(3)), ie.NewRemoveFAR(ie.NewFARID(4)), ie.NewRemoveQER(ie.NewQERID(3)), ie.NewRemoveURR(ie.NewURRID(3)))
-	flows(3)
+	awaitFlows(t, r, 3)
 	var after sentUsage
 	exchange(t, r, &after, ue, ulTEID, otherServer, 1)
 	exchange(t, r, &after, ue, ulTEID, flowServer, 1) // in the default flow now
@@ -364,14 +362,7 @@ func TestN4QuotaPerQoSFlow(t *testing.T) {
 	if m, err := r.smf.Modify(ctx, est, ies...); err != nil || m.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("free5GC's flow rule charged online: %v, cause %d (%s)", err, m.Cause(), why(m))
 	}
-	var obj junctionv1.ATSSSSession
-	eventually(t, programTimeout, "the flow programmed", func() error {
-		obj = r.awaitN4Sessions(t, 1)[0]
-		if len(obj.Spec.QoSFlows) != 1 || obj.Status.QoSFlowIndex == nil {
-			return fmt.Errorf("spec.qosFlows %+v, status.qosFlowIndex %v", obj.Spec.QoSFlows, obj.Status.QoSFlowIndex)
-		}
-		return nil
-	})
+	obj := awaitFlows(t, r, 2)
 	// docs/pipeline.md: flow 0 at cell 5 × qosFlowIndex, the default flow at 5 × qosFlowIndex + 4.
 	flowCell, defaultCell := int64(*obj.Status.QoSFlowIndex)*5, int64(*obj.Status.QoSFlowIndex)*5+4
 	rate := int64(108000) * 125
