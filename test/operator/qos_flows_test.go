@@ -42,7 +42,8 @@ func flowSession(ns, upf string, ue netip.Addr) *junctionv1.ATSSSSession {
 // flow policer cells (status.qosFlowIndex), a qos_flows entry per direction for the flow's server,
 // and the flow's MBR in both its cells, configured as docs/pipeline.md says of an MBR (kbit/s ×
 // 125 bytes/s, bursts of 100 ms, at least 3,000 bytes). Its downlink from that server carries the
-// flow's QFI in the G-PDU's PDU Session Container, from any other the session's. On a pipeline
+// flow's QFI in the G-PDU's PDU Session Container, from any other the session's. The flow's gates
+// and the session's (its default flow's) close their own packets alone. On a pipeline
 // without qos_flows (the Tofino 2 build's) the session is refused: NotSupportedByPipeline.
 func TestQoSFlowsOfTheirOwn(t *testing.T) {
 	ctx := context.Background()
@@ -94,6 +95,46 @@ func TestQoSFlowsOfTheirOwn(t *testing.T) {
 		if q, err := qfiOf(c.server); err != nil || q != c.qfi {
 			t.Errorf("downlink from %s: QFI %d (%v), want %d", c.server, q, err, c.qfi)
 		}
+	}
+
+	// Gates from the manifest (docs/pipeline.md, "QoS flows"): the flow's downlink closed at its
+	// cell, the default flow's uplink (spec.gates) at the block's last; each stops that flow's
+	// packets that way alone.
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+		t.Fatal(err)
+	}
+	s.Spec.QoSFlows[0].Gates = &junctionv1.Gates{Downlink: junctionv1.GateClosed}
+	s.Spec.Gates = &junctionv1.Gates{Uplink: junctionv1.GateClosed}
+	if err := k8s.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	closed := &p4v1.MeterConfig{}
+	eventually(t, programTimeout, "the flow's downlink cell and the default flow's uplink cell closed", func() error {
+		for _, c := range []struct {
+			meter string
+			cell  int64
+		}{{"downlink_flow_mbr", cell}, {"uplink_flow_mbr", cell + 4}} {
+			if got, err := r.u.meter(r.sch, c.meter, c.cell); err != nil || got == nil || !proto.Equal(got, closed) {
+				return fmt.Errorf("%s[%d] = %v (%v)", c.meter, c.cell, got, err)
+			}
+		}
+		return nil
+	})
+	up := func(server string) int {
+		return len(r.u.forward(t, wiretest.Build(eth, wire.IPv4{Src: addr4("198.51.100.10"), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: 0x301},
+			wire.IPv4{Src: ue.As4(), Dst: addr4(server)}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 32))))
+	}
+	if _, err := qfiOf("203.0.113.77"); err == nil {
+		t.Error("the flow's downlink left with its gate closed")
+	}
+	if q, err := qfiOf("203.0.113.10"); err != nil || q != 9 {
+		t.Errorf("the default flow's downlink, its gate open: QFI %d (%v), want 9", q, err)
+	}
+	if n := up("203.0.113.10"); n != 0 {
+		t.Errorf("the default flow's uplink left (%d frames) with its gate closed", n)
+	}
+	if n := up("203.0.113.77"); n != 1 {
+		t.Errorf("the flow's uplink, its gate open: %d frames left, want 1", n)
 	}
 
 	// The Tofino 2 build has no qos_flows: a session that needs it is refused, not programmed
