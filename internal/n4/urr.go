@@ -6,8 +6,9 @@ package n4
 // measures is the pipeline's per-session usage counters (docs/pipeline.md, "Usage counters"):
 // one uplink and one downlink count per session and per QoS flow of its own, so a URR measures
 // in each direction all the session's PDRs, its default flow's or one flow's (urrScope), or
-// none. A volume or time quota used up closes the gates of the URR's
-// directions (spec.gates) until the SMF gives a new one, and is reported on VOLQU and TIMQU; so
+// none. A volume or time quota used up closes the gates of the URR's directions, of the flows
+// it measures (spec.gates, spec.qosFlows[].gates), until the SMF gives a new one, and is
+// reported on VOLQU and TIMQU; so
 // is a quota whose validity time ends or whose directions carry nothing for its holding time
 // (QUVTI, QUHTI: the remaining quota is discarded). The first packet after a URR with START
 // came is reported (free5GC's online charging asks for it before it has a quota to give).
@@ -77,8 +78,8 @@ func (u Usage) in(scope int) Usage {
 		u.Flows, u.Retired = [junctionv1.MaxQoSFlows]FlowUsage{}, FlowUsage{}
 		return u
 	case scopeDefault:
-		out := u.in(scopeSession)
-		for _, f := range append(u.Flows[:], u.Retired) {
+		out := u.in(scopeSession).each(u.Retired.usage(), floorSub)
+		for _, f := range u.Flows {
 			out = out.each(f.usage(), floorSub)
 		}
 		return out
