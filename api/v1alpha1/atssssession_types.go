@@ -577,8 +577,8 @@ const SessionNodeNameField = "spec.ue.nodeName"
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.ue.nodeName`,priority=1
 // +kubebuilder:printcolumn:name="UE-RTT-3GPP",type=string,JSONPath=`.status.agent.legs[?(@.access=="3GPP")].rtt`,priority=1
 // +kubebuilder:printcolumn:name="UE-RTT-Non3GPP",type=string,JSONPath=`.status.agent.legs[?(@.access=="Non3GPP")].rtt`,priority=1
-// +kubebuilder:printcolumn:name="Gate-UL",type=string,JSONPath=`.spec.gates.uplink`,priority=1,description="Closed: the UPF drops the session's uplink (an SMF's closed gate, or a quota used up)"
-// +kubebuilder:printcolumn:name="Gate-DL",type=string,JSONPath=`.spec.gates.downlink`,priority=1,description="Closed: the UPF drops the session's downlink (an SMF's closed gate, or a quota used up)"
+// +kubebuilder:printcolumn:name="Gate-UL",type=string,JSONPath=`.spec.gates.uplink`,priority=1,description="Closed: the UPF drops the session's uplink outside its qosFlows, which have gates of their own (an SMF's closed gate, or a quota used up)"
+// +kubebuilder:printcolumn:name="Gate-DL",type=string,JSONPath=`.spec.gates.downlink`,priority=1,description="Closed: the UPF drops the session's downlink outside its qosFlows, which have gates of their own (an SMF's closed gate, or a quota used up)"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The operator's side: the session's entries are in the UPF (not that traffic flows: see Agent)"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the object is or is not Ready: the Ready condition's reason"
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.conditions[?(@.type=="AgentReady")].status`,description="The UE's side: whether its UE agent carries the session's traffic (the AgentReady condition)"
