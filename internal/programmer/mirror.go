@@ -122,21 +122,22 @@ func btoi(b bool) int {
 }
 
 // usageZeroLocked plans the zeroing of the counted cells that entries of this round start to name
-// while no entry on the device that stays after the round names them (a session's new index,
-// which an earlier session may have counted into; a QoS flow's cell that another flow of the
-// session left this round; since a push, only cells some entry named before), and of cells
-// whose zeroing failed before. It goes with the round's inserts, so a session's usage counts
-// from its first entry; a cell some entry still names keeps counting (an operator restart or a
-// replay does not reset a session's usage).
+// while no entry on the device names them (a session's new index, which an earlier session may
+// have counted into; since a push, only cells some entry named before), or, for a QoS flow's
+// cell, no entry that stays after the round (a flow moving into a cell another flow of the
+// session left: Usage.Flows in internal/n4 follows it), and of cells whose zeroing failed
+// before. It goes with the round's inserts, so a session's usage counts from its first entry; a
+// cell some entry still names keeps counting (an operator restart or a replay does not reset a
+// session's usage, nor a round that rewrites every entry of a session's usage cell).
 func (p *Programmer) usageZeroLocked(ups, dels []pendingUpdate) []pendingUpdate {
-	leaving := map[cell]int{} // the entries of each cell that this round deletes or points elsewhere
+	leaving := map[cell]int{} // the entries of each flow cell that this round deletes or points elsewhere
 	for _, d := range dels {
-		if d.ent.hasUsage {
+		if d.ent.hasUsage && d.ent.usage.flow {
 			leaving[d.ent.usage]++
 		}
 	}
 	for _, pu := range ups {
-		if old, ok := p.mirror[pu.key]; ok && old.hasUsage && (!pu.ent.hasUsage || pu.ent.usage != old.usage) {
+		if old, ok := p.mirror[pu.key]; ok && old.hasUsage && old.usage.flow && (!pu.ent.hasUsage || pu.ent.usage != old.usage) {
 			leaving[old.usage]++
 		}
 	}
