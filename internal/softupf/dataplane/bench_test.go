@@ -33,7 +33,12 @@ var benchUsers = []int{1_000, 10_000, 100_000}
 // benchSetup installs n sessions (two legs each, path state set), four applications, and a
 // load-balance override for every eighth session, and returns downlink frames toward random
 // sessions.
-func benchSetup(b *testing.B, n int) (*harness, [][]byte) {
+func benchSetup(b *testing.B, n int) (*harness, [][]byte) { return benchSetupWith(b, n, false) }
+
+// benchSetupWith is benchSetup, every session with a QoS flow of its own (flows) as the operator
+// writes one (docs/pipeline.md, "QoS flows"): for another server than the frames', so each
+// frame passes the flow's entry and hits its session's default flow entry under it.
+func benchSetupWith(b *testing.B, n int, flows bool) (*harness, [][]byte) {
 	h := topology(b, func(c *Config) { c.Pool = NewPool(4 * benchBatch); c.MaxHeld = 16 })
 	h.pool = h.p.pool
 	for i, port := range []uint64{53, 80, 443, 8443} {
@@ -42,6 +47,9 @@ func benchSetup(b *testing.B, n int) (*harness, [][]byte) {
 				"access": uint64(contract.Access3GPP), "ratio_3gpp": 0, "rtt_threshold_us": 30000, "loss_limit_pct": 0})
 	}
 	installUsers(h, n)
+	if flows {
+		installQoSFlows(h, n)
+	}
 	base := ip4("10.0.0.0")
 	rng := rand.New(rand.NewPCG(1, 2))
 	frames := make([][]byte, 4096)
@@ -81,6 +89,21 @@ func installUsers(h *harness, n int) {
 // sizes for every user index up front, divided by the users (B/user-total).
 //
 //	go test -run '^$' -bench MemoryPerUser ./internal/softupf/dataplane/
+//
+// installQoSFlows gives each of installUsers' n sessions a QoS flow for 198.51.100.77 (QFI 2,
+// cell 5i) and its default flow's entries (cell 5i + 4), both ways.
+func installQoSFlows(h *harness, n int) {
+	base := ip4("10.0.0.0")
+	for i := range n {
+		for _, up := range []uint64{0, 1} {
+			ue := map[string]any{"ue_addr": base + uint64(i), "uplink": up}
+			h.insert("qos_flows", map[string]any{"ue_addr": base + uint64(i), "uplink": up, "remote_addr": tv{ip4("198.51.100.77"), 0xffffffff}},
+				65535-128, "set_qos_flow", map[string]uint64{"flow_qfi": 2, "flow_idx": uint64(5 * i)})
+			h.insert("qos_flows", ue, 1, "set_qos_flow", map[string]uint64{"flow_qfi": 0, "flow_idx": uint64(5*i + 4)})
+		}
+	}
+}
+
 func BenchmarkMemoryPerUser(b *testing.B) {
 	const n = 100_000
 	for range b.N {
@@ -121,20 +144,22 @@ func routeOnlyFrames() [][]byte {
 
 func BenchmarkSoftUPF(b *testing.B) {
 	var rows []benchResult
-	measure := func(name string, n int, frames func(*harness, [][]byte) [][]byte) {
+	measure := func(name string, n int, flows bool, frames func(*harness, [][]byte) [][]byte) {
 		var r benchResult
 		b.Run(name, func(b *testing.B) {
-			h, sessionFrames := benchSetup(b, n)
+			h, sessionFrames := benchSetupWith(b, n, flows)
 			fs := frames(h, sessionFrames)
 			r = benchResult{name: name, pps: throughput(b, h, fs)}
 			r.p50, r.p99, r.p999 = latency(h, fs, 200_000)
 		})
 		rows = append(rows, r)
 	}
-	measure("route-only", 1_000, func(*harness, [][]byte) [][]byte { return routeOnlyFrames() })
+	measure("route-only", 1_000, false, func(*harness, [][]byte) [][]byte { return routeOnlyFrames() })
 	for _, n := range benchUsers {
-		measure(fmt.Sprintf("downlink users=%d", n), n, func(_ *harness, fs [][]byte) [][]byte { return fs })
+		measure(fmt.Sprintf("downlink users=%d", n), n, false, func(_ *harness, fs [][]byte) [][]byte { return fs })
 	}
+	// MAX_QOS_FLOWS (65,536 cells and entries) holds 13,107 sessions' flows: 10k of them here.
+	measure("downlink users=10000, a QoS flow each", 10_000, true, func(_ *harness, fs [][]byte) [][]byte { return fs })
 	if len(rows) < 2 || rows[0].pps == 0 || rows[1].pps == 0 {
 		return // a -bench filter ran only some cases
 	}

@@ -46,6 +46,24 @@ func (t *intTable[K, V]) get(k K) (V, bool) {
 	}
 }
 
+// ref is k's value in place (nil: none), for values too large to copy on every lookup; valid
+// until the next write.
+func (t *intTable[K, V]) ref(k K) *V {
+	if t.n == 0 {
+		return nil
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(k); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if !s.used {
+			return nil
+		}
+		if s.key == k {
+			return &s.val
+		}
+	}
+}
+
 func (t *intTable[K, V]) set(k K, v V) {
 	if (t.n+1)*4 > len(t.slots)*3 { // at most three quarters full
 		t.grow()

@@ -186,6 +186,39 @@ type qosFlowEntry struct {
 	act qosFlow
 }
 
+// qosFlowList is the qos_flows entries of one UE address and direction, priority descending.
+// The first two sit in the table's slot (a session's usual pair: a flow of its own and its
+// default flow's), so that a lookup reads the slot and no list beside it: that second read
+// cost a packet of a session with QoS flows a cache miss more at 10k sessions.
+type qosFlowList struct {
+	n      int
+	inline [2]qosFlowEntry
+	more   []qosFlowEntry // from the third on
+}
+
+func (l *qosFlowList) at(i int) *qosFlowEntry {
+	if i < len(l.inline) {
+		return &l.inline[i]
+	}
+	return &l.more[i-len(l.inline)]
+}
+
+// entries is the list as a slice (for a write, not a packet).
+func (l *qosFlowList) entries() []qosFlowEntry {
+	out := make([]qosFlowEntry, 0, l.n)
+	for i := range l.n {
+		out = append(out, *l.at(i))
+	}
+	return out
+}
+
+func qosFlowListOf(es []qosFlowEntry) qosFlowList {
+	l := qosFlowList{n: len(es)}
+	k := copy(l.inline[:], es)
+	l.more = slices.Clone(es[k:])
+	return l
+}
+
 // qosFlowsKey keys the qos_flows entries of one UE address and direction.
 func qosFlowsKey(ueAddr uint32, uplink bool) uint64 {
 	k := uint64(ueAddr) << 1
@@ -229,9 +262,9 @@ type tables struct {
 	appDf      steering
 	overrides  exactTable[uint64, override] // session_addr<<16 | app_id
 	dlTunnels  exactTable[uint32, dlTunnel]
-	tunnelQFIs exactTable[uint64, uint8]  // peer_addr<<32 | teid: the QoS flow of a GTP-U tunnel
-	mbr        exactTable[uint32, uint32] // mbr_sessions: UE address -> the MBR policer's cell
-	qosFlows   map[uint64][]qosFlowEntry  // qos_flows by qosFlowsKey, priority descending
+	tunnelQFIs exactTable[uint64, uint8]     // peer_addr<<32 | teid: the QoS flow of a GTP-U tunnel
+	mbr        exactTable[uint32, uint32]    // mbr_sessions: UE address -> the MBR policer's cell
+	qosFlows   intTable[uint64, qosFlowList] // qos_flows by qosFlowsKey
 	filters    []filterEntry
 	filterDeny bool // the default action is deny
 	routes     lpmTable
@@ -248,7 +281,6 @@ func newTables() *tables {
 		dlTunnels:  exactTable[uint32, dlTunnel]{},
 		tunnelQFIs: exactTable[uint64, uint8]{},
 		mbr:        exactTable[uint32, uint32]{},
-		qosFlows:   map[uint64][]qosFlowEntry{},
 	}
 	return t
 }
@@ -257,14 +289,16 @@ func newTables() *tables {
 // ueAddr is in, looked up as seen from the UE: the remote end is the downlink's source and the
 // uplink's destination. The zero qosFlow is the session's own flow.
 func (t *tables) qosFlow(ueAddr uint32, uplink bool, fl *flow) qosFlow {
-	if len(t.qosFlows) == 0 {
+	list := t.qosFlows.ref(qosFlowsKey(ueAddr, uplink))
+	if list == nil {
 		return qosFlow{}
 	}
 	remote, remotePort, localPort := fl.src, fl.sport, fl.dport
 	if uplink {
 		remote, remotePort, localPort = fl.dst, fl.dport, fl.sport
 	}
-	for _, e := range t.qosFlows[qosFlowsKey(ueAddr, uplink)] {
+	for i := range list.n {
+		e := list.at(i)
 		k := &e.key
 		if k.remote.match(remote) && k.proto.match(uint32(fl.proto)) && k.remotePort.match(remotePort) && k.localPort.match(localPort) {
 			return e.act
@@ -641,12 +675,13 @@ func (t *tables) writeQoSFlow(op p4v1.Update_Type, prio int32, m *entryMatch, ac
 		val = qosFlow{qfi: uint8(act.params[0]), cell: uint32(act.params[1]), ok: true}
 	}
 	lk := qosFlowsKey(uint32(ue), up == 1)
-	list := upsertTernary(t.qosFlows[lk], op, qosFlowEntry{key: key, act: val},
+	cur, _ := t.qosFlows.get(lk)
+	list := upsertTernary(cur.entries(), op, qosFlowEntry{key: key, act: val},
 		func(e *qosFlowEntry) qosFlowKey { return e.key }, func(e *qosFlowEntry) int32 { return e.key.prio })
 	if len(list) == 0 {
-		delete(t.qosFlows, lk)
+		t.qosFlows.del(lk)
 	} else {
-		t.qosFlows[lk] = list
+		t.qosFlows.set(lk, qosFlowListOf(list))
 	}
 	return nil
 }
