@@ -6,23 +6,36 @@ import (
 
 // The hot paths allocate nothing per packet: downlink (session, steering, Junction in GTP-U),
 // uplink Junction DATA on either leg, plain GTP-U uplink and downlink, each counting its
-// session's usage. Each frame must leave on the port
+// session's usage, and the downlink again once the session has QoS flows of its own (the last
+// case installs them). Each frame must leave on the port
 // its path sends it to, so that a drop path (cheaper, and also allocation-free) cannot stand in.
 func TestHotPathsAllocateNothing(t *testing.T) {
 	h := topology(t)
+	qosFlows := func() {
+		for _, up := range []uint64{0, 1} {
+			h.insert("qos_flows", map[string]any{"ue_addr": ip4(sessAddr), "uplink": up, "remote_addr": tv{ip4("198.51.100.77"), 0xffffffff}},
+				65535-128, "set_qos_flow", map[string]uint64{"flow_qfi": 2, "flow_idx": 5})
+			h.insert("qos_flows", map[string]any{"ue_addr": ip4(sessAddr), "uplink": up}, 1, "set_qos_flow", map[string]uint64{"flow_qfi": 0, "flow_idx": 9})
+		}
+	}
 	for _, tc := range []struct {
 		name   string
+		setup  func()
 		inPort uint32
 		frame  []byte
 		out    uint32
 	}{
-		{"downlink", portDN, fromDN(userPacket(64, false)), portGNB},
-		{"uplink Junction DATA on 3GPP", portGNB, junction3GPP(data(0), userPacket(64, true)), portDN},
-		{"uplink Junction DATA on non-3GPP", portWiFi, junctionWiFi(data(0), userPacket(64, true)), portDN},
-		{"uplink plain GTP-U", portGNB, fromGNB(ulTEID, userPacket(64, true)), portDN},
-		{"downlink plain GTP-U", portDN, singleAccess(h), portGNB},
+		{"downlink", nil, portDN, fromDN(userPacket(64, false)), portGNB},
+		{"uplink Junction DATA on 3GPP", nil, portGNB, junction3GPP(data(0), userPacket(64, true)), portDN},
+		{"uplink Junction DATA on non-3GPP", nil, portWiFi, junctionWiFi(data(0), userPacket(64, true)), portDN},
+		{"uplink plain GTP-U", nil, portGNB, fromGNB(ulTEID, userPacket(64, true)), portDN},
+		{"downlink plain GTP-U", nil, portDN, singleAccess(h), portGNB},
+		{"downlink in the default flow of a session with QoS flows", qosFlows, portDN, fromDN(userPacket(64, false)), portGNB},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.setup != nil {
+				tc.setup()
+			}
 			in := make([]*Packet, 1)
 			out := make([]*Packet, 0, 4)
 			sent := 0
