@@ -66,8 +66,7 @@ func (rt *upfRuntime) readUsage(ctx context.Context, key string) (n4.Usage, erro
 			if err != nil {
 				return n4.Usage{}, fmt.Errorf("UserPlaneFunction %s: %w", rt.key.Name, err)
 			}
-			f := usageOf(cells)
-			u.Flows[i] = n4.FlowUsage{ULPackets: f.ULPackets, ULBytes: f.ULBytes, DLPackets: f.DLPackets, DLBytes: f.DLBytes, Policed: f.Policed}
+			u.Flows[i] = n4.FlowOf(usageOf(cells))
 		}
 	}
 	return u, nil

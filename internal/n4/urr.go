@@ -59,8 +59,8 @@ func (f FlowUsage) usage() Usage {
 	return Usage{ULPackets: f.ULPackets, ULBytes: f.ULBytes, DLPackets: f.DLPackets, DLBytes: f.DLBytes, Policed: f.Policed}
 }
 
-// flowOf is u's own counts (its flows left out) as a FlowUsage.
-func flowOf(u Usage) FlowUsage {
+// FlowOf is u's own counts (its flows left out) as a FlowUsage: a flow's cells read as a session's are.
+func FlowOf(u Usage) FlowUsage {
 	return FlowUsage{ULPackets: u.ULPackets, ULBytes: u.ULBytes, DLPackets: u.DLPackets, DLBytes: u.DLBytes, Policed: u.Policed}
 }
 
@@ -118,7 +118,7 @@ func (u Usage) plus(v Usage) Usage {
 
 // each is op of every count of u and the same of v: the session's, each flow's and the retired.
 func (u Usage) each(v Usage, op func(a, b uint64) uint64) Usage {
-	out := flowOf(u).each(flowOf(v), op).usage()
+	out := FlowOf(u).each(FlowOf(v), op).usage()
 	for i := range u.Flows {
 		out.Flows[i] = u.Flows[i].each(v.Flows[i], op)
 	}
@@ -222,7 +222,7 @@ func (s *State) carryMovedFlows(from [junctionv1.MaxQoSFlows]int) {
 
 // afterQoS is u without what the policers dropped: the packets that went on.
 func (u Usage) afterQoS() Usage {
-	out := flowOf(u).afterQoS().usage()
+	out := FlowOf(u).afterQoS().usage()
 	for i := range u.Flows {
 		out.Flows[i] = u.Flows[i].afterQoS()
 	}

@@ -29,25 +29,15 @@ func (t *intTable[K, V]) home(k K) uint64 {
 }
 
 func (t *intTable[K, V]) get(k K) (V, bool) {
-	if t.n == 0 {
-		var zero V
-		return zero, false
+	if p := t.ref(k); p != nil {
+		return *p, true
 	}
-	mask := uint64(len(t.slots) - 1)
-	for i := t.home(k); ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if !s.used {
-			var zero V
-			return zero, false
-		}
-		if s.key == k {
-			return s.val, true
-		}
-	}
+	var zero V
+	return zero, false
 }
 
-// ref is k's value in place (nil: none), for values too large to copy on every lookup; valid
-// until the next write.
+// ref is k's value in place (nil: none), for values too large to copy on every lookup (get
+// copies it); valid until the next write.
 func (t *intTable[K, V]) ref(k K) *V {
 	if t.n == 0 {
 		return nil
