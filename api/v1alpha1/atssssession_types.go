@@ -203,7 +203,8 @@ type ATSSSSessionSpec struct {
 	// maxBitRate is the session's maximum bit rate in each direction (its Session-AMBR, TS
 	// 23.501 §5.7.2.6; over N4, the MBR of the QERs its PDRs name): the UPF polices the
 	// session's user packets, both legs together, and drops what exceeds it (docs/pipeline.md,
-	// "MBR policer"). Unset, or a direction unset: not policed.
+	// "MBR policer"); its GBR QoS flows' are outside it. Unset, or a direction unset: not
+	// policed.
 	// +optional
 	MaxBitRate *BitRate `json:"maxBitRate,omitempty"`
 
@@ -298,11 +299,20 @@ type QoSFlow struct {
 	// +required
 	TrafficDescriptor TrafficDescriptor `json:"trafficDescriptor"`
 
-	// maxBitRate is the flow's maximum bit rate in each direction; the session's own
-	// (spec.maxBitRate, its Session-AMBR) polices the flow's packets too. Unset, or a direction
-	// unset: only the session's.
+	// maxBitRate is the flow's maximum bit rate in each direction (its MFBR); the session's own
+	// (spec.maxBitRate, its Session-AMBR) polices the flow's packets too, unless the flow is a
+	// GBR flow. Unset, or a direction unset: only the session's (a GBR flow: none).
 	// +optional
 	MaxBitRate *BitRate `json:"maxBitRate,omitempty"`
+
+	// guaranteedBitRate makes the flow a GBR flow, with the bit rate the network guarantees it
+	// in each direction (its GFBR). A GBR flow is outside its session's Session-AMBR (TS 23.501
+	// §5.7.2.6): the UPF polices it at its maxBitRate alone. The guarantee is the RAN's and the
+	// transport's to keep, as in every UPF: Junction records it and never polices the flow below
+	// its maxBitRate. The rates need not be below maxBitRate's (Open5GS gives 4 Tbit/s for a
+	// direction its PCC rule has no GBR for). Unset: a non-GBR flow.
+	// +optional
+	GuaranteedBitRate *BitRate `json:"guaranteedBitRate,omitempty"`
 
 	// gates close a direction of the flow: while one is Closed the UPF drops the flow's
 	// packets that way, by the flow's policer cell at rate zero, whatever the session's gates

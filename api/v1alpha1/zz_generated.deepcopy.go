@@ -759,6 +759,11 @@ func (in *QoSFlow) DeepCopyInto(out *QoSFlow) {
 		*out = new(BitRate)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.GuaranteedBitRate != nil {
+		in, out := &in.GuaranteedBitRate, &out.GuaranteedBitRate
+		*out = new(BitRate)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Gates != nil {
 		in, out := &in.Gates, &out.Gates
 		*out = new(Gates)

@@ -46,8 +46,9 @@ func qosFlowMeters(s Session) []MeterCell {
 
 // qosFlowEntries are the qos_flows entries of the session's QoS flows (spec.qosFlows), keyed by
 // its address sa (a downlink packet's destination, an uplink one's source): for each flow and
-// direction, one per combination of its server prefixes and port ranges, at its precedence; and
-// the default flow's, one per direction matching the rest, with the tunnel's QFI (flow_qfi 0).
+// direction, one per combination of its server prefixes and port ranges, at its precedence, gbr 1
+// for a GBR flow; and the default flow's, one per direction matching the rest, with the tunnel's
+// QFI (flow_qfi 0).
 func qosFlowEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	if len(s.Spec.QoSFlows) == 0 {
 		return nil, nil
@@ -58,7 +59,7 @@ func qosFlowEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	var out []Entry
 	for _, up := range []uint8{0, 1} {
 		out = append(out, Entry{Table: TableQoSFlows, Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}, {Field: "uplink", Kind: Exact, Value: u8(up)}},
-			Action: "set_qos_flow", Params: []Param{{"flow_qfi", u8(0)}, {"flow_idx", u32(DefaultFlowCell(*s.QoSFlowIndex))}}, Priority: defaultFlowPriority})
+			Action: "set_qos_flow", Params: []Param{{"flow_qfi", u8(0)}, {"flow_idx", u32(DefaultFlowCell(*s.QoSFlowIndex))}, {"gbr", u8(0)}}, Priority: defaultFlowPriority})
 	}
 	for i, f := range s.Spec.QoSFlows {
 		td := f.TrafficDescriptor
@@ -70,7 +71,11 @@ func qosFlowEntries(s Session, sa netip.Addr) ([]Entry, error) {
 		if td.Protocol != "" {
 			proto = &Match{Field: "proto", Kind: Ternary, Value: u8(protocolNumbers[td.Protocol]), Mask: u8(0xff)}
 		}
-		params := []Param{{"flow_qfi", u8(uint8(f.QFI))}, {"flow_idx", u32(QoSFlowCell(*s.QoSFlowIndex, i))}}
+		gbr := uint8(0) // a GBR flow is outside the session's MBR (the Session-AMBR)
+		if f.GuaranteedBitRate != nil {
+			gbr = 1
+		}
+		params := []Param{{"flow_qfi", u8(uint8(f.QFI))}, {"flow_idx", u32(QoSFlowCell(*s.QoSFlowIndex, i))}, {"gbr", u8(gbr)}}
 		for _, up := range []uint8{0, 1} {
 			for _, r := range remote {
 				for _, rp := range portRanges("remote_port", td.DestinationPorts) {

@@ -10,8 +10,9 @@ import (
 
 // TestQoSFlowEntries: a session's QoS flow is one qos_flows entry per direction and combination
 // of its server prefixes and port ranges, keyed by the session's address, at priority 65535 -
-// precedence, naming cell 4 × block + i (docs/pipeline.md, "QoS flows"); its MBR is its cells'
-// configuration as a session MBR's is. The session's own MBR policer is untouched by it.
+// precedence, naming cell 5 × block + i (docs/pipeline.md, "QoS flows"), gbr 1 when it is a GBR
+// flow; its MBR is its cells' configuration as a session MBR's is. The session's own MBR policer
+// is untouched by it.
 func TestQoSFlowEntries(t *testing.T) {
 	block := uint32(5)
 	s := Session{Name: "ns/s", QoSFlowIndex: &block, Spec: junctionv1.ATSSSSessionSpec{
@@ -22,7 +23,8 @@ func TestQoSFlowEntries(t *testing.T) {
 				DestinationPrefixes: []junctionv1.IPv4Prefix{"198.18.20.0/24", "198.18.21.0/24"},
 				DestinationPorts:    []junctionv1.PortRange{{From: 3074, To: ptr[int32](3079)}, {From: 9000}},
 				Protocol:            junctionv1.ProtocolUDP},
-				MaxBitRate: &junctionv1.BitRate{DownlinkKbps: ptr[int64](8000)}},
+				MaxBitRate:        &junctionv1.BitRate{DownlinkKbps: ptr[int64](8000)},
+				GuaranteedBitRate: &junctionv1.BitRate{DownlinkKbps: ptr[int64](64)}},
 		},
 	}}
 	es, err := qosFlowEntries(s, netip.MustParseAddr("10.60.0.9"))
@@ -33,18 +35,21 @@ func TestQoSFlowEntries(t *testing.T) {
 		t.Fatalf("%d entries, want 2 for the default flow, 2 for web and 8 for games (2 prefixes × 2 port ranges, each way)", len(es))
 	}
 	// docs/pipeline.md: flow i of block b at cell 5b + i, the default flow at 5b + 4, with QFI 0
-	// (the tunnel's) at priority 1; a flow at 65535 - precedence.
+	// (the tunnel's) at priority 1; a flow at 65535 - precedence; gbr 1 for the GBR flow alone.
 	up := map[string]int{}
 	for _, e := range es {
-		cell, prio, matches := []byte{0, 0, 0, 25}, int32(65335), 2 // web: flow 0 of block 5, matching all
+		cell, prio, matches, gbr := []byte{0, 0, 0, 25}, int32(65335), 2, byte(0) // web: flow 0 of block 5, matching all
 		switch e.Params[0].Value[0] {
 		case 2:
-			cell, prio, matches = []byte{0, 0, 0, 26}, 65435, 5
+			cell, prio, matches, gbr = []byte{0, 0, 0, 26}, 65435, 5, 1
 		case 0:
 			cell, prio, matches = []byte{0, 0, 0, 29}, 1, 2
 		}
 		if e.Table != "qos_flows" || e.Action != "set_qos_flow" || e.Priority != prio || string(e.Params[1].Value) != string(cell) {
 			t.Errorf("entry %+v: want qos_flows set_qos_flow at priority %d, flow_idx %v", e, prio, cell)
+		}
+		if len(e.Params) != 3 || e.Params[2].Name != "gbr" || string(e.Params[2].Value) != string([]byte{gbr}) {
+			t.Errorf("entry %+v: want gbr %d", e, gbr)
 		}
 		if e.Match[0].Field != "ue_addr" || string(e.Match[0].Value) != string([]byte{10, 60, 0, 9}) || e.Match[1].Field != "uplink" {
 			t.Errorf("entry %+v is not keyed by the session's address and a direction", e)

@@ -63,23 +63,29 @@ func TestQoSFlowsOfRules(t *testing.T) {
 		4: {ID: 4, QFI: 1, MBRUL: 1_000_000, MBRDL: 1_000_000}, // another rule's, alike the AMBR
 		5: {ID: 5, QFI: 1, MBRDL: 5_000},                       // the default's QFI, a rate of its own
 		6: {ID: 6, QFI: 2}, 7: {ID: 7},                         // a QFI without a rate; none at all
+		8: {ID: 8, QFI: 2, MBRUL: 108_000, MBRDL: 108_000, GBR: true, GBRUL: 64, GBRDL: 64}, // a GBR flow rule's
 	}
 	for _, tc := range []struct {
 		name     string
 		up, down []*PDR
 		flows    int
 		failed   uint16
+		gbr      int64 // the flow's GBR each way (0: a non-GBR flow)
 	}{
 		{"free5GC's flow rule", []*PDR{pdr(1, 255, true, any, 1, 2), pdr(3, 128, true, server, 2, 3)},
-			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 128, false, server, 2, 3)}, 1, 0},
+			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 128, false, server, 2, 3)}, 1, 0, 0},
 		{"a rule alike the default", []*PDR{pdr(1, 255, true, any, 1, 2)},
-			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 100, false, server, 4)}, 0, 0},
+			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 100, false, server, 4)}, 0, 0, 0},
 		{"the default's QFI, a rate of its own", []*PDR{pdr(1, 255, true, any, 1, 2)},
-			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 100, false, server, 2, 5)}, 0, 4},
+			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 100, false, server, 2, 5)}, 0, 4, 0},
 		{"no default QFI to replace", []*PDR{pdr(1, 255, true, any, 7)},
-			[]*PDR{pdr(2, 255, false, any, 7), pdr(4, 100, false, server, 6)}, 0, 4},
+			[]*PDR{pdr(2, 255, false, any, 7), pdr(4, 100, false, server, 6)}, 0, 4, 0},
 		{"a flow without an SDF filter", []*PDR{pdr(1, 255, true, any, 1, 2)},
-			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 100, false, "", 2, 3)}, 0, 4},
+			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 100, false, "", 2, 3)}, 0, 4, 0},
+		{"free5GC's GBR flow rule: no AMBR QER", []*PDR{pdr(1, 255, true, any, 1, 2), pdr(3, 128, true, server, 8)},
+			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 128, false, server, 8)}, 1, 0, 64},
+		{"a GBR flow that names the AMBR QER (outside the Session-AMBR, TS 23.501 §5.7.2.6)", []*PDR{pdr(1, 255, true, any, 1, 2), pdr(3, 128, true, server, 2, 8)},
+			[]*PDR{pdr(2, 255, false, any, 1, 2), pdr(4, 128, false, server, 2, 8)}, 0, 4, 0},
 	} {
 		pdrs := map[uint16]*PDR{}
 		for _, p := range append(tc.up, tc.down...) {
@@ -96,6 +102,10 @@ func TestQoSFlowsOfRules(t *testing.T) {
 			t.Errorf("%s: cause %d, failed rule %+v; want 73 naming PDR %d", tc.name, r.Cause, r.Rule, tc.failed)
 		case tc.flows == 1 && (q.qfi != 1 || q.flows[0].QFI != 2 || *q.flows[0].MaxBitRate.DownlinkKbps != 108_000 || *q.mbr.DownlinkKbps != 1_000_000):
 			t.Errorf("%s: session QFI %d, MBR %+v, flow %+v; want 1 at 1,000,000 kbit/s and a flow with QFI 2 at 108,000", tc.name, q.qfi, q.mbr, q.flows[0])
+		case tc.flows == 1 && tc.gbr == 0 && q.flows[0].GuaranteedBitRate != nil:
+			t.Errorf("%s: a GBR of %+v, want a non-GBR flow", tc.name, *q.flows[0].GuaranteedBitRate)
+		case tc.gbr != 0 && (q.flows[0].GuaranteedBitRate == nil || *q.flows[0].GuaranteedBitRate.UplinkKbps != tc.gbr || *q.flows[0].GuaranteedBitRate.DownlinkKbps != tc.gbr):
+			t.Errorf("%s: GBR %+v, want %d kbit/s each way", tc.name, q.flows[0].GuaranteedBitRate, tc.gbr)
 		}
 	}
 }

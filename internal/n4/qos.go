@@ -138,6 +138,11 @@ func qosOf(r *Rules) (sessionQoS, error) {
 			}
 		}
 	}
+	for id := range defQERs {
+		if r.QERs[id].GBR {
+			return sessionQoS{}, refuse(CauseServiceNotSupported, ie.GBR, "QER %d gives the session's default QoS flow a GBR: Junction takes a GBR for a QoS flow of the session's own (docs/n4.md)", id)
+		}
+	}
 	var q sessionQoS
 	var err error
 	if q.qfi, err = downlinkQFI(r, defDown); err != nil {
@@ -151,18 +156,18 @@ func qosOf(r *Rules) (sessionQoS, error) {
 		if g.prec == last {
 			continue
 		}
-		qfi, mbr, err := ownQoS(r, g, defQERs)
+		qfi, mbr, gbr, err := ownQoS(r, g, defQERs)
 		if err != nil {
 			return q, err
 		}
-		if (qfi == 0 || qfi == q.qfi) && sameRate(mbr.UplinkKbps, q.mbr, true) && sameRate(mbr.DownlinkKbps, q.mbr, false) {
+		if (qfi == 0 || qfi == q.qfi) && gbr == nil && sameRate(mbr.UplinkKbps, q.mbr, true) && sameRate(mbr.DownlinkKbps, q.mbr, false) {
 			defUp, defDown = append(defUp, g.up...), append(defDown, g.down...) // in the default flow
 			continue
 		}
 		first := g.pdrs()[0]
 		switch {
 		case qfi == 0 || qfi == q.qfi:
-			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in the session's QoS flow %d with an MBR of its own: a QoS flow has one MBR (docs/n4.md)", first.ID, q.qfi)
+			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in the session's QoS flow %d with an MBR or a GBR of its own: a QoS flow has one MBR, and the default flow no GBR (docs/n4.md)", first.ID, q.qfi)
 		case len(first.SDF) != 1:
 			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in QoS flow %d of its own with %d SDF filters: Junction describes such a flow by one (docs/n4.md)", first.ID, qfi, len(first.SDF))
 		case g.prec > 65533:
@@ -182,7 +187,7 @@ func qosOf(r *Rules) (sessionQoS, error) {
 		if mbr.UplinkKbps != nil || mbr.DownlinkKbps != nil {
 			rate = &mbr
 		}
-		q.flows = append(q.flows, junctionv1.QoSFlow{Name: fmt.Sprintf("qfi-%d", qfi), QFI: qfi, Precedence: int32(g.prec), TrafficDescriptor: td, MaxBitRate: rate})
+		q.flows = append(q.flows, junctionv1.QoSFlow{Name: fmt.Sprintf("qfi-%d", qfi), QFI: qfi, Precedence: int32(g.prec), TrafficDescriptor: td, MaxBitRate: rate, GuaranteedBitRate: gbr})
 		flowRules = append(flowRules, g)
 	}
 	// The default flow's QFI and MBR checks over every rule in it.
@@ -216,21 +221,38 @@ func qosOf(r *Rules) (sessionQoS, error) {
 	return q, nil
 }
 
-// ownQoS is the QFI and MBR of a rule's PDRs by the QERs the default flow's PDRs do not name
-// (defQERs): the QFI they give (one for all the rule's PDRs), else its downlink PDRs' QFI
-// (downlinkQFI); the smallest MBR they give per direction (none: nil).
-func ownQoS(r *Rules, g *pccRule, defQERs map[uint32]bool) (int32, junctionv1.BitRate, error) {
+// ownQoS is the QFI, MBR and GBR of a rule's PDRs by the QERs the default flow's PDRs do not
+// name (defQERs): the QFI they give (one for all the rule's PDRs), else its downlink PDRs' QFI
+// (downlinkQFI); the smallest MBR they give per direction (none: nil); the GBR they give (nil:
+// none, a non-GBR flow), one per direction. A GBR flow is outside the Session-AMBR (TS 23.501
+// §5.7.2.6), so its PDRs may not name a default flow's QER with an MBR, as free5GC's SMF leaves
+// out its session-AMBR QER for a GBR flow's.
+func ownQoS(r *Rules, g *pccRule, defQERs map[uint32]bool) (int32, junctionv1.BitRate, *junctionv1.BitRate, error) {
 	var qfi uint8
 	var ul, dl uint64
+	var gbr *QER // the first QER with a GBR
+	ambr := map[uint16]uint32{} // a PDR's default flow QER with an MBR
 	for _, p := range g.pdrs() {
 		var q uint8
 		for _, id := range p.QERIDs {
 			e := r.QERs[id]
 			if defQERs[id] {
+				if e.MBRUL != 0 || e.MBRDL != 0 {
+					ambr[p.ID] = id
+				}
 				continue
 			}
+			if e.GBR {
+				switch {
+				case gbr == nil:
+					gbr = e
+				case e.GBRUL != gbr.GBRUL || e.GBRDL != gbr.GBRDL:
+					return 0, junctionv1.BitRate{}, nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d names QER %d with a GBR of %d/%d kbit/s (UL/DL), its rule QER %d with %d/%d: a QoS flow has one GBR",
+						p.ID, e.ID, e.GBRUL, e.GBRDL, gbr.ID, gbr.GBRUL, gbr.GBRDL)
+				}
+			}
 			if e.QFI != 0 && q != 0 && e.QFI != q {
-				return 0, junctionv1.BitRate{}, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d names QERs with QFIs %d and %d: a PDR's packets are in one QoS flow", p.ID, q, e.QFI)
+				return 0, junctionv1.BitRate{}, nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d names QERs with QFIs %d and %d: a PDR's packets are in one QoS flow", p.ID, q, e.QFI)
 			}
 			q = max(q, e.QFI)
 			if v := e.MBRUL; v != 0 && p.Source == ifaceAccess && (ul == 0 || v < ul) {
@@ -243,7 +265,7 @@ func ownQoS(r *Rules, g *pccRule, defQERs map[uint32]bool) (int32, junctionv1.Bi
 		switch {
 		case q == 0:
 		case qfi != 0 && q != qfi:
-			return 0, junctionv1.BitRate{}, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d is in QoS flow %d, a PDR of its rule in %d", p.ID, q, qfi)
+			return 0, junctionv1.BitRate{}, nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d is in QoS flow %d, a PDR of its rule in %d", p.ID, q, qfi)
 		default:
 			qfi = q
 		}
@@ -251,9 +273,26 @@ func ownQoS(r *Rules, g *pccRule, defQERs map[uint32]bool) (int32, junctionv1.Bi
 	if qfi == 0 && len(g.down) > 0 {
 		v, err := downlinkQFI(r, g.down)
 		if err != nil {
-			return 0, junctionv1.BitRate{}, err
+			return 0, junctionv1.BitRate{}, nil, err
 		}
 		qfi = uint8(v)
+	}
+	var guaranteed *junctionv1.BitRate
+	if gbr != nil {
+		for _, p := range g.pdrs() {
+			if id, ok := ambr[p.ID]; ok {
+				return 0, junctionv1.BitRate{}, nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d of a GBR QoS flow names QER %d, the session's MBR: a GBR flow is outside the Session-AMBR (TS 23.501 §5.7.2.6)", p.ID, id)
+			}
+		}
+		guaranteed = &junctionv1.BitRate{}
+		if gbr.GBRUL != 0 {
+			v := int64(gbr.GBRUL)
+			guaranteed.UplinkKbps = &v
+		}
+		if gbr.GBRDL != 0 {
+			v := int64(gbr.GBRDL)
+			guaranteed.DownlinkKbps = &v
+		}
 	}
 	var rate junctionv1.BitRate
 	if ul != 0 {
@@ -264,7 +303,7 @@ func ownQoS(r *Rules, g *pccRule, defQERs map[uint32]bool) (int32, junctionv1.Bi
 		v := int64(dl)
 		rate.DownlinkKbps = &v
 	}
-	return int32(qfi), rate, nil
+	return int32(qfi), rate, guaranteed, nil
 }
 
 // sameRate: a rule's own rate (nil: none) is none or the session's in that direction.

@@ -148,6 +148,11 @@ type QER struct {
 	// MBR in kbit/s per direction (0: none); policed on the PDRs that name it (plan.go, sessionMBR).
 	MBRUL uint64 `json:"mbrUL,omitempty"`
 	MBRDL uint64 `json:"mbrDL,omitempty"`
+	// A GBR IE (GBR): the PDRs that name it are a GBR flow's, outside the Session-AMBR; its
+	// rates in kbit/s per direction (0: none given).
+	GBR   bool   `json:"gbr,omitempty"`
+	GBRUL uint64 `json:"gbrUL,omitempty"`
+	GBRDL uint64 `json:"gbrDL,omitempty"`
 }
 
 // AFAI is one Access Forwarding Action Information of a MAR.
@@ -745,9 +750,10 @@ func decodeQER(g *ie.IE, old *QER) (*QER, error) {
 	if err != nil {
 		return nil, err
 	}
-	// GBR and the rest are QoS the pipeline does not enforce: refused, never ignored. (A GBR is
-	// a guarantee the RAN schedules for; a policer cannot give it.)
-	if err := c.only(ie.QERID, ie.GateStatus, ie.QFI, ie.MBR); err != nil {
+	// The rest (QER Correlation ID, Packet Rate, DL Flow Level Marking, RQI, Paging Policy
+	// Indicator, Averaging Window, QER Control Indications) is QoS the pipeline does not
+	// enforce: refused, never ignored.
+	if err := c.only(ie.QERID, ie.GateStatus, ie.QFI, ie.MBR, ie.GBR); err != nil {
 		return nil, err
 	}
 	q := &QER{}
@@ -792,6 +798,20 @@ func decodeQER(g *ie.IE, old *QER) (*QER, error) {
 		}
 		q.MBRUL, _ = x.MBRUL()
 		q.MBRDL, _ = x.MBRDL()
+	}
+	if x = c.one(ie.GBR); x != nil {
+		// The same two 40-bit rates (§8.2.9). A GBR makes the QoS flow of the PDRs that name the
+		// QER a GBR flow (qos.go, ownQoS); the rate is the RAN's to guarantee, and recorded.
+		b, err := x.GBR()
+		if err == nil && len(b) != 10 {
+			err = fmt.Errorf("%d octets, want 10", len(b))
+		}
+		if err != nil {
+			return nil, bad(x, err)
+		}
+		q.GBRUL, _ = x.GBRUL()
+		q.GBRDL, _ = x.GBRDL()
+		q.GBR = true
 	}
 	return q, nil
 }

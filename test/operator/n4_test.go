@@ -527,8 +527,13 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 		{"a FAR that notifies without buffering (NOCP alone)", adding(ie.NewCreateFAR(ie.NewFARID(40), ie.NewApplyAction(0x08))), 76, "offending IE 44", nil},
 		{"a FAR that buffers and forwards", adding(ie.NewCreateFAR(ie.NewFARID(40), ie.NewApplyAction(0x06))), 69, "offending IE 44", nil},
 		{"a FAR that duplicates", adding(ie.NewCreateFAR(ie.NewFARID(40), ie.NewApplyAction(0x12))), 76, "offending IE 44", nil},
-		{"a QER with a GBR (a guarantee, which a policer cannot give)", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewGBR(60000, 60000))),
-			76, "offending IE 27", nil},
+		{"a GBR for the session's default QoS flow (a QoS flow of its own may be GBR, TS 23.501 §5.7.2.6)", func(in []*ie.IE) []*ie.IE {
+			return adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewGBR(60000, 60000)))(replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
+				ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+					ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewMARID(smf.MARDefault), ie.NewQERID(1)))(in))
+		}, 76, "offending IE 27", nil},
+		{"a GBR of 9 octets", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.New(ie.GBR, make([]byte, 9)))),
+			69, "offending IE 27", nil},
 		{"an MBR of 9 octets", adding(ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.New(ie.MBR, make([]byte, 9)))),
 			69, "offending IE 26", nil},
 		{"an MBR for one downlink PDR and none for another (one rate a session and direction)", func(in []*ie.IE) []*ie.IE {

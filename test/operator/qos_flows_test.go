@@ -159,27 +159,34 @@ func stripQoSFlows(i *p4configv1.P4Info) {
 }
 
 // flowRule is one of a subscriber's flow rules as free5GC's SMF gives it a QoS flow: its PDRs and
-// FARs id (uplink) and id+1 (downlink), its QER id, its precedence, its filter's server, QFI and
-// MBR, and the URRs its PDRs name beside the session's (1 and 2).
+// FARs id (uplink) and id+1 (downlink), its QER id, its precedence, its filter's server, QFI, MBR
+// and GBR (0: a non-GBR 5QI), and the URRs its PDRs name beside the session's (1 and 2).
 type flowRule struct {
 	id      uint16
 	prec    uint32
 	server  string
 	qfi     uint8
 	mbrKbps uint64
+	gbrKbps uint64
 	urrs    []uint32
 }
 
-// free5GCFlowRule is what free5GC's SMF adds for a subscriber's flow rule with a non-GBR 5QI
-// (internal/context/datapath.go, ActivateTunnelAndPDR and AddQoS; the webconsole's default
-// subscriber has one, 1.1.1.1/32): a data path of its own, its uplink and downlink PDRs at the
-// rule's precedence with the rule's filter as SDF filter on both (pcc_rule.go: "UL, DL flow
-// description should be same"), on the session's uplink TEID (datapath.go,
-// AddForwardingParameters: "the AN tunnel is only one") and its gNB's tunnel, each PDR naming the
-// session AMBR's QER (2) and the flow's (the rule's QFI and MBR), and the session's URRs.
+// free5GCFlowRule is what free5GC's SMF adds for a subscriber's flow rule (internal/context/
+// datapath.go, ActivateTunnelAndPDR and AddQoS; the webconsole's default subscriber has one,
+// 1.1.1.1/32): a data path of its own, its uplink and downlink PDRs at the rule's precedence with
+// the rule's filter as SDF filter on both (pcc_rule.go: "UL, DL flow description should be
+// same"), on the session's uplink TEID (datapath.go, AddForwardingParameters: "the AN tunnel is
+// only one") and its gNB's tunnel, each PDR naming the flow's QER (the rule's QFI and MBR, and
+// its GBR for a GBR 5QI) and the session's URRs, and the session AMBR's QER (2) unless the flow
+// is a GBR flow ("if ambrQER != nil && !dataPath.GBRFlow").
 func free5GCFlowRule(ue, gnb netip.Addr, ulTEID, dlTEID uint32, f flowRule) []*ie.IE {
 	sdf := ie.NewSDFFilter("permit out ip from "+f.server+" to assigned", "", "", "", 0)
 	named := []*ie.IE{ie.NewQERID(2), ie.NewQERID(uint32(f.id)), ie.NewURRID(1), ie.NewURRID(2)}
+	qer := ie.NewCreateQER(ie.NewQERID(uint32(f.id)), ie.NewGateStatus(0, 0), ie.NewMBR(f.mbrKbps, f.mbrKbps), ie.NewQFI(f.qfi))
+	if f.gbrKbps != 0 {
+		named = named[1:]
+		qer = ie.NewCreateQER(ie.NewQERID(uint32(f.id)), ie.NewGateStatus(0, 0), ie.NewMBR(f.mbrKbps, f.mbrKbps), ie.NewGBR(f.gbrKbps, f.gbrKbps), ie.NewQFI(f.qfi))
+	}
 	for _, u := range f.urrs {
 		named = append(named, ie.NewURRID(u))
 	}
@@ -188,7 +195,7 @@ func free5GCFlowRule(ue, gnb netip.Addr, ulTEID, dlTEID uint32, f flowRule) []*i
 		ie.NewCreateFAR(ie.NewFARID(uint32(ul)), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore))),
 		ie.NewCreateFAR(ie.NewFARID(uint32(dl)), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
 			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, dlTEID, gnb.String(), "", 0, 0, 0))),
-		ie.NewCreateQER(ie.NewQERID(uint32(f.id)), ie.NewGateStatus(0, 0), ie.NewMBR(f.mbrKbps, f.mbrKbps), ie.NewQFI(f.qfi)),
+		qer,
 		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(ul), ie.NewPrecedence(f.prec), ie.NewPDI(
 			ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x01, ulTEID, net.ParseIP("192.0.2.1"), nil, 0),
 			ie.NewNetworkInstance("internet"), ie.NewUEIPAddress(0x02, ue.String(), "", 0, 0), sdf),
@@ -276,6 +283,67 @@ func TestN4QoSFlowsAsFree5GCSendsThem(t *testing.T) {
 	for i, want := range []smf.UsageReport{flowSent.report(3), defaultSent.report(4)} {
 		want.Trigger = []byte{0x80, 0, 0} // IMMER
 		checkReport(t, fmt.Sprintf("URR %d's report", want.URRID), reps[i], want)
+	}
+}
+
+// TestN4GBRFlowOutsideTheSessionAMBR: a subscriber's flow rule with a GBR 5QI, as free5GC's SMF
+// sends it (free5GCFlowRule: a QER with a GBR, its PDRs without the session AMBR's QER), is a GBR
+// QoS flow of the session's own, outside its Session-AMBR (TS 23.501 §5.7.2.6): with the AMBR cut
+// to 8 kbit/s (100-byte bursts), the GBR flow's packets go both ways, policed at its own MBR
+// alone, while a non-GBR flow's and the default flow's are red at the AMBR and dropped.
+func TestN4GBRFlowOutsideTheSessionAMBR(t *testing.T) {
+	ctx := context.Background()
+	ue, dlTEID := netip.MustParseAddr("10.60.0.35"), uint32(0x94)
+	r, est, ulTEID, usage := forwardingRig(t, ue, dlTEID)
+	voice := flowRule{id: 5, prec: 127, server: "203.0.113.78/32", qfi: 3, mbrKbps: 108000, gbrKbps: 64}
+	ies := append(free5GCFlowRule(ue, forwardingGNB, ulTEID, dlTEID, webconsoleFlow()), free5GCFlowRule(ue, forwardingGNB, ulTEID, dlTEID, voice)...)
+	m, err := r.smf.Modify(ctx, est, append(ies, ie.NewUpdateQER(ie.NewQERID(2), ie.NewMBR(8, 8)))...)
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("a GBR flow rule and a non-GBR one, the AMBR at 8 kbit/s: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	obj := awaitFlows(t, r, 3, 2) // by precedence
+	if g := obj.Spec.QoSFlows[0].GuaranteedBitRate; g == nil || g.UplinkKbps == nil || *g.UplinkKbps != 64 || g.DownlinkKbps == nil || *g.DownlinkKbps != 64 {
+		t.Errorf("the voice flow's guaranteedBitRate %+v, want 64 kbit/s each way", g)
+	}
+	if g := obj.Spec.QoSFlows[1].GuaranteedBitRate; g != nil {
+		t.Errorf("the webconsole's flow has a guaranteedBitRate %+v, want none (a non-GBR flow)", *g)
+	}
+	ambr := &p4v1.MeterConfig{Cir: 1000, Cburst: 3000, Pir: 1000, Pburst: 3000} // the smallest burst (docs/pipeline.md, "MBR policer")
+	eventually(t, programTimeout, "the session's AMBR cells at 8 kbit/s", func() error {
+		if up, down := mbrCells(t, r, usage); !proto.Equal(up, ambr) || !proto.Equal(down, ambr) {
+			return fmt.Errorf("uplink_mbr %v, downlink_mbr %v; want %v", up, down, ambr)
+		}
+		return nil
+	})
+
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 3}, Src: [6]byte{2, 0, 0, 0, 2, 3}}
+	down := func(server string) []byte {
+		return wiretest.Build(eth, wire.IPv4{Src: addr4(server), Dst: ue.As4()}, wire.UDP{SrcPort: 443, DstPort: 40000}, make([]byte, 64))
+	}
+	up := func(server string) []byte {
+		return wiretest.Build(eth, wire.IPv4{Src: forwardingGNB.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
+			wire.IPv4{Src: ue.As4(), Dst: addr4(server)}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 32))
+	}
+	// The AMBR's 3,000-byte buckets used up, each way, by the default flow's packets.
+	for _, frame := range [][]byte{down("203.0.113.10"), up("203.0.113.10")} {
+		n := 0
+		for ; n < 100 && len(r.u.forward(t, frame)) == 1; n++ {
+		}
+		if n == 100 || n < 3000/len(frame)-1 {
+			t.Fatalf("%d packets of %d bytes left before the first red one, want about 3,000 bytes' worth", n, len(frame))
+		}
+	}
+	var sent sentUsage
+	for range 3 {
+		exchange(t, r, &sent, ue, ulTEID, "203.0.113.78", 3) // the GBR flow: both ways, with its QFI
+	}
+	for _, frame := range [][]byte{down("203.0.113.77"), up("203.0.113.77"), down("203.0.113.10")} { // the non-GBR flow's, the default flow's
+		if out := r.u.forward(t, frame); len(out) != 0 {
+			t.Errorf("a packet of a non-GBR flow left over the 8 kbit/s AMBR: %x", out)
+		}
+	}
+	if n := packets(t, r, "mbr_drops", 0) + packets(t, r, "mbr_drops", 1); n != 5 {
+		t.Errorf("mbr_drops counted %d packets, want the 5 red at the AMBR", n)
 	}
 }
 

@@ -98,8 +98,8 @@ func installQoSFlows(h *harness, n int) {
 		for _, up := range []uint64{0, 1} {
 			ue := map[string]any{"ue_addr": base + uint64(i), "uplink": up}
 			h.insert("qos_flows", map[string]any{"ue_addr": base + uint64(i), "uplink": up, "remote_addr": tv{ip4("198.51.100.77"), 0xffffffff}},
-				65535-128, "set_qos_flow", map[string]uint64{"flow_qfi": 2, "flow_idx": uint64(5 * i)})
-			h.insert("qos_flows", ue, 1, "set_qos_flow", map[string]uint64{"flow_qfi": 0, "flow_idx": uint64(5*i + 4)})
+				65535-128, "set_qos_flow", map[string]uint64{"flow_qfi": 2, "flow_idx": uint64(5 * i), "gbr": 0})
+			h.insert("qos_flows", ue, 1, "set_qos_flow", map[string]uint64{"flow_qfi": 0, "flow_idx": uint64(5*i + 4), "gbr": 0})
 		}
 	}
 }

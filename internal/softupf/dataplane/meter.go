@@ -129,8 +129,9 @@ func (m *meterCell) mark(size int, now uint32) meterColour {
 // flow's cell first: red there is counted in mbr_drops (cell: the direction), in the direction's
 // policed counter at usage, the session's usage cell, and in the flow's policed counter.
 // Then the session's, at the cell mbr_sessions gives its UE address (the user packet's source
-// on the uplink, destination on the downlink; no entry: not policed): red there is counted
-// likewise, at that cell (and in the flow's policed counter).
+// on the uplink, destination on the downlink; no entry: not policed), unless the flow is a GBR
+// flow (outside the Session-AMBR): red there is counted likewise, at that cell (and in the
+// flow's policed counter).
 func (c *proc) police(k meterKind, ueAddr uint32, fq qosFlow, usage uint32) bool {
 	if fq.ok {
 		c.st.add(flowCounters[k][0], fq.cell, c.inLen)
@@ -139,6 +140,9 @@ func (c *proc) police(k meterKind, ueAddr uint32, fq qosFlow, usage uint32) bool
 			c.st.add(policedCounters[k], usage, c.inLen)
 			c.st.add(flowCounters[k][1], fq.cell, c.inLen)
 			return true
+		}
+		if fq.gbr {
+			return false
 		}
 	}
 	cell, ok := c.t.mbr.lookup(ueAddr)

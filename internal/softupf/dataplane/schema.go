@@ -201,7 +201,7 @@ var actionSpecs = [numActions]actionSpec{
 	aNoPolice:    {"no_police", nil},
 	// The SMF's BUFF FAR: the packet goes to the controller, which holds it.
 	aBufferDownlink: {"buffer_downlink", nil},
-	aSetQoSFlow:     {"set_qos_flow", []paramSpec{{"flow_qfi", 6}, {"flow_idx", 32}}},
+	aSetQoSFlow:     {"set_qos_flow", []paramSpec{{"flow_qfi", 6}, {"flow_idx", 32}, {"gbr", 1}}},
 	aNoQoSFlow:      {"no_qos_flow", nil},
 }
 

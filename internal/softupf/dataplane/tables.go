@@ -165,12 +165,14 @@ type filterEntry struct {
 	deny bool
 }
 
-// qosFlow is a qos_flows hit: the QoS flow of its own a session's user packet is in, its QFI
-// and its policer's cell (uplink_flow_mbr, downlink_flow_mbr).
+// qosFlow is a qos_flows hit: the QoS flow of its own a session's user packet is in, its QFI,
+// its policer's cell (uplink_flow_mbr, downlink_flow_mbr) and whether it is a GBR flow (outside
+// the session's MBR policer).
 type qosFlow struct {
 	cell uint32
 	qfi  uint8
 	ok   bool
+	gbr  bool
 }
 
 // qosFlowKey is a qos_flows entry's identity past its exact fields (the session's UE address
@@ -672,7 +674,7 @@ func (t *tables) writeQoSFlow(op p4v1.Update_Type, prio int32, m *entryMatch, ac
 	}
 	var val qosFlow
 	if act.kind == aSetQoSFlow {
-		val = qosFlow{qfi: uint8(act.params[0]), cell: uint32(act.params[1]), ok: true}
+		val = qosFlow{qfi: uint8(act.params[0]), cell: uint32(act.params[1]), ok: true, gbr: act.params[2] == 1}
 	}
 	lk := qosFlowsKey(uint32(ue), up == 1)
 	cur, _ := t.qosFlows.get(lk)

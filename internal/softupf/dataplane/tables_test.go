@@ -17,7 +17,7 @@ func TestQoSFlowListOrder(t *testing.T) {
 		if remote.m != 0 {
 			match["remote_addr"] = remote
 		}
-		h.insert("qos_flows", match, prio, "set_qos_flow", map[string]uint64{"flow_qfi": qfi, "flow_idx": cell})
+		h.insert("qos_flows", match, prio, "set_qos_flow", map[string]uint64{"flow_qfi": qfi, "flow_idx": cell, "gbr": 0})
 	}
 	insert(1, tv{}, 0, 40)                                  // the default flow's, first in
 	insert(200, tv{ip4("198.51.100.0"), 0xffffff00}, 2, 20) // the /24

@@ -8,14 +8,16 @@
 // remote end is the server (a downlink packet's source, an uplink one's destination). The entry
 // gives the flow's QFI, which Verdict writes into the PDU Session Container of the downlink
 // G-PDU in place of the session's, and the cell of uplink_flow_mbr / downlink_flow_mbr the
-// packet meets before the session's MBR policer. A miss is the session's own flow. Entries of
-// this ternary/range table need a priority: the SDF filter's precedence.
+// packet meets before the session's MBR policer. A GBR flow (gbr 1) is outside its session's
+// MBR, the Session-AMBR (TS 23.501 §5.7.2.6): its packets meet its own policer only. A miss is
+// the session's own flow. Entries of this ternary/range table need a priority: the SDF filter's
+// precedence.
 
 #ifndef JUNCTION_V1MODEL_QOS_FLOWS_P4
 #define JUNCTION_V1MODEL_QOS_FLOWS_P4
 
 control QoSFlows(in local_metadata_t md, in bool uplink, in ipv4_addr_t ue_addr,
-                 out bool hit, out qfi_t qfi, out qos_flow_idx_t cell) {
+                 out bool hit, out qfi_t qfi, out qos_flow_idx_t cell, out bool gbr_flow) {
 
     ipv4_addr_t remote_addr = md.user_src;
     l4_port_t remote_port = md.user_sport;
@@ -23,10 +25,11 @@ control QoSFlows(in local_metadata_t md, in bool uplink, in ipv4_addr_t ue_addr,
     bit<1> direction = 0;
 
     @name(".set_qos_flow") @id(0x0100001A)
-    action set_qos_flow(qfi_t flow_qfi, qos_flow_idx_t flow_idx) {
+    action set_qos_flow(qfi_t flow_qfi, qos_flow_idx_t flow_idx, bit<1> gbr) {
         hit = true;
         qfi = flow_qfi;
         cell = flow_idx;
+        gbr_flow = gbr == 1;
     }
 
     @name(".no_qos_flow") @id(0x0100001B)
@@ -34,6 +37,7 @@ control QoSFlows(in local_metadata_t md, in bool uplink, in ipv4_addr_t ue_addr,
         hit = false;
         qfi = 0;
         cell = 0;
+        gbr_flow = false;
     }
 
     @name(".qos_flows") @id(0x0200000D)

@@ -28,7 +28,8 @@
 // A packet in a QoS flow of its own (qos_flows) first meets that flow's policer,
 // uplink_flow_mbr or downlink_flow_mbr at the cell its entry gives: red is dropped and
 // counted in mbr_drops and in *_policed at md.usage_idx (where usage counted it), and
-// meets the session's policer no more. The flow's cell of uplink_flow_usage /
+// meets the session's policer no more; nor does a GBR flow's packet of any colour (outside the
+// Session-AMBR). The flow's cell of uplink_flow_usage /
 // downlink_flow_usage counts it too, and of uplink_flow_policed / downlink_flow_policed
 // what either policer dropped. A downlink G-PDU of such a flow carries the flow's QFI in
 // its PDU Session Container, where it has one (the session's tunnel has a QFI), on every
@@ -90,6 +91,7 @@ control Verdict(inout headers_t hdr, inout local_metadata_t md, inout standard_m
     bool in_flow = false;
     qfi_t flow_qfi = 0;
     qos_flow_idx_t flow_cell = 0;
+    bool gbr_flow = false;
 
     apply {
         if (md.consume && md.drop_reason == DROP_NONE) {
@@ -113,7 +115,7 @@ control Verdict(inout headers_t hdr, inout local_metadata_t md, inout standard_m
                     ue_addr = md.user_src;
                 }
                 mbr_sessions.apply(ue_addr, policed, mbr_cell);
-                qos_flows.apply(md, uplink, ue_addr, in_flow, flow_qfi, flow_cell);
+                qos_flows.apply(md, uplink, ue_addr, in_flow, flow_qfi, flow_cell, gbr_flow);
             }
             if (downlink && in_flow && flow_qfi != 0 && hdr.enc_gtpu_psc.isValid()) {
                 hdr.enc_gtpu_psc.content = (bit<16>)flow_qfi;  // PDU type 0, no PPP/RQI, the QFI
@@ -129,7 +131,7 @@ control Verdict(inout headers_t hdr, inout local_metadata_t md, inout standard_m
                             uplink_policed.count(md.usage_idx);
                         }
                     }
-                    if (colour != METER_RED && policed) {
+                    if (colour != METER_RED && policed && !gbr_flow) {
                         uplink_mbr.execute_meter(mbr_cell, colour);
                         if (colour == METER_RED) {
                             mbr_drops.count(MBR_UPLINK);
@@ -149,7 +151,7 @@ control Verdict(inout headers_t hdr, inout local_metadata_t md, inout standard_m
                             downlink_policed.count(md.usage_idx);
                         }
                     }
-                    if (colour != METER_RED && policed) {
+                    if (colour != METER_RED && policed && !gbr_flow) {
                         downlink_mbr.execute_meter(mbr_cell, colour);
                         if (colour == METER_RED) {
                             mbr_drops.count(MBR_DOWNLINK);
