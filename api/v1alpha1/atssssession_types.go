@@ -272,8 +272,9 @@ const (
 
 // QoSFlow is a QoS flow of a session's own: part of its traffic, marked with the flow's QFI and
 // policed at the flow's MBR.
-// +kubebuilder:validation:XValidation:rule="!has(self.trafficDescriptor.sourcePrefixes) && !has(self.trafficDescriptor.dscp)",message="a QoS flow's trafficDescriptor matches the server's side, protocol and ports (the session is its UE side): sourcePrefixes and dscp are not matched"
-// +kubebuilder:validation:XValidation:rule="!has(self.trafficDescriptor.protocol) || self.trafficDescriptor.protocol in ['TCP', 'UDP'] || (!has(self.trafficDescriptor.destinationPorts) && !has(self.trafficDescriptor.sourcePorts))",message="trafficDescriptor ports need protocol TCP or UDP"
+// +kubebuilder:validation:XValidation:rule="!has(self.trafficDescriptor) || (!has(self.trafficDescriptor.sourcePrefixes) && !has(self.trafficDescriptor.dscp))",message="a QoS flow's trafficDescriptor matches the server's side, protocol and ports (the session is its UE side): sourcePrefixes and dscp are not matched"
+// +kubebuilder:validation:XValidation:rule="!has(self.trafficDescriptor) || !has(self.trafficDescriptor.protocol) || self.trafficDescriptor.protocol in ['TCP', 'UDP'] || (!has(self.trafficDescriptor.destinationPorts) && !has(self.trafficDescriptor.sourcePorts))",message="trafficDescriptor ports need protocol TCP or UDP"
+// +kubebuilder:validation:XValidation:rule="!has(self.trafficDescriptor) || !has(self.filters)",message="a QoS flow has a trafficDescriptor (both directions) or filters, not both"
 type QoSFlow struct {
 	// name names the flow within the session.
 	// +kubebuilder:validation:MaxLength=63
@@ -294,10 +295,20 @@ type QoSFlow struct {
 	// +optional
 	Precedence int32 `json:"precedence,omitempty"`
 
-	// trafficDescriptor selects the flow's packets as seen from the UE: destination prefixes and
-	// ports are the server's side (a downlink packet's source), sourcePorts the UE's.
-	// +required
-	TrafficDescriptor TrafficDescriptor `json:"trafficDescriptor"`
+	// trafficDescriptor selects the flow's packets both ways, as seen from the UE: destination
+	// prefixes and ports are the server's side (a downlink packet's source), sourcePorts the
+	// UE's. Unset, and no filters: every packet of the session.
+	// +optional
+	TrafficDescriptor TrafficDescriptor `json:"trafficDescriptor,omitzero"`
+
+	// filters select the flow's packets in place of trafficDescriptor, where they are several or
+	// differ by direction, as an SMF's SDF filters may (one per flow description, on the flow's
+	// downlink PDR, its uplink PDR or both): a packet is in the flow when a filter for its
+	// direction matches it.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=15
+	// +optional
+	Filters []QoSFlowFilter `json:"filters,omitempty"`
 
 	// maxBitRate is the flow's maximum bit rate in each direction (its MFBR); the session's own
 	// (spec.maxBitRate, its Session-AMBR) polices the flow's packets too, unless the flow is a
@@ -321,6 +332,31 @@ type QoSFlow struct {
 	// +optional
 	Gates *Gates `json:"gates,omitempty"`
 }
+
+// QoSFlowFilter is one of a QoS flow's packet filters: a traffic descriptor, for one direction or
+// both (TS 24.501's packet filter direction).
+// +kubebuilder:validation:XValidation:rule="!has(self.trafficDescriptor.sourcePrefixes) && !has(self.trafficDescriptor.dscp)",message="a QoS flow's trafficDescriptor matches the server's side, protocol and ports (the session is its UE side): sourcePrefixes and dscp are not matched"
+// +kubebuilder:validation:XValidation:rule="!has(self.trafficDescriptor.protocol) || self.trafficDescriptor.protocol in ['TCP', 'UDP'] || (!has(self.trafficDescriptor.destinationPorts) && !has(self.trafficDescriptor.sourcePorts))",message="trafficDescriptor ports need protocol TCP or UDP"
+type QoSFlowFilter struct {
+	// direction is the packets the filter is for: Downlink (to the UE), Uplink (from the UE) or
+	// Bidirectional.
+	// +required
+	Direction FlowDirection `json:"direction"`
+
+	// trafficDescriptor selects them as a flow's does: the server's side, protocol and ports.
+	// +required
+	TrafficDescriptor TrafficDescriptor `json:"trafficDescriptor"`
+}
+
+// FlowDirection is the direction of a QoS flow's packet filter.
+// +kubebuilder:validation:Enum=Bidirectional;Downlink;Uplink
+type FlowDirection string
+
+const (
+	FlowBidirectional FlowDirection = "Bidirectional"
+	FlowDownlink      FlowDirection = "Downlink"
+	FlowUplink        FlowDirection = "Uplink"
+)
 
 // BitRate is a rate in each direction, in kilobits per second (1,000 bit/s, the unit of PFCP's
 // MBR IE, TS 29.244 §8.2.8), up to its 40 bits.

@@ -30,6 +30,19 @@ func DefaultFlowCell(block uint32) uint32 { return QoSFlowCell(block, junctionv1
 // at most 65533).
 const defaultFlowPriority = 1
 
+// flowFilters are a QoS flow's filters: its filters, or its trafficDescriptor both ways.
+func flowFilters(f junctionv1.QoSFlow) []junctionv1.QoSFlowFilter {
+	if len(f.Filters) > 0 {
+		return f.Filters
+	}
+	return []junctionv1.QoSFlowFilter{{Direction: junctionv1.FlowBidirectional, TrafficDescriptor: f.TrafficDescriptor}}
+}
+
+// filterDirections are the qos_flows `uplink` values of a filter's direction.
+var filterDirections = map[junctionv1.FlowDirection][]uint8{
+	junctionv1.FlowBidirectional: {0, 1}, junctionv1.FlowDownlink: {0}, junctionv1.FlowUplink: {1},
+}
+
 // qosFlowMeters are the policer cells of a session with QoS flows: each flow's with an MBR or a
 // closed gate, and the default flow's with a closed gate (spec.gates), as mbrMeters writes the
 // session's.
@@ -45,10 +58,10 @@ func qosFlowMeters(s Session) []MeterCell {
 }
 
 // qosFlowEntries are the qos_flows entries of the session's QoS flows (spec.qosFlows), keyed by
-// its address sa (a downlink packet's destination, an uplink one's source): for each flow and
-// direction, one per combination of its server prefixes and port ranges, at its precedence, gbr 1
-// for a GBR flow; and the default flow's, one per direction matching the rest, with the tunnel's
-// QFI (flow_qfi 0).
+// its address sa (a downlink packet's destination, an uplink one's source): for each flow, filter
+// (flowFilters) and direction of the filter, one per combination of its server prefixes and port
+// ranges, at the flow's precedence, gbr 1 for a GBR flow; and the default flow's, one per
+// direction matching the rest, with the tunnel's QFI (flow_qfi 0).
 func qosFlowEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	if len(s.Spec.QoSFlows) == 0 {
 		return nil, nil
@@ -62,32 +75,38 @@ func qosFlowEntries(s Session, sa netip.Addr) ([]Entry, error) {
 			Action: "set_qos_flow", Params: []Param{{"flow_qfi", u8(0)}, {"flow_idx", u32(DefaultFlowCell(*s.QoSFlowIndex))}, {"gbr", u8(0)}}, Priority: defaultFlowPriority})
 	}
 	for i, f := range s.Spec.QoSFlows {
-		td := f.TrafficDescriptor
-		remote, err := ternaryPrefixes("remote_addr", td.DestinationPrefixes)
-		if err != nil {
-			return nil, fmt.Errorf("qosFlows[%d].trafficDescriptor.destinationPrefixes: %w", i, err)
-		}
-		var proto *Match
-		if td.Protocol != "" {
-			proto = &Match{Field: "proto", Kind: Ternary, Value: u8(protocolNumbers[td.Protocol]), Mask: u8(0xff)}
-		}
 		gbr := uint8(0) // a GBR flow is outside the session's MBR (the Session-AMBR)
 		if f.GuaranteedBitRate != nil {
 			gbr = 1
 		}
 		params := []Param{{"flow_qfi", u8(uint8(f.QFI))}, {"flow_idx", u32(QoSFlowCell(*s.QoSFlowIndex, i))}, {"gbr", u8(gbr)}}
-		for _, up := range []uint8{0, 1} {
-			for _, r := range remote {
-				for _, rp := range portRanges("remote_port", td.DestinationPorts) {
-					for _, lp := range portRanges("local_port", td.SourcePorts) {
-						ms := []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}, {Field: "uplink", Kind: Exact, Value: u8(up)}}
-						for _, m := range []*Match{r, proto, rp, lp} {
-							if m != nil {
-								ms = append(ms, *m)
+		for j, fl := range flowFilters(f) {
+			td := fl.TrafficDescriptor
+			field := fmt.Sprintf("qosFlows[%d].filters[%d].trafficDescriptor", i, j)
+			if len(f.Filters) == 0 {
+				field = fmt.Sprintf("qosFlows[%d].trafficDescriptor", i)
+			}
+			remote, err := ternaryPrefixes("remote_addr", td.DestinationPrefixes)
+			if err != nil {
+				return nil, fmt.Errorf("%s.destinationPrefixes: %w", field, err)
+			}
+			var proto *Match
+			if td.Protocol != "" {
+				proto = &Match{Field: "proto", Kind: Ternary, Value: u8(protocolNumbers[td.Protocol]), Mask: u8(0xff)}
+			}
+			for _, up := range filterDirections[fl.Direction] {
+				for _, r := range remote {
+					for _, rp := range portRanges("remote_port", td.DestinationPorts) {
+						for _, lp := range portRanges("local_port", td.SourcePorts) {
+							ms := []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}, {Field: "uplink", Kind: Exact, Value: u8(up)}}
+							for _, m := range []*Match{r, proto, rp, lp} {
+								if m != nil {
+									ms = append(ms, *m)
+								}
 							}
+							out = append(out, Entry{Table: TableQoSFlows, Match: ms, Action: "set_qos_flow", Params: params,
+								Priority: maxPriority - f.Precedence})
 						}
-						out = append(out, Entry{Table: TableQoSFlows, Match: ms, Action: "set_qos_flow", Params: params,
-							Priority: maxPriority - f.Precedence})
 					}
 				}
 			}

@@ -102,3 +102,43 @@ func TestQoSFlowGates(t *testing.T) {
 		t.Errorf("without QoS flows: meter cells %+v, want %+v", ms, want)
 	}
 }
+
+// TestQoSFlowFilters: a flow described by filters gets entries for each filter's direction alone
+// (Downlink: uplink 0; Uplink: uplink 1; Bidirectional: both), each at the flow's priority and
+// cell (docs/pipeline.md, "QoS flows"), as Open5GS's SDF filters per PDR ask.
+func TestQoSFlowFilters(t *testing.T) {
+	block := uint32(2)
+	rtp := junctionv1.TrafficDescriptor{DestinationPrefixes: []junctionv1.IPv4Prefix{"198.51.100.20/32"}, Protocol: junctionv1.ProtocolUDP,
+		DestinationPorts: []junctionv1.PortRange{{From: 30000}}}
+	s := Session{Name: "ns/s", QoSFlowIndex: &block, Spec: junctionv1.ATSSSSessionSpec{
+		SessionAddress: "10.60.0.9", QFI: 9,
+		QoSFlows: []junctionv1.QoSFlow{{Name: "voice", QFI: 3, Precedence: 10, Filters: []junctionv1.QoSFlowFilter{
+			{Direction: junctionv1.FlowDownlink, TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: []junctionv1.IPv4Prefix{"198.51.100.0/24", "203.0.113.0/24"}}},
+			{Direction: junctionv1.FlowUplink, TrafficDescriptor: rtp},
+			{Direction: junctionv1.FlowBidirectional, TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: []junctionv1.IPv4Prefix{"192.0.2.1/32"}}},
+		}}},
+	}}
+	es, err := qosFlowEntries(s, netip.MustParseAddr("10.60.0.9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per direction, uplink 0 then 1: the default flow's 1 + 1; the downlink filter's 2 prefixes
+	// + 0; the uplink filter's 0 + 1; the bidirectional one's 1 + 1.
+	count := [2]int{}
+	for _, e := range es {
+		up := e.Match[1].Value[0]
+		count[up]++
+		if e.Params[0].Value[0] != 3 {
+			continue
+		}
+		if e.Priority != 65525 || string(e.Params[1].Value) != string([]byte{0, 0, 0, 10}) {
+			t.Errorf("entry %+v: want priority 65525 and flow_idx 10", e)
+		}
+		if up == 1 && len(e.Match) == 5 && (e.Match[3].Field != "proto" || e.Match[4].Field != "remote_port") {
+			t.Errorf("the uplink filter's entry %+v: want remote_addr, proto and remote_port", e)
+		}
+	}
+	if count != [2]int{4, 3} {
+		t.Errorf("entries by direction (downlink, uplink) %v, want [4 3]", count)
+	}
+}

@@ -157,6 +157,9 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 		return nil, err
 	}
 	if !multi {
+		// A flow's downlink PDR that waits for its gNB (pendingDownlink) is none of the session's
+		// downlink yet.
+		down = slices.DeleteFunc(slices.Clone(down), func(p *PDR) bool { return q.pending[p.ID] })
 		p, err := singleAccessPlan(r, up, down, teids, supi, q.qfi, q.mbr, t)
 		if p != nil {
 			p.Spec.Gates, p.Spec.QoSFlows = gates, q.flows
@@ -167,17 +170,14 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 	// Downlink: the UE IP address is the session address; every downlink PDR is steered by a MAR.
 	spec := junctionv1.ATSSSSessionSpec{UE: junctionv1.UE{SUPI: supi}, UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: q.qfi,
 		MaxBitRate: q.mbr, Gates: gates, QoSFlows: q.flows}
-	var session netip.Addr
+	session, err := downlinkAddress(down)
+	if err != nil {
+		return nil, err
+	}
 	for _, p := range down {
-		switch {
-		case !p.UEIP.IsValid():
-			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has no UE IP Address (the session address)", p.ID)
-		case session.IsValid() && p.UEIP != session:
-			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d is for UE IP %s, another PDR for %s: one session has one address", p.ID, p.UEIP, session)
-		case p.MARID == nil:
+		if p.MARID == nil {
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has a FAR and no MAR, other downlink PDRs have MARs: an MA PDU session's downlink is steered by MARs", p.ID)
 		}
-		session = p.UEIP
 	}
 	spec.SessionAddress = junctionv1.IPv4Address(session.String())
 
@@ -274,16 +274,20 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 			return nil, err
 		}
 		var names []string
+		sdf, err := r.filters(p)
+		if err != nil {
+			return nil, err
+		}
 		switch {
-		case len(p.SDF) > 0 && p.ApplicationID != "":
+		case len(sdf) > 0 && p.ApplicationID != "":
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d has both SDF filters and an Application ID", p.ID)
 		case p.ApplicationID != "":
 			names = []string{p.ApplicationID}
-		case len(p.SDF) > 0:
+		case len(sdf) > 0:
 			if p.Precedence > 65534 {
 				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d: precedence %d is above 65534, the largest a policy takes", p.ID, p.Precedence)
 			}
-			for _, fd := range p.SDF {
+			for _, fd := range sdf {
 				td, err := parseFlowDescription(fd, session)
 				if err != nil {
 					return nil, refuse(CauseMandatoryIEIncorrect, ie.SDFFilter, "SDF Filter of PDR %d: %v", p.ID, err)
@@ -340,6 +344,33 @@ func (r *Rules) byDirection() (up, down []*PDR, ue netip.Addr) {
 	return up, down, ue
 }
 
+// downlinkAddress is the session address the downlink PDRs give: their UE IP Address, one for
+// all. A PDR with SDF filters may leave it out, as Open5GS's SMF does for a dedicated QoS flow's:
+// its filters are to the UE's address (parseFlowDescription holds them to it), and the other
+// PDRs give it; one at least must (else 73, the first PDR without it).
+func downlinkAddress(down []*PDR) (netip.Addr, error) {
+	var session netip.Addr
+	var without *PDR
+	for _, p := range down {
+		switch {
+		case !p.UEIP.IsValid() && len(p.SDF)+len(p.SDFRefs) == 0:
+			return session, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has no UE IP Address (the session address) and no SDF filter", p.ID)
+		case !p.UEIP.IsValid():
+			if without == nil {
+				without = p
+			}
+		case session.IsValid() && p.UEIP != session:
+			return session, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d is for UE IP %s, another PDR for %s: one session has one address", p.ID, p.UEIP, session)
+		default:
+			session = p.UEIP
+		}
+	}
+	if !session.IsValid() && without != nil {
+		return session, ruleFailure(ie.RuleIDTypePDR, uint32(without.ID), "downlink PDR %d has no UE IP Address, and no other downlink PDR gives the session address", without.ID)
+	}
+	return session, nil
+}
+
 // singleAccessPlan maps an ordinary PDU session (no MAR): plain GTP-U on N3 both ways. Every
 // downlink PDR forwards through one GTP-U tunnel toward the gNB (SDF filters then change
 // nothing and are accepted); every uplink PDR has the one F-TEID and forwards to Core. A
@@ -363,13 +394,15 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 		}
 	}
 	buffers, drops := mode == actBuff, mode == actDrop
-	for _, p := range down {
+	if len(down) > 0 {
+		var err error
+		if session, err = downlinkAddress(down); err != nil {
+			return nil, err
+		}
+	}
+	for i, p := range down {
 		f := r.FARs[*p.FARID]
 		switch {
-		case !p.UEIP.IsValid():
-			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has no UE IP Address (the session address)", p.ID)
-		case session.IsValid() && p.UEIP != session:
-			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d is for UE IP %s, another PDR for %s: one session has one address", p.ID, p.UEIP, session)
 		case downlinkMode(f) != mode:
 			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d and FAR %d differ in forwarding, buffering or dropping: a single-access session's downlink is forwarded, held or dropped as a whole",
 				*down[0].FARID, f.ID)
@@ -379,10 +412,10 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d: a single-access session is on N3 3GPP access (3GPP Interface Type %d)", f.ID, *f.DestType)
 		case f.OHC != nil && f.OHC.TEID == 0:
 			return nil, refuse(CauseMandatoryIEIncorrect, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d has TEID 0", f.ID)
-		case session.IsValid() && !sameOHC(tunnel, f.OHC): // a PDR before this one set tunnel
+		case i > 0 && !sameOHC(tunnel, f.OHC):
 			return nil, ruleFailure(ie.RuleIDTypeFAR, f.ID, "FAR %d and FAR %d send one session's downlink into different tunnels", tunnelFAR, f.ID)
 		}
-		session, tunnel, tunnelFAR = p.UEIP, f.OHC, f.ID
+		tunnel, tunnelFAR = f.OHC, f.ID
 	}
 	var ulTEID uint32
 	for _, p := range up {

@@ -1,6 +1,7 @@
 package n4
 
 import (
+	"encoding/json"
 	"errors"
 	"net/netip"
 	"slices"
@@ -267,5 +268,66 @@ func TestUsageFollowsMovedFlows(t *testing.T) {
 	now = s.counted(Usage{DLPackets: 14, Flows: [4]FlowUsage{{DLPackets: 1}}}) // one more packet, the default's
 	if got := gone.URRs[9].measured(gone, gone.URRs[9].Base, now).DLPackets; got != 7 {
 		t.Errorf("URR 9 (the default flow's) measured %d packets down, want 7 (6 before the flow went, 1 after)", got)
+	}
+}
+
+// TestQoSFlowOfSeveralFilters: a QoS flow as Open5GS's SMF gives a PCC rule (smf_bearer_tft_update):
+// its downlink PDR carries the downlink and bidirectional flow descriptions (the latter with an
+// SDF Filter ID) and no UE IP Address, its uplink PDR the uplink ones and the bidirectional ones by
+// ID alone, both naming the flow's QER alone (a GBR). The flow is one, of filters for each
+// direction (docs/n4.md, "QoS flows"); rules of one QFI at other precedences, or naming an ID no
+// description carries, are refused with 73 naming the PDR.
+func TestQoSFlowOfSeveralFilters(t *testing.T) {
+	ue := netip.MustParseAddr("10.45.0.2")
+	const (
+		any  = "permit out ip from any to assigned"
+		bidi = "permit out 17 from 10.10.0.1 30000 to 10.45.0.2 40000"
+		down = "permit out 17 from 10.10.0.1 30001 to 10.45.0.2"
+		up   = "permit out 17 from 10.10.0.1 to 10.45.0.2 40001"
+	)
+	qers := map[uint32]*QER{
+		1: {ID: 1, QFI: 1, MBRUL: 1_000_000, MBRDL: 1_000_000},
+		2: {ID: 2, QFI: 2, MBRUL: 128, MBRDL: 128, GBR: true, GBRUL: 64, GBRDL: 64},
+	}
+	rules := func(ulPrec uint32, ref uint32) *Rules {
+		return &Rules{QERs: qers, PDRs: map[uint16]*PDR{
+			1: {ID: 1, Precedence: 65535, Source: ifaceAccess, UEIP: ue, SDF: []string{any}, QERIDs: []uint32{1}},
+			2: {ID: 2, Precedence: 65535, Source: ifaceCore, UEIP: ue, SDF: []string{any}, QERIDs: []uint32{1}},
+			3: {ID: 3, Precedence: 100, Source: ifaceCore, SDF: []string{bidi, down}, SDFIDs: []uint32{1, 0}, QERIDs: []uint32{2}},
+			4: {ID: 4, Precedence: ulPrec, Source: ifaceAccess, UEIP: ue, SDF: []string{up}, SDFRefs: []uint32{ref}, QERIDs: []uint32{2}},
+		}}
+	}
+	q, err := qosOf(rules(100, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.flows) != 1 {
+		t.Fatalf("flows %+v, want one", q.flows)
+	}
+	f := q.flows[0]
+	port := func(p int32) []junctionv1.PortRange { return []junctionv1.PortRange{{From: p}} }
+	server := []junctionv1.IPv4Prefix{"10.10.0.1/32"}
+	want := []junctionv1.QoSFlowFilter{
+		{Direction: junctionv1.FlowBidirectional, TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: server, Protocol: junctionv1.ProtocolUDP, DestinationPorts: port(30000), SourcePorts: port(40000)}},
+		{Direction: junctionv1.FlowDownlink, TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: server, Protocol: junctionv1.ProtocolUDP, DestinationPorts: port(30001)}},
+		{Direction: junctionv1.FlowUplink, TrafficDescriptor: junctionv1.TrafficDescriptor{DestinationPrefixes: server, Protocol: junctionv1.ProtocolUDP, SourcePorts: port(40001)}},
+	}
+	got, _ := json.Marshal(f.Filters)
+	wantJSON, _ := json.Marshal(want)
+	if f.QFI != 2 || f.Precedence != 100 || string(got) != string(wantJSON) || f.GuaranteedBitRate == nil {
+		t.Errorf("flow %+v with filters %s; want QFI 2 at precedence 100, a GBR and filters %s", f, got, wantJSON)
+	}
+	for _, tc := range []struct {
+		name   string
+		rules  *Rules
+		failed uint16
+	}{
+		{"the uplink PDR at another precedence", rules(90, 1), 3},
+		{"an SDF Filter ID no description carries", rules(100, 9), 4},
+	} {
+		var r *Refusal
+		if _, err := qosOf(tc.rules); !errors.As(err, &r) || r.Cause != CauseRuleFailure || r.Rule == nil || r.Rule.ID != uint32(tc.failed) {
+			t.Errorf("%s: %v, want 73 naming PDR %d", tc.name, err, tc.failed)
+		}
 	}
 }

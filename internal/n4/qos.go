@@ -7,10 +7,12 @@ package n4
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/wmnsk/go-pfcp/ie"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
@@ -22,6 +24,9 @@ type sessionQoS struct {
 	mbr    *junctionv1.BitRate
 	flows  []junctionv1.QoSFlow
 	member map[uint16]int
+	// pending are the downlink PDRs of flows of the session's own whose FAR buffers while the
+	// default flow's forwards (pendingDownlink).
+	pending map[uint16]bool
 }
 
 // gates are the gates of the session's QoS flows: the default flow's (returned, for spec.gates;
@@ -108,7 +113,7 @@ func qosOf(r *Rules) (sessionQoS, error) {
 	var rules []*pccRule
 	byKey := map[string]*pccRule{}
 	for _, p := range append(slices.Clone(down), up...) {
-		k := fmt.Sprintf("%d\x00%s\x00%s", p.Precedence, strings.Join(slices.Sorted(slices.Values(p.SDF)), "\x00"), p.ApplicationID)
+		k := fmt.Sprintf("%d\x00%s\x00%v\x00%s", p.Precedence, strings.Join(slices.Sorted(slices.Values(p.SDF)), "\x00"), slices.Sorted(slices.Values(p.SDFRefs)), p.ApplicationID)
 		g := byKey[k]
 		if g == nil {
 			g = &pccRule{prec: p.Precedence}
@@ -151,7 +156,9 @@ func qosOf(r *Rules) (sessionQoS, error) {
 	if q.mbr, err = sessionMBR(r, defUp, defDown); err != nil {
 		return q, err
 	}
-	var flowRules []*pccRule
+	// The other rules, by their QoS flow: rules of one QFI are one flow (Open5GS's downlink and
+	// uplink PDRs of a flow carry different SDF filters, so they are rules apart here).
+	var flowPDRs [][]*PDR
 	for _, g := range rules {
 		if g.prec == last {
 			continue
@@ -168,17 +175,8 @@ func qosOf(r *Rules) (sessionQoS, error) {
 		switch {
 		case qfi == 0 || qfi == q.qfi:
 			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in the session's QoS flow %d with an MBR or a GBR of its own: a QoS flow has one MBR, and the default flow no GBR (docs/n4.md)", first.ID, q.qfi)
-		case len(first.SDF) != 1:
-			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in QoS flow %d of its own with %d SDF filters: Junction describes such a flow by one (docs/n4.md)", first.ID, qfi, len(first.SDF))
 		case g.prec > 65533:
 			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d: precedence %d is above 65533, the largest a QoS flow of a session's own takes", first.ID, g.prec)
-		}
-		td, err := parseFlowDescription(first.SDF[0], ue)
-		if err != nil {
-			return q, refuse(CauseMandatoryIEIncorrect, ie.SDFFilter, "SDF Filter of PDR %d: %v", first.ID, err)
-		}
-		if len(td.SourcePrefixes) > 0 {
-			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d: a QoS flow's SDF filter must be to the UE's address (assigned), not %s", first.ID, td.SourcePrefixes[0])
 		}
 		if err := uplinkQFI(g.up, qfi); err != nil {
 			return q, err
@@ -187,8 +185,28 @@ func qosOf(r *Rules) (sessionQoS, error) {
 		if mbr.UplinkKbps != nil || mbr.DownlinkKbps != nil {
 			rate = &mbr
 		}
-		q.flows = append(q.flows, junctionv1.QoSFlow{Name: fmt.Sprintf("qfi-%d", qfi), QFI: qfi, Precedence: int32(g.prec), TrafficDescriptor: td, MaxBitRate: rate, GuaranteedBitRate: gbr})
-		flowRules = append(flowRules, g)
+		i := slices.IndexFunc(q.flows, func(f junctionv1.QoSFlow) bool { return f.QFI == qfi })
+		if i < 0 {
+			q.flows = append(q.flows, junctionv1.QoSFlow{Name: fmt.Sprintf("qfi-%d", qfi), QFI: qfi, Precedence: int32(g.prec), MaxBitRate: rate, GuaranteedBitRate: gbr})
+			flowPDRs = append(flowPDRs, g.pdrs())
+			continue
+		}
+		f, other := &q.flows[i], flowPDRs[i][0]
+		merged, ok := mergeRates(f.MaxBitRate, rate)
+		switch {
+		case f.Precedence != int32(g.prec):
+			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in QoS flow %d at precedence %d, PDR %d of the flow at %d: a QoS flow has one precedence (docs/n4.md)", first.ID, qfi, g.prec, other.ID, f.Precedence)
+		case !ok || !equality.Semantic.DeepEqual(f.GuaranteedBitRate, gbr):
+			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in QoS flow %d with other rates than PDR %d of the flow: a QoS flow has one MBR and one GBR (docs/n4.md)", first.ID, qfi, other.ID)
+		}
+		f.MaxBitRate = merged
+		flowPDRs[i] = append(flowPDRs[i], g.pdrs()...)
+	}
+	q.pending = pendingDownlink(r, defDown, flowPDRs)
+	for i := range q.flows {
+		if err := flowFilters(r, &q.flows[i], flowPDRs[i], q.pending, ue); err != nil {
+			return q, err
+		}
 	}
 	// The default flow's QFI and MBR checks over every rule in it.
 	if q.qfi, err = downlinkQFI(r, defDown); err != nil {
@@ -205,20 +223,117 @@ func qosOf(r *Rules) (sessionQoS, error) {
 		q.member[p.ID] = scopeDefault
 	}
 	for i, f := range q.flows {
-		for _, p := range flowRules[i].pdrs() {
+		for _, p := range flowPDRs[i] {
 			q.member[p.ID] = i
 		}
-		first := flowRules[i].pdrs()[0]
+		first := flowPDRs[i][0]
 		switch {
 		case q.qfi == 0:
 			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in QoS flow %d of its own, but the session's default PDRs mark no QFI: the flow's replaces the session's in their G-PDUs (docs/n4.md)", first.ID, f.QFI)
-		case slices.ContainsFunc(q.flows[:i], func(o junctionv1.QoSFlow) bool { return o.QFI == f.QFI }):
-			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in QoS flow %d, as PDRs of another rule are: Junction takes one rule per QoS flow of a session's own (docs/n4.md)", first.ID, f.QFI)
 		case i >= junctionv1.MaxQoSFlows:
 			return q, ruleFailure(ie.RuleIDTypePDR, uint32(first.ID), "PDR %d is in a QoS flow beyond the %d of its own a session holds", first.ID, junctionv1.MaxQoSFlows)
 		}
 	}
 	return q, nil
+}
+
+// pendingDownlink are the downlink PDRs of the flows of the session's own (flowPDRs) whose FAR
+// buffers while the default flow's downlink (defDown) forwards: Open5GS's SMF creates a QoS
+// flow so, BUFF and NOCP until the gNB has set the flow up, then forwards it into the session's
+// tunnel. The pipeline buffers a session's downlink as a whole, not a flow's: until the FAR
+// forwards, the flow's downlink stays in the default flow (its packets go into the session's
+// tunnel with the session's QFI), which holds no packet back (docs/n4.md, "QoS flows").
+func pendingDownlink(r *Rules, defDown []*PDR, flowPDRs [][]*PDR) map[uint16]bool {
+	mode := func(p *PDR) (uint8, bool) {
+		if p.FARID == nil || r.FARs[*p.FARID] == nil {
+			return 0, false
+		}
+		return downlinkMode(r.FARs[*p.FARID]), true
+	}
+	if len(defDown) == 0 {
+		return nil
+	}
+	if m, ok := mode(defDown[0]); !ok || m != 0 {
+		return nil
+	}
+	var out map[uint16]bool
+	for _, pdrs := range flowPDRs {
+		for _, p := range pdrs {
+			if m, ok := mode(p); ok && p.Source != ifaceAccess && m == actBuff {
+				if out == nil {
+					out = map[uint16]bool{}
+				}
+				out[p.ID] = true
+			}
+		}
+	}
+	return out
+}
+
+// flowFilters describes QoS flow f by the SDF filters of its PDRs (pdrs; Rules.filters): each
+// Flow Description a filter for the direction of the PDRs that carry it (downlink from Core,
+// uplink from Access), Bidirectional where both do; a pending downlink PDR's (pendingDownlink)
+// for no direction yet. A flow of one filter both ways (free5GC's flow rule) is its
+// trafficDescriptor, any other its filters. Every PDR of the flow needs a filter, and a filter
+// must be to the UE (else 73, that PDR).
+func flowFilters(r *Rules, f *junctionv1.QoSFlow, pdrs []*PDR, pending map[uint16]bool, ue netip.Addr) error {
+	type filter struct {
+		td       junctionv1.TrafficDescriptor
+		down, up bool
+	}
+	var order []string
+	byDesc := map[string]*filter{}
+	for _, p := range pdrs {
+		descs, err := r.filters(p)
+		if err != nil {
+			return err
+		}
+		if len(descs) == 0 {
+			return ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d is in QoS flow %d of its own without an SDF filter: Junction tells a flow's packets by its filters (docs/n4.md)", p.ID, f.QFI)
+		}
+		for _, d := range descs {
+			fl := byDesc[d]
+			if fl == nil {
+				td, err := parseFlowDescription(d, ue)
+				if err != nil {
+					return refuse(CauseMandatoryIEIncorrect, ie.SDFFilter, "SDF Filter of PDR %d: %v", p.ID, err)
+				}
+				if len(td.SourcePrefixes) > 0 {
+					return ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d: a QoS flow's SDF filter must be to the UE's address (assigned), not %s", p.ID, td.SourcePrefixes[0])
+				}
+				fl = &filter{td: td}
+				byDesc[d] = fl
+				order = append(order, d)
+			}
+			if p.Source == ifaceAccess {
+				fl.up = true
+			} else if !pending[p.ID] {
+				fl.down = true
+			}
+		}
+	}
+	order = slices.DeleteFunc(order, func(d string) bool { return !byDesc[d].down && !byDesc[d].up })
+	if len(order) == 0 {
+		return ruleFailure(ie.RuleIDTypePDR, uint32(pdrs[0].ID), "PDR %d: QoS flow %d has no SDF filter but its buffering downlink PDR's, and would match every packet (docs/n4.md)", pdrs[0].ID, f.QFI)
+	}
+	if fl := byDesc[order[0]]; len(order) == 1 && fl.down && fl.up {
+		f.TrafficDescriptor = fl.td
+		return nil
+	}
+	if len(order) > 15 { // spec.qosFlows[].filters' MaxItems
+		return ruleFailure(ie.RuleIDTypePDR, uint32(pdrs[0].ID), "PDR %d: QoS flow %d has %d SDF filters, more than the 15 a flow holds", pdrs[0].ID, f.QFI, len(order))
+	}
+	for _, d := range order {
+		fl, dir := byDesc[d], junctionv1.FlowBidirectional
+		switch {
+		case !fl.up:
+			dir = junctionv1.FlowDownlink
+		case !fl.down:
+			dir = junctionv1.FlowUplink
+		}
+		f.Filters = append(f.Filters, junctionv1.QoSFlowFilter{Direction: dir, TrafficDescriptor: fl.td})
+	}
+	return nil
 }
 
 // ownQoS is the QFI, MBR and GBR of a rule's PDRs by the QERs the default flow's PDRs do not
@@ -230,7 +345,7 @@ func qosOf(r *Rules) (sessionQoS, error) {
 func ownQoS(r *Rules, g *pccRule, defQERs map[uint32]bool) (int32, junctionv1.BitRate, *junctionv1.BitRate, error) {
 	var qfi uint8
 	var ul, dl uint64
-	var gbr *QER // the first QER with a GBR
+	var gbr *QER                // the first QER with a GBR
 	ambr := map[uint16]uint32{} // a PDR's default flow QER with an MBR
 	for _, p := range g.pdrs() {
 		var q uint8
@@ -304,6 +419,25 @@ func ownQoS(r *Rules, g *pccRule, defQERs map[uint32]bool) (int32, junctionv1.Bi
 		rate.DownlinkKbps = &v
 	}
 	return int32(qfi), rate, guaranteed, nil
+}
+
+// mergeRates is the MBR of a QoS flow of rules a and b (nil: none), each direction the one either
+// gives; false when both give one direction different rates.
+func mergeRates(a, b *junctionv1.BitRate) (*junctionv1.BitRate, bool) {
+	if a == nil || b == nil {
+		return cmp.Or(a, b), true
+	}
+	out := *a
+	for _, d := range []struct{ out, b **int64 }{{&out.UplinkKbps, &b.UplinkKbps}, {&out.DownlinkKbps, &b.DownlinkKbps}} {
+		switch {
+		case *d.b == nil:
+		case *d.out == nil:
+			*d.out = *d.b
+		case **d.out != **d.b:
+			return nil, false
+		}
+	}
+	return &out, true
 }
 
 // sameRate: a rule's own rate (nil: none) is none or the session's in that direction.

@@ -90,15 +90,20 @@ type PDR struct {
 	// UEIP is the PDI's UE IP Address. Its S/D flag is not read: the Source Interface says on
 	// which side of the packet the UE is, as most UPFs do (pfcpsim, for one, leaves S/D clear
 	// on downlink PDRs).
-	UEIP            netip.Addr `json:"ueIP,omitzero"`
-	SDF             []string   `json:"sdf,omitempty"` // Flow Descriptions (IPFilterRule)
-	ApplicationID   string     `json:"applicationID,omitempty"`
-	NetworkInstance string     `json:"networkInstance,omitempty"`
-	OHR             *uint8     `json:"ohr,omitempty"`
-	FARID           *uint32    `json:"farID,omitempty"`
-	MARID           *uint16    `json:"marID,omitempty"`
-	QERIDs          []uint32   `json:"qerIDs,omitempty"`
-	URRIDs          []uint32   `json:"urrIDs,omitempty"`
+	UEIP netip.Addr `json:"ueIP,omitzero"`
+	SDF  []string   `json:"sdf,omitempty"` // Flow Descriptions (IPFilterRule)
+	// SDFIDs are the SDF Filter IDs of SDF's bidirectional filters, one for each of SDF (0: a
+	// filter without one), or none when no filter has one; SDFRefs the IDs of bidirectional
+	// filters this PDR names by ID alone, whose description another PDR carries (Rules.filters).
+	SDFIDs          []uint32 `json:"sdfIDs,omitempty"`
+	SDFRefs         []uint32 `json:"sdfRefs,omitempty"`
+	ApplicationID   string   `json:"applicationID,omitempty"`
+	NetworkInstance string   `json:"networkInstance,omitempty"`
+	OHR             *uint8   `json:"ohr,omitempty"`
+	FARID           *uint32  `json:"farID,omitempty"`
+	MARID           *uint16  `json:"marID,omitempty"`
+	QERIDs          []uint32 `json:"qerIDs,omitempty"`
+	URRIDs          []uint32 `json:"urrIDs,omitempty"`
 	// QFI is the PDI's QFI, 1-63 (an uplink PDR only: Open5GS puts its QoS flow's in every
 	// uplink PDR), 0 when absent; plan.uplinkQFI holds it to the session's one QoS flow.
 	QFI uint8 `json:"qfi,omitempty"`
@@ -420,6 +425,7 @@ func decodePDR(g *ie.IE, old *PDR) (*PDR, error) {
 	}
 	if x = c.one(ie.PDI); x != nil {
 		p.Source, p.SourceType, p.FTEID, p.UEIP, p.SDF, p.ApplicationID, p.NetworkInstance, p.QFI = 0, nil, nil, netip.Addr{}, nil, "", "", 0
+		p.SDFIDs, p.SDFRefs = nil, nil
 		if err := decodePDI(x, p); err != nil {
 			return nil, err
 		}
@@ -528,8 +534,9 @@ func decodePDI(g *ie.IE, p *PDR) error {
 		}
 		p.UEIP = a
 	}
+	var ids []uint32
 	for _, x := range c.all(ie.SDFFilter) {
-		fd, err := flowDescription(x.Payload)
+		fd, id, err := sdfFilter(x.Payload)
 		if err != nil {
 			if r, ok := err.(*Refusal); ok {
 				r.Msg = fmt.Sprintf("SDF Filter of PDR %d: %s", p.ID, r.Msg)
@@ -537,7 +544,14 @@ func decodePDI(g *ie.IE, p *PDR) error {
 			}
 			return bad(x, err)
 		}
-		p.SDF = append(p.SDF, fd)
+		if fd == "" {
+			p.SDFRefs = append(p.SDFRefs, id)
+			continue
+		}
+		p.SDF, ids = append(p.SDF, fd), append(ids, id)
+	}
+	if slices.ContainsFunc(ids, func(id uint32) bool { return id != 0 }) {
+		p.SDFIDs = ids
 	}
 	if x = c.one(ie.ApplicationID); x != nil {
 		if p.ApplicationID, err = x.ApplicationID(); err != nil {
@@ -559,26 +573,69 @@ func decodePDI(g *ie.IE, p *PDR) error {
 	return nil
 }
 
-// flowDescription reads an SDF Filter (§8.2.5) that carries a Flow Description, and perhaps
-// an SDF Filter ID (a name for the filter, which matches nothing): flags (FD, BID), a spare
-// octet, the description's length, the description, the ID. ToS, SPI and flow label are
-// refused. (go-pfcp v0.0.24 reads past the IE on a length that overruns it.)
-func flowDescription(b []byte) (string, error) {
+// sdfFilter reads an SDF Filter (§8.2.5): flags (FD, BID), a spare octet, then with FD the Flow
+// Description's length and the description, with BID the SDF Filter ID. A bidirectional filter
+// comes once with its description and ID, and may then come in the PDR of the other direction
+// by its ID alone (§5.2.1A.2A, as Open5GS's SMF sends a QoS flow's): the description is "" and
+// the ID names it. ToS, SPI and flow label are refused. (go-pfcp v0.0.24 reads past the IE on a
+// length that overruns it.)
+func sdfFilter(b []byte) (desc string, id uint32, err error) {
 	const fd, bid = 0x01, 0x10
-	if len(b) < 4 {
-		return "", fmt.Errorf("%d octets, too short for a Flow Description", len(b))
+	if len(b) < 2 {
+		return "", 0, fmt.Errorf("%d octets, too short for an SDF Filter", len(b))
 	}
-	if b[0]&fd == 0 || b[0]&^(fd|bid) != 0 {
-		return "", refuse(CauseServiceNotSupported, ie.SDFFilter, "only a Flow Description (and a filter ID) is supported (flags %#02x: no ToS, SPI or flow label)", b[0])
+	if b[0]&(fd|bid) == 0 || b[0]&^(fd|bid) != 0 {
+		return "", 0, refuse(CauseServiceNotSupported, ie.SDFFilter, "only a Flow Description, a bidirectional filter's ID, or both are supported (flags %#02x: no ToS, SPI or flow label)", b[0])
 	}
-	n, want := int(binary.BigEndian.Uint16(b[2:4])), len(b)-4
+	rest := b[2:]
+	if b[0]&fd != 0 {
+		if len(rest) < 2 {
+			return "", 0, fmt.Errorf("%d octets, too short for a Flow Description", len(b))
+		}
+		n := int(binary.BigEndian.Uint16(rest[0:2]))
+		if n == 0 || n > len(rest)-2 {
+			return "", 0, fmt.Errorf("Flow Description length %d, %d octets for it", n, len(rest)-2)
+		}
+		desc, rest = string(rest[2:2+n]), rest[2+n:]
+	}
 	if b[0]&bid != 0 {
-		want -= 4
+		if len(rest) != 4 {
+			return "", 0, fmt.Errorf("%d octets for the SDF Filter ID, want 4", len(rest))
+		}
+		if id = binary.BigEndian.Uint32(rest); id == 0 {
+			return "", 0, fmt.Errorf("SDF Filter ID 0 (Junction reads 0 as none)")
+		}
+		rest = nil
 	}
-	if n != want {
-		return "", fmt.Errorf("Flow Description length %d, %d octets for it", n, want)
+	if len(rest) != 0 {
+		return "", 0, fmt.Errorf("%d octets past the Flow Description", len(rest))
 	}
-	return string(b[4 : 4+n]), nil
+	return desc, id, nil
+}
+
+// filters are p's Flow Descriptions, and the descriptions of the bidirectional filters it names
+// by ID alone (SDFRefs), from the PDR of the session that carries each: the same filter,
+// applied to p's direction (§5.2.1A.2A; a description is always written for the downlink, and
+// Junction reads it so for either direction). An ID no description carries is refused (73, p).
+func (r *Rules) filters(p *PDR) ([]string, error) {
+	if len(p.SDFRefs) == 0 {
+		return p.SDF, nil
+	}
+	out := slices.Clone(p.SDF)
+	for _, id := range p.SDFRefs {
+		desc := ""
+		for _, k := range sortedKeys(r.PDRs) {
+			q := r.PDRs[k]
+			if i := slices.Index(q.SDFIDs, id); i >= 0 && desc == "" {
+				desc = q.SDF[i]
+			}
+		}
+		if desc == "" {
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d names SDF Filter ID %d, which no Flow Description of the session carries", p.ID, id)
+		}
+		out = append(out, desc)
+	}
+	return out, nil
 }
 
 // decodeFAR decodes a Create FAR, or applies an Update FAR to old: Apply Action and each IE of

@@ -2,9 +2,12 @@ package n4
 
 import (
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/wmnsk/go-pfcp/ie"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
@@ -64,4 +67,40 @@ func equalJSON(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// TestSDFFilter: an SDF Filter (TS 29.244 §8.2.5) as go-pfcp encodes it: a Flow Description; one
+// with the SDF Filter ID of a bidirectional filter (BID); the ID alone, the same filter for the
+// other direction's PDR (§5.2.1A.2A). Other flags are refused (76), a malformed one is an error.
+func TestSDFFilter(t *testing.T) {
+	const fd = "permit out 17 from 198.51.100.20 30000 to assigned"
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		desc    string
+		id      uint32
+		refused bool // 76
+		bad     bool // malformed
+	}{
+		{"a Flow Description", ie.NewSDFFilter(fd, "", "", "", 0).Payload, fd, 0, false, false},
+		{"a bidirectional one with its ID", ie.NewSDFFilter(fd, "", "", "", 7).Payload, fd, 7, false, false},
+		{"a bidirectional one by its ID alone", ie.NewSDFFilter("", "", "", "", 7).Payload, "", 7, false, false},
+		{"a ToS Traffic Class", ie.NewSDFFilter("", "1010", "", "", 0).Payload, "", 0, true, false},
+		{"no flag at all", []byte{0, 0}, "", 0, true, false},
+		{"a description longer than the IE", []byte{0x01, 0, 0, 9, 'p'}, "", 0, false, true},
+		{"an ID of 3 octets", []byte{0x10, 0, 0, 0, 7}, "", 0, false, true},
+		{"ID 0", []byte{0x10, 0, 0, 0, 0, 0}, "", 0, false, true},
+		{"octets past the description", append(ie.NewSDFFilter(fd, "", "", "", 0).Payload, 0), "", 0, false, true},
+	} {
+		desc, id, err := sdfFilter(tc.payload)
+		var r *Refusal
+		switch {
+		case tc.refused && (!errors.As(err, &r) || r.Cause != CauseServiceNotSupported):
+			t.Errorf("%s: %v, want a refusal with cause 76", tc.name, err)
+		case tc.bad && (err == nil || errors.As(err, &r)):
+			t.Errorf("%s: %v, want a decoding error", tc.name, err)
+		case !tc.refused && !tc.bad && (err != nil || desc != tc.desc || id != tc.id):
+			t.Errorf("%s: %q, ID %d, %v; want %q, ID %d", tc.name, desc, id, err, tc.desc, tc.id)
+		}
+	}
 }

@@ -11,7 +11,9 @@ import (
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -344,6 +346,173 @@ func TestN4GBRFlowOutsideTheSessionAMBR(t *testing.T) {
 	}
 	if n := packets(t, r, "mbr_drops", 0) + packets(t, r, "mbr_drops", 1); n != 5 {
 		t.Errorf("mbr_drops counted %d packets, want the 5 red at the AMBR", n)
+	}
+}
+
+// TestN4QoSFlowAsOpen5GSCreatesIt: Open5GS's SMF gives a PCC rule a QoS flow of its own
+// (src/smf/binding.c, smf_qos_flow_add, smf_bearer_tft_update): a downlink PDR without UE IP
+// Address carrying the downlink and bidirectional flow descriptions (the latter with an SDF
+// Filter ID), an uplink PDR on the session's CHOOSE ID carrying the uplink ones and the
+// bidirectional one by its ID alone, both naming the flow's QER alone (MBR and GBR), the
+// downlink FAR BUFF|NOCP until the gNB has set the flow up, then an Update FAR into the
+// session's tunnel (src/smf/gsm-sm.c). Until then the flow's downlink stays in the default flow
+// and is held nowhere; then each filter takes the flow's packets its way (docs/n4.md, "QoS
+// flows").
+func TestN4QoSFlowAsOpen5GSCreatesIt(t *testing.T) {
+	ctx := context.Background()
+	ue, gnb, gnbTEID := netip.MustParseAddr("10.45.0.9"), forwardingGNB, uint32(0x4321)
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	cp := r.smf.NewCPSEID()
+	// The session as Open5GS establishes it (idleEstablishment), with its default flow's QER (QFI 1,
+	// the session AMBR) named by both PDRs (src/smf/npcf-handler.c).
+	ies := idleEstablishment(r.smf, cp, ue, 0x0c)
+	for i, x := range ies {
+		if id, _ := x.PDRID(); x.Type == ie.CreatePDR && (id == idlePDRUplink || id == idlePDRDownlink) {
+			ies[i] = ie.NewCreatePDR(append(slices.Clone(x.ChildIEs), ie.NewQERID(1))...)
+		}
+	}
+	ies = append(ies, ie.NewCreateQER(ie.NewQERID(1), ie.NewGateStatus(0, 0), ie.NewMBR(1000000, 1000000), ie.NewQFI(1)))
+	resp, err := r.smf.Session(ctx, message.MsgTypeSessionEstablishmentRequest, 0, ies...)
+	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("Open5GS's establishment: %v, cause %d (%s)", err, resp.Cause(), why(resp))
+	}
+	fseid, err := resp.Find(ie.FSEID).FSEID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := &smf.Established{CPSEID: cp, UPSEID: fseid.SEID}
+	var ulTEID uint32
+	for _, x := range resp.IEs {
+		if id, _ := x.PDRID(); x.Type == ie.CreatedPDR && id == idlePDRUplink {
+			f, _ := x.FTEID()
+			ulTEID = f.TEID
+		}
+	}
+	forward := func(far uint32) *ie.IE {
+		return ie.NewUpdateFAR(ie.NewFARID(far), ie.NewApplyAction(0x02), ie.NewUpdateForwardingParameters(
+			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, gnbTEID, gnb.String(), "", 0, 0, 0)))
+	}
+	if m, err := r.smf.Modify(ctx, est, forward(idleFARDownlink)); err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("the gNB's tunnel: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+
+	const flowPDRDown, flowPDRUp, flowFARDown, flowFARUp, flowQER, flowURR = 10, 11, 10, 11, 10, 10
+	server := "203.0.113.78"
+	m, err := r.smf.Modify(ctx, est,
+		ie.NewCreateFAR(ie.NewFARID(flowFARDown), ie.NewApplyAction(0x0c), ie.NewBARID(idleBAR), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess))),
+		ie.NewCreateFAR(ie.NewFARID(flowFARUp), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore))),
+		ie.NewCreateURR(ie.NewURRID(flowURR), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x02, 0), ie.NewVolumeThreshold(0x01, 100<<20, 0, 0)),
+		ie.NewCreateQER(ie.NewQERID(flowQER), ie.NewGateStatus(0, 0), ie.NewMBR(128, 128), ie.NewGBR(64, 64), ie.NewQFI(2)),
+		ie.NewCreatePDR(ie.NewPDRID(flowPDRDown), ie.NewPrecedence(10), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewNetworkInstance("internet"),
+			ie.NewSDFFilter("permit out 17 from "+server+" 30000 to "+ue.String()+" 40000", "", "", "", 1),
+			ie.NewSDFFilter("permit out 17 from "+server+" 30001 to "+ue.String(), "", "", "", 0)),
+			ie.NewFARID(flowFARDown), ie.NewURRID(flowURR), ie.NewQERID(flowQER)),
+		ie.NewCreatePDR(ie.NewPDRID(flowPDRUp), ie.NewPrecedence(10), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess),
+			ie.NewFTEID(0x0d, 0, nil, nil, idleChooseID), ie.NewNetworkInstance("internet"), ie.NewQFI(2),
+			ie.NewSDFFilter("", "", "", "", 1),
+			ie.NewSDFFilter("permit out 17 from "+server+" to "+ue.String()+" 40001", "", "", "", 0)),
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(flowFARUp), ie.NewQERID(flowQER)))
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("Open5GS's QoS flow: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	for _, x := range m.IEs {
+		if id, _ := x.PDRID(); x.Type == ie.CreatedPDR && id == flowPDRUp {
+			if f, _ := x.FTEID(); f.TEID != ulTEID {
+				t.Errorf("the flow's uplink PDR on CHOOSE ID %d got TEID %#x, want the session's %#x", idleChooseID, f.TEID, ulTEID)
+			}
+		}
+	}
+
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 3}, Src: [6]byte{2, 0, 0, 0, 2, 3}}
+	down := func(sport uint16) []byte {
+		return wiretest.Build(eth, wire.IPv4{Src: addr4(server), Dst: ue.As4()}, wire.UDP{SrcPort: sport, DstPort: 40000}, make([]byte, 64))
+	}
+	up := func(dport, sport uint16) []byte {
+		return wiretest.Build(eth, wire.IPv4{Src: gnb.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
+			wire.IPv4{Src: ue.As4(), Dst: addr4(server)}, wire.UDP{SrcPort: sport, DstPort: dport}, make([]byte, 32))
+	}
+	qfiOf := func(frame []byte) int {
+		out := r.u.forward(t, frame)
+		var g wire.Frame
+		if len(out) != 1 || g.Parse(out[0].frame) != nil || g.Has&wire.HasGTPU == 0 || g.GTPU.TEID != gnbTEID {
+			return -1
+		}
+		return int(g.GTPU.PSC[1] & 0x3f)
+	}
+	udp := junctionv1.TrafficDescriptor{DestinationPrefixes: []junctionv1.IPv4Prefix{junctionv1.IPv4Prefix(server + "/32")}, Protocol: junctionv1.ProtocolUDP}
+	with := func(td junctionv1.TrafficDescriptor, dport, sport int32) junctionv1.TrafficDescriptor {
+		if dport != 0 {
+			td.DestinationPorts = []junctionv1.PortRange{{From: dport}}
+		}
+		if sport != 0 {
+			td.SourcePorts = []junctionv1.PortRange{{From: sport}}
+		}
+		return td
+	}
+	filtersOf := func(want []junctionv1.QoSFlowFilter) junctionv1.ATSSSSession {
+		t.Helper()
+		var obj junctionv1.ATSSSSession
+		eventually(t, programTimeout, fmt.Sprintf("the flow's filters %v", want), func() error {
+			obj = awaitFlows(t, r, 2)
+			f := obj.Spec.QoSFlows[0]
+			if !equality.Semantic.DeepEqual(f.Filters, want) || f.GuaranteedBitRate == nil || f.Precedence != 10 {
+				return fmt.Errorf("flow %+v", f)
+			}
+			return nil
+		})
+		return obj
+	}
+
+	// Pending: the uplink filters alone; the flow's downlink goes in the default flow, not held.
+	filtersOf([]junctionv1.QoSFlowFilter{
+		{Direction: junctionv1.FlowUplink, TrafficDescriptor: with(udp, 30000, 40000)},
+		{Direction: junctionv1.FlowUplink, TrafficDescriptor: with(udp, 0, 40001)},
+	})
+	eventually(t, programTimeout, "the flow's downlink in the default flow", func() error {
+		if q := qfiOf(down(30000)); q != 1 {
+			return fmt.Errorf("a downlink packet of the flow left with QFI %d (-1: not as a G-PDU into the gNB's tunnel), want the default flow's 1", q)
+		}
+		return nil
+	})
+	if got := downlinkDataReports(r.smf); len(got) != 0 {
+		t.Errorf("Downlink Data Reports for PDRs %v while the session forwards", got)
+	}
+
+	// The gNB has set the flow up: each filter its way.
+	if m, err := r.smf.Modify(ctx, est, forward(idleFARDownlink), forward(flowFARDown)); err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("Update FARs into the session's tunnel: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	obj := filtersOf([]junctionv1.QoSFlowFilter{
+		{Direction: junctionv1.FlowBidirectional, TrafficDescriptor: with(udp, 30000, 40000)},
+		{Direction: junctionv1.FlowDownlink, TrafficDescriptor: with(udp, 30001, 0)},
+		{Direction: junctionv1.FlowUplink, TrafficDescriptor: with(udp, 0, 40001)},
+	})
+	eventually(t, programTimeout, "the flow's downlink with its QFI", func() error {
+		for _, c := range []struct {
+			sport uint16
+			qfi   int
+		}{{30000, 2}, {30001, 2}, {443, 1}} {
+			if q := qfiOf(down(c.sport)); q != c.qfi {
+				return fmt.Errorf("downlink from port %d left with QFI %d, want %d", c.sport, q, c.qfi)
+			}
+		}
+		return nil
+	})
+	cell := int64(*obj.Status.QoSFlowIndex) * 5
+	before := packets(t, r, "uplink_flow_usage", cell)
+	for _, c := range []struct {
+		dport, sport uint16
+		inFlow       bool
+	}{{30000, 40000, true}, {9999, 40001, true}, {30001, 40000, false}} { // the bidirectional filter, the uplink one, the downlink one's ports
+		if out := r.u.forward(t, up(c.dport, c.sport)); len(out) != 1 {
+			t.Fatalf("uplink to %s:%d from port %d: %d frames left, want 1", server, c.dport, c.sport, len(out))
+		}
+		n := packets(t, r, "uplink_flow_usage", cell)
+		if (n == before+1) != c.inFlow {
+			t.Errorf("uplink to %s:%d from port %d: the flow's uplink usage went %d to %d; in the flow: %v", server, c.dport, c.sport, before, n, c.inFlow)
+		}
+		before = n
 	}
 }
 
