@@ -8,7 +8,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 )
 
 // edit is one change to a sample; a nil value removes the field.
@@ -290,6 +293,19 @@ var invalidCases = []invalidCase{
 		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "voice", "qfi": int64(2), "guaranteedBitRate": map[string]any{"uplinkKbps": int64(0)},
 			"trafficDescriptor": map[string]any{"destinationPrefixes": []any{"198.51.100.20/32"}}}}}},
 		[]string{"spec.qosFlows[0].guaranteedBitRate.uplinkKbps", "greater than or equal to 1"}},
+	{"a QoS flow with a trafficDescriptor and filters is rejected", session, "bob-internet",
+		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "voice", "qfi": int64(2),
+			"trafficDescriptor": map[string]any{"destinationPrefixes": []any{"198.51.100.20/32"}},
+			"filters":           []any{map[string]any{"direction": "Downlink", "trafficDescriptor": map[string]any{"destinationPrefixes": []any{"198.51.100.21/32"}}}}}}}},
+		[]string{"spec.qosFlows[0]", "a trafficDescriptor (both directions) or filters, not both"}},
+	{"a QoS flow filter's direction other than Bidirectional, Downlink or Uplink is rejected", session, "bob-internet",
+		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "voice", "qfi": int64(2),
+			"filters": []any{map[string]any{"direction": "Sideways", "trafficDescriptor": map[string]any{}}}}}}},
+		[]string{"spec.qosFlows[0].filters[0].direction", "Unsupported value"}},
+	{"a QoS flow filter matching the UE's side is rejected", session, "bob-internet",
+		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "voice", "qfi": int64(2),
+			"filters": []any{map[string]any{"direction": "Uplink", "trafficDescriptor": map[string]any{"sourcePrefixes": []any{"10.60.0.0/16"}}}}}}}},
+		[]string{"spec.qosFlows[0].filters[0]", "sourcePrefixes and dscp are not matched"}},
 	{"a gate other than Open or Closed is rejected", session, "bob-internet",
 		[]edit{{"spec.gates", map[string]any{"downlink": "Ajar"}}}, []string{"spec.gates.downlink", "Unsupported value"}},
 	{"a session type other than MultiAccess or SingleAccess is rejected", session, "dave-5g-only",
@@ -464,6 +480,40 @@ func TestAnIdleSingleAccessSessionIsAccepted(t *testing.T) {
 	}
 	if err := k8s.Update(ctx, obj); err != nil {
 		t.Fatalf("the paged UE's tunnel was rejected: %v", err)
+	}
+}
+
+// A GBR QoS flow described by filters per direction, as an SMF's SDF filters give one (docs/n4.md,
+// "QoS flows"), is accepted and kept as written: no field of it pruned.
+func TestQoSFlowFiltersAndGBRAreKept(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "flows")
+	obj := sample(t, session, "bob-internet")
+	obj.SetNamespace("flows")
+	udp := func(port int64) map[string]any {
+		return map[string]any{"destinationPrefixes": []any{"198.51.100.20/32"}, "protocol": "UDP", "destinationPorts": []any{map[string]any{"from": port}}}
+	}
+	for _, e := range []edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "voice", "qfi": int64(2),
+		"guaranteedBitRate": map[string]any{"uplinkKbps": int64(64), "downlinkKbps": int64(64)},
+		"filters": []any{map[string]any{"direction": "Bidirectional", "trafficDescriptor": udp(30000)},
+			map[string]any{"direction": "Downlink", "trafficDescriptor": udp(30001)}}}}}} {
+		setPath(t, obj.Object, e.path, e.value)
+	}
+	if err := k8s.Create(ctx, obj); err != nil {
+		t.Fatalf("a GBR flow of filters was rejected: %v", err)
+	}
+	stored := obj.DeepCopy()
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), stored); err != nil {
+		t.Fatal(err)
+	}
+	var got junctionv1.ATSSSSession
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(stored.Object, &got); err != nil {
+		t.Fatal(err)
+	}
+	f := got.Spec.QoSFlows[0]
+	if g := f.GuaranteedBitRate; g == nil || g.DownlinkKbps == nil || *g.DownlinkKbps != 64 || len(f.Filters) != 2 ||
+		f.Filters[1].Direction != junctionv1.FlowDownlink || len(f.Filters[1].TrafficDescriptor.DestinationPorts) != 1 || f.Filters[1].TrafficDescriptor.DestinationPorts[0].From != 30001 {
+		t.Errorf("stored as %+v, want the GBR and both filters as written", f)
 	}
 }
 
