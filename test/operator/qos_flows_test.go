@@ -514,6 +514,43 @@ func TestN4QoSFlowAsOpen5GSCreatesIt(t *testing.T) {
 		}
 		before = n
 	}
+
+	// A PCC rule's flow description added (Open5GS's TFT add: an Update PDR with the PDI whole).
+	m, err = r.smf.Modify(ctx, est, ie.NewUpdatePDR(ie.NewPDRID(flowPDRDown), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewNetworkInstance("internet"),
+		ie.NewSDFFilter("permit out 17 from "+server+" 30000 to "+ue.String()+" 40000", "", "", "", 1),
+		ie.NewSDFFilter("permit out 17 from "+server+" 30001 to "+ue.String(), "", "", "", 0),
+		ie.NewSDFFilter("permit out 17 from "+server+" 30002 to "+ue.String(), "", "", "", 0))))
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("a flow description added: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	filtersOf([]junctionv1.QoSFlowFilter{
+		{Direction: junctionv1.FlowBidirectional, TrafficDescriptor: with(udp, 30000, 40000)},
+		{Direction: junctionv1.FlowDownlink, TrafficDescriptor: with(udp, 30001, 0)},
+		{Direction: junctionv1.FlowDownlink, TrafficDescriptor: with(udp, 30002, 0)},
+		{Direction: junctionv1.FlowUplink, TrafficDescriptor: with(udp, 0, 40001)},
+	})
+	eventually(t, programTimeout, "the added description's downlink with the flow's QFI", func() error {
+		if q := qfiOf(down(30002)); q != 2 {
+			return fmt.Errorf("downlink from port 30002 left with QFI %d, want 2", q)
+		}
+		return nil
+	})
+
+	// The PCC rule removed: its rules go, and its packets are the default flow's again.
+	m, err = r.smf.Modify(ctx, est, ie.NewRemovePDR(ie.NewPDRID(flowPDRDown)), ie.NewRemovePDR(ie.NewPDRID(flowPDRUp)),
+		ie.NewRemoveFAR(ie.NewFARID(flowFARDown)), ie.NewRemoveFAR(ie.NewFARID(flowFARUp)), ie.NewRemoveQER(ie.NewQERID(flowQER)), ie.NewRemoveURR(ie.NewURRID(flowURR)))
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("the flow removed: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	eventually(t, programTimeout, "the flow gone", func() error {
+		if fs := r.awaitN4Sessions(t, 1)[0].Spec.QoSFlows; len(fs) != 0 {
+			return fmt.Errorf("spec.qosFlows %+v", fs)
+		}
+		if q := qfiOf(down(30000)); q != 1 {
+			return fmt.Errorf("downlink from port 30000 left with QFI %d, want the default flow's 1", q)
+		}
+		return nil
+	})
 }
 
 // awaitFlows waits for the rig's one N4 session object to have QoS flows of its own with the
