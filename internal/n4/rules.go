@@ -844,33 +844,32 @@ func decodeQER(g *ie.IE, old *QER) (*QER, error) {
 		}
 	}
 	if x = c.one(ie.MBR); x != nil {
-		// Two 40-bit rates in kbit/s (TS 29.244 §8.2.8); a direction of 0 is taken as no limit,
-		// which is how Open5GS leaves a direction it has no rate for.
-		b, err := x.MBR()
-		if err == nil && len(b) != 10 {
-			err = fmt.Errorf("%d octets, want 10", len(b))
-		}
-		if err != nil {
+		// A direction of 0 is taken as no limit, which is how Open5GS leaves a direction it has
+		// no rate for.
+		if q.MBRUL, q.MBRDL, err = bitRates(x); err != nil {
 			return nil, bad(x, err)
 		}
-		q.MBRUL, _ = x.MBRUL()
-		q.MBRDL, _ = x.MBRDL()
 	}
 	if x = c.one(ie.GBR); x != nil {
-		// The same two 40-bit rates (§8.2.9). A GBR makes the QoS flow of the PDRs that name the
-		// QER a GBR flow (qos.go, ownQoS); the rate is the RAN's to guarantee, and recorded.
-		b, err := x.GBR()
-		if err == nil && len(b) != 10 {
-			err = fmt.Errorf("%d octets, want 10", len(b))
-		}
-		if err != nil {
+		// A GBR makes the QoS flow of the PDRs that name the QER a GBR flow (qos.go, ownQoS);
+		// the rate is the RAN's to guarantee, and recorded.
+		if q.GBRUL, q.GBRDL, err = bitRates(x); err != nil {
 			return nil, bad(x, err)
 		}
-		q.GBRUL, _ = x.GBRUL()
-		q.GBRDL, _ = x.GBRDL()
 		q.GBR = true
 	}
 	return q, nil
+}
+
+// bitRates reads an MBR or a GBR (TS 29.244 §8.2.8, §8.2.9): two 40-bit rates in kbit/s, uplink
+// then downlink.
+func bitRates(x *ie.IE) (ul, dl uint64, err error) {
+	b := x.Payload
+	if len(b) != 10 {
+		return 0, 0, fmt.Errorf("%d octets, want 10", len(b))
+	}
+	rate := func(b []byte) uint64 { return uint64(b[0])<<32 | uint64(binary.BigEndian.Uint32(b[1:5])) }
+	return rate(b[0:5]), rate(b[5:10]), nil
 }
 
 // decodeMAR decodes a Create MAR, or applies an Update MAR to old: what the update carries

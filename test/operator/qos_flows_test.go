@@ -318,14 +318,8 @@ func TestN4GBRFlowOutsideTheSessionAMBR(t *testing.T) {
 		return nil
 	})
 
-	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 3}, Src: [6]byte{2, 0, 0, 0, 2, 3}}
-	down := func(server string) []byte {
-		return wiretest.Build(eth, wire.IPv4{Src: addr4(server), Dst: ue.As4()}, wire.UDP{SrcPort: 443, DstPort: 40000}, make([]byte, 64))
-	}
-	up := func(server string) []byte {
-		return wiretest.Build(eth, wire.IPv4{Src: forwardingGNB.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
-			wire.IPv4{Src: ue.As4(), Dst: addr4(server)}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 32))
-	}
+	down := func(server string) []byte { return downlinkUDP(ue, server, 443, 40000) }
+	up := func(server string) []byte { return uplinkUDP(ulTEID, ue, server, 443, 40000) }
 	// The AMBR's 3,000-byte buckets used up, each way, by the default flow's packets.
 	for _, frame := range [][]byte{down("203.0.113.10"), up("203.0.113.10")} {
 		n := 0
@@ -360,7 +354,7 @@ func TestN4GBRFlowOutsideTheSessionAMBR(t *testing.T) {
 // flows").
 func TestN4QoSFlowAsOpen5GSCreatesIt(t *testing.T) {
 	ctx := context.Background()
-	ue, gnb, gnbTEID := netip.MustParseAddr("10.45.0.9"), forwardingGNB, uint32(0x4321)
+	ue, gnbTEID := netip.MustParseAddr("10.45.0.9"), uint32(0x4321)
 	r := newN4Rig(t, nil, nil)
 	r.associate(t)
 	cp := r.smf.NewCPSEID()
@@ -391,7 +385,7 @@ func TestN4QoSFlowAsOpen5GSCreatesIt(t *testing.T) {
 	}
 	forward := func(far uint32) *ie.IE {
 		return ie.NewUpdateFAR(ie.NewFARID(far), ie.NewApplyAction(0x02), ie.NewUpdateForwardingParameters(
-			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, gnbTEID, gnb.String(), "", 0, 0, 0)))
+			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, gnbTEID, forwardingGNB.String(), "", 0, 0, 0)))
 	}
 	if m, err := r.smf.Modify(ctx, est, forward(idleFARDownlink)); err != nil || m.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("the gNB's tunnel: %v, cause %d (%s)", err, m.Cause(), why(m))
@@ -424,14 +418,8 @@ func TestN4QoSFlowAsOpen5GSCreatesIt(t *testing.T) {
 		}
 	}
 
-	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 3}, Src: [6]byte{2, 0, 0, 0, 2, 3}}
-	down := func(sport uint16) []byte {
-		return wiretest.Build(eth, wire.IPv4{Src: addr4(server), Dst: ue.As4()}, wire.UDP{SrcPort: sport, DstPort: 40000}, make([]byte, 64))
-	}
-	up := func(dport, sport uint16) []byte {
-		return wiretest.Build(eth, wire.IPv4{Src: gnb.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
-			wire.IPv4{Src: ue.As4(), Dst: addr4(server)}, wire.UDP{SrcPort: sport, DstPort: dport}, make([]byte, 32))
-	}
+	down := func(serverPort uint16) []byte { return downlinkUDP(ue, server, serverPort, 40000) }
+	up := func(serverPort, uePort uint16) []byte { return uplinkUDP(ulTEID, ue, server, serverPort, uePort) }
 	qfiOf := func(frame []byte) int {
 		out := r.u.forward(t, frame)
 		var g wire.Frame
@@ -572,14 +560,25 @@ func awaitFlows(t *testing.T, r n4Rig, qfis ...int32) junctionv1.ATSSSSession {
 	return obj
 }
 
+// downlinkUDP is a user packet from server to ue, 64 bytes of UDP payload, as it comes from N6;
+// uplinkUDP one from ue to server, 32 bytes, in a G-PDU from forwardingGNB on ulTEID. Both take
+// the server's port, then the UE's.
+func downlinkUDP(ue netip.Addr, server string, serverPort, uePort uint16) []byte {
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 3}, Src: [6]byte{2, 0, 0, 0, 2, 3}}
+	return wiretest.Build(eth, wire.IPv4{Src: addr4(server), Dst: ue.As4()}, wire.UDP{SrcPort: serverPort, DstPort: uePort}, make([]byte, 64))
+}
+
+func uplinkUDP(ulTEID uint32, ue netip.Addr, server string, serverPort, uePort uint16) []byte {
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 3}, Src: [6]byte{2, 0, 0, 0, 2, 3}}
+	return wiretest.Build(eth, wire.IPv4{Src: forwardingGNB.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
+		wire.IPv4{Src: ue.As4(), Dst: addr4(server)}, wire.UDP{SrcPort: uePort, DstPort: serverPort}, make([]byte, 32))
+}
+
 // exchange sends a downlink packet from server to ue, which must leave as a G-PDU with QFI qfi,
 // and an uplink G-PDU from the gNB on ulTEID to server, which must leave; sent counts both.
 func exchange(t *testing.T, r n4Rig, sent *sentUsage, ue netip.Addr, ulTEID uint32, server string, qfi uint8) {
 	t.Helper()
-	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 3}, Src: [6]byte{2, 0, 0, 0, 2, 3}}
-	down := wiretest.Build(eth, wire.IPv4{Src: addr4(server), Dst: ue.As4()}, wire.UDP{SrcPort: 443, DstPort: 40000}, make([]byte, 64))
-	up := wiretest.Build(eth, wire.IPv4{Src: forwardingGNB.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: ulTEID},
-		wire.IPv4{Src: ue.As4(), Dst: addr4(server)}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 32))
+	down, up := downlinkUDP(ue, server, 443, 40000), uplinkUDP(ulTEID, ue, server, 443, 40000)
 	out := r.u.forward(t, down)
 	var g wire.Frame
 	if len(out) != 1 || g.Parse(out[0].frame) != nil || g.Has&wire.HasGTPU == 0 || g.GTPU.PSC[1]&0x3f != qfi {
