@@ -81,9 +81,9 @@ func FuzzEstablishment(f *testing.F) {
 	for _, s := range []smf.MASession{
 		{IMSI: "001010000000001", UEAddr: netip.MustParseAddr("10.60.0.1"), UE3GPP: netip.MustParseAddr("10.45.0.1"),
 			UENon3GPP: netip.MustParseAddr("203.0.113.1"), GNB: netip.MustParseAddr("198.51.100.10"), DownlinkTEID: 7,
-			Default: smf.Steering{Mode: smf.PriorityBased, High: smf.NonThreeGPP, RTTms: 40, LossPercent: &loss},
-			Apps:    []smf.App{{Flow: "permit out 6 from 192.0.2.0/24 443 to assigned", Precedence: 10, Steering: smf.Steering{Mode: smf.LoadBalancing, Autonomous: true}}},
-			URR:     &smf.URR{Period: time.Minute, VolumeThreshold: 1 << 30}},
+			Default: smf.Steering{Mode: smf.PriorityBased, High: smf.NonThreeGPP, RTTms: 40, LossPercent: &loss}, QFI: 9,
+			Apps: []smf.App{{Flow: "permit out 6 from 192.0.2.0/24 443 to assigned", Precedence: 10, Steering: smf.Steering{Mode: smf.LoadBalancing, Autonomous: true}}},
+			URR:  &smf.URR{Period: time.Minute, VolumeThreshold: 1 << 30}},
 		{UEAddr: netip.MustParseAddr("10.60.0.2"), UE3GPP: netip.MustParseAddr("10.45.0.2"), GNB: netip.MustParseAddr("198.51.100.10"), DownlinkTEID: 9,
 			Default: smf.Steering{Mode: smf.ActiveStandby}},
 	} {
@@ -125,6 +125,10 @@ func FuzzEstablishment(f *testing.F) {
 			ie.NewDestinationInterface(ie.DstInterfaceCPFunction), ie.NewOuterHeaderCreation(0x0100, 1, "192.0.2.9", "", 0, 0, 0))),
 			ie.NewCreatePDR(ie.NewPDRID(41), ie.NewPrecedence(100), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x05, 0, nil, nil, 0),
 				ie.NewSDFFilter("permit out 58 from ff02::2/128 to assigned", "", "", "", 0)), ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(40))},
+		{ie.NewCreateQER(ie.NewQERID(8), ie.NewGateStatus(0, 0), ie.NewMBR(128, 128), ie.NewGBR(64, 64), ie.NewQFI(2)), // a GBR QoS flow of two SDF filters, one bidirectional
+			ie.NewCreatePDR(ie.NewPDRID(60), ie.NewPrecedence(5), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+				ie.NewSDFFilter("permit out 17 from 192.0.2.7 30000 to assigned 40000", "", "", "", 1),
+				ie.NewSDFFilter("permit out 17 from 192.0.2.7 30001 to assigned", "", "", "", 0)), ie.NewMARID(smf.MARDefault), ie.NewQERID(8))},
 	} {
 		b, err := message.NewSessionModificationRequest(0, 0, 5, 2, 0, mod...).Marshal()
 		if err != nil {
