@@ -385,7 +385,8 @@ func TestN4QoSFlowAsOpen5GSCreatesIt(t *testing.T) {
 	}
 	forward := func(far uint32) *ie.IE {
 		return ie.NewUpdateFAR(ie.NewFARID(far), ie.NewApplyAction(0x02), ie.NewUpdateForwardingParameters(
-			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewOuterHeaderCreation(0x0100, gnbTEID, forwardingGNB.String(), "", 0, 0, 0)))
+			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewTGPPInterfaceType(11), ie.NewNetworkInstance("internet"),
+			ie.NewOuterHeaderCreation(0x0100, gnbTEID, forwardingGNB.String(), "", 0, 0, 0)))
 	}
 	if m, err := r.smf.Modify(ctx, est, forward(idleFARDownlink)); err != nil || m.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("the gNB's tunnel: %v, cause %d (%s)", err, m.Cause(), why(m))
@@ -394,16 +395,16 @@ func TestN4QoSFlowAsOpen5GSCreatesIt(t *testing.T) {
 	const flowPDRDown, flowPDRUp, flowFARDown, flowFARUp, flowQER, flowURR = 10, 11, 10, 11, 10, 10
 	server := "203.0.113.78"
 	m, err := r.smf.Modify(ctx, est,
-		ie.NewCreateFAR(ie.NewFARID(flowFARDown), ie.NewApplyAction(0x0c), ie.NewBARID(idleBAR), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess))),
-		ie.NewCreateFAR(ie.NewFARID(flowFARUp), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore))),
+		ie.NewCreateFAR(ie.NewFARID(flowFARDown), ie.NewApplyAction(0x0c), ie.NewBARID(idleBAR)), // BUFF: no Forwarding Parameters (ogs_pfcp_build_create_far)
+		ie.NewCreateFAR(ie.NewFARID(flowFARUp), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore), ie.NewTGPPInterfaceType(17))), // N6
 		ie.NewCreateURR(ie.NewURRID(flowURR), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x02, 0), ie.NewVolumeThreshold(0x01, 100<<20, 0, 0)),
 		ie.NewCreateQER(ie.NewQERID(flowQER), ie.NewGateStatus(0, 0), ie.NewMBR(128, 128), ie.NewGBR(64, 64), ie.NewQFI(2)),
 		ie.NewCreatePDR(ie.NewPDRID(flowPDRDown), ie.NewPrecedence(10), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewNetworkInstance("internet"),
 			ie.NewSDFFilter("permit out 17 from "+server+" 30000 to "+ue.String()+" 40000", "", "", "", 1),
-			ie.NewSDFFilter("permit out 17 from "+server+" 30001 to "+ue.String(), "", "", "", 0)),
+			ie.NewSDFFilter("permit out 17 from "+server+" 30001 to "+ue.String(), "", "", "", 0), ie.NewTGPPInterfaceType(17)),
 			ie.NewFARID(flowFARDown), ie.NewURRID(flowURR), ie.NewQERID(flowQER)),
 		ie.NewCreatePDR(ie.NewPDRID(flowPDRUp), ie.NewPrecedence(10), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess),
-			ie.NewFTEID(0x0d, 0, nil, nil, idleChooseID), ie.NewNetworkInstance("internet"), ie.NewQFI(2),
+			ie.NewFTEID(0x0d, 0, nil, nil, idleChooseID), ie.NewNetworkInstance("internet"), ie.NewQFI(2), ie.NewTGPPInterfaceType(11),
 			ie.NewSDFFilter("", "", "", "", 1),
 			ie.NewSDFFilter("permit out 17 from "+server+" to "+ue.String()+" 40001", "", "", "", 0)),
 			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(flowFARUp), ie.NewQERID(flowQER)))
