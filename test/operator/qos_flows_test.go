@@ -395,8 +395,9 @@ func TestN4QoSFlowAsOpen5GSCreatesIt(t *testing.T) {
 	const flowPDRDown, flowPDRUp, flowFARDown, flowFARUp, flowQER, flowURR = 10, 11, 10, 11, 10, 10
 	server := "203.0.113.78"
 	m, err := r.smf.Modify(ctx, est,
-		ie.NewCreateFAR(ie.NewFARID(flowFARDown), ie.NewApplyAction(0x0c), ie.NewBARID(idleBAR)),                                                                                   // BUFF: no Forwarding Parameters (ogs_pfcp_build_create_far)
-		ie.NewCreateFAR(ie.NewFARID(flowFARUp), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore), ie.NewTGPPInterfaceType(17))), // N6
+		// BUFF without Forwarding Parameters (ogs_pfcp_build_create_far); the uplink to N6.
+		ie.NewCreateFAR(ie.NewFARID(flowFARDown), ie.NewApplyAction(0x0c), ie.NewBARID(idleBAR)),
+		ie.NewCreateFAR(ie.NewFARID(flowFARUp), ie.NewApplyAction(0x02), ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore), ie.NewTGPPInterfaceType(17))),
 		ie.NewCreateURR(ie.NewURRID(flowURR), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x02, 0), ie.NewVolumeThreshold(0x01, 100<<20, 0, 0)),
 		ie.NewCreateQER(ie.NewQERID(flowQER), ie.NewGateStatus(0, 0), ie.NewMBR(128, 128), ie.NewGBR(64, 64), ie.NewQFI(2)),
 		ie.NewCreatePDR(ie.NewPDRID(flowPDRDown), ie.NewPrecedence(10), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewNetworkInstance("internet"),
