@@ -24,7 +24,7 @@ import (
 // back are plain GTP-U (docs/pipeline.md: uplink_tunnels, downlink_tunnels, tunnel_peers), no
 // sessions entry, each with the QFI and the MBR of the QER its PDRs name (pfcpsim's builders put
 // a QER on every PDR; its QERs carry a QFI and open gates, and here an MBR, the session AMBR,
-// which Junction polices; not its GBR, which Junction refuses).
+// which Junction polices; not a GBR, which Junction refuses on a session's default flow).
 func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 	r := newN4Rig(t, nil, nil)
 	c := pfcpsim.NewPFCPClient("127.0.0.2") // it binds port 8805 of its address
