@@ -270,6 +270,10 @@ const (
 	QoSFlowBlock = MaxQoSFlows + 1
 )
 
+// MaxQoSFlowFilters is how many filters a QoS flow may have (spec.qosFlows[].filters' MaxItems):
+// the 15 packet filters a QoS rule holds (TS 24.501 §9.11.4.13).
+const MaxQoSFlowFilters = 15
+
 // QoSFlow is a QoS flow of a session's own: part of its traffic, marked with the flow's QFI and
 // policed at the flow's MBR.
 // +kubebuilder:validation:XValidation:rule="!has(self.trafficDescriptor) || (!has(self.trafficDescriptor.sourcePrefixes) && !has(self.trafficDescriptor.dscp))",message="a QoS flow's trafficDescriptor matches the server's side, protocol and ports (the session is its UE side): sourcePrefixes and dscp are not matched"

@@ -320,8 +320,8 @@ func flowFilters(r *Rules, f *junctionv1.QoSFlow, pdrs []*PDR, pending map[uint1
 		f.TrafficDescriptor = fl.td
 		return nil
 	}
-	if len(order) > 15 { // spec.qosFlows[].filters' MaxItems
-		return ruleFailure(ie.RuleIDTypePDR, uint32(pdrs[0].ID), "PDR %d: QoS flow %d has %d SDF filters, more than the 15 a flow holds", pdrs[0].ID, f.QFI, len(order))
+	if len(order) > junctionv1.MaxQoSFlowFilters {
+		return ruleFailure(ie.RuleIDTypePDR, uint32(pdrs[0].ID), "PDR %d: QoS flow %d has %d SDF filters, more than the %d a flow holds", pdrs[0].ID, f.QFI, len(order), junctionv1.MaxQoSFlowFilters)
 	}
 	for _, d := range order {
 		fl, dir := byDesc[d], junctionv1.FlowBidirectional

@@ -298,6 +298,9 @@ var invalidCases = []invalidCase{
 			"trafficDescriptor": map[string]any{"destinationPrefixes": []any{"198.51.100.20/32"}},
 			"filters":           []any{map[string]any{"direction": "Downlink", "trafficDescriptor": map[string]any{"destinationPrefixes": []any{"198.51.100.21/32"}}}}}}}},
 		[]string{"spec.qosFlows[0]", "a trafficDescriptor (both directions) or filters, not both"}},
+	{"a QoS flow of 16 filters is rejected (a QoS rule holds 15 packet filters, TS 24.501)", session, "bob-internet",
+		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "voice", "qfi": int64(2), "filters": sixteenFilters()}}}},
+		[]string{"spec.qosFlows[0].filters", "must have at most 15 items"}},
 	{"a QoS flow filter's direction other than Bidirectional, Downlink or Uplink is rejected", session, "bob-internet",
 		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "voice", "qfi": int64(2),
 			"filters": []any{map[string]any{"direction": "Sideways", "trafficDescriptor": map[string]any{}}}}}}},
@@ -587,6 +590,14 @@ func TestElectionIDIsNotATenantsToChoose(t *testing.T) {
 }
 
 // qosFlow is a QoS flow of a session's own for the servers of 198.51.100.0/24.
+func sixteenFilters() []any {
+	var out []any
+	for i := range 16 {
+		out = append(out, map[string]any{"direction": "Downlink", "trafficDescriptor": map[string]any{"protocol": "UDP", "destinationPorts": []any{map[string]any{"from": int64(30000 + i)}}}})
+	}
+	return out
+}
+
 func qosFlow(name string, qfi int64) map[string]any {
 	return map[string]any{"name": name, "qfi": qfi, "trafficDescriptor": map[string]any{"destinationPrefixes": []any{"198.51.100.0/24"}}}
 }
