@@ -170,7 +170,7 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 	// Downlink: the UE IP address is the session address; every downlink PDR is steered by a MAR.
 	spec := junctionv1.ATSSSSessionSpec{UE: junctionv1.UE{SUPI: supi}, UPFRef: junctionv1.LocalObjectReference{Name: t.UPF}, TunnelEndpoint: t.TunnelEndpoint, QFI: q.qfi,
 		MaxBitRate: q.mbr, Gates: gates, QoSFlows: q.flows}
-	session, err := downlinkAddress(down)
+	session, err := downlinkAddress(r, down)
 	if err != nil {
 		return nil, err
 	}
@@ -345,10 +345,10 @@ func (r *Rules) byDirection() (up, down []*PDR, ue netip.Addr) {
 }
 
 // downlinkAddress is the session address the downlink PDRs give: their UE IP Address, one for
-// all. A PDR with SDF filters may leave it out, as Open5GS's SMF does for a dedicated QoS flow's:
-// its filters are to the UE's address (parseFlowDescription holds them to it), and the other
-// PDRs give it; one at least must (else 73, the first PDR without it).
-func downlinkAddress(down []*PDR) (netip.Addr, error) {
+// all. A PDR with SDF filters may leave it out, as Open5GS's SMF does for a dedicated QoS flow's,
+// when the other PDRs give it and its filters are to it ("assigned" or the address); one PDR at
+// least must (else 73, the first PDR without it).
+func downlinkAddress(r *Rules, down []*PDR) (netip.Addr, error) {
 	var session netip.Addr
 	var without *PDR
 	for _, p := range down {
@@ -367,6 +367,20 @@ func downlinkAddress(down []*PDR) (netip.Addr, error) {
 	}
 	if !session.IsValid() && without != nil {
 		return session, ruleFailure(ie.RuleIDTypePDR, uint32(without.ID), "downlink PDR %d has no UE IP Address, and no other downlink PDR gives the session address", without.ID)
+	}
+	for _, p := range down {
+		if p.UEIP.IsValid() {
+			continue
+		}
+		descs, err := r.filters(p)
+		if err != nil {
+			return session, err
+		}
+		for _, d := range descs {
+			if td, err := parseFlowDescription(d, session); err == nil && len(td.SourcePrefixes) > 0 {
+				return session, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "downlink PDR %d has no UE IP Address and an SDF filter to %s, not the session address %s", p.ID, td.SourcePrefixes[0], session)
+			}
+		}
 	}
 	return session, nil
 }
@@ -396,7 +410,7 @@ func singleAccessPlan(r *Rules, up, down []*PDR, teids map[uint16]uint32, supi s
 	buffers, drops := mode == actBuff, mode == actDrop
 	if len(down) > 0 {
 		var err error
-		if session, err = downlinkAddress(down); err != nil {
+		if session, err = downlinkAddress(r, down); err != nil {
 			return nil, err
 		}
 	}

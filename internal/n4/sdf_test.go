@@ -104,3 +104,36 @@ func TestSDFFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestDownlinkAddress: the session address is the downlink PDRs' UE IP Address; a PDR may leave
+// it out when it has SDF filters to that address (Open5GS's dedicated QoS flow) and another PDR
+// gives it; otherwise the PDR is refused with 73.
+func TestDownlinkAddress(t *testing.T) {
+	ue := netip.MustParseAddr("10.45.0.2")
+	withIP := &PDR{ID: 1, Source: ifaceCore, UEIP: ue}
+	for _, tc := range []struct {
+		name   string
+		pdrs   []*PDR
+		failed uint16 // 0: the address is ue
+	}{
+		{"a flow's PDR to assigned", []*PDR{withIP, {ID: 2, Source: ifaceCore, SDF: []string{"permit out 17 from 10.10.0.1 to assigned"}}}, 0},
+		{"to the session address", []*PDR{withIP, {ID: 2, Source: ifaceCore, SDF: []string{"permit out 17 from 10.10.0.1 to 10.45.0.2"}}}, 0},
+		{"to another UE's address", []*PDR{withIP, {ID: 2, Source: ifaceCore, SDF: []string{"permit out 17 from 10.10.0.1 to 10.45.0.3"}}}, 2},
+		{"no PDR gives the address", []*PDR{{ID: 2, Source: ifaceCore, SDF: []string{"permit out 17 from 10.10.0.1 to assigned"}}}, 2},
+		{"neither an address nor a filter", []*PDR{withIP, {ID: 3, Source: ifaceCore}}, 3},
+		{"two addresses", []*PDR{withIP, {ID: 4, Source: ifaceCore, UEIP: netip.MustParseAddr("10.45.0.3")}}, 4},
+	} {
+		r := &Rules{PDRs: map[uint16]*PDR{}}
+		for _, p := range tc.pdrs {
+			r.PDRs[p.ID] = p
+		}
+		got, err := downlinkAddress(r, tc.pdrs)
+		var ref *Refusal
+		switch {
+		case tc.failed == 0 && (err != nil || got != ue):
+			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, ue)
+		case tc.failed != 0 && (!errors.As(err, &ref) || ref.Cause != CauseRuleFailure || ref.Rule == nil || ref.Rule.ID != uint32(tc.failed)):
+			t.Errorf("%s: %v, want 73 naming PDR %d", tc.name, err, tc.failed)
+		}
+	}
+}
