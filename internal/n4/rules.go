@@ -602,8 +602,8 @@ func sdfFilter(b []byte) (desc string, id uint32, err error) {
 		if len(rest) != 4 {
 			return "", 0, fmt.Errorf("%d octets for the SDF Filter ID, want 4", len(rest))
 		}
-		if id = binary.BigEndian.Uint32(rest); id == 0 {
-			return "", 0, fmt.Errorf("SDF Filter ID 0 (Junction reads 0 as none)")
+		if id = binary.BigEndian.Uint32(rest); id == 0 { // Open5GS numbers them from 1
+			return "", 0, refuse(CauseServiceNotSupported, ie.SDFFilter, "SDF Filter ID 0: Junction takes IDs from 1")
 		}
 		rest = nil
 	}

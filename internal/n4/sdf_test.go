@@ -71,7 +71,8 @@ func equalJSON(a, b any) bool {
 
 // TestSDFFilter: an SDF Filter (TS 29.244 §8.2.5) as go-pfcp encodes it: a Flow Description; one
 // with the SDF Filter ID of a bidirectional filter (BID); the ID alone, the same filter for the
-// other direction's PDR (§5.2.1A.2A). Other flags are refused (76), a malformed one is an error.
+// other direction's PDR (§5.2.1A.2A). Other flags, and ID 0, are refused (76); a malformed one is
+// an error.
 func TestSDFFilter(t *testing.T) {
 	const fd = "permit out 17 from 198.51.100.20 30000 to assigned"
 	for _, tc := range []struct {
@@ -89,7 +90,7 @@ func TestSDFFilter(t *testing.T) {
 		{"no flag at all", []byte{0, 0}, "", 0, true, false},
 		{"a description longer than the IE", []byte{0x01, 0, 0, 9, 'p'}, "", 0, false, true},
 		{"an ID of 3 octets", []byte{0x10, 0, 0, 0, 7}, "", 0, false, true},
-		{"ID 0", []byte{0x10, 0, 0, 0, 0, 0}, "", 0, false, true},
+		{"ID 0", []byte{0x10, 0, 0, 0, 0, 0}, "", 0, true, false},
 		{"octets past the description", append(ie.NewSDFFilter(fd, "", "", "", 0).Payload, 0), "", 0, false, true},
 	} {
 		desc, id, err := sdfFilter(tc.payload)
