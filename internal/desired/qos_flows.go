@@ -82,13 +82,13 @@ func qosFlowEntries(s Session, sa netip.Addr) ([]Entry, error) {
 		params := []Param{{"flow_qfi", u8(uint8(f.QFI))}, {"flow_idx", u32(QoSFlowCell(*s.QoSFlowIndex, i))}, {"gbr", u8(gbr)}}
 		for j, fl := range flowFilters(f) {
 			td := fl.TrafficDescriptor
-			field := fmt.Sprintf("qosFlows[%d].filters[%d].trafficDescriptor", i, j)
-			if len(f.Filters) == 0 {
-				field = fmt.Sprintf("qosFlows[%d].trafficDescriptor", i)
-			}
 			remote, err := ternaryPrefixes("remote_addr", td.DestinationPrefixes)
 			if err != nil {
-				return nil, fmt.Errorf("%s.destinationPrefixes: %w", field, err)
+				field := fmt.Sprintf("qosFlows[%d].filters[%d]", i, j)
+				if len(f.Filters) == 0 {
+					field = fmt.Sprintf("qosFlows[%d]", i)
+				}
+				return nil, fmt.Errorf("%s.trafficDescriptor.destinationPrefixes: %w", field, err)
 			}
 			var proto *Match
 			if td.Protocol != "" {

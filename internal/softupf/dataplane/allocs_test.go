@@ -11,13 +11,7 @@ import (
 // its path sends it to, so that a drop path (cheaper, and also allocation-free) cannot stand in.
 func TestHotPathsAllocateNothing(t *testing.T) {
 	h := topology(t)
-	qosFlows := func() {
-		for _, up := range []uint64{0, 1} {
-			h.insert("qos_flows", map[string]any{"ue_addr": ip4(sessAddr), "uplink": up, "remote_addr": tv{ip4("198.51.100.77"), 0xffffffff}},
-				65535-128, "set_qos_flow", map[string]uint64{"flow_qfi": 2, "flow_idx": 5, "gbr": 0})
-			h.insert("qos_flows", map[string]any{"ue_addr": ip4(sessAddr), "uplink": up}, 1, "set_qos_flow", map[string]uint64{"flow_qfi": 0, "flow_idx": 9, "gbr": 0})
-		}
-	}
+	qosFlows := func() { installQoSFlow(h, ip4(sessAddr), 1) }
 	for _, tc := range []struct {
 		name   string
 		setup  func()

@@ -83,27 +83,31 @@ func installUsers(h *harness, n int) {
 	}
 }
 
+// installQoSFlows gives each of installUsers' n sessions a QoS flow (installQoSFlow, block i).
+func installQoSFlows(h *harness, n int) {
+	base := ip4("10.0.0.0")
+	for i := range n {
+		installQoSFlow(h, base+uint64(i), uint64(i))
+	}
+}
+
+// installQoSFlow gives the session of address ue a QoS flow for 198.51.100.77 (QFI 2, cell
+// 5 × block) and its default flow's entries (cell 5 × block + 4), both ways, as the operator
+// writes them (docs/pipeline.md, "QoS flows").
+func installQoSFlow(h *harness, ue, block uint64) {
+	for _, up := range []uint64{0, 1} {
+		h.insert("qos_flows", map[string]any{"ue_addr": ue, "uplink": up, "remote_addr": tv{ip4("198.51.100.77"), 0xffffffff}},
+			65535-128, "set_qos_flow", map[string]uint64{"flow_qfi": 2, "flow_idx": 5 * block, "gbr": 0})
+		h.insert("qos_flows", map[string]any{"ue_addr": ue, "uplink": up}, 1, "set_qos_flow", map[string]uint64{"flow_qfi": 0, "flow_idx": 5*block + 4, "gbr": 0})
+	}
+}
+
 // BenchmarkMemoryPerUser reports the software UPF's heap per user (one session, its path state
 // and every eighth with an override) with 100k users installed, Table V's measured column: what
 // installing them added (B/user-added), and the whole pipeline's heap, with the registers it
 // sizes for every user index up front, divided by the users (B/user-total).
 //
 //	go test -run '^$' -bench MemoryPerUser ./internal/softupf/dataplane/
-//
-// installQoSFlows gives each of installUsers' n sessions a QoS flow for 198.51.100.77 (QFI 2,
-// cell 5i) and its default flow's entries (cell 5i + 4), both ways.
-func installQoSFlows(h *harness, n int) {
-	base := ip4("10.0.0.0")
-	for i := range n {
-		for _, up := range []uint64{0, 1} {
-			ue := map[string]any{"ue_addr": base + uint64(i), "uplink": up}
-			h.insert("qos_flows", map[string]any{"ue_addr": base + uint64(i), "uplink": up, "remote_addr": tv{ip4("198.51.100.77"), 0xffffffff}},
-				65535-128, "set_qos_flow", map[string]uint64{"flow_qfi": 2, "flow_idx": uint64(5 * i), "gbr": 0})
-			h.insert("qos_flows", ue, 1, "set_qos_flow", map[string]uint64{"flow_qfi": 0, "flow_idx": uint64(5*i + 4), "gbr": 0})
-		}
-	}
-}
-
 func BenchmarkMemoryPerUser(b *testing.B) {
 	const n = 100_000
 	for range b.N {
