@@ -214,6 +214,22 @@ func (f *Fleet) runtime(ctx context.Context, upf *junctionv1.UserPlaneFunction) 
 	}
 }
 
+// current returns the UPF's runtime if one exists for this very object, without runtime()'s
+// reads of the device's grant and of the other UPFs that name the device. The runtime passed
+// those gates when it was made, and the UPF's controller, which a grant's change and every UPF
+// naming the same device trigger, calls runtime() then and removes it as soon as one fails: so
+// this sees a revoked grant or a new holder when the controller has, a reconcile after the
+// informer. N4 establishments take it: those reads were an eighth of an establishment's CPU.
+func (f *Fleet) current(upf *junctionv1.UserPlaneFunction) *upfRuntime {
+	f.init()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rt := f.upfs[client.ObjectKeyFromObject(upf)]; rt != nil && rt.uid == upf.UID {
+		return rt
+	}
+	return nil
+}
+
 // devicePeers lists the other UserPlaneFunctions that name upf's device (deleting ones included,
 // sameDevice) and that a P4RuntimeTarget grants it: a UPF without a grant is never connected, so
 // it takes the device from no one. They are the cache's own objects: callers read them, never

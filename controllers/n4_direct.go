@@ -143,9 +143,12 @@ func (f *Fleet) programN4(ctx context.Context, s *junctionv1.ATSSSSession, timeo
 	if err := f.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.UPFRef.Name}, &upf); err != nil {
 		return err
 	}
-	rt, err := f.runtime(ctx, &upf)
-	if err != nil {
-		return errSlowPath // the controller's path says why, in the session's status, in time
+	rt := f.current(&upf)
+	if rt == nil {
+		var err error
+		if rt, err = f.runtime(ctx, &upf); err != nil {
+			return errSlowPath // the controller's path says why, in the session's status, in time
+		}
 	}
 	if err := f.checkAddresses(ctx, s); isRefused(err) {
 		return &n4.Refusal{Cause: n4.CauseMandatoryIEIncorrect, OffendingIE: ie.UEIPAddress, Msg: err.Error()}
