@@ -274,7 +274,7 @@ var invalidCases = []invalidCase{
 		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{qosFlow("video", 2), qosFlow("voice", 2)}}}, []string{"spec.qosFlows", "every flow a QFI of its own"}},
 	{"a fifth QoS flow is rejected (a session's block holds four)", session, "bob-internet",
 		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{qosFlow("a", 2), qosFlow("b", 3), qosFlow("c", 4), qosFlow("d", 5), qosFlow("e", 6)}}},
-		[]string{"spec.qosFlows", "must have at most 4 items"}},
+		[]string{"spec.qosFlows", fmt.Sprintf("must have at most %d items", junctionv1.MaxQoSFlows)}},
 	{"a QoS flow matching the UE's side is rejected", session, "bob-internet",
 		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "video", "qfi": int64(2),
 			"trafficDescriptor": map[string]any{"sourcePrefixes": []any{"10.60.0.2/32"}}}}}},
@@ -298,9 +298,9 @@ var invalidCases = []invalidCase{
 			"trafficDescriptor": map[string]any{"destinationPrefixes": []any{"198.51.100.20/32"}},
 			"filters":           []any{map[string]any{"direction": "Downlink", "trafficDescriptor": map[string]any{"destinationPrefixes": []any{"198.51.100.21/32"}}}}}}}},
 		[]string{"spec.qosFlows[0]", "a trafficDescriptor (both directions) or filters, not both"}},
-	{"a QoS flow of 16 filters is rejected (a QoS rule holds 15 packet filters, TS 24.501)", session, "bob-internet",
-		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "voice", "qfi": int64(2), "filters": sixteenFilters()}}}},
-		[]string{"spec.qosFlows[0].filters", "must have at most 15 items"}},
+	{"a QoS flow of one filter more than a QoS rule holds (TS 24.501) is rejected; the CRD's maxItems is junctionv1.MaxQoSFlowFilters", session, "bob-internet",
+		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "voice", "qfi": int64(2), "filters": downlinkFilters(junctionv1.MaxQoSFlowFilters + 1)}}}},
+		[]string{"spec.qosFlows[0].filters", fmt.Sprintf("must have at most %d items", junctionv1.MaxQoSFlowFilters)}},
 	{"a QoS flow filter's direction other than Bidirectional, Downlink or Uplink is rejected", session, "bob-internet",
 		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "voice", "qfi": int64(2),
 			"filters": []any{map[string]any{"direction": "Sideways", "trafficDescriptor": map[string]any{}}}}}}},
@@ -589,15 +589,16 @@ func TestElectionIDIsNotATenantsToChoose(t *testing.T) {
 	}
 }
 
-// qosFlow is a QoS flow of a session's own for the servers of 198.51.100.0/24.
-func sixteenFilters() []any {
+// downlinkFilters are n QoS flow filters, downlink, for UDP ports 30000 on.
+func downlinkFilters(n int) []any {
 	var out []any
-	for i := range 16 {
+	for i := range n {
 		out = append(out, map[string]any{"direction": "Downlink", "trafficDescriptor": map[string]any{"protocol": "UDP", "destinationPorts": []any{map[string]any{"from": int64(30000 + i)}}}})
 	}
 	return out
 }
 
+// qosFlow is a QoS flow of a session's own for the servers of 198.51.100.0/24.
 func qosFlow(name string, qfi int64) map[string]any {
 	return map[string]any{"name": name, "qfi": qfi, "trafficDescriptor": map[string]any{"destinationPrefixes": []any{"198.51.100.0/24"}}}
 }
