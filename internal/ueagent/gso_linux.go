@@ -8,6 +8,7 @@ package ueagent
 import (
 	"encoding/binary"
 	"errors"
+	"net/netip"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -74,7 +75,7 @@ func (l *leg) sendGSO(buf []byte, segment, n int, oob []byte) {
 	h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
 	h.SetLen(unix.CmsgLen(2))
 	binary.NativeEndian.PutUint16(oob[unix.CmsgLen(0):], uint16(segment))
-	_, _, err := c.WriteMsgUDPAddrPort(buf, oob[:unix.CmsgSpace(2)], l.t.upfAddr())
+	_, _, err := c.WriteMsgUDPAddrPort(buf, oob[:unix.CmsgSpace(2)], netip.AddrPort{}) // connected: to the UPF
 	if err != nil {
 		var errno unix.Errno
 		if errors.As(err, &errno) && (errno == unix.EIO || errno == unix.EINVAL || errno == unix.ENOPROTOOPT) {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/ueagent/steer"
@@ -88,7 +90,7 @@ func (l *leg) refresh() int {
 // openLocked (re)binds the leg's socket to the interface that now holds its address.
 func (l *leg) openLocked(iface string, idx int) {
 	l.closeConnLocked()
-	conn, err := listenLeg(l.t.node.ns, l.local, iface)
+	conn, err := dialLeg(l.t.node.ns, l.local, iface, l.t.upfAddr())
 	if err != nil {
 		l.t.log.Error(err, "Leg socket not opened", "access", l.access)
 		l.state.LinkDown(time.Now(), "SocketError")
@@ -127,7 +129,6 @@ func (l *leg) startReader(conn *net.UDPConn) {
 
 func (l *leg) read(conn *net.UDPConn) {
 	t := l.t
-	upf := t.upfAddr()
 	r, err := newBatchReader(conn)
 	if err != nil {
 		t.log.Error(err, "Leg socket unusable", "access", l.access)
@@ -146,6 +147,10 @@ func (l *leg) read(conn *net.UDPConn) {
 	}()
 	for {
 		n, err := r.read(bufs)
+		if icmpError(err) {
+			l.m.txErrors.Inc() // an ICMP error for an earlier send, reported on the connected socket
+			continue
+		}
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				t.log.Error(err, "Leg read failed", "access", l.access)
@@ -153,12 +158,9 @@ func (l *leg) read(conn *net.UDPConn) {
 			return
 		}
 		for i := 0; i < n; i++ {
-			size, from, truncated := r.datagram(i)
-			switch {
-			case from != upf:
-				t.m.drop("NotFromUPF") // spoofed, or another tunnel's endpoint
-				continue
-			case truncated:
+			// The socket is connected to the UPF (dialLeg): the kernel took no one else's.
+			size, truncated := r.datagram(i)
+			if truncated {
 				t.m.drop("TooLarge") // larger than any MTU the tunnel uses
 				continue
 			}
@@ -173,6 +175,21 @@ func (l *leg) read(conn *net.UDPConn) {
 	}
 }
 
+// icmpError is the error a connected UDP socket reports, on its next read, for an ICMP error
+// that came back for one of its datagrams (port or host unreachable): the leg keeps reading,
+// and its probes decide whether the UPF is still there.
+func icmpError(err error) bool {
+	var errno unix.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	switch errno {
+	case unix.ECONNREFUSED, unix.EHOSTUNREACH, unix.ENETUNREACH, unix.EHOSTDOWN, unix.EPROTO:
+		return true
+	}
+	return false
+}
+
 // send writes one frame (Junction header and what follows) to the UPF.
 func (l *leg) send(frame []byte) {
 	c := l.conn.Load()
@@ -180,7 +197,7 @@ func (l *leg) send(frame []byte) {
 		l.m.txErrors.Inc()
 		return
 	}
-	if _, err := c.WriteToUDPAddrPort(frame, l.t.upfAddr()); err != nil {
+	if _, err := c.Write(frame); err != nil {
 		l.m.txErrors.Inc()
 		return
 	}

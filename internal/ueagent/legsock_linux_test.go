@@ -2,11 +2,15 @@ package ueagent
 
 import (
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/test/netns"
 )
 
 // A leg's reader gives each datagram the time the kernel received it, not the time the agent
@@ -62,5 +66,107 @@ func TestBatchReaderGivesTheKernelsReceiveTime(t *testing.T) {
 			t.Errorf("datagram %d: received at %v, sent at %v and read at %v: want a receive time between the send and %v before the read",
 				i, at.Format(time.StampMicro), sent.Format(time.StampMicro), read.Format(time.StampMicro), wait)
 		}
+	}
+}
+
+// A leg's socket is connected to the UPF's Junction endpoint (dialLeg): it sends there with no
+// address of its own choosing, the kernel hands it only the UPF's datagrams, an ICMP error for
+// one of its sends is an error the reader recognizes and reads past, and a leg whose interface
+// has no route to the UPF opens as before (a socket bound to an interface takes an address it
+// has no route to as on the link), so connecting changes nothing about when a leg comes up.
+// Two namespaces joined by a veth: the UE's leg interface, and the UPF with a second address
+// that plays a stranger.
+func TestLegSocketTalksOnlyToTheUPF(t *testing.T) {
+	netns.Require(t)
+	ue, dn := netns.ForTest(t, "jxlegue"), netns.ForTest(t, "jxlegupf")
+	if err := netns.AddVeth(netns.Link{Name: "wlan0", NS: ue}, netns.Link{Name: "ap0", NS: dn}); err != nil {
+		t.Fatal(err)
+	}
+	leg, upf, stranger := netip.MustParseAddr("198.51.100.10"), netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.2")
+	for _, a := range []struct {
+		ns     *netns.Namespace
+		iface  string
+		prefix string
+	}{{ue, "wlan0", "198.51.100.10/24"}, {dn, "ap0", "198.51.100.1/24"}, {dn, "ap0", "198.51.100.2/24"}} {
+		if err := a.ns.AddAddress(a.iface, netip.MustParsePrefix(a.prefix)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upfEP := netip.AddrPortFrom(upf, wire.JunctionPort)
+
+	if c, err := dialLeg(ue.Path(), leg, "wlan0", netip.MustParseAddrPort("203.0.113.1:2153")); err != nil {
+		t.Fatalf("leg socket toward a UPF the interface has no route to: %v, want it open", err)
+	} else {
+		c.Close()
+	}
+	conn, err := dialLeg(ue.Path(), leg, "wlan0", upfEP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r, err := newBatchReader(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := func(a netip.Addr) *net.UDPConn {
+		var c *net.UDPConn
+		if err := dn.Do(func() (err error) {
+			c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, wire.JunctionPort)))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	bufs := make([][]byte, rxBatch)
+	for i := range bufs {
+		bufs[i] = make([]byte, 2048)
+	}
+	// read returns the first datagram the leg reads, or the error of its read.
+	read := func() (string, error) {
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := r.read(bufs); err != nil {
+			return "", err
+		}
+		size, _ := r.datagram(0)
+		return string(bufs[0][:size]), nil
+	}
+
+	upfConn, strangerConn := listen(upf), listen(stranger)
+	if _, err := conn.Write([]byte("probe")); err != nil {
+		t.Fatal(err)
+	}
+	_ = upfConn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b := make([]byte, 64)
+	n, from, err := upfConn.ReadFromUDPAddrPort(b)
+	if err != nil || string(b[:n]) != "probe" || from != netip.AddrPortFrom(leg, wire.JunctionPort) {
+		t.Fatalf("the UPF got %q from %v (%v), want \"probe\" from %v", b[:n], from, err, netip.AddrPortFrom(leg, wire.JunctionPort))
+	}
+	legEP := net.UDPAddrFromAddrPort(netip.AddrPortFrom(leg, wire.JunctionPort))
+	if _, err := strangerConn.WriteToUDP([]byte("spoofed"), legEP); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := upfConn.WriteToUDP([]byte("reply 1"), legEP); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := read(); err != nil || got != "reply 1" {
+		t.Fatalf("the leg read %q (%v), want the UPF's \"reply 1\" and nothing from %v", got, err, stranger)
+	}
+
+	// The UPF's port closes: the leg's next send draws an ICMP port unreachable.
+	upfConn.Close()
+	if _, err := conn.Write([]byte("probe")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := read(); !icmpError(err) {
+		t.Fatalf("after an ICMP port unreachable the leg read %q (%v), want an error icmpError takes", got, err)
+	}
+	upfConn = listen(upf)
+	if _, err := upfConn.WriteToUDP([]byte("reply 2"), legEP); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := read(); err != nil || got != "reply 2" {
+		t.Fatalf("after the ICMP error the leg read %q (%v), want \"reply 2\"", got, err)
 	}
 }

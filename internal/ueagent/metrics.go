@@ -37,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		legDowns:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_leg_down_total", Help: "Times the leg went down (link, address or missed probes)."}, ll),
 		packets:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_leg_packets_total", Help: "Packets on the leg by direction (tx: to the UPF, data and control)."}, append(ll, "direction")),
 		bytes:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_leg_bytes_total", Help: "Bytes on the leg by direction (UDP payload)."}, append(ll, "direction")),
-		txErrors:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_leg_send_errors_total", Help: "Sends on the leg that failed or had no socket."}, ll),
+		txErrors:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_leg_send_errors_total", Help: "Sends on the leg that failed, had no socket, or drew an ICMP error."}, ll),
 		probes:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_probes_sent_total", Help: "PROBE messages sent on the leg."}, ll),
 		replies:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junction_ue_probe_replies_total", Help: "PROBE_REPLY messages that matched an outstanding probe."}, ll),
 		probesLost:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "junction_ue_probes_lost", Help: "Probes on the leg that went unanswered, since the tunnel started."}, ll),
