@@ -78,8 +78,8 @@ func TestBatchReaderGivesTheKernelsReceiveTime(t *testing.T) {
 // that plays a stranger.
 func TestLegSocketTalksOnlyToTheUPF(t *testing.T) {
 	netns.Require(t)
-	ue, dn := netns.ForTest(t, "jxlegue"), netns.ForTest(t, "jxlegupf")
-	if err := netns.AddVeth(netns.Link{Name: "wlan0", NS: ue}, netns.Link{Name: "ap0", NS: dn}); err != nil {
+	ue, upfNS := netns.ForTest(t, "jxlegue"), netns.ForTest(t, "jxlegupf")
+	if err := netns.AddVeth(netns.Link{Name: "wlan0", NS: ue}, netns.Link{Name: "ap0", NS: upfNS}); err != nil {
 		t.Fatal(err)
 	}
 	leg, upf, stranger := netip.MustParseAddr("198.51.100.10"), netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.2")
@@ -87,7 +87,7 @@ func TestLegSocketTalksOnlyToTheUPF(t *testing.T) {
 		ns     *netns.Namespace
 		iface  string
 		prefix string
-	}{{ue, "wlan0", "198.51.100.10/24"}, {dn, "ap0", "198.51.100.1/24"}, {dn, "ap0", "198.51.100.2/24"}} {
+	}{{ue, "wlan0", "198.51.100.10/24"}, {upfNS, "ap0", "198.51.100.1/24"}, {upfNS, "ap0", "198.51.100.2/24"}} {
 		if err := a.ns.AddAddress(a.iface, netip.MustParsePrefix(a.prefix)); err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestLegSocketTalksOnlyToTheUPF(t *testing.T) {
 	}
 	listen := func(a netip.Addr) *net.UDPConn {
 		var c *net.UDPConn
-		if err := dn.Do(func() (err error) {
+		if err := upfNS.Do(func() (err error) {
 			c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, wire.JunctionPort)))
 			return err
 		}); err != nil {
