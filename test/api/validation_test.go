@@ -272,8 +272,8 @@ var invalidCases = []invalidCase{
 		[]edit{{"spec.qfi", int64(2)}, {"spec.qosFlows", []any{qosFlow("video", 2)}}}, []string{"spec.qosFlows", "every flow a QFI of its own"}},
 	{"two QoS flows with one QFI are rejected", session, "bob-internet",
 		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{qosFlow("video", 2), qosFlow("voice", 2)}}}, []string{"spec.qosFlows", "every flow a QFI of its own"}},
-	{"a fifth QoS flow is rejected (a session's block holds four)", session, "bob-internet",
-		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{qosFlow("a", 2), qosFlow("b", 3), qosFlow("c", 4), qosFlow("d", 5), qosFlow("e", 6)}}},
+	{"one QoS flow more than a session's block holds is rejected; the CRD's maxItems is junctionv1.MaxQoSFlows", session, "bob-internet",
+		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", qosFlows(junctionv1.MaxQoSFlows + 1)}},
 		[]string{"spec.qosFlows", fmt.Sprintf("must have at most %d items", junctionv1.MaxQoSFlows)}},
 	{"a QoS flow matching the UE's side is rejected", session, "bob-internet",
 		[]edit{{"spec.qfi", int64(1)}, {"spec.qosFlows", []any{map[string]any{"name": "video", "qfi": int64(2),
@@ -594,6 +594,15 @@ func downlinkFilters(n int) []any {
 	var out []any
 	for i := range n {
 		out = append(out, map[string]any{"direction": "Downlink", "trafficDescriptor": map[string]any{"protocol": "UDP", "destinationPorts": []any{map[string]any{"from": int64(30000 + i)}}}})
+	}
+	return out
+}
+
+// qosFlows are n QoS flows with QFIs 2 on (the session's own QFI is 1).
+func qosFlows(n int) []any {
+	var out []any
+	for i := range n {
+		out = append(out, qosFlow(fmt.Sprintf("flow-%d", i), int64(2+i)))
 	}
 	return out
 }
