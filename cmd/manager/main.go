@@ -27,6 +27,7 @@ import (
 	"github.com/junction-atsss/junction/controllers"
 	"github.com/junction-atsss/junction/internal/addrpool"
 	"github.com/junction-atsss/junction/internal/agentauthz"
+	"github.com/junction-atsss/junction/internal/memlimit"
 	"github.com/junction-atsss/junction/internal/nodecmd"
 	"github.com/junction-atsss/junction/internal/pathmon"
 )
@@ -189,7 +190,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("Starting the manager", "leaderElection", leaderElect, "leaseNamespace", leaseNamespace, "metrics", metricsAddr, "secureMetrics", secureMetrics)
+	log.Info("Starting the manager", "goMemoryLimit", memlimit.Apply(), "leaderElection", leaderElect, "leaseNamespace", leaseNamespace, "metrics", metricsAddr, "secureMetrics", secureMetrics)
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}

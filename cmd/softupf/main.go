@@ -37,6 +37,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/junction-atsss/junction/internal/memlimit"
 	"github.com/junction-atsss/junction/internal/netnsexec"
 	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 	"github.com/junction-atsss/junction/internal/softupf/p4rt"
@@ -141,6 +142,7 @@ func main() {
 }
 
 func run(ctx context.Context, o *options, log *slog.Logger) error {
+	memLimit := memlimit.Apply() // before the tables are allocated
 	cpuPort := uint32(o.cpuPort)
 	pool := dataplane.NewPool(dataplane.DefaultMaxHeld + 2*ports.BatchSize*len(o.ports) + spareBuffers)
 	set, err := openPorts(o, pool, log)
@@ -171,7 +173,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("--grpc-addr: %w", err)
 	}
 	log.Info("software UPF started", "grpc", lis.Addr().String(), "tls", tlsMode(o.tls), "device_id", o.deviceID,
-		"cpu_port", cpuPort, "ports", o.ports.String(), "port_kinds", portKinds(set), "buffers", pool.Size())
+		"cpu_port", cpuPort, "ports", o.ports.String(), "port_kinds", portKinds(set), "buffers", pool.Size(), "go_memory_limit", memLimit)
 	if o.tls.clientCA == "" {
 		log.Warn("P4Runtime authenticates no client: whoever reaches the address can program this UPF", "grpc", lis.Addr().String(), "tls", tlsMode(o.tls))
 	}

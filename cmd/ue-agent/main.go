@@ -22,6 +22,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/junction-atsss/junction/internal/addrpool"
+	"github.com/junction-atsss/junction/internal/memlimit"
 	"github.com/junction-atsss/junction/internal/nodecmd"
 	"github.com/junction-atsss/junction/internal/ueagent"
 )
@@ -85,6 +86,6 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("Starting the UE agent", "node", node, "namespace", namespace, "metrics", metrics.Addr, "secureMetrics", metrics.Secure)
+	log.Info("Starting the UE agent", "goMemoryLimit", memlimit.Apply(), "node", node, "namespace", namespace, "metrics", metrics.Addr, "secureMetrics", metrics.Secure)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
