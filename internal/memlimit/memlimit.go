@@ -22,8 +22,9 @@ import (
 	"strings"
 )
 
-// Share is the part of the cgroup's limit the Go heap may take; the rest is for what the runtime
-// does not count (thread stacks outside the heap, cgo, the kernel's page cache of the process).
+// Share is the part of the cgroup's limit the Go runtime may take; the rest is for what the cgroup
+// is charged and the runtime does not count: the binary's code, memory mapped outside the Go heap
+// (the software UPF's AF_XDP rings), and the kernel's socket buffers and page cache.
 const Share = 0.9
 
 // unlimited: cgroup v1 writes "no limit" as the largest page-aligned int64
