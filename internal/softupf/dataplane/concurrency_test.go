@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
@@ -54,7 +55,14 @@ func TestConcurrentProcessingAndWrites(t *testing.T) {
 		defer wg.Done()
 		h.p.Run(chanCtx(stop))
 	}()
-	for i := range 300 {
+	// 300 rounds of writes, and more until both workers have had frames out while they run: on
+	// a loaded machine (CI runs bf-p4c and other race tests beside this one) a worker may get no
+	// CPU in the first 300 rounds, while a write that starved Process keeps it at none until the
+	// deadline.
+	deadline := time.Now().Add(20 * time.Second)
+	last := 0
+	for i := 0; i < 300 || (sent[0].Load() == 0 || sent[1].Load() == 0) && time.Now().Before(deadline); i++ {
+		last = i
 		h.write(p4v1.Update_MODIFY, h.entry("sessions", map[string]any{"session_addr": ip4(sessAddr)}, 0, "set_session", map[string]uint64{
 			"user_idx": user, "endpoint_idx": endpointIx, "peer_idx": peerIx, "teid": uint64(dlTEID + i),
 			"ue_addr_3gpp": ip4(ue3GPP), "ue_addr_non3gpp": ip4(ueWiFi), "gateway_non3gpp": 0, "teid_non3gpp": 0, "usage_idx": sessUsage}))
@@ -88,7 +96,7 @@ func TestConcurrentProcessingAndWrites(t *testing.T) {
 	if err != nil {
 		t.Fatalf("downlink after the writes: %v", err)
 	}
-	if want := uint32(dlTEID + 299); g.TEID != want {
+	if want := uint32(dlTEID + last); g.TEID != want {
 		t.Errorf("downlink TEID %#x after the writes, want %#x (the last write)", g.TEID, want)
 	}
 }
