@@ -22,40 +22,40 @@ import (
 	"strings"
 )
 
-// Share is the part of the cgroup's limit the Go runtime may take; the rest is for what the cgroup
+// share is the part of the cgroup's limit the Go runtime may take; the rest is for what the cgroup
 // is charged and the runtime does not count: the binary's code, memory mapped outside the Go heap
 // (the software UPF's AF_XDP rings), and the kernel's socket buffers and page cache.
-const Share = 0.9
+const share = 0.9
 
 // unlimited: cgroup v1 writes "no limit" as the largest page-aligned int64
 // (9223372036854771712); anything from 2^62 on is no limit a machine has.
 const unlimited = int64(1) << 62
 
-// Apply sets the runtime's memory limit to Share of the memory cgroup's, unless GOMEMLIMIT is
+// Apply sets the runtime's memory limit to share of the memory cgroup's, unless GOMEMLIMIT is
 // set (the runtime took that already) or no cgroup limits the process. It says what it did, for
 // the caller's start-up log line.
 func Apply() string {
 	if v, ok := os.LookupEnv("GOMEMLIMIT"); ok {
 		return "GOMEMLIMIT=" + v + " (from the environment)"
 	}
-	limit, where, err := CgroupLimit("/")
+	limit, where, err := cgroupLimit("/")
 	switch {
 	case err != nil:
 		return "none: " + err.Error()
 	case limit <= 0:
 		return "none: no memory cgroup limits this process"
 	}
-	soft := int64(float64(limit) * Share)
+	soft := int64(float64(limit) * share)
 	debug.SetMemoryLimit(soft)
-	return fmt.Sprintf("%d bytes, %.0f%% of %s's %d", soft, Share*100, where, limit)
+	return fmt.Sprintf("%d bytes, %.0f%% of %s's %d", soft, share*100, where, limit)
 }
 
-// CgroupLimit is the smallest memory limit of the process's memory cgroup and its ancestors (0:
+// cgroupLimit is the smallest memory limit of the process's memory cgroup and its ancestors (0:
 // none), and the file that holds it. root is where the file system is ("/" but in tests): the
 // cgroup file system is looked for under root/sys/fs/cgroup, where container runtimes mount it.
 // Version 1's memory controller is read where it is mounted (a host that mounts both versions
 // keeps memory in version 1), else version 2's unified hierarchy.
-func CgroupLimit(root string) (int64, string, error) {
+func cgroupLimit(root string) (int64, string, error) {
 	self, err := os.ReadFile(path.Join(root, "proc/self/cgroup"))
 	if err != nil {
 		return 0, "", err

@@ -89,7 +89,7 @@ func TestCgroupLimit(t *testing.T) {
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			root := fakeRoot(t, c.files)
-			got, where, err := CgroupLimit(root)
+			got, where, err := cgroupLimit(root)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want one with %q", err, c.err)
