@@ -30,7 +30,8 @@ var downlinkBuffered = prometheus.NewCounterVec(prometheus.CounterOpts{
 // buffering (the N4 endpoint reports it to the SMF, TS 29.244 §5.2.3.1).
 type DownlinkDataFunc func(upf types.NamespacedName, session types.NamespacedName)
 
-// readPacketIns holds the packet-ins of dev that are downlink of a session that buffers, until
+// readPacketIns relays the packet-ins of dev that arrived on a forwarding tunnel
+// (indirect_forwarding.go) and holds those that are downlink of a session that buffers, until
 // ctx ends (the connection's). Other packet-ins (frames the pipeline punts: docs/pipeline.md)
 // are not the operator's business and are let go.
 func (rt *upfRuntime) readPacketIns(ctx context.Context, dev *upfclient.Device) {
@@ -39,6 +40,9 @@ func (rt *upfRuntime) readPacketIns(ctx context.Context, dev *upfclient.Device) 
 		case <-ctx.Done():
 			return
 		case p := <-dev.PacketIns():
+			if rt.relay(p.Payload) {
+				continue
+			}
 			o, key, first := rt.held.Hold(p.Payload)
 			switch o {
 			case dlbuffer.NotBuffering:

@@ -40,7 +40,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(sessionProgramSeconds, tableEntries, tableSize, sessionsByReason, downlinkBuffered)
+	metrics.Registry.MustRegister(sessionProgramSeconds, tableEntries, tableSize, sessionsByReason, downlinkBuffered, forwardedFrames)
 	if err := P4RuntimeMetrics.Register(metrics.Registry); err != nil {
 		panic(err)
 	}
@@ -50,7 +50,7 @@ func init() {
 // the P4Runtime clients' and path monitoring's. The chart's alerts and dashboard are checked
 // against it (test/chart).
 func Collectors() []prometheus.Collector {
-	out := []prometheus.Collector{sessionProgramSeconds, tableEntries, tableSize, sessionsByReason, downlinkBuffered}
+	out := []prometheus.Collector{sessionProgramSeconds, tableEntries, tableSize, sessionsByReason, downlinkBuffered, forwardedFrames}
 	out = append(out, P4RuntimeMetrics.Collectors()...)
 	return append(out, pathmon.Collectors()...)
 }

@@ -32,12 +32,15 @@ type invalidSpecError struct {
 // unsupportedIE is the IE an N4 refusal of an unsupported spec names (76, on the endpoint's direct
 // path and on the controller's), by what the check said (msg): what a sound spec asks that a
 // pipeline may lack is QoS flows of their own (canHaveQoSFlows: the QFI of the flow's QER),
-// downlink buffering (canBuffer: the FAR's Apply Action) or the MBR policer (canPolice: the MBR,
-// or the Gate Status of a closed gate).
+// indirect forwarding (canForward: the forwarding FAR's Destination Interface), downlink
+// buffering (canBuffer: the FAR's Apply Action) or the MBR policer (canPolice: the MBR, or the
+// Gate Status of a closed gate).
 func unsupportedIE(spec *junctionv1.ATSSSSessionSpec, msg string) uint16 {
 	switch {
 	case strings.HasPrefix(msg, "spec.qosFlows"):
 		return ie.QFI
+	case strings.HasPrefix(msg, "accessLegs.threeGPP.indirectForwarding"):
+		return ie.DestinationInterface
 	case spec.AccessLegs.ThreeGPP.Buffers():
 		return ie.ApplyAction
 	case spec.Gates.Closed(true) || spec.Gates.Closed(false):
@@ -100,6 +103,9 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 	if err := rt.canBuffer(s); err != nil {
 		return out, &invalidSpecError{err: err, unsupported: true}
 	}
+	if err := rt.canForward(s); err != nil {
+		return out, &invalidSpecError{err: err, unsupported: true}
+	}
 	rt.startBuffering(key, s) // before its buffer_downlink entry sends a frame
 	owners := []string{}
 	var changes []programmer.Change
@@ -116,6 +122,9 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 	if out.werr = firstError(res, owners...); out.werr == nil {
 		if !s.Spec.AccessLegs.ThreeGPP.Buffers() {
 			rt.releaseHeld(key) // after the entry that forwards them
+		}
+		if err := rt.setForwarding(key, s, upf); err != nil { // after its forward_indirect entry
+			rt.log.Error(err, "The session's forwarding tunnel is not relayed", "session", key)
 		}
 		prev, hadPrev := rt.sessionUser(key)
 		peers, users := rt.commit(key, a)
@@ -189,6 +198,7 @@ func (f *Fleet) removeSession(ctx context.Context, nn types.NamespacedName, read
 			}
 		}
 		rt.dropHeld(key)
+		rt.forwarding.set(key, 0, nil)
 		user, hadUser := rt.sessionUser(key)
 		peers, users := rt.release(key)
 		rt.dropPeers(peers)

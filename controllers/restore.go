@@ -100,6 +100,9 @@ func (f *Fleet) restore(ctx context.Context, rt *upfRuntime, upf *junctionv1.Use
 		}
 		changes = append(changes, programmer.Change{Owner: sessionOwner(s.Namespace, s.Name), Entries: es, Meters: desired.SessionMeters(ds)})
 		rt.startBuffering(sessionKey(s.Namespace, s.Name), s) // what it held before the restart is lost
+		if err := rt.setForwarding(sessionKey(s.Namespace, s.Name), s, upf); err != nil {
+			rt.log.Error(err, "A recorded session's forwarding tunnel is not relayed", "session", s.Name)
+		}
 		if reads, _ := desired.ReadsRTTComparison(ds); reads && a.supi != "" {
 			rt.setReadsComparison(ctx, sessionKey(s.Namespace, s.Name), a.user, true)
 		}

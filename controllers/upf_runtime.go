@@ -137,6 +137,8 @@ type upfRuntime struct {
 	mon  *pathmon.Monitor
 	dev  deviceSwitch
 	held *dlbuffer.Buffer // downlink of sessions that buffer (downlink_buffer.go)
+	// forwarding: the sessions' indirect forwarding tunnels (indirect_forwarding.go).
+	forwarding forwardingTunnels
 	// releaseMu orders the packet-outs of released frames (downlink_buffer.go, sendHeld).
 	releaseMu sync.Mutex
 

@@ -26,6 +26,7 @@ type UE struct {
 // +kubebuilder:validation:XValidation:rule="has(self.gnbAddress) || (has(self.bufferDownlink) && self.bufferDownlink) || (has(self.dropDownlink) && self.dropDownlink)",message="gnbAddress and downlinkTEID are required unless bufferDownlink or dropDownlink is set (an idle UE, or one whose gNB is not known yet, has no downlink tunnel)",fieldPath=".gnbAddress"
 // +kubebuilder:validation:XValidation:rule="!(has(self.bufferDownlink) && self.bufferDownlink && has(self.dropDownlink) && self.dropDownlink)",message="bufferDownlink and dropDownlink exclude each other: the downlink is held or dropped",fieldPath=".dropDownlink"
 // +kubebuilder:validation:XValidation:rule="has(self.uplinkTEID) || (has(self.dropDownlink) && self.dropDownlink)",message="uplinkTEID is required unless dropDownlink is set (an idle UE whose SMF removed every rule has no uplink tunnel)",fieldPath=".uplinkTEID"
+// +kubebuilder:validation:XValidation:rule="!has(self.indirectForwarding) || !has(self.uplinkTEID) || self.indirectForwarding.teid != self.uplinkTEID",message="indirectForwarding.teid must differ from uplinkTEID: the TEID tells the UPF whether a G-PDU is the UE's uplink or forwarded downlink",fieldPath=".indirectForwarding.teid"
 type ThreeGPPLeg struct {
 	// ueAddress is the UE's address on its 3GPP PDU session (inside GTP-U).
 	// +required
@@ -64,6 +65,34 @@ type ThreeGPPLeg struct {
 	// counted as FILTERED; the uplink still goes, if the session has an uplink TEID (docs/n4.md).
 	// +optional
 	DropDownlink bool `json:"dropDownlink,omitempty"`
+
+	// indirectForwarding is an N2 handover's indirect data forwarding tunnel (TS 23.502
+	// §4.9.1.3): while the UE moves to a gNB that the source gNB has no direct path to, the
+	// source gNB forwards the session's downlink to the UPF on this tunnel, and the UPF sends it
+	// on to the target gNB's. An SMF sets it over N4 for the handover and removes it after
+	// (docs/n4.md, "Indirect data forwarding").
+	// +optional
+	IndirectForwarding *IndirectForwarding `json:"indirectForwarding,omitempty"`
+}
+
+// IndirectForwarding is a GTP-U tunnel the UPF relays: what arrives on teid (from the source
+// gNB, to the UPF's N3 address) leaves toward gnbAddress with gnbTEID, its content unchanged.
+type IndirectForwarding struct {
+	// teid is the TEID on the UPF's N3 address that the source gNB forwards to, 1 to 4294967295.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	// +required
+	TEID int64 `json:"teid"`
+
+	// gnbAddress is the target gNB's N3 address.
+	// +required
+	GNBAddress IPv4Address `json:"gnbAddress"`
+
+	// gnbTEID is the TEID the target gNB gave for the forwarded downlink, 1 to 4294967295.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	// +required
+	GNBTEID int64 `json:"gnbTEID"`
 }
 
 // Buffers reports whether the leg is there and its downlink buffers.

@@ -250,6 +250,26 @@ func TestSessionEntries(t *testing.T) {
 			t.Errorf("set_session %+v, want gateway_non3gpp 198.51.100.20 and teid_non3gpp 0x3002", se.Params)
 		}
 	})
+	t.Run("an indirect forwarding tunnel adds its TEID, forward_indirect without parameters", func(t *testing.T) {
+		// docs/pipeline.md: uplink_tunnels (teid) -> forward_indirect(); the target gNB is the
+		// controller's to know, not the pipeline's.
+		s := session(nil, games)
+		s.Spec.AccessLegs.ThreeGPP.IndirectForwarding = &junctionv1.IndirectForwarding{TEID: 0x4001, GNBAddress: "198.51.100.12", GNBTEID: 0x777}
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fw []Entry
+		for _, e := range es {
+			if e.Action == ActionForwardIndirect {
+				fw = append(fw, e)
+			}
+		}
+		if got := tables(es); got["uplink_tunnels"] != 2 || len(fw) != 1 || fw[0].Table != "uplink_tunnels" ||
+			!bytes.Equal(fw[0].Match[0].Value, []byte{0, 0, 0x40, 0x01}) || len(fw[0].Params) != 0 {
+			t.Errorf("tables %v, forwarding entries %+v; want one uplink_tunnels teid 0x4001 -> forward_indirect()", got, fw)
+		}
+	})
 	t.Run("a session with a QFI marks each of its downlink GTP-U tunnels, by peer and TEID", func(t *testing.T) {
 		// docs/pipeline.md: tunnel_qfis (peer_addr, teid) -> set_qfi(qfi), one entry per tunnel
 		// into which the UPF sends G-PDUs: the gNB's and a non-3GPP leg's over N3; none for a

@@ -70,6 +70,9 @@ func SessionEntries(s Session) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if leg := s.Spec.AccessLegs.ThreeGPP; leg != nil && leg.IndirectForwarding != nil {
+		out = append(out, forwardingTunnel(leg.IndirectForwarding.TEID))
+	}
 	flows, err := qosFlowEntries(s, sa)
 	return append(out, flows...), err
 }

@@ -124,6 +124,27 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d: Source Interface %d is neither Access nor Core (nor the CP function's IPv6 router advertisements, docs/n4.md)", p.ID, p.Source)
 		}
 	}
+	fw, err := indirectForwardingOf(r, teids, t)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := mapSession(r, teids, supi, idle, t)
+	if err != nil || fw == nil {
+		return plan, err
+	}
+	leg := plan.Spec.AccessLegs.ThreeGPP
+	switch {
+	case leg == nil:
+		return nil, ruleFailure(ie.RuleIDTypePDR, uint32(fw.pdr), "PDR %d forwards a handover's downlink to a gNB, and the session has no 3GPP leg", fw.pdr)
+	case leg.UplinkTEID == fw.tunnel.TEID:
+		return nil, ruleFailure(ie.RuleIDTypePDR, uint32(fw.pdr), "forwarding PDR %d has the uplink's TEID %#x: the TEID tells the UPF which a G-PDU is", fw.pdr, fw.tunnel.TEID)
+	}
+	leg.IndirectForwarding = &fw.tunnel
+	return plan, nil
+}
+
+// mapSession is makePlan for the PDRs that carry the session's own traffic (byDirection).
+func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t Target) (*Plan, error) {
 	up, down, _ := r.byDirection()
 	for _, id := range sortedKeys(r.FARs) {
 		if b := r.FARs[id].BARID; b != nil && r.BARs[*b] == nil {
@@ -321,15 +342,15 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 	return plan, nil
 }
 
-// byDirection are the session's PDRs that carry its traffic (not cpForwarding), uplink (Source
-// Interface Access) and downlink (Core, N6-LAN), in ID order, and the first UE IP Address they
-// give, downlink first: the session's address for its QoS flows' SDF filters (the plans check
-// that the PDRs agree on it).
+// byDirection are the session's PDRs that carry its traffic (not cpForwarding, not
+// indirectForwarding), uplink (Source Interface Access) and downlink (Core, N6-LAN), in ID
+// order, and the first UE IP Address they give, downlink first: the session's address for its
+// QoS flows' SDF filters (the plans check that the PDRs agree on it).
 func (r *Rules) byDirection() (up, down []*PDR, ue netip.Addr) {
 	for _, id := range sortedKeys(r.PDRs) {
 		p := r.PDRs[id]
 		switch {
-		case r.cpForwarding(p):
+		case r.cpForwarding(p), r.indirectForwarding(p):
 		case p.Source == ifaceAccess:
 			up = append(up, p)
 		case p.Source == ifaceCore || p.Source == ifaceN6LAN:
@@ -551,6 +572,73 @@ func (r *Rules) cpForwarding(p *PDR) bool {
 		return true
 	}
 	return false
+}
+
+// indirectForwarding reports whether p is an N2 handover's indirect data forwarding PDR (TS
+// 23.502 §4.9.1.3.2; Open5GS's SMF, smf_sess_create_indirect_data_forwarding): from Access into
+// a FAR that forwards to Access, the source gNB's forwarded downlink on its way to the target
+// gNB.
+func (r *Rules) indirectForwarding(p *PDR) bool {
+	if p.Source != ifaceAccess || p.FARID == nil {
+		return false
+	}
+	f := r.FARs[*p.FARID]
+	return f != nil && f.Dest != nil && *f.Dest == ifaceAccess
+}
+
+// forwarding is the session's indirect forwarding tunnel and the first PDR that gives it.
+type forwarding struct {
+	tunnel junctionv1.IndirectForwarding
+	pdr    uint16
+}
+
+// indirectForwardingOf maps the session's indirect forwarding PDRs (nil when it has none): one
+// F-TEID of the UPF's (Open5GS's SMF gives every QoS flow a PDR of its own, all with one CHOOSE
+// ID) into FARs that forward to one GTP-U tunnel, the target gNB's. The UPF relays each G-PDU
+// whole, so a PDI's QFI filters nothing and its QERs police nothing (what the source gNB
+// forwards is downlink the session's policers passed once); what the relay cannot do is refused:
+// SDF filters, a URR (the relayed packets are counted nowhere), a closed gate.
+func indirectForwardingOf(r *Rules, teids map[uint16]uint32, t Target) (*forwarding, error) {
+	var fw *forwarding
+	for _, id := range sortedKeys(r.PDRs) {
+		p := r.PDRs[id]
+		if !r.indirectForwarding(p) {
+			continue
+		}
+		far := r.FARs[*p.FARID]
+		if err := notBuffering(far, "an indirect forwarding FAR"); err != nil {
+			return nil, err
+		}
+		switch {
+		case p.FTEID == nil:
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d forwards from Access to Access (indirect data forwarding) and has no F-TEID", p.ID)
+		case len(p.SDF)+len(p.SDFRefs) > 0 || p.ApplicationID != "":
+			return nil, refuse(CauseServiceNotSupported, ie.SDFFilter, "indirect forwarding PDR %d: the UPF relays every G-PDU of the tunnel, it filters none", p.ID)
+		case len(p.URRIDs) > 0:
+			return nil, refuse(CauseServiceNotSupported, ie.URRID, "indirect forwarding PDR %d names URR %d: the UPF does not measure what it relays", p.ID, p.URRIDs[0])
+		case far.Action != actForw || far.OHC == nil || far.OHC.Desc != ohcGTPUv4:
+			return nil, ruleFailure(ie.RuleIDTypeFAR, far.ID, "FAR %d of indirect forwarding PDR %d must forward in GTP-U/UDP/IPv4 (to the target gNB)", far.ID, p.ID)
+		case far.OHC.TEID == 0:
+			return nil, refuse(CauseMandatoryIEIncorrect, ie.OuterHeaderCreation, "Outer Header Creation of FAR %d has TEID 0", far.ID)
+		}
+		for _, q := range p.QERIDs {
+			if qer := r.QERs[q]; qer.GateUL != gateOpen || qer.GateDL != gateOpen {
+				return nil, refuse(CauseServiceNotSupported, ie.GateStatus, "QER %d of indirect forwarding PDR %d closes a gate: the UPF relays what the tunnel carries", q, p.ID)
+			}
+		}
+		teid, err := uplinkTEID(p, teids, t)
+		if err != nil {
+			return nil, err
+		}
+		tunnel := junctionv1.IndirectForwarding{TEID: int64(teid), GNBAddress: junctionv1.IPv4Address(far.OHC.Addr.String()), GNBTEID: int64(far.OHC.TEID)}
+		if fw != nil && fw.tunnel != tunnel {
+			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "indirect forwarding PDRs %d and %d differ in F-TEID or target tunnel: a session has one forwarding tunnel", fw.pdr, p.ID)
+		}
+		if fw == nil {
+			fw = &forwarding{tunnel: tunnel, pdr: p.ID}
+		}
+	}
+	return fw, nil
 }
 
 // forwardsToCore refuses an uplink PDR whose FAR does not just forward to Core: Junction

@@ -101,6 +101,9 @@ const bit<4> MARK_RESERVED     = 0x8;
 const access_t ACCESS_NONE    = 0;
 const access_t ACCESS_3GPP    = 1;
 const access_t ACCESS_NON3GPP = 2;
+// Not a leg: what forward_indirect tells Uplink's paths of a TEID (the pipeline's own; no table
+// parameter carries it).
+const access_t ACCESS_FORWARDING = 3;
 
 const steering_mode_t MODE_ACTIVE_STANDBY        = 1;
 const steering_mode_t MODE_SMALLEST_DELAY        = 2;

@@ -260,6 +260,16 @@ var invalidCases = []invalidCase{
 	{"an MA PDU session whose downlink drops is rejected", session, "bob-internet",
 		[]edit{{"spec.accessLegs.threeGPP.dropDownlink", true}},
 		[]string{"spec.accessLegs.threeGPP.dropDownlink", "dropDownlink is for SingleAccess sessions"}},
+	{"an indirect forwarding tunnel on the uplink's TEID is rejected", session, "dave-5g-only",
+		[]edit{{"spec.accessLegs.threeGPP.indirectForwarding", map[string]any{"teid": int64(4100), "gnbAddress": "198.51.100.12", "gnbTEID": int64(9000)}},
+			{"spec.accessLegs.threeGPP.uplinkTEID", int64(4100)}},
+		[]string{"spec.accessLegs.threeGPP.indirectForwarding.teid", "must differ from uplinkTEID"}},
+	{"an indirect forwarding tunnel without the target's TEID is rejected", session, "dave-5g-only",
+		[]edit{{"spec.accessLegs.threeGPP.indirectForwarding", map[string]any{"teid": int64(4200), "gnbAddress": "198.51.100.12"}}},
+		[]string{"spec.accessLegs.threeGPP.indirectForwarding.gnbTEID", "Required value"}},
+	{"an indirect forwarding tunnel to TEID 0 is rejected", session, "dave-5g-only",
+		[]edit{{"spec.accessLegs.threeGPP.indirectForwarding", map[string]any{"teid": int64(4200), "gnbAddress": "198.51.100.12", "gnbTEID": int64(0)}}},
+		[]string{"spec.accessLegs.threeGPP.indirectForwarding.gnbTEID", "should be greater than or equal to 1"}},
 	{"a gNB address without a downlink TEID is rejected", session, "dave-5g-only",
 		[]edit{{"spec.accessLegs.threeGPP.downlinkTEID", nil}},
 		[]string{"spec.accessLegs.threeGPP", "gnbAddress and downlinkTEID go together"}},
@@ -483,6 +493,33 @@ func TestAnIdleSingleAccessSessionIsAccepted(t *testing.T) {
 	}
 	if err := k8s.Update(ctx, obj); err != nil {
 		t.Fatalf("the paged UE's tunnel was rejected: %v", err)
+	}
+}
+
+// An N2 handover's indirect forwarding tunnel (docs/n4.md, "Indirect data forwarding") is taken
+// and kept as written, and removed once the handover is done.
+func TestAnIndirectForwardingTunnelIsAccepted(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "handover")
+	obj := sample(t, session, "dave-5g-only")
+	obj.SetNamespace("handover")
+	setPath(t, obj.Object, "spec.accessLegs.threeGPP.indirectForwarding", map[string]any{"teid": int64(4102), "gnbAddress": "198.51.100.12", "gnbTEID": int64(9001)})
+	if err := k8s.Create(ctx, obj); err != nil {
+		t.Fatalf("a session with a forwarding tunnel was rejected: %v", err)
+	}
+	var got junctionv1.ATSSSSession
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &got); err != nil {
+		t.Fatal(err)
+	}
+	if f := got.Spec.AccessLegs.ThreeGPP.IndirectForwarding; f == nil || *f != (junctionv1.IndirectForwarding{TEID: 4102, GNBAddress: "198.51.100.12", GNBTEID: 9001}) {
+		t.Fatalf("stored as %+v, want the tunnel as written", f)
+	}
+	setPath(t, obj.Object, "spec.accessLegs.threeGPP.indirectForwarding", nil)
+	if err := k8s.Update(ctx, obj); err != nil {
+		t.Fatalf("removing the forwarding tunnel was rejected: %v", err)
 	}
 }
 

@@ -115,11 +115,12 @@ type softUPF struct {
 }
 
 // frameSink is a data plane's sink with ports 1 to 16: it keeps the last 1,024 frames it was
-// given to send, with their ports, and gives the buffers back.
+// given to send, with their ports, counts them all, and gives the buffers back.
 type frameSink struct {
 	pool   *dataplane.Pool
 	mu     sync.Mutex
 	frames []sentFrame
+	total  int
 }
 
 type sentFrame struct {
@@ -134,6 +135,7 @@ func (s *frameSink) Transmit(pkts []*dataplane.Packet) {
 		s.frames = append(s.frames, sentFrame{p.OutPort, slices.Clone(p.Frame())})
 		s.pool.Put(p)
 	}
+	s.total += len(pkts)
 	if n := len(s.frames); n > 1024 {
 		s.frames = slices.Delete(s.frames, 0, n-1024)
 	}
@@ -141,7 +143,14 @@ func (s *frameSink) Transmit(pkts []*dataplane.Packet) {
 
 func (s *frameSink) HasPort(port uint32) bool { return port >= 1 && port <= 16 }
 
-// taken returns what was sent so far.
+// count is how many frames were sent so far.
+func (s *frameSink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+// taken returns what was sent so far (the last 1,024).
 func (s *frameSink) taken() []sentFrame {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -70,7 +70,7 @@ func idleEstablishment(c *smf.Client, cpSEID uint64, ue netip.Addr, applyAction 
 
 // idleUE starts a UPF with an N4 endpoint, associates the SMF and establishes ue's session as
 // Open5GS does for an idle UE (BUFF|NOCP).
-func idleUE(t *testing.T, ue netip.Addr) (n4Rig, *smf.Established) {
+func idleUE(t testing.TB, ue netip.Addr) (n4Rig, *smf.Established) {
 	t.Helper()
 	r := newN4Rig(t, nil, nil)
 	r.associate(t)
@@ -78,7 +78,7 @@ func idleUE(t *testing.T, ue netip.Addr) (n4Rig, *smf.Established) {
 }
 
 // establishIdle establishes ue's session as Open5GS does for an idle UE (BUFF|NOCP).
-func establishIdle(t *testing.T, r n4Rig, ue netip.Addr) *smf.Established {
+func establishIdle(t testing.TB, r n4Rig, ue netip.Addr) *smf.Established {
 	t.Helper()
 	cp := r.smf.NewCPSEID()
 	resp, err := r.smf.Session(context.Background(), message.MsgTypeSessionEstablishmentRequest, 0, idleEstablishment(r.smf, cp, ue, 0x0c)...)
@@ -123,13 +123,18 @@ func downlinkFrames(ue netip.Addr, n int) [][]byte {
 
 // bufferedFrames is junction_downlink_buffered_frames_total of upf and result.
 func bufferedFrames(t *testing.T, upf, result string) float64 {
+	return resultCounter(t, "junction_downlink_buffered_frames_total", upf, result)
+}
+
+// resultCounter is the operator's counter name of upf and result.
+func resultCounter(t *testing.T, name, upf, result string) float64 {
 	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "junction_downlink_buffered_frames_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {

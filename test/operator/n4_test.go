@@ -418,7 +418,7 @@ func why(r *smf.Response) string {
 const CauseSessionContextNotFound = 65
 
 // wantEntries waits until the UPF holds each of want (among its other entries).
-func wantEntries(t *testing.T, r n4Rig, want ...string) {
+func wantEntries(t testing.TB, r n4Rig, want ...string) {
 	t.Helper()
 	eventually(t, programTimeout, "the N4 session's entries", func() error {
 		got, err := r.u.entries(r.sch)

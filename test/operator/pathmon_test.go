@@ -57,7 +57,7 @@ func (u *softUPF) feed(t *testing.T, frames ...[]byte) int {
 }
 
 // forward hands one frame to the software UPF's data plane as feed does and returns what left.
-func (u *softUPF) forward(t *testing.T, frame []byte) []sentFrame {
+func (u *softUPF) forward(t testing.TB, frame []byte) []sentFrame {
 	t.Helper()
 	pkt := u.pool.TryGet()
 	if pkt == nil || !pkt.SetFrame(frame) {

@@ -14,8 +14,9 @@ package vectors
 // (CURRENT_PATH data) are left to the reorder vectors: their timing is each target's own.
 //
 // About one frame in four goes in as a to_ingress packet-out instead of on its port (a frame
-// from the CPU port, with the packet_out bytes BMv2 counts), and every case whose setup has
-// encap_gtpu entries runs a second time with buffer_downlink in their place.
+// from the CPU port, with the packet_out bytes BMv2 counts), every case whose setup has
+// encap_gtpu entries runs a second time with buffer_downlink in their place, and every one with
+// decap_gtpu entries with forward_indirect in theirs.
 
 import (
 	"context"
@@ -68,7 +69,8 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases = append(cases, bufferedVariants(cases)...)
+	cases = append(cases, slices.Concat(variants(cases, "downlink_tunnels", "encap_gtpu", "buffer_downlink", "buffered"),
+		variants(cases, "uplink_tunnels", "decap_gtpu", "forward_indirect", "forwarded"))...)
 
 	rng := rand.New(rand.NewPCG(2026, 11))
 	var frames, skipped, disagreements, toIngressFrames int
@@ -195,18 +197,20 @@ func TestSoftUPFAgreesWithBMv2(t *testing.T) {
 	}
 }
 
-// bufferedVariants are the cases whose setup has encap_gtpu entries, again with buffer_downlink
-// in their place: the downlink they would tunnel goes to the controller instead.
-func bufferedVariants(cases []*Case) []*Case {
+// variants are the cases whose setup has entries of table with action from, again with action
+// to (which takes no parameters) in their place, named name+"/"+suffix: buffer_downlink for
+// encap_gtpu (the downlink they would tunnel goes to the controller instead), forward_indirect
+// for decap_gtpu (the G-PDUs they would take apart go to the controller as they came).
+func variants(cases []*Case, table, from, to, suffix string) []*Case {
 	var out []*Case
 	for _, c := range cases {
 		v := *c
-		v.Name, v.from = c.Name+"/buffered", c
+		v.Name, v.from = c.Name+"/"+suffix, c
 		v.Setup.Entries = slices.Clone(c.Setup.Entries)
 		n := 0
 		for i, e := range v.Setup.Entries {
-			if e.Table == "downlink_tunnels" && e.Action == "encap_gtpu" {
-				v.Setup.Entries[i].Action, v.Setup.Entries[i].Params = "buffer_downlink", nil
+			if e.Table == table && e.Action == from {
+				v.Setup.Entries[i].Action, v.Setup.Entries[i].Params = to, nil
 				n++
 			}
 		}

@@ -10,6 +10,7 @@ package dataplane
 //	  ├ outer dst in local_addresses:
 //	  │   ├ UDP:2152 Echo Request ───────────────────────> Echo Response to its source (gtpuEcho)
 //	  │   ├ UDP:2152 G-PDU ─ uplink_tunnels miss ────────> drop UNKNOWN_TEID
+//	  │   │   ├ forward_indirect ────────────────────────> packet-in
 //	  │   │   ├ inner UDP:2153 ──────────────────────────> junction (arrival: the tunnel's leg)
 //	  │   │   └ else: the inner packet ──────────────────> filter, TTL, route
 //	  │   ├ UDP:2153 ─────────────────────────────────────> junction (arrival non-3GPP)
@@ -140,6 +141,10 @@ func (c *proc) ingress(pkt *Packet) {
 		if !ok {
 			return
 		}
+		if tun.forward {
+			c.punt(pkt) // an indirect forwarding tunnel's: the controller relays it as it came
+			return
+		}
 		if f.Has&wire.HasJunction != 0 {
 			arrival := contract.Access3GPP
 			if tun.access == contract.AccessNon3GPP {
@@ -239,7 +244,12 @@ func (c *proc) malformed(pkt *Packet, err error) {
 	// unknown TEID comes first.
 	carried := badJunction || (f.Has&wire.HasJunction != 0 && (l == wire.LayerIPv4 || l == wire.LayerTransport))
 	if carried && f.Has&wire.HasGTPU != 0 {
-		if _, ok := c.knownTEID(pkt); !ok {
+		tun, ok := c.knownTEID(pkt)
+		if !ok {
+			return
+		}
+		if tun.forward {
+			c.punt(pkt) // a forwarding tunnel's G-PDU: what it carries is not judged (JunctionCheck is Junction's path)
 			return
 		}
 	}

@@ -59,11 +59,12 @@ const (
 	aDropNoRoute
 	aSetQFI
 	aNoQFI
-	aPolice         // mbr_sessions'
-	aNoPolice       // likewise
-	aBufferDownlink // downlink_tunnels', which a program may lack (resolveSchema)
-	aSetQoSFlow     // qos_flows'
-	aNoQoSFlow      // likewise
+	aPolice          // mbr_sessions'
+	aNoPolice        // likewise
+	aBufferDownlink  // downlink_tunnels', which a program may lack (resolveSchema)
+	aSetQoSFlow      // qos_flows'
+	aNoQoSFlow       // likewise
+	aForwardIndirect // uplink_tunnels', which a program may lack (resolveSchema)
 	numActions
 )
 
@@ -139,7 +140,7 @@ var tableSpecs = [numTables]tableSpec{
 	tLocalAddresses: {"local_addresses", []fieldSpec{{"dst_addr", exact, 32}},
 		[]actionKind{aAcceptLocal, aNotLocal}},
 	tUplinkTunnels: {"uplink_tunnels", []fieldSpec{{"teid", exact, 32}},
-		[]actionKind{aDecapGTPU, aDropUnknownTEID}},
+		[]actionKind{aDecapGTPU, aDropUnknownTEID, aForwardIndirect}},
 	tTunnelEndpoints: {"tunnel_endpoints", []fieldSpec{{"endpoint_idx", exact, 8}},
 		[]actionKind{aSetTunnelEndpoint, aDropNoEndpoint}},
 	tTunnelPeers: {"tunnel_peers", []fieldSpec{{"peer_idx", exact, 16}},
@@ -203,6 +204,8 @@ var actionSpecs = [numActions]actionSpec{
 	aBufferDownlink: {"buffer_downlink", nil},
 	aSetQoSFlow:     {"set_qos_flow", []paramSpec{{"flow_qfi", 6}, {"flow_idx", 32}, {"gbr", 1}}},
 	aNoQoSFlow:      {"no_qos_flow", nil},
+	// An N2 handover's indirect forwarding tunnel: the G-PDU goes to the controller, which relays it.
+	aForwardIndirect: {"forward_indirect", nil},
 }
 
 var registerSpecs = [numRegisters]paramSpec{
@@ -287,12 +290,15 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 	// buffer_downlink likewise: a program without it never sends a downlink packet up.
 	_, errBuffer := ps.Action(actionSpecs[aBufferDownlink].name)
 	buffering := errBuffer == nil
+	// forward_indirect likewise: a program without it has no forwarding tunnels.
+	_, errForward := ps.Action(actionSpecs[aForwardIndirect].name)
+	forwarding := errForward == nil
 	// QoS flows of their own (qos_flows, its two actions, meters and counters) likewise, with
 	// the policer: a program without them has each session's traffic in its own flow.
 	_, errFlows := ps.Table(tableSpecs[tQoSFlows].name)
 	flows := policer && errFlows == nil
 	absent := func(k actionKind) bool {
-		return (!policer && (k == aPolice || k == aNoPolice)) || (!buffering && k == aBufferDownlink) ||
+		return (!policer && (k == aPolice || k == aNoPolice)) || (!buffering && k == aBufferDownlink) || (!forwarding && k == aForwardIndirect) ||
 			(!flows && (k == aSetQoSFlow || k == aNoQoSFlow))
 	}
 	for k := range numActions {

@@ -31,10 +31,11 @@ type session struct {
 	endpoint uint8
 }
 
-// uplinkTunnel is decap_gtpu's parameters.
+// uplinkTunnel is decap_gtpu's parameters, or forward_indirect (forward: none of them).
 type uplinkTunnel struct {
-	access contract.Access // the leg the TEID belongs to: non-3GPP over N3, or (any other value) 3GPP
-	usage  uint32          // a single-access session's usage cell
+	access  contract.Access // the leg the TEID belongs to: non-3GPP over N3, or (any other value) 3GPP
+	usage   uint32          // a single-access session's usage cell
+	forward bool            // forward_indirect: to the controller, which relays the G-PDU
 }
 
 // steering is the set_application / override_steering parameters.
@@ -486,6 +487,9 @@ func (d *decodedAction) qfi() uint8 { return uint8(d.params[0]) }
 func (d *decodedAction) mbrCell() uint32 { return uint32(d.params[0]) }
 
 func (d *decodedAction) uplinkTunnel() uplinkTunnel {
+	if d.kind == aForwardIndirect {
+		return uplinkTunnel{forward: true}
+	}
 	return uplinkTunnel{access: contract.Access(d.params[0]), usage: uint32(d.params[1])}
 }
 
@@ -559,7 +563,7 @@ func (t *tables) write(s *schema, op p4v1.Update_Type, e *p4v1.TableEntry) error
 	case tLocalAddresses:
 		return writeFlag(&t.local, uint32(key), del, act.kind == aAcceptLocal)
 	case tUplinkTunnels:
-		writeValue(&t.uplink, uint32(key), del, act.kind == aDecapGTPU, act.uplinkTunnel)
+		writeValue(&t.uplink, uint32(key), del, act.kind == aDecapGTPU || act.kind == aForwardIndirect, act.uplinkTunnel)
 	case tTunnelEndpoints:
 		if del || act.kind != aSetTunnelEndpoint {
 			t.endpoints[uint8(key)] = endpoint{}
@@ -735,7 +739,7 @@ func (t *tables) setDefault(s *schema, tableID uint32, a *p4v1.Action) error {
 	case tLocalAddresses:
 		t.local.defHit = hit
 	case tUplinkTunnels:
-		t.uplink.def, t.uplink.defHit = act.uplinkTunnel(), hit
+		t.uplink.def, t.uplink.defHit = act.uplinkTunnel(), hit || act.kind == aForwardIndirect
 	case tTunnelEndpoints:
 		t.endpointDf = endpoint{n3: uint32(act.params[0]), junction: uint32(act.params[1]), ok: hit}
 	case tTunnelPeers:

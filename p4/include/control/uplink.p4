@@ -5,7 +5,9 @@
 // known TEID (uplink_tunnels, whose entry names the leg the tunnel belongs to,
 // and a single-access session's usage cell); what it carries is either
 // Junction (the 3GPP leg, or a non-3GPP leg over N3 from an N3IWF, TNGF or
-// W-AGF) or a plain user packet. Junction straight over UDP:2153 is a plain
+// W-AGF) or a plain user packet; a G-PDU on an N2 handover's indirect forwarding
+// tunnel (forward_indirect) goes to the controller as it came, which sends it on to
+// the target gNB. Junction straight over UDP:2153 is a plain
 // non-3GPP leg. Anything else
 // addressed to the UPF, and every non-IPv4 frame, goes to the controller. IPv4
 // to other addresses is downlink. A frame the parser found malformed or truncated is
@@ -48,6 +50,16 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
         md.usage_idx = usage_idx;  // a single-access session's; Sessions sets an MA one's
     }
 
+    // An indirect data forwarding tunnel (TS 23.502 §4.9.1.3): the source gNB forwards a UE's
+    // downlink to it during an N2 handover, and the controller relays it to the target gNB's
+    // tunnel (docs/n4.md, "Indirect data forwarding"). No leg, no usage: the pipeline counted
+    // these packets when it sent them to the source gNB.
+    @name(".forward_indirect") @id(0x0100001C)
+    action forward_indirect() {
+        md.teid_known = true;
+        md.tunnel_access = ACCESS_FORWARDING;
+    }
+
     @name(".drop_unknown_teid") @id(0x01000004)
     action drop_unknown_teid() {
         md.teid_known = false;
@@ -60,6 +72,7 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
         }
         actions = {
             decap_gtpu;
+            forward_indirect;
             @defaultonly drop_unknown_teid;
         }
         const default_action = drop_unknown_teid();
@@ -99,6 +112,8 @@ control Uplink(in headers_t hdr, inout local_metadata_t md) {
             (true, false, _, _, _, _, _, _) : classify(PATH_DOWNLINK, ACCESS_NONE, 0, 0);
             // A GTP-U Echo Request is answered whatever its TEID (Rewrite).
             (true, true, true, GTPU_ECHO_REQUEST, _, _, _, _) : classify(PATH_GTPU_ECHO, ACCESS_NONE, 0, 0);
+            // A G-PDU on a forwarding tunnel, whatever it carries: for the controller.
+            (true, true, true, _, _, _, true, ACCESS_FORWARDING) : classify(PATH_PUNT, ACCESS_3GPP, 1, 0);
             // A G-PDU: Junction (a non-3GPP leg over N3 when its tunnel says so, else
             // the 3GPP leg), a plain user packet, or for the controller when it
             // carries no IPv4; its TEID must be known.
