@@ -21,7 +21,7 @@ import (
 // forwardedFrames is registered with the operator's other metrics (metrics.go).
 var forwardedFrames = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "junction_indirect_forwarded_frames_total",
-	Help: "G-PDUs that arrived on an N2 handover's indirect forwarding tunnel, by what became of them: relayed (sent on to the target gNB), relay_failed (the UPF is away).",
+	Help: "G-PDUs and End Markers that arrived on an N2 handover's indirect forwarding tunnel, by what became of them: relayed (sent on to the target gNB), relay_failed (the UPF is away).",
 }, []string{"upf", "result"})
 
 // forwardingTarget is where one forwarding tunnel's G-PDUs go.
@@ -106,19 +106,19 @@ func (rt *upfRuntime) canForward(s *junctionv1.ATSSSSession) error {
 	return nil
 }
 
-// relay sends a packet-in that is a G-PDU on one of the UPF's forwarding tunnels on to its
-// target gNB, and reports whether it was one.
+// relay sends a packet-in that is a G-PDU or End Marker on one of the UPF's forwarding tunnels on
+// to its target gNB, and reports whether it was one.
 func (rt *upfRuntime) relay(frame []byte) bool {
-	teid, msg, ok := desired.GPDU(frame)
+	teid, msg, ok := desired.TunnelMessage(frame)
 	if !ok {
 		return false
 	}
 	t, ok := rt.forwarding.lookup(teid)
 	if !ok {
-		return false // a G-PDU the pipeline punts for what it carries, or one whose tunnel went meanwhile
+		return false // one the pipeline punts for what it carries, or one whose tunnel went meanwhile
 	}
 	dev := rt.dev.cur.Load()
-	if dev == nil || dev.PacketOut(desired.RelayedGPDU(msg, t.src, t.gnb, t.gnbTEID), map[string]uint64{desired.PacketOutToIngress: 1}) != nil {
+	if dev == nil || dev.PacketOut(desired.RelayedMessage(msg, t.src, t.gnb, t.gnbTEID), map[string]uint64{desired.PacketOutToIngress: 1}) != nil {
 		forwardedFrames.WithLabelValues(rt.key.Name, "relay_failed").Inc()
 		return true
 	}

@@ -9,7 +9,8 @@ import (
 // Indirect data forwarding during an N2 handover (docs/n4.md, "Indirect data forwarding"): the
 // source gNB forwards a session's downlink to a TEID of the UPF's, whose uplink_tunnels entry
 // sends each G-PDU to the controller as it came (forward_indirect); the controller sends it on
-// to the target gNB's tunnel through the pipeline (RelayedGPDU, a to_ingress packet-out).
+// to the target gNB's tunnel through the pipeline (RelayedMessage, a to_ingress packet-out), and
+// so the End Marker the source gNB forwards last.
 
 // ActionForwardIndirect is the uplink_tunnels action of a forwarding tunnel. A P4 program may
 // leave it out; a session with such a tunnel then cannot be programmed.
@@ -20,13 +21,15 @@ func forwardingTunnel(teid int64) Entry {
 	return Entry{Table: "uplink_tunnels", Match: []Match{{Field: "teid", Kind: Exact, Value: u32(uint32(teid))}}, Action: ActionForwardIndirect}
 }
 
-// GPDU returns the TEID of the GTP-U G-PDU frame holds and the GTP-U message (its header, with
-// any extension header such as a PDU Session Container, and what it carries); ok is false for
-// any other frame. What the G-PDU carries is not looked at: a forwarding tunnel relays it whole.
-func GPDU(frame []byte) (teid uint32, msg []byte, ok bool) {
+// TunnelMessage returns the TEID of the GTP-U G-PDU or End Marker frame holds and the GTP-U
+// message (its header, with any optional fields and extension header such as a PDU Session
+// Container, and what it carries); ok is false for any other frame. What a G-PDU carries is not
+// looked at: a forwarding tunnel relays it whole, and the End Marker that ends the old path
+// (TS 29.281 §7.3.2) with it.
+func TunnelMessage(frame []byte) (teid uint32, msg []byte, ok bool) {
 	var f wire.Frame
 	_ = f.Parse(frame) // a T-PDU the parser does not take is still relayed: the GTP-U header is what counts
-	if f.Has&wire.HasGTPU == 0 || f.GTPU.Type != wire.GTPUTypeGPDU {
+	if f.Has&wire.HasGTPU == 0 || (f.GTPU.Type != wire.GTPUTypeGPDU && f.GTPU.Type != wire.GTPUTypeEndMarker) {
 		return 0, nil, false
 	}
 	off := f.IPv4Off + wire.IPv4HeaderLen + wire.UDPHeaderLen
@@ -34,11 +37,11 @@ func GPDU(frame []byte) (teid uint32, msg []byte, ok bool) {
 	return f.GTPU.TEID, frame[off:end], true
 }
 
-// RelayedGPDU is the frame that sends the GTP-U message msg (GPDU's) on from the UPF's N3
-// address src to peer, on the TEID the peer gave: the message as it came with its TEID
+// RelayedMessage is the frame that sends the GTP-U message msg (TunnelMessage's) on from the UPF's
+// N3 address src to peer, on the TEID the peer gave: the message as it came with its TEID
 // replaced, in the outer header the pipeline puts on a downlink G-PDU (TTL 64, UDP 2152 both
 // ways, checksum 0), behind an Ethernet header the pipeline's route replaces.
-func RelayedGPDU(msg []byte, src, peer netip.Addr, teid uint32) []byte {
+func RelayedMessage(msg []byte, src, peer netip.Addr, teid uint32) []byte {
 	b := make([]byte, wire.EthernetHeaderLen+wire.IPv4HeaderLen+wire.UDPHeaderLen+len(msg))
 	off := len(b) - len(msg)
 	copy(b[off:], msg)

@@ -129,8 +129,8 @@ func (f *Frame) parseGTPU(b []byte, off, end int) error {
 		return err
 	}
 	f.Has |= HasGTPU
-	if g.Type == GTPUTypeEchoRequest {
-		return nil // no T-PDU: the UPF answers it (softupf's gtpuEcho)
+	if g.Type == GTPUTypeEchoRequest || g.Type == GTPUTypeEndMarker {
+		return nil // no T-PDU: the UPF answers an Echo Request (softupf's gtpuEcho), relays an End Marker
 	}
 	in, inEnd := off+g.HeaderLen(), off+GTPUHeaderLen+int(g.Length)
 	ip := &f.InnerIPv4

@@ -5,6 +5,7 @@
 // datagram; the 4 option bytes when E, S or PN is set; with E, the one extension the pipeline
 // accepts, the PDU Session Container of length 1) ──> T-PDU b[HeaderLen():8+Length].
 // An Echo Request (S set, E clear) ──> its IEs b[12:8+Length], which the UPF does not read.
+// An End Marker ──> nothing after its header is read (the UPF relays it on a forwarding tunnel).
 // Encapsulating: GTPU.Prepend (flags 0x30 as the pipeline writes them) in front of the T-PDU.
 
 package wire
@@ -85,9 +86,10 @@ func (g GTPU) HeaderLen() int {
 
 // ParseGTPU decodes the header at the start of b (the UDP payload) and walks its extensions.
 // The T-PDU is b[g.HeaderLen() : 8+g.Length]; Length must fit in b. Rejected: a version other
-// than 1, PT 0 (GTP'), a message type other than G-PDU or Echo Request, an Echo Request without
-// S or with E, and any extension but one PDU Session Container of length 1 (docs/pipeline.md).
-// The caller tells a G-PDU from an Echo Request by Type.
+// than 1, PT 0 (GTP'), a message type other than G-PDU, Echo Request or End Marker, an Echo
+// Request without S or with E, and any extension but one PDU Session Container of length 1
+// (docs/pipeline.md). An End Marker's optional fields and extensions are not read, only its
+// length checked against them. The caller tells the messages apart by Type.
 func ParseGTPU(b []byte) (GTPU, error) {
 	var g GTPU
 	err := g.decode(b)
@@ -108,8 +110,8 @@ func (g *GTPU) decode(b []byte) error {
 		return invalid(LayerGTPU, "version", int(g.Flags>>5), "1")
 	case g.Flags&gtpuFlagPT == 0:
 		return invalid(LayerGTPU, "protocol type", 0, "1 (GTP; GTP' is not supported)")
-	case g.Type != GTPUTypeGPDU && g.Type != GTPUTypeEchoRequest:
-		return invalidHex(LayerGTPU, "message type", int(g.Type), "0xff (G-PDU) or 0x01 (Echo Request)")
+	case g.Type != GTPUTypeGPDU && g.Type != GTPUTypeEchoRequest && g.Type != GTPUTypeEndMarker:
+		return invalidHex(LayerGTPU, "message type", int(g.Type), "0xff (G-PDU), 0x01 (Echo Request) or 0xfe (End Marker)")
 	case int(g.Length) > len(b)-GTPUHeaderLen:
 		return tooLong(LayerGTPU, "length", int(g.Length), len(b)-GTPUHeaderLen)
 	case g.Type == GTPUTypeEchoRequest && g.Flags&(GTPUFlagSequence|GTPUFlagExtension) != GTPUFlagSequence:
@@ -120,6 +122,9 @@ func (g *GTPU) decode(b []byte) error {
 	}
 	if g.Length < gtpuOptionsLen {
 		return invalid(LayerGTPU, "length", int(g.Length), ">= 4 (the optional fields E, S or PN announce)")
+	}
+	if g.Type == GTPUTypeEndMarker {
+		return nil
 	}
 	g.Seq = binary.BigEndian.Uint16(b[8:10])
 	g.NPDU = b[10]

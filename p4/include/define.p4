@@ -66,6 +66,7 @@ const bit<1>     GTP_PT_GTP        = 1;
 const bit<8>     GTPU_GPDU         = 0xFF;
 const bit<8>     GTPU_ECHO_REQUEST = 0x01; // path management (TS 29.281 §7.2), answered by the UPF
 const bit<8>     GTPU_ECHO_RESPONSE = 0x02;
+const bit<8>     GTPU_END_MARKER   = 0xFE;  // the last packet of a tunnel (TS 29.281 §7.3.2): no T-PDU
 const bit<8>     GTPU_IE_RECOVERY  = 14;   // the Echo Response's one mandatory IE
 const bit<16>    GTPU_RECOVERY_BYTES = 2;  // type and restart counter (0: GTP-U ignores it)
 const bit<8>     GTPU_NEXT_EXT_NONE = 0;

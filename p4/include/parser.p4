@@ -94,14 +94,27 @@ parser JunctionParser(packet_in packet,
         transition accept;
     }
 
-    // --- GTP-U: a G-PDU, or an Echo Request (S set, E clear, TS 29.281 §7.2.1),
-    // which the UPF answers; anything else on port 2152 is a parser error ---
+    // --- GTP-U: a G-PDU, an Echo Request (S set, E clear, TS 29.281 §7.2.1),
+    // which the UPF answers, or an End Marker, which it relays on a forwarding
+    // tunnel; anything else on port 2152 is a parser error ---
     state check_gtpu {
         gtpu_t peek = packet.lookahead<gtpu_t>();
         transition select(peek.version, peek.pt, peek.msg_type, peek.ex_flag, peek.seq_flag) {
             (GTP_V1, GTP_PT_GTP, GTPU_GPDU, _, _): parse_gtpu;
             (GTP_V1, GTP_PT_GTP, GTPU_ECHO_REQUEST, 0, 1): parse_gtpu_echo;
+            (GTP_V1, GTP_PT_GTP, GTPU_END_MARKER, _, _): parse_gtpu_end_marker;
             default: malformed;
+        }
+    }
+
+    // No T-PDU follows; its optional fields and any extension stay unparsed payload.
+    // A length that cannot hold the optional fields is malformed.
+    state parse_gtpu_end_marker {
+        packet.extract(hdr.gtpu);
+        transition select(hdr.gtpu.ex_flag, hdr.gtpu.seq_flag, hdr.gtpu.npdu_flag, hdr.gtpu.msg_len) {
+            (0, 0, 0, _): accept;
+            (_, _, _, 0 &&& 0xfffc): malformed;  // 0..3
+            default: accept;
         }
     }
 

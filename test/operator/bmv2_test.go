@@ -31,6 +31,7 @@ import (
 	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/internal/wire/wiretest"
 	"github.com/junction-atsss/junction/test/bmv2"
 	"github.com/junction-atsss/junction/test/netns"
 )
@@ -129,6 +130,14 @@ func TestOperatorProgramsBMv2(t *testing.T) {
 	})
 	checkDownlink(t, got, payload, uint32(a1.Spec.AccessLegs.ThreeGPP.DownlinkTEID))
 
+	// An N2 handover's indirect forwarding tunnel on the session (docs/n4.md, "Indirect data
+	// forwarding"): a G-PDU the gNB forwards on it goes up BMv2's CPU port to the operator and
+	// back through BMv2 to the target gNB (here the same one) on the target's TEID, its GTP-U
+	// message otherwise as it was.
+	relayThroughBMv2(t, a1, gnb)
+	setForwarding(t, a1, nil)
+	eventually(t, programTimeout, "BMv2 holds exactly the desired entries again", func() error { return sameEntries(target, sch, ns, "upf") })
+
 	// An operator that finds the pipeline running cannot know which user indexes are clean, so
 	// it resets a new user's path state; BMv2 refuses register writes, and the session and the
 	// UPF say so instead of calling themselves Ready.
@@ -147,6 +156,46 @@ func TestOperatorProgramsBMv2(t *testing.T) {
 	})
 	// The session whose state needed nothing stays Ready.
 	waitCondition(t, programTimeout, a1, junctionv1.ConditionReady, metav1.ConditionTrue, "")
+}
+
+// relayThroughBMv2 gives session s an indirect forwarding tunnel toward the gNB of gnb, sends a
+// G-PDU on it from that gNB, and checks what comes back: the same GTP-U message on the target's
+// TEID.
+func relayThroughBMv2(t *testing.T, s *junctionv1.ATSSSSession, gnb *net.UDPConn) {
+	t.Helper()
+	setForwarding(t, s, &junctionv1.IndirectForwarding{TEID: 0x4242, GNBAddress: "198.51.100.10", GNBTEID: 0x777})
+	forwarded := wiretest.Build(wire.DownlinkGTPU(0x4242, 9), wire.IPv4{Src: [4]byte{203, 0, 113, 100}, Dst: [4]byte{10, 60, 0, 1}, TTL: 63},
+		wire.UDP{SrcPort: 40000, DstPort: 5000}, []byte("forwarded by the source gNB"))
+	var got []byte
+	eventually(t, 10*time.Second, "a forwarded G-PDU relayed to the target gNB", func() error {
+		if _, err := gnb.WriteToUDP(forwarded, &net.UDPAddr{IP: net.IPv4(192, 0, 2, 1), Port: wire.GTPUPort}); err != nil {
+			return err
+		}
+		buf := make([]byte, 2048)
+		gnb.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		n, _, err := gnb.ReadFromUDP(buf)
+		if err != nil {
+			return err
+		}
+		got = buf[:n]
+		return nil
+	})
+	if g, err := wire.ParseGTPU(got); err != nil || g.TEID != 0x777 || !bytes.Equal(got[:4], forwarded[:4]) || !bytes.Equal(got[8:], forwarded[8:]) {
+		t.Fatalf("relayed %x (%v), want the forwarded G-PDU on TEID 0x777:\n%x", got, err, forwarded)
+	}
+}
+
+// setForwarding writes f as session s's forwarding tunnel, on the session as it is now (the
+// operator writes its status meanwhile).
+func setForwarding(t *testing.T, s *junctionv1.ATSSSSession, f *junctionv1.IndirectForwarding) {
+	t.Helper()
+	eventually(t, programTimeout, "the session's forwarding tunnel written", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s); err != nil {
+			return err
+		}
+		s.Spec.AccessLegs.ThreeGPP.IndirectForwarding = f
+		return k8s.Update(context.Background(), s)
+	})
 }
 
 // downlinkThroughBMv2 sets up the test side: t-n6 is the data network (203.0.113.100, the

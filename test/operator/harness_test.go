@@ -150,6 +150,14 @@ func (s *frameSink) count() int {
 	return s.total
 }
 
+// since returns the frames sent after the first n (as many of them as it keeps).
+func (s *frameSink) since(n int) []sentFrame {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := min(max(s.total-n, 0), len(s.frames))
+	return slices.Clone(s.frames[len(s.frames)-k:])
+}
+
 // taken returns what was sent so far (the last 1,024).
 func (s *frameSink) taken() []sentFrame {
 	s.mu.Lock()

@@ -114,7 +114,7 @@ func TestN4RelaysIndirectDataForwarding(t *testing.T) {
 	// and each is then sent on, in order.
 	upf := r.upf.Name
 	relayed0 := forwardedFrames(t, upf, "relayed")
-	sent0 := len(r.u.sent.taken())
+	sent0 := r.u.sent.count()
 	var in [][]byte
 	for i := range 3 {
 		f := forwardedGPDU(ue, source, teid, byte(i))
@@ -125,7 +125,7 @@ func TestN4RelaysIndirectDataForwarding(t *testing.T) {
 	}
 	var sent []sentFrame
 	eventually(t, programTimeout, "3 G-PDUs relayed", func() error {
-		if sent = r.u.sent.taken()[sent0:]; len(sent) < 3 {
+		if sent = r.u.sent.since(sent0); len(sent) < 3 {
 			return fmt.Errorf("%d sent", len(sent))
 		}
 		return nil
@@ -152,6 +152,23 @@ func TestN4RelaysIndirectDataForwarding(t *testing.T) {
 			t.Errorf("relayed frame %d: the GTP-U message differs beyond its TEID\n%x\nwant\n%x", i, s.frame[gtpuOff:], in[i][gtpuOff:])
 		}
 	}
+	// The End Marker that ended the old path, which the source gNB forwards last (TS 23.502
+	// §4.9.1.3.3), follows them: the same 8 bytes on the target's TEID.
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
+	endMarker := wiretest.Build(eth, wire.IPv4{Src: source.As4(), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{Flags: wire.GTPUFlags, Type: wire.GTPUTypeEndMarker, TEID: teid})
+	if out := r.u.forward(t, endMarker); len(out) != 0 {
+		t.Fatalf("the forwarded End Marker left the data plane on port %d without the operator", out[0].port)
+	}
+	eventually(t, programTimeout, "the End Marker relayed", func() error {
+		if sent = r.u.sent.since(sent0); len(sent) < 4 {
+			return fmt.Errorf("%d sent", len(sent))
+		}
+		return nil
+	})
+	if em := sent[3]; len(sent) != 4 || em.port != 1 || !bytes.Equal(em.frame[gtpuOff:], []byte{0x30, 0xfe, 0, 0, 0, 0, 0x07, 0x77}) {
+		t.Errorf("relayed after the G-PDUs: %d frames, the last on port %d ending %x; want one End Marker, 30fe0000 00000777 after the outer header, on port 1", len(sent)-3, em.port, em.frame[gtpuOff:])
+	}
+
 	// The session's own traffic goes on as before.
 	if out := r.u.forward(t, downlinkFrames(ue, 1)[0]); len(out) != 1 || !bytes.Contains(out[0].frame, []byte{0, 0, 0x01, 0x00}) {
 		t.Fatalf("the UE's downlink during the handover: %d frames, want one G-PDU to the source gNB's TEID 0x100", len(out))
@@ -178,8 +195,8 @@ func TestN4RelaysIndirectDataForwarding(t *testing.T) {
 		return nil
 	})
 	time.Sleep(500 * time.Millisecond)
-	if n := len(r.u.sent.taken()); n != sent0+3 {
-		t.Fatalf("%d frames sent after the tunnel went, want none", n-sent0-3)
+	if n := r.u.sent.count(); n != sent0+4 {
+		t.Fatalf("%d frames sent after the tunnel went, want none", n-sent0-4)
 	}
 }
 

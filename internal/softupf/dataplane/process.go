@@ -10,7 +10,7 @@ package dataplane
 //	  ├ outer dst in local_addresses:
 //	  │   ├ UDP:2152 Echo Request ───────────────────────> Echo Response to its source (gtpuEcho)
 //	  │   ├ UDP:2152 G-PDU ─ uplink_tunnels miss ────────> drop UNKNOWN_TEID
-//	  │   │   ├ forward_indirect ────────────────────────> packet-in
+//	  │   │   ├ forward_indirect, or an End Marker ─────> packet-in
 //	  │   │   ├ inner UDP:2153 ──────────────────────────> junction (arrival: the tunnel's leg)
 //	  │   │   └ else: the inner packet ──────────────────> filter, TTL, route
 //	  │   ├ UDP:2153 ─────────────────────────────────────> junction (arrival non-3GPP)
@@ -141,8 +141,10 @@ func (c *proc) ingress(pkt *Packet) {
 		if !ok {
 			return
 		}
-		if tun.forward {
-			c.punt(pkt) // an indirect forwarding tunnel's: the controller relays it as it came
+		if tun.forward || f.GTPU.Type == wire.GTPUTypeEndMarker {
+			// A forwarding tunnel's G-PDU or End Marker: the controller relays it as it came. An
+			// End Marker on another tunnel carries nothing for the pipeline: it goes up too.
+			c.punt(pkt)
 			return
 		}
 		if f.Has&wire.HasJunction != 0 {
@@ -228,7 +230,7 @@ func (c *proc) downlinkOuter(pkt *Packet) {
 // malformed handles a frame the parser rejected. A packet not addressed to the UPF is a
 // downlink packet (docs/pipeline.md: Ethernet / IPv4 / [TCP|UDP ports]) whatever follows its
 // UDP header, so it is routed when its outer IPv4 and UDP headers are sound; anything else is
-// dropped by the layer at fault (a GTP-U End Marker to the UPF is a PARSER_ERROR, as the contract says).
+// dropped by the layer at fault (a GTP-U Error Indication to the UPF is a PARSER_ERROR, as the contract says).
 func (c *proc) malformed(pkt *Packet, err error) {
 	f := &c.f
 	if f.Has&wire.HasUDP != 0 && !c.isLocal(f.IPv4.Dst) {
