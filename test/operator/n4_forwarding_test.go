@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"github.com/wmnsk/go-pfcp/ie"
 
 	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/smf"
+	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -315,4 +317,27 @@ func BenchmarkIndirectForwarding(b *testing.B) {
 		fmt.Fprintf(&tbl, "| %d | 2 s | %d | %d | %d | %.0f | %.1f%% |\n", rate, n, relayed, n-relayed, float64(relayed)/took, 100*float64(relayed)/took/pipelineRate)
 	}
 	b.Log(tbl.String())
+}
+
+// TestN4RefusesForwardingThePipelineCannotDo: a UPF whose P4 program has no forward_indirect (an
+// older one) refuses the forwarding tunnel with 76, naming the Destination Interface, and the
+// session goes on as before it.
+func TestN4RefusesForwardingThePipelineCannotDo(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, nil, func(info *p4configv1.P4Info) { testenv.WithoutAction(t, info, "forward_indirect") })
+	r.associate(t)
+	ue := netip.MustParseAddr("10.60.0.14")
+	est := establishIdle(t, r, ue)
+	if m, err := r.smf.Modify(ctx, est, ie.NewUpdateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02),
+		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
+			ie.NewOuterHeaderCreation(0x0100, 0x100, "198.51.100.10", "", 0, 0, 0)))); err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("the UE connected at the source gNB: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	m, err := r.smf.Modify(ctx, est, forwardingRules("198.51.100.12", 0x777)...)
+	if err != nil || m.Cause() != ie.CauseServiceNotSupported || why(m) != fmt.Sprintf("offending IE %d", ie.DestinationInterface) {
+		t.Fatalf("a forwarding tunnel on a pipeline that cannot relay: %v, cause %d (%s); want 76, offending IE %d (Destination Interface)", err, m.Cause(), why(m), ie.DestinationInterface)
+	}
+	if out := r.u.forward(t, downlinkFrames(ue, 1)[0]); len(out) != 1 || !bytes.Contains(out[0].frame, []byte{0, 0, 0x01, 0x00}) {
+		t.Fatalf("the UE's downlink after the refusal: %d frames, want one G-PDU to the source gNB's TEID 0x100", len(out))
+	}
 }

@@ -538,11 +538,29 @@ func TestNoBufferLeaks(t *testing.T) {
 }
 
 func TestTunnelPortsThatAreNotTunnels(t *testing.T) {
-	t.Run("a GTP-U End Marker to the UPF is a parser error", func(t *testing.T) {
+	// An End Marker (TS 29.281 §7.3.2) to the UPF carries nothing for the pipeline: on a known
+	// TEID it goes up (a forwarding tunnel's is the controller's to relay, docs/pipeline.md), on
+	// an unknown one it is UNKNOWN_TEID; announced options it cannot hold are a parser error.
+	marker := func(flags byte, length uint16, teid uint32) []byte {
+		g := []byte{flags, 0xfe, byte(length >> 8), byte(length), byte(teid >> 24), byte(teid >> 16), byte(teid >> 8), byte(teid)}
+		return wiretest.Build(wire.Ethernet{Dst: upfMAC, Src: gnbMAC}, wire.IPv4{Src: addr(gnbAddr), Dst: addr(n3Addr)},
+			wire.UDP{SrcPort: 2152, DstPort: 2152}, append(g, make([]byte, length)...))
+	}
+	t.Run("a GTP-U End Marker on an uplink tunnel goes up", func(t *testing.T) {
 		h := topology(t)
-		marker := wiretest.Build(wire.Ethernet{Dst: upfMAC, Src: gnbMAC}, wire.IPv4{Src: addr(gnbAddr), Dst: addr(n3Addr)},
-			wire.UDP{SrcPort: 2152, DstPort: 2152}, []byte{0x30, 0xfe, 0x00, 0x00, 0, 0, 0x01, 0x00})
-		expectDrop(t, h, contract.DropParserError, h.process(portGNB, marker))
+		m := marker(0x30, 0, ulTEID)
+		if out := h.process(portGNB, m); len(out) != 0 {
+			t.Fatalf("the End Marker was forwarded: %v", out)
+		}
+		h.wantPacketIns(t, portGNB, m)
+	})
+	t.Run("a GTP-U End Marker on an unknown TEID is dropped", func(t *testing.T) {
+		h := topology(t)
+		expectDrop(t, h, contract.DropUnknownTEID, h.process(portGNB, marker(0x30, 0, 0x0100)))
+	})
+	t.Run("a GTP-U End Marker whose S announces options its length cannot hold is a parser error", func(t *testing.T) {
+		h := topology(t)
+		expectDrop(t, h, contract.DropParserError, h.process(portGNB, marker(0x32, 2, ulTEID)))
 	})
 	t.Run("a G-PDU that does not carry IPv4 is a parser error", func(t *testing.T) {
 		h := topology(t)
