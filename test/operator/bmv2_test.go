@@ -119,14 +119,9 @@ func TestOperatorProgramsBMv2(t *testing.T) {
 		}); err != nil {
 			return err
 		}
-		buf := make([]byte, 2048)
-		gnb.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-		n, _, err := gnb.ReadFromUDP(buf)
-		if err != nil {
-			return err
-		}
-		got = buf[:n]
-		return nil
+		var err error
+		got, err = readWithin(gnb, 500*time.Millisecond)
+		return err
 	})
 	checkDownlink(t, got, payload, uint32(a1.Spec.AccessLegs.ThreeGPP.DownlinkTEID))
 
@@ -171,14 +166,9 @@ func relayThroughBMv2(t *testing.T, s *junctionv1.ATSSSSession, gnb *net.UDPConn
 		if _, err := gnb.WriteToUDP(forwarded, &net.UDPAddr{IP: net.IPv4(192, 0, 2, 1), Port: wire.GTPUPort}); err != nil {
 			return err
 		}
-		buf := make([]byte, 2048)
-		gnb.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-		n, _, err := gnb.ReadFromUDP(buf)
-		if err != nil {
-			return err
-		}
-		got = buf[:n]
-		return nil
+		var err error
+		got, err = readWithin(gnb, 500*time.Millisecond)
+		return err
 	})
 	if g, err := wire.ParseGTPU(got); err != nil || g.TEID != 0x777 || !bytes.Equal(got[:4], forwarded[:4]) || !bytes.Equal(got[8:], forwarded[8:]) {
 		t.Fatalf("relayed %x (%v), want the forwarded G-PDU on TEID 0x777:\n%x", got, err, forwarded)
@@ -196,6 +186,14 @@ func setForwarding(t *testing.T, s *junctionv1.ATSSSSession, f *junctionv1.Indir
 		s.Spec.AccessLegs.ThreeGPP.IndirectForwarding = f
 		return k8s.Update(context.Background(), s)
 	})
+}
+
+// readWithin reads one datagram from c, waiting at most d.
+func readWithin(c *net.UDPConn, d time.Duration) ([]byte, error) {
+	buf := make([]byte, 2048)
+	c.SetReadDeadline(time.Now().Add(d))
+	n, _, err := c.ReadFromUDP(buf)
+	return buf[:n], err
 }
 
 // downlinkThroughBMv2 sets up the test side: t-n6 is the data network (203.0.113.100, the

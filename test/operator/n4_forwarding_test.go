@@ -58,6 +58,17 @@ func forwardedFrames(t *testing.T, upf, result string) float64 {
 	return resultCounter(t, "junction_indirect_forwarded_frames_total", upf, result)
 }
 
+// connectAt has the SMF give est's downlink FAR the tunnel of gnb, TEID 0x100: the UE connected
+// there.
+func connectAt(t testing.TB, r n4Rig, est *smf.Established, gnb netip.Addr) {
+	t.Helper()
+	if m, err := r.smf.Modify(context.Background(), est, ie.NewUpdateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02),
+		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
+			ie.NewOuterHeaderCreation(0x0100, 0x100, gnb.String(), "", 0, 0, 0)))); err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("the UE connected at %s: %v, cause %d (%s)", gnb, err, m.Cause(), why(m))
+	}
+}
+
 // addForwarding has the SMF add the forwarding tunnel toward target's TEID to est, and returns
 // the TEID the UPF chose for it (its Created PDR, on the UPF's N3 address 192.0.2.1).
 func addForwarding(t testing.TB, r n4Rig, est *smf.Established, target netip.Addr, targetTEID uint32) uint32 {
@@ -84,6 +95,21 @@ func addForwarding(t testing.TB, r n4Rig, est *smf.Established, target netip.Add
 	return teid
 }
 
+// The gNBs of an N2 handover: the source the UE leaves, the target it goes to.
+var handoverSource, handoverTarget = netip.MustParseAddr("198.51.100.10"), netip.MustParseAddr("198.51.100.12")
+
+// handoverRig is ue's session as Open5GS establishes it, connected at handoverSource, with the
+// forwarding tunnel toward handoverTarget's TEID 0x777 on the UPF; it returns the TEID the UPF
+// chose for the tunnel.
+func handoverRig(t testing.TB, ue netip.Addr) (n4Rig, *smf.Established, uint32) {
+	t.Helper()
+	r, est := idleUE(t, ue)
+	connectAt(t, r, est, handoverSource)
+	teid := addForwarding(t, r, est, handoverTarget, 0x777)
+	wantEntries(t, r, fmt.Sprintf("uplink_tunnels teid=%08x -> forward_indirect()", teid))
+	return r, est, teid
+}
+
 // TestN4RelaysIndirectDataForwarding: an N2 handover without a direct path between the gNBs, as
 // Open5GS's SMF drives it. The SMF adds the forwarding tunnel to a connected UE's session; the UPF
 // chooses its TEID (Created PDR) and the session's object shows it. What the source gNB forwards
@@ -94,16 +120,8 @@ func addForwarding(t testing.TB, r n4Rig, est *smf.Established, target netip.Add
 func TestN4RelaysIndirectDataForwarding(t *testing.T) {
 	ctx := context.Background()
 	ue := netip.MustParseAddr("10.60.0.11")
-	source, target := netip.MustParseAddr("198.51.100.10"), netip.MustParseAddr("198.51.100.12")
-	r, est := idleUE(t, ue)
-	if m, err := r.smf.Modify(ctx, est, ie.NewUpdateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02),
-		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
-			ie.NewOuterHeaderCreation(0x0100, 0x100, source.String(), "", 0, 0, 0)))); err != nil || m.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("the UE connected at the source gNB: %v, cause %d (%s)", err, m.Cause(), why(m))
-	}
-
-	teid := addForwarding(t, r, est, target, 0x777)
-	wantEntries(t, r, fmt.Sprintf("uplink_tunnels teid=%08x -> forward_indirect()", teid))
+	source, target := handoverSource, handoverTarget
+	r, est, teid := handoverRig(t, ue)
 	eventually(t, programTimeout, "the object's forwarding tunnel", func() error {
 		leg := r.awaitN4Sessions(t, 1)[0].Spec.AccessLegs.ThreeGPP
 		if f := leg.IndirectForwarding; f == nil || f.TEID != int64(teid) || f.GNBAddress != "198.51.100.12" || f.GNBTEID != 0x777 {
@@ -208,7 +226,7 @@ func TestN4RefusesForwardingItCannotDo(t *testing.T) {
 	ctx := context.Background()
 	ue := netip.MustParseAddr("10.60.0.12")
 	r, est := idleUE(t, ue)
-	rules := func(edit func([]*ie.IE) []*ie.IE) []*ie.IE { return edit(forwardingRules("198.51.100.12", 0x777)) }
+	rules := func(edit func([]*ie.IE) []*ie.IE) []*ie.IE { return edit(forwardingRules(handoverTarget.String(), 0x777)) }
 	for _, c := range []struct {
 		name  string
 		ies   []*ie.IE
@@ -259,16 +277,8 @@ func TestN4RefusesForwardingItCannotDo(t *testing.T) {
 // stream, the operator's packet-ins) cannot take is lost and counted here.
 func BenchmarkIndirectForwarding(b *testing.B) {
 	ue := netip.MustParseAddr("10.60.0.13")
-	source, target := netip.MustParseAddr("198.51.100.10"), netip.MustParseAddr("198.51.100.12")
-	r, est := idleUE(b, ue)
-	if m, err := r.smf.Modify(context.Background(), est, ie.NewUpdateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02),
-		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
-			ie.NewOuterHeaderCreation(0x0100, 0x100, source.String(), "", 0, 0, 0)))); err != nil || m.Cause() != ie.CauseRequestAccepted {
-		b.Fatalf("the UE connected at the source gNB: %v, cause %d (%s)", err, m.Cause(), why(m))
-	}
-	teid := addForwarding(b, r, est, target, 0x777)
-	wantEntries(b, r, fmt.Sprintf("uplink_tunnels teid=%08x -> forward_indirect()", teid))
-	frame := forwardedGPDU(ue, source, teid, 1)
+	r, _, teid := handoverRig(b, ue)
+	frame := forwardedGPDU(ue, handoverSource, teid, 1)
 
 	// The reference: the session's uplink through the pipeline alone, as fast as it goes.
 	entries, err := r.u.entries(r.sch)
@@ -283,7 +293,7 @@ func BenchmarkIndirectForwarding(b *testing.B) {
 			}
 		}
 	}
-	uplink := oaiGPDU(ue, source, ulTEID)
+	uplink := oaiGPDU(ue, handoverSource, ulTEID)
 	const pipelineFrames = 200_000
 	start := time.Now()
 	for range pipelineFrames {
@@ -328,12 +338,8 @@ func TestN4RefusesForwardingThePipelineCannotDo(t *testing.T) {
 	r.associate(t)
 	ue := netip.MustParseAddr("10.60.0.14")
 	est := establishIdle(t, r, ue)
-	if m, err := r.smf.Modify(ctx, est, ie.NewUpdateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02),
-		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
-			ie.NewOuterHeaderCreation(0x0100, 0x100, "198.51.100.10", "", 0, 0, 0)))); err != nil || m.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("the UE connected at the source gNB: %v, cause %d (%s)", err, m.Cause(), why(m))
-	}
-	m, err := r.smf.Modify(ctx, est, forwardingRules("198.51.100.12", 0x777)...)
+	connectAt(t, r, est, handoverSource)
+	m, err := r.smf.Modify(ctx, est, forwardingRules(handoverTarget.String(), 0x777)...)
 	if err != nil || m.Cause() != ie.CauseServiceNotSupported || why(m) != fmt.Sprintf("offending IE %d", ie.DestinationInterface) {
 		t.Fatalf("a forwarding tunnel on a pipeline that cannot relay: %v, cause %d (%s); want 76, offending IE %d (Destination Interface)", err, m.Cause(), why(m), ie.DestinationInterface)
 	}
