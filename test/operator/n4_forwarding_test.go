@@ -226,7 +226,9 @@ func TestN4RefusesForwardingItCannotDo(t *testing.T) {
 	ctx := context.Background()
 	ue := netip.MustParseAddr("10.60.0.12")
 	r, est := idleUE(t, ue)
-	rules := func(edit func([]*ie.IE) []*ie.IE) []*ie.IE { return edit(forwardingRules(handoverTarget.String(), 0x777)) }
+	rules := func(edit func([]*ie.IE) []*ie.IE) []*ie.IE {
+		return edit(forwardingRules(handoverTarget.String(), 0x777))
+	}
 	for _, c := range []struct {
 		name  string
 		ies   []*ie.IE
