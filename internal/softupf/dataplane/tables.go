@@ -739,7 +739,7 @@ func (t *tables) setDefault(s *schema, tableID uint32, a *p4v1.Action) error {
 	case tLocalAddresses:
 		t.local.defHit = hit
 	case tUplinkTunnels:
-		t.uplink.def, t.uplink.defHit = act.uplinkTunnel(), hit || act.kind == aForwardIndirect
+		t.uplink.def, t.uplink.defHit = act.uplinkTunnel(), hit
 	case tTunnelEndpoints:
 		t.endpointDf = endpoint{n3: uint32(act.params[0]), junction: uint32(act.params[1]), ok: hit}
 	case tTunnelPeers:
