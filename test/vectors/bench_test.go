@@ -17,10 +17,16 @@ package vectors
 //	latency      the same downlink at a fixed 10 kpps: p50 / p99 from the sender's write to
 //	             the receiver's read, both user space in this process; the same over a bare
 //	             veth pair is the floor (what the measurement itself costs)
+//	users        the software UPFs only: 100,000 sessions installed beside the case's, each
+//	             as 198.18.0.1 is (its own user, usage cell and path state), and 10 kpps for
+//	             4 s, every other frame to one of 1,000 of them and the others to any of them,
+//	             at random: the JUNCTION paper's Fig. 9, latency as the users grow
 //	writes       3,000 tunnel_peers entries written in batches of 1, 100 and 1,000
 //
 // The targets (issue 30): the software UPF on AF_XDP >= 1 Mpps forwarded per core and >= 3x
-// AF_PACKET at 64 B; p99 <= 2x and p50 <= 3x bare veth's at 10 kpps. The generator is one core
+// AF_PACKET at 64 B; p99 <= 2x and p50 <= 3x bare veth's at 10 kpps; p99 with 100,000 users
+// <= 1.2x the p99 with 1,000 (-bench SoftUPF in internal/softupf/dataplane times the pipeline
+// alone, in memory, with as many users). The generator is one core
 // of two, shared with the target: forwarding rates above its own send rate cannot show, and on
 // veth the receiving side's kernel work (the XDP program, the copy into the UMEM) runs on the
 // sender's core.
@@ -30,9 +36,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,7 +59,28 @@ const (
 	benchLatency  = 2 * time.Second
 	benchEntries  = 3000
 	benchPeerBase = 100 // tunnel_peers indexes written: the topology uses 3
+
+	benchUsers    = 100_000
+	benchHotUsers = 1_000
+	benchUserBase = 1_000 // the users' first user index and usage cell: the cases use 1 to 7
 )
+
+// benchUserAddr is the session address of bench user i: 10.128.0.0/15 holds them.
+func benchUserAddr(i int) [4]byte { return [4]byte{10, byte(128 + i>>16), byte(i >> 8), byte(i)} }
+
+// latencies are one measurement's frames' latencies, sorted, and how many never came.
+type latencies struct {
+	lat  []time.Duration
+	lost int
+}
+
+// at is the q quantile (0 with nothing measured).
+func (l latencies) at(q float64) time.Duration {
+	if len(l.lat) == 0 {
+		return 0
+	}
+	return l.lat[int(q*float64(len(l.lat)-1))]
+}
 
 type targetResult struct {
 	name          string
@@ -59,7 +88,8 @@ type targetResult struct {
 	cores         [2]float64 // the target's CPU time over the blast's time: 0 when unknown
 	p50, p99      time.Duration
 	lost          int
-	writes        [3]float64 // entries per second at batch 1, 100, 1,000
+	users         [2]latencies // spread over benchHotUsers and over benchUsers sessions; empty for BMv2
+	writes        [3]float64   // entries per second at batch 1, 100, 1,000
 	writesBatches [3]int
 }
 
@@ -67,24 +97,21 @@ func BenchmarkTargets(b *testing.B) {
 	netns.Require(b)
 	floor50, floor99 := latencyFloor(b)
 	var results []targetResult
-	targets := []struct {
+	// users: the latency with users is measured on the software UPFs (BMv2 falls behind 10 kpps).
+	type target struct {
 		name  string
 		start func(testing.TB) (Config, int)
-	}{}
-	for _, kind := range portKinds {
-		targets = append(targets, struct {
-			name  string
-			start func(testing.TB) (Config, int)
-		}{"UPF " + kindLabel[kind], func(tb testing.TB) (Config, int) { return startSoftUPFProcess(tb, kind) }})
+		users bool
 	}
-	targets = append(targets, struct {
-		name  string
-		start func(testing.TB) (Config, int)
-	}{"BMv2", func(tb testing.TB) (Config, int) { return startBMv2(tb), 0 }})
-	for _, target := range targets {
-		b.Run(strings.ReplaceAll(target.name, " ", "_"), func(b *testing.B) {
-			cfg, pid := target.start(b)
-			results = append(results, measureTarget(b, target.name, cfg, pid))
+	var targets []target
+	for _, kind := range portKinds {
+		targets = append(targets, target{"UPF " + kindLabel[kind], func(tb testing.TB) (Config, int) { return startSoftUPFProcess(tb, kind) }, true})
+	}
+	targets = append(targets, target{"BMv2", func(tb testing.TB) (Config, int) { return startBMv2(tb), 0 }, false})
+	for _, t := range targets {
+		b.Run(strings.ReplaceAll(t.name, " ", "_"), func(b *testing.B) {
+			cfg, pid := t.start(b)
+			results = append(results, measureTarget(b, t.name, cfg, pid, t.users))
 		})
 	}
 	if len(results) != len(targets) {
@@ -133,6 +160,19 @@ func BenchmarkTargets(b *testing.B) {
 		fmt.Fprintf(&out, " %14d", r.lost)
 	}
 	fmt.Fprintln(&out)
+	for p, users := range []string{"1k", "100k"} {
+		for _, q := range []float64{0.50, 0.99} {
+			fmt.Fprintf(&out, "%-28s", fmt.Sprintf("p%.0f, %s users", 100*q, users))
+			for _, r := range results {
+				if len(r.users[p].lat) == 0 {
+					fmt.Fprintf(&out, " %14s", "-")
+				} else {
+					fmt.Fprintf(&out, " %14s", r.users[p].at(q).Round(time.Microsecond))
+				}
+			}
+			fmt.Fprintln(&out)
+		}
+	}
 	for i, batch := range []int{1, 100, 1000} {
 		row(fmt.Sprintf("entries/s, batch %d", batch), func(r targetResult) float64 { return r.writes[i] }, "%14.0f", true)
 	}
@@ -141,6 +181,9 @@ func BenchmarkTargets(b *testing.B) {
 		perCore(x.pps[0], x.cores[0])/perCore(p.pps[0], p.cores[0]))
 	fmt.Fprintf(&out, "targets at 10 kpps: AF_XDP p50 %.1fx bare veth (<= 3x: %s), p99 %.1fx (<= 2x: %s)\n",
 		float64(x.p50)/float64(floor50), met(x.p50 <= 3*floor50), float64(x.p99)/float64(floor99), met(x.p99 <= 2*floor99))
+	usersRatio := float64(x.users[1].at(0.99)) / float64(x.users[0].at(0.99))
+	fmt.Fprintf(&out, "targets with users: AF_XDP p99 at 100k users %.2fx 1k users' (<= 1.2x: %s; lost %d and %d)\n",
+		usersRatio, met(usersRatio <= 1.2), x.users[0].lost, x.users[1].lost)
 	fmt.Print(out.String())
 }
 
@@ -187,7 +230,7 @@ func cpuTime(pid int) (time.Duration, error) {
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on Linux).
 const clockTicks = 100
 
-func measureTarget(b *testing.B, name string, cfg Config, pid int) targetResult {
+func measureTarget(b *testing.B, name string, cfg Config, pid int, withUsers bool) targetResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	r, err := NewRunner(ctx, cfg)
@@ -211,7 +254,7 @@ func measureTarget(b *testing.B, name string, cfg Config, pid int) targetResult 
 	send := r.ports["n6"]
 	blaster := openBlaster(b, cfg, "t-n6")
 	for i, size := range []int{64, 1400} {
-		frame := downlinkFrame(size, 0)
+		frame := downlinkFrame(size, downlinkDst, 0)
 		rx0, err := rxPackets(cfg, "t-n3")
 		if err != nil {
 			b.Fatal(err)
@@ -247,7 +290,11 @@ func measureTarget(b *testing.B, name string, cfg Config, pid int) targetResult 
 		b.Fatal(err)
 	}
 	defer recv.Close()
-	res.p50, res.p99, res.lost = measureLatency(b, send, col)
+	l := measureLatency(b, send, col, int(benchLatency.Seconds()*benchRate), toSession)[0]
+	res.p50, res.p99, res.lost = l.at(0.50), l.at(0.99), l.lost
+	if withUsers {
+		res.users = usersLatency(ctx, b, cr, send, col)
+	}
 
 	// P4Runtime writes.
 	for i, batch := range []int{1, 100, 1000} {
@@ -317,36 +364,90 @@ func (bl *blaster) blast(frame []byte, d time.Duration) (int, time.Time) {
 	return int(bl.set.Stats()[0].TxPackets - sent0), start
 }
 
-// measureLatency sends numbered frames (the last 8 bytes) at benchRate on send and matches
-// what col receives: p50, p99 and how many never came.
-func measureLatency(b *testing.B, send PortIO, col *collector) (p50, p99 time.Duration, lost int) {
-	n := int(benchLatency.Seconds() * benchRate)
+// measureLatency sends n frames of 128 bytes at benchRate on send, numbered i in their last 8
+// bytes, and matches what col receives. Frame i goes to dsts[i % len(dsts)](), and each
+// destination's latencies come back apart: interleaved frame by frame, the destinations meet
+// any stall of the target or of the machine alike.
+func measureLatency(b *testing.B, send PortIO, col *collector, n int, dsts ...func() [4]byte) []latencies {
 	sentAt := make([]time.Time, n)
 	start := time.Now()
 	for i := range n {
 		// Sleep, not spin: a spinning sender would take a core from the target and the receiver.
 		time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / benchRate)))
+		frame := downlinkFrame(128, dsts[i%len(dsts)](), uint64(i))
 		sentAt[i] = time.Now()
-		if err := send.Send(downlinkFrame(128, uint64(i))); err != nil {
+		if err := send.Send(frame); err != nil {
 			b.Fatal(err)
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
 	got, _ := col.take()
-	var lat []time.Duration
+	out := make([]latencies, len(dsts))
 	for _, f := range got {
 		if len(f.frame) < 8 {
 			continue
 		}
 		if i := binary.BigEndian.Uint64(f.frame[len(f.frame)-8:]); i < uint64(n) {
-			lat = append(lat, f.at.Sub(sentAt[i]))
+			l := &out[i%uint64(len(dsts))]
+			l.lat = append(l.lat, f.at.Sub(sentAt[i]))
 		}
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	if len(lat) > 0 {
-		p50, p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	for d := range out {
+		slices.Sort(out[d].lat)
+		out[d].lost = (n+len(dsts)-1-d)/len(dsts) - len(out[d].lat) // frames d, d+len(dsts), ...
 	}
-	return p50, p99, n - len(lat)
+	return out
+}
+
+// toSession is the destination of the vectors' session, for measureLatency.
+func toSession() [4]byte { return downlinkDst }
+
+// usersLatency installs benchUsers sessions, each as the topology's 198.18.0.1 is but with its
+// own address, user index, usage cell and path state, and returns the latencies of frames to
+// one of the first benchHotUsers of them, at random, and of frames to any of them, sent
+// alternately.
+func usersLatency(ctx context.Context, b *testing.B, cr *caseRun, send PortIO, col *collector) [2]latencies {
+	var ups, regs []*p4v1.Update
+	for i := range benchUsers {
+		a := benchUserAddr(i)
+		te, err := cr.tableEntry(Entry{Table: "sessions", Match: map[string]any{"session_addr": net.IP(a[:]).String()},
+			Action: "set_session", Params: map[string]any{"user_idx": benchUserBase + i, "endpoint_idx": 1, "peer_idx": 3, "teid": 0x200,
+				"ue_addr_3gpp": "198.18.1.1", "ue_addr_non3gpp": "198.18.2.1", "gateway_non3gpp": "0.0.0.0", "teid_non3gpp": 0,
+				"usage_idx": benchUserBase + i}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ups = append(ups, update(p4v1.Update_INSERT, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}}))
+		for reg, v := range map[string]int{"rtt_3gpp": 2000, "rtt_non3gpp": 1000} {
+			r, idx, n, err := cr.registerCell(fmt.Sprintf("%s[%d]", reg, benchUserBase+i), v)
+			if err != nil {
+				b.Fatal(err)
+			}
+			regs = append(regs, update(p4v1.Update_MODIFY, &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
+				RegisterId: r.ID, Index: &p4v1.Index{Index: idx}, Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: bytestring(n, r.Width)}},
+			}}}))
+		}
+	}
+	for _, writes := range [][]*p4v1.Update{regs, ups} { // path state first: no packet meets a user without it
+		for k := 0; k < len(writes); k += 1000 {
+			if err := cr.r.client.write(ctx, writes[k:min(k+1000, len(writes))]...); err != nil {
+				b.Fatalf("installing %d users: %v", benchUsers, err)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	hot := func() [4]byte { return benchUserAddr(rng.IntN(benchHotUsers)) }
+	all := func() [4]byte { return benchUserAddr(rng.IntN(benchUsers)) }
+	l := measureLatency(b, send, col, 2*int(benchLatency.Seconds()*benchRate), hot, all)
+	for k := range ups {
+		ups[k].Type = p4v1.Update_DELETE
+	}
+	for k := 0; k < len(ups); k += 1000 { // in batches: one request would pass gRPC's 4 MB
+		if err := cr.r.client.write(ctx, ups[k:min(k+1000, len(ups))]...); err != nil {
+			b.Fatalf("deleting the users: %v", err)
+		}
+	}
+	return [2]latencies{l[0], l[1]}
 }
 
 // latencyFloor is measureLatency over a bare veth pair: what the test's own sender and
@@ -369,19 +470,23 @@ func latencyFloor(b *testing.B) (p50, p99 time.Duration) {
 	}
 	defer send.Close()
 	defer recv.Close()
-	p50, p99, _ = measureLatency(b, send, col)
-	return p50, p99
+	l := measureLatency(b, send, col, int(benchLatency.Seconds()*benchRate), toSession)[0]
+	return l.at(0.50), l.at(0.99)
 }
 
-// downlinkFrame is a UDP frame of size bytes from the data network to the vectors' session
-// 198.18.0.1 (docs: common/topology.yaml), numbered n in its last 8 bytes.
-func downlinkFrame(size int, n uint64) []byte {
+// downlinkDst is the vectors' session 198.18.0.1 (docs: common/topology.yaml).
+var downlinkDst = [4]byte{198, 18, 0, 1}
+
+// downlinkFrame is a UDP frame of size bytes from the data network to dst, numbered n in its
+// last 8 bytes.
+func downlinkFrame(size int, dst [4]byte, n uint64) []byte {
 	f := make([]byte, size)
 	copy(f, []byte{2, 0, 0, 0, 1, 6, 2, 0, 0, 0, 2, 6, 8, 0}) // to the UPF's n6 MAC
 	ip := f[14:34]
 	ip[0], ip[8], ip[9] = 0x45, 64, 17
 	binary.BigEndian.PutUint16(ip[2:], uint16(size-14))
-	copy(ip[12:], []byte{203, 0, 113, 10, 198, 18, 0, 1})
+	copy(ip[12:], []byte{203, 0, 113, 10})
+	copy(ip[16:], dst[:])
 	var sum uint32
 	for i := 0; i < 20; i += 2 {
 		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
