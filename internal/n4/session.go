@@ -153,6 +153,7 @@ func decodeEstablishment(ies []*ie.IE) (_ *establishment, err error) {
 	if err := q.rules.create(c); err != nil {
 		return q, err
 	}
+	q.rules.dropUnsetURRIDs()
 	if x := c.one(ie.UserID); x != nil {
 		if q.supi, err = supiOf(x); err != nil {
 			return q, err
@@ -563,10 +564,12 @@ func (r *Rules) modified(c children) (_ *Rules, err error) {
 			return nil, err
 		}
 	}
+	out.dropUnsetURRIDs()
 	return out, nil
 }
 
-// create decodes the Create PDR/FAR/QER/URR/MAR/BAR IEs into r; an ID that exists is refused.
+// create decodes the Create PDR/FAR/QER/URR/MAR/BAR IEs into r; an ID that exists is refused,
+// but for a URR the session had before the request, created again as it is (sameDefinition).
 func (r *Rules) create(c children) error {
 	if x := c.one(ie.CreateBAR); x != nil {
 		b, err := decodeBAR(x)
@@ -598,15 +601,23 @@ func (r *Rules) create(c children) error {
 		}
 		r.QERs[q.ID] = q
 	}
+	created := map[uint32]bool{}
 	for _, x := range c.all(ie.CreateURR) {
 		u, err := decodeURR(x, nil)
 		if err != nil {
 			return err
 		}
-		if r.URRs[u.ID] != nil {
+		if old := r.URRs[u.ID]; old != nil {
+			// OAI's SMF with enable_usage_reporting keeps its URR while the UE is idle and creates
+			// it again, unchanged, on the Service Request (smf_procedure.cpp, "Re-enable also old
+			// URR"): the URR goes on measuring. Twice in one request, or changed, is refused.
+			if !created[u.ID] && old.sameDefinition(u) {
+				continue
+			}
 			return ruleFailure(ie.RuleIDTypeURR, u.ID, "URR %d exists", u.ID)
 		}
 		r.URRs[u.ID] = u
+		created[u.ID] = true
 	}
 	for _, x := range c.all(ie.CreateMAR) {
 		m, err := decodeMAR(x, nil)

@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 	"time"
 
@@ -646,6 +647,38 @@ func (r *Rules) flowMembers() map[uint16]int {
 		return nil
 	}
 	return q.member
+}
+
+// sameDefinition reports whether u and v are one URR as the SMF defines it: the same IEs, none of
+// what the endpoint measured or derived since. A URR with a Quota Validity Time is never the same
+// (the time resolves once the URR starts).
+func (u *URR) sameDefinition(v *URR) bool {
+	def := func(x *URR) URR {
+		return URR{ID: x.ID, Volume: x.Volume, Duration: x.Duration, BeforeQoS: x.BeforeQoS, Period: x.Period,
+			TimeThreshold: x.TimeThreshold, VolumeThreshold: x.VolumeThreshold, VolumeQuota: x.VolumeQuota, TimeQuota: x.TimeQuota,
+			VolumeQuotaReport: x.VolumeQuotaReport, TimeQuotaReport: x.TimeQuotaReport, QuotaHoldingTime: x.QuotaHoldingTime,
+			ValidityReport: x.ValidityReport, HoldingReport: x.HoldingReport, StartReport: x.StartReport}
+	}
+	validity := func(x *URR) bool { return x.validity != nil || !x.QuotaValidUntil.IsZero() }
+	return !validity(u) && !validity(v) && reflect.DeepEqual(def(u), def(v))
+}
+
+// dropUnsetURRIDs takes URR ID 0 out of the PDRs that name it while the session has no URR 0.
+// OAI's SMF with enable_usage_reporting names its unset URR ID, 0, in every PDR it made no URR
+// for (smf_procedure.cpp, pfcp_create_pdr and pfcp_update_pdr): the gNB's downlink PDR, the
+// Service Request's. Any other URR the session lacks is refused (checkURRs). The PDRs are
+// copied: r may share them with the rules it was cloned from.
+func (r *Rules) dropUnsetURRIDs() {
+	if r.URRs[0] != nil {
+		return
+	}
+	for id, p := range r.PDRs {
+		if slices.Contains(p.URRIDs, 0) {
+			c := *p
+			c.URRIDs = slices.DeleteFunc(slices.Clone(p.URRIDs), func(u uint32) bool { return u == 0 })
+			r.PDRs[id] = &c
+		}
+	}
 }
 
 // checkURRs refuses PDRs naming URRs the session does not have, and URRs that measure a part of

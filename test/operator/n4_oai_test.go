@@ -275,3 +275,95 @@ func TestN4OAIsQERs(t *testing.T) {
 		t.Errorf("the downlink left as %x, want a G-PDU into TEID %#x with QFI 1", out, teid)
 	}
 }
+
+// oaiURR is OAI's URR with enable_usage_reporting (smf_procedure.cpp, pfcp_create_urr): volume
+// and duration, a measurement period of 10 s, PERIO, VOLTH and TIMTH, 1,000 bytes downlink, 5 s.
+func oaiURR(id uint32) *ie.IE {
+	return ie.NewCreateURR(ie.NewURRID(id), ie.NewMeasurementMethod(0, 1, 1), ie.NewMeasurementPeriod(10*time.Second),
+		ie.NewReportingTriggers(0x07, 0x00), ie.NewTimeThreshold(5*time.Second), ie.NewVolumeThreshold(0x04, 0, 0, 1000))
+}
+
+// TestN4OAIsUsageReporting: with enable_usage_reporting, OAI's SMF names its URR from the
+// establishment's uplink PDR only; the gNB's downlink PDR and the Service Request's name URR 0,
+// an ID it never created (its unset one); it keeps the URR while the UE is idle and creates it
+// again, unchanged, on the Service Request. Every request is accepted, both ways go before and
+// after the idle period, and the URR's reports (its own triggers' and the deletion's) add up to
+// the uplink that left the data plane, to the byte, and no downlink: only the uplink PDR names it
+// (TS 29.244 §5.2.2: a URR measures the traffic of the PDRs that name it).
+func TestN4OAIsUsageReporting(t *testing.T) {
+	ctx := context.Background()
+	ue, gnb, teid := netip.MustParseAddr("10.60.0.19"), netip.MustParseAddr("198.51.100.23"), uint32(0x5d)
+	r := newN4Rig(t, func(n *junctionv1.N4) { n.SMFRestartDetection = junctionv1.SMFRestartOnAssociation }, nil)
+	r.associate(t)
+	var up sentUsage // what the URR measures: the uplink
+	uplinkAndDownlink := func(ulTEID uint32) {
+		t.Helper()
+		for range 3 {
+			if err := up.forward(t, r.u, oaiGPDU(ue, gnb, ulTEID), true); err != nil {
+				t.Fatalf("uplink: %v", err)
+			}
+			if out := r.u.forward(t, downlinkFrames(ue, 1)[0]); len(out) != 1 {
+				t.Fatalf("downlink: %d frames left", len(out))
+			}
+		}
+	}
+	accepted := func(what string, m *smf.Response, err error) *smf.Response {
+		t.Helper()
+		if err != nil || m.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("%s: %v, cause %d (%s)", what, err, m.Cause(), why(m))
+		}
+		return m
+	}
+
+	cp := r.smf.NewCPSEID()
+	est, resp := establishAs(t, r, "OAI", cp, append(oaiEstablishment(r.smf, cp, ue, ie.NewURRID(1)), oaiURR(1)))
+	ulTEID := createdTEID(t, resp)
+	eventually(t, programTimeout, "the uplink", func() error { return up.forward(t, r.u, oaiGPDU(ue, gnb, ulTEID), true) })
+	m, err := r.smf.Modify(ctx, est, oaiDownlink(ue, gnb, teid, 2, ie.NewURRID(0))...)
+	accepted("the gNB's downlink PDR naming URR 0", m, err)
+	eventually(t, programTimeout, "the downlink", func() error {
+		if out := r.u.forward(t, downlinkFrames(ue, 1)[0]); len(out) != 1 {
+			return fmt.Errorf("%d frames left", len(out))
+		}
+		return nil
+	})
+	uplinkAndDownlink(ulTEID)
+
+	m, err = r.smf.Modify(ctx, est, ie.NewRemovePDR(ie.NewPDRID(1)), ie.NewRemovePDR(ie.NewPDRID(2)),
+		ie.NewRemoveFAR(ie.NewFARID(1)), ie.NewRemoveFAR(ie.NewFARID(2)))
+	accepted("the idle UE's PDRs and FARs removed, the URR kept", m, err)
+	m, err = r.smf.Modify(ctx, est, append(oaiUplink(ue, 3, ie.NewURRID(1)), oaiURR(1))...)
+	ulTEID = createdTEID(t, accepted("the Service Request's uplink, URR 1 created again", m, err))
+	eventually(t, programTimeout, "the uplink after the Service Request", func() error {
+		return up.forward(t, r.u, oaiGPDU(ue, gnb, ulTEID), true)
+	})
+	m, err = r.smf.Modify(ctx, est, oaiDownlink(ue, gnb, teid, 4, ie.NewURRID(0))...)
+	accepted("the Service Request's downlink PDR naming URR 0", m, err)
+	eventually(t, programTimeout, "the downlink after the Service Request", func() error {
+		if out := r.u.forward(t, downlinkFrames(ue, 1)[0]); len(out) != 1 {
+			return fmt.Errorf("%d frames left", len(out))
+		}
+		return nil
+	})
+	uplinkAndDownlink(ulTEID)
+
+	d, err := r.smf.Delete(ctx, est)
+	if err != nil || d.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("deletion: %v, cause %d", err, d.Cause())
+	}
+	var got smf.UsageReport // every report of URR 1, added up
+	reports := usageReports(t, d.IEs, 1)
+	for _, rep := range r.smf.Reports() {
+		reports = append(reports, usageReports(t, rep.IEs, 1)...)
+	}
+	for _, u := range reports {
+		if u.URRID != 1 {
+			t.Errorf("a report of URR %d, want URR 1's only", u.URRID)
+		}
+		got.Uplink, got.UplinkPackets, got.Downlink, got.DLPackets = got.Uplink+u.Uplink, got.UplinkPackets+u.UplinkPackets, got.Downlink+u.Downlink, got.DLPackets+u.DLPackets
+	}
+	if got.Uplink != up.Uplink || got.UplinkPackets != up.UplinkPackets || got.Downlink != 0 || got.DLPackets != 0 {
+		t.Errorf("URR 1's %d reports add up to %d B / %d packets up and %d B / %d down; want the uplink that left, %d B / %d packets, and no downlink",
+			len(reports), got.Uplink, got.UplinkPackets, got.Downlink, got.DLPackets, up.Uplink, up.UplinkPackets)
+	}
+}

@@ -306,7 +306,7 @@ func completeOAISession(t *testing.T, r n4Rig, c *sentUsage, est *smf.Establishe
 // cells (docs/pipeline.md, "Usage counters"), yet the URR measures what left the data plane
 // before the idle period and after it, to the byte, and nothing of what the idle session dropped
 // (docs/n4.md). The URR reports at deletion only (no trigger), so that report holds the whole
-// session; every PDR names it (OAI's later PDRs name URR 0, which Junction refuses).
+// session; every PDR names it (OAI's later PDRs name URR 0: TestN4OAIsUsageReporting).
 func TestN4UsageAcrossAnIdlePeriod(t *testing.T) {
 	ctx := context.Background()
 	ue, gnb, teid := netip.MustParseAddr("10.60.0.17"), netip.MustParseAddr("198.51.100.21"), uint32(0x5b)
