@@ -317,35 +317,27 @@ func TestN4OAIsUsageReporting(t *testing.T) {
 
 	cp := r.smf.NewCPSEID()
 	est, resp := establishAs(t, r, "OAI", cp, append(oaiEstablishment(r.smf, cp, ue, ie.NewURRID(1)), oaiURR(1)))
-	ulTEID := createdTEID(t, resp)
-	eventually(t, programTimeout, "the uplink", func() error { return up.forward(t, r.u, oaiGPDU(ue, gnb, ulTEID), true) })
-	m, err := r.smf.Modify(ctx, est, oaiDownlink(ue, gnb, teid, 2, ie.NewURRID(0))...)
-	accepted("the gNB's downlink PDR naming URR 0", m, err)
-	eventually(t, programTimeout, "the downlink", func() error {
-		if out := r.u.forward(t, downlinkFrames(ue, 1)[0]); len(out) != 1 {
-			return fmt.Errorf("%d frames left", len(out))
-		}
-		return nil
-	})
-	uplinkAndDownlink(ulTEID)
-
-	m, err = r.smf.Modify(ctx, est, ie.NewRemovePDR(ie.NewPDRID(1)), ie.NewRemovePDR(ie.NewPDRID(2)),
+	// connected waits until the uplink on ulTEID goes, gives the session the gNB's downlink PDR
+	// with ID id naming URR 0, waits until the downlink goes, and sends three packets each way.
+	connected := func(what string, ulTEID uint32, id uint16) {
+		t.Helper()
+		eventually(t, programTimeout, what+": the uplink", func() error { return up.forward(t, r.u, oaiGPDU(ue, gnb, ulTEID), true) })
+		m, err := r.smf.Modify(ctx, est, oaiDownlink(ue, gnb, teid, id, ie.NewURRID(0))...)
+		accepted(what+": the gNB's downlink PDR naming URR 0", m, err)
+		eventually(t, programTimeout, what+": the downlink", func() error {
+			if out := r.u.forward(t, downlinkFrames(ue, 1)[0]); len(out) != 1 {
+				return fmt.Errorf("%d frames left", len(out))
+			}
+			return nil
+		})
+		uplinkAndDownlink(ulTEID)
+	}
+	connected("at establishment", createdTEID(t, resp), 2)
+	m, err := r.smf.Modify(ctx, est, ie.NewRemovePDR(ie.NewPDRID(1)), ie.NewRemovePDR(ie.NewPDRID(2)),
 		ie.NewRemoveFAR(ie.NewFARID(1)), ie.NewRemoveFAR(ie.NewFARID(2)))
 	accepted("the idle UE's PDRs and FARs removed, the URR kept", m, err)
 	m, err = r.smf.Modify(ctx, est, append(oaiUplink(ue, 3, ie.NewURRID(1)), oaiURR(1))...)
-	ulTEID = createdTEID(t, accepted("the Service Request's uplink, URR 1 created again", m, err))
-	eventually(t, programTimeout, "the uplink after the Service Request", func() error {
-		return up.forward(t, r.u, oaiGPDU(ue, gnb, ulTEID), true)
-	})
-	m, err = r.smf.Modify(ctx, est, oaiDownlink(ue, gnb, teid, 4, ie.NewURRID(0))...)
-	accepted("the Service Request's downlink PDR naming URR 0", m, err)
-	eventually(t, programTimeout, "the downlink after the Service Request", func() error {
-		if out := r.u.forward(t, downlinkFrames(ue, 1)[0]); len(out) != 1 {
-			return fmt.Errorf("%d frames left", len(out))
-		}
-		return nil
-	})
-	uplinkAndDownlink(ulTEID)
+	connected("after the Service Request", createdTEID(t, accepted("the Service Request's uplink, URR 1 created again", m, err)), 4)
 
 	d, err := r.smf.Delete(ctx, est)
 	if err != nil || d.Cause() != ie.CauseRequestAccepted {
