@@ -295,18 +295,7 @@ func TestN4OAIsUsageReporting(t *testing.T) {
 	ue, gnb, teid := netip.MustParseAddr("10.60.0.19"), netip.MustParseAddr("198.51.100.23"), uint32(0x5d)
 	r := newN4Rig(t, func(n *junctionv1.N4) { n.SMFRestartDetection = junctionv1.SMFRestartOnAssociation }, nil)
 	r.associate(t)
-	var up sentUsage // what the URR measures: the uplink
-	uplinkAndDownlink := func(ulTEID uint32) {
-		t.Helper()
-		for range 3 {
-			if err := up.forward(t, r.u, oaiGPDU(ue, gnb, ulTEID), true); err != nil {
-				t.Fatalf("uplink: %v", err)
-			}
-			if out := r.u.forward(t, downlinkFrames(ue, 1)[0]); len(out) != 1 {
-				t.Fatalf("downlink: %d frames left", len(out))
-			}
-		}
-	}
+	var sent sentUsage // what left the data plane, both ways; the URR measures the uplink of it
 	accepted := func(what string, m *smf.Response, err error) *smf.Response {
 		t.Helper()
 		if err != nil || m.Cause() != ie.CauseRequestAccepted {
@@ -318,19 +307,15 @@ func TestN4OAIsUsageReporting(t *testing.T) {
 	cp := r.smf.NewCPSEID()
 	est, resp := establishAs(t, r, "OAI", cp, append(oaiEstablishment(r.smf, cp, ue, ie.NewURRID(1)), oaiURR(1)))
 	// connected waits until the uplink on ulTEID goes, gives the session the gNB's downlink PDR
-	// with ID id naming URR 0, waits until the downlink goes, and sends three packets each way.
+	// with ID id naming URR 0, waits until the downlink goes, and sends three packets each way;
+	// sent counts what left.
 	connected := func(what string, ulTEID uint32, id uint16) {
 		t.Helper()
-		eventually(t, programTimeout, what+": the uplink", func() error { return up.forward(t, r.u, oaiGPDU(ue, gnb, ulTEID), true) })
+		eventually(t, programTimeout, what+": the uplink", func() error { return sent.forward(t, r.u, oaiGPDU(ue, gnb, ulTEID), true) })
 		m, err := r.smf.Modify(ctx, est, oaiDownlink(ue, gnb, teid, id, ie.NewURRID(0))...)
 		accepted(what+": the gNB's downlink PDR naming URR 0", m, err)
-		eventually(t, programTimeout, what+": the downlink", func() error {
-			if out := r.u.forward(t, downlinkFrames(ue, 1)[0]); len(out) != 1 {
-				return fmt.Errorf("%d frames left", len(out))
-			}
-			return nil
-		})
-		uplinkAndDownlink(ulTEID)
+		eventually(t, programTimeout, what+": the downlink", func() error { return sent.forward(t, r.u, downlinkFrames(ue, 1)[0], false) })
+		sent.uplinkAndDownlink(t, r.u, ue, gnb, ulTEID, 3)
 	}
 	connected("at establishment", createdTEID(t, resp), 2)
 	m, err := r.smf.Modify(ctx, est, ie.NewRemovePDR(ie.NewPDRID(1)), ie.NewRemovePDR(ie.NewPDRID(2)),
@@ -354,8 +339,8 @@ func TestN4OAIsUsageReporting(t *testing.T) {
 		}
 		got.Uplink, got.UplinkPackets, got.Downlink, got.DLPackets = got.Uplink+u.Uplink, got.UplinkPackets+u.UplinkPackets, got.Downlink+u.Downlink, got.DLPackets+u.DLPackets
 	}
-	if got.Uplink != up.Uplink || got.UplinkPackets != up.UplinkPackets || got.Downlink != 0 || got.DLPackets != 0 {
+	if got.Uplink != sent.Uplink || got.UplinkPackets != sent.UplinkPackets || got.Downlink != 0 || got.DLPackets != 0 {
 		t.Errorf("URR 1's %d reports add up to %d B / %d packets up and %d B / %d down; want the uplink that left, %d B / %d packets, and no downlink",
-			len(reports), got.Uplink, got.UplinkPackets, got.Downlink, got.DLPackets, up.Uplink, up.UplinkPackets)
+			len(reports), got.Uplink, got.UplinkPackets, got.Downlink, got.DLPackets, sent.Uplink, sent.UplinkPackets)
 	}
 }
