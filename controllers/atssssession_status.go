@@ -68,9 +68,9 @@ func (r *ATSSSSessionReconciler) pathStatus(s *junctionv1.ATSSSSession, rt *upfR
 		return
 	}
 	st := &s.Status
-	legs := map[contract.Access]bool{
-		contract.Access3GPP:    s.Spec.AccessLegs.ThreeGPP != nil,
-		contract.AccessNon3GPP: s.Spec.AccessLegs.NonThreeGPP != nil,
+	legs := map[contract.Access]bool{ // an inactive leg (dropDownlink) has no path to show
+		contract.Access3GPP:    s.Spec.AccessLegs.ThreeGPP != nil && !s.Spec.AccessLegs.ThreeGPP.DropDownlink,
+		contract.AccessNon3GPP: s.Spec.AccessLegs.NonThreeGPP != nil && !s.Spec.AccessLegs.NonThreeGPP.DropDownlink,
 	}
 	path := func(a contract.Access) *junctionv1.PathStatus {
 		if !legs[a] {

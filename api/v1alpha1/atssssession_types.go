@@ -63,6 +63,8 @@ type ThreeGPPLeg struct {
 	// establishes every session so until the gNB has given its tunnel) or that has no downlink
 	// PDR (OAI's SMF sends it with the gNB's tunnel), has the UPF drop the session's downlink,
 	// counted as FILTERED; the uplink still goes, if the session has an uplink TEID (docs/n4.md).
+	// On a MultiAccess session it marks the leg inactive, as on the non-3GPP leg: the UPF
+	// installs nothing for it (docs/n4.md, "An access not active").
 	// +optional
 	DropDownlink bool `json:"dropDownlink,omitempty"`
 
@@ -147,6 +149,14 @@ type NonThreeGPPLeg struct {
 	// +kubebuilder:validation:Maximum=4294967295
 	// +optional
 	DownlinkTEID int64 `json:"downlinkTEID,omitempty"`
+
+	// dropDownlink marks the leg inactive: its SMF has not given its tunnel, or the UE is not
+	// reachable on that access for now (over N4, a MAR's FAR for this access that buffers, drops
+	// or has no Outer Header Creation). The UPF installs nothing for it, so the downlink goes
+	// over the other access and uplink on this one is not taken (docs/n4.md, "An access not
+	// active").
+	// +optional
+	DropDownlink bool `json:"dropDownlink,omitempty"`
 }
 
 // OverN3 says whether the leg reaches the UPF through an access gateway's GTP-U tunnel.
@@ -187,7 +197,6 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'SingleAccess' || (has(self.accessLegs.threeGPP) && !has(self.accessLegs.nonThreeGPP) && self.accessLegs.threeGPP.ueAddress == self.sessionAddress && !has(self.policyRefs) && !has(self.policySelector) && !has(self.modeOverride) && !has(self.policySteering))",message="a SingleAccess session has a 3GPP leg only, whose ueAddress is the sessionAddress, and no steering (policies or overrides)"
 // +kubebuilder:validation:XValidation:rule="!has(self.policySteering) || self.policySteering.all(p, has(self.policyRefs) && self.policyRefs.exists(r, r.name == p.name))",message="every policySteering name must be in policyRefs"
 // +kubebuilder:validation:XValidation:rule="!has(self.accessLegs.threeGPP) || !has(self.accessLegs.threeGPP.bufferDownlink) || !self.accessLegs.threeGPP.bufferDownlink || (has(self.type) && self.type == 'SingleAccess')",message="bufferDownlink is for SingleAccess sessions: an MA PDU session's downlink has a second access to take",fieldPath=".accessLegs.threeGPP.bufferDownlink"
-// +kubebuilder:validation:XValidation:rule="!has(self.accessLegs.threeGPP) || !has(self.accessLegs.threeGPP.dropDownlink) || !self.accessLegs.threeGPP.dropDownlink || (has(self.type) && self.type == 'SingleAccess')",message="dropDownlink is for SingleAccess sessions",fieldPath=".accessLegs.threeGPP.dropDownlink"
 // +kubebuilder:validation:XValidation:rule="!has(self.qosFlows) || (has(self.qfi) && self.qosFlows.all(f, f.qfi != self.qfi && self.qosFlows.exists_one(g, g.qfi == f.qfi)))",message="qosFlows need the session's qfi, and every flow a QFI of its own: neither the session's nor another flow's",fieldPath=".qosFlows"
 type ATSSSSessionSpec struct {
 	// ue is the user equipment.

@@ -250,6 +250,53 @@ func TestSessionEntries(t *testing.T) {
 			t.Errorf("set_session %+v, want gateway_non3gpp 198.51.100.20 and teid_non3gpp 0x3002", se.Params)
 		}
 	})
+	t.Run("an inactive leg gets nothing: no uplink TEID, no QFI tunnel, its address 0 in set_session", func(t *testing.T) {
+		// docs/n4.md, "An access not active": the UPF installs nothing for a dropDownlink leg of
+		// an MA PDU session, so steering finds it unavailable (docs/pipeline.md: a leg is present
+		// when its UE address is non-zero) and no uplink comes in on it.
+		s := session(nil, games)
+		s.Spec.QFI = 9
+		s.Spec.AccessLegs.ThreeGPP = &junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.1", DropDownlink: true}
+		s.PeerIndex = 0 // no gNB: no tunnel peer (sessionNeeds)
+		s.Spec.AccessLegs.NonThreeGPP = &junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWireline, UEAddress: "203.0.113.11",
+			GatewayAddress: "198.51.100.20", UplinkTEID: 0x3001, DownlinkTEID: 0x3002}
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(es); got["sessions"] != 1 || got["uplink_tunnels"] != 1 || got["tunnel_qfis"] != 1 {
+			t.Fatalf("tables %v, want the sessions entry and the non-3GPP leg's uplink TEID and QFI tunnel only", got)
+		}
+		var se Entry
+		for _, e := range es {
+			switch e.Table {
+			case "sessions":
+				se = e
+			case "uplink_tunnels":
+				if !bytes.Equal(e.Match[0].Value, []byte{0, 0, 0x30, 0x01}) {
+					t.Errorf("uplink TEID %x, want only the non-3GPP leg's 0x3001", e.Match[0].Value)
+				}
+			}
+		}
+		want := [][]byte{{0, 0, 0, 5}, {0}, {0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {203, 0, 113, 11}, {198, 51, 100, 20}, {0, 0, 0x30, 0x02}, {0, 0, 0, 9}}
+		for i, w := range want {
+			if !bytes.Equal(se.Params[i].Value, w) {
+				t.Errorf("set_session param %s = %v, want %v", se.Params[i].Name, se.Params[i].Value, w)
+			}
+		}
+		s.Spec.AccessLegs.NonThreeGPP.DropDownlink = true
+		if es, err = SessionEntries(s); err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(es); got["sessions"] != 1 || got["uplink_tunnels"] != 0 || got["tunnel_qfis"] != 0 {
+			t.Fatalf("both legs inactive: tables %v, want the sessions entry alone", got)
+		}
+		for _, e := range es {
+			if e.Table == "sessions" && (!bytes.Equal(e.Params[4].Value, []byte{0, 0, 0, 0}) || !bytes.Equal(e.Params[5].Value, []byte{0, 0, 0, 0})) {
+				t.Errorf("both legs inactive: set_session %+v, want both UE addresses 0 (the downlink finds no path: NO_PATH)", e.Params)
+			}
+		}
+	})
 	t.Run("an indirect forwarding tunnel adds its TEID, forward_indirect without parameters", func(t *testing.T) {
 		// docs/pipeline.md: uplink_tunnels (teid) -> forward_indirect(); the target gNB is the
 		// controller's to know, not the pipeline's.

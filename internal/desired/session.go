@@ -84,7 +84,9 @@ func multiAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	var ue3, ueN, gwN = netip.IPv4Unspecified(), netip.IPv4Unspecified(), netip.IPv4Unspecified()
 	var teidDown, teidDownN uint32
 	var out []Entry
-	if leg := spec.AccessLegs.ThreeGPP; leg != nil {
+	// An inactive leg (dropDownlink) gets nothing: with its UE address 0 in `sessions` steering
+	// does not choose it, and without its uplink TEID nothing comes in on it.
+	if leg := spec.AccessLegs.ThreeGPP; leg != nil && !leg.DropDownlink {
 		if ue3, err = parseAddr("accessLegs.threeGPP.ueAddress", string(leg.UEAddress)); err != nil {
 			return nil, err
 		}
@@ -99,7 +101,7 @@ func multiAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 		}
 		out = append(out, qfis...)
 	}
-	if leg := spec.AccessLegs.NonThreeGPP; leg != nil {
+	if leg := spec.AccessLegs.NonThreeGPP; leg != nil && !leg.DropDownlink {
 		if ueN, err = parseAddr("accessLegs.nonThreeGPP.ueAddress", string(leg.UEAddress)); err != nil {
 			return nil, err
 		}

@@ -96,11 +96,13 @@ func (a access) api() junctionv1.Access {
 	return junctionv1.AccessNon3GPP
 }
 
-// leg is what the FARs and PDRs say of one access.
+// leg is what the FARs and PDRs say of one access. An inactive one's FAR buffers, drops or has
+// no tunnel yet: the access carries nothing for now (docs/n4.md, "An access not active").
 type leg struct {
-	far  uint32
-	ohc  OHC
-	kind junctionv1.NonThreeGPPType
+	far      uint32
+	ohc      OHC
+	kind     junctionv1.NonThreeGPPType
+	inactive bool
 }
 
 // gtpu says whether the leg runs over GTP-U: the 3GPP leg always, a non-3GPP one from an access
@@ -204,6 +206,7 @@ func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr,
 
 	// The legs: each MAR's AFAIs name the FARs of the two accesses; all MARs must agree.
 	var legs [2]*leg
+	accessOf := map[uint32]access{} // each MAR's FAR, by the access it serves
 	for _, p := range down {
 		m := r.MARs[*p.MARID]
 		for i, a := range m.AFAI {
@@ -214,12 +217,13 @@ func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr,
 			if err != nil {
 				return nil, err
 			}
-			if o := legs[acc]; o != nil && o.ohc != l.ohc {
-				return nil, ruleFailure(ruleTypeMAR, uint32(m.ID), "MAR %d sends %s traffic through FAR %d, another MAR through FAR %d with another outer header: a session has one leg per access", m.ID, acc.api(), l.far, o.far)
+			if o := legs[acc]; o != nil && (o.ohc != l.ohc || o.inactive != l.inactive) {
+				return nil, ruleFailure(ruleTypeMAR, uint32(m.ID), "MAR %d sends %s traffic through FAR %d, another MAR through FAR %d with another outer header or action: a session has one leg per access, active or not", m.ID, acc.api(), l.far, o.far)
 			}
-			legs[acc] = l
+			legs[acc], accessOf[a.FARID] = l, acc
 		}
 	}
+	active := func(acc access) bool { return legs[acc] != nil && !legs[acc].inactive }
 
 	// Uplink: a leg over GTP-U (3GPP, or non-3GPP from an N3IWF, TNGF or W-AGF) takes its TEID and
 	// UE address from the PDR with an F-TEID whose 3GPP Interface Type names the access (none:
@@ -240,7 +244,7 @@ func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr,
 			if p.SourceType != nil && (*p.SourceType == itypeN3TrustedNon3GPP || *p.SourceType == itypeN3UntrustedNon3GPP) {
 				acc = accessNon3GPP
 			}
-			if l := legs[acc]; l != nil && !l.gtpu() {
+			if l := legs[acc]; active(acc) && !l.gtpu() {
 				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d has an F-TEID on %s access, whose FAR sends plain UDP/IPv4: a leg is over GTP-U both ways or neither", p.ID, acc.api())
 			}
 			if !p.UEIP.IsValid() {
@@ -251,7 +255,9 @@ func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr,
 			}
 			ul[acc], ulTEID[acc] = p, teid
 		case p.OHR != nil && *p.OHR == ohrUDPv4:
-			if l := legs[accessNon3GPP]; l == nil || l.gtpu() || (p.UEIP.IsValid() && p.UEIP != l.ohc.Addr) {
+			if l := legs[accessNon3GPP]; l != nil && l.inactive {
+				ul[accessNon3GPP] = p // the leg's UE address, if the PDR gives it
+			} else if l == nil || l.gtpu() || (p.UEIP.IsValid() && p.UEIP != l.ohc.Addr) {
 				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "uplink PDR %d (UDP/IPv4 removed) does not match the non-3GPP FAR of the session's MARs", p.ID)
 			}
 		default:
@@ -262,19 +268,29 @@ func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr,
 		return nil, ruleFailure(ie.RuleIDTypePDR, uint32(ul[accessNon3GPP].ID), "uplink PDRs %d and %d share TEID %#x: the TEID tells which leg a packet came on", ul[access3GPP].ID, ul[accessNon3GPP].ID, ulTEID[access3GPP])
 	}
 	for acc, l := range legs {
-		if l != nil && l.gtpu() && ul[acc] == nil {
+		if active(access(acc)) && l.gtpu() && ul[acc] == nil {
 			return nil, refuse(CauseConditionalIEMissing, ie.FTEID, "the MARs send on %s access over GTP-U but no uplink PDR from it has an F-TEID", access(acc).api())
+		}
+		// An inactive leg keeps the UE's address on it (its uplink PDR's UE IP Address) and
+		// nothing more: no tunnel, no TEID in the object until its FAR forwards again.
+		if l != nil && l.inactive && (ul[acc] == nil || !ul[acc].UEIP.IsValid()) {
+			return nil, ruleFailure(ie.RuleIDTypeFAR, l.far, "FAR %d of %s access does not forward yet, and no uplink PDR from that access gives the UE's address on it", l.far, access(acc).api())
 		}
 	}
 	if l := legs[access3GPP]; l != nil {
-		spec.AccessLegs.ThreeGPP = &junctionv1.ThreeGPPLeg{
-			UEAddress: junctionv1.IPv4Address(ul[access3GPP].UEIP.String()), GNBAddress: junctionv1.IPv4Address(l.ohc.Addr.String()),
-			UplinkTEID: int64(ulTEID[access3GPP]), DownlinkTEID: int64(l.ohc.TEID),
+		leg := &junctionv1.ThreeGPPLeg{UEAddress: junctionv1.IPv4Address(ul[access3GPP].UEIP.String()), DropDownlink: l.inactive}
+		if !l.inactive {
+			leg.GNBAddress, leg.DownlinkTEID = junctionv1.IPv4Address(l.ohc.Addr.String()), int64(l.ohc.TEID)
+			leg.UplinkTEID = int64(ulTEID[access3GPP])
 		}
+		spec.AccessLegs.ThreeGPP = leg
 	}
 	if l := legs[accessNon3GPP]; l != nil {
 		n := &junctionv1.NonThreeGPPLeg{Type: l.kind, UEAddress: junctionv1.IPv4Address(l.ohc.Addr.String())}
-		if l.gtpu() { // over N3: the UE's address from its uplink PDR, the gateway from the FAR
+		switch {
+		case l.inactive:
+			n.UEAddress, n.DropDownlink = junctionv1.IPv4Address(ul[accessNon3GPP].UEIP.String()), true
+		case l.gtpu(): // over N3: the UE's address from its uplink PDR, the gateway from the FAR
 			n.UEAddress = junctionv1.IPv4Address(ul[accessNon3GPP].UEIP.String())
 			n.GatewayAddress = junctionv1.IPv4Address(l.ohc.Addr.String())
 			n.UplinkTEID, n.DownlinkTEID = int64(ulTEID[accessNon3GPP]), int64(l.ohc.TEID)
@@ -290,7 +306,7 @@ func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr,
 	steered := map[string]bool{}
 	sort.SliceStable(down, func(i, j int) bool { return down[i].Precedence < down[j].Precedence })
 	for _, p := range down {
-		mode, th, err := steering(r.MARs[*p.MARID], legs)
+		mode, th, err := steering(r.MARs[*p.MARID], accessOf)
 		if err != nil {
 			return nil, err
 		}
@@ -529,8 +545,8 @@ func downlinkMode(f *FAR) uint8 {
 // sameOHC: both absent, or both the same tunnel.
 func sameOHC(a, b *OHC) bool { return a == b || a != nil && b != nil && *a == *b }
 
-// notBuffering refuses BUFF on a FAR Junction cannot hold packets for: an MA PDU session's (its
-// downlink has a second access to take) or an uplink one.
+// notBuffering refuses BUFF on a FAR Junction cannot hold packets for: an uplink one, or an
+// indirect forwarding one. (A MAR's FAR that buffers makes its access inactive: legOf.)
 func notBuffering(f *FAR, what string) error {
 	if f != nil && f.Action&actBuff != 0 {
 		return refuse(CauseServiceNotSupported, ie.ApplyAction, "Apply Action of FAR %d: BUFF on %s is not supported (only a single-access session's downlink buffers)", f.ID, what)
@@ -700,14 +716,15 @@ func checkRefs(r *Rules, p *PDR) error {
 // legOf reads which access a MAR's FAR serves and how: by its 3GPP Interface Type when sent,
 // else by position (AFAI 1 is 3GPP, AFAI 2 non-3GPP, as Rel-16 named them). The 3GPP leg is
 // GTP-U toward the gNB; the non-3GPP leg GTP-U toward its access gateway (N3IWF, TNGF, W-AGF),
-// whose access gateways says, or plain UDP/IPv4 toward the UE's address on that access.
+// whose access gateways says, or plain UDP/IPv4 toward the UE's address on that access. A FAR
+// that buffers, drops, or forwards without Outer Header Creation makes the leg inactive: the SMF
+// has no tunnel for that access yet (an establishment before the access node answers) or the
+// UE's user plane there is deactivated (idle on 3GPP, gone from WiFi).
 func legOf(f *FAR, position int, gateways map[netip.Addr]junctionv1.NonThreeGPPType) (*leg, access, error) {
 	id := f.ID
-	if err := notBuffering(f, "a MAR's FAR"); err != nil {
-		return nil, 0, err
-	}
-	if f.Action != actForw || f.Dest == nil || *f.Dest != ifaceAccess || f.OHC == nil {
-		return nil, 0, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d of a MAR must forward to Access with Outer Header Creation", id)
+	inactive := f.Action&(actBuff|actDrop) != 0 || f.OHC == nil
+	if f.Dest != nil && *f.Dest != ifaceAccess || !inactive && f.Dest == nil {
+		return nil, 0, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d of a MAR must forward to Access", id)
 	}
 	acc := access(position)
 	kind := junctionv1.NonThreeGPPWiFi
@@ -720,6 +737,9 @@ func legOf(f *FAR, position int, gateways map[netip.Addr]junctionv1.NonThreeGPPT
 		default:
 			return nil, 0, ruleFailure(ie.RuleIDTypeFAR, id, "FAR %d: 3GPP Interface Type %d is not an N3 access", id, *f.DestType)
 		}
+	}
+	if inactive { // no gateway to read the access from: an inactive leg says WiFi
+		return &leg{far: id, kind: kind, inactive: true}, acc, nil
 	}
 	switch {
 	case acc == access3GPP && f.OHC.Desc != ohcGTPUv4:
@@ -737,8 +757,9 @@ func legOf(f *FAR, position int, gateways map[netip.Addr]junctionv1.NonThreeGPPT
 	return &leg{far: id, ohc: o, kind: kind}, acc, nil
 }
 
-// steering maps a MAR onto a Junction steering mode and Rel-17 thresholds.
-func steering(m *MAR, legs [2]*leg) (*junctionv1.SteeringMode, *junctionv1.Thresholds, error) {
+// steering maps a MAR onto a Junction steering mode and Rel-17 thresholds; accessOf gives the
+// access each of the MARs' FARs serves.
+func steering(m *MAR, accessOf map[uint32]access) (*junctionv1.SteeringMode, *junctionv1.Thresholds, error) {
 	fail := func(format string, args ...any) error {
 		return ruleFailure(ruleTypeMAR, uint32(m.ID), "MAR %d: "+format, append([]any{m.ID}, args...)...)
 	}
@@ -748,13 +769,8 @@ func steering(m *MAR, legs [2]*leg) (*junctionv1.SteeringMode, *junctionv1.Thres
 	// Which AFAI serves which access, and with which weight and priority.
 	var by [2]*AFAI
 	for _, a := range m.AFAI {
-		if a == nil {
-			continue
-		}
-		for acc, l := range legs {
-			if l != nil && l.far == a.FARID {
-				by[acc] = a
-			}
+		if a != nil {
+			by[accessOf[a.FARID]] = a
 		}
 	}
 	both := by[0] != nil && by[1] != nil

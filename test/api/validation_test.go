@@ -257,9 +257,6 @@ var invalidCases = []invalidCase{
 	{"a 3GPP leg whose downlink buffers and drops is rejected", session, "dave-5g-only",
 		[]edit{{"spec.accessLegs.threeGPP.bufferDownlink", true}, {"spec.accessLegs.threeGPP.dropDownlink", true}},
 		[]string{"spec.accessLegs.threeGPP.dropDownlink", "bufferDownlink and dropDownlink exclude each other"}},
-	{"an MA PDU session whose downlink drops is rejected", session, "bob-internet",
-		[]edit{{"spec.accessLegs.threeGPP.dropDownlink", true}},
-		[]string{"spec.accessLegs.threeGPP.dropDownlink", "dropDownlink is for SingleAccess sessions"}},
 	{"an indirect forwarding tunnel on the uplink's TEID is rejected", session, "dave-5g-only",
 		[]edit{{"spec.accessLegs.threeGPP.indirectForwarding", map[string]any{"teid": int64(4100), "gnbAddress": "198.51.100.12", "gnbTEID": int64(9000)}},
 			{"spec.accessLegs.threeGPP.uplinkTEID", int64(4100)}},
@@ -493,6 +490,30 @@ func TestAnIdleSingleAccessSessionIsAccepted(t *testing.T) {
 	}
 	if err := k8s.Update(ctx, obj); err != nil {
 		t.Fatalf("the paged UE's tunnel was rejected: %v", err)
+	}
+}
+
+// An MA PDU session whose SMF has no tunnel for either access yet (its establishment, before the
+// gNB and the N3IWF answer) has both legs inactive, with no tunnel and no TEIDs; the API takes it,
+// and takes each leg's tunnel as it comes (docs/n4.md, "An access not active").
+func TestAnMASessionWithInactiveLegsIsAccepted(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "inactive")
+	obj := sample(t, session, "bob-internet")
+	obj.SetNamespace("inactive")
+	for _, e := range []edit{{"spec.accessLegs.threeGPP", map[string]any{"ueAddress": "10.45.0.2", "dropDownlink": true}},
+		{"spec.accessLegs.nonThreeGPP", map[string]any{"type": "WiFi", "ueAddress": "203.0.113.2", "dropDownlink": true}}} {
+		setPath(t, obj.Object, e.path, e.value)
+	}
+	if err := k8s.Create(ctx, obj); err != nil {
+		t.Fatalf("an MA PDU session with both legs inactive was rejected: %v", err)
+	}
+	for _, e := range []edit{{"spec.accessLegs.threeGPP", map[string]any{"ueAddress": "10.45.0.2", "gnbAddress": "198.51.100.11",
+		"uplinkTEID": int64(8300), "downlinkTEID": int64(8301)}}} {
+		setPath(t, obj.Object, e.path, e.value)
+	}
+	if err := k8s.Update(ctx, obj); err != nil {
+		t.Fatalf("the 3GPP leg's tunnel was rejected: %v", err)
 	}
 }
 
