@@ -26,7 +26,8 @@ import (
 // the session's QFI, as a gNB with radio bearers per QoS flow does). A Session
 // Modification that changes the MAR to active-standby on non-3GPP moves the downlink to WiFi
 // (the agent follows the session's new steering for the uplink), and a Session Deletion
-// removes the session's tunnel from the node.
+// removes the session's tunnel from the node. Before that, the UE goes idle on 3GPP and comes
+// back (the 3GPP FAR buffers, then forwards again), and the traffic follows.
 func TestN4SessionCarriesTrafficAsItsMARSays(t *testing.T) {
 	ctx := context.Background()
 	tb := newTestbed(t, 1)
@@ -105,6 +106,25 @@ func TestN4SessionCarriesTrafficAsItsMARSays(t *testing.T) {
 	if got := download(); got <= 8.4 || got > 33.6 {
 		t.Errorf("download under a 32 Mbit/s MBR: %.1f Mbit/s, want above the 8 Mbit/s MBR's 8.4, up to 33.6", got)
 	}
+
+	// The UE goes idle on 3GPP while it stays on WiFi: the SMF makes the 3GPP FAR buffer
+	// (BUFF|NOCP). The leg is inactive (docs/n4.md, "An access not active"): the downlink falls
+	// back to WiFi though the MAR says 3GPP, the agent finds its 3GPP probes unanswered and moves
+	// its uplink too. Paged, the UE is back: the FAR forwards into the gNB's tunnel again, the
+	// agent's probes are answered, and the traffic returns to 3GPP.
+	setFAR3GPP := func(what string, ies ...*ie.IE) {
+		t.Helper()
+		if r, err := sm.Modify(ctx, est, ie.NewUpdateFAR(append([]*ie.IE{ie.NewFARID(smf.FAR3GPP)}, ies...)...)); err != nil || r.Cause() != ie.CauseRequestAccepted {
+			t.Fatalf("Update FAR (%s): %v, cause %d", what, err, r.Cause())
+		}
+	}
+	setFAR3GPP("BUFF|NOCP", ie.NewApplyAction(0x0c))
+	tb.legState(name, junctionv1.Access3GPP, junctionv1.LegDown, failoverTimeout)
+	eventually(t, readyTimeout, "pings on the WiFi leg while the UE is idle on 3GPP", func() error { return pingsOn("wlan0", "ran0") })
+	setFAR3GPP("FORW into the gNB's tunnel", ie.NewApplyAction(0x02), ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
+		ie.NewOuterHeaderCreation(0x0100, 4196, topology.GNBN3.String(), "", 0, 0, 0)))
+	tb.legState(name, junctionv1.Access3GPP, junctionv1.LegUp, probeTimeout)
+	eventually(t, readyTimeout, "pings on the 3GPP leg once the UE is back on it", func() error { return pingsOn("ran0", "wlan0") })
 
 	r, err := sm.Modify(ctx, est, sm.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.ActiveStandby, Active: smf.NonThreeGPP}, true))
 	if err != nil || r.Cause() != ie.CauseRequestAccepted {
