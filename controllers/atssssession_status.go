@@ -68,12 +68,8 @@ func (r *ATSSSSessionReconciler) pathStatus(s *junctionv1.ATSSSSession, rt *upfR
 		return
 	}
 	st := &s.Status
-	legs := map[contract.Access]bool{ // an inactive leg (dropDownlink) has no path to show
-		contract.Access3GPP:    s.Spec.AccessLegs.ThreeGPP != nil && !s.Spec.AccessLegs.ThreeGPP.DropDownlink,
-		contract.AccessNon3GPP: s.Spec.AccessLegs.NonThreeGPP != nil && !s.Spec.AccessLegs.NonThreeGPP.DropDownlink,
-	}
 	path := func(a contract.Access) *junctionv1.PathStatus {
-		if !legs[a] {
+		if !legActive(s, a) { // an inactive leg has no path to show
 			return nil
 		}
 		up, rtt, _ := sum.Path(a)
@@ -107,7 +103,7 @@ func (r *ATSSSSessionReconciler) pathStatus(s *junctionv1.ATSSSSession, rt *upfR
 
 	var down []string
 	for _, a := range []contract.Access{contract.Access3GPP, contract.AccessNon3GPP} {
-		if up, _, seen := sum.Path(a); legs[a] && seen && !up {
+		if up, _, seen := sum.Path(a); legActive(s, a) && seen && !up {
 			down = append(down, a.String())
 		}
 	}
@@ -116,4 +112,15 @@ func (r *ATSSSSessionReconciler) pathStatus(s *junctionv1.ATSSSSession, rt *upfR
 	} else {
 		setCondition(&st.Conditions, s.Generation, junctionv1.ConditionDegraded, false, ReasonAllPathsUp, "every access leg is available")
 	}
+}
+
+// legActive reports whether an MA PDU session's leg of access a is there and active: not
+// dropDownlink, not holding the downlink (docs/n4.md, "An access not active").
+func legActive(s *junctionv1.ATSSSSession, a contract.Access) bool {
+	if a == contract.Access3GPP {
+		l := s.Spec.AccessLegs.ThreeGPP
+		return l != nil && !l.DropDownlink && !l.BufferDownlink
+	}
+	l := s.Spec.AccessLegs.NonThreeGPP
+	return l != nil && !l.DropDownlink
 }

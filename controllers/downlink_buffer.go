@@ -10,11 +10,13 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/desired"
 	"github.com/junction-atsss/junction/internal/dlbuffer"
 	"github.com/junction-atsss/junction/internal/upfclient"
@@ -86,6 +88,29 @@ func (rt *upfRuntime) startBuffering(key string, s *junctionv1.ATSSSSession) {
 	if s.Spec.AccessLegs.ThreeGPP.Buffers() {
 		if a, err := netip.ParseAddr(string(s.Spec.SessionAddress)); err == nil {
 			rt.held.Start(key, a)
+		}
+	}
+}
+
+// openLegs, before an MA PDU session's held downlink goes back into the pipeline, makes the legs
+// its SMF made active available in the path state. The session had no `sessions` entry while it
+// held, so the programmer has just reset its user's path state to unavailable until the UE
+// reports each leg (as for a new user), and the held packets would find no path; the SMF's
+// tunnel says the access is up (TS 23.501 §5.32.5: an access is available while it has user
+// plane resources). A leg's RTT as last reported stands in, 1 µs for one never reported; the
+// UE's next report replaces it.
+func (rt *upfRuntime) openLegs(ctx context.Context, user uint32, s *junctionv1.ATSSSSession) {
+	sum, _ := rt.mon.Summary(user)
+	for _, a := range []contract.Access{contract.Access3GPP, contract.AccessNon3GPP} {
+		if !legActive(s, a) {
+			continue
+		}
+		v := uint32(1)
+		if _, rtt, seen := sum.Path(a); seen && rtt >= time.Microsecond {
+			v = uint32(rtt / time.Microsecond)
+		}
+		if err := rt.WriteRTT(ctx, user, a, v); err != nil {
+			rt.log.Error(err, "The held downlink may find no path: the leg's RTT was not written", "user", user, "access", a.Label())
 		}
 	}
 }

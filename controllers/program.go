@@ -121,6 +121,9 @@ func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, u
 	}
 	if out.werr = firstError(res, owners...); out.werr == nil {
 		if !s.Spec.AccessLegs.ThreeGPP.Buffers() {
+			if s.Spec.Type != junctionv1.SessionSingleAccess && rt.held.Holds(key) {
+				rt.openLegs(ctx, a.user, s)
+			}
 			rt.releaseHeld(key) // after the entry that forwards them
 		}
 		if err := rt.setForwarding(key, s, upf); err != nil { // after its forward_indirect entry

@@ -55,7 +55,9 @@ type ThreeGPPLeg struct {
 	// bufferDownlink, for a SingleAccess session whose UE is idle (its SMF's FAR says BUFF), has
 	// the UPF hold the session's downlink instead of tunnelling it, and report the first packet
 	// to the SMF; when it is cleared the held packets go to the gNB in order (docs/n4.md,
-	// "Buffering").
+	// "Buffering"). On a MultiAccess session it needs the non-3GPP leg absent or inactive: the
+	// UE is idle on 3GPP and reachable on no other access, so the UPF holds the whole downlink
+	// and installs nothing else for the session until a leg is active again.
 	// +optional
 	BufferDownlink bool `json:"bufferDownlink,omitempty"`
 
@@ -196,7 +198,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.modeOverrideThresholds) || has(self.modeOverride)",message="modeOverrideThresholds needs modeOverride"
 // +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'SingleAccess' || (has(self.accessLegs.threeGPP) && !has(self.accessLegs.nonThreeGPP) && self.accessLegs.threeGPP.ueAddress == self.sessionAddress && !has(self.policyRefs) && !has(self.policySelector) && !has(self.modeOverride) && !has(self.policySteering))",message="a SingleAccess session has a 3GPP leg only, whose ueAddress is the sessionAddress, and no steering (policies or overrides)"
 // +kubebuilder:validation:XValidation:rule="!has(self.policySteering) || self.policySteering.all(p, has(self.policyRefs) && self.policyRefs.exists(r, r.name == p.name))",message="every policySteering name must be in policyRefs"
-// +kubebuilder:validation:XValidation:rule="!has(self.accessLegs.threeGPP) || !has(self.accessLegs.threeGPP.bufferDownlink) || !self.accessLegs.threeGPP.bufferDownlink || (has(self.type) && self.type == 'SingleAccess')",message="bufferDownlink is for SingleAccess sessions: an MA PDU session's downlink has a second access to take",fieldPath=".accessLegs.threeGPP.bufferDownlink"
+// +kubebuilder:validation:XValidation:rule="!has(self.accessLegs.threeGPP) || !has(self.accessLegs.threeGPP.bufferDownlink) || !self.accessLegs.threeGPP.bufferDownlink || (has(self.type) && self.type == 'SingleAccess') || !has(self.accessLegs.nonThreeGPP) || (has(self.accessLegs.nonThreeGPP.dropDownlink) && self.accessLegs.nonThreeGPP.dropDownlink)",message="bufferDownlink on an MA PDU session needs its non-3GPP leg absent or inactive (dropDownlink): while that access is active the downlink takes it",fieldPath=".accessLegs.threeGPP.bufferDownlink"
 // +kubebuilder:validation:XValidation:rule="!has(self.qosFlows) || (has(self.qfi) && self.qosFlows.all(f, f.qfi != self.qfi && self.qosFlows.exists_one(g, g.qfi == f.qfi)))",message="qosFlows need the session's qfi, and every flow a QFI of its own: neither the session's nor another flow's",fieldPath=".qosFlows"
 type ATSSSSessionSpec struct {
 	// ue is the user equipment.

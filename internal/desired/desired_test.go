@@ -297,6 +297,24 @@ func TestSessionEntries(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an MA session that holds its downlink has buffer_downlink and its overrides alone", func(t *testing.T) {
+		// docs/n4.md, "An access not active": no access active, the UE idle on 3GPP; the
+		// downlink misses `sessions` (none) and downlink_tunnels holds it (docs/pipeline.md).
+		s := session(nil, video) // load balance: an exception, with its override
+		s.Spec.AccessLegs.ThreeGPP = &junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.1", UplinkTEID: 0x2001, BufferDownlink: true}
+		s.Spec.AccessLegs.NonThreeGPP.DropDownlink = true
+		s.PeerIndex, s.SequenceIndex = 0, ptr[uint32](3)
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(es); len(got) != 2 || got["downlink_tunnels"] != 1 || got["session_overrides"] != 1 {
+			t.Fatalf("tables %v, want one downlink_tunnels entry and the override", got)
+		}
+		if d := es[0]; d.Action != ActionBufferDownlink || len(d.Params) != 0 || !bytes.Equal(d.Match[0].Value, []byte{10, 60, 0, 1}) {
+			t.Errorf("downlink_tunnels entry %+v, want ue_addr 10.60.0.1 -> buffer_downlink()", d)
+		}
+	})
 	t.Run("an indirect forwarding tunnel adds its TEID, forward_indirect without parameters", func(t *testing.T) {
 		// docs/pipeline.md: uplink_tunnels (teid) -> forward_indirect(); the target gNB is the
 		// controller's to know, not the pipeline's.

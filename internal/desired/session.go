@@ -80,6 +80,13 @@ func SessionEntries(s Session) ([]Entry, error) {
 // multiAccessEntries are the entries of an MA PDU session (SessionEntries).
 func multiAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	spec := s.Spec
+	if spec.AccessLegs.ThreeGPP.Buffers() {
+		// No access is active and the UE is idle on 3GPP: the downlink misses `sessions` and is
+		// held (buffer_downlink); the overrides stay for when a leg is back.
+		hold := Entry{Table: TableDownlinkTunnels, Match: []Match{{Field: "ue_addr", Kind: Exact, Value: addr(sa)}}, Action: ActionBufferDownlink}
+		overrides, err := sessionOverrides(s, sa)
+		return append([]Entry{hold}, overrides...), err
+	}
 	var err error
 	var ue3, ueN, gwN = netip.IPv4Unspecified(), netip.IPv4Unspecified(), netip.IPv4Unspecified()
 	var teidDown, teidDownN uint32
@@ -131,13 +138,20 @@ func multiAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 		},
 	})
 	out = append(out, mbrSessionEntry(s, sa)...)
+	overrides, err := sessionOverrides(s, sa)
+	return append(out, overrides...), err
+}
 
+// sessionOverrides are an exception session's `session_overrides` entries (SessionEntries); none
+// for a summarized one.
+func sessionOverrides(s Session, sa netip.Addr) ([]Entry, error) {
+	spec := s.Spec
 	kind, err := Lookup(spec, s.Policies)
 	if err != nil {
 		return nil, err
 	}
 	if kind == junctionv1.LookupSummarized {
-		return out, nil
+		return nil, nil
 	}
 	if s.SequenceIndex == nil {
 		return nil, fmt.Errorf("session %s is an exception entry but has no sequence index", s.Name)
@@ -182,6 +196,7 @@ func multiAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 		apps = append(apps, id)
 	}
 	sort.Slice(apps, func(i, j int) bool { return apps[i] < apps[j] })
+	var out []Entry
 	for _, id := range apps {
 		out = append(out, Entry{
 			Table: "session_overrides",

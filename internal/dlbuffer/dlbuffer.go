@@ -94,6 +94,13 @@ func (b *Buffer) Start(key string, addr netip.Addr) {
 	delete(b.released, addr)
 }
 
+// Holds reports whether session key buffers.
+func (b *Buffer) Holds(key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.byKey[key] != nil
+}
+
 // Stop ends the buffering of session key and returns what it held, in arrival order (nil when it
 // did not buffer). forwards says the session's downlink now forwards: frames to it that the
 // pipeline punted before are Late for Linger.

@@ -1,6 +1,8 @@
 package n4
 
 import (
+	"slices"
+
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 )
@@ -65,16 +67,31 @@ func reportFlags(h *message.Header) uint8 {
 }
 
 // notifyingPDR is the downlink PDR (Source Interface Core) of highest precedence (lowest value)
-// whose FAR buffers and notifies (BUFF and NOCP); nil when none does.
+// whose FAR buffers and notifies (BUFF and NOCP), or, in an MA PDU session, whose MAR names such
+// a FAR (the 3GPP access's: the only one Junction holds for, docs/n4.md "An access not
+// active"); nil when none does.
 func notifyingPDR(r *Rules) *PDR {
+	notifies := func(id uint32) bool {
+		f := r.FARs[id]
+		return f != nil && f.Action&(actBuff|actNocp) == actBuff|actNocp
+	}
 	var best *PDR
 	for _, id := range sortedKeys(r.PDRs) {
 		p := r.PDRs[id]
-		if (p.Source != ifaceCore && p.Source != ifaceN6LAN) || p.FARID == nil {
+		if p.Source != ifaceCore && p.Source != ifaceN6LAN {
 			continue
 		}
-		f := r.FARs[*p.FARID]
-		if f == nil || f.Action&(actBuff|actNocp) != actBuff|actNocp {
+		switch {
+		case p.FARID != nil:
+			if !notifies(*p.FARID) {
+				continue
+			}
+		case p.MARID != nil && r.MARs[*p.MARID] != nil:
+			m := r.MARs[*p.MARID]
+			if !slices.ContainsFunc(m.AFAI[:], func(a *AFAI) bool { return a != nil && notifies(a.FARID) }) {
+				continue
+			}
+		default:
 			continue
 		}
 		if best == nil || p.Precedence < best.Precedence {

@@ -62,8 +62,8 @@ type State struct {
 	// (OAI's does while the UE is idle): makePlan has it from here then.
 	Idle netip.Addr `json:"idle,omitzero"`
 	// Carried is what the session's usage cells counted before they last started again from
-	// zero: before its rules last left it without a PDR (Parked: it has none now; no entry
-	// names the cells then, so the first entry of its next rules zeroes them, docs/pipeline.md
+	// zero: before its rules last left it without a PDR or an active access (Parked: it is so
+	// now; no entry names the cells then, so the first entry of its next rules zeroes them, docs/pipeline.md
 	// "Usage counters"), or before the UPF restarted. Its URRs measure Carried and what the
 	// cells count from there (State.counted).
 	Carried Usage `json:"carried,omitzero"`

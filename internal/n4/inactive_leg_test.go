@@ -14,7 +14,8 @@ import (
 // (docs/n4.md, "An access not active"): the leg stays in the object with the UE's address on it
 // from its uplink PDR and dropDownlink, and nothing else; the MAR's steering is kept for when it
 // forwards again. An SMF sends so for an access whose node has not answered yet, and for one
-// whose user plane it deactivated (the UE idle on 3GPP, gone from WiFi).
+// whose user plane it deactivated (the UE idle on 3GPP, gone from WiFi). With no access active
+// and 3GPP's FAR buffering, the UPF holds the downlink so that the SMF can page the UE.
 func TestInactiveLegPlan(t *testing.T) {
 	u8 := func(v uint8) *uint8 { return &v }
 	u16 := func(v uint16) *uint16 { return &v }
@@ -31,6 +32,9 @@ func TestInactiveLegPlan(t *testing.T) {
 		UplinkTEID: n3iwfTEID, DownlinkTEID: 0x5678}
 	inactive3GPP := junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.7", DropDownlink: true}
 	inactiveNon3GPP := junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.7", DropDownlink: true}
+	// No access active and 3GPP's FAR buffers: the UPF holds the downlink (and keeps the uplink
+	// TEID in the object, as an idle single-access session does).
+	holding3GPP := junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.7", UplinkTEID: ulTEID, BufferDownlink: true}
 
 	for name, c := range map[string]struct {
 		edit     func(*Rules)
@@ -42,8 +46,20 @@ func TestInactiveLegPlan(t *testing.T) {
 		"3GPP not answered yet: DROP":                               {func(r *Rules) { r.FARs[2].Action, r.FARs[2].OHC = actDrop, nil }, inactive3GPP, non3GPPWants},
 		"3GPP not answered yet: FORW without Outer Header Creation": {func(r *Rules) { r.FARs[2].OHC = nil }, inactive3GPP, non3GPPWants},
 		"non-3GPP gone: BUFF":                                       {func(r *Rules) { r.FARs[3].Action, r.FARs[3].OHC = actBuff, nil }, threeGPPWants, inactiveNon3GPP},
-		"both not answered yet (an establishment)": {func(r *Rules) {
+		"both not answered yet (an establishment), DROP": {func(r *Rules) {
+			r.FARs[2].Action, r.FARs[2].OHC = actDrop, nil
+			r.FARs[3].Action, r.FARs[3].OHC = actDrop, nil
+		}, inactive3GPP, inactiveNon3GPP},
+		"both not answered yet, 3GPP BUFF: the downlink held": {func(r *Rules) {
 			r.FARs[2].Action, r.FARs[2].OHC = actBuff|actNocp, nil
+			r.FARs[3].Action, r.FARs[3].OHC = actBuff|actNocp, nil
+		}, holding3GPP, inactiveNon3GPP},
+		"idle on 3GPP, gone from WiFi: the downlink held": {func(r *Rules) {
+			r.FARs[2].Action = actBuff | actNocp
+			r.FARs[3].Action, r.FARs[3].OHC = actDrop, nil
+		}, holding3GPP, inactiveNon3GPP},
+		"3GPP not answered yet, WiFi gone with BUFF: nothing held (no paging on WiFi)": {func(r *Rules) {
+			r.FARs[2].Action, r.FARs[2].OHC = actDrop, nil
 			r.FARs[3].Action, r.FARs[3].OHC = actBuff|actNocp, nil
 		}, inactive3GPP, inactiveNon3GPP},
 		"a FAR per MAR, both into the gNB's tunnel": {func(r *Rules) {
@@ -60,6 +76,9 @@ func TestInactiveLegPlan(t *testing.T) {
 			continue
 		}
 		legs := p.Spec.AccessLegs
+		if p.Parked != c.three.BufferDownlink {
+			t.Errorf("%s: Parked %v, want it exactly while the downlink is held (no entry names the usage cells)", name, p.Parked)
+		}
 		if legs.ThreeGPP == nil || *legs.ThreeGPP != c.three {
 			t.Errorf("%s: 3GPP leg %+v, want %+v", name, legs.ThreeGPP, c.three)
 		}

@@ -27,8 +27,9 @@ type Plan struct {
 	// EndMarkers: the GTP-U tunnels to send an End Marker on once the rules apply (an Update
 	// FAR's SNDEM that moved the FAR to another tunnel).
 	EndMarkers []EndMarker `json:"-"`
-	// Parked: the session has no PDR (idlePlan), so no entry names its usage cells and they
-	// count nothing until its next rules zero them (State.Carried).
+	// Parked: no entry names the session's usage cells (a session without PDRs, idlePlan; an
+	// MA PDU session that holds its downlink), so they count nothing until its next rules zero
+	// them (State.Carried).
 	Parked bool `json:"-"`
 }
 
@@ -103,6 +104,7 @@ type leg struct {
 	ohc      OHC
 	kind     junctionv1.NonThreeGPPType
 	inactive bool
+	buffers  bool // inactive, its FAR says BUFF
 }
 
 // gtpu says whether the leg runs over GTP-U: the 3GPP leg always, a non-3GPP one from an access
@@ -277,10 +279,16 @@ func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr,
 			return nil, ruleFailure(ie.RuleIDTypeFAR, l.far, "FAR %d of %s access does not forward yet, and no uplink PDR from that access gives the UE's address on it", l.far, access(acc).api())
 		}
 	}
+	// No access active and the UE idle on 3GPP (its FAR buffers): the UPF holds the downlink and
+	// reports it, so that the SMF pages the UE. Nothing of the session counts meanwhile (no
+	// entry names its usage cells): Parked, as a session without PDRs.
+	hold := !active(access3GPP) && !active(accessNon3GPP) && legs[access3GPP] != nil && legs[access3GPP].buffers
 	if l := legs[access3GPP]; l != nil {
-		leg := &junctionv1.ThreeGPPLeg{UEAddress: junctionv1.IPv4Address(ul[access3GPP].UEIP.String()), DropDownlink: l.inactive}
+		leg := &junctionv1.ThreeGPPLeg{UEAddress: junctionv1.IPv4Address(ul[access3GPP].UEIP.String()), DropDownlink: l.inactive && !hold, BufferDownlink: hold}
 		if !l.inactive {
 			leg.GNBAddress, leg.DownlinkTEID = junctionv1.IPv4Address(l.ohc.Addr.String()), int64(l.ohc.TEID)
+		}
+		if !leg.DropDownlink {
 			leg.UplinkTEID = int64(ulTEID[access3GPP])
 		}
 		spec.AccessLegs.ThreeGPP = leg
@@ -301,7 +309,7 @@ func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr,
 	// Steering: a PDR without SDF filter or application is the session's default (modeOverride);
 	// one with SDF filters gets a traffic-class policy per filter, one with an Application ID the
 	// policy of that name; both steer by the PDR's MAR (policySteering).
-	plan := &Plan{}
+	plan := &Plan{Parked: hold}
 	var defaultPDR *PDR
 	steered := map[string]bool{}
 	sort.SliceStable(down, func(i, j int) bool { return down[i].Precedence < down[j].Precedence })
@@ -739,7 +747,7 @@ func legOf(f *FAR, position int, gateways map[netip.Addr]junctionv1.NonThreeGPPT
 		}
 	}
 	if inactive { // no gateway to read the access from: an inactive leg says WiFi
-		return &leg{far: id, kind: kind, inactive: true}, acc, nil
+		return &leg{far: id, kind: kind, inactive: true, buffers: f.Action&actBuff != 0}, acc, nil
 	}
 	switch {
 	case acc == access3GPP && f.OHC.Desc != ohcGTPUv4:

@@ -218,7 +218,9 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 	}
 	p, err := makePlan(r, s.TEIDs, supi, netip.Addr{}, e.cfg.Target)
 	if err == nil {
-		s.Idle = p.idle()
+		// Parked from the start (an MA PDU session that holds its downlink): no entry names its
+		// usage cells, which may hold an earlier session's counts until its first entry zeroes them.
+		s.Idle, s.Parked = p.idle(), p.Parked
 		if err = e.store.Apply(ctx, s, p); err != nil {
 			// All of the rules or none: what the store wrote goes.
 			if _, rerr := e.store.Remove(ctx, s); rerr != nil {

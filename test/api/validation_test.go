@@ -270,9 +270,9 @@ var invalidCases = []invalidCase{
 	{"a gNB address without a downlink TEID is rejected", session, "dave-5g-only",
 		[]edit{{"spec.accessLegs.threeGPP.downlinkTEID", nil}},
 		[]string{"spec.accessLegs.threeGPP", "gnbAddress and downlinkTEID go together"}},
-	{"an MA PDU session whose downlink buffers is rejected", session, "bob-internet",
+	{"an MA PDU session whose 3GPP leg buffers while its non-3GPP leg is active is rejected", session, "bob-internet",
 		[]edit{{"spec.accessLegs.threeGPP.bufferDownlink", true}},
-		[]string{"spec.accessLegs.threeGPP.bufferDownlink", "bufferDownlink is for SingleAccess sessions"}},
+		[]string{"spec.accessLegs.threeGPP.bufferDownlink", "needs its non-3GPP leg absent or inactive"}},
 	{"QoS flows without the session's QFI are rejected", session, "bob-internet",
 		[]edit{{"spec.qfi", nil}, {"spec.qosFlows", []any{qosFlow("video", 2)}}}, []string{"spec.qosFlows", "qosFlows need the session's qfi"}},
 	{"a QoS flow with the session's QFI is rejected", session, "bob-internet",
@@ -495,7 +495,8 @@ func TestAnIdleSingleAccessSessionIsAccepted(t *testing.T) {
 
 // An MA PDU session whose SMF has no tunnel for either access yet (its establishment, before the
 // gNB and the N3IWF answer) has both legs inactive, with no tunnel and no TEIDs; the API takes it,
-// and takes each leg's tunnel as it comes (docs/n4.md, "An access not active").
+// takes each leg's tunnel as it comes, and a 3GPP leg that holds the downlink while the other is
+// inactive (docs/n4.md, "An access not active").
 func TestAnMASessionWithInactiveLegsIsAccepted(t *testing.T) {
 	ctx := context.Background()
 	createNamespace(t, "inactive")
@@ -514,6 +515,11 @@ func TestAnMASessionWithInactiveLegsIsAccepted(t *testing.T) {
 	}
 	if err := k8s.Update(ctx, obj); err != nil {
 		t.Fatalf("the 3GPP leg's tunnel was rejected: %v", err)
+	}
+	// The UE idle on 3GPP and on no other access: the 3GPP leg holds the downlink.
+	setPath(t, obj.Object, "spec.accessLegs.threeGPP", map[string]any{"ueAddress": "10.45.0.2", "uplinkTEID": int64(8300), "bufferDownlink": true})
+	if err := k8s.Update(ctx, obj); err != nil {
+		t.Fatalf("the 3GPP leg holding the downlink, the non-3GPP leg inactive, was rejected: %v", err)
 	}
 }
 

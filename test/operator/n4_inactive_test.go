@@ -134,34 +134,49 @@ func TestN4MASessionAccessGoesIdleAndBack(t *testing.T) {
 	r.u.probeAck(t, obj, contract.Access3GPP, 5*time.Millisecond)
 	leavesOn("the downlink on 3GPP again, in the new tunnel 0x4321", isGTPU(0x4321))
 
-	// An SMF establishes an MA PDU session before its access nodes have given their tunnels
-	// (TS 23.502 §4.22.2: the AN tunnel info comes after the N4 establishment): both MAR FARs
-	// buffer, with no Outer Header Creation. Taken, with both legs inactive and no TEID in the
-	// object; the UPF drops the downlink (no path) until a leg forwards.
+	// An SMF establishes an MA PDU session while the UE is idle on 3GPP and not on WiFi (or
+	// before its access nodes have answered, TS 23.502 §4.22.2): the 3GPP FAR buffers and
+	// notifies, the non-3GPP FAR drops, neither with a tunnel. With no access active the UPF
+	// holds the downlink and reports its first packet, so that the SMF pages the UE (docs/n4.md,
+	// "An access not active"); once the 3GPP FAR forwards, what it held goes into the new tunnel.
 	bob := alice()
 	bob.IMSI, bob.UEAddr, bob.UE3GPP, bob.UENon3GPP = "001010000000078", netip.MustParseAddr("10.60.0.8"), netip.MustParseAddr("10.45.0.8"), netip.MustParseAddr("203.0.113.8")
-	buffering := func(far uint32) iesEdit {
-		return replacing(ie.CreateFAR, ie.FARID, u32b(far), ie.NewCreateFAR(ie.NewFARID(far), ie.NewApplyAction(0x0c),
+	bob.Apps = nil // one downlink PDR, the one a report names
+	withFAR := func(far uint32, action uint8) iesEdit {
+		return replacing(ie.CreateFAR, ie.FARID, u32b(far), ie.NewCreateFAR(ie.NewFARID(far), ie.NewApplyAction(action),
 			ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess))))
 	}
-	ies := buffering(smf.FARNon3GPP)(buffering(smf.FAR3GPP)(r.smf.EstablishmentIEs(bob, r.smf.NewCPSEID())))
+	ies := withFAR(smf.FARNon3GPP, 0x01)(withFAR(smf.FAR3GPP, 0x0c)(r.smf.EstablishmentIEs(bob, r.smf.NewCPSEID())))
 	seq := r.smf.NextSeq()
 	b, err := message.NewSessionEstablishmentRequest(0, 0, 0, seq, 0, ies...).Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp, err := r.smf.SendRaw(ctx, seq, b); err != nil || resp.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("establishment with both MAR FARs buffering: %v, cause %d (%s); want 1", err, resp.Cause(), why(resp))
+	resp, err = r.smf.SendRaw(ctx, seq, b)
+	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("establishment with the 3GPP FAR buffering and the non-3GPP one dropping: %v, cause %d (%s); want 1", err, resp.Cause(), why(resp))
 	}
-	eventually(t, programTimeout, "bob's session with both legs inactive", func() error {
+	bobEst := &smf.Established{CPSEID: resp.Header.SEID}
+	if f, err := resp.Find(ie.FSEID).FSEID(); err == nil {
+		bobEst.UPSEID = f.SEID
+	}
+	var bobUplink uint32
+	for _, x := range resp.IEs {
+		if id, err := x.PDRID(); x.Type == ie.CreatedPDR && err == nil && id == smf.PDRUplink3GPP {
+			if f, err := x.FTEID(); err == nil {
+				bobUplink = f.TEID
+			}
+		}
+	}
+	eventually(t, programTimeout, "bob's session holding its downlink", func() error {
 		for _, o := range r.n4Sessions(t) {
 			if o.Spec.SessionAddress != "10.60.0.8" {
 				continue
 			}
 			l3, ln := o.Spec.AccessLegs.ThreeGPP, o.Spec.AccessLegs.NonThreeGPP
-			if l3 == nil || *l3 != (junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.8", DropDownlink: true}) ||
+			if l3 == nil || *l3 != (junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.8", UplinkTEID: int64(bobUplink), BufferDownlink: true}) ||
 				ln == nil || *ln != (junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.8", DropDownlink: true}) {
-				return fmt.Errorf("legs %+v and %+v, want both inactive with the UE's addresses alone", l3, ln)
+				return fmt.Errorf("legs %+v and %+v, want 3GPP holding (its uplink TEID %#x kept) and non-3GPP inactive", l3, ln, bobUplink)
 			}
 			if !meta.IsStatusConditionTrue(o.Status.Conditions, junctionv1.ConditionProgrammed) {
 				return fmt.Errorf("not Programmed yet")
@@ -170,7 +185,104 @@ func TestN4MASessionAccessGoesIdleAndBack(t *testing.T) {
 		}
 		return fmt.Errorf("no session at 10.60.0.8 yet")
 	})
-	if out := r.u.forward(t, downlinkFrames(netip.MustParseAddr("10.60.0.8"), 1)[0]); len(out) != 0 {
-		t.Errorf("bob's downlink with no active leg left as %x, want it dropped (NO_PATH)", out)
+	wantEntries(t, r, "downlink_tunnels ue_addr=0a3c0008 -> buffer_downlink()")
+	upf := r.upf.Name
+	held0 := bufferedFrames(t, upf, "held")
+	frames := downlinkFrames(netip.MustParseAddr("10.60.0.8"), 3)
+	for i, f := range frames {
+		if out := r.u.forward(t, f); len(out) != 0 {
+			t.Fatalf("bob's downlink packet %d left the UPF with no access active: %x", i, out[0].frame)
+		}
+	}
+	eventually(t, programTimeout, "3 frames held and a downlink data report for PDR 10", func() error {
+		if n := bufferedFrames(t, upf, "held") - held0; n != 3 {
+			return fmt.Errorf("%v held", n)
+		}
+		if got := downlinkDataReports(r.smf); len(got) != 1 || got[0] != smf.PDRDownlink {
+			return fmt.Errorf("downlink data reports for PDRs %v, want one for PDR %d", got, smf.PDRDownlink)
+		}
+		return nil
+	})
+	sent0 := len(r.u.sent.taken())
+	resp, err = r.smf.Modify(ctx, bobEst, ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewApplyAction(0x02),
+		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
+			ie.NewOuterHeaderCreation(0x0100, 0x4444, "198.51.100.10", "", 0, 0, 0))))
+	if err != nil || resp.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("paged, bob's 3GPP FAR forwards: %v, cause %d (%s)", err, resp.Cause(), why(resp))
+	}
+	eventually(t, programTimeout, "bob's 3 held frames sent into the new tunnel", func() error {
+		sent := r.u.sent.taken()[sent0:]
+		if len(sent) < 3 {
+			return fmt.Errorf("%d sent", len(sent))
+		}
+		for i, f := range sent[:3] {
+			if !isGTPU(0x4444)(f.frame) {
+				return fmt.Errorf("released frame %d is not a G-PDU to TEID 0x4444: %x", i, f.frame)
+			}
+			if !bytes.Contains(f.frame, bytes.Repeat([]byte{byte(i)}, 64)) {
+				return fmt.Errorf("released frame %d is not the packet held %d-th: %x", i, i, f.frame)
+			}
+		}
+		return nil
+	})
+}
+
+// TestN4MASessionUsageAcrossAHold: while an MA PDU session holds its downlink (no access active)
+// no entry names its usage cells, and the first entry after zeroes them (docs/pipeline.md, "Usage
+// counters"); its URR carries what it measured across, as an idle OAI session's does (docs/n4.md,
+// "An access not active"). The deletion's report holds every downlink packet that left the
+// data plane, before the hold and after it; without the carry it would hold the last three.
+func TestN4MASessionUsageAcrossAHold(t *testing.T) {
+	ctx := context.Background()
+	r := newN4Rig(t, nil, nil)
+	r.associate(t)
+	s := alice()
+	s.Apps = nil
+	s.URR = &smf.URR{}
+	est, err := r.smf.Establish(ctx, s)
+	if err != nil {
+		t.Fatal(why(est.Resp), err)
+	}
+	obj := &r.awaitN4Sessions(t, 1)[0]
+	waitCondition(t, programTimeout, obj, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	r.u.probeAck(t, obj, contract.AccessNon3GPP, time.Millisecond) // WiFi available: the downlink goes
+	if out := r.u.feed(t, aliceTraffic(s, 0, 2)...); out != 2 {
+		t.Fatalf("%d of 2 downlink packets left the data plane", out)
+	}
+
+	// Idle on 3GPP, gone from WiFi: the downlink is held.
+	hold, err := r.smf.Modify(ctx, est, ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewApplyAction(0x0c)),
+		ie.NewUpdateFAR(ie.NewFARID(smf.FARNon3GPP), ie.NewApplyAction(0x01)))
+	if err != nil || hold.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("modification to hold: %v, cause %d (%s)", err, hold.Cause(), why(hold))
+	}
+	wantEntries(t, r, "downlink_tunnels ue_addr=0a3c0007 -> buffer_downlink()")
+	// Back on 3GPP, into another tunnel; WiFi still gone.
+	back, err := r.smf.Modify(ctx, est, ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewApplyAction(0x02),
+		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
+			ie.NewOuterHeaderCreation(0x0100, 0x4321, "198.51.100.10", "", 0, 0, 0))))
+	if err != nil || back.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("modification back to 3GPP: %v, cause %d (%s)", err, back.Cause(), why(back))
+	}
+	eventually(t, programTimeout, "the downlink on 3GPP after the hold", func() error {
+		out := r.u.forward(t, aliceTraffic(s, 0, 1)[0])
+		if len(out) != 1 {
+			return fmt.Errorf("%d frames left", len(out))
+		}
+		return nil
+	})
+	if out := r.u.feed(t, aliceTraffic(s, 0, 2)...); out != 2 {
+		t.Fatalf("%d of 2 more downlink packets left the data plane", out)
+	}
+	del, err := r.smf.Delete(ctx, est)
+	if err != nil || del.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("deletion: %v, cause %d", err, del.Cause())
+	}
+	final := usageReports(t, del.IEs, 1)[0]
+	if final.Downlink != 5*userPacketBytes || final.DLPackets != 5 || final.Uplink != 0 {
+		t.Errorf("the deletion's report: %s; want the 5 downlink packets that left (%d B), before and after the hold, and no uplink", final, 5*userPacketBytes)
 	}
 }
