@@ -62,6 +62,12 @@ func (r *ATSSSSessionReconciler) pathStatus(s *junctionv1.ATSSSSession, rt *upfR
 		setCondition(&s.Status.Conditions, s.Generation, junctionv1.ConditionDegraded, false, ReasonSingleAccess, "a single-access session has one leg and no path state")
 		return
 	}
+	if !legActive(s, contract.Access3GPP) && !legActive(s, contract.AccessNon3GPP) {
+		s.Status.Paths = junctionv1.SessionPaths{}
+		setCondition(&s.Status.Conditions, s.Generation, junctionv1.ConditionDegraded, false, ReasonNoActiveAccess,
+			"no access leg is active (its SMF's FARs buffer or drop: the UE is idle, or its access nodes have not answered): no path to measure")
+		return
+	}
 	sum, ok := rt.mon.Summary(user)
 	if !ok {
 		setUnknown(&s.Status.Conditions, s.Generation, junctionv1.ConditionDegraded, ReasonNotMeasured, "no probe report from the UE yet")

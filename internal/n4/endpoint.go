@@ -63,9 +63,9 @@ type State struct {
 	Idle netip.Addr `json:"idle,omitzero"`
 	// Carried is what the session's usage cells counted before they last started again from
 	// zero: before its rules last left it without a PDR or an active access (Parked: it is so
-	// now; no entry names the cells then, so the first entry of its next rules zeroes them, docs/pipeline.md
-	// "Usage counters"), or before the UPF restarted. Its URRs measure Carried and what the
-	// cells count from there (State.counted).
+	// now; no entry names the cells then, so the first entry of its next rules zeroes them,
+	// docs/pipeline.md "Usage counters"), or before the UPF restarted. Its URRs measure Carried
+	// and what the cells count from there (State.counted).
 	Carried Usage `json:"carried,omitzero"`
 	Parked  bool  `json:"parked,omitempty"`
 	lastRaw Usage // the cells at the last reading

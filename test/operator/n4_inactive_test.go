@@ -181,6 +181,10 @@ func TestN4MASessionAccessGoesIdleAndBack(t *testing.T) {
 			if !meta.IsStatusConditionTrue(o.Status.Conditions, junctionv1.ConditionProgrammed) {
 				return fmt.Errorf("not Programmed yet")
 			}
+			// Nothing to measure: Degraded is False, and says why (no active access).
+			if c := meta.FindStatusCondition(o.Status.Conditions, junctionv1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "NoActiveAccess" {
+				return fmt.Errorf("Degraded %+v, want False with reason NoActiveAccess", c)
+			}
 			return nil
 		}
 		return fmt.Errorf("no session at 10.60.0.8 yet")
