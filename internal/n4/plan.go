@@ -219,7 +219,7 @@ func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr,
 			if err != nil {
 				return nil, err
 			}
-			if o := legs[acc]; o != nil && (o.ohc != l.ohc || o.inactive != l.inactive) {
+			if o := legs[acc]; o != nil && (o.ohc != l.ohc || o.inactive != l.inactive || o.buffers != l.buffers) {
 				return nil, ruleFailure(ruleTypeMAR, uint32(m.ID), "MAR %d sends %s traffic through FAR %d, another MAR through FAR %d with another outer header or action: a session has one leg per access, active or not", m.ID, acc.api(), l.far, o.far)
 			}
 			legs[acc], accessOf[a.FARID] = l, acc
