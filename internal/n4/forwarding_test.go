@@ -18,14 +18,8 @@ func TestIndirectForwardingPlan(t *testing.T) {
 	u8 := func(v uint8) *uint8 { return &v }
 	u32 := func(v uint32) *uint32 { return &v }
 	const ulTEID, n3iwfTEID, fwdTEID = 0x80000001, 0x80000002, 0x80000003
-	// testRules with the uplink PDRs' UE addresses on each leg: a session that maps.
-	base := func() *Rules {
-		r := testRules()
-		r.PDRs[1].UEIP, r.PDRs[2].UEIP = netip.MustParseAddr("10.45.0.7"), netip.MustParseAddr("203.0.113.7")
-		return r
-	}
 	withTunnel := func() *Rules {
-		r := base()
+		r := mappableRules()
 		r.PDRs[20] = &PDR{ID: 20, Precedence: 4096, Source: ifaceAccess, SourceType: u8(28), FTEID: &FTEID{Choose: true, ChooseID: u8(10)},
 			OHR: u8(ohrGTPUv4), FARID: u32(5), QFI: 1, QERIDs: []uint32{1}}
 		r.FARs[5] = &FAR{ID: 5, Action: actForw, Dest: u8(ifaceAccess), DestType: u8(10),
@@ -45,7 +39,7 @@ func TestIndirectForwardingPlan(t *testing.T) {
 	if leg.UplinkTEID != ulTEID || leg.GNBAddress != "198.51.100.10" || leg.DownlinkTEID != 0x1234 {
 		t.Errorf("3GPP leg %+v: want the uplink PDR's TEID %#x and FAR 2's tunnel, as without the forwarding PDR", leg, ulTEID)
 	}
-	if p, err := makePlan(base(), teids, "imsi-001010000000001", netip.Addr{}, fuzzTarget); err != nil || p.Spec.AccessLegs.ThreeGPP.IndirectForwarding != nil {
+	if p, err := makePlan(mappableRules(), teids, "imsi-001010000000001", netip.Addr{}, fuzzTarget); err != nil || p.Spec.AccessLegs.ThreeGPP.IndirectForwarding != nil {
 		t.Errorf("without the forwarding PDR: %v, indirectForwarding %+v; want none", err, p.Spec.AccessLegs.ThreeGPP.IndirectForwarding)
 	}
 

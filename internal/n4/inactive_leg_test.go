@@ -22,11 +22,6 @@ func TestInactiveLegPlan(t *testing.T) {
 	u32 := func(v uint32) *uint32 { return &v }
 	const ulTEID, n3iwfTEID = 0x80000001, 0x80000002
 	teids := map[uint16]uint32{1: ulTEID, 2: n3iwfTEID}
-	base := func() *Rules {
-		r := testRules()
-		r.PDRs[1].UEIP, r.PDRs[2].UEIP = netip.MustParseAddr("10.45.0.7"), netip.MustParseAddr("203.0.113.7")
-		return r
-	}
 	threeGPPWants := junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.7", GNBAddress: "198.51.100.10", UplinkTEID: ulTEID, DownlinkTEID: 0x1234}
 	non3GPPWants := junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.7", GatewayAddress: "198.51.100.20",
 		UplinkTEID: n3iwfTEID, DownlinkTEID: 0x5678}
@@ -68,7 +63,7 @@ func TestInactiveLegPlan(t *testing.T) {
 			r.MARs[2] = &MAR{ID: 2, Mode: modeSmallestDelay, AFAI: [2]*AFAI{{FARID: 5}, {FARID: 3}}}
 		}, threeGPPWants, non3GPPWants},
 	} {
-		r := base()
+		r := mappableRules()
 		c.edit(r)
 		p, err := makePlan(r, teids, "imsi-001010000000001", netip.Addr{}, fuzzTarget)
 		if err != nil {
@@ -110,7 +105,7 @@ func TestInactiveLegPlan(t *testing.T) {
 			r.FARs[3] = &FAR{ID: 3, Action: actBuff, Dest: u8(ifaceAccess)}
 		}, ie.RuleIDTypeFAR, 3},
 	} {
-		r := base()
+		r := mappableRules()
 		c.edit(r)
 		_, err := makePlan(r, teids, "imsi-001010000000001", netip.Addr{}, fuzzTarget)
 		var ref *Refusal

@@ -29,6 +29,13 @@ func testRules() *Rules {
 	return r
 }
 
+// mappableRules are testRules with the UE's address on each uplink PDR, as makePlan needs them.
+func mappableRules() *Rules {
+	r := testRules()
+	r.PDRs[1].UEIP, r.PDRs[2].UEIP = netip.MustParseAddr("10.45.0.7"), netip.MustParseAddr("203.0.113.7")
+	return r
+}
+
 // A session's rules kept packed come back as they were, are saved in the JSON the session's
 // annotation has always held (an operator of the release before reads what this one writes,
 // and the reverse), and say which GTP-U peers toward Access they name: each distinct address

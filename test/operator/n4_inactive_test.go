@@ -73,13 +73,7 @@ func TestN4MASessionAccessGoesIdleAndBack(t *testing.T) {
 	leavesOn("the downlink on 3GPP, in the gNB's tunnel 0x1234", isGTPU(0x1234))
 
 	// The UE goes idle on 3GPP: the FAR buffers and notifies; its tunnel stays in the FAR.
-	resp, err := r.smf.Modify(ctx, est, ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewApplyAction(0x0c)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := resp.Cause(); c != ie.CauseRequestAccepted {
-		t.Fatalf("Session Modification (3GPP FAR BUFF|NOCP): cause %d (%s), want 1", c, why(resp))
-	}
+	r.modify(t, est, "the 3GPP FAR buffers", idle3GPP)
 	eventually(t, programTimeout, "the 3GPP leg inactive in the object", func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
@@ -109,15 +103,7 @@ func TestN4MASessionAccessGoesIdleAndBack(t *testing.T) {
 	leavesOn("the downlink on WiFi while the UE is idle on 3GPP", onWiFi)
 
 	// Paged, the UE is back on 3GPP through another gNB tunnel.
-	resp, err = r.smf.Modify(ctx, est, ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewApplyAction(0x02),
-		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
-			ie.NewOuterHeaderCreation(0x0100, 0x4321, "198.51.100.10", "", 0, 0, 0))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := resp.Cause(); c != ie.CauseRequestAccepted {
-		t.Fatalf("Session Modification (3GPP FAR FORW, new tunnel): cause %d (%s), want 1", c, why(resp))
-	}
+	r.modify(t, est, "the 3GPP FAR forwards into a new tunnel", forward3GPP(0x4321))
 	wantEntries(t, r, uplink)
 	want3 := junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.7", GNBAddress: "198.51.100.10", UplinkTEID: int64(est.UplinkTEID), DownlinkTEID: 0x4321}
 	eventually(t, programTimeout, "the 3GPP leg active again in the object", func() error {
@@ -153,7 +139,8 @@ func TestN4MASessionAccessGoesIdleAndBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp, err = r.smf.SendRaw(ctx, seq, b); err != nil {
+	resp, err := r.smf.SendRaw(ctx, seq, b)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if c := resp.Cause(); c != ie.CauseRequestAccepted {
@@ -211,15 +198,7 @@ func TestN4MASessionAccessGoesIdleAndBack(t *testing.T) {
 		return nil
 	})
 	sent0 := len(r.u.sent.taken())
-	resp, err = r.smf.Modify(ctx, bobEst, ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewApplyAction(0x02),
-		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
-			ie.NewOuterHeaderCreation(0x0100, 0x4444, "198.51.100.10", "", 0, 0, 0))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := resp.Cause(); c != ie.CauseRequestAccepted {
-		t.Fatalf("paged, bob's 3GPP FAR forwards: cause %d (%s), want 1", c, why(resp))
-	}
+	r.modify(t, bobEst, "paged, bob's 3GPP FAR forwards", forward3GPP(0x4444))
 	eventually(t, programTimeout, "bob's 3 held frames sent into the new tunnel", func() error {
 		sent := r.u.sent.taken()[sent0:]
 		if len(sent) < 3 {
@@ -264,19 +243,10 @@ func TestN4MASessionUsageAcrossAHold(t *testing.T) {
 	}
 
 	// Idle on 3GPP, gone from WiFi: the downlink is held.
-	hold, err := r.smf.Modify(ctx, est, ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewApplyAction(0x0c)),
-		ie.NewUpdateFAR(ie.NewFARID(smf.FARNon3GPP), ie.NewApplyAction(0x01)))
-	if err != nil || hold.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("modification to hold: %v, cause %d (%s)", err, hold.Cause(), why(hold))
-	}
+	r.modify(t, est, "the 3GPP FAR buffers, the non-3GPP one drops", idle3GPP, ie.NewUpdateFAR(ie.NewFARID(smf.FARNon3GPP), ie.NewApplyAction(0x01)))
 	wantEntries(t, r, "downlink_tunnels ue_addr=0a3c0007 -> buffer_downlink()")
 	// Back on 3GPP, into another tunnel; WiFi still gone.
-	back, err := r.smf.Modify(ctx, est, ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewApplyAction(0x02),
-		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
-			ie.NewOuterHeaderCreation(0x0100, 0x4321, "198.51.100.10", "", 0, 0, 0))))
-	if err != nil || back.Cause() != ie.CauseRequestAccepted {
-		t.Fatalf("modification back to 3GPP: %v, cause %d (%s)", err, back.Cause(), why(back))
-	}
+	r.modify(t, est, "the 3GPP FAR forwards again", forward3GPP(0x4321))
 	eventually(t, programTimeout, "the downlink on 3GPP after the hold", func() error {
 		out := r.u.forward(t, aliceTraffic(s, 0, 1)[0])
 		if len(out) != 1 {
@@ -294,5 +264,28 @@ func TestN4MASessionUsageAcrossAHold(t *testing.T) {
 	final := usageReports(t, del.IEs, 1)[0]
 	if final.Downlink != 5*userPacketBytes || final.DLPackets != 5 || final.Uplink != 0 {
 		t.Errorf("the deletion's report: %s; want the 5 downlink packets that left (%d B), before and after the hold, and no uplink", final, 5*userPacketBytes)
+	}
+}
+
+// The SMF's Update FARs of the 3GPP access (smf.FAR3GPP): idle3GPP when the UE goes idle there
+// (BUFF|NOCP, the tunnel left in the FAR), forward3GPP once it is paged (FORW into the gNB's
+// tunnel teid).
+var idle3GPP = ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewApplyAction(0x0c))
+
+func forward3GPP(teid uint32) *ie.IE {
+	return ie.NewUpdateFAR(ie.NewFARID(smf.FAR3GPP), ie.NewApplyAction(0x02),
+		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
+			ie.NewOuterHeaderCreation(0x0100, teid, "198.51.100.10", "", 0, 0, 0)))
+}
+
+// modify sends a Session Modification of est and fails unless the UPF accepts it.
+func (r n4Rig) modify(t *testing.T, est *smf.Established, what string, ies ...*ie.IE) {
+	t.Helper()
+	resp, err := r.smf.Modify(context.Background(), est, ies...)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if c := resp.Cause(); c != ie.CauseRequestAccepted {
+		t.Fatalf("%s: cause %d (%s), want 1", what, c, why(resp))
 	}
 }
