@@ -133,19 +133,24 @@ const frameOverhead = 14 + 20 + 8 // Ethernet, IPv4, UDP: what a Shaper counts b
 // the emulator adds is what comes on top of the path's own (veths, the emulator's goroutines),
 // measured in the same run with no delay: on two busy cores the path alone took 1 ms in CI.
 func TestLinkDelay(t *testing.T) {
-	median := func(delay time.Duration) time.Duration {
+	// The fastest and the median one-way delay of 300 frames.
+	delays := func(delay time.Duration) (fastest, median time.Duration) {
 		tl := newTestLink(t, NewShaper(Params{Delay: delay}, 1), NewShaper(Params{Delay: delay}, 2))
 		got := tl.send(t, 300, 100, 500)
 		if len(got) != 300 {
 			t.Fatalf("%d of 300 arrived with no loss configured", len(got))
 		}
 		sort.Slice(got, func(i, j int) bool { return got[i].lat < got[j].lat })
-		return got[len(got)/2].lat
+		return got[0].lat, got[len(got)/2].lat
 	}
-	path := median(0)
-	med := median(20 * time.Millisecond)
-	if med < 19*time.Millisecond || med-path > 21*time.Millisecond {
-		t.Fatalf("median one-way delay %v, %v of it beyond the path's own %v; want 20 ms ± 5%% added", med, med-path, path)
+	path, _ := delays(0)
+	fastest, median := delays(20 * time.Millisecond)
+	// A frame leaves when the emulator's timer fires, which a busy machine makes late, never
+	// early: the fastest frame shows the delay the emulator adds (20 ms ± 5%), the median only
+	// that most frames are not grossly late (CI's parallel packages on two cores have made it
+	// 1 ms late).
+	if added := fastest - path; added < 19*time.Millisecond || added > 21*time.Millisecond || median-path > 25*time.Millisecond {
+		t.Fatalf("one-way delay %v fastest, %v median, beyond the path's own %v: want 20 ms ± 5%% added to the fastest frame, at most 25 ms to the median", fastest-path, median-path, path)
 	}
 }
 
