@@ -65,8 +65,9 @@ type ThreeGPPLeg struct {
 	// establishes every session so until the gNB has given its tunnel) or that has no downlink
 	// PDR (OAI's SMF sends it with the gNB's tunnel), has the UPF drop the session's downlink,
 	// counted as FILTERED; the uplink still goes, if the session has an uplink TEID (docs/n4.md).
-	// On a MultiAccess session it marks the leg inactive, as on the non-3GPP leg: the UPF
-	// installs nothing for it (docs/n4.md, "An access not active").
+	// On a MultiAccess session it marks the leg inactive: no downlink goes on it, and with an
+	// uplink TEID its uplink still goes, as for a UE back on 3GPP before its SMF has given the
+	// gNB's tunnel (docs/n4.md, "An access not active").
 	// +optional
 	DropDownlink bool `json:"dropDownlink,omitempty"`
 

@@ -297,6 +297,39 @@ func TestSessionEntries(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an inactive 3GPP leg with an uplink TEID keeps its uplink: the TEID, its address, no tunnel peer", func(t *testing.T) {
+		// docs/n4.md, "An access not active": a UE back on 3GPP sends before the SMF's
+		// modification with the gNB's tunnel reaches the UPF (TS 23.502 §4.2.3.2), so the leg's
+		// uplink TEID stays, and its address, which the pipeline checks the uplink's source
+		// against; with tunnel peer 0 (tunnel_peers has no entry 0) and no downlink TEID, no
+		// downlink can leave on it.
+		s := session(nil, games)
+		s.Spec.QFI = 9
+		s.Spec.AccessLegs.ThreeGPP = &junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.1", UplinkTEID: 0x1001, DropDownlink: true}
+		s.PeerIndex = 3 // the gNB's index the session held while the leg was active: not used
+		es, err := SessionEntries(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(es); got["sessions"] != 1 || got["uplink_tunnels"] != 1 || got["tunnel_qfis"] != 0 {
+			t.Fatalf("tables %v, want the sessions entry and the 3GPP leg's uplink TEID, no QFI tunnel", got)
+		}
+		for _, e := range es {
+			switch e.Table {
+			case "uplink_tunnels":
+				if !bytes.Equal(e.Match[0].Value, []byte{0, 0, 0x10, 0x01}) || e.Action != "decap_gtpu" || !bytes.Equal(e.Params[0].Value, []byte{1}) {
+					t.Errorf("uplink TEID entry %+v, want teid 0x1001 -> decap_gtpu(access 1, ...)", e)
+				}
+			case "sessions":
+				want := map[string][]byte{"peer_idx": {0, 0}, "teid": {0, 0, 0, 0}, "ue_addr_3gpp": {10, 45, 0, 1}}
+				for _, p := range e.Params {
+					if w, ok := want[p.Name]; ok && !bytes.Equal(p.Value, w) {
+						t.Errorf("set_session %s = %v, want %v", p.Name, p.Value, w)
+					}
+				}
+			}
+		}
+	})
 	t.Run("an MA session that holds its downlink has buffer_downlink and its overrides alone", func(t *testing.T) {
 		// docs/n4.md, "An access not active": no access active, the UE idle on 3GPP; the
 		// downlink misses `sessions` (none) and downlink_tunnels holds it (docs/pipeline.md).

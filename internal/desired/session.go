@@ -90,14 +90,25 @@ func multiAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 	var err error
 	var ue3, ueN, gwN = netip.IPv4Unspecified(), netip.IPv4Unspecified(), netip.IPv4Unspecified()
 	var teidDown, teidDownN uint32
+	peer := s.PeerIndex
 	var out []Entry
-	// An inactive leg (dropDownlink) gets nothing: with its UE address 0 in `sessions` steering
-	// does not choose it, and without its uplink TEID nothing comes in on it.
-	if leg := spec.AccessLegs.ThreeGPP; leg != nil && !leg.DropDownlink {
+	// An inactive leg (dropDownlink) has no downlink. A 3GPP one with an uplink TEID keeps its
+	// address and that TEID, with no tunnel peer (0: no tunnel_peers entry): what the UE sends
+	// before the SMF's modification reaches the UPF (a Service Request's first uplink, TS 23.502
+	// §4.2.3.2) goes through, and a downlink steered to it would find no peer, so the programmer
+	// keeps its path state unavailable (initialPathWrites). Any other inactive leg gets nothing:
+	// with its UE address 0 in `sessions` steering does not choose it.
+	if leg := spec.AccessLegs.ThreeGPP; leg != nil && leg.DropDownlink && leg.UplinkTEID != 0 {
 		if ue3, err = parseAddr("accessLegs.threeGPP.ueAddress", string(leg.UEAddress)); err != nil {
 			return nil, err
 		}
-		if s.PeerIndex == 0 {
+		peer = 0
+		out = append(out, uplinkTunnel(leg.UplinkTEID, contract.Access3GPP, s.UsageIndex))
+	} else if leg != nil && !leg.DropDownlink {
+		if ue3, err = parseAddr("accessLegs.threeGPP.ueAddress", string(leg.UEAddress)); err != nil {
+			return nil, err
+		}
+		if peer == 0 {
 			return nil, fmt.Errorf("session %s has a 3GPP leg but no tunnel peer index", s.Name)
 		}
 		teidDown = uint32(leg.DownlinkTEID)
@@ -128,7 +139,7 @@ func multiAccessEntries(s Session, sa netip.Addr) ([]Entry, error) {
 		Params: []Param{
 			{"user_idx", u32(s.UserIndex)},
 			{"endpoint_idx", u8(s.EndpointIndex)},
-			{"peer_idx", u16(s.PeerIndex)},
+			{"peer_idx", u16(peer)},
 			{"teid", u32(teidDown)},
 			{"ue_addr_3gpp", addr(ue3)},
 			{"ue_addr_non3gpp", addr(ueN)},

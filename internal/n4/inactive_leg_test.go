@@ -12,7 +12,8 @@ import (
 
 // A MAR's FAR that buffers, drops or has no Outer Header Creation yet makes its access inactive
 // (docs/n4.md, "An access not active"): the leg stays in the object with the UE's address on it
-// from its uplink PDR and dropDownlink, and nothing else; the MAR's steering is kept for when it
+// from its uplink PDR and dropDownlink, a 3GPP one with its uplink TEID (the uplink PDR still
+// forwards), and no tunnel; the MAR's steering is kept for when it
 // forwards again. An SMF sends so for an access whose node has not answered yet, and for one
 // whose user plane it deactivated (the UE idle on 3GPP, gone from WiFi). With no access active
 // and 3GPP's FAR buffering, the UPF holds the downlink so that the SMF can page the UE.
@@ -25,7 +26,7 @@ func TestInactiveLegPlan(t *testing.T) {
 	threeGPPWants := junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.7", GNBAddress: "198.51.100.10", UplinkTEID: ulTEID, DownlinkTEID: 0x1234}
 	non3GPPWants := junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.7", GatewayAddress: "198.51.100.20",
 		UplinkTEID: n3iwfTEID, DownlinkTEID: 0x5678}
-	inactive3GPP := junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.7", DropDownlink: true}
+	inactive3GPP := junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.7", UplinkTEID: ulTEID, DropDownlink: true}
 	inactiveNon3GPP := junctionv1.NonThreeGPPLeg{Type: junctionv1.NonThreeGPPWiFi, UEAddress: "203.0.113.7", DropDownlink: true}
 	// No access active and 3GPP's FAR buffers: the UPF holds the downlink (and keeps the uplink
 	// TEID in the object, as an idle single-access session does).

@@ -273,8 +273,8 @@ func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr,
 		if active(access(acc)) && l.gtpu() && ul[acc] == nil {
 			return nil, refuse(CauseConditionalIEMissing, ie.FTEID, "the MARs send on %s access over GTP-U but no uplink PDR from it has an F-TEID", access(acc).api())
 		}
-		// An inactive leg keeps the UE's address on it (its uplink PDR's UE IP Address) and
-		// nothing more: no tunnel, no TEID in the object until its FAR forwards again.
+		// An inactive leg keeps the UE's address on it (its uplink PDR's UE IP Address) and no
+		// tunnel until its FAR forwards again; a 3GPP one keeps its uplink TEID too (below).
 		if l != nil && l.inactive && (ul[acc] == nil || !ul[acc].UEIP.IsValid()) {
 			return nil, ruleFailure(ie.RuleIDTypeFAR, l.far, "FAR %d of %s access does not forward yet, and no uplink PDR from that access gives the UE's address on it", l.far, access(acc).api())
 		}
@@ -288,9 +288,9 @@ func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr,
 		if !l.inactive {
 			leg.GNBAddress, leg.DownlinkTEID = junctionv1.IPv4Address(l.ohc.Addr.String()), int64(l.ohc.TEID)
 		}
-		if !leg.DropDownlink {
-			leg.UplinkTEID = int64(ulTEID[access3GPP])
-		}
+		// Inactive, its uplink PDR still forwards: a UE back on 3GPP sends before the SMF's
+		// modification with the gNB's tunnel arrives (a Service Request, TS 23.502 §4.2.3.2).
+		leg.UplinkTEID = int64(ulTEID[access3GPP])
 		spec.AccessLegs.ThreeGPP = leg
 	}
 	if l := legs[accessNon3GPP]; l != nil {

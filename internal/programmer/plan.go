@@ -42,10 +42,14 @@ type legs uint8
 const (
 	leg3GPP    legs = 1 << 0
 	legNon3GPP legs = 1 << 1
+	// leg3GPPIdle: a 3GPP leg with its UE address but no tunnel peer, an MA PDU session's
+	// inactive access whose uplink is still taken (internal/desired). Steering reads its path
+	// state, which must stay unavailable: no downlink can leave on it.
+	leg3GPPIdle legs = 1 << 2
 )
 
 // legCount counts the sessions entries of one user on a device that have each leg.
-type legCount struct{ n3GPP, nNon3GPP int }
+type legCount struct{ n3GPP, nNon3GPP, n3GPPIdle int }
 
 func (c legCount) add(l legs, d int) legCount {
 	if l&leg3GPP != 0 {
@@ -54,13 +58,17 @@ func (c legCount) add(l legs, d int) legCount {
 	if l&legNon3GPP != 0 {
 		c.nNon3GPP += d
 	}
+	if l&leg3GPPIdle != 0 {
+		c.n3GPPIdle += d
+	}
 	return c
 }
 
-func (c legCount) zero() bool { return c.n3GPP <= 0 && c.nNon3GPP <= 0 }
+func (c legCount) zero() bool { return c.n3GPP <= 0 && c.nNon3GPP <= 0 && c.n3GPPIdle <= 0 }
 
-// sessionLegs reads the user index and present legs (a non-zero UE address) of a `sessions`
-// entry; ok is false for entries of other tables or without set_session.
+// sessionLegs reads the user index and present legs (a non-zero UE address; for 3GPP, idle
+// without a tunnel peer) of a `sessions` entry; ok is false for entries of other tables or
+// without set_session.
 func sessionLegs(sch *upfclient.Schema, te *p4v1.TableEntry) (user uint32, l legs, ok bool) {
 	a := te.GetAction().GetAction()
 	if sch == nil || a == nil || sch.TableName(te.GetTableId()) != TableSessions || sch.ActionName(a.GetActionId()) != "set_session" {
@@ -71,7 +79,11 @@ func sessionLegs(sch *upfclient.Schema, te *p4v1.TableEntry) (user uint32, l leg
 		return 0, 0, false
 	}
 	if v, _ := sch.ActionParam(a, "ue_addr_3gpp"); v != 0 {
-		l |= leg3GPP
+		if peer, _ := sch.ActionParam(a, "peer_idx"); peer != 0 {
+			l |= leg3GPP
+		} else {
+			l |= leg3GPPIdle
+		}
 	}
 	if v, _ := sch.ActionParam(a, "ue_addr_non3gpp"); v != 0 {
 		l |= legNon3GPP
@@ -90,11 +102,12 @@ type registerWrite struct {
 // Registers start at 0, which is the state a new user needs (accesses unavailable until the UE
 // reports them, updates not suspended: docs/pipeline.md), so only an index that may hold an
 // earlier user's state is written: for a user with no entry before, path_updates_suspended[user] = 0 and
-// autonomous_share[user] = 0, and for every leg no entry of the user had before, rtt_<access>[user]
-// and loss_<access>[user] = 0 — unless fresh says the index
-// has had no sessions entry since the pipeline was pushed. Users whose legs were already there
-// keep their measured state, so a replay onto a device that kept its state writes nothing.
-// pending are users whose last reset failed: they get a whole reset again.
+// autonomous_share[user] = 0, and for every leg its entries have, rtt_<access>[user]
+// and loss_<access>[user] = 0 — unless fresh says the index has had no sessions entry since the
+// pipeline was pushed. A user already on the device keeps its measured state, but for a leg that
+// appears (no entry had it before) and a 3GPP leg that goes idle (no entry has it with a tunnel
+// peer any more): both start unavailable, so a replay onto a device that kept its state writes
+// nothing. pending are users whose last reset failed: they get a whole reset again.
 func initialPathWrites(before, after map[uint32]legCount, fresh func(user uint32) bool, pending map[uint32]string) []registerWrite {
 	users := make([]uint32, 0, len(after)+len(pending))
 	for u := range after {
@@ -116,14 +129,16 @@ func initialPathWrites(before, after map[uint32]legCount, fresh func(user uint32
 			continue // gone: nothing to reset any more
 		}
 		_, retry := pending[u]
-		newUser := b.zero()
-		if newUser && !retry && fresh(u) {
+		whole := b.zero() || retry
+		if b.zero() && !retry && fresh(u) {
 			continue
 		}
-		if newUser || retry {
+		if whole {
 			out = append(out, registerWrite{RegisterSuspended, u, 0}, registerWrite{RegisterShare, u, 0})
 		}
-		if (b.n3GPP <= 0 || retry) && a.n3GPP > 0 {
+		has3GPP := a.n3GPP > 0 || a.n3GPPIdle > 0
+		appears, goesIdle := b.n3GPP <= 0 && a.n3GPP > 0, b.n3GPP > 0 && a.n3GPP <= 0 && a.n3GPPIdle > 0
+		if whole && has3GPP || appears || goesIdle {
 			out = append(out, registerWrite{RegisterRTT3GPP, u, 0}, registerWrite{RegisterLoss3GPP, u, 0})
 		}
 		if (b.nNon3GPP <= 0 || retry) && a.nNon3GPP > 0 {

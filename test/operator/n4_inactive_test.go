@@ -18,15 +18,19 @@ import (
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/contract"
 	"github.com/junction-atsss/junction/internal/smf"
+	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
 
 // TestN4MASessionAccessGoesIdleAndBack: the UE of an MA PDU session goes idle on 3GPP while it
 // stays on WiFi, so the SMF modifies the MAR's 3GPP FAR to buffer (BUFF|NOCP, TS 29.244
 // §5.2.3), and later, the UE paged, to forward into the new gNB tunnel. Junction takes both
 // (docs/n4.md, "An access not active"): while the FAR buffers the 3GPP leg is inactive, so the
-// UPF holds nothing for it and the downlink that smallest delay put on 3GPP goes over WiFi;
-// once it forwards the leg comes back with its uplink TEID and the new tunnel. Before this the
-// modification was refused (76), and an SMF would have had to release the session.
+// downlink that smallest delay put on 3GPP goes over WiFi, while the uplink PDR, which the SMF
+// left forwarding, still takes what the UE sends on 3GPP (a UE back on 3GPP sends before the
+// SMF's modification with the new tunnel reaches the UPF: TS 23.502 §4.2.3.2, steps 14 and 17);
+// once the FAR forwards the leg comes back with the new tunnel. Before this the modification was
+// refused (76), and an SMF would have had to release the session.
 func TestN4MASessionAccessGoesIdleAndBack(t *testing.T) {
 	ctx := context.Background()
 	r := newN4Rig(t, nil, nil)
@@ -78,8 +82,8 @@ func TestN4MASessionAccessGoesIdleAndBack(t *testing.T) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
-		if l := obj.Spec.AccessLegs.ThreeGPP; l == nil || *l != (junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.7", DropDownlink: true}) {
-			return fmt.Errorf("3GPP leg %+v, want the UE's address and dropDownlink alone", l)
+		if l := obj.Spec.AccessLegs.ThreeGPP; l == nil || *l != (junctionv1.ThreeGPPLeg{UEAddress: "10.45.0.7", UplinkTEID: int64(est.UplinkTEID), DropDownlink: true}) {
+			return fmt.Errorf("3GPP leg %+v, want the UE's address, its uplink TEID and dropDownlink", l)
 		}
 		if l := obj.Spec.AccessLegs.NonThreeGPP; l == nil || l.UEAddress != "203.0.113.7" || l.DropDownlink {
 			return fmt.Errorf("non-3GPP leg %+v, want it as it was", l)
@@ -87,19 +91,35 @@ func TestN4MASessionAccessGoesIdleAndBack(t *testing.T) {
 		return nil
 	})
 	waitCondition(t, programTimeout, obj, junctionv1.ConditionProgrammed, metav1.ConditionTrue, "Programmed")
-	// docs/pipeline.md: set_session with ue_addr_3gpp 0 (the leg absent), no peer and no TEID,
-	// and no uplink TEID for the leg.
-	wantEntries(t, r, fmt.Sprintf("sessions session_addr=0a3c0007 -> set_session(endpoint_idx=00,gateway_non3gpp=00,peer_idx=00,teid=00,teid_non3gpp=00,ue_addr_3gpp=00,ue_addr_non3gpp=cb007107,usage_idx=%s,user_idx=%s)",
+	// docs/pipeline.md: set_session with the leg's address (the uplink's source is checked
+	// against it) but no tunnel peer and no TEID, and the leg's uplink TEID as it was.
+	wantEntries(t, r, uplink, fmt.Sprintf("sessions session_addr=0a3c0007 -> set_session(endpoint_idx=00,gateway_non3gpp=00,peer_idx=00,teid=00,teid_non3gpp=00,ue_addr_3gpp=0a2d0007,ue_addr_non3gpp=cb007107,usage_idx=%s,user_idx=%s)",
 		hx(usage, 4), hx(uint64(*obj.Status.UserIndex), 4)))
-	got, err := r.u.entries(r.sch)
-	if err != nil {
-		t.Fatal(err)
+	// The UE sends on 3GPP before the SMF has the new tunnel: a G-PDU on its uplink TEID holding
+	// its Junction DATA packet from its 3GPP address. The user's packet leaves for the data
+	// network: IPv4 from the session address 10.60.0.7 to the server 203.0.113.200, after
+	// Ethernet (docs/pipeline.md: the uplink leaves without Junction's headers).
+	eth := wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 1, 1}, Src: [6]byte{2, 0, 0, 0, 2, 1}}
+	early := wiretest.Build(eth, wire.IPv4{Src: addr4("198.51.100.10"), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: est.UplinkTEID},
+		wire.IPv4{Src: addr4("10.45.0.7"), Dst: addr4("192.0.2.2")}, wire.UDP{}, wire.Header{Type: wire.TypeData, Proto: wire.ProtoIPv4},
+		wire.IPv4{Src: addr4("10.60.0.7"), Dst: addr4("203.0.113.200")}, wire.UDP{SrcPort: 40000, DstPort: 443}, make([]byte, 100))
+	if out := r.u.forward(t, early); len(out) != 1 || len(out[0].frame) < 34 || !bytes.Equal(out[0].frame[26:34], []byte{10, 60, 0, 7, 203, 0, 113, 200}) {
+		t.Fatalf("the UE's uplink on its idle 3GPP leg left as %x, want the user's packet toward 203.0.113.200", out)
 	}
-	for _, e := range got {
-		if e == uplink {
-			t.Errorf("the inactive leg's uplink TEID is still on the UPF: %s", e)
-		}
+	// Its probe on that leg finds no tunnel to answer in (NO_TUNNEL_PEER), so the UE agent takes
+	// the leg down as before.
+	noPeer := packets(t, r, "drops", int64(contract.DropNoTunnelPeer))
+	probe := wiretest.Build(eth, wire.IPv4{Src: addr4("198.51.100.10"), Dst: addr4("192.0.2.1")}, wire.UDP{}, wire.GTPU{TEID: est.UplinkTEID},
+		wire.IPv4{Src: addr4("10.45.0.7"), Dst: addr4("192.0.2.2")}, wire.UDP{}, wire.Header{Type: wire.TypeProbe},
+		wire.Control{Session: addr4("10.60.0.7"), Access: contract.Access3GPP, UETime: 1})
+	if out := r.u.forward(t, probe); len(out) != 0 {
+		t.Errorf("a PROBE on the idle 3GPP leg was answered: %x", out[0].frame)
 	}
+	if got := packets(t, r, "drops", int64(contract.DropNoTunnelPeer)); got != noPeer+1 {
+		t.Errorf("drops[NO_TUNNEL_PEER] %d -> %d for the PROBE on the idle leg, want one more", noPeer, got)
+	}
+	// The leg's RTT (5 ms, the smaller) was set back to unavailable when it went idle, so the
+	// downlink takes WiFi, not the peerless leg.
 	leavesOn("the downlink on WiFi while the UE is idle on 3GPP", onWiFi)
 
 	// Paged, the UE is back on 3GPP through another gNB tunnel.
