@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
+	"github.com/junction-atsss/junction/test/pfcpsimpeer"
 )
 
 // TestN4SingleAccessSessionsFromPfcpsim: omec-project/pfcpsim's PFCP client, a peer written
@@ -55,7 +56,7 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 		if err := c.SendSessionEstablishmentRequest(pdrs, fars, qers, nil); err != nil {
 			t.Fatal(err)
 		}
-		resp := pfcpsimAccepted[*message.SessionEstablishmentResponse](t, c, fmt.Sprintf("establishment %d", i))
+		resp := pfcpsimpeer.Accepted[*message.SessionEstablishmentResponse](t, c, fmt.Sprintf("establishment %d", i))
 		f, err := resp.UPFSEID.FSEID()
 		if err != nil {
 			t.Fatal(err)
@@ -116,7 +117,7 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 	if err := c.SendSessionModificationRequest(upSEIDs[0], nil, nil, []*ie.IE{far}, nil); err != nil {
 		t.Fatal(err)
 	}
-	pfcpsimAccepted[*message.SessionModificationResponse](t, c, "modification")
+	pfcpsimpeer.Accepted[*message.SessionModificationResponse](t, c, "modification")
 	wantEntries(t, r, fmt.Sprintf("downlink_tunnels ue_addr=0a3d0001 -> encap_gtpu(endpoint_idx=00,peer_idx=02,teid=0300,usage_idx=%s)", hx(usage["10.61.0.1"], 4)),
 		"tunnel_qfis peer_addr=c633640b teid=0300 -> set_qfi(qfi=05)",
 		"tunnel_peers peer_idx=02 -> set_tunnel_peer(peer_addr=c633640b)")
@@ -125,7 +126,7 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 		if err := c.SendSessionDeletionRequest(uint64(i+1), seid); err != nil {
 			t.Fatal(err)
 		}
-		pfcpsimAccepted[*message.SessionDeletionResponse](t, c, fmt.Sprintf("deletion %d", i))
+		pfcpsimpeer.Accepted[*message.SessionDeletionResponse](t, c, fmt.Sprintf("deletion %d", i))
 	}
 	eventually(t, programTimeout, "no tunnel entries after the deletions", func() error {
 		for _, e := range mustEntries(t, r.u, r.sch) {
@@ -135,39 +136,4 @@ func TestN4SingleAccessSessionsFromPfcpsim(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// pfcpsimAccepted reads pfcpsim's next response, which must be a T with Cause Request accepted.
-func pfcpsimAccepted[T message.Message](t *testing.T, c *pfcpsim.PFCPClient, what string) T {
-	t.Helper()
-	m, err := c.PeekNextResponse()
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	resp, ok := m.(T)
-	if !ok {
-		t.Fatalf("%s: got %T", what, m)
-	}
-	b := make([]byte, m.MarshalLen())
-	if err := m.MarshalTo(b); err != nil {
-		t.Fatal(err)
-	}
-	h, err := message.ParseHeader(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ies, err := ie.ParseMultiIEs(h.Payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range ies {
-		if x.Type == ie.Cause {
-			if cause, _ := x.Cause(); cause != ie.CauseRequestAccepted {
-				t.Fatalf("%s: cause %d", what, cause)
-			}
-			return resp
-		}
-	}
-	t.Fatalf("%s: no Cause", what)
-	return resp
 }

@@ -34,16 +34,7 @@ func TestN4SessionCarriesTrafficAsItsMARSays(t *testing.T) {
 	u := tb.ues[0]
 	tb.startAgent(u)
 
-	// The UPF opens its N4 endpoint on a free loopback port.
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	must(t, err)
-	n4 := c.LocalAddr().(*net.UDPAddr).AddrPort()
-	c.Close()
-	upf := &junctionv1.UserPlaneFunction{}
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: tb.ns, Name: "upf"}, upf))
-	upf.Spec.N4 = &junctionv1.N4{NodeID: "127.0.0.1", Listen: n4.String()}
-	must(t, k8s.Update(ctx, upf))
-
+	n4 := tb.enableN4()
 	sm, err := smf.Dial(netip.MustParseAddrPort("127.0.0.1:0"), n4, "smf.test.example")
 	must(t, err)
 	defer sm.Close()
@@ -142,4 +133,18 @@ func TestN4SessionCarriesTrafficAsItsMARSays(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// enableN4 has the UPF open its N4 endpoint on a free loopback port, and returns it.
+func (tb *testbed) enableN4() netip.AddrPort {
+	t := tb.t
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	must(t, err)
+	n4 := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	c.Close()
+	upf := &junctionv1.UserPlaneFunction{}
+	must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: tb.ns, Name: "upf"}, upf))
+	upf.Spec.N4 = &junctionv1.N4{NodeID: "127.0.0.1", Listen: n4.String()}
+	must(t, k8s.Update(context.Background(), upf))
+	return n4
 }
