@@ -25,8 +25,9 @@ import (
 // leg both ways, and a download runs at the MBR of that QER, then at the one an Update QER gives (the gNB emulator takes only downlink G-PDUs whose PDU Session Container names
 // the session's QFI, as a gNB with radio bearers per QoS flow does). A Session
 // Modification that changes the MAR to active-standby on non-3GPP moves the downlink to WiFi
-// (the agent follows the session's new steering for the uplink), and a Session Deletion
-// removes the session's tunnel from the node. Before that, the UE goes idle on 3GPP and comes
+// (the agent follows the session's new steering for the uplink), one to load balancing 50/50
+// splits a download over both legs, and a Session Deletion removes the session's tunnel from
+// the node. Before that, the UE goes idle on 3GPP and comes
 // back (the 3GPP FAR buffers, then forwards again), and the traffic follows.
 func TestN4SessionCarriesTrafficAsItsMARSays(t *testing.T) {
 	ctx := context.Background()
@@ -122,6 +123,23 @@ func TestN4SessionCarriesTrafficAsItsMARSays(t *testing.T) {
 		t.Fatalf("Session Modification: %v, cause %d", err, r.Cause())
 	}
 	eventually(t, readyTimeout, "pings on the WiFi leg after the modification", func() error { return pingsOn("wlan0", "ran0") })
+
+	// Load balancing with weights 50/50: the UPF sends 3GPP the first 64 of every 128 downlink
+	// packets (docs/pipeline.md, "Steering decision"), so a download arrives half on each leg.
+	// The bounds leave room for what else the legs carry (probes, the uplink's ACKs go the
+	// agent's way).
+	if r, err := sm.Modify(ctx, est, sm.UpdateMAR(smf.MARDefault, smf.Steering{Mode: smf.LoadBalancing, Weight3GPP: 50}, true)); err != nil || r.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("Session Modification to load balancing: %v, cause %d", err, r.Cause())
+	}
+	eventually(t, readyTimeout, "the download on both legs", func() error {
+		ran, wlan := rxBytes(t, u.NS, "ran0"), rxBytes(t, u.NS, "wlan0")
+		download()
+		dr, dw := rxBytes(t, u.NS, "ran0")-ran, rxBytes(t, u.NS, "wlan0")-wlan
+		if share := float64(dr) / float64(dr+dw); share < 0.35 || share > 0.65 {
+			return fmt.Errorf("%d bytes arrived on ran0 and %d on wlan0: %.0f%% on 3GPP, want 35-65%%", dr, dw, 100*share)
+		}
+		return nil
+	})
 
 	if r, err := sm.Delete(ctx, est); err != nil || r.Cause() != ie.CauseRequestAccepted {
 		t.Fatalf("Session Deletion: %v", err)
