@@ -30,7 +30,13 @@ const pingSize = 1000
 // returns how many were answered.
 func ping(t *testing.T, u *ueNode, count int) int {
 	t.Helper()
-	out, _ := u.NS.Command("ping", "-n", "-q", "-c", fmt.Sprint(count), "-s", fmt.Sprint(pingSize), "-i", "0.2", "-W", "1", "-I", sessionAddr, dnHost.String()).CombinedOutput()
+	return pingFrom(t, u, sessionAddr, count)
+}
+
+// pingFrom is ping from the UE's address src.
+func pingFrom(t *testing.T, u *ueNode, src string, count int) int {
+	t.Helper()
+	out, _ := u.NS.Command("ping", "-n", "-q", "-c", fmt.Sprint(count), "-s", fmt.Sprint(pingSize), "-i", "0.2", "-W", "1", "-I", src, dnHost.String()).CombinedOutput()
 	var sent, recv int
 	for _, line := range strings.Split(string(out), "\n") {
 		if strings.Contains(line, "packets transmitted") {

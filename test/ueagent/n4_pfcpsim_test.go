@@ -5,7 +5,6 @@ package ueagent
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/omec-project/pfcpsim/pkg/pfcpsim"
@@ -105,24 +104,10 @@ func TestN4PfcpsimSessionCarriesTraffic(t *testing.T) {
 		return nil
 	})
 
-	// pings from the UE's address to the server: n sent, how many answered.
-	pings := func(n int) int {
-		out, _ := u.NS.Command("ping", "-n", "-q", "-c", fmt.Sprint(n), "-s", fmt.Sprint(pingSize), "-i", "0.2", "-W", "1", "-I", ue.String(), topology.DNHost.String()).CombinedOutput()
-		var sent, recv int
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, "packets transmitted") {
-				fmt.Sscanf(line, "%d packets transmitted, %d received", &sent, &recv)
-			}
-		}
-		if sent != n {
-			t.Fatalf("ping did not run: %s", out)
-		}
-		return recv
-	}
 	allAnswered := func(what string) {
 		t.Helper()
 		eventually(t, readyTimeout, what, func() error {
-			if got := pings(10); got != 10 {
+			if got := pingFrom(t, u, ue.String(), 10); got != 10 {
 				return fmt.Errorf("%d of 10 pings answered", got)
 			}
 			return nil
@@ -152,7 +137,7 @@ func TestN4PfcpsimSessionCarriesTraffic(t *testing.T) {
 	}
 	pfcpsimpeer.Accepted[*message.SessionDeletionResponse](t, c, "deletion")
 	eventually(t, readyTimeout, "no ping answered once the session is deleted", func() error {
-		if got := pings(3); got != 0 {
+		if got := pingFrom(t, u, ue.String(), 3); got != 0 {
 			return fmt.Errorf("%d of 3 pings answered", got)
 		}
 		return nil
