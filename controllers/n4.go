@@ -63,6 +63,11 @@ type runningEndpoint struct {
 // n4DrainTimeout bounds how long a stopping endpoint's writer may take to write what is left.
 const n4DrainTimeout = 30 * time.Second
 
+// n4ReleaseWait is how long a UPF leaving N4 waits for its SMFs to release their associations
+// when it asked them to, before it releases the rest itself (n4.Endpoint.Release): an SMF that
+// takes the request answers within its T1 and releases once it has deleted its sessions.
+const n4ReleaseWait = 3 * time.Second
+
 // policyGCAge is how old an N4 traffic class must be before it is deleted for having no
 // session: younger ones may belong to an establishment in flight.
 const policyGCAge = 2 * time.Minute
@@ -124,7 +129,7 @@ func (r *N4Endpoints) Start(ctx context.Context) error {
 		r.syncAll(ctx)
 		select {
 		case <-ctx.Done():
-			r.stopAll(false)
+			r.stopAll()
 			return nil
 		case <-changed:
 		case <-tick.C:
@@ -185,8 +190,8 @@ func (r *N4Endpoints) syncAll(ctx context.Context) {
 			// grant given back (or a status read before the grant was) restarts it unnoticed.
 			r.stop(key, run)
 		default:
-			// The UPF left N4 for good: its SMFs are told (UPF-initiated association release).
-			run.ep.Release(ctx)
+			// The UPF left N4 for good: its SMFs are asked to release their associations.
+			run.ep.Release(ctx, n4ReleaseWait)
 			r.stop(key, run)
 		}
 	}
@@ -295,13 +300,11 @@ func (r *N4Endpoints) stop(key types.NamespacedName, run *runningEndpoint) {
 	delete(r.running, key)
 }
 
-func (r *N4Endpoints) stopAll(release bool) {
+// stopAll stops every endpoint without releasing its associations: a new leader takes them over.
+func (r *N4Endpoints) stopAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for key, run := range r.running {
-		if release {
-			run.ep.Release(context.Background())
-		}
 		r.stop(key, run)
 	}
 }
@@ -354,6 +357,17 @@ func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error)
 		}
 		cfg.AllowedSMFs = append(cfg.AllowedSMFs, p)
 	}
+	for i, a := range s.AssociateWith {
+		to, err := netip.ParseAddrPort(a)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(a)
+			if aerr != nil || !addr.Is4() {
+				return cfg, fmt.Errorf("spec.n4.associateWith[%d]: %q is not an IPv4 address with an optional port", i, a)
+			}
+			to = netip.AddrPortFrom(addr, 8805)
+		}
+		cfg.AssociateWith = append(cfg.AssociateWith, to)
+	}
 	for i, g := range s.AccessGateways {
 		a, err := netip.ParseAddr(string(g.Address))
 		if err != nil {
@@ -383,7 +397,7 @@ func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error)
 
 func sameN4Config(a, b n4.Config) bool {
 	return reflect.DeepEqual(a.Target, b.Target) && a.Listen == b.Listen && a.NodeID == b.NodeID && a.Address == b.Address && a.Heartbeat == b.Heartbeat && a.Grace == b.Grace &&
-		a.RestartOnAssociationOnly == b.RestartOnAssociationOnly && slices.Equal(a.AllowedSMFs, b.AllowedSMFs)
+		a.RestartOnAssociationOnly == b.RestartOnAssociationOnly && slices.Equal(a.AllowedSMFs, b.AllowedSMFs) && slices.Equal(a.AssociateWith, b.AssociateWith)
 }
 
 // collectPolicies deletes the N4 endpoint's traffic classes no session selects any more.

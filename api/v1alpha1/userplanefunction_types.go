@@ -289,6 +289,19 @@ type N4 struct {
 	// +optional
 	AllowedSMFs []IPv4Prefix `json:"allowedSMFs,omitempty"`
 
+	// associateWith are SMFs the UPF sets up a PFCP association with itself (UP function
+	// initiated, TS 29.244 §6.2.6.3), for SMFs that wait for their UPFs to associate: each an IPv4
+	// address, with a port when not 8805. The UPF sends its Association Setup Request at once and
+	// again every heartbeatInterval while it has no association at that address (the SMF does not
+	// answer, refuses, or restarted). These SMFs are associated whatever allowedSMFs says; an SMF
+	// may still set up an association itself.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Pattern=`^[0-9]{1,3}(\.[0-9]{1,3}){3}(:[0-9]{1,5})?$`
+	// +kubebuilder:validation:items:MaxLength=21
+	// +listType=set
+	// +optional
+	AssociateWith []string `json:"associateWith,omitempty"`
+
 	// accessGateways say which access is behind each N3IWF, TNGF or W-AGF, by its N3 address
 	// (only those not WiFi need to be listed). PFCP names a non-3GPP leg's gateway (its FAR's Outer Header Creation) but not
 	// whether the access behind it is WLAN or a fixed line: a W-AGF is N3 trusted non-3GPP

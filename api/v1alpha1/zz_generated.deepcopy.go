@@ -460,6 +460,11 @@ func (in *N4) DeepCopyInto(out *N4) {
 		*out = make([]IPv4Prefix, len(*in))
 		copy(*out, *in)
 	}
+	if in.AssociateWith != nil {
+		in, out := &in.AssociateWith, &out.AssociateWith
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.AccessGateways != nil {
 		in, out := &in.AccessGateways, &out.AccessGateways
 		*out = make([]N4AccessGateway, len(*in))

@@ -109,6 +109,8 @@ type Config struct {
 	Grace           time.Duration
 	// AllowedSMFs are the prefixes SMFs may associate from; empty: any.
 	AllowedSMFs []netip.Prefix
+	// AssociateWith are SMFs the UPF sets up an association with itself (upf_initiated.go).
+	AssociateWith []netip.AddrPort
 	// RestartOnAssociationOnly: a heartbeat's Recovery Time Stamp tells nothing of an SMF restart,
 	// only an Association Setup Request's does (spec.n4.smfRestartDetection Association).
 	RestartOnAssociationOnly bool
@@ -143,6 +145,10 @@ type Endpoint struct {
 	pending  map[uint32]chan *message.Header // our requests awaiting an answer
 	dirty    bool                            // the node state changed since the last save
 	plane    userPlane                       // the switch, as the operator last said (node_report.go)
+	// setupAfter is when the UPF next tries to associate with an SMF of AssociateWith, and
+	// setupRefusal why its last try failed (said in an event once per reason).
+	setupAfter   map[netip.AddrPort]time.Time
+	setupRefusal map[netip.AddrPort]string
 
 	cache responseCache
 	// sessionWork takes session requests, nodeWork everything else (heartbeats, associations,
@@ -151,6 +157,8 @@ type Endpoint struct {
 	sessionWork, nodeWork handlers
 	// reportsRunning: a round of usage reports is under way (reportUsage).
 	reportsRunning atomic.Bool
+	// leaving: the UPF is leaving N4 (Release).
+	leaving atomic.Bool
 }
 
 type cpKey struct {
@@ -175,6 +183,7 @@ func New(cfg Config, store Store) *Endpoint {
 		cfg: cfg, store: store,
 		assocs: map[string]*Association{}, sessions: map[uint64]*State{}, byCP: map[cpKey]uint64{},
 		teids: map[uint32]bool{}, nextTEID: firstTEID, pending: map[uint32]chan *message.Header{},
+		setupAfter: map[netip.AddrPort]time.Time{}, setupRefusal: map[netip.AddrPort]string{},
 		sessionWork: handlers{work: make(chan datagram), max: 256},
 		nodeWork:    handlers{work: make(chan datagram), max: 16},
 	}
@@ -539,6 +548,13 @@ func (e *Endpoint) peerAlive(addr netip.AddrPort, ts time.Time) {
 	if restarted != nil {
 		e.cfg.Event(true, "SMFRestarted", fmt.Sprintf("SMF %s restarted (new Recovery Time Stamp): its sessions are released", restarted.NodeID))
 		e.releaseSessionsOf(context.Background(), restarted.NodeID)
+		if e.configuredSMF(addr) {
+			// An SMF of AssociateWith waits for the UPF to set the association up again.
+			e.mu.Lock()
+			delete(e.assocs, restarted.NodeID)
+			e.dirty = true
+			e.mu.Unlock()
+		}
 	}
 }
 
@@ -711,6 +727,7 @@ func (e *Endpoint) housekeeping(ctx context.Context) {
 			lastBeat = now
 			e.beat(ctx, now)
 		}
+		e.associate(ctx, now)
 		e.saveNode(ctx)
 	}
 }
@@ -821,21 +838,6 @@ func (e *Endpoint) answered(h *message.Header) {
 		case ch <- h:
 		default:
 		}
-	}
-}
-
-// Release ends every association (UPF-initiated PFCP Association Release Request, TS 29.244
-// §6.2.8.1): for a UPF that leaves N4 for good, not for an operator that stops.
-func (e *Endpoint) Release(ctx context.Context) {
-	e.mu.Lock()
-	var addrs []netip.AddrPort
-	for _, a := range e.assocs {
-		addrs = append(addrs, a.Addr)
-	}
-	e.mu.Unlock()
-	nodeID := ie.NewNodeIDHeuristic(e.cfg.NodeID)
-	for _, addr := range addrs {
-		e.request(addr, func(seq uint32) marshaler { return message.NewAssociationReleaseRequest(seq, nodeID) }, func(*message.Header) {})
 	}
 }
 

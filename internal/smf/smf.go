@@ -43,6 +43,11 @@ type Client struct {
 	reportAnswer []*ie.IE          // what the answers carry (AnswerReports); nil: Cause Request accepted
 	nodeReports  []*Response       // Node Report Requests, answered
 	upSEIDs      map[uint64]uint64 // CP SEID → the UPF's SEID, for the responses to its requests
+	// The UPF's own association requests (upf_requests.go): setups answered with setupCause,
+	// updates answered, and releaseAsks: release when an update asks for it (SARR).
+	setups, updates []*Response
+	setupCause      uint8
+	releaseAsks     bool
 }
 
 // Received returns every datagram the UPF sent the SMF, as it came.
@@ -59,7 +64,7 @@ func Dial(local, upf netip.AddrPort, nodeID string) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		NodeID: nodeID, Recovery: time.Now().Truncate(time.Second), T1: 500 * time.Millisecond, N1: 3,
+		NodeID: nodeID, Recovery: time.Now().Truncate(time.Second), T1: 500 * time.Millisecond, N1: 3, setupCause: ie.CauseRequestAccepted,
 		conn: conn, upf: upf, ip: local.Addr().AsSlice(), pending: map[uint32]chan []byte{}, upSEIDs: map[uint64]uint64{},
 	}
 	go c.read()
@@ -103,13 +108,13 @@ func (c *Client) read() {
 		}
 		if h.Type == message.MsgTypeHeartbeatRequest {
 			c.mu.Lock()
-			quiet := c.quiet
+			quiet, recovery := c.quiet, c.Recovery
 			if !quiet {
 				c.heartbeats++
 			}
 			c.mu.Unlock()
 			if !quiet {
-				if r, err := message.NewHeartbeatResponse(h.SequenceNumber, ie.NewRecoveryTimeStamp(c.Recovery)).Marshal(); err == nil {
+				if r, err := message.NewHeartbeatResponse(h.SequenceNumber, ie.NewRecoveryTimeStamp(recovery)).Marshal(); err == nil {
 					_, _ = c.conn.WriteToUDPAddrPort(r, from)
 				}
 			}
@@ -123,6 +128,12 @@ func (c *Client) read() {
 		}
 		if h.Type == message.MsgTypeNodeReportRequest {
 			if r := c.nodeReport(h, b); r != nil {
+				_, _ = c.conn.WriteToUDPAddrPort(r, from)
+			}
+			continue
+		}
+		if h.Type == message.MsgTypeAssociationSetupRequest || h.Type == message.MsgTypeAssociationUpdateRequest {
+			if r := c.upfAssociationRequest(h, b); r != nil {
 				_, _ = c.conn.WriteToUDPAddrPort(r, from)
 			}
 			continue

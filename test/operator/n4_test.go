@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
@@ -108,6 +109,22 @@ func (r n4Rig) awaitN4Sessions(t testing.TB, n int) []junctionv1.ATSSSSession {
 		return nil
 	})
 	return out
+}
+
+// leaveN4 removes spec.n4 from the rig's UPF: it leaves N4 for good.
+func (r n4Rig) leaveN4(t testing.TB) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var upf junctionv1.UserPlaneFunction
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(r.upf), &upf); err != nil {
+			return err
+		}
+		upf.Spec.N4 = nil
+		return k8s.Update(context.Background(), &upf)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // associate sets the SMF's association up and returns the UPF's Recovery Time Stamp.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	junctionv1 "github.com/junction-atsss/junction/api/v1alpha1"
 	"github.com/junction-atsss/junction/internal/desired"
@@ -25,8 +24,8 @@ import (
 )
 
 // TestN4MessagesDecodeInWireshark: every message the N4 endpoint sent in a run of every
-// procedure (node and session, accepted and refused, usage reports, UPF-initiated heartbeats
-// and association release, a version it does not speak) goes through Wireshark's PFCP
+// procedure (node and session, accepted and refused, usage reports, UPF-initiated heartbeats,
+// association update and release, a version it does not speak) goes through Wireshark's PFCP
 // dissector, a decoder written apart from both the endpoint and go-pfcp; none may be malformed
 // or carry an expert warning or error.
 func TestN4MessagesDecodeInWireshark(t *testing.T) {
@@ -128,15 +127,13 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 		}
 		return nil
 	})
-	// The UPF leaves N4: it releases the association itself.
-	var upf junctionv1.UserPlaneFunction
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(r.upf), &upf); err != nil {
+	if _, err := r.smf.Establish(ctx, alice()); err != nil { // a session the release ends
 		t.Fatal(err)
 	}
-	upf.Spec.N4 = nil
-	if err := k8s.Update(ctx, &upf); err != nil {
-		t.Fatal(err)
-	}
+	r.awaitN4Sessions(t, 1)
+	// The UPF leaves N4: it asks the SMF to release the association (SARR), and as the SMF does
+	// nothing (the emulator's default), deletes the SMF's sessions and releases it itself.
+	r.leaveN4(t)
 	eventually(t, programTimeout, "the UPF's Association Release Request", func() error {
 		for _, b := range r.smf.Received() {
 			if len(b) > 1 && b[1] == message.MsgTypeAssociationReleaseRequest {
@@ -145,13 +142,14 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 		}
 		return fmt.Errorf("not received")
 	})
+	r.awaitN4Sessions(t, 0) // the session went with the association
 
 	got := r.smf.Received()
 	seen := map[uint8]int{}
 	for _, b := range got {
 		seen[b[1]]++
 	}
-	for _, typ := range []uint8{2, 1, 6, 8, 9, 10, 11, 51, 53, 55, 56} {
+	for _, typ := range []uint8{2, 1, 6, 7, 8, 9, 10, 11, 51, 53, 55, 56} {
 		if seen[typ] == 0 {
 			t.Errorf("no message of type %d among the endpoint's (%v): the run did not cover it", typ, seen)
 		}
