@@ -11,9 +11,11 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -358,13 +360,9 @@ func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error)
 		cfg.AllowedSMFs = append(cfg.AllowedSMFs, p)
 	}
 	for i, a := range s.AssociateWith {
-		to, err := netip.ParseAddrPort(a)
+		to, err := smfTarget(a)
 		if err != nil {
-			addr, aerr := netip.ParseAddr(a)
-			if aerr != nil || !addr.Is4() {
-				return cfg, fmt.Errorf("spec.n4.associateWith[%d]: %q is not an IPv4 address with an optional port", i, a)
-			}
-			to = netip.AddrPortFrom(addr, 8805)
+			return cfg, fmt.Errorf("spec.n4.associateWith[%d]: %v", i, err)
 		}
 		cfg.AssociateWith = append(cfg.AssociateWith, to)
 	}
@@ -393,6 +391,22 @@ func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error)
 		return cfg, fmt.Errorf("spec.n4: nodeID %q is not an IPv4 address and listen is %s: set spec.n4.address, the IPv4 address SMFs reach the UPF at", s.NodeID, listen)
 	}
 	return cfg, nil
+}
+
+// smfTarget is an entry of spec.n4.associateWith as host:port, with PFCP's port 8805 (TS 29.244
+// §4.2.2) when it names none.
+func smfTarget(a string) (string, error) {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		host, port = a, "8805"
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return "", fmt.Errorf("%q: port %q is not 1 to 65535", a, port)
+	}
+	if ip, err := netip.ParseAddr(host); (err == nil && !ip.Is4()) || host == "" {
+		return "", fmt.Errorf("%q: want an IPv4 address or a DNS name", a)
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 func sameN4Config(a, b n4.Config) bool {

@@ -291,13 +291,14 @@ type N4 struct {
 
 	// associateWith are SMFs the UPF sets up a PFCP association with itself (UP function
 	// initiated, TS 29.244 §6.2.6.3), for SMFs that wait for their UPFs to associate: each an IPv4
-	// address, with a port when not 8805. The UPF sends its Association Setup Request at once and
-	// again every heartbeatInterval while it has no association at that address (the SMF does not
-	// answer, refuses, or restarted). These SMFs are associated whatever allowedSMFs says; an SMF
-	// may still set up an association itself.
+	// address or a DNS name (a Service's, resolved to IPv4 at each attempt), with a port when not
+	// 8805. The UPF sends its Association Setup Request at once and again every heartbeatInterval
+	// while it has no association at that address (the SMF does not answer, refuses, or
+	// restarted). These SMFs are associated whatever allowedSMFs says; an SMF may still set up an
+	// association itself.
 	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:Pattern=`^[0-9]{1,3}(\.[0-9]{1,3}){3}(:[0-9]{1,5})?$`
-	// +kubebuilder:validation:items:MaxLength=21
+	// +kubebuilder:validation:items:Pattern=`^([0-9]{1,3}(\.[0-9]{1,3}){3}|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)(:[0-9]{1,5})?$`
+	// +kubebuilder:validation:items:MaxLength=259
 	// +listType=set
 	// +optional
 	AssociateWith []string `json:"associateWith,omitempty"`

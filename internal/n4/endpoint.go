@@ -109,8 +109,9 @@ type Config struct {
 	Grace           time.Duration
 	// AllowedSMFs are the prefixes SMFs may associate from; empty: any.
 	AllowedSMFs []netip.Prefix
-	// AssociateWith are SMFs the UPF sets up an association with itself (upf_initiated.go).
-	AssociateWith []netip.AddrPort
+	// AssociateWith are SMFs the UPF sets up an association with itself (upf_initiated.go), each
+	// host:port, the host an IPv4 address or a DNS name.
+	AssociateWith []string
 	// RestartOnAssociationOnly: a heartbeat's Recovery Time Stamp tells nothing of an SMF restart,
 	// only an Association Setup Request's does (spec.n4.smfRestartDetection Association).
 	RestartOnAssociationOnly bool
@@ -145,10 +146,11 @@ type Endpoint struct {
 	pending  map[uint32]chan *message.Header // our requests awaiting an answer
 	dirty    bool                            // the node state changed since the last save
 	plane    userPlane                       // the switch, as the operator last said (node_report.go)
-	// setupAfter is when the UPF next tries to associate with an SMF of AssociateWith, and
-	// setupRefusal why its last try failed (said in an event once per reason).
-	setupAfter   map[netip.AddrPort]time.Time
-	setupRefusal map[netip.AddrPort]string
+	// Of each SMF of AssociateWith: when the UPF next tries to associate with it, why its last
+	// try failed (said in an event once per reason), and where it was last found.
+	setupAfter   map[string]time.Time
+	setupRefusal map[string]string
+	smfAddrs     map[string]netip.AddrPort
 
 	cache responseCache
 	// sessionWork takes session requests, nodeWork everything else (heartbeats, associations,
@@ -157,8 +159,8 @@ type Endpoint struct {
 	sessionWork, nodeWork handlers
 	// reportsRunning: a round of usage reports is under way (reportUsage).
 	reportsRunning atomic.Bool
-	// leaving: the UPF is leaving N4 (Release).
-	leaving atomic.Bool
+	// leaving: the UPF is leaving N4 (Release); associating: a round of associate is under way.
+	leaving, associating atomic.Bool
 }
 
 type cpKey struct {
@@ -183,7 +185,7 @@ func New(cfg Config, store Store) *Endpoint {
 		cfg: cfg, store: store,
 		assocs: map[string]*Association{}, sessions: map[uint64]*State{}, byCP: map[cpKey]uint64{},
 		teids: map[uint32]bool{}, nextTEID: firstTEID, pending: map[uint32]chan *message.Header{},
-		setupAfter: map[netip.AddrPort]time.Time{}, setupRefusal: map[netip.AddrPort]string{},
+		setupAfter: map[string]time.Time{}, setupRefusal: map[string]string{}, smfAddrs: map[string]netip.AddrPort{},
 		sessionWork: handlers{work: make(chan datagram), max: 256},
 		nodeWork:    handlers{work: make(chan datagram), max: 16},
 	}
@@ -727,7 +729,7 @@ func (e *Endpoint) housekeeping(ctx context.Context) {
 			lastBeat = now
 			e.beat(ctx, now)
 		}
-		e.associate(ctx, now)
+		go e.associate(ctx, now)
 		e.saveNode(ctx)
 	}
 }

@@ -8,7 +8,9 @@ package n4
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -17,28 +19,67 @@ import (
 
 // associate sends an Association Setup Request to each SMF of Config.AssociateWith the UPF has no
 // association at: at once, then again every heartbeat interval while the SMF does not answer or
-// refuses. An SMF that restarted (a new Recovery Time Stamp in its heartbeats) no longer knows the
-// association: peerAlive drops it, and the next round sets it up again.
+// refuses. A name is resolved (IPv4) at each attempt, so an SMF behind a Service or DNS name that
+// moves is found again. An SMF that restarted (a new Recovery Time Stamp in its heartbeats) no
+// longer knows the association: peerAlive drops it, and the next round sets it up again.
+// Housekeeping runs it in a goroutine of its own (name resolution may wait), one round at a time.
 func (e *Endpoint) associate(ctx context.Context, now time.Time) {
-	if e.leaving.Load() {
+	if e.leaving.Load() || !e.associating.CompareAndSwap(false, true) {
 		return
 	}
-	e.mu.Lock()
-	var targets []netip.AddrPort
-	for _, to := range e.cfg.AssociateWith {
-		if e.associatedAtLocked(to) || now.Before(e.setupAfter[to]) {
+	defer e.associating.Store(false)
+	nodeID := ie.NewNodeIDHeuristic(e.cfg.NodeID)
+	for _, target := range e.cfg.AssociateWith {
+		e.mu.Lock()
+		last, due := e.smfAddrs[target], !now.Before(e.setupAfter[target])
+		if !due || last.IsValid() && e.associatedAtLocked(last) {
+			e.mu.Unlock()
 			continue
 		}
-		e.setupAfter[to] = now.Add(e.retryInterval())
-		targets = append(targets, to)
-	}
-	e.mu.Unlock()
-	nodeID := ie.NewNodeIDHeuristic(e.cfg.NodeID)
-	for _, to := range targets {
+		e.setupAfter[target] = now.Add(e.retryInterval())
+		e.mu.Unlock()
+		to, err := resolveSMF(ctx, target)
+		if err != nil {
+			e.setupFailed(target, err.Error())
+			continue
+		}
+		e.mu.Lock()
+		e.smfAddrs[target] = to
+		already := e.associatedAtLocked(to)
+		e.mu.Unlock()
+		if already {
+			continue
+		}
 		e.request(to, func(seq uint32) marshaler {
 			return message.NewAssociationSetupRequest(seq, nodeID, ie.NewRecoveryTimeStamp(e.recovery), ie.New(ie.UPFunctionFeatures, upFeatures))
-		}, func(h *message.Header) { e.setupAnswered(ctx, to, h) })
+		}, func(h *message.Header) { e.setupAnswered(ctx, target, to, h) })
 	}
+}
+
+// resolveSMF turns host:port into an address: the host as it is when it is an IPv4 address, else
+// its first IPv4 address in DNS.
+func resolveSMF(ctx context.Context, target string) (netip.AddrPort, error) {
+	if a, err := netip.ParseAddrPort(target); err == nil {
+		return a, nil
+	}
+	host, port, err := net.SplitHostPort(target)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("port %q: %v", port, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("resolving %s: %v", host, err)
+	}
+	if len(addrs) == 0 {
+		return netip.AddrPort{}, fmt.Errorf("%s has no IPv4 address", host)
+	}
+	return netip.AddrPortFrom(addrs[0].Unmap(), uint16(p)), nil
 }
 
 // retryInterval is how long the UPF waits for an answer to its requests, and between its
@@ -59,30 +100,36 @@ func (e *Endpoint) associatedAtLocked(to netip.AddrPort) bool {
 	return false
 }
 
-// configuredSMF says whether addr is one of Config.AssociateWith.
+// configuredSMF says whether addr is where an SMF of Config.AssociateWith was last found.
 func (e *Endpoint) configuredSMF(addr netip.AddrPort) bool {
-	for _, to := range e.cfg.AssociateWith {
-		if to == addr {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, a := range e.smfAddrs {
+		if a == addr {
 			return true
 		}
 	}
 	return false
 }
 
+// setupFailed says why an attempt to associate with target failed: in the log, and in a Warning
+// event once per reason.
+func (e *Endpoint) setupFailed(target, why string) {
+	e.mu.Lock()
+	again := e.setupRefusal[target] == why
+	e.setupRefusal[target] = why
+	e.mu.Unlock()
+	e.cfg.Log.V(1).Info("N4: the UPF's Association Setup Request failed", "smf", target, "why", why)
+	if !again {
+		e.cfg.Event(true, "SMFAssociationRefused", fmt.Sprintf("SMF %s: %s; the UPF tries again every %s", target, why, e.retryInterval()))
+	}
+}
+
 // setupAnswered records the association an SMF accepted (Cause, Node ID and Recovery Time Stamp
 // are mandatory, TS 29.244 §7.4.4.2), as an SMF-initiated setup would: an SMF known under its
 // Node ID with another Recovery Time Stamp restarted, and its old sessions go.
-func (e *Endpoint) setupAnswered(ctx context.Context, to netip.AddrPort, h *message.Header) {
-	refused := func(why string) {
-		e.mu.Lock()
-		again := e.setupRefusal[to] == why
-		e.setupRefusal[to] = why
-		e.mu.Unlock()
-		e.cfg.Log.V(1).Info("N4: the UPF's Association Setup Request failed", "smf", to, "why", why)
-		if !again {
-			e.cfg.Event(true, "SMFAssociationRefused", fmt.Sprintf("SMF %s: %s; the UPF tries again every %s", to, why, e.retryInterval()))
-		}
-	}
+func (e *Endpoint) setupAnswered(ctx context.Context, target string, to netip.AddrPort, h *message.Header) {
+	refused := func(why string) { e.setupFailed(target, why) }
 	if h.Type != message.MsgTypeAssociationSetupResponse {
 		refused(fmt.Sprintf("answered with a message of type %d", h.Type))
 		return
@@ -130,7 +177,7 @@ func (e *Endpoint) setupAnswered(ctx context.Context, to netip.AddrPort, h *mess
 		return
 	}
 	e.mu.Lock()
-	delete(e.setupRefusal, to)
+	delete(e.setupRefusal, target)
 	old := e.assocs[smf]
 	restarted := old != nil && !old.RecoveryTime.Equal(ts)
 	now := time.Now()

@@ -48,7 +48,7 @@ func TestN4UPFInitiatedAssociation(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		c.RefuseSetups(ie.CauseRequestRejected)
 		sm = c
-		n.AssociateWith = []string{c.Addr().String()}
+		n.AssociateWith = []string{fmt.Sprintf("localhost:%d", c.Addr().Port())} // a name, resolved
 	}, nil)
 	associated := func() *junctionv1.N4Association {
 		for _, a := range r.n4Status(t).Associations {
