@@ -621,20 +621,7 @@ func (e *Endpoint) associationRequest(ctx context.Context, key string, from neti
 			fail(refuse(CauseMandatoryIEIncorrect, ie.RecoveryTimeStamp, "Recovery Time Stamp: %v", err))
 			return
 		}
-		e.mu.Lock()
-		old := e.assocs[smf]
-		restarted := old != nil && !old.RecoveryTime.Equal(ts)
-		now := time.Now()
-		a := &Association{NodeID: smf, Addr: from, Since: now, RecoveryTime: ts, lastAnswer: now}
-		if old != nil && !restarted {
-			a.Since = old.Since
-		}
-		e.assocs[smf], e.dirty = a, true
-		e.mu.Unlock()
-		if restarted {
-			// A new association of a restarted SMF: its old sessions are gone on its side.
-			e.releaseSessionsOf(ctx, smf)
-		}
+		e.recordAssociation(ctx, smf, from, ts)
 		e.reply(key, from, message.NewAssociationSetupResponse(h.SequenceNumber,
 			nodeID, ie.NewCause(CauseAccepted), ie.NewRecoveryTimeStamp(e.recovery), ie.New(ie.UPFunctionFeatures, upFeatures)))
 		e.cfg.Event(false, "SMFAssociated", fmt.Sprintf("SMF %s associated from %s", smf, from))
@@ -666,6 +653,25 @@ func (e *Endpoint) associationRequest(ctx context.Context, key string, from neti
 		e.mu.Unlock()
 		e.reply(key, from, message.NewAssociationReleaseResponse(h.SequenceNumber, nodeID, ie.NewCause(CauseAccepted)))
 		e.cfg.Event(false, "SMFReleased", fmt.Sprintf("SMF %s released its association", smf))
+	}
+}
+
+// recordAssociation records an association set up with SMF smf at addr, whose Recovery Time
+// Stamp is ts. A new one of a restarted SMF (known under its Node ID with another time stamp):
+// its old sessions are gone on its side, and go.
+func (e *Endpoint) recordAssociation(ctx context.Context, smf string, addr netip.AddrPort, ts time.Time) {
+	e.mu.Lock()
+	old := e.assocs[smf]
+	restarted := old != nil && !old.RecoveryTime.Equal(ts)
+	now := time.Now()
+	a := &Association{NodeID: smf, Addr: addr, Since: now, RecoveryTime: ts, lastAnswer: now}
+	if old != nil && !restarted {
+		a.Since = old.Since
+	}
+	e.assocs[smf], e.dirty = a, true
+	e.mu.Unlock()
+	if restarted {
+		e.releaseSessionsOf(ctx, smf)
 	}
 }
 

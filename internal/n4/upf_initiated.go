@@ -126,8 +126,7 @@ func (e *Endpoint) setupFailed(target, why string) {
 }
 
 // setupAnswered records the association an SMF accepted (Cause, Node ID and Recovery Time Stamp
-// are mandatory, TS 29.244 §7.4.4.2), as an SMF-initiated setup would: an SMF known under its
-// Node ID with another Recovery Time Stamp restarted, and its old sessions go.
+// are mandatory, TS 29.244 §7.4.4.2), as an SMF-initiated setup does.
 func (e *Endpoint) setupAnswered(ctx context.Context, target string, to netip.AddrPort, h *message.Header) {
 	refused := func(why string) { e.setupFailed(target, why) }
 	if h.Type != message.MsgTypeAssociationSetupResponse {
@@ -178,18 +177,8 @@ func (e *Endpoint) setupAnswered(ctx context.Context, target string, to netip.Ad
 	}
 	e.mu.Lock()
 	delete(e.setupRefusal, target)
-	old := e.assocs[smf]
-	restarted := old != nil && !old.RecoveryTime.Equal(ts)
-	now := time.Now()
-	a := &Association{NodeID: smf, Addr: to, Since: now, RecoveryTime: ts, lastAnswer: now}
-	if old != nil && !restarted {
-		a.Since = old.Since
-	}
-	e.assocs[smf], e.dirty = a, true
 	e.mu.Unlock()
-	if restarted {
-		e.releaseSessionsOf(ctx, smf)
-	}
+	e.recordAssociation(ctx, smf, to, ts)
 	e.cfg.Event(false, "SMFAssociated", fmt.Sprintf("SMF %s associated at %s (the UPF's Association Setup Request)", smf, to))
 }
 
