@@ -735,7 +735,9 @@ func (e *Endpoint) housekeeping(ctx context.Context) {
 			lastBeat = now
 			e.beat(ctx, now)
 		}
-		go e.associate(ctx, now)
+		if len(e.cfg.AssociateWith) > 0 {
+			go e.associate(ctx, now)
+		}
 		e.saveNode(ctx)
 	}
 }

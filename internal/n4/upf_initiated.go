@@ -182,10 +182,6 @@ func (e *Endpoint) setupAnswered(ctx context.Context, target string, to netip.Ad
 	e.cfg.Event(false, "SMFAssociated", fmt.Sprintf("SMF %s associated at %s (the UPF's Association Setup Request)", smf, to))
 }
 
-// pfcpAssociationReleaseRequest is the PFCP Association Release Request IE (TS 29.244 §8.2.77)
-// with SARR: the UP function asks for the association's release.
-const pfcpAssociationReleaseRequest uint16 = 111
-
 // Release ends every association when the UPF leaves N4 for good (not when the operator merely
 // stops). It asks each SMF to release its association (an Association Update Request with SARR,
 // TS 29.244 §6.2.7.3), so that the SMF deletes its sessions and sends the Association Release
@@ -197,7 +193,8 @@ func (e *Endpoint) Release(ctx context.Context, wait time.Duration) {
 	nodeID := ie.NewNodeIDHeuristic(e.cfg.NodeID)
 	for _, addr := range e.associated() {
 		e.request(addr, func(seq uint32) marshaler {
-			return message.NewAssociationUpdateRequest(seq, nodeID, ie.New(pfcpAssociationReleaseRequest, []byte{0x01}))
+			// The PFCP Association Release Request IE with SARR (§8.2.77): the UPF asks for the release.
+			return message.NewAssociationUpdateRequest(seq, nodeID, ie.NewPFCPAssociationReleaseRequest(1, 0))
 		}, func(*message.Header) {})
 	}
 	deadline := time.NewTimer(wait)

@@ -9,10 +9,6 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 )
 
-// pfcpAssociationReleaseRequest is the PFCP Association Release Request IE (TS 29.244 §8.2.77),
-// whose SARR flag (bit 1) is a UPF asking the SMF to release their association.
-const pfcpAssociationReleaseRequest uint16 = 111
-
 // RefuseSetups makes the SMF answer the UPF's Association Setup Requests with cause (0: accept
 // them again, the default).
 func (c *Client) RefuseSetups(cause uint8) {
@@ -56,10 +52,10 @@ func (c *Client) UpdateRequests() []*Response {
 }
 
 // ReleaseRequested says whether an Association Update Request asks the SMF to release the
-// association (the PFCP Association Release Request IE with SARR).
+// association: the PFCP Association Release Request IE with SARR (TS 29.244 §8.2.77).
 func ReleaseRequested(r *Response) bool {
-	x := r.Find(pfcpAssociationReleaseRequest)
-	return x != nil && len(x.Payload) > 0 && x.Payload[0]&0x01 != 0
+	x := r.Find(ie.PFCPAssociationReleaseRequest)
+	return x != nil && x.HasSARR()
 }
 
 // upfAssociationRequest answers an Association Setup or Update Request the UPF sent: a setup
