@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
@@ -125,7 +125,15 @@ func TestN4UPFInitiatedAssociation(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(4 * time.Second) // beyond the UPF's wait for the SMF (controllers/n4.go, n4ReleaseWait)
+	// The endpoint sends whatever it sends while leaving before it stops: once its port is free,
+	// there is nothing more to come.
+	eventually(t, programTimeout, "the N4 endpoint stopped", func() error {
+		c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(r.n4))
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
 	for _, b := range sm.Received() {
 		if len(b) > 1 && b[1] == message.MsgTypeAssociationReleaseRequest {
 			t.Errorf("the UPF sent an Association Release Request though the SMF released the association")
