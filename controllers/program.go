@@ -153,7 +153,7 @@ func (rt *upfRuntime) canHaveQoSFlows(s *junctionv1.ATSSSSession) error {
 		return nil
 	}
 	if _, err := sch.TableID(desired.TableQoSFlows); err != nil {
-		return fmt.Errorf("spec.qosFlows: the UPF's pipeline has no QoS flows of their own (%v; the Tofino 2 build has none yet)", err)
+		return fmt.Errorf("spec.qosFlows: the UPF's pipeline has no QoS flows of their own (%v; a P4 program may leave them out)", err)
 	}
 	return nil
 }

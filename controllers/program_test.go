@@ -62,3 +62,50 @@ func TestAnMBRNeedsAPipelineThatPolices(t *testing.T) {
 		}
 	}
 }
+
+// QoS flows of a session's own are accepted where the UPF's pipeline has qos_flows (both builds,
+// the Tofino 2 one for 409 sessions: its 2,048 flow meter cells in blocks of QoSFlowBlock,
+// docs/tofino.md) and refused where a P4 program leaves them out.
+func TestQoSFlowsNeedAPipelineWithThem(t *testing.T) {
+	s := &junctionv1.ATSSSSession{Spec: junctionv1.ATSSSSessionSpec{QoSFlows: []junctionv1.QoSFlow{{QFI: 5}}}}
+	stripped := func() (*p4configv1.P4Info, error) {
+		info, err := p4.P4Info()
+		if err == nil {
+			info.Tables = slices.DeleteFunc(info.Tables, func(t *p4configv1.Table) bool { return t.GetPreamble().GetName() == "qos_flows" })
+		}
+		return info, err
+	}
+	for _, tc := range []struct {
+		name   string
+		load   func() (*p4configv1.P4Info, error)
+		blocks int64 // sessions with flows the pipeline holds; 0: refused
+	}{
+		{"v1model", p4.P4Info, 65536 / junctionv1.QoSFlowBlock},
+		{"tna", p4.TNAP4Info, 409},
+		{"no qos_flows", stripped, 0},
+	} {
+		info, err := tc.load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sch, err := upfclient.NewSchema(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := &upfRuntime{}
+		rt.pipe.Store(&pipelineSpec{info: info, schema: sch})
+		err = rt.canHaveQoSFlows(s)
+		if tc.blocks == 0 {
+			if err == nil || !strings.Contains(err.Error(), "spec.qosFlows") {
+				t.Errorf("%s: %v, want a refusal naming spec.qosFlows", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v, want the flows accepted", tc.name, err)
+		}
+		if n, err := qosFlowBlocks(sch); n != tc.blocks || err != nil {
+			t.Errorf("%s: room for the flows of %d sessions (%v), want %d", tc.name, n, err, tc.blocks)
+		}
+	}
+}

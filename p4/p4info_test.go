@@ -26,21 +26,14 @@ var tnaPrivate = map[string]string{
 }
 
 // v1modelPrivate are the objects only the v1model build has: the ticket queue of its
-// recirculation-loop reorder (@hidden; the operator never touches it), the policed
-// counters, which bf-p4c 9.13.4 fails to place in the Tofino 2 egress (docs/tofino.md, "The MBR
-// policer on Tofino 2"; the operator reads them where a pipeline has them), and QoS flows of
-// their own (docs/pipeline.md, "QoS flows"), not yet in the Tofino 2 build.
+// recirculation-loop reorder (@hidden; the operator never touches it) and the policed
+// counters, the session's and its QoS flows', which bf-p4c 9.13.4 fails to place in the Tofino 2
+// egress (docs/tofino.md, "The MBR policer on Tofino 2"; the operator reads them where a
+// pipeline has them).
 var v1modelPrivate = map[string]string{
 	"reorder_tickets":       "register",
 	"uplink_policed":        "counter",
 	"downlink_policed":      "counter",
-	"qos_flows":             "table",
-	"set_qos_flow":          "action",
-	"no_qos_flow":           "action",
-	"uplink_flow_mbr":       "meter",
-	"downlink_flow_mbr":     "meter",
-	"uplink_flow_usage":     "counter",
-	"downlink_flow_usage":   "counter",
 	"uplink_flow_policed":   "counter",
 	"downlink_flow_policed": "counter",
 }

@@ -56,7 +56,7 @@
 #define MAX_TUNNEL_QFIS (2 * MAX_SESSIONS + MAX_DOWNLINK_TUNNELS)
 #endif
 
-// QoS flows beside a session's own (qos_flows, the v1model build): a flow's entry per
+// QoS flows beside a session's own (qos_flows; 2,048 in the Tofino 2 profile): a flow's entry per
 // direction, and its MBR policer's cells (uplink_flow_mbr, downlink_flow_mbr).
 #ifndef MAX_QOS_FLOWS
 #define MAX_QOS_FLOWS 65536

@@ -40,6 +40,9 @@
 #ifndef MAX_TUNNEL_QFIS
 #define MAX_TUNNEL_QFIS 131072
 #endif
+#ifndef MAX_QOS_FLOWS
+#define MAX_QOS_FLOWS 2048
+#endif
 
 #include "../include/define.p4"
 #include "../include/size.p4"
@@ -70,6 +73,7 @@
 #include "include/control/reorder.p4"
 #include "include/control/reorder_queue.p4"
 #include "include/control/verdict.p4"
+#include "include/control/qos_flows.p4"
 #include "include/control/egress.p4"
 
 // Metadata starts each pass at zero, as on v1model: the compiler initialises

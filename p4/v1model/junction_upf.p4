@@ -113,7 +113,7 @@ control JunctionV1modelIngress(inout headers_t hdr,
         drop_reasons.apply(md);
         reorder.apply(md);
         rewrite.apply(hdr, md);
-        encap.apply(hdr, md, hdr.ipv4.total_len);
+        encap.apply(hdr, md, hdr.ipv4.total_len, 0);
         to_controller.apply(hdr, md, standard_metadata);
         verdict.apply(hdr, md, standard_metadata);
     }

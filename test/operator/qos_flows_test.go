@@ -46,7 +46,7 @@ func flowSession(ns, upf string, ue netip.Addr) *junctionv1.ATSSSSession {
 // 125 bytes/s, bursts of 100 ms, at least 3,000 bytes). Its downlink from that server carries the
 // flow's QFI in the G-PDU's PDU Session Container, from any other the session's. The flow's gates
 // and the session's (its default flow's) close their own packets alone. On a pipeline
-// without qos_flows (the Tofino 2 build's) the session is refused: NotSupportedByPipeline.
+// without qos_flows (a P4 program may leave them out) the session is refused: NotSupportedByPipeline.
 func TestQoSFlowsOfTheirOwn(t *testing.T) {
 	ctx := context.Background()
 	ue := netip.MustParseAddr("10.60.0.31")
@@ -139,17 +139,17 @@ func TestQoSFlowsOfTheirOwn(t *testing.T) {
 		t.Errorf("the flow's uplink, its gate open: %d frames left, want 1", n)
 	}
 
-	// The Tofino 2 build has no qos_flows: a session that needs it is refused, not programmed
+	// A pipeline without qos_flows: a session that needs it is refused, not programmed
 	// without its flow.
-	tofino := newUPFRigWith(t, "tofino", stripQoSFlows)
-	startOperator(t, tofino.ns, operatorOptions{})
-	refused := flowSession(tofino.ns, tofino.upf.Name, ue)
+	bare := newUPFRigWith(t, "noflows", stripQoSFlows)
+	startOperator(t, bare.ns, operatorOptions{})
+	refused := flowSession(bare.ns, bare.upf.Name, ue)
 	create(t, refused)
 	waitCondition(t, programTimeout, refused, junctionv1.ConditionProgrammed, metav1.ConditionFalse, "NotSupportedByPipeline")
 }
 
-// stripQoSFlows takes qos_flows, its actions and its meters out of a P4Info, as the Tofino 2
-// build has none of them.
+// stripQoSFlows takes qos_flows, its actions and its meters out of a P4Info, as a P4 program may
+// leave them out.
 func stripQoSFlows(i *p4configv1.P4Info) {
 	i.Tables = slices.DeleteFunc(i.Tables, func(t *p4configv1.Table) bool { return t.GetPreamble().GetName() == "qos_flows" })
 	i.Actions = slices.DeleteFunc(i.Actions, func(a *p4configv1.Action) bool {

@@ -175,12 +175,19 @@ func TestAProgramWithoutThePolicerRuns(t *testing.T) {
 	if err := h.p.CheckPipeline(info, nil); err == nil || !strings.Contains(err.Error(), "downlink_mbr") {
 		t.Errorf("a P4Info with half the meters: %v, want a refusal naming downlink_mbr", err)
 	}
-	// The policer without the per-session policed counters (the TNA build's, for now).
+	// The policer and QoS flows without the per-session and per-flow policed counters (the TNA
+	// build's, for now).
 	info = specP4Info()
 	info.Counters = slices.DeleteFunc(info.Counters, func(c *p4configv1.Counter) bool {
-		return slices.Contains([]string{"uplink_policed", "downlink_policed"}, c.GetPreamble().GetName())
+		return slices.Contains([]string{"uplink_policed", "downlink_policed", "uplink_flow_policed", "downlink_flow_policed"}, c.GetPreamble().GetName())
 	})
 	if err := h.p.CheckPipeline(info, nil); err != nil {
 		t.Errorf("a P4Info with the policer and without the policed counters: %v", err)
+	}
+	// QoS flows without their usage counters: refused.
+	info = specP4Info()
+	info.Counters = slices.DeleteFunc(info.Counters, func(c *p4configv1.Counter) bool { return c.GetPreamble().GetName() == "uplink_flow_usage" })
+	if err := h.p.CheckPipeline(info, nil); err == nil || !strings.Contains(err.Error(), "uplink_flow_usage") {
+		t.Errorf("a P4Info with QoS flows but not uplink_flow_usage: %v, want a refusal naming it", err)
 	}
 }

@@ -393,8 +393,8 @@ func resolveSchema(info *p4configv1.P4Info) (*schema, error) {
 			continue
 		}
 		c, err := ps.Counter(name)
-		if err != nil && (k == cUplinkPoliced || k == cDownlinkPoliced) {
-			continue // what the policer dropped per session goes uncounted (the TNA build has no such counters yet)
+		if err != nil && (k == cUplinkPoliced || k == cDownlinkPoliced || k == cUplinkFlowPoliced || k == cDownlinkFlowPoliced) {
+			continue // what the policers dropped per session or flow goes uncounted (the TNA build has no such counters yet)
 		}
 		if err != nil {
 			return nil, err

@@ -109,7 +109,9 @@ control Rewrite(inout headers_t hdr, inout local_metadata_t md) {
 // user_len is the downlink user packet's length (its IPv4 total length), for the
 // lengths of the headers added around it. The TNA build passes a copy made by the
 // hash unit, which keeps the added lengths apart from the parsed ones in the PHV.
-control Encap(inout headers_t hdr, in local_metadata_t md, in bit<16> user_len) {
+// flow_qfi is the QoS flow's QFI (qos_flows) in place of the tunnel's, 0 for the tunnel's: the
+// TNA build looks the flow up in egress before Encap; v1model passes 0 and writes it in Verdict.
+control Encap(inout headers_t hdr, in local_metadata_t md, in bit<16> user_len, in qfi_t flow_qfi) {
     // The QoS flow of the tunnel the packet goes into, 0 for none (tunnel_qfis).
     qfi_t tunnel_qfi = 0;
 
@@ -223,6 +225,19 @@ control Encap(inout headers_t hdr, in local_metadata_t md, in bit<16> user_len) 
         hdr.enc_gtpu_psc.next_ext = GTPU_NEXT_EXT_NONE;
     }
 
+    // The same with the QoS flow's QFI (a tunnel with a QFI of its own only).
+    @hidden action pdu_session_container_flow() {
+        hdr.enc_gtpu.ex_flag = 1;
+        hdr.enc_gtpu_options.setValid();
+        hdr.enc_gtpu_options.seq_num = 0;
+        hdr.enc_gtpu_options.n_pdu_num = 0;
+        hdr.enc_gtpu_options.next_ext = GTPU_NEXT_EXT_PSC;
+        hdr.enc_gtpu_psc.setValid();
+        hdr.enc_gtpu_psc.len = GTPU_PSC_LEN;
+        hdr.enc_gtpu_psc.content = (bit<16>)flow_qfi;
+        hdr.enc_gtpu_psc.next_ext = GTPU_NEXT_EXT_NONE;
+    }
+
     @hidden @name("encap_none")
     action none() {}
 
@@ -285,6 +300,23 @@ control Encap(inout headers_t hdr, in local_metadata_t md, in bit<16> user_len) 
         pdu_session_container();
     }
 
+    // The data ones with the QoS flow's QFI.
+    @hidden @name("encap_junction_gtpu_data_flow_qfi")
+    action junction_gtpu_data_flow_qfi() {
+        junction_data();
+        gtpu_transport(user_len + (GTPU_TRANSPORT_BYTES + GTPU_DL_PSC_BYTES + JUNCTION_TRANSPORT_BYTES),
+                       user_len + (UDP_HDR_BYTES + GTPU_HDR_BYTES + GTPU_DL_PSC_BYTES + JUNCTION_TRANSPORT_BYTES),
+                       user_len + (GTPU_DL_PSC_BYTES + JUNCTION_TRANSPORT_BYTES));
+        pdu_session_container_flow();
+    }
+    @hidden @name("encap_gtpu_flow_qfi")
+    action gtpu_flow_qfi() {
+        gtpu_transport(user_len + (GTPU_TRANSPORT_BYTES + GTPU_DL_PSC_BYTES),
+                       user_len + (UDP_HDR_BYTES + GTPU_HDR_BYTES + GTPU_DL_PSC_BYTES),
+                       user_len + GTPU_DL_PSC_BYTES);
+        pdu_session_container_flow();
+    }
+
     // A table of constant entries rather than nested ifs: on Tofino each branch of an if
     // is a table, and a stage holds 16 (ingress and egress together). Of two entries
     // that match, the first listed wins (a QFI of 0 before any QFI).
@@ -294,6 +326,7 @@ control Encap(inout headers_t hdr, in local_metadata_t md, in bit<16> user_len) 
             md.encap_kind : exact;
             md.reply      : exact;
             tunnel_qfi    : ternary;
+            flow_qfi      : ternary;
         }
         actions = {
             junction_data;
@@ -304,20 +337,24 @@ control Encap(inout headers_t hdr, in local_metadata_t md, in bit<16> user_len) 
             junction_gtpu_data_qfi;
             junction_gtpu_reply_qfi;
             gtpu_qfi;
+            junction_gtpu_data_flow_qfi;
+            gtpu_flow_qfi;
             @defaultonly none;
         }
         const default_action = none();  // ENCAP_NONE
         const entries = {
-            (ENCAP_JUNCTION, false, _) : junction_data();
-            (ENCAP_JUNCTION, true, _) : junction_reply();
-            (ENCAP_JUNCTION_GTPU, false, 0) : junction_gtpu_data();
-            (ENCAP_JUNCTION_GTPU, true, 0) : junction_gtpu_reply();
-            (ENCAP_GTPU, false, 0) : gtpu();
-            (ENCAP_GTPU, true, 0) : gtpu();
-            (ENCAP_JUNCTION_GTPU, false, _) : junction_gtpu_data_qfi();
-            (ENCAP_JUNCTION_GTPU, true, _) : junction_gtpu_reply_qfi();
-            (ENCAP_GTPU, false, _) : gtpu_qfi();
-            (ENCAP_GTPU, true, _) : gtpu_qfi();
+            (ENCAP_JUNCTION, false, _, _) : junction_data();
+            (ENCAP_JUNCTION, true, _, _) : junction_reply();
+            (ENCAP_JUNCTION_GTPU, false, 0, _) : junction_gtpu_data();
+            (ENCAP_JUNCTION_GTPU, true, 0, _) : junction_gtpu_reply();
+            (ENCAP_GTPU, false, 0, _) : gtpu();
+            (ENCAP_GTPU, true, 0, _) : gtpu();
+            (ENCAP_JUNCTION_GTPU, false, _, 0) : junction_gtpu_data_qfi();
+            (ENCAP_JUNCTION_GTPU, true, _, _) : junction_gtpu_reply_qfi();
+            (ENCAP_GTPU, false, _, 0) : gtpu_qfi();
+            (ENCAP_GTPU, true, _, _) : gtpu_qfi();
+            (ENCAP_JUNCTION_GTPU, false, _, _) : junction_gtpu_data_flow_qfi();
+            (ENCAP_GTPU, false, _, _) : gtpu_flow_qfi();
         }
     }
 

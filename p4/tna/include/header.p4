@@ -86,6 +86,15 @@ struct tna_egress_metadata_t {
     // destination on the downlink. has_user_ipv4 says the parser found one.
     ipv4_addr_t      ue_addr;
     bool             has_user_ipv4;
+    // qos_flows' key beside ue_addr, read by the parser as ue_addr is: the user packet seen
+    // from the UE (the remote end the server: an uplink packet's destination, a downlink
+    // one's source), its ports when it is a first fragment of UDP or TCP (else 0).
+    bit<1>           flow_uplink;
+    ipv4_addr_t      remote_addr;
+    ip_proto_t       proto;
+    l4_port_t        remote_port;
+    l4_port_t        local_port;
+    qfi_t            flow_qfi;      // qos_flows -> Encap (0: the tunnel's QFI)
     local_metadata_t lmd;           // Encap's parameters, from bridged
     MirrorId_t       mirror_session;
     bit<8>           mirror_bmd_type;

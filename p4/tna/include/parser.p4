@@ -170,6 +170,11 @@ parser JunctionTnaEgressParser(packet_in packet,
         eg_md.user_idx = 0;
         eg_md.ue_addr = 0;
         eg_md.has_user_ipv4 = false;
+        eg_md.flow_uplink = 0;
+        eg_md.remote_addr = 0;
+        eg_md.proto = 0;
+        eg_md.remote_port = 0;
+        eg_md.local_port = 0;
         transition select(packet.lookahead<bit<8>>()) {
             BMD_BRIDGED: parse_bridged;
             BMD_MIRROR_REDUNDANT: parse_redundant;
@@ -202,16 +207,43 @@ parser JunctionTnaEgressParser(packet_in packet,
         }
     }
 
-    // The IPv4 source is bytes 12-15, the destination 16-19.
+    // The IPv4 source is bytes 12-15, the destination 16-19; the protocol byte 9, the
+    // fragment offset the low 13 bits of bytes 6-7; a first fragment of UDP or TCP has its
+    // ports in bytes 20-23 (ingress forwards no IPv4 header with options).
     state uplink_ue_addr {
         eg_md.ue_addr = packet.lookahead<bit<128>>()[31:0];
+        eg_md.remote_addr = packet.lookahead<bit<160>>()[31:0];
+        eg_md.proto = packet.lookahead<bit<80>>()[7:0];
+        eg_md.flow_uplink = 1;
         eg_md.has_user_ipv4 = true;
+        transition select(packet.lookahead<bit<80>>()[28:0]) {
+            (29w17 &&& 29w0x1fff00ff): uplink_ports;  // first fragment, UDP
+            (29w6 &&& 29w0x1fff00ff): uplink_ports;   // first fragment, TCP
+            default: accept;
+        }
+    }
+
+    state uplink_ports {
+        eg_md.local_port = packet.lookahead<bit<176>>()[15:0];
+        eg_md.remote_port = packet.lookahead<bit<192>>()[15:0];
         transition accept;
     }
 
     state downlink_ue_addr {
         eg_md.ue_addr = packet.lookahead<bit<160>>()[31:0];
+        eg_md.remote_addr = packet.lookahead<bit<128>>()[31:0];
+        eg_md.proto = packet.lookahead<bit<80>>()[7:0];
         eg_md.has_user_ipv4 = true;
+        transition select(packet.lookahead<bit<80>>()[28:0]) {
+            (29w17 &&& 29w0x1fff00ff): downlink_ports;
+            (29w6 &&& 29w0x1fff00ff): downlink_ports;
+            default: accept;
+        }
+    }
+
+    state downlink_ports {
+        eg_md.remote_port = packet.lookahead<bit<176>>()[15:0];
+        eg_md.local_port = packet.lookahead<bit<192>>()[15:0];
         transition accept;
     }
 

@@ -23,6 +23,7 @@ control JunctionTnaEgressPipe(inout egress_headers_t hdr,
                               inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     Encap() encap;
     MBRSessions() mbr_sessions;
+    QoSFlows() qos_flows;
 
     // The MBR policer (../../../include/control/mbr.p4), here rather than in Verdict:
     // the ingress has no stage left. A packet meets it as it leaves (each copy of a
@@ -34,6 +35,17 @@ control JunctionTnaEgressPipe(inout egress_headers_t hdr,
     Meter<usage_idx_t>(MAX_USAGE_RECORDS, MeterType_t.BYTES) downlink_mbr;
     @name(".mbr_drops") @id(0x12000004)
     Counter<bit<64>, bit<1>>(2, CounterType_t.PACKETS_AND_BYTES) mbr_drops;
+
+    // QoS flows of a session's own (qos_flows.p4): the flow's policer, met before the
+    // session's, and its usage.
+    @name(".uplink_flow_mbr") @id(0x14000003)
+    Meter<qos_flow_idx_t>(MAX_QOS_FLOWS, MeterType_t.BYTES) uplink_flow_mbr;
+    @name(".downlink_flow_mbr") @id(0x14000004)
+    Meter<qos_flow_idx_t>(MAX_QOS_FLOWS, MeterType_t.BYTES) downlink_flow_mbr;
+    @name(".uplink_flow_usage") @id(0x12000007)
+    Counter<bit<64>, qos_flow_idx_t>(MAX_QOS_FLOWS, CounterType_t.PACKETS_AND_BYTES) uplink_flow_usage;
+    @name(".downlink_flow_usage") @id(0x12000008)
+    Counter<bit<64>, qos_flow_idx_t>(MAX_QOS_FLOWS, CounterType_t.PACKETS_AND_BYTES) downlink_flow_usage;
 
     apply {
         if (eg_md.bridged.isValid()) {
@@ -48,27 +60,44 @@ control JunctionTnaEgressPipe(inout egress_headers_t hdr,
                 eg_md.lmd.junction_addr = eg_md.bridged.junction_addr;
                 eg_md.lmd.peer_addr = eg_md.bridged.peer_addr;
                 eg_md.lmd.junction_dst = eg_md.bridged.junction_dst;
-                encap.apply(hdr.frame, eg_md.lmd, eg_md.bridged.user_len);
                 // A packet-in (to the CPU port) is no user packet, whatever its bytes say.
-                if (eg_md.has_user_ipv4 && eg_intr_md.egress_port != TNA_CPU_PORT) {
+                bool user = eg_md.has_user_ipv4 && eg_intr_md.egress_port != TNA_CPU_PORT;
+                bool in_flow = false;
+                qos_flow_idx_t flow_cell = 0;
+                bool gbr_flow = false;
+                eg_md.flow_qfi = 0;
+                if (user) {
+                    qos_flows.apply(eg_md, in_flow, eg_md.flow_qfi, flow_cell, gbr_flow);
+                }
+                encap.apply(hdr.frame, eg_md.lmd, eg_md.bridged.user_len, eg_md.flow_qfi);
+                if (user) {
                     bool uplink = eg_md.bridged.encap_kind == 0;  // no encapsulation
                     bool policed;
                     usage_idx_t mbr_cell;
                     mbr_sessions.apply(eg_md.ue_addr, policed, mbr_cell);
-                    if (policed) {
-                        bit<8> colour;
+                    bit<8> colour = 0;
+                    if (in_flow) {
+                        if (uplink) {
+                            uplink_flow_usage.count(flow_cell);
+                            colour = uplink_flow_mbr.execute(flow_cell);
+                        } else {
+                            downlink_flow_usage.count(flow_cell);
+                            colour = downlink_flow_mbr.execute(flow_cell);
+                        }
+                    }
+                    if (policed && !gbr_flow && colour != (bit<8>)MeterColor_t.RED) {
                         if (uplink) {
                             colour = uplink_mbr.execute(mbr_cell);
                         } else {
                             colour = downlink_mbr.execute(mbr_cell);
                         }
-                        if (colour == (bit<8>)MeterColor_t.RED) {
-                            eg_dprsr_md.drop_ctl = 1;
-                            if (uplink) {
-                                mbr_drops.count(MBR_UPLINK);
-                            } else {
-                                mbr_drops.count(MBR_DOWNLINK);
-                            }
+                    }
+                    if (colour == (bit<8>)MeterColor_t.RED) {
+                        eg_dprsr_md.drop_ctl = 1;
+                        if (uplink) {
+                            mbr_drops.count(MBR_UPLINK);
+                        } else {
+                            mbr_drops.count(MBR_DOWNLINK);
                         }
                     }
                 }
