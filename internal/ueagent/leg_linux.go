@@ -134,17 +134,14 @@ func (l *leg) read(conn *net.UDPConn) {
 		t.log.Error(err, "Leg socket unusable", "access", l.access)
 		return
 	}
-	pkts := make([]*packet, rxBatch)
+	// A read holds one datagram or, with UDP_GRO, a run of them (batchReader): read into
+	// buffers of the largest, each datagram copied into a packet of the pool from there.
 	bufs := make([][]byte, rxBatch)
-	for i := range pkts {
-		pkts[i] = t.pool.Get().(*packet)
-		bufs[i] = pkts[i].buf[headroom:]
+	for i := range bufs {
+		bufs[i] = make([]byte, groRead)
 	}
-	defer func() {
-		for _, p := range pkts {
-			t.release(p)
-		}
-	}()
+	p := t.pool.Get().(*packet)
+	defer func() { t.release(p) }()
 	for {
 		n, err := r.read(bufs)
 		if icmpError(err) {
@@ -161,14 +158,20 @@ func (l *leg) read(conn *net.UDPConn) {
 			// The socket is connected to the UPF (dialLeg): the kernel took no one else's.
 			size, truncated := r.datagram(i)
 			if truncated {
-				t.m.drop("TooLarge") // larger than any MTU the tunnel uses
+				t.m.drop("TooLarge") // larger than a read holds
 				continue
 			}
-			p := pkts[i]
-			p.off, p.n = headroom, size
-			if t.received(l, p, stamp{r, i}) {
-				pkts[i] = t.pool.Get().(*packet)
-				bufs[i] = pkts[i].buf[headroom:]
+			seg := r.segment(i)
+			for off := 0; off < size; off += seg {
+				d := bufs[i][off:min(off+seg, size)]
+				if len(d) > len(p.buf)-headroom {
+					t.m.drop("TooLarge") // larger than any MTU the tunnel uses
+					continue
+				}
+				p.off, p.n = headroom, copy(p.buf[headroom:], d)
+				if t.received(l, p, stamp{r, i}) {
+					p = t.pool.Get().(*packet)
+				}
 			}
 		}
 		t.flushTUN()

@@ -55,7 +55,8 @@ func dialLeg(ns string, local netip.Addr, iface string, upf netip.AddrPort) (con
 
 // batchReader reads up to rxBatch datagrams per system call (recvmmsg) into the caller's
 // buffers, with the times the kernel received them (SO_TIMESTAMPNS), allocating nothing per
-// datagram.
+// datagram. With UDP_GRO a read may hold several datagrams of one size back to back (the last
+// may be shorter): segment says their size.
 //
 // Why the kernel's time: a probe reply's RTT ends when the reply reached the UE, not when the
 // agent read it. A busy or starved agent (or one whose CPU the hypervisor took: 30-40% of it on
@@ -65,7 +66,7 @@ type batchReader struct {
 	rc    syscall.RawConn
 	hdrs  [rxBatch]mmsghdr
 	iovs  [rxBatch]unix.Iovec
-	ctrl  [rxBatch][stampSpace]byte // each datagram's control message: its receive time
+	ctrl  [rxBatch][ctrlSpace]byte // each read's control messages: its receive time, its GRO segment size
 	n     int
 	errno syscall.Errno
 	fn    func(uintptr) bool
@@ -74,6 +75,9 @@ type batchReader struct {
 // stampSpace is the room for one SCM_TIMESTAMPNS control message: a header and a struct
 // timespec, both multiples of the alignment (unix.CmsgSpace, as a constant).
 const stampSpace = unix.SizeofCmsghdr + int(unsafe.Sizeof(unix.Timespec{}))
+
+// ctrlSpace adds the room for a UDP_GRO control message (an int, aligned).
+const ctrlSpace = stampSpace + unix.SizeofCmsghdr + 8
 
 // mmsghdr is struct mmsghdr: a msghdr and the length received.
 type mmsghdr struct {
@@ -89,6 +93,9 @@ func newBatchReader(c *net.UDPConn) (*batchReader, error) {
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+		// Best effort: without it the kernel cuts a UPF's UDP GSO frame (a run of datagrams
+		// the software UPF sends as one) into datagrams before the socket.
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1)
 	}); err != nil {
 		return nil, err
 	}
@@ -120,7 +127,7 @@ func (r *batchReader) read(bufs [][]byte) (int, error) {
 	for i, b := range bufs[:min(len(bufs), rxBatch)] {
 		r.iovs[i].Base = &b[0]
 		r.iovs[i].SetLen(len(b))
-		r.hdrs[i].hdr.SetControllen(stampSpace)
+		r.hdrs[i].hdr.SetControllen(ctrlSpace)
 		r.hdrs[i].hdr.Flags = 0
 	}
 	if err := r.rc.Read(r.fn); err != nil {
@@ -142,19 +149,41 @@ type stamp struct {
 // time is when the kernel received the datagram, or the zero time if it carries no receive time.
 func (s stamp) time() time.Time { return s.r.arrival(s.i) }
 
-// arrival is when the kernel received the i-th datagram, or the zero time if the datagram
-// carries no receive time.
+// arrival is when the kernel received the i-th read, or the zero time if it carries no
+// receive time.
 func (r *batchReader) arrival(i int) time.Time {
-	h := &r.hdrs[i].hdr
-	if int(h.Controllen) < stampSpace {
-		return time.Time{}
+	if b := r.cmsg(i, unix.SOL_SOCKET, unix.SCM_TIMESTAMPNS); len(b) >= int(unsafe.Sizeof(unix.Timespec{})) {
+		ts := (*unix.Timespec)(unsafe.Pointer(&b[0]))
+		return time.Unix(ts.Unix())
 	}
-	c := (*unix.Cmsghdr)(unsafe.Pointer(&r.ctrl[i][0]))
-	if c.Level != unix.SOL_SOCKET || c.Type != unix.SCM_TIMESTAMPNS {
-		return time.Time{}
+	return time.Time{}
+}
+
+// segment is the size of the datagrams the i-th read holds: its UDP_GRO size, or its length.
+func (r *batchReader) segment(i int) int {
+	if b := r.cmsg(i, unix.IPPROTO_UDP, unix.UDP_GRO); len(b) >= 4 {
+		if seg := int(*(*int32)(unsafe.Pointer(&b[0]))); seg > 0 {
+			return seg
+		}
 	}
-	ts := (*unix.Timespec)(unsafe.Pointer(&r.ctrl[i][unix.SizeofCmsghdr]))
-	return time.Unix(ts.Unix())
+	return int(r.hdrs[i].n)
+}
+
+// cmsg is the data of the i-th read's control message of that level and type, or nil.
+func (r *batchReader) cmsg(i int, level, typ int32) []byte {
+	ctrl := r.ctrl[i][:min(int(r.hdrs[i].hdr.Controllen), ctrlSpace)]
+	for len(ctrl) >= unix.SizeofCmsghdr {
+		c := (*unix.Cmsghdr)(unsafe.Pointer(&ctrl[0]))
+		l := int(c.Len)
+		if l < unix.SizeofCmsghdr || l > len(ctrl) {
+			return nil
+		}
+		if c.Level == level && c.Type == typ {
+			return ctrl[unix.SizeofCmsghdr:l]
+		}
+		ctrl = ctrl[min(len(ctrl), (l+7)&^7):] // CMSG_ALIGN
+	}
+	return nil
 }
 
 // datagram is the i-th datagram's length and whether it was cut to fit its buffer.

@@ -1,8 +1,10 @@
 package ueagent
 
 import (
+	"bytes"
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -168,5 +170,68 @@ func TestLegSocketTalksOnlyToTheUPF(t *testing.T) {
 	}
 	if got, err := read(); err != nil || got != "reply 2" {
 		t.Fatalf("after the ICMP error the leg read %q (%v), want \"reply 2\"", got, err)
+	}
+}
+
+// A run of datagrams the software UPF sends as one UDP GSO frame reaches a leg's socket whole
+// (UDP_GRO): the reader says the run's segment size, and still the kernel's receive time
+// (its control message comes after the segment size's).
+func TestBatchReaderReadsAUDPGRORun(t *testing.T) {
+	rx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	r, err := newBatchReader(rx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := net.DialUDP("udp4", nil, rx.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	time.Sleep(100 * time.Millisecond) // receive timestamps, as above
+	// Ten datagrams of 1,000 bytes and one of 300, in one send with UDP_SEGMENT (loopback keeps
+	// it whole up to a socket with UDP_GRO), then one alone.
+	run := make([]byte, 10*1000+300)
+	for i := range run {
+		run[i] = byte(i / 1000)
+	}
+	oob := make([]byte, unix.CmsgSpace(2))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+	h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	*(*uint16)(unsafe.Pointer(&oob[unix.SizeofCmsghdr])) = 1000
+	if _, _, err := tx.WriteMsgUDP(run, oob, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Write([]byte("alone")); err != nil {
+		t.Fatal(err)
+	}
+	bufs := make([][]byte, rxBatch)
+	for i := range bufs {
+		bufs[i] = make([]byte, groRead)
+	}
+	type read struct{ size, seg int }
+	var got []read
+	for len(got) < 2 {
+		n, err := r.read(bufs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			size, truncated := r.datagram(i)
+			if truncated || r.arrival(i).IsZero() {
+				t.Errorf("read %d: truncated %v, receive time %v", len(got), truncated, r.arrival(i))
+			}
+			if len(got) == 0 && !bytes.Equal(bufs[i][:size], run) {
+				t.Errorf("the run's read differs from what was sent (%d bytes of %d)", size, len(run))
+			}
+			got = append(got, read{size, r.segment(i)})
+		}
+	}
+	if want := []read{{len(run), 1000}, {5, 5}}; !slices.Equal(got, want) {
+		t.Errorf("reads (size, segment) %v, want %v", got, want)
 	}
 }

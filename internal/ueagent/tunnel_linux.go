@@ -47,8 +47,10 @@ const (
 	bufSize = headroom + 9216
 	// batch is how many packets one TUN read may return: the segments of a TSO super-packet.
 	batch = tun.MaxSegments
-	// rxBatch is how many datagrams one leg read (recvmmsg) may return.
+	// rxBatch is how many reads one leg's recvmmsg may return, each a datagram or a UDP GRO
+	// run of them of up to groRead bytes.
 	rxBatch = 32
+	groRead = 65535
 	// rateInterval is the shortest span the downlink's arrival rate is measured over (the
 	// reorder window follows it).
 	rateInterval = 50 * time.Millisecond

@@ -227,6 +227,10 @@ func (t *Topology) build() error {
 		func() error {
 			return noOffload(map[*netns.Namespace][]string{t.GNB: {"n3g"}, t.AP: {"gw-up"}, t.DN: {"dn0"}, t.UPF: {n3.Iface, wifi.Iface, n6.Iface}})
 		},
+		// The UPF's WiFi port sends a run of one leg's datagrams as one frame
+		// (internal/softupf/ports, gso_linux.go), which the gateway forwards: cut by its
+		// kernel toward an emulated link, whole toward a plain one (AddUE).
+		func() error { return UDPSegmentation(t.UPF, wifi.Iface) },
 	)
 }
 
@@ -282,6 +286,12 @@ func (t *Topology) AddUE(spec UESpec) (*UE, error) {
 		u.Routes,
 		func() error {
 			return noOffload(map[*netns.Namespace][]string{ns: {"ran0", "wlan0"}, t.GNB: {radio}, t.AP: {gw}})
+		},
+		func() error {
+			if t.Emulation != nil {
+				return nil // the link emulator reads frames, as on the wire
+			}
+			return UDPSegmentation(t.AP, gw) // the UE's socket takes a run whole (UDP_GRO)
 		},
 	)
 	if err != nil {
@@ -453,6 +463,15 @@ func NoOffload(ns *netns.Namespace, ifaces ...string) error {
 		if err := run(ns, "ethtool", "-K", i, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off"); err != nil {
 			return fmt.Errorf("%w (hack/tools.sh dataplane installs ethtool)", err)
 		}
+	}
+	return nil
+}
+
+// UDPSegmentation lets iface send a UDP GSO frame on whole (tx-udp-segmentation, with the
+// checksum offload it needs), as a veth and a NIC with USO do by default.
+func UDPSegmentation(ns *netns.Namespace, iface string) error {
+	if err := run(ns, "ethtool", "-K", iface, "tx", "on", "gso", "on", "tx-udp-segmentation", "on"); err != nil {
+		return fmt.Errorf("%w (hack/tools.sh dataplane installs ethtool)", err)
 	}
 	return nil
 }

@@ -58,7 +58,8 @@ func rxBytes(t testing.TB, ns *netns.Namespace, iface string) uint64 {
 }
 
 type byteCount struct {
-	Bytes uint64 `json:"bytes"`
+	Bytes   uint64 `json:"bytes"`
+	Packets uint64 `json:"packets"` // what the link counted: a GSO frame it passed on whole is one
 }
 
 func linkStats(t testing.TB, ns *netns.Namespace, iface string) (s struct{ TX, RX byteCount }) {

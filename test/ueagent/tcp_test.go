@@ -231,6 +231,37 @@ func TestTCPTransferThroughSession(t *testing.T) {
 	})
 }
 
+// TestDownlinkRunsReachTheAgentWhole: the software UPF sends a run of one leg's datagrams as one
+// UDP GSO frame, the access gateway forwards it whole (its interface toward the UE keeps
+// tx-udp-segmentation, as a veth does by default), and the agent's leg socket reads it whole
+// (UDP_GRO) and takes it apart. A 20 MiB download over WiFi arrives intact, in fewer frames on
+// the UE's interface than the datagrams it took (frame by frame there would be at least one per
+// datagram, about 1,400 bytes each).
+func TestDownlinkRunsReachTheAgentWhole(t *testing.T) {
+	const size = 20 << 20
+	tb := newTestbed(t, 1)
+	u := tb.ues[0]
+	tb.startAgent(u)
+	create(t, tb.policy("wifi", activeStandby(junctionv1.AccessNon3GPP)), tb.session("s1", u, sessionAddr, 100, "wifi"))
+	tb.waitReady("s1")
+	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
+
+	before := linkStats(t, u.NS, "wlan0").RX
+	if n, same := transfer(t, tb.DN, dnHost.String(), u.NS, sessionAddr, size); n != size || !same {
+		t.Fatalf("downlink over WiFi: %d bytes received (intact: %v), want %d", n, same, size)
+	}
+	after := linkStats(t, u.NS, "wlan0").RX
+	bytes, frames := after.Bytes-before.Bytes, after.Packets-before.Packets
+	if bytes < size {
+		t.Fatalf("wlan0 received %d bytes during a %d-byte download over WiFi", bytes, size)
+	}
+	if datagrams := bytes / 1500; frames >= datagrams {
+		t.Errorf("wlan0 received %d bytes in %d frames: at least one frame per datagram (%d of 1,500 bytes or less), so no run of datagrams reached it whole", bytes, frames, datagrams)
+	} else {
+		t.Logf("wlan0 received %d bytes in %d frames (%.1f datagrams of 1,500 bytes or less a frame)", bytes, frames, float64(datagrams)/float64(frames))
+	}
+}
+
 func clientKey(o interface {
 	GetNamespace() string
 	GetName() string

@@ -64,8 +64,20 @@ func newTestbed(t testing.TB) *testbed {
 		ipCmd(t, "link", "add", pair[0], "netns", tb.upf, "type", "veth", "peer", "name", pair[1], "netns", tb.peer)
 		ipCmd(t, "-n", tb.upf, "link", "set", pair[0], "up")
 		ipCmd(t, "-n", tb.peer, "link", "set", pair[1], "up")
+		// Both sides' ports send frame by frame, as the tests compare them: a veth would take
+		// runs of UDP datagrams whole (gso_linux.go, TestPortsSendRunsAsOneUDPGSOFrame).
+		ethtoolK(t, tb.upf, pair[0], "tx-udp-segmentation", "off")
+		ethtoolK(t, tb.peer, pair[1], "tx-udp-segmentation", "off")
 	}
 	return tb
+}
+
+func ethtoolK(t testing.TB, ns, iface string, settings ...string) {
+	t.Helper()
+	args := append([]string{"netns", "exec", ns, "ethtool", "-K", iface}, settings...)
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ethtool -K %s %v: %v: %s (hack/tools.sh dataplane installs ethtool)", iface, settings, err, out)
+	}
 }
 
 // inNetns runs f on a thread inside namespace ns. Sockets made there stay in ns.

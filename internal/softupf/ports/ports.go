@@ -11,7 +11,9 @@
 //
 // Interfaces facing the software UPF should have offloads off (TSO/GSO/GRO and TX checksum;
 // `ethtool -K IFACE tso off gso off gro off tx off` on the peers), as with BMv2: an AF_PACKET
-// socket sees the kernel's unsegmented and partially checksummed packets otherwise.
+// socket sees the kernel's unsegmented and partially checksummed packets otherwise. The UPF's
+// own interfaces decide how it sends: where one has tx-udp-segmentation on, runs of one tunnel's
+// datagrams leave as one UDP GSO frame (gso_linux.go), else every frame as the pipeline made it.
 package ports
 
 import (

@@ -46,6 +46,7 @@ type port struct {
 	xdp   *xdpPort        // the AF_XDP program and sockets; nil on AF_PACKET
 	file  *os.File        // the AF_PACKET socket; nil on AF_XDP
 	rc    syscall.RawConn // file's
+	gso   *gsoTX          // coalesced runs (gso_linux.go); nil where the interface cuts them
 	stats portCounters
 }
 
@@ -96,22 +97,30 @@ func openPort(m Mapping, kind Kind, log *slog.Logger) (*port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("port %d: interface %q: %w", m.Port, m.Iface, err)
 	}
+	gso, err := openGSO(m.Iface, ifi.Index)
+	if err != nil {
+		return nil, fmt.Errorf("port %d (%s): %w", m.Port, m.Iface, err)
+	}
 	if kind != KindPacket {
 		x, err := openXDP(ifi)
 		if err == nil {
-			log.Info("port open", "port", m.Port, "iface", m.Iface, "kind", KindXDP, "xdp", x.mode, "queues", len(x.queues))
-			return &port{num: m.Port, iface: m.Iface, kind: KindXDP, xdp: x}, nil
+			log.Info("port open", "port", m.Port, "iface", m.Iface, "kind", KindXDP, "xdp", x.mode, "queues", len(x.queues), "udpGSO", gso != nil)
+			return &port{num: m.Port, iface: m.Iface, kind: KindXDP, xdp: x, gso: gso}, nil
 		}
 		if kind == KindXDP {
+			gso.close()
 			return nil, fmt.Errorf("port %d (%s): AF_XDP: %w", m.Port, m.Iface, err)
 		}
 		log.Info("AF_XDP not available on this interface: the port uses AF_PACKET", "port", m.Port, "iface", m.Iface, "reason", err)
 	}
 	p, err := openPacket(m, ifi)
-	if err == nil {
-		log.Info("port open", "port", m.Port, "iface", m.Iface, "kind", KindPacket)
+	if err != nil {
+		gso.close()
+		return nil, err
 	}
-	return p, err
+	p.gso = gso
+	log.Info("port open", "port", m.Port, "iface", m.Iface, "kind", KindPacket, "udpGSO", gso != nil)
+	return p, nil
 }
 
 func openPacket(m Mapping, ifi *net.Interface) (*port, error) {
@@ -156,6 +165,7 @@ func openPacket(m Mapping, ifi *net.Interface) (*port, error) {
 
 // close closes the port's socket (and detaches its XDP program); readers blocked on it return.
 func (p *port) close() error {
+	p.gso.close()
 	if p.xdp != nil {
 		return p.xdp.close()
 	}
@@ -446,10 +456,11 @@ type txScratch struct {
 	sent    int
 	err     error
 	writeFn func(uintptr) bool
+	gso     *gsoScratch
 }
 
 func newTxScratch() *txScratch {
-	t := &txScratch{}
+	t := &txScratch{gso: newGSOScratch()}
 	t.writeFn = t.sendmmsg
 	return t
 }
@@ -499,21 +510,60 @@ func (s *Set) sendPort(t *txScratch, num uint32) {
 		s.noPort.Add(uint64(len(t.pkts))) // dropped, as on a switch; counted and logged at exit
 		return
 	}
-	if p.xdp != nil {
-		sent, bytes := p.xdp.queues[0].send(t.pkts)
-		p.stats.txPackets.Add(uint64(sent))
-		p.stats.txBytes.Add(bytes)
-		p.stats.txErrors.Add(uint64(len(t.pkts) - sent))
+	if p.gso == nil {
+		s.sendFrames(t, p, t.pkts)
 		return
 	}
-	n := len(t.pkts)
+	// Runs of one tunnel's datagrams leave as one frame each (gso_linux.go); the frames between
+	// them, in order, as they are.
+	pkts, single := t.pkts, 0
+	for i := 0; i < len(pkts); {
+		n := gsoRun(pkts[i:])
+		if n == 1 {
+			i++
+			continue
+		}
+		if single < i {
+			s.sendFrames(t, p, pkts[single:i])
+		}
+		if err := t.gso.send(p.gso, pkts[i:i+n]); err != nil {
+			// E.g. the interface's offload turned off since the port opened: the kernel
+			// does not cut a frame it sends past the qdisc. The frames go as they are.
+			s.log.Debug("UDP GSO write failed: frame by frame", "port", num, "iface", p.iface, "err", err, "frames", n)
+			s.sendFrames(t, p, pkts[i:i+n])
+		} else {
+			var bytes uint64
+			for _, pkt := range pkts[i : i+n] {
+				bytes += uint64(len(pkt.Frame()))
+			}
+			p.stats.txPackets.Add(uint64(n))
+			p.stats.txBytes.Add(bytes)
+		}
+		i += n
+		single = i
+	}
+	if single < len(pkts) {
+		s.sendFrames(t, p, pkts[single:])
+	}
+}
+
+// sendFrames writes pkts on p's socket, each frame as it is.
+func (s *Set) sendFrames(t *txScratch, p *port, pkts []*dataplane.Packet) {
+	if p.xdp != nil {
+		sent, bytes := p.xdp.queues[0].send(pkts)
+		p.stats.txPackets.Add(uint64(sent))
+		p.stats.txBytes.Add(bytes)
+		p.stats.txErrors.Add(uint64(len(pkts) - sent))
+		return
+	}
+	n := len(pkts)
 	if cap(t.hdrs) < n {
 		t.hdrs = make([]mmsghdr, n)
 		t.iovs = make([]unix.Iovec, n)
 	}
 	t.hdrs, t.iovs = t.hdrs[:n], t.iovs[:n]
 	var bytes uint64
-	for k, pkt := range t.pkts {
+	for k, pkt := range pkts {
 		f := pkt.Frame()
 		t.iovs[k].Base = unsafe.SliceData(f)
 		t.iovs[k].SetLen(len(f))
@@ -536,7 +586,7 @@ func (s *Set) sendPort(t *txScratch, num uint32) {
 		}
 		if t.err != nil {
 			// The kernel refused the frame at t.from (e.g. EMSGSIZE): skip it.
-			s.log.Debug("port write failed", "port", num, "iface", p.iface, "err", t.err)
+			s.log.Debug("port write failed", "port", p.num, "iface", p.iface, "err", t.err)
 			p.stats.txErrors.Add(1)
 			failed++
 			bytes -= uint64(t.iovs[t.from].Len)
