@@ -43,17 +43,8 @@ func TestAnMBRNeedsAPipelineThatPolices(t *testing.T) {
 			i.Tables = slices.DeleteFunc(i.Tables, func(t *p4configv1.Table) bool { return t.GetPreamble().GetName() == "mbr_sessions" })
 		}), true},
 	} {
-		info, err := tc.load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sch, err := upfclient.NewSchema(info)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rt := &upfRuntime{}
-		rt.pipe.Store(&pipelineSpec{info: info, schema: sch})
-		err = rt.canPolice(cells)
+		rt := runtimeOf(t, tc.load)
+		err := rt.canPolice(cells)
 		if tc.refuse && (err == nil || !strings.Contains(err.Error(), "spec.maxBitRate")) {
 			t.Errorf("%s: %v, want a refusal naming spec.maxBitRate", tc.name, err)
 		}
@@ -84,17 +75,8 @@ func TestQoSFlowsNeedAPipelineWithThem(t *testing.T) {
 		{"tna", p4.TNAP4Info, 409},
 		{"no qos_flows", stripped, 0},
 	} {
-		info, err := tc.load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sch, err := upfclient.NewSchema(info)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rt := &upfRuntime{}
-		rt.pipe.Store(&pipelineSpec{info: info, schema: sch})
-		err = rt.canHaveQoSFlows(s)
+		rt := runtimeOf(t, tc.load)
+		err := rt.canHaveQoSFlows(s)
 		if tc.blocks == 0 {
 			if err == nil || !strings.Contains(err.Error(), "spec.qosFlows") {
 				t.Errorf("%s: %v, want a refusal naming spec.qosFlows", tc.name, err)
@@ -104,8 +86,24 @@ func TestQoSFlowsNeedAPipelineWithThem(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v, want the flows accepted", tc.name, err)
 		}
-		if n, err := qosFlowBlocks(sch); n != tc.blocks || err != nil {
+		if n, err := qosFlowBlocks(rt.pipe.Load().schema); n != tc.blocks || err != nil {
 			t.Errorf("%s: room for the flows of %d sessions (%v), want %d", tc.name, n, err, tc.blocks)
 		}
 	}
+}
+
+// runtimeOf is a UPF's runtime with the pipeline of the P4Info load gives, and nothing else.
+func runtimeOf(t *testing.T, load func() (*p4configv1.P4Info, error)) *upfRuntime {
+	t.Helper()
+	info, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := upfclient.NewSchema(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &upfRuntime{}
+	rt.pipe.Store(&pipelineSpec{info: info, schema: sch})
+	return rt
 }

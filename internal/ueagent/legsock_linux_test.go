@@ -22,20 +22,7 @@ func TestBatchReaderGivesTheKernelsReceiveTime(t *testing.T) {
 	if want := unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))); stampSpace != want {
 		t.Fatalf("stampSpace = %d, want unix.CmsgSpace of a timespec, %d", stampSpace, want)
 	}
-	rx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rx.Close()
-	r, err := newBatchReader(rx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := net.DialUDP("udp4", nil, rx.LocalAddr().(*net.UDPAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Close()
+	r, tx := loopbackReader(t)
 	// The kernel turns receive timestamps on a moment after the first socket asks (a deferred
 	// static key); a leg's socket lives far longer.
 	time.Sleep(100 * time.Millisecond)
@@ -177,20 +164,7 @@ func TestLegSocketTalksOnlyToTheUPF(t *testing.T) {
 // (UDP_GRO): the reader says the run's segment size, and still the kernel's receive time
 // (its control message comes after the segment size's).
 func TestBatchReaderReadsAUDPGRORun(t *testing.T) {
-	rx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rx.Close()
-	r, err := newBatchReader(rx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := net.DialUDP("udp4", nil, rx.LocalAddr().(*net.UDPAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Close()
+	r, tx := loopbackReader(t)
 	time.Sleep(100 * time.Millisecond) // receive timestamps, as above
 	// Ten datagrams of 1,000 bytes and one of 300, in one send with UDP_SEGMENT (loopback keeps
 	// it whole up to a socket with UDP_GRO), then one alone.
@@ -234,4 +208,24 @@ func TestBatchReaderReadsAUDPGRORun(t *testing.T) {
 	if want := []read{{len(run), 1000}, {5, 5}}; !slices.Equal(got, want) {
 		t.Errorf("reads (size, segment) %v, want %v", got, want)
 	}
+}
+
+// loopbackReader is a batchReader on a loopback socket and a socket that sends to it.
+func loopbackReader(t *testing.T) (*batchReader, *net.UDPConn) {
+	t.Helper()
+	rx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rx.Close() })
+	r, err := newBatchReader(rx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := net.DialUDP("udp4", nil, rx.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Close() })
+	return r, tx
 }
