@@ -161,8 +161,9 @@ func (l *leg) read(conn *net.UDPConn) {
 				t.m.drop("TooLarge") // larger than a read holds
 				continue
 			}
-			seg := r.segment(i)
-			for off := 0; off < size; off += seg {
+			// Each datagram of the read; an empty one too (it is counted as malformed).
+			seg := max(r.segment(i), 1)
+			for off := 0; off == 0 || off < size; off += seg {
 				d := bufs[i][off:min(off+seg, size)]
 				if len(d) > len(p.buf)-headroom {
 					t.m.drop("TooLarge") // larger than any MTU the tunnel uses
