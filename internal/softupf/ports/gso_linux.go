@@ -34,6 +34,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/junction-atsss/junction/internal/softupf/dataplane"
+	"github.com/junction-atsss/junction/internal/wire"
 )
 
 const (
@@ -184,8 +185,7 @@ func (g *gsoScratch) send(tx *gsoTX, run []*dataplane.Packet) error {
 	copy(h[vnetHdrLen:], first[:gsoHeaders])
 	ip, udp := h[vnetHdrLen+14:vnetHdrLen+34], h[vnetHdrLen+34:]
 	binary.BigEndian.PutUint16(ip[2:], uint16(20+8+payload))
-	binary.BigEndian.PutUint16(ip[10:], 0)
-	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip))
+	binary.BigEndian.PutUint16(ip[10:], wire.IPv4Checksum(ip))
 	binary.BigEndian.PutUint16(udp[4:], uint16(8+payload))
 	// CHECKSUM_PARTIAL: the field holds the pseudo-header's sum, each segment's is completed.
 	binary.BigEndian.PutUint16(udp[6:], pseudoSum(ip, 8+payload))
@@ -200,9 +200,6 @@ func (g *gsoScratch) send(tx *gsoTX, run []*dataplane.Packet) error {
 	}
 	return nil
 }
-
-// ipChecksum is the IPv4 header checksum of hdr (its checksum field zero).
-func ipChecksum(hdr []byte) uint16 { return ^fold(sum16(hdr, 0)) }
 
 // pseudoSum is the folded, uncomplemented sum of the IPv4 pseudo-header of a UDP datagram of
 // udpLen bytes.

@@ -249,14 +249,14 @@ func testPortsSendRunsAsOneUDPGSOFrame(t *testing.T, kind Kind) {
 				if id := binary.BigEndian.Uint16(g[18:]); id != uint16(i-first) {
 					t.Errorf("frame %d of the runs: IPv4 identification %d, want %d", i, id, i-first)
 				}
-				if c := fold(sum16(g[14:34], 0)); c != 0xffff {
-					t.Errorf("frame %d of the runs: IPv4 header checksum wrong (sum %#x)", i, c)
+				if !wire.VerifyIPv4Checksum(g[14:34]) {
+					t.Errorf("frame %d of the runs: IPv4 header checksum wrong", i)
 				}
-				udp := g[34:]
-				if binary.BigEndian.Uint16(udp[6:]) == 0 {
-					t.Errorf("frame %d of the runs: no UDP checksum", i)
-				} else if c := fold(sum16(udp, uint32(pseudoSum(g[14:34], len(udp))))); c != 0xffff {
-					t.Errorf("frame %d of the runs: UDP checksum %#04x wrong", i, binary.BigEndian.Uint16(udp[6:]))
+				udp := bytes.Clone(g[34:])
+				got := binary.BigEndian.Uint16(udp[6:])
+				clear(udp[6:8])
+				if want := wiretest.TransportChecksum([4]byte(g[26:30]), [4]byte(g[30:34]), unix.IPPROTO_UDP, udp); got != want {
+					t.Errorf("frame %d of the runs: UDP checksum %#04x, want %#04x", i, got, want)
 				}
 			}
 			first += run
