@@ -31,6 +31,7 @@ typedef bit<32> rtt_us_t;        // microseconds; 0 in the path state means unav
 typedef bit<8>  loss_pct_t;      // percent of a leg's probes lost, as the UE measured them
 typedef bit<32> seq_index_t;     // index into session_seq
 typedef bit<32> usage_idx_t;     // index into uplink_usage / downlink_usage, one per PDU session
+typedef bit<32> qos_flow_idx_t;  // a QoS flow's cell of the flow meters and counters (qos_flows)
 typedef bit<32> seq_t;
 typedef bit<32> time_us_t;       // low 32 bits of a microsecond clock, compared modulo 2^32
 typedef bit<8>  suspended_t;

@@ -67,13 +67,13 @@
 #include "../include/control/drop_reasons.p4"
 #include "../include/control/encap.p4"
 #include "../include/control/mbr.p4"
+#include "../include/control/qos_flows.p4"
 #include "include/control/packetio.p4"
 #include "include/control/session_seq.p4"
 #include "include/control/path_state.p4"
 #include "include/control/reorder.p4"
 #include "include/control/reorder_queue.p4"
 #include "include/control/verdict.p4"
-#include "include/control/qos_flows.p4"
 #include "include/control/egress.p4"
 
 // Metadata starts each pass at zero, as on v1model: the compiler initialises

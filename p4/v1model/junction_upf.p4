@@ -39,11 +39,11 @@
 #include "../include/control/drop_reasons.p4"
 #include "../include/control/encap.p4"
 #include "../include/control/mbr.p4"
+#include "../include/control/qos_flows.p4"
 #include "include/control/packetio.p4"
 #include "include/control/session_seq.p4"
 #include "include/control/path_state.p4"
 #include "include/control/reorder.p4"
-#include "include/control/qos_flows.p4"
 #include "include/control/verdict.p4"
 
 control JunctionV1modelIngress(inout headers_t hdr,

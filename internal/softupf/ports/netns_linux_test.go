@@ -72,6 +72,18 @@ func newTestbed(t testing.TB) *testbed {
 	return tb
 }
 
+// links is the kernel's view of the veth ends given by namespace and name, for a failure
+// message: where frames a port counted as sent went (a peer down, tx_dropped, rx_dropped).
+func links(ends ...[2]string) string {
+	var b strings.Builder
+	for _, e := range ends {
+		out, _ := exec.Command("ip", "-n", e[0], "-s", "link", "show", "dev", e[1]).CombinedOutput()
+		b.WriteString("\n")
+		b.Write(out)
+	}
+	return b.String()
+}
+
 func ethtoolK(t testing.TB, ns, iface string, settings ...string) {
 	t.Helper()
 	args := append([]string{"netns", "exec", ns, "ethtool", "-K", iface}, settings...)
@@ -331,7 +343,8 @@ func testPortsKeepVLANTags(t *testing.T, kind Kind) {
 		got   [][]byte
 	}{{"the UPF's pipeline read on port 1", seen.frames(1)}, {"the peer received on p2", rec.frames(2)}} {
 		if len(c.got) != len(frames) {
-			t.Fatalf("%s: %d frames, want %d (UPF ports %+v)", c.where, len(c.got), len(frames), upf.Stats())
+			t.Fatalf("%s: %d frames, want %d (UPF ports %+v)%s", c.where, len(c.got), len(frames), upf.Stats(),
+				links([2]string{tb.peer, tb.p1}, [2]string{tb.upf, tb.u1}, [2]string{tb.upf, tb.u2}, [2]string{tb.peer, tb.p2}))
 		}
 		for i, f := range frames {
 			if !bytes.Equal(c.got[i], f) {

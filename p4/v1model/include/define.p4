@@ -46,9 +46,6 @@ const bit<8> FIELD_LIST_REDUNDANT = 2;
 // YELLOW 1, RED 2).
 const bit<2> METER_RED    = 2;
 
-// A QoS flow's cell of uplink_flow_mbr and downlink_flow_mbr (qos_flows), 0..MAX_QOS_FLOWS-1.
-typedef bit<32> qos_flow_idx_t;
-
 // Where a table goes: a Tofino placement (tna/include/define.p4), nothing here.
 #define TNA_STAGE(n)
 

@@ -110,12 +110,20 @@ control Verdict(inout headers_t hdr, inout local_metadata_t md, inout standard_m
             bool downlink = md.path == PATH_DOWNLINK && (md.session_hit || md.downlink_tunnel_hit);
             // One application of each table (BMv2 takes a table applied once).
             if (uplink || downlink) {
+                // The user packet as seen from the UE (qos_flows.p4).
                 ipv4_addr_t ue_addr = md.user_dst;
+                ipv4_addr_t remote_addr = md.user_src;
+                l4_port_t remote_port = md.user_sport;
+                l4_port_t local_port = md.user_dport;
                 if (uplink) {
                     ue_addr = md.user_src;
+                    remote_addr = md.user_dst;
+                    remote_port = md.user_dport;
+                    local_port = md.user_sport;
                 }
                 mbr_sessions.apply(ue_addr, policed, mbr_cell);
-                qos_flows.apply(md, uplink, ue_addr, in_flow, flow_qfi, flow_cell, gbr_flow);
+                qos_flows.apply(ue_addr, (bit<1>)uplink, remote_addr, md.user_proto, remote_port, local_port,
+                                in_flow, flow_qfi, flow_cell, gbr_flow);
             }
             if (downlink && in_flow && flow_qfi != 0 && hdr.enc_gtpu_psc.isValid()) {
                 hdr.enc_gtpu_psc.content = (bit<16>)flow_qfi;  // PDU type 0, no PPP/RQI, the QFI
