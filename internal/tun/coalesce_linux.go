@@ -10,6 +10,8 @@ package tun
 import (
 	"bytes"
 	"encoding/binary"
+
+	"github.com/junction-atsss/junction/internal/wire"
 )
 
 // maxCoalesced bounds a super-packet: IPv4's total length.
@@ -37,7 +39,7 @@ func parseTCPSeg(pkt []byte) (tcpSeg, bool) {
 	if thl < 20 || s.payload <= 0 || s.flags&^tcpFlagPS != 0x10 {
 		return tcpSeg{}, false
 	}
-	if fold(sum(pkt[20:], pseudoSum(pkt[12:16], pkt[16:20], ipProtoTCP, len(pkt)-20))) != 0xffff {
+	if wire.Fold(wire.Sum(pkt[20:], wire.PseudoSum(pkt[12:16], pkt[16:20], ipProtoTCP, len(pkt)-20))) != 0xffff {
 		return tcpSeg{}, false
 	}
 	return s, true
@@ -119,11 +121,11 @@ func (d *Device) writeRun(bufs [][]byte, offset int, first tcpSeg) error {
 	ip := w[virtioHdrLen:]
 	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
 	ip[10], ip[11] = 0, 0
-	binary.BigEndian.PutUint16(ip[10:], ^fold(sum(ip[:20], 0)))
+	binary.BigEndian.PutUint16(ip[10:], ^wire.Fold(wire.Sum(ip[:20], 0)))
 	tcp := ip[20:]
 	tcp[13] = flags // PSH if the last segment had it
 	// CHECKSUM_PARTIAL: the field holds the pseudo-header sum, not complemented.
-	binary.BigEndian.PutUint16(tcp[16:], fold(pseudoSum(ip[12:16], ip[16:20], ipProtoTCP, len(tcp))))
+	binary.BigEndian.PutUint16(tcp[16:], wire.Fold(wire.PseudoSum(ip[12:16], ip[16:20], ipProtoTCP, len(tcp))))
 	_, err := d.f.Write(w)
 	return err
 }

@@ -11,6 +11,8 @@ package tun
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/junction-atsss/junction/internal/wire"
 )
 
 // virtio_net_hdr (include/uapi/linux/virtio_net.h), in the host's byte order (the TUN default).
@@ -102,7 +104,7 @@ func split(h *virtioHdr, pkt []byte, bufs [][]byte, sizes []int, offset int) (in
 		binary.BigEndian.PutUint16(seg[2:], uint16(len(seg)))
 		binary.BigEndian.PutUint16(seg[4:], id0+uint16(i))
 		seg[10], seg[11] = 0, 0
-		binary.BigEndian.PutUint16(seg[10:], ^fold(sum(seg[:ihl], 0)))
+		binary.BigEndian.PutUint16(seg[10:], ^wire.Fold(wire.Sum(seg[:ihl], 0)))
 		// TCP: sequence number, FIN and PSH on the last segment only, CWR on the first only.
 		tcp := seg[ihl:]
 		binary.BigEndian.PutUint32(tcp[4:], seq0+uint32(i*mss))
@@ -115,7 +117,7 @@ func split(h *virtioHdr, pkt []byte, bufs [][]byte, sizes []int, offset int) (in
 		}
 		tcp[13] = f
 		tcp[16], tcp[17] = 0, 0
-		binary.BigEndian.PutUint16(tcp[16:], ^fold(sum(tcp, pseudoSum(seg[12:16], seg[16:20], ipProtoTCP, len(tcp)))))
+		binary.BigEndian.PutUint16(tcp[16:], ^wire.Fold(wire.Sum(tcp, wire.PseudoSum(seg[12:16], seg[16:20], ipProtoTCP, len(tcp)))))
 		sizes[i] = len(seg)
 	}
 	return n, nil
@@ -127,33 +129,7 @@ func finishChecksum(pkt []byte, start, off int) error {
 	if start+off+2 > len(pkt) {
 		return fmt.Errorf("%w: checksum offset beyond the packet", ErrBadPacket)
 	}
-	binary.BigEndian.PutUint16(pkt[start+off:], ^fold(sum(pkt[start:], 0)))
+	binary.BigEndian.PutUint16(pkt[start+off:], ^wire.Fold(wire.Sum(pkt[start:], 0)))
 	return nil
 }
 
-// sum adds b as big-endian 16-bit words to acc (RFC 1071), unfolded.
-func sum(b []byte, acc uint64) uint64 {
-	for len(b) >= 8 {
-		acc += uint64(binary.BigEndian.Uint32(b)) + uint64(binary.BigEndian.Uint32(b[4:]))
-		b = b[8:]
-	}
-	for len(b) >= 2 {
-		acc += uint64(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		acc += uint64(b[0]) << 8
-	}
-	return acc
-}
-
-func fold(acc uint64) uint16 {
-	for acc > 0xffff {
-		acc = acc>>16 + acc&0xffff
-	}
-	return uint16(acc)
-}
-
-func pseudoSum(src, dst []byte, proto uint8, length int) uint64 {
-	return sum(src, 0) + sum(dst, 0) + uint64(proto) + uint64(length)
-}

@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
 
 // csumOK verifies an Internet checksum the RFC 1071 way: the one's-complement sum of the data,
@@ -147,7 +150,7 @@ func segment(seq uint32, payload []byte, flags byte) []byte {
 	p[6] = 0x40 // DF
 	copy(p[12:16], []byte{198, 18, 0, 10})
 	copy(p[16:20], []byte{10, 60, 0, 1})
-	binary.BigEndian.PutUint16(p[10:], ^fold(sum(p[:20], 0)))
+	binary.BigEndian.PutUint16(p[10:], wire.IPv4Checksum(p))
 	tcp := p[20:]
 	binary.BigEndian.PutUint16(tcp[0:], 5201)
 	binary.BigEndian.PutUint16(tcp[2:], 40000)
@@ -157,8 +160,14 @@ func segment(seq uint32, payload []byte, flags byte) []byte {
 	binary.BigEndian.PutUint16(tcp[14:], 512)
 	copy(tcp[20:], []byte{1, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 5}) // NOP NOP TS
 	p = append(p, payload...)
-	binary.BigEndian.PutUint16(p[36:], ^fold(sum(p[20:], pseudoSum(p[12:16], p[16:20], ipProtoTCP, len(p)-20))))
+	binary.BigEndian.PutUint16(p[36:], tcpChecksum(p))
 	return p
+}
+
+// tcpChecksum is the TCP checksum of the IPv4 packet p (no options, checksum field zero), by
+// wiretest's own sum rather than the code under test's.
+func tcpChecksum(p []byte) uint16 {
+	return wiretest.TransportChecksum([4]byte(p[12:16]), [4]byte(p[16:20]), ipProtoTCP, p[20:])
 }
 
 func TestCoalesceRuns(t *testing.T) {
@@ -195,7 +204,7 @@ func TestCoalesceRuns(t *testing.T) {
 	other := segment(100+mss, data(1), 0x10)
 	other[35] ^= 1 // another window
 	binary.BigEndian.PutUint16(other[36:], 0)
-	binary.BigEndian.PutUint16(other[36:], ^fold(sum(other[20:], pseudoSum(other[12:16], other[16:20], ipProtoTCP, len(other)-20))))
+	binary.BigEndian.PutUint16(other[36:], tcpChecksum(other))
 	if s, ok := parseTCPSeg(other); !ok || follows(first, first, s, len(a0)) {
 		t.Error("a segment with another window joined the run")
 	}

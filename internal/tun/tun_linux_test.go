@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/test/netns"
 )
 
@@ -84,7 +85,7 @@ func TestDeviceCarriesPacketsBothWays(t *testing.T) {
 	ip[0], ip[8], ip[9] = 0x45, 64, 17
 	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
 	copy(ip[12:], []byte{10, 99, 0, 2, 10, 99, 0, 1})
-	binary.BigEndian.PutUint16(ip[10:], ^fold(sum(ip[:20], 0)))
+	binary.BigEndian.PutUint16(ip[10:], wire.IPv4Checksum(ip))
 	binary.BigEndian.PutUint16(ip[20:], 7001)
 	binary.BigEndian.PutUint16(ip[22:], 7000)
 	binary.BigEndian.PutUint16(ip[24:], uint16(8+len("from the tun")))

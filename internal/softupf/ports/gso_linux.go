@@ -188,7 +188,7 @@ func (g *gsoScratch) send(tx *gsoTX, run []*dataplane.Packet) error {
 	binary.BigEndian.PutUint16(ip[10:], wire.IPv4Checksum(ip))
 	binary.BigEndian.PutUint16(udp[4:], uint16(8+payload))
 	// CHECKSUM_PARTIAL: the field holds the pseudo-header's sum, each segment's is completed.
-	binary.BigEndian.PutUint16(udp[6:], pseudoSum(ip, 8+payload))
+	binary.BigEndian.PutUint16(udp[6:], wire.Fold(wire.PseudoSum(ip[12:16], ip[16:20], unix.IPPROTO_UDP, 8+payload)))
 	g.iovs[0].Base = &g.head[0]
 	g.iovs[0].SetLen(len(g.head))
 	g.msg.SetIovlen(len(run) + 1)
@@ -199,26 +199,6 @@ func (g *gsoScratch) send(tx *gsoTX, run []*dataplane.Packet) error {
 		return g.errno
 	}
 	return nil
-}
-
-// pseudoSum is the folded, uncomplemented sum of the IPv4 pseudo-header of a UDP datagram of
-// udpLen bytes.
-func pseudoSum(ip []byte, udpLen int) uint16 {
-	return fold(sum16(ip[12:20], uint32(unix.IPPROTO_UDP)+uint32(udpLen)))
-}
-
-func sum16(b []byte, s uint32) uint32 {
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	return s
-}
-
-func fold(s uint32) uint16 {
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return uint16(s)
 }
 
 // featureOn reports whether the interface's offload feature named name (as ethtool -k names
