@@ -231,6 +231,9 @@ func (t *Topology) build() error {
 		// (internal/softupf/ports, gso_linux.go), which the gateway forwards: cut by its
 		// kernel toward an emulated link, whole toward a plain one (AddUE).
 		func() error { return UDPSegmentation(t.UPF, wifi.Iface) },
+		// Its N6 port sends a run of one TCP flow's segments (a UE's upload, decapsulated) as
+		// one frame (tso_linux.go), which the data network's TCP takes whole.
+		func() error { return TCPSegmentation(t.UPF, n6.Iface) },
 	)
 }
 
@@ -471,6 +474,15 @@ func NoOffload(ns *netns.Namespace, ifaces ...string) error {
 // checksum offload it needs), as a veth and a NIC with USO do by default.
 func UDPSegmentation(ns *netns.Namespace, iface string) error {
 	if err := run(ns, "ethtool", "-K", iface, "tx", "on", "gso", "on", "tx-udp-segmentation", "on"); err != nil {
+		return fmt.Errorf("%w (hack/tools.sh dataplane installs ethtool)", err)
+	}
+	return nil
+}
+
+// TCPSegmentation lets iface send a TCP GSO frame on whole (TSO, with the scatter-gather and
+// checksum offloads it needs), as a veth and most NICs do by default.
+func TCPSegmentation(ns *netns.Namespace, iface string) error {
+	if err := run(ns, "ethtool", "-K", iface, "tx", "on", "sg", "on", "tso", "on"); err != nil {
 		return fmt.Errorf("%w (hack/tools.sh dataplane installs ethtool)", err)
 	}
 	return nil

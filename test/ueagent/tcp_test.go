@@ -262,6 +262,36 @@ func TestDownlinkRunsReachTheAgentWhole(t *testing.T) {
 	}
 }
 
+// TestUplinkRunsReachTheDNWhole: after decapsulation the software UPF sends a run of one TCP
+// flow's segments as one frame on its N6 port, whose interface has TSO on (the topology's, as a
+// veth's and most NICs' by default), and the data network's TCP takes it whole. A 20 MiB upload
+// over WiFi arrives intact, in fewer frames on the data network's interface than the segments
+// it took (frame by frame there would be at least one per segment of 1,500 bytes or less).
+func TestUplinkRunsReachTheDNWhole(t *testing.T) {
+	const size = 20 << 20
+	tb := newTestbed(t, 1)
+	u := tb.ues[0]
+	tb.startAgent(u)
+	create(t, tb.policy("wifi", activeStandby(junctionv1.AccessNon3GPP)), tb.session("s1", u, sessionAddr, 100, "wifi"))
+	tb.waitReady("s1")
+	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
+
+	before := linkStats(t, tb.DN, "dn0").RX
+	if n, same := transfer(t, u.NS, sessionAddr, tb.DN, dnHost.String(), size); n != size || !same {
+		t.Fatalf("uplink over WiFi: %d bytes received (intact: %v), want %d", n, same, size)
+	}
+	after := linkStats(t, tb.DN, "dn0").RX
+	bytes, frames := after.Bytes-before.Bytes, after.Packets-before.Packets
+	if bytes < size {
+		t.Fatalf("dn0 received %d bytes during a %d-byte upload over WiFi", bytes, size)
+	}
+	if segments := bytes / 1500; frames >= segments {
+		t.Errorf("dn0 received %d bytes in %d frames: at least one frame per segment (%d of 1,500 bytes or less), so no run of segments reached it whole", bytes, frames, segments)
+	} else {
+		t.Logf("dn0 received %d bytes in %d frames (%.1f segments of 1,500 bytes or less a frame)", bytes, frames, float64(segments)/float64(frames))
+	}
+}
+
 func clientKey(o interface {
 	GetNamespace() string
 	GetName() string

@@ -138,15 +138,16 @@ func vectorTopology(t testing.TB) (target, tester *netns.Namespace, ports []Port
 		if err := netns.AddVeth(netns.Link{Name: "u-" + p.Name, NS: target}, netns.Link{Name: "t-" + p.Name, NS: tester}); err != nil {
 			t.Fatal(err)
 		}
-		// Frame by frame, as the vectors compare them: with this offload on, the software UPF's
-		// ports (and the runner's, the same code in the bench) send a run of one tunnel's
-		// datagrams as one frame (internal/softupf/ports, gso_linux.go).
+		// Frame by frame, as the vectors compare them: with these offloads on, the software
+		// UPF's ports (and the runner's, the same code in the bench) send a run of one tunnel's
+		// datagrams, or of one flow's TCP segments, as one frame (internal/softupf/ports,
+		// gso_linux.go, tso_linux.go).
 		for _, end := range []struct {
 			ns    *netns.Namespace
 			iface string
 		}{{target, "u-" + p.Name}, {tester, "t-" + p.Name}} {
-			if out, err := end.ns.Command("ethtool", "-K", end.iface, "tx-udp-segmentation", "off").CombinedOutput(); err != nil {
-				t.Fatalf("ethtool -K %s tx-udp-segmentation off: %v: %s (hack/tools.sh dataplane installs ethtool)", end.iface, err, out)
+			if out, err := end.ns.Command("ethtool", "-K", end.iface, "tx-udp-segmentation", "off", "tx-tcp-segmentation", "off").CombinedOutput(); err != nil {
+				t.Fatalf("ethtool -K %s tx-udp-segmentation off tx-tcp-segmentation off: %v: %s (hack/tools.sh dataplane installs ethtool)", end.iface, err, out)
 			}
 		}
 		ports = append(ports, Port{Name: p.Name, Number: p.Number, Iface: "t-" + p.Name})

@@ -49,14 +49,16 @@ const (
 // gsoTX is a port's socket for coalesced runs. Any sender may use it: the scratch is the
 // sender's (gsoScratch, in txScratch).
 type gsoTX struct {
-	f  *os.File
-	rc syscall.RawConn
+	f   *os.File
+	rc  syscall.RawConn
+	udp bool // tx-udp-segmentation: UDP runs (gsoRun)
+	tcp bool // tx-tcp-segmentation: TCP runs (tcpRun, tso_linux.go)
 }
 
 // gsoScratch is one sender's message for a run: the virtio-net header and the run's headers,
 // then each frame's UDP payload.
 type gsoScratch struct {
-	head  [vnetHdrLen + gsoHeaders]byte
+	head  [vnetHdrLen + tsoMaxHeaders]byte
 	iovs  [gsoMaxSegs + 1]unix.Iovec
 	msg   unix.Msghdr
 	errno syscall.Errno
@@ -64,11 +66,12 @@ type gsoScratch struct {
 }
 
 // openGSO opens the GSO socket of interface ifname (index ifindex) if the interface has
-// tx-udp-segmentation on; nil if it is off. An interface whose features cannot be read
-// (ethtool's ioctl) counts as off.
+// tx-udp-segmentation or tx-tcp-segmentation on; nil if both are off. An interface whose
+// features cannot be read (ethtool's ioctl) counts as off.
 func openGSO(ifname string, ifindex int) (*gsoTX, error) {
-	on, err := featureOn(ifname, "tx-udp-segmentation")
-	if err != nil || !on {
+	udp, err := featureOn(ifname, "tx-udp-segmentation")
+	tcp, err2 := featureOn(ifname, "tx-tcp-segmentation")
+	if err != nil || err2 != nil || !udp && !tcp {
 		return nil, nil //nolint:nilerr // features unknown: no offload, the ordinary path
 	}
 	// Protocol 0: the socket receives nothing.
@@ -98,7 +101,7 @@ func openGSO(ifname string, ifindex int) (*gsoTX, error) {
 		f.Close()
 		return nil, fmt.Errorf("GSO socket: %w", err)
 	}
-	return &gsoTX{f: f, rc: rc}, nil
+	return &gsoTX{f: f, rc: rc, udp: udp, tcp: tcp}, nil
 }
 
 func (g *gsoTX) close() {
@@ -189,9 +192,15 @@ func (g *gsoScratch) send(tx *gsoTX, run []*dataplane.Packet) error {
 	binary.BigEndian.PutUint16(udp[4:], uint16(8+payload))
 	// CHECKSUM_PARTIAL: the field holds the pseudo-header's sum, each segment's is completed.
 	binary.BigEndian.PutUint16(udp[6:], wire.Fold(wire.PseudoSum(ip[12:16], ip[16:20], unix.IPPROTO_UDP, 8+payload)))
-	g.iovs[0].Base = &g.head[0]
-	g.iovs[0].SetLen(len(g.head))
-	g.msg.SetIovlen(len(run) + 1)
+	return g.write(tx, h[:vnetHdrLen+gsoHeaders], len(run))
+}
+
+// write sends head (the virtio-net header and the run's headers) and the payloads in
+// g.iovs[1:frames+1] as one frame.
+func (g *gsoScratch) write(tx *gsoTX, head []byte, frames int) error {
+	g.iovs[0].Base = &head[0]
+	g.iovs[0].SetLen(len(head))
+	g.msg.SetIovlen(frames + 1)
 	if err := tx.rc.Write(g.fn); err != nil {
 		return err
 	}

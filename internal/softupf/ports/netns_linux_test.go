@@ -65,9 +65,9 @@ func newTestbed(t testing.TB) *testbed {
 		ipCmd(t, "-n", tb.upf, "link", "set", pair[0], "up")
 		ipCmd(t, "-n", tb.peer, "link", "set", pair[1], "up")
 		// Both sides' ports send frame by frame, as the tests compare them: a veth would take
-		// runs of UDP datagrams whole (gso_linux.go, TestPortsSendRunsAsOneUDPGSOFrame).
-		ethtoolK(t, tb.upf, pair[0], "tx-udp-segmentation", "off")
-		ethtoolK(t, tb.peer, pair[1], "tx-udp-segmentation", "off")
+		// runs of UDP datagrams or TCP segments whole (gso_linux.go, tso_linux.go).
+		ethtoolK(t, tb.upf, pair[0], "tx-udp-segmentation", "off", "tx-tcp-segmentation", "off")
+		ethtoolK(t, tb.peer, pair[1], "tx-udp-segmentation", "off", "tx-tcp-segmentation", "off")
 	}
 	return tb
 }

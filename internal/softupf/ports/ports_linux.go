@@ -104,7 +104,7 @@ func openPort(m Mapping, kind Kind, log *slog.Logger) (*port, error) {
 	if kind != KindPacket {
 		x, err := openXDP(ifi)
 		if err == nil {
-			log.Info("port open", "port", m.Port, "iface", m.Iface, "kind", KindXDP, "xdp", x.mode, "queues", len(x.queues), "udpGSO", gso != nil)
+			log.Info("port open", "port", m.Port, "iface", m.Iface, "kind", KindXDP, "xdp", x.mode, "queues", len(x.queues), "udpGSO", gso != nil && gso.udp, "tcpGSO", gso != nil && gso.tcp)
 			return &port{num: m.Port, iface: m.Iface, kind: KindXDP, xdp: x, gso: gso}, nil
 		}
 		if kind == KindXDP {
@@ -119,7 +119,7 @@ func openPort(m Mapping, kind Kind, log *slog.Logger) (*port, error) {
 		return nil, err
 	}
 	p.gso = gso
-	log.Info("port open", "port", m.Port, "iface", m.Iface, "kind", KindPacket, "udpGSO", gso != nil)
+	log.Info("port open", "port", m.Port, "iface", m.Iface, "kind", KindPacket, "udpGSO", gso != nil && gso.udp, "tcpGSO", gso != nil && gso.tcp)
 	return p, nil
 }
 
@@ -514,11 +514,17 @@ func (s *Set) sendPort(t *txScratch, num uint32) {
 		s.sendFrames(t, p, t.pkts)
 		return
 	}
-	// Runs of one tunnel's datagrams leave as one frame each (gso_linux.go); the frames between
-	// them, in order, as they are.
+	// Runs of one tunnel's datagrams (gso_linux.go) or of one TCP flow's segments (tso_linux.go)
+	// leave as one frame each; the frames between them, in order, as they are.
 	pkts, single := t.pkts, 0
 	for i := 0; i < len(pkts); {
-		n := gsoRun(pkts[i:])
+		n, tcp := 1, false
+		if p.gso.udp {
+			n = gsoRun(pkts[i:])
+		}
+		if n == 1 && p.gso.tcp {
+			n, tcp = tcpRun(pkts[i:]), true
+		}
 		if n == 1 {
 			i++
 			continue
@@ -526,10 +532,16 @@ func (s *Set) sendPort(t *txScratch, num uint32) {
 		if single < i {
 			s.sendFrames(t, p, pkts[single:i])
 		}
-		if err := t.gso.send(p.gso, pkts[i:i+n]); err != nil {
+		var err error
+		if tcp {
+			err = t.gso.sendTCP(p.gso, pkts[i:i+n])
+		} else {
+			err = t.gso.send(p.gso, pkts[i:i+n])
+		}
+		if err != nil {
 			// E.g. the interface's offload turned off since the port opened: the kernel
 			// does not cut a frame it sends past the qdisc. The frames go as they are.
-			s.log.Debug("UDP GSO write failed: frame by frame", "port", num, "iface", p.iface, "err", err, "frames", n)
+			s.log.Debug("GSO write failed: frame by frame", "port", num, "iface", p.iface, "err", err, "frames", n)
 			s.sendFrames(t, p, pkts[i:i+n])
 		} else {
 			var bytes uint64

@@ -1,0 +1,144 @@
+package ports
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-atsss/junction/internal/softupf/dataplane"
+	"github.com/junction-atsss/junction/internal/testenv"
+	"github.com/junction-atsss/junction/internal/wire"
+	"github.com/junction-atsss/junction/internal/wire/wiretest"
+)
+
+// tcpFrame is segment seq of one upload (10.77.0.1:sport -> 10.77.0.2:5201) with size bytes of
+// payload and the given flags, its checksums computed by wiretest.
+func tcpFrame(seq uint32, size int, flags uint8, sport uint16) []byte {
+	return wiretest.Build(wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 9}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
+		wire.IPv4{TTL: 63, Src: [4]byte{10, 77, 0, 1}, Dst: [4]byte{10, 77, 0, 2}},
+		wiretest.TCP{SrcPort: sport, DstPort: 5201, Seq: seq, Ack: 7, Flags: flags, Window: 512}, wiretest.Payload(size))
+}
+
+// TestTCPRunsOfABatch: tcpRun finds the runs tso_linux.go defines in a batch of frames.
+func TestTCPRunsOfABatch(t *testing.T) {
+	const ack, psh = 0x10, 0x18
+	seg := func(i int) []byte { return tcpFrame(uint32(1000+1400*i), 1400, ack, 40000) }
+	corrupt := seg(13)
+	corrupt[60] ^= 1 // in the payload
+	frames := [][]byte{
+		seg(0), seg(1), seg(2), tcpFrame(1000+1400*3, 1400, psh, 40000), // a PSH ends a run, in it
+		seg(4), seg(5), // 2
+		seg(7),                                          // a gap in the sequence: alone
+		tcpFrame(1000+1400*8, 1400, ack, 40001),         // another flow: alone
+		seg(9), tcpFrame(1000+1400*10, 700, ack, 40000), // a shorter one ends a run, in it
+		seg(11), seg(11), // the same sequence number twice: each alone
+		corrupt,                               // a segment whose checksum fails: alone
+		tcpFrame(1000+1400*14, 0, ack, 40000), // no payload: alone
+		tcpFrame(1000+1400*14, 1400, 0x12, 40000), // SYN-ACK: alone
+		seg(14), seg(15), // 2
+	}
+	want := []int{4, 2, 1, 1, 2, 1, 1, 1, 1, 1, 2}
+	pool := dataplane.NewPool(len(frames))
+	var pkts []*dataplane.Packet
+	for _, f := range frames {
+		p := pool.Get(nil)
+		p.SetFrame(f)
+		pkts = append(pkts, p)
+	}
+	var runs []int
+	for i := 0; i < len(pkts); {
+		n := tcpRun(pkts[i:])
+		runs, i = append(runs, n), i+n
+	}
+	if fmt.Sprint(runs) != fmt.Sprint(want) {
+		t.Fatalf("runs %v, want %v", runs, want)
+	}
+}
+
+// TestTCPRunCutByTheKernel: what the kernel makes of a TCP run where it segments (a hop or a
+// device without TSO) is the run's segments as the pipeline made them, but for the IPv4
+// identification (counted up from the first's) and header checksum; each TCP checksum is the
+// segment's own. The run goes through the qdisc of an interface with its offloads off, which
+// segments in software and completes the checksums from the pseudo-header sum the run carries.
+func TestTCPRunCutByTheKernel(t *testing.T) {
+	tb := newTestbed(t)
+	ethtoolK(t, tb.upf, tb.u2, "tx", "off")
+	var tx *gsoTX
+	if err := inNetns(t, tb.upf, func() error {
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		f := os.NewFile(uintptr(fd), "tso-qdisc")
+		tx = &gsoTX{f: f}
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
+			return err
+		}
+		ifi, err := net.InterfaceByName(tb.u2)
+		if err != nil {
+			return err
+		}
+		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifi.Index}); err != nil {
+			return err
+		}
+		tx.rc, err = f.SyscallConn()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer tx.close()
+	peerPool := dataplane.NewPool(4 * BatchSize)
+	peer := openIn(t, tb.peer, KindPacket, []Mapping{{2, tb.p2}}, peerPool)
+	rec := &recorder{pool: peerPool, got: map[uint32][][]byte{}}
+	run(t, peer, rec)
+
+	var want [][]byte // a run of 10: 9 full segments and a shorter one with PSH
+	for i := range 10 {
+		size, flags := 1400, uint8(0x10)
+		if i == 9 {
+			size, flags = 300, 0x18
+		}
+		want = append(want, tcpFrame(uint32(5000+1400*i), size, flags, 40000))
+	}
+	pool := dataplane.NewPool(len(want))
+	var pkts []*dataplane.Packet
+	for _, f := range want {
+		p := pool.Get(nil)
+		p.SetFrame(f)
+		pkts = append(pkts, p)
+	}
+	if n := tcpRun(pkts); n != len(want) {
+		t.Fatalf("tcpRun: %d frames, want %d", n, len(want))
+	}
+	if err := newGSOScratch().sendTCP(tx, pkts); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 5*time.Second, "the segments on the wire", func() error {
+		if n := len(rec.frames(2)); n < len(want) {
+			return fmt.Errorf("%d of %d frames", n, len(want))
+		}
+		return nil
+	})
+	got := rec.frames(2)
+	if len(got) != len(want) {
+		t.Fatalf("%d frames on the wire, want %d", len(got), len(want))
+	}
+	for i, g := range got {
+		w := want[i]
+		if len(g) != len(w) || !bytes.Equal(g[:18], w[:18]) || !bytes.Equal(g[20:24], w[20:24]) || !bytes.Equal(g[26:], w[26:]) {
+			t.Fatalf("segment %d:\ngot  %x\nwant %x (but for ID and header checksum)", i, g, w)
+		}
+		if id := binary.BigEndian.Uint16(g[18:]); id != uint16(i) {
+			t.Errorf("segment %d: IPv4 identification %d, want %d", i, id, i)
+		}
+		if !wire.VerifyIPv4Checksum(g[14:34]) {
+			t.Errorf("segment %d: IPv4 header checksum wrong", i)
+		}
+	}
+}
