@@ -13,7 +13,9 @@
 // `ethtool -K IFACE tso off gso off gro off tx off` on the peers), as with BMv2: an AF_PACKET
 // socket sees the kernel's unsegmented and partially checksummed packets otherwise. The UPF's
 // own interfaces decide how it sends: where one has tx-udp-segmentation on, runs of one tunnel's
-// datagrams leave as one UDP GSO frame (gso_linux.go), else every frame as the pipeline made it.
+// datagrams leave as one UDP GSO frame (gso_linux.go); where it has tx-tcp-segmentation on, runs
+// of one flow's TCP segments as one TSO frame (tso_linux.go); else every frame as the pipeline
+// made it.
 package ports
 
 import (
