@@ -235,60 +235,53 @@ func TestTCPTransferThroughSession(t *testing.T) {
 // UDP GSO frame, the access gateway forwards it whole (its interface toward the UE keeps
 // tx-udp-segmentation, as a veth does by default), and the agent's leg socket reads it whole
 // (UDP_GRO) and takes it apart. A 20 MiB download over WiFi arrives intact, in fewer frames on
-// the UE's interface than the datagrams it took (frame by frame there would be at least one per
-// datagram, about 1,400 bytes each).
+// the UE's interface than the datagrams it took.
 func TestDownlinkRunsReachTheAgentWhole(t *testing.T) {
-	const size = 20 << 20
-	tb := newTestbed(t, 1)
+	tb := wifiSession(t)
 	u := tb.ues[0]
-	tb.startAgent(u)
-	create(t, tb.policy("wifi", activeStandby(junctionv1.AccessNon3GPP)), tb.session("s1", u, sessionAddr, 100, "wifi"))
-	tb.waitReady("s1")
-	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
-
-	before := linkStats(t, u.NS, "wlan0").RX
-	if n, same := transfer(t, tb.DN, dnHost.String(), u.NS, sessionAddr, size); n != size || !same {
-		t.Fatalf("downlink over WiFi: %d bytes received (intact: %v), want %d", n, same, size)
-	}
-	after := linkStats(t, u.NS, "wlan0").RX
-	bytes, frames := after.Bytes-before.Bytes, after.Packets-before.Packets
-	if bytes < size {
-		t.Fatalf("wlan0 received %d bytes during a %d-byte download over WiFi", bytes, size)
-	}
-	if datagrams := bytes / 1500; frames >= datagrams {
-		t.Errorf("wlan0 received %d bytes in %d frames: at least one frame per datagram (%d of 1,500 bytes or less), so no run of datagrams reached it whole", bytes, frames, datagrams)
-	} else {
-		t.Logf("wlan0 received %d bytes in %d frames (%.1f datagrams of 1,500 bytes or less a frame)", bytes, frames, float64(datagrams)/float64(frames))
-	}
+	runsArriveWhole(t, tb.DN, dnHost.String(), u.NS, sessionAddr, "wlan0")
 }
 
 // TestUplinkRunsReachTheDNWhole: after decapsulation the software UPF sends a run of one TCP
 // flow's segments as one frame on its N6 port, whose interface has TSO on (the topology's, as a
 // veth's and most NICs' by default), and the data network's TCP takes it whole. A 20 MiB upload
 // over WiFi arrives intact, in fewer frames on the data network's interface than the segments
-// it took (frame by frame there would be at least one per segment of 1,500 bytes or less).
+// it took.
 func TestUplinkRunsReachTheDNWhole(t *testing.T) {
-	const size = 20 << 20
+	tb := wifiSession(t)
+	u := tb.ues[0]
+	runsArriveWhole(t, u.NS, sessionAddr, tb.DN, dnHost.String(), "dn0")
+}
+
+// wifiSession is a testbed with one UE whose session goes over WiFi, its leg up.
+func wifiSession(t *testing.T) *testbed {
 	tb := newTestbed(t, 1)
 	u := tb.ues[0]
 	tb.startAgent(u)
 	create(t, tb.policy("wifi", activeStandby(junctionv1.AccessNon3GPP)), tb.session("s1", u, sessionAddr, 100, "wifi"))
 	tb.waitReady("s1")
 	tb.legState("s1", junctionv1.AccessNon3GPP, junctionv1.LegUp, probeTimeout)
+	return tb
+}
 
-	before := linkStats(t, tb.DN, "dn0").RX
-	if n, same := transfer(t, u.NS, sessionAddr, tb.DN, dnHost.String(), size); n != size || !same {
-		t.Fatalf("uplink over WiFi: %d bytes received (intact: %v), want %d", n, same, size)
+// runsArriveWhole sends 20 MiB over TCP from src to dst and fails unless they arrive intact,
+// in fewer frames on the receiver's interface iface than packets of 1,500 bytes or less would
+// take (frame by frame there would be at least one per packet).
+func runsArriveWhole(t *testing.T, from *netns.Namespace, src string, to *netns.Namespace, dst, iface string) {
+	const size = 20 << 20
+	before := linkStats(t, to, iface).RX
+	if n, same := transfer(t, from, src, to, dst, size); n != size || !same {
+		t.Fatalf("%d bytes received (intact: %v), want %d", n, same, size)
 	}
-	after := linkStats(t, tb.DN, "dn0").RX
+	after := linkStats(t, to, iface).RX
 	bytes, frames := after.Bytes-before.Bytes, after.Packets-before.Packets
 	if bytes < size {
-		t.Fatalf("dn0 received %d bytes during a %d-byte upload over WiFi", bytes, size)
+		t.Fatalf("%s received %d bytes during a %d-byte transfer", iface, bytes, size)
 	}
-	if segments := bytes / 1500; frames >= segments {
-		t.Errorf("dn0 received %d bytes in %d frames: at least one frame per segment (%d of 1,500 bytes or less), so no run of segments reached it whole", bytes, frames, segments)
+	if packets := bytes / 1500; frames >= packets {
+		t.Errorf("%s received %d bytes in %d frames: at least one frame per packet (%d of 1,500 bytes or less), so no run reached it whole", iface, bytes, frames, packets)
 	} else {
-		t.Logf("dn0 received %d bytes in %d frames (%.1f segments of 1,500 bytes or less a frame)", bytes, frames, float64(segments)/float64(frames))
+		t.Logf("%s received %d bytes in %d frames (%.1f packets of 1,500 bytes or less a frame)", iface, bytes, frames, float64(packets)/float64(frames))
 	}
 }
 

@@ -176,29 +176,7 @@ func testPortsSendRunsAsOneUDPGSOFrame(t *testing.T, kind Kind) {
 		drain(sock)
 		// What segmentation makes of a run: the same writes on a socket through the qdisc,
 		// which cuts them in software with checksums, as a hop without the offload would.
-		var tx *gsoTX
-		if err := inNetns(t, tb.upf, func() error {
-			fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				return err
-			}
-			f := os.NewFile(uintptr(fd), "gso-qdisc")
-			tx = &gsoTX{f: f}
-			if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
-				return err
-			}
-			ifi, err := net.InterfaceByName(tb.u2)
-			if err != nil {
-				return err
-			}
-			if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifi.Index}); err != nil {
-				return err
-			}
-			tx.rc, err = f.SyscallConn()
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		tx := qdiscGSO(t, tb)
 		defer tx.close()
 		peerPool := dataplane.NewPool(4 * BatchSize)
 		peer := openIn(t, tb.peer, KindPacket, []Mapping{{2, tb.p2}}, peerPool)
@@ -284,4 +262,47 @@ func groSize(oob []byte, n int) int {
 		}
 	}
 	return n
+}
+
+// qdiscGSO is a socket like a port's GSO socket on tb.u2 (virtio-net headers) whose frames go
+// through the qdisc, which cuts a run in software with checksums where the interface's
+// offloads are off, as a hop without the offload would. The caller closes it.
+func qdiscGSO(t *testing.T, tb *testbed) *gsoTX {
+	t.Helper()
+	var tx *gsoTX
+	if err := inNetns(t, tb.upf, func() error {
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		f := os.NewFile(uintptr(fd), "gso-qdisc")
+		tx = &gsoTX{f: f}
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
+			return err
+		}
+		ifi, err := net.InterfaceByName(tb.u2)
+		if err != nil {
+			return err
+		}
+		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifi.Index}); err != nil {
+			return err
+		}
+		tx.rc, err = f.SyscallConn()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// packetsOf puts each frame into a packet of a pool of their own.
+func packetsOf(frames [][]byte) []*dataplane.Packet {
+	pool := dataplane.NewPool(len(frames))
+	var pkts []*dataplane.Packet
+	for _, f := range frames {
+		p := pool.Get(nil)
+		p.SetFrame(f)
+		pkts = append(pkts, p)
+	}
+	return pkts
 }

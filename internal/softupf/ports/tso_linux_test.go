@@ -4,12 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"net"
-	"os"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 	"github.com/junction-atsss/junction/internal/testenv"
@@ -44,13 +40,7 @@ func TestTCPRunsOfABatch(t *testing.T) {
 		seg(14), seg(15), // 2
 	}
 	want := []int{4, 2, 1, 1, 2, 1, 1, 1, 1, 1, 2}
-	pool := dataplane.NewPool(len(frames))
-	var pkts []*dataplane.Packet
-	for _, f := range frames {
-		p := pool.Get(nil)
-		p.SetFrame(f)
-		pkts = append(pkts, p)
-	}
+	pkts := packetsOf(frames)
 	var runs []int
 	for i := 0; i < len(pkts); {
 		n := tcpRun(pkts[i:])
@@ -69,29 +59,7 @@ func TestTCPRunsOfABatch(t *testing.T) {
 func TestTCPRunCutByTheKernel(t *testing.T) {
 	tb := newTestbed(t)
 	ethtoolK(t, tb.upf, tb.u2, "tx", "off")
-	var tx *gsoTX
-	if err := inNetns(t, tb.upf, func() error {
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		f := os.NewFile(uintptr(fd), "tso-qdisc")
-		tx = &gsoTX{f: f}
-		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
-			return err
-		}
-		ifi, err := net.InterfaceByName(tb.u2)
-		if err != nil {
-			return err
-		}
-		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifi.Index}); err != nil {
-			return err
-		}
-		tx.rc, err = f.SyscallConn()
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	tx := qdiscGSO(t, tb)
 	defer tx.close()
 	peerPool := dataplane.NewPool(4 * BatchSize)
 	peer := openIn(t, tb.peer, KindPacket, []Mapping{{2, tb.p2}}, peerPool)
@@ -106,13 +74,7 @@ func TestTCPRunCutByTheKernel(t *testing.T) {
 		}
 		want = append(want, tcpFrame(uint32(5000+1400*i), size, flags, 40000))
 	}
-	pool := dataplane.NewPool(len(want))
-	var pkts []*dataplane.Packet
-	for _, f := range want {
-		p := pool.Get(nil)
-		p.SetFrame(f)
-		pkts = append(pkts, p)
-	}
+	pkts := packetsOf(want)
 	if n := tcpRun(pkts); n != len(want) {
 		t.Fatalf("tcpRun: %d frames, want %d", n, len(want))
 	}
