@@ -132,4 +132,3 @@ func finishChecksum(pkt []byte, start, off int) error {
 	binary.BigEndian.PutUint16(pkt[start+off:], ^wire.Fold(wire.Sum(pkt[start:], 0)))
 	return nil
 }
-

@@ -207,16 +207,7 @@ func testPortsSendRunsAsOneUDPGSOFrame(t *testing.T, kind Kind) {
 				want = append(want, frames[i])
 			}
 		}
-		testenv.Eventually(t, 5*time.Second, "the runs on the wire", func() error {
-			if n := len(rec.frames(2)); n < len(want) {
-				return fmt.Errorf("%d of %d frames", n, len(want))
-			}
-			return nil
-		})
-		got := rec.frames(2)
-		if len(got) != len(want) {
-			t.Fatalf("%d frames on the wire, want %d", len(got), len(want))
-		}
+		got := rec.onWire(t, 2, len(want))
 		first := 0
 		for _, run := range []int{20, 19} {
 			for i := first; i < first+run; i++ {
@@ -305,4 +296,20 @@ func packetsOf(frames [][]byte) []*dataplane.Packet {
 		pkts = append(pkts, p)
 	}
 	return pkts
+}
+
+// onWire waits until the recorder has n frames from port and returns them; more or fewer fails t.
+func (r *recorder) onWire(t *testing.T, port uint32, n int) [][]byte {
+	t.Helper()
+	testenv.Eventually(t, 5*time.Second, "the frames on the wire", func() error {
+		if got := len(r.frames(port)); got < n {
+			return fmt.Errorf("%d of %d frames", got, n)
+		}
+		return nil
+	})
+	got := r.frames(port)
+	if len(got) != n {
+		t.Fatalf("%d frames on the wire, want %d", len(got), n)
+	}
+	return got
 }

@@ -5,10 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/junction-atsss/junction/internal/softupf/dataplane"
-	"github.com/junction-atsss/junction/internal/testenv"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -81,16 +79,7 @@ func TestTCPRunCutByTheKernel(t *testing.T) {
 	if err := newGSOScratch().sendTCP(tx, pkts); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "the segments on the wire", func() error {
-		if n := len(rec.frames(2)); n < len(want) {
-			return fmt.Errorf("%d of %d frames", n, len(want))
-		}
-		return nil
-	})
-	got := rec.frames(2)
-	if len(got) != len(want) {
-		t.Fatalf("%d frames on the wire, want %d", len(got), len(want))
-	}
+	got := rec.onWire(t, 2, len(want))
 	for i, g := range got {
 		w := want[i]
 		if len(g) != len(w) || !bytes.Equal(g[:18], w[:18]) || !bytes.Equal(g[20:24], w[20:24]) || !bytes.Equal(g[26:], w[26:]) {
