@@ -45,19 +45,8 @@ var gsoBatchRuns = []int{20, 1, 19}
 
 func TestGSORunsOfABatch(t *testing.T) {
 	frames := gsoBatch(net.HardwareAddr{2, 0, 0, 0, 0, 9})
-	pool := dataplane.NewPool(len(frames) + 1)
-	var pkts []*dataplane.Packet
-	for _, f := range frames {
-		p := pool.Get(nil)
-		p.SetFrame(f)
-		pkts = append(pkts, p)
-	}
-	var runs []int
-	for i := 0; i < len(pkts); {
-		n := gsoRun(pkts[i:])
-		runs, i = append(runs, n), i+n
-	}
-	if fmt.Sprint(runs) != fmt.Sprint(gsoBatchRuns) {
+	pkts := packetsOf(frames)
+	if runs := runsOf(pkts, gsoRun); fmt.Sprint(runs) != fmt.Sprint(gsoBatchRuns) {
 		t.Fatalf("runs %v, want %v", runs, gsoBatchRuns)
 	}
 	// Frames a run may not hold: each alone.
@@ -72,9 +61,7 @@ func TestGSORunsOfABatch(t *testing.T) {
 			t.Errorf("%s: a run may hold it", name)
 		}
 	}
-	second := pool.Get(nil)
-	second.SetFrame(withByte(frames[1], 22, 63))
-	if n := gsoRun([]*dataplane.Packet{pkts[0], second}); n != 1 {
+	if n := gsoRun(packetsOf([][]byte{frames[0], withByte(frames[1], 22, 63)})); n != 1 {
 		t.Errorf("a frame with another TTL joined the run (%d)", n)
 	}
 }
@@ -178,10 +165,7 @@ func testPortsSendRunsAsOneUDPGSOFrame(t *testing.T, kind Kind) {
 		// which cuts them in software with checksums, as a hop without the offload would.
 		tx := qdiscGSO(t, tb)
 		defer tx.close()
-		peerPool := dataplane.NewPool(4 * BatchSize)
-		peer := openIn(t, tb.peer, KindPacket, []Mapping{{2, tb.p2}}, peerPool)
-		rec := &recorder{pool: peerPool, got: map[uint32][][]byte{}}
-		run(t, peer, rec)
+		_, rec := recordingPeer(t, tb.peer, []Mapping{{2, tb.p2}})
 		g := newGSOScratch()
 		for i := 0; i < len(frames); {
 			var run []*dataplane.Packet
@@ -312,4 +296,14 @@ func (r *recorder) onWire(t *testing.T, port uint32, n int) [][]byte {
 		t.Fatalf("%d frames on the wire, want %d", len(got), n)
 	}
 	return got
+}
+
+// runsOf is the lengths of the runs find finds in pkts, one after the other.
+func runsOf(pkts []*dataplane.Packet, find func([]*dataplane.Packet) int) []int {
+	var runs []int
+	for i := 0; i < len(pkts); {
+		n := find(pkts[i:])
+		runs, i = append(runs, n), i+n
+	}
+	return runs
 }

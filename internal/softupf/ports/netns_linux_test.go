@@ -193,6 +193,15 @@ func (r *recorder) frames(port uint32) [][]byte {
 	return r.got[port]
 }
 
+// recordingPeer opens the peer's end of the mappings ms on AF_PACKET and records what it reads.
+func recordingPeer(t testing.TB, ns string, ms []Mapping) (*Set, *recorder) {
+	pool := dataplane.NewPool(4 * BatchSize)
+	peer := openIn(t, ns, KindPacket, ms, pool)
+	rec := &recorder{pool: pool, got: map[uint32][][]byte{}}
+	run(t, peer, rec)
+	return peer, rec
+}
+
 func run(t testing.TB, s *Set, p Processor) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -244,10 +253,7 @@ func testPortsForwardBetweenVeths(t *testing.T, kind Kind) {
 	upf := openIn(t, tb.upf, kind, []Mapping{{1, tb.u1}, {2, tb.u2}}, upfPool)
 	run(t, upf, crossover{})
 
-	peerPool := dataplane.NewPool(4 * BatchSize)
-	peer := openIn(t, tb.peer, KindPacket, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
-	rec := &recorder{pool: peerPool, got: map[uint32][][]byte{}}
-	run(t, peer, rec)
+	peer, rec := recordingPeer(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}})
 
 	const n = 200 // more than a batch, to exercise recvmmsg/sendmmsg batching
 	frames := make([][]byte, n)
@@ -260,7 +266,7 @@ func testPortsForwardBetweenVeths(t *testing.T, kind Kind) {
 	for i := 0; i < n; i += 50 {
 		batch := make([]*dataplane.Packet, 0, 50)
 		for _, f := range frames[i:min(i+50, n)] {
-			pkt := peerPool.Get(nil)
+			pkt := rec.pool.Get(nil)
 			pkt.SetFrame(f)
 			pkt.OutPort = 1
 			batch = append(batch, pkt)
@@ -314,10 +320,7 @@ func testPortsKeepVLANTags(t *testing.T, kind Kind) {
 	seen := &recorder{pool: upfPool, got: map[uint32][][]byte{}}
 	run(t, upf, teeCrossover{seen})
 
-	peerPool := dataplane.NewPool(4 * BatchSize)
-	peer := openIn(t, tb.peer, KindPacket, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
-	rec := &recorder{pool: peerPool, got: map[uint32][][]byte{}}
-	run(t, peer, rec)
+	peer, rec := recordingPeer(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}})
 
 	untagged := wiretest.Build(wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
 		wire.IPv4{Src: [4]byte{198, 51, 100, 1}, Dst: [4]byte{203, 0, 113, 1}}, wire.UDP{SrcPort: 1000, DstPort: 2000}, []byte("tagged"))
@@ -329,7 +332,7 @@ func testPortsKeepVLANTags(t *testing.T, kind Kind) {
 	// every kind of port must give the pipeline the same (the differential test found it).
 	cut := tag(0x88a8, 0x2ffe)[:16]
 	for _, f := range append([][]byte{cut}, frames...) {
-		pkt := peerPool.Get(nil)
+		pkt := rec.pool.Get(nil)
 		pkt.SetFrame(f)
 		pkt.OutPort = 1
 		peer.Transmit([]*dataplane.Packet{pkt})
@@ -513,14 +516,11 @@ func TestPortsFallBackToPacket(t *testing.T) {
 		}
 	}
 	run(t, upf, crossover{})
-	peerPool := dataplane.NewPool(4 * BatchSize)
-	peer := openIn(t, tb.peer, KindPacket, []Mapping{{1, tb.p1}, {2, tb.p2}}, peerPool)
-	rec := &recorder{pool: peerPool, got: map[uint32][][]byte{}}
-	run(t, peer, rec)
+	peer, rec := recordingPeer(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}})
 	frame := wiretest.Build(wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
 		wire.IPv4{Src: [4]byte{198, 51, 100, 1}, Dst: [4]byte{203, 0, 113, 1}}, wire.UDP{SrcPort: 1, DstPort: 2}, []byte("either way"))
 	for _, out := range []uint32{1, 2} {
-		pkt := peerPool.Get(nil)
+		pkt := rec.pool.Get(nil)
 		pkt.SetFrame(frame)
 		pkt.OutPort = out
 		peer.Transmit([]*dataplane.Packet{pkt})

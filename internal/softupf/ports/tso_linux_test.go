@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/junction-atsss/junction/internal/softupf/dataplane"
 	"github.com/junction-atsss/junction/internal/wire"
 	"github.com/junction-atsss/junction/internal/wire/wiretest"
 )
@@ -38,13 +37,7 @@ func TestTCPRunsOfABatch(t *testing.T) {
 		seg(14), seg(15), // 2
 	}
 	want := []int{4, 2, 1, 1, 2, 1, 1, 1, 1, 1, 2}
-	pkts := packetsOf(frames)
-	var runs []int
-	for i := 0; i < len(pkts); {
-		n := tcpRun(pkts[i:])
-		runs, i = append(runs, n), i+n
-	}
-	if fmt.Sprint(runs) != fmt.Sprint(want) {
+	if runs := runsOf(packetsOf(frames), tcpRun); fmt.Sprint(runs) != fmt.Sprint(want) {
 		t.Fatalf("runs %v, want %v", runs, want)
 	}
 }
@@ -59,10 +52,7 @@ func TestTCPRunCutByTheKernel(t *testing.T) {
 	ethtoolK(t, tb.upf, tb.u2, "tx", "off")
 	tx := qdiscGSO(t, tb)
 	defer tx.close()
-	peerPool := dataplane.NewPool(4 * BatchSize)
-	peer := openIn(t, tb.peer, KindPacket, []Mapping{{2, tb.p2}}, peerPool)
-	rec := &recorder{pool: peerPool, got: map[uint32][][]byte{}}
-	run(t, peer, rec)
+	_, rec := recordingPeer(t, tb.peer, []Mapping{{2, tb.p2}})
 
 	var want [][]byte // a run of 10: 9 full segments and a shorter one with PSH
 	for i := range 10 {
