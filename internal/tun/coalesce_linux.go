@@ -120,8 +120,7 @@ func (d *Device) writeRun(bufs [][]byte, offset int, first tcpSeg) error {
 	}
 	ip := w[virtioHdrLen:]
 	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
-	ip[10], ip[11] = 0, 0
-	binary.BigEndian.PutUint16(ip[10:], ^wire.Fold(wire.Sum(ip[:20], 0)))
+	binary.BigEndian.PutUint16(ip[10:], wire.IPv4Checksum(ip))
 	tcp := ip[20:]
 	tcp[13] = flags // PSH if the last segment had it
 	// CHECKSUM_PARTIAL: the field holds the pseudo-header sum, not complemented.

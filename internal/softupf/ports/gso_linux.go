@@ -56,7 +56,7 @@ type gsoTX struct {
 }
 
 // gsoScratch is one sender's message for a run: the virtio-net header and the run's headers,
-// then each frame's UDP payload.
+// then each frame's payload (UDP's or TCP's).
 type gsoScratch struct {
 	head  [vnetHdrLen + tsoMaxHeaders]byte
 	iovs  [gsoMaxSegs + 1]unix.Iovec
