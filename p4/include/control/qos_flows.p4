@@ -7,11 +7,11 @@
 // direction, keyed by the session's UE address and the user packet as seen from the UE: the
 // remote end is the server (a downlink packet's source, an uplink one's destination). The entry
 // gives the flow's QFI, written into the PDU Session Container of the downlink G-PDU in place
-// of the session's (v1model in Verdict, TNA in Encap), and the cell of uplink_flow_mbr / downlink_flow_mbr the
-// packet meets before the session's MBR policer. A GBR flow (gbr 1) is outside its session's
-// MBR, the Session-AMBR (TS 23.501 §5.7.2.6): its packets meet its own policer only. A miss is
-// the session's own flow. Entries of this ternary/range table need a priority: the SDF filter's
-// precedence.
+// of the session's (v1model in Verdict, TNA in Encap), and the cell of uplink_flow_mbr /
+// downlink_flow_mbr the packet meets before the session's MBR policer. A GBR flow (gbr 1) is
+// outside its session's MBR, the Session-AMBR (TS 23.501 §5.7.2.6): its packets meet its own
+// policer only. A miss is the session's own flow. Entries of this ternary/range table need a
+// priority: the SDF filter's precedence.
 //
 // The key comes in as parameters because the targets read it in different places: v1model in
 // Verdict from the parsed user packet, TNA in egress from what its parser looked ahead at.

@@ -36,8 +36,8 @@ control JunctionTnaEgressPipe(inout egress_headers_t hdr,
     @name(".mbr_drops") @id(0x12000004)
     Counter<bit<64>, bit<1>>(2, CounterType_t.PACKETS_AND_BYTES) mbr_drops;
 
-    // QoS flows of a session's own (../../../include/control/qos_flows.p4): the flow's policer, met before the
-    // session's, and its usage.
+    // QoS flows of a session's own (../../../include/control/qos_flows.p4): the flow's
+    // policer, met before the session's, and its usage.
     @name(".uplink_flow_mbr") @id(0x14000003)
     Meter<qos_flow_idx_t>(MAX_QOS_FLOWS, MeterType_t.BYTES) uplink_flow_mbr;
     @name(".downlink_flow_mbr") @id(0x14000004)
@@ -67,8 +67,9 @@ control JunctionTnaEgressPipe(inout egress_headers_t hdr,
                 bool gbr_flow = false;
                 eg_md.flow_qfi = 0;
                 if (user) {
-                    qos_flows.apply(eg_md.ue_addr, eg_md.flow_uplink, eg_md.remote_addr, eg_md.proto, eg_md.remote_port,
-                                    eg_md.local_port, in_flow, eg_md.flow_qfi, flow_cell, gbr_flow);
+                    qos_flows.apply(eg_md.ue_addr, eg_md.flow_uplink, eg_md.remote_addr, eg_md.proto,
+                                    eg_md.remote_port, eg_md.local_port,
+                                    in_flow, eg_md.flow_qfi, flow_cell, gbr_flow);
                 }
                 encap.apply(hdr.frame, eg_md.lmd, eg_md.bridged.user_len, eg_md.flow_qfi);
                 if (user) {
