@@ -85,6 +85,8 @@ type options struct {
 	tls      tlsFiles
 	insecure bool
 	logLevel slog.Level
+	// rtPriority: the port readers' SCHED_FIFO priority, 0 for none (ports.Set.SetRealtimePriority).
+	rtPriority int
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -105,6 +107,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.insecure, "insecure", false, "allow what lets anyone who reaches --grpc-addr program the UPF: plaintext on an address other than loopback, "+
 		"or TLS without --tls-client-ca")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn, error")
+	fs.IntVar(&o.rtPriority, "realtime-priority", 0, "SCHED_FIFO `priority` (1..99) of the threads that read the ports: a frame at light load "+
+		"no longer waits for the core its reader wakes on, but a busy reader keeps its core from ordinary threads; needs CAP_SYS_NICE. 0: off")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -113,6 +117,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.cpuPort > ports.MaxPort {
 		return nil, fmt.Errorf("--cpu-port %d: ports are 0..%d", o.cpuPort, ports.MaxPort)
+	}
+	if err := ports.CheckRealtimePriority(o.rtPriority); err != nil {
+		return nil, fmt.Errorf("--realtime-priority: %w", err)
 	}
 	if err := o.tls.check(); err != nil {
 		return nil, err
@@ -149,6 +156,10 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := set.SetRealtimePriority(o.rtPriority); err != nil { // checked with the flags
+		set.Close()
+		return err
+	}
 	dp, err := dataplane.New(dataplane.Config{Pool: pool, Sink: set, CPUPort: cpuPort, Logger: log})
 	if err != nil {
 		set.Close()
@@ -173,7 +184,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("--grpc-addr: %w", err)
 	}
 	log.Info("software UPF started", "grpc", lis.Addr().String(), "tls", tlsMode(o.tls), "device_id", o.deviceID,
-		"cpu_port", cpuPort, "ports", o.ports.String(), "port_kinds", portKinds(set), "buffers", pool.Size(), "go_memory_limit", memLimit)
+		"cpu_port", cpuPort, "ports", o.ports.String(), "port_kinds", portKinds(set), "buffers", pool.Size(), "go_memory_limit", memLimit, "realtime_priority", o.rtPriority)
 	if o.tls.clientCA == "" {
 		log.Warn("P4Runtime authenticates no client: whoever reaches the address can program this UPF", "grpc", lis.Addr().String(), "tls", tlsMode(o.tls))
 	}

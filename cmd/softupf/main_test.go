@@ -28,7 +28,11 @@ func TestFlags(t *testing.T) {
 			t.Errorf("--port-kind %s: %v, %v; want %v", arg, o, err, want)
 		}
 	}
-	for _, bad := range [][]string{{"-i", "veth0"}, {"--cpu-port", "512"}, {"extra"}, {"--port-kind", "af_xdp"}} {
+	if o, err := parseFlags([]string{"--realtime-priority", "99"}); err != nil || o.rtPriority != 99 {
+		t.Errorf("--realtime-priority 99: %v, %v", o, err)
+	}
+	for _, bad := range [][]string{{"-i", "veth0"}, {"--cpu-port", "512"}, {"extra"}, {"--port-kind", "af_xdp"},
+		{"--realtime-priority", "100"}, {"--realtime-priority", "-1"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) accepted", bad)
 		}

@@ -77,6 +77,16 @@ func TestSoftUPFPod(t *testing.T) {
 		}
 	}
 
+	// Real-time readers: the flag, and CAP_SYS_NICE to take the priority.
+	_, _, c = podOf(t, "--set", "softupf.realtimePriority=10")
+	caps, _, _ := unstructured.NestedFieldNoCopy(c, "securityContext", "capabilities")
+	if want := (map[string]any{"drop": []any{"ALL"}, "add": []any{"NET_RAW", "SYS_NICE"}}); !contains(c["args"], "--realtime-priority=10") || !reflect.DeepEqual(caps, want) {
+		t.Errorf("realtimePriority 10: args %v, capabilities %v; want --realtime-priority=10 and %v", c["args"], caps, want)
+	}
+	if out, err := run(t, "template", "j", chart, "--kube-version", "1.33.0", "--set", "softupf.realtimePriority=100"); err == nil || !strings.Contains(out, "realtimePriority") {
+		t.Errorf("softupf.realtimePriority=100: %v, want the schema to refuse it:\n%s", err, out)
+	}
+
 	// kind (hack/kind.sh): the ports in the core node's jx-upf, made by hack/kind/dataplane.sh.
 	inNetns := render(t, "-f", filepath.Join(root, "hack", "kind", "values.yaml"))
 	pod, _, _ = unstructured.NestedMap(inNetns["Deployment/j-junction-softupf"].Object, "spec", "template", "spec")

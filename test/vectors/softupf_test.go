@@ -67,9 +67,9 @@ func startSoftUPF(t testing.TB, kind ports.Kind) Config {
 	return cfg
 }
 
-// startSoftUPFProcess is startSoftUPF that also returns the process's PID (its CPU time is
-// measured by the benchmark).
-func startSoftUPFProcess(t testing.TB, kind ports.Kind) (Config, int) {
+// startSoftUPFProcess is startSoftUPF, with more flags for cmd/softupf, that also returns the
+// process's PID (its CPU time is measured by the benchmark).
+func startSoftUPFProcess(t testing.TB, kind ports.Kind, flags ...string) (Config, int) {
 	bin := filepath.Join(t.TempDir(), "softupf")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/softupf")
 	build.Dir = testenv.RepoRoot()
@@ -81,7 +81,7 @@ func startSoftUPFProcess(t testing.TB, kind ports.Kind) (Config, int) {
 		t.Fatal(err)
 	}
 	upf, tester, testerPorts := vectorTopology(t)
-	args := []string{"--grpc-addr", upfGRPCAddr, "--cpu-port", fmt.Sprint(upfCPUPort), "--port-kind", kind.String()}
+	args := append([]string{"--grpc-addr", upfGRPCAddr, "--cpu-port", fmt.Sprint(upfCPUPort), "--port-kind", kind.String()}, flags...)
 	for _, p := range testPorts {
 		args = append(args, "-i", fmt.Sprintf("%d@u-%s", p.Number, p.Name))
 	}

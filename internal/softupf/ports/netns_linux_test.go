@@ -256,40 +256,8 @@ func testPortsForwardBetweenVeths(t *testing.T, kind Kind) {
 	peer, rec := recordingPeer(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}})
 
 	const n = 200 // more than a batch, to exercise recvmmsg/sendmmsg batching
-	frames := make([][]byte, n)
-	for i := range frames {
-		frames[i] = wiretest.Build(wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
-			wire.IPv4{ID: uint16(i), Src: [4]byte{198, 51, 100, 1}, Dst: [4]byte{203, 0, 113, 1}},
-			wire.UDP{SrcPort: 1000, DstPort: 2000}, []byte(fmt.Sprintf("frame %d", i)))
-	}
-	// Inject on p1 in batches, as the pipeline would hand them to the ports.
-	for i := 0; i < n; i += 50 {
-		batch := make([]*dataplane.Packet, 0, 50)
-		for _, f := range frames[i:min(i+50, n)] {
-			pkt := rec.pool.Get(nil)
-			pkt.SetFrame(f)
-			pkt.OutPort = 1
-			batch = append(batch, pkt)
-		}
-		want := len(rec.frames(2)) + len(batch)
-		peer.Transmit(batch)
-		for wait := 0; len(rec.frames(2)) < want && wait < 1000; wait++ {
-			time.Sleep(time.Millisecond) // one batch at a time, however busy the machine
-		}
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(rec.frames(2)) < n && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	got := rec.frames(2)
-	if len(got) != n {
-		t.Fatalf("port 2 of the peer received %d of %d frames (UPF ports %+v)", len(got), n, upf.Stats())
-	}
-	for i := range frames {
-		if !bytes.Equal(got[i], frames[i]) {
-			t.Fatalf("frame %d differs or is out of order:\ngot  %x\nwant %x", i, got[i], frames[i])
-		}
-	}
+	frames := numberedFrames(n)
+	crossInBatches(t, upf, peer, rec, frames)
 	// The peer's own transmissions on p1 are not received back on p1.
 	if back := rec.frames(1); len(back) != 0 {
 		t.Errorf("p1 saw %d IPv4 frames; outgoing frames must be ignored", len(back))
@@ -305,6 +273,51 @@ func testPortsForwardBetweenVeths(t *testing.T, kind Kind) {
 	// Every buffer is back in its pool (readers hold one batch each while running).
 	if free := upfPool.Free(); free < upfPool.Size()-2*BatchSize {
 		t.Errorf("UPF pool has %d of %d buffers free", free, upfPool.Size())
+	}
+}
+
+// numberedFrames are n IPv4/UDP frames, each with its number in its IPv4 ID and payload.
+func numberedFrames(n int) [][]byte {
+	frames := make([][]byte, n)
+	for i := range frames {
+		frames[i] = wiretest.Build(wire.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
+			wire.IPv4{ID: uint16(i), Src: [4]byte{198, 51, 100, 1}, Dst: [4]byte{203, 0, 113, 1}},
+			wire.UDP{SrcPort: 1000, DstPort: 2000}, []byte(fmt.Sprintf("frame %d", i)))
+	}
+	return frames
+}
+
+// crossInBatches injects frames on the peer's port 1 in batches of 50, as the pipeline would
+// hand them to the ports, and checks that the peer's port 2 receives them all, in order,
+// through the UPF's crossover.
+func crossInBatches(t *testing.T, upf, peer *Set, rec *recorder, frames [][]byte) {
+	t.Helper()
+	for i := 0; i < len(frames); i += 50 {
+		batch := make([]*dataplane.Packet, 0, 50)
+		for _, f := range frames[i:min(i+50, len(frames))] {
+			pkt := rec.pool.Get(nil)
+			pkt.SetFrame(f)
+			pkt.OutPort = 1
+			batch = append(batch, pkt)
+		}
+		want := len(rec.frames(2)) + len(batch)
+		peer.Transmit(batch)
+		for wait := 0; len(rec.frames(2)) < want && wait < 1000; wait++ {
+			time.Sleep(time.Millisecond) // one batch at a time, however busy the machine
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rec.frames(2)) < len(frames) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := rec.frames(2)
+	if len(got) != len(frames) {
+		t.Fatalf("port 2 of the peer received %d of %d frames (UPF ports %+v)", len(got), len(frames), upf.Stats())
+	}
+	for i := range frames {
+		if !bytes.Equal(got[i], frames[i]) {
+			t.Fatalf("frame %d differs or is out of order:\ngot  %x\nwant %x", i, got[i], frames[i])
+		}
 	}
 }
 
@@ -661,4 +674,92 @@ func TestXDPCountsKernelDrops(t *testing.T) {
 	if after := upf.Stats()[0].KernelDrops; after != before {
 		t.Errorf("after Close the port counts %d kernel drops; it counted %d", after, before)
 	}
+}
+
+// TestReadersRunAtRealtimePriority: with a real-time priority set, every reader (one per
+// AF_PACKET port, one per AF_XDP queue) runs on a thread of its own at that SCHED_FIFO
+// priority while Run runs, frames cross in batches (an AF_PACKET reader then waits in poll(2),
+// not in Go's poller), and the threads end with Run, so that no other
+// goroutine inherits the policy. (A reader that ran on the process's main thread leaves it
+// parked for good instead: Go never ends the main thread, so it is not counted.)
+func TestReadersRunAtRealtimePriority(t *testing.T) {
+	forEachKind(t, testReadersRunAtRealtimePriority)
+}
+
+func testReadersRunAtRealtimePriority(t *testing.T, kind Kind) {
+	const prio = 7
+	tb := newTestbed(t)
+	upf := openIn(t, tb.upf, kind, []Mapping{{1, tb.u1}, {2, tb.u2}}, dataplane.NewPool(4*BatchSize))
+	if err := upf.SetRealtimePriority(MaxRealtimePriority + 1); err == nil {
+		t.Errorf("SetRealtimePriority(%d) accepted", MaxRealtimePriority+1)
+	}
+	if err := upf.SetRealtimePriority(prio); err != nil {
+		t.Fatal(err)
+	}
+	readers := 0
+	for _, p := range upf.ports {
+		if p.xdp != nil {
+			readers += len(p.xdp.queues)
+		} else {
+			readers++
+		}
+	}
+	n, mainBefore := fifoThreads(t, prio) // an earlier run may have parked the main thread so
+	if n != 0 {
+		t.Fatalf("%d threads at SCHED_FIFO %d before Run", n, prio)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- upf.Run(ctx, crossover{}) }()
+	testenv.Eventually(t, 5*time.Second, "the readers at SCHED_FIFO", func() error {
+		n, onMain := fifoThreads(t, prio)
+		if onMain && !mainBefore {
+			n++
+		}
+		if n != readers {
+			return fmt.Errorf("%d threads at SCHED_FIFO %d, want %d (one per reader)", n, prio, readers)
+		}
+		return nil
+	})
+
+	peer, rec := recordingPeer(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}})
+	crossInBatches(t, upf, peer, rec, numberedFrames(200))
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	testenv.Eventually(t, 5*time.Second, "the readers' threads gone", func() error {
+		if n, _ := fifoThreads(t, prio); n != 0 {
+			return fmt.Errorf("%d threads still at SCHED_FIFO %d after Run returned", n, prio)
+		}
+		return nil
+	})
+}
+
+// fifoThreads counts this process's threads but the main one whose policy is SCHED_FIFO at
+// priority prio, and says whether the main one is, from /proc/self/task/*/stat (proc(5):
+// rt_priority and policy are its 40th and 41st fields).
+func fifoThreads(t *testing.T, prio int) (n int, main bool) {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/stat")
+		if err != nil {
+			continue // the thread ended
+		}
+		// Fields from the 3rd on follow the command name's closing parenthesis.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 38 && f[38] == fmt.Sprint(unix.SCHED_FIFO) && f[37] == fmt.Sprint(prio) {
+			if task.Name() == fmt.Sprint(os.Getpid()) {
+				main = true
+			} else {
+				n++
+			}
+		}
+	}
+	return n, main
 }

@@ -34,7 +34,18 @@ const (
 	BatchSize = 64
 	// MaxPort is the largest P4 port number (ports are bit<9>).
 	MaxPort = 511
+	// MaxRealtimePriority is the highest SCHED_FIFO priority Linux gives a thread.
+	MaxRealtimePriority = 99
 )
+
+// CheckRealtimePriority says whether prio is a priority SetRealtimePriority takes: 0 (off) or a
+// SCHED_FIFO priority.
+func CheckRealtimePriority(prio int) error {
+	if prio < 0 || prio > MaxRealtimePriority {
+		return fmt.Errorf("real-time priority %d: SCHED_FIFO priorities are 1..%d (0: off)", prio, MaxRealtimePriority)
+	}
+	return nil
+}
 
 // Mapping binds a P4 port number to a Linux interface.
 type Mapping struct {

@@ -20,6 +20,7 @@ func Open([]Mapping, Kind, uint32, *dataplane.Pool, *slog.Logger) (*Set, error) 
 	return nil, errNotLinux
 }
 
+func (s *Set) SetRealtimePriority(int) error        { return errNotLinux }
 func (s *Set) Close() error                         { return nil }
 func (s *Set) HasPort(uint32) bool                  { return false }
 func (s *Set) Stats() []PortStats                   { return nil }
