@@ -90,7 +90,7 @@ scenarios: ## As root: the paper's evaluation at full length (SCENARIO=Handover|
 	JUNCTION_SCENARIO=full go test ./test/tablev -run TableV -count=1
 
 .PHONY: bench-targets
-bench-targets: ## As root: the software UPF on AF_XDP and on AF_PACKET ports beside BMv2, and on AF_XDP with real-time readers (pps, pps per core, latency at 10 kpps, the same with 100k users, P4Runtime writes), then where a frame's time goes in the ports, tables.
+bench-targets: ## As root: the software UPF on AF_XDP and on AF_PACKET ports beside BMv2, and again with real-time readers (pps, pps per core, latency at 10 kpps, the same with 100k users, P4Runtime writes), then where a frame's time goes in the ports, tables.
 	hack/tools.sh p4tools
 	go test ./test/vectors -run '^$$' -bench Targets -benchtime 1x -count=1
 	go test ./internal/softupf/ports -run '^$$' -bench LatencyStages -benchtime 1x -count=1

@@ -228,7 +228,7 @@ func (s *Set) Transmit(pkts []*dataplane.Packet) {
 // Why: at a light load each frame finds its reader asleep in poll(2), and under the ordinary
 // scheduler the woken thread may wait for whatever runs on the core; a real-time thread takes
 // the core at once. In the bench at 10 kpps (test/vectors/README.md) that took the AF_XDP
-// UPF's p50 from 2.1-2.4 times bare veth's to 0.8-1.0; AF_PACKET readers then wait in poll(2)
+// UPF's p50 from 2.0-2.4 times bare veth's to 0.8-1.0; AF_PACKET readers then wait in poll(2)
 // as well (readPolled), which halved theirs. The price: a reader busy at line rate keeps its core from
 // every ordinary thread (Linux's real-time throttling leaves them 5% by default), so give the
 // UPF cores of its own. The threads need CAP_SYS_NICE.
