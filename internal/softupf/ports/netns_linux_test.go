@@ -679,9 +679,9 @@ func TestXDPCountsKernelDrops(t *testing.T) {
 // TestReadersRunAtRealtimePriority: with a real-time priority set, every reader (one per
 // AF_PACKET port, one per AF_XDP queue) runs on a thread of its own at that SCHED_FIFO
 // priority while Run runs, frames cross in batches (an AF_PACKET reader then waits in poll(2),
-// not in Go's poller), and the threads end with Run, so that no other
-// goroutine inherits the policy. (A reader that ran on the process's main thread leaves it
-// parked for good instead: Go never ends the main thread, so it is not counted.)
+// not in Go's poller), and the threads end with Run, so that no other goroutine inherits the
+// policy. (A reader that ran on the process's main thread leaves it parked for good instead:
+// Go never ends the main thread, so it is not counted.)
 func TestReadersRunAtRealtimePriority(t *testing.T) {
 	forEachKind(t, testReadersRunAtRealtimePriority)
 }

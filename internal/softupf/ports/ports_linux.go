@@ -227,11 +227,10 @@ func (s *Set) Transmit(pkts []*dataplane.Packet) {
 //
 // Why: at a light load each frame finds its reader asleep in poll(2), and under the ordinary
 // scheduler the woken thread may wait for whatever runs on the core; a real-time thread takes
-// the core at once. In the bench at 10 kpps (test/vectors/README.md) that took the AF_XDP
-// UPF's p50 from 2.0-2.4 times bare veth's to 0.8-1.0; AF_PACKET readers then wait in poll(2)
-// as well (readPolled), which halved theirs. The price: a reader busy at line rate keeps its core from
-// every ordinary thread (Linux's real-time throttling leaves them 5% by default), so give the
-// UPF cores of its own. The threads need CAP_SYS_NICE.
+// the core at once; AF_PACKET readers then wait in poll(2) too (readPolled). What it gains at
+// 10 kpps is in test/vectors/README.md. The price: a reader busy at line rate keeps its core
+// from every ordinary thread (Linux's real-time throttling leaves them 5% by default), so give
+// the UPF cores of its own. The threads need CAP_SYS_NICE.
 func (s *Set) SetRealtimePriority(prio int) error {
 	if err := CheckRealtimePriority(prio); err != nil {
 		return err
@@ -309,6 +308,9 @@ type reader struct {
 	n      int
 	err    error
 	readFn func(uintptr) bool
+	// pollFn and pollClosed: readPolled's callback, built once, and whether it saw Close.
+	pollFn     func(uintptr)
+	pollClosed bool
 }
 
 func newReader(s *Set, p *port, rc syscall.RawConn, x *xsk, proc Processor) *reader {
@@ -322,7 +324,7 @@ func newReader(s *Set, p *port, rc syscall.RawConn, x *xsk, proc Processor) *rea
 		h.SetIovlen(1)
 		h.Control = &r.auxs[i][0]
 	}
-	r.readFn = r.recvmmsg
+	r.readFn, r.pollFn = r.recvmmsg, r.pollRead
 	return r
 }
 
@@ -330,23 +332,28 @@ func newReader(s *Set, p *port, rc syscall.RawConn, x *xsk, proc Processor) *rea
 // own thread, which the priority wakes at once, rather than in the Go poller, whose wake-up
 // comes through an ordinary thread. Control keeps the socket open while it waits.
 func (r *reader) readPolled() error {
-	closed := false
-	err := r.rc.Control(func(fd uintptr) {
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for !r.recvmmsg(fd) {
-			select {
-			case <-r.done:
-				closed = true
-				return
-			default:
-			}
-			_, _ = unix.Poll(pfd, int(pollWait.Milliseconds()))
-		}
-	})
-	if closed {
+	r.pollClosed = false
+	if err := r.rc.Control(r.pollFn); err != nil {
+		return err
+	}
+	if r.pollClosed {
 		return net.ErrClosed
 	}
-	return err
+	return nil
+}
+
+// pollRead is readPolled's wait and read on the socket fd (built once: pollFn).
+func (r *reader) pollRead(fd uintptr) {
+	pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for !r.recvmmsg(fd) {
+		select {
+		case <-r.done:
+			r.pollClosed = true
+			return
+		default:
+		}
+		_, _ = unix.Poll(pfd[:], int(pollWait.Milliseconds()))
+	}
 }
 
 // readXDP waits for frames on the rx ring and reads a batch into bufs, in poll(2) rather than
