@@ -6,6 +6,11 @@ package dataplane
 // A buffer's way: Pool.Get (port reader) → read at Headroom → Pipeline.Process → the port
 // writer sends it and Puts it back; or the reorder queue holds it and the release sends it;
 // or a drop Puts it back at once.
+//
+// A port may instead lend the pipeline a frame where the kernel wrote it (an AF_XDP port's UMEM
+// chunk, ports/xdp_linux.go): Pool.Put then gives the packet back to its Lender. A lent packet is
+// given back within the Process call that received it, or by the sender of its output in the
+// same goroutine: what the pipeline keeps longer (the reorder queue) it copies first (Pool.Own).
 
 import (
 	"encoding/binary"
@@ -37,7 +42,23 @@ type Packet struct {
 	tail int
 	// InPort is the port the frame arrived on; OutPort the port it leaves by.
 	InPort, OutPort uint32
+	// lender owns buf when the packet is lent (Lend); nil for the pool's packets.
+	lender Lender
 }
+
+// Lender owns the memory of the packets it lends (Packet.Lend); Pool.Put gives them back.
+type Lender interface {
+	Return(*Packet)
+}
+
+// Lend makes p the frame buf[off:off+n], which l owns. off must leave Headroom in front of the
+// frame for the pipeline's outer headers, and n fit in buf.
+func (p *Packet) Lend(buf []byte, off, n int, l Lender) {
+	p.buf, p.off, p.end, p.tail, p.lender = buf, off, off+n, off+n, l
+}
+
+// Lent reports whether p is a lent frame rather than the pool's.
+func (p *Packet) Lent() bool { return p.lender != nil }
 
 // Frame returns the frame's bytes.
 func (p *Packet) Frame() []byte { return p.buf[p.off:p.end] }
@@ -122,10 +143,33 @@ func (p *Pool) TryGet() *Packet {
 	}
 }
 
-// Put returns a packet to the pool.
+// Put returns a packet to the pool, or a lent one to its lender.
 func (p *Pool) Put(pkt *Packet) {
 	pkt.InPort, pkt.OutPort, pkt.off, pkt.end, pkt.tail = 0, 0, 0, 0, 0
+	if pkt.lender != nil {
+		pkt.lender.Return(pkt)
+		return
+	}
 	p.free <- pkt
+}
+
+// Own returns pkt if it is the pool's. A lent packet it copies into a pool packet (the frame at
+// Headroom, with the bytes past it and the ports) and gives back to its lender; with no pool
+// packet free now it returns nil and pkt stays the caller's.
+func (p *Pool) Own(pkt *Packet) *Packet {
+	if pkt.lender == nil {
+		return pkt
+	}
+	own := p.TryGet()
+	if own == nil {
+		return nil
+	}
+	last := max(pkt.end, pkt.tail)
+	n := copy(own.buf[Headroom:], pkt.buf[pkt.off:last])
+	own.off, own.end, own.tail = Headroom, Headroom+(pkt.end-pkt.off), Headroom+n
+	own.InPort, own.OutPort = pkt.InPort, pkt.OutPort
+	p.Put(pkt)
+	return own
 }
 
 // Free is the number of packets in the pool now.

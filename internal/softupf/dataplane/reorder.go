@@ -10,14 +10,15 @@ package dataplane
 //	                      ├ not holding ─> hold, deadline = now_us + seq
 //	                      ├ holding, deadline passed ─> release the held ones, then this one
 //	                      ├ holding ─> hold (whatever the epoch, as on v1model)
-//	                      └ queue full (user or total) ─> release all, then this one,
-//	                                                      count REORDER_OVERFLOW
+//	                      └ queue full (user or total, or no pool buffer to copy a lent
+//	                        frame into) ─> release all, then this one, count REORDER_OVERFLOW
 //	EX-PATH marker, epoch E ─ holding E ─> release in arrival order, record E released
 //	                        ├ not holding ─> record E released
 //	                        └ holding another epoch ─> nothing (an older switch's marker)
 //	deadline passed (Run's timer) ─> release, record the held epoch released
 //
 // Held packets have already been filtered, TTL-decremented and routed: releasing only sends.
+// They are the pool's: a frame an AF_XDP port lent is copied before it is held (Pool.Own).
 
 import (
 	"context"
@@ -153,10 +154,13 @@ func (c *proc) reorder(pkt *Packet, user uint32, epoch uint8, timeout uint32) {
 		r.queues[user] = q
 	}
 	if len(q.pkts) < r.maxPerUser && r.total < r.maxTotal {
-		q.pkts = append(q.pkts, pkt)
-		r.total++
-		stReg.store(user, s)
-		return
+		// A lent frame goes back to its port now: its memory is the port's receive ring.
+		if held := c.p.pool.Own(pkt); held != nil {
+			q.pkts = append(q.pkts, held)
+			r.total++
+			stReg.store(user, s)
+			return
+		}
 	}
 	// No room: keep the order by sending what is held, then this packet.
 	c.st.count(contract.DropReorderOverflow, c.inLen)

@@ -251,7 +251,8 @@ func testPortsForwardBetweenVeths(t *testing.T, kind Kind) {
 	tb := newTestbed(t)
 	upfPool := dataplane.NewPool(4 * BatchSize)
 	upf := openIn(t, tb.upf, kind, []Mapping{{1, tb.u1}, {2, tb.u2}}, upfPool)
-	run(t, upf, crossover{})
+	seen := &lendCheck{}
+	run(t, upf, seen)
 
 	peer, rec := recordingPeer(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}})
 
@@ -270,10 +271,46 @@ func testPortsForwardBetweenVeths(t *testing.T, kind Kind) {
 		}
 		return nil
 	})
-	// Every buffer is back in its pool (readers hold one batch each while running).
-	if free := upfPool.Free(); free < upfPool.Size()-2*BatchSize {
-		t.Errorf("UPF pool has %d of %d buffers free", free, upfPool.Size())
+	// AF_XDP lends the pipeline its frames where the kernel wrote them and takes no pool buffer;
+	// AF_PACKET reads into pool buffers, and its readers hold one batch each while running.
+	lent, pooled := seen.lent.Load(), seen.pooled.Load()
+	free := upfPool.Free()
+	if kind == KindXDP && (lent < n || pooled != 0 || free != upfPool.Size()) {
+		t.Errorf("AF_XDP: %d frames lent, %d in pool buffers, %d of %d pool buffers free; want >= %d, 0, all", lent, pooled, free, upfPool.Size(), n)
 	}
+	if kind == KindPacket && (lent != 0 || pooled < n || free < upfPool.Size()-2*BatchSize) {
+		t.Errorf("AF_PACKET: %d frames lent, %d in pool buffers, %d of %d pool buffers free; want 0, >= %d, >= %d", lent, pooled, free, upfPool.Size(), n, upfPool.Size()-2*BatchSize)
+	}
+	// Every chunk lent is back once the readers stop: the UMEM is unmapped only then.
+	upf.Close()
+	for _, p := range upf.ports {
+		for q, x := range queuesOf(p) {
+			if x.out != 0 {
+				t.Errorf("port %d queue %d: %d frames still lent after Close", p.num, q, x.out)
+			}
+		}
+	}
+}
+
+// lendCheck is crossover counting the frames an AF_XDP port lent and those in pool buffers.
+type lendCheck struct{ lent, pooled atomic.Int64 }
+
+func (c *lendCheck) Process(in, out []*dataplane.Packet) []*dataplane.Packet {
+	for _, p := range in {
+		if p.Lent() {
+			c.lent.Add(1)
+		} else {
+			c.pooled.Add(1)
+		}
+	}
+	return crossover{}.Process(in, out)
+}
+
+func queuesOf(p *port) []*xsk {
+	if p.xdp == nil {
+		return nil
+	}
+	return p.xdp.queues
 }
 
 // numberedFrames are n IPv4/UDP frames, each with its number in its IPv4 ID and payload.

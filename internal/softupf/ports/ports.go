@@ -1,13 +1,14 @@
 // Package ports connects the software UPF's data plane to Linux network interfaces: one socket
 // per P4 port, an AF_XDP socket fed by an XDP program on the interface (xdp_linux.go) or a raw
 // AF_PACKET socket in promiscuous mode (ports_linux.go), read in batches by one goroutine per
-// port into buffers from the data plane's bounded pool, and written in batches. A mapping
+// port (per queue on AF_XDP) and written in batches. A mapping
 // `-i 1@veth0 -i 2@veth1` names the interface of each port, as on BMv2; Kind chooses the
 // socket, and KindAuto takes AF_XDP where it works on the interface and AF_PACKET elsewhere.
 //
-// A frame's way: a batch read into pool buffers at dataplane.Headroom ─> Processor.Process ─>
-// frames grouped by egress port ─> a batch written on that port's socket ─> buffers back to the
-// pool. Either kind gives the pipeline the frame as it was on the wire, VLAN tag included.
+// A frame's way: a batch read into pool buffers at dataplane.Headroom (AF_PACKET) or lent where
+// the kernel wrote it (AF_XDP's UMEM) ─> Processor.Process ─> frames grouped by egress port ─> a
+// batch written on that port's socket ─> buffers back to the pool or to the AF_XDP socket.
+// Either kind gives the pipeline the frame as it was on the wire, VLAN tag included.
 //
 // Interfaces facing the software UPF should have offloads off (TSO/GSO/GRO and TX checksum;
 // `ethtool -K IFACE tso off gso off gro off tx off` on the peers), as with BMv2: an AF_PACKET

@@ -356,7 +356,7 @@ func (r *reader) pollRead(fd uintptr) {
 	}
 }
 
-// readXDP waits for frames on the rx ring and reads a batch into bufs, in poll(2) rather than
+// readXDP waits for frames on the rx ring and lends a batch as bufs, in poll(2) rather than
 // the Go poller: the poller's epoll also listens for writability, which the kernel signals for
 // every frame sent (a third of the UPF's time went to those wake-ups).
 func (r *reader) readXDP() error {
@@ -389,14 +389,14 @@ func (r *reader) recvmmsg(fd uintptr) bool {
 func (r *reader) run() error {
 	for {
 		for i := range r.bufs {
+			if r.xsk != nil {
+				break // the socket lends its own frames
+			}
 			if r.bufs[i] == nil {
 				if r.bufs[i] = r.s.pool.Get(r.done); r.bufs[i] == nil {
 					r.release()
 					return nil
 				}
-			}
-			if r.xsk != nil {
-				continue
 			}
 			b := r.bufs[i].ReadBuffer()
 			r.iovs[i].Base = &b[0]
@@ -441,18 +441,19 @@ func (r *reader) run() error {
 	}
 }
 
-// takeXDP hands over the frames readXDP read: they are as on the wire, tags included. A frame
+// takeXDP hands over the frames readXDP lent: they are as on the wire, tags included. A frame
 // cut short inside its VLAN tag is dropped, as Linux drops it before a packet socket (or BMv2)
 // sees it (skb_vlan_untag), so that every kind of port gives the pipeline the same frames.
 func (r *reader) takeXDP() []*dataplane.Packet {
 	in := r.in[:0]
 	for i := range r.n {
 		pkt := r.bufs[i]
+		r.bufs[i] = nil
 		if f := pkt.Frame(); len(f) < 18 && len(f) >= 14 && (f[12] == 0x81 && f[13] == 0x00 || f[12] == 0x88 && f[13] == 0xa8) {
 			r.p.stats.rxTruncated.Add(1)
-			continue // the buffer is reused
+			r.s.pool.Put(pkt) // back to the socket
+			continue
 		}
-		r.bufs[i] = nil
 		pkt.InPort = r.p.num
 		r.p.stats.rxBytes.Add(uint64(len(pkt.Frame())))
 		in = append(in, pkt)

@@ -10,11 +10,17 @@ package ports
 // list). Each queue has its reader goroutine; the port sends on queue 0's socket (in copy
 // mode, on a second socket that shares its queue and UMEM: xsk).
 //
-// A frame's way: rx ring (a batch; poll(2) waits while it is empty) ─> copied into a pool
-// buffer at dataplane.Headroom (a pool buffer holds a 9 KiB frame and the pipeline's headroom,
-// a UMEM chunk 2 KiB) ─> chunk back to the fill ring ─> Processor.Process ─> Set.send ─>
-// copied into a free tx chunk ─> tx ring ─> sendto kicks the kernel. XDP runs before the
-// kernel takes a VLAN tag off, so the frame is as it was on the wire.
+// A frame's way: rx ring (a batch; poll(2) waits while it is empty) ─> lent to the pipeline
+// where the kernel wrote it (dataplane.Packet.Lend: the chunk's XDP_PACKET_HEADROOM in front of
+// the frame is the pipeline's headroom) ─> Processor.Process ─> Set.send ─> copied into a free
+// tx chunk of the egress port ─> tx ring ─> sendto kicks the kernel; the pipeline's Put gives
+// the packet back (Return) and the reader puts its chunk in the fill ring before its next read.
+// XDP runs before the kernel takes a VLAN tag off, so the frame is as it was on the wire.
+//
+// Lending saves a copy of every frame received and the pool's channel twice: in a download
+// through a session, copying each frame out of the UMEM was a third of the software UPF's CPU
+// (README, "The UE agent"). It holds because a lent packet comes back in the goroutine that read
+// it, before its next read (dataplane/packet.go), so the chunks need no lock.
 //
 // The program is attached in driver (native) mode where the driver has it (veth does), else in
 // generic (skb) mode; the socket binds zero-copy where the driver offers it, else in copy mode.
@@ -144,6 +150,12 @@ type xsk struct {
 	rx    ring
 	unmap sync.Once
 
+	// The reader's: lent[i] is rx chunk i lent to the pipeline, returned its chunks given back
+	// since the last read, out how many are lent now.
+	lent     []dataplane.Packet
+	returned []uint64
+	out      int
+
 	txMu   sync.Mutex // guards tx, comp, txFree, closed, and fd's closing: any goroutine may send on the port
 	tx     ring
 	comp   ring
@@ -198,7 +210,8 @@ func openXSK(ifi *net.Interface, q int, mode *xdpMode) (_ *xsk, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("AF_XDP socket: %w", err)
 	}
-	x := &xsk{fd: fd, txfd: -1, poll: [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, txFree: make([]uint64, 0, umemFrames/2)}
+	x := &xsk{fd: fd, txfd: -1, poll: [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, txFree: make([]uint64, 0, umemFrames/2),
+		lent: make([]dataplane.Packet, umemFrames/2), returned: make([]uint64, 0, umemFrames/2)}
 	defer func() {
 		if err != nil {
 			x.close()
@@ -391,7 +404,11 @@ func (x *xsk) release() {
 		unix.Close(x.fd)
 		x.fd, x.txfd, x.closed = -1, -1, true
 		x.txMu.Unlock()
-		for _, m := range [][]byte{x.fill.mem, x.comp.mem, x.rx.mem, x.tx.mem, x.umem} {
+		mems := [][]byte{x.fill.mem, x.comp.mem, x.rx.mem, x.tx.mem, x.umem}
+		if x.out != 0 {
+			mems = mems[:4] // a packet still lent would read unmapped memory: the UMEM stays
+		}
+		for _, m := range mems {
 			if m != nil {
 				unix.Munmap(m)
 			}
@@ -399,25 +416,51 @@ func (x *xsk) release() {
 	})
 }
 
-// receive reads up to len(bufs) frames from the rx ring into bufs (copies), gives their chunks
-// back to the fill ring and returns how many it read; 0 means the ring is empty.
+// The pipeline's headroom must fit in front of a received frame in its chunk.
+const _ = uint(unix.XDP_PACKET_HEADROOM - dataplane.Headroom)
+
+// receive lends up to len(bufs) frames from the rx ring as bufs, after giving the chunks returned
+// since the last call back to the fill ring; it returns how many it lent, 0 when the ring is empty.
 func (x *xsk) receive(bufs []*dataplane.Packet) int {
+	x.refill()
 	n := min(x.rx.available(), uint32(len(bufs)))
 	if n == 0 {
 		return 0
 	}
 	for i := range n {
 		d := x.rx.desc(x.rx.cachedCons + i)
-		bufs[i].SetRead(copy(bufs[i].ReadBuffer(), x.umem[d.Addr:d.Addr+uint64(d.Len)]))
-		*x.fill.addr(x.fill.cachedProd) = d.Addr &^ (frameSize - 1)
-		x.fill.cachedProd++
+		base := d.Addr &^ (frameSize - 1)
+		pkt := &x.lent[base/frameSize]
+		pkt.Lend(x.umem[base:base+frameSize:base+frameSize], int(d.Addr-base), int(d.Len), x)
+		bufs[i] = pkt
 	}
 	x.rx.release(n)
+	x.out += int(n)
+	return int(n)
+}
+
+// Return takes a lent packet back (dataplane.Lender); its chunk goes to the fill ring at the
+// reader's next read.
+func (x *xsk) Return(pkt *dataplane.Packet) {
+	i := (uintptr(unsafe.Pointer(pkt)) - uintptr(unsafe.Pointer(&x.lent[0]))) / unsafe.Sizeof(x.lent[0])
+	x.returned = append(x.returned, uint64(i)*frameSize)
+	x.out--
+}
+
+// refill puts the returned chunks in the fill ring.
+func (x *xsk) refill() {
+	if len(x.returned) == 0 {
+		return
+	}
+	for _, addr := range x.returned {
+		*x.fill.addr(x.fill.cachedProd) = addr
+		x.fill.cachedProd++
+	}
+	x.returned = x.returned[:0]
 	x.fill.submit()
 	if x.fill.needsWakeup() { // a zero-copy driver that ran out of fill entries waits for this
 		unix.Syscall6(unix.SYS_RECVFROM, uintptr(x.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 	}
-	return int(n)
 }
 
 // wait returns when the rx ring has frames, after pollWait, or on a signal. poll(2) also wakes
