@@ -69,14 +69,39 @@ func newTestbed(t testing.TB) *testbed {
 		ethtoolK(t, tb.upf, pair[0], "tx-udp-segmentation", "off", "tx-tcp-segmentation", "off")
 		ethtoolK(t, tb.peer, pair[1], "tx-udp-segmentation", "off", "tx-tcp-segmentation", "off")
 	}
+	for _, e := range tb.ends() {
+		waitTransmitting(t, e[0], e[1])
+	}
 	return tb
 }
 
-// links is the kernel's view of the veth ends given by namespace and name, for a failure
-// message: where frames a port counted as sent went (a peer down, tx_dropped, rx_dropped).
-func links(ends ...[2]string) string {
+// ends are the veth ends, each as namespace and name, in a frame's order from the peer to the peer.
+func (tb *testbed) ends() [][2]string {
+	return [][2]string{{tb.peer, tb.p1}, {tb.upf, tb.u1}, {tb.upf, tb.u2}, {tb.peer, tb.p2}}
+}
+
+// waitTransmitting waits until the kernel has given iface in ns its queueing discipline. A link
+// set up sends into the noop qdisc until the kernel's link watch activates it, later on a busy
+// machine; noop drops every frame, and a packet socket's send reports success all the same.
+func waitTransmitting(t testing.TB, ns, iface string) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, iface+"'s qdisc", func() error {
+		out, err := exec.Command("tc", "-n", ns, "qdisc", "show", "dev", iface).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("tc qdisc show: %v: %s", err, out)
+		}
+		if len(out) == 0 || bytes.Contains(out, []byte("qdisc noop")) {
+			return fmt.Errorf("not active yet: %q", out)
+		}
+		return nil
+	})
+}
+
+// links is the kernel's view of the testbed's veth ends, for a failure message: where frames a
+// port counted as sent went (a peer down, tx_dropped, rx_dropped).
+func (tb *testbed) links() string {
 	var b strings.Builder
-	for _, e := range ends {
+	for _, e := range tb.ends() {
 		out, _ := exec.Command("ip", "-n", e[0], "-s", "link", "show", "dev", e[1]).CombinedOutput()
 		b.WriteString("\n")
 		b.Write(out)
@@ -258,7 +283,7 @@ func testPortsForwardBetweenVeths(t *testing.T, kind Kind) {
 
 	const n = 200 // more than a batch, to exercise recvmmsg/sendmmsg batching
 	frames := numberedFrames(n)
-	crossInBatches(t, upf, peer, rec, frames)
+	crossInBatches(t, tb, upf, peer, rec, frames)
 	// The peer's own transmissions on p1 are not received back on p1.
 	if back := rec.frames(1); len(back) != 0 {
 		t.Errorf("p1 saw %d IPv4 frames; outgoing frames must be ignored", len(back))
@@ -327,7 +352,7 @@ func numberedFrames(n int) [][]byte {
 // crossInBatches injects frames on the peer's port 1 in batches of 50, as the pipeline would
 // hand them to the ports, and checks that the peer's port 2 receives them all, in order,
 // through the UPF's crossover.
-func crossInBatches(t *testing.T, upf, peer *Set, rec *recorder, frames [][]byte) {
+func crossInBatches(t *testing.T, tb *testbed, upf, peer *Set, rec *recorder, frames [][]byte) {
 	t.Helper()
 	for i := 0; i < len(frames); i += 50 {
 		batch := make([]*dataplane.Packet, 0, 50)
@@ -349,7 +374,7 @@ func crossInBatches(t *testing.T, upf, peer *Set, rec *recorder, frames [][]byte
 	}
 	got := rec.frames(2)
 	if len(got) != len(frames) {
-		t.Fatalf("port 2 of the peer received %d of %d frames (UPF ports %+v)", len(got), len(frames), upf.Stats())
+		t.Fatalf("port 2 of the peer received %d of %d frames (UPF ports %+v)%s", len(got), len(frames), upf.Stats(), tb.links())
 	}
 	for i := range frames {
 		if !bytes.Equal(got[i], frames[i]) {
@@ -397,7 +422,7 @@ func testPortsKeepVLANTags(t *testing.T, kind Kind) {
 	}{{"the UPF's pipeline read on port 1", seen.frames(1)}, {"the peer received on p2", rec.frames(2)}} {
 		if len(c.got) != len(frames) {
 			t.Fatalf("%s: %d frames, want %d (UPF ports %+v)%s", c.where, len(c.got), len(frames), upf.Stats(),
-				links([2]string{tb.peer, tb.p1}, [2]string{tb.upf, tb.u1}, [2]string{tb.upf, tb.u2}, [2]string{tb.peer, tb.p2}))
+				tb.links())
 		}
 		for i, f := range frames {
 			if !bytes.Equal(c.got[i], f) {
@@ -760,7 +785,7 @@ func testReadersRunAtRealtimePriority(t *testing.T, kind Kind) {
 	})
 
 	peer, rec := recordingPeer(t, tb.peer, []Mapping{{1, tb.p1}, {2, tb.p2}})
-	crossInBatches(t, upf, peer, rec, numberedFrames(200))
+	crossInBatches(t, tb, upf, peer, rec, numberedFrames(200))
 
 	cancel()
 	if err := <-done; err != nil {
