@@ -309,7 +309,10 @@ func testPortsForwardBetweenVeths(t *testing.T, kind Kind) {
 	// Every chunk lent is back once the readers stop: the UMEM is unmapped only then.
 	upf.Close()
 	for _, p := range upf.ports {
-		for q, x := range queuesOf(p) {
+		if p.xdp == nil {
+			continue
+		}
+		for q, x := range p.xdp.queues {
 			if x.out != 0 {
 				t.Errorf("port %d queue %d: %d frames still lent after Close", p.num, q, x.out)
 			}
@@ -329,13 +332,6 @@ func (c *lendCheck) Process(in, out []*dataplane.Packet) []*dataplane.Packet {
 		}
 	}
 	return crossover{}.Process(in, out)
-}
-
-func queuesOf(p *port) []*xsk {
-	if p.xdp == nil {
-		return nil
-	}
-	return p.xdp.queues
 }
 
 // numberedFrames are n IPv4/UDP frames, each with its number in its IPv4 ID and payload.
