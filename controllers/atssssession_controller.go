@@ -31,7 +31,7 @@ const finalizerName = "atsss.junction.dev/entries"
 // DefaultMaxConcurrentReconciles is how many sessions are reconciled at once. A session's
 // reconcile spends most of its time waiting for its status write while the API server is
 // busy (half a second at 10,000 creates): the workers are latency-bound, and with 64 the
-// operator fell behind a burst of creates (README, "Benchmark").
+// operator fell behind a burst of creates (docs/operator.md, "Benchmark").
 const DefaultMaxConcurrentReconciles = 128
 
 // Requeue delays when nothing will trigger a retry by itself.

@@ -205,7 +205,7 @@ func removeFinalizer(ctx context.Context, c client.Client, obj client.Object) er
 // The write is an update of the status subresource at the resourceVersion the operator read
 // (after's), not a patch: the API server then skips reading, copying and merging the stored
 // object, which made a status patch cost it about twice a create, and the status writes are
-// what bounds how fast sessions become Programmed (README, "Benchmark"). The resourceVersion
+// what bounds how fast sessions become Programmed (docs/operator.md, "Benchmark"). The resourceVersion
 // matters: the UE agent writes its AgentReady condition and status.agent into the same status
 // (ue-daemonset/README.md), so a stale copy would put back what the agent had before; instead
 // the API server answers 409 Conflict and the reconcile runs again from a fresh read

@@ -68,7 +68,7 @@ type programResult struct {
 // committed (what it no longer uses is freed). Indexes are recorded in the session's status by
 // its caller: a restart restores them from there, and a session programmed but not recorded
 // before the operator stopped is written again with fresh indexes once the replay removed its
-// old entries (README, "The operator").
+// old entries (docs/operator.md).
 func (rt *upfRuntime) program(ctx context.Context, s *junctionv1.ATSSSSession, upf *junctionv1.UserPlaneFunction, sel []desired.Policy) (programResult, error) {
 	var out programResult
 	key, owner := sessionKey(s.Namespace, s.Name), sessionOwner(s.Namespace, s.Name)

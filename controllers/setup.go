@@ -63,7 +63,7 @@ type Options struct {
 //   - The cache's watches have a connection to the API server of their own. On the connection
 //     the client writes on, their events queued in HTTP/2 behind up to MaxConcurrentReconciles
 //     status writes in flight, and new sessions reached the operator a second or more after their
-//     create (README, "Benchmark"). Setting Dial makes client-go build that connection's
+//     create (docs/operator.md, "Benchmark"). Setting Dial makes client-go build that connection's
 //     transport instead of sharing its cached one; the timeouts are client-go's.
 //   - The REST mapper keeps each kind's mapping a minute (newRESTMapper).
 //   - Cached objects keep no managedFields: nothing here reads them (writes are patches,

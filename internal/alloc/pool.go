@@ -143,7 +143,7 @@ func (p *Pool) ref(owner, referrer string) {
 
 // referrers are an owner's referrers. Most owners have one, which is kept without a map of its
 // own: a map is two more objects for the collector to walk, for each index of each of 100,000
-// sessions (README, "N4 (PFCP) sessions").
+// sessions (docs/operator.md, "N4 (PFCP) sessions").
 type referrers struct {
 	one    string
 	hasOne bool

@@ -2,7 +2,7 @@ package desired
 
 // An entry's binary form, for those who keep many entries: one allocation without pointers in
 // place of the slices and values of an Entry, which the Go collector walks in every cycle (the
-// programmer keeps every entry of every session it writes; README, "N4 (PFCP) sessions").
+// programmer keeps every entry of every session it writes; docs/operator.md, "N4 (PFCP) sessions").
 
 import (
 	"encoding/binary"

@@ -194,7 +194,7 @@ type Rules struct {
 // packedRules are a session's Rules between requests: their JSON (what the session's
 // annotation holds), decoded by each request that reads them. An endpoint keeps tens of
 // thousands of sessions; decoded, each one's rules are dozens of small objects that the garbage
-// collector walks in every cycle, and its marks set the answers' tail latency (README, "N4
+// collector walks in every cycle, and its marks set the answers' tail latency (docs/operator.md, "N4
 // (PFCP) sessions"). The rules of a session whose URRs the endpoint polls stay decoded (live):
 // every round of reports reads them.
 type packedRules struct {

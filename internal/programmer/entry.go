@@ -5,7 +5,7 @@ package programmer
 // every entry of every session twice (wanted and on the device, sharing one encoding), and the
 // Go collector walks each pointer of what is live in every cycle: with 10,000 N4 sessions the
 // built entries were a quarter of the live objects (make bench-n4), and the collector's marks
-// set the tail of the SMF's answers (README, "N4 (PFCP) sessions"). An entry is decoded again
+// set the tail of the SMF's answers (docs/operator.md, "N4 (PFCP) sessions"). An entry is decoded again
 // only to be written.
 
 import (

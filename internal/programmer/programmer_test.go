@@ -646,7 +646,7 @@ func (d *deviceWrites) sinceWithModifies() (inserts, modifies, refused uint64) {
 	return inserts, modifies, refused
 }
 
-// An object that cannot fit writes nothing (issue 27, item 6; the README's "Capacity"): the
+// An object that cannot fit writes nothing (issue 27, item 6; docs/operator.md, "Capacity"): the
 // programmer plans each owner's inserts against the room its table has (the P4Info's size less
 // what the device holds, after the round's deletes and the owners planned before it in the
 // round), so none of a waiting object's entries is ever live on the device, nor is it written

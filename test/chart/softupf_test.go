@@ -65,7 +65,7 @@ func TestSoftUPFPod(t *testing.T) {
 		t.Errorf("volumes %v without portsNetns", pod["volumes"])
 	}
 
-	// AF_XDP ports (README, "Run the software UPF by hand"): an XDP program to load and UMEM to lock.
+	// AF_XDP ports (docs/softupf.md): an XDP program to load and UMEM to lock.
 	for _, kind := range []string{"xdp", "auto"} {
 		_, _, c := podOf(t, "--set", "softupf.portKind="+kind)
 		if !contains(c["args"], "--port-kind="+kind) {

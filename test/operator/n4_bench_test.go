@@ -11,7 +11,7 @@ package operator
 // UPF restart: the P4Runtime ceiling of this path). It also prints the response times at
 // offered rates, open loop, the operator's heap per N4 session, the bytes each establishment
 // allocates, and the garbage collections in each open-loop run (the slow answers come in the
-// collections' mark phases: README, "N4 (PFCP) sessions"). The last open-loop run lasts longer
+// collections' mark phases: docs/operator.md, "N4 (PFCP) sessions"). The last open-loop run lasts longer
 // than the N4 writer defers the objects for session requests (n4WriterMaxDefer,
 // controllers/n4_writer.go): its last third shows the SMF's answers while the API server takes
 // objects on the same two cores.

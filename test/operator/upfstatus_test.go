@@ -16,8 +16,8 @@ import (
 )
 
 const (
-	// statusLag is how long the UPF's counts may trail the device: about a second (README, "The
-	// API"), with room for a loaded machine, and far under a 30 s refresh timer.
+	// statusLag is how long the UPF's counts may trail the device: about a second (docs/api.md),
+	// with room for a loaded machine, and far under a 30 s refresh timer.
 	statusLag = 5 * time.Second
 	// burstTimeout: a burst of sessions created → all of them on the UPF.
 	burstTimeout = 2 * time.Minute

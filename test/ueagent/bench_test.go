@@ -18,7 +18,7 @@ package ueagent
 // changes only what the UE's own stack receives (TCP, and UDP for a socket that asks for it:
 // wireguard-go's, which asks), never what the UPF or a router is handed. The baselines get the
 // same. With GRO off there too, as before, wireguard-go's download lost its UDP GRO and ran at
-// half its speed (README, "The UE agent"). The software UPF is a user-space switch hop that
+// half its speed (docs/ue-agent.md). The software UPF is a user-space switch hop that
 // the kernel-routing and wireguard-go paths do not have: the Junction row pays for a whole UPF.
 
 import (

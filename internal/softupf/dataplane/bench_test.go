@@ -11,7 +11,7 @@ package dataplane
 // 0 allocs/op; the latency percentiles come from batches of one, timed with the monotonic clock
 // (whose own ~20-40 ns is included). The cases' latencies are measured last, in rounds that take
 // every case in turn, and each figure is the median over the rounds: a ratio of cases measured
-// seconds apart followed the shared machine's load (README, "Latency in rounds"). The last line
+// seconds apart followed the shared machine's load (docs/softupf.md, "Latency in rounds"). The last line
 // is a table with ratios to the baseline and to 1k users, which is what to compare across
 // machines.
 

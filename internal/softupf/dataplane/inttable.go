@@ -5,7 +5,7 @@ package dataplane
 // one cache line. Go's map reads its directory, a table, a group's control word and then the
 // slot, each a cache miss once 100,000 users' entries no longer fit the CPU's caches: the
 // sessions and overrides lookups were a third of a downlink packet's time at 100,000 users
-// (README, "Software UPF"). Writes come from the control plane under the pipeline's write
+// (docs/softupf.md). Writes come from the control plane under the pipeline's write
 // lock; lookups run under its read lock.
 
 type intKey interface{ ~uint32 | ~uint64 }

@@ -777,7 +777,7 @@ func (t *tables) setDefault(s *schema, tableID uint32, a *p4v1.Action) error {
 // is cells[i*stride+o], so a user's path state (both RTTs, both losses and the autonomous
 // share, which every downlink packet reads) is one cache line, not a line in each of five
 // arrays. With 100,000 users the lines a packet needs are no longer in the CPU's caches, and
-// each one it touches is a miss (README, "Software UPF").
+// each one it touches is a miss (docs/softupf.md).
 type register struct {
 	name           string
 	mask           uint32

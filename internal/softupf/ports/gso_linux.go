@@ -9,7 +9,7 @@ package ports
 // receiving host's UDP socket with UDP_GRO (the UE agent's legs) takes it as one, and whatever
 // else is on the way cuts it at its own transmit. Per datagram, the kernel then does its
 // transmit and receive work once per run instead of once per frame: on veth that work, not the
-// pipeline, bounded a download through the UPF (README, "The UE agent").
+// pipeline, bounded a download through the UPF (docs/ue-agent.md).
 //
 // The datagrams that come out are the pipeline's but for what segmentation writes anew in each:
 // the IPv4 identification (the run's first, 0 from the pipeline, counted up) and header

@@ -19,7 +19,7 @@ package ports
 //
 // Lending saves a copy of every frame received and the pool's channel twice: in a download
 // through a session, copying each frame out of the UMEM was a third of the software UPF's CPU
-// (README, "The UE agent"). It holds because a lent packet comes back in the goroutine that read
+// (docs/ue-agent.md). It holds because a lent packet comes back in the goroutine that read
 // it, before its next read (dataplane/packet.go), so the chunks need no lock.
 //
 // The program is attached in driver (native) mode where the driver has it (veth does), else in
