@@ -339,6 +339,16 @@ func TestN4ServiceReachesTheLeaderOnly(t *testing.T) {
 	if typ, _, _ := unstructured.NestedString(svc.Object, "spec", "type"); typ != "LoadBalancer" {
 		t.Errorf("N4 Service type %q", typ)
 	}
+	// Behind a load balancer the SMF's own address must reach the endpoint (spec.n4.allowedSMFs
+	// goes by it); a ClusterIP Service has no external traffic, and the API server refuses the
+	// field there.
+	if policy, _, _ := unstructured.NestedString(svc.Object, "spec", "externalTrafficPolicy"); policy != "Local" {
+		t.Errorf("N4 Service externalTrafficPolicy %q behind a load balancer, want Local", policy)
+	}
+	inCluster := render(t, "--set", "n4.enabled=true")["Service/j-junction-n4"]
+	if _, set, _ := unstructured.NestedString(inCluster.Object, "spec", "externalTrafficPolicy"); set {
+		t.Error("an externalTrafficPolicy on the ClusterIP N4 Service")
+	}
 	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
 	if got := fmt.Sprint(ports); len(ports) != 2 || !strings.Contains(got, "port:8805") || !strings.Contains(got, "port:8806") || strings.Contains(got, "TCP") {
 		t.Errorf("N4 Service ports %v, want UDP 8805 and 8806", ports)
@@ -363,6 +373,46 @@ func TestN4ServiceReachesTheLeaderOnly(t *testing.T) {
 	rules, _, _ = unstructured.NestedSlice(off["Role/j-junction-leader-election"].Object, "rules")
 	if strings.Contains(fmt.Sprint(containers), "n4") || strings.Contains(fmt.Sprint(rules), "pods") {
 		t.Error("N4 flags, ports or pod RBAC without n4.enabled")
+	}
+}
+
+// With n4.networkPolicy.from the operator's pods take N4 from those peers alone, on every N4
+// port, and TCP (metrics, probes) from anywhere; without it, or without N4, there is no policy.
+func TestN4NetworkPolicyAdmitsTheSMFsAlone(t *testing.T) {
+	objs := render(t, "--set", "n4.enabled=true", "--set", "n4.ports={8805,8806}",
+		"--set", "n4.networkPolicy.from[0].ipBlock.cidr=192.0.2.0/24",
+		"--set", "n4.networkPolicy.from[1].namespaceSelector.matchLabels.core=smf")
+	np := objs["NetworkPolicy/j-junction-n4"]
+	if np == nil {
+		t.Fatalf("no NetworkPolicy j-junction-n4; rendered %v", names(objs))
+	}
+	sel, _, _ := unstructured.NestedStringMap(np.Object, "spec", "podSelector", "matchLabels")
+	pod, _, _ := unstructured.NestedStringMap(objs["Deployment/j-junction-operator"].Object, "spec", "template", "metadata", "labels")
+	if sel["app.kubernetes.io/component"] != "operator" || sel["app.kubernetes.io/instance"] != "j" || pod["app.kubernetes.io/component"] != "operator" {
+		t.Errorf("podSelector %v: want the operator's pods (labels %v)", sel, pod)
+	}
+	if types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes"); !reflect.DeepEqual(types, []string{"Ingress"}) {
+		t.Errorf("policyTypes %v, want Ingress", types)
+	}
+	ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+	if len(ingress) != 2 {
+		t.Fatalf("ingress %v: want a rule for N4 and one for TCP", ingress)
+	}
+	n4, tcp := ingress[0].(map[string]any), ingress[1].(map[string]any)
+	if from := fmt.Sprint(n4["from"]); from != "[map[ipBlock:map[cidr:192.0.2.0/24]] map[namespaceSelector:map[matchLabels:map[core:smf]]]]" {
+		t.Errorf("N4 rule from %s, want the two peers of the values", from)
+	}
+	if ports := fmt.Sprint(n4["ports"]); ports != "[map[port:8805 protocol:UDP] map[port:8806 protocol:UDP]]" {
+		t.Errorf("N4 rule ports %s, want UDP 8805 and 8806", ports)
+	}
+	if _, from := tcp["from"]; from || fmt.Sprint(tcp["ports"]) != "[map[protocol:TCP]]" {
+		t.Errorf("second rule %v, want every TCP port from anywhere", tcp)
+	}
+	if render(t, "--set", "n4.enabled=true")["NetworkPolicy/j-junction-n4"] != nil {
+		t.Error("a NetworkPolicy without n4.networkPolicy.from")
+	}
+	if render(t, "--set", "n4.networkPolicy.from[0].ipBlock.cidr=192.0.2.0/24")["NetworkPolicy/j-junction-n4"] != nil {
+		t.Error("an N4 NetworkPolicy without n4.enabled")
 	}
 }
 

@@ -111,6 +111,8 @@ func TestExtensionPoints(t *testing.T) {
 		{"extraObject[0].kind=ConfigMap", "extraObject"},
 		{"image.digest=latest", "digest"},
 		{"p4runtimeTLS.namespace=tenant", "namespace"}, // upfNamespace now
+		{"n4.service.externalTrafficPolicy=local", "externalTrafficPolicy"},
+		{"n4.networkPolicy.from[0].cidr=192.0.2.0/24", "cidr"}, // a peer's ipBlock.cidr
 	} {
 		out, err := run(t, "template", "j", chart, "--kube-version", "1.33.0", "--set", tc.set)
 		if err == nil || !strings.Contains(out, tc.want) {
@@ -141,7 +143,7 @@ func TestLabelsAndNamespaces(t *testing.T) {
 	clusterScoped := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true, "PriorityClass": true,
 		"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	args := append(slices.Clone(allOptional), "--set", "namespaceOverride=ran-system", "--set", "upfNamespace=tenant-a",
-		"--set", "ueAgent.namespaces={tenant-a}", "--set", "n4.enabled=true")
+		"--set", "ueAgent.namespaces={tenant-a}", "--set", "n4.enabled=true", "--set", "n4.networkPolicy.from[0].ipBlock.cidr=192.0.2.0/24")
 	objs := render(t, args...)
 	for name, o := range objs {
 		l := o.GetLabels()

@@ -110,7 +110,8 @@ func TestDocumentedCombinationsInstall(t *testing.T) {
 		{"a ServiceMonitor with a metrics Secret of your own", []string{"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.tls.secretName=my-metrics-tls"}, false},
 		{"a ServiceMonitor that skips verification", []string{"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.tls.issuer=none", "--set", "metrics.serviceMonitor.insecureSkipVerify=true"}, false},
 		{"UE agents for chosen namespaces", []string{"--set", "ueAgent.enabled=true", "--set", "ueAgent.namespaces={tenant-a}"}, true},
-		{"N4 behind a load balancer", []string{"--set", "n4.enabled=true", "--set", "n4.service.type=LoadBalancer"}, false},
+		{"N4 behind a load balancer, from the SMFs' network alone", []string{"--set", "n4.enabled=true", "--set", "n4.service.type=LoadBalancer",
+			"--set", "n4.networkPolicy.from[0].ipBlock.cidr=192.0.2.0/24"}, false},
 		{"one replica without leader election", []string{"--set", "operator.replicas=1", "--set", "operator.leaderElection=false"}, false},
 		{"the extension points", []string{"-f", extensionValues}, true},
 	} {
