@@ -312,12 +312,30 @@ func shortRunName(n string) string {
 	return n
 }
 
+// cellMode is a steering mode the cell scenario runs every session in.
+type cellMode struct {
+	name     string
+	steering junctionv1.SteeringMode
+	// split: the mode splits a user's traffic over both accesses, so the access the path state
+	// prefers says nothing of where the traffic goes, and switches are not counted.
+	split bool
+	file  string // the plot's and the CSV's suffix
+}
+
+// cellModes: smallest delay, which the issue asks about and which moves a user whole, and
+// autonomous load balance, which splits each user's traffic by its own legs' queues.
+var cellModes = []cellMode{
+	{"smallest delay", junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay, SmallestDelay: &junctionv1.SmallestDelay{}}, false, ""},
+	{"autonomous load balance", junctionv1.SteeringMode{Mode: junctionv1.ModeLoadBalance, LoadBalance: &junctionv1.LoadBalance{Autonomous: true}}, true, "-autonomous"},
+}
+
 // cellResult is one run of the cell scenario.
 type cellResult struct {
 	ues            int
+	mode           cellMode
 	mbps           []float64 // per UE
 	retrans        []int
-	switchesPerMin []float64 // per UE, from the steady part of the run
+	switchesPerMin []float64 // per UE, from the steady part of the run (not shown for a split mode)
 	suspended      []bool    // the UE's session said pathUpdatesSuspended at some sample
 	capacity       float64   // Mbit/s the UEs' links offer together: the cell and every 5G
 	stolen         float64   // the share of the CPU time the hypervisor took (testenv.MeasureQuietly)
@@ -345,8 +363,9 @@ func jain(xs []float64) float64 {
 }
 
 // TestScenarioCell: N UEs on one WiFi cell of 60 Mbit/s (5 ms each way, 300 kB queue), each
-// with a 5G radio of 40 Mbit/s (10 ms each way), all steered by smallest delay, download at
-// once over TCP. The capacity the links offer together is 60 + N·40 Mbit/s.
+// with a 5G radio of 40 Mbit/s (10 ms each way), every session steered by one mode (smallest
+// delay, then autonomous load balance), download at once over TCP. The capacity the links offer
+// together is 60 + N·40 Mbit/s.
 func TestScenarioCell(t *testing.T) {
 	counts := []int{3}
 	if fullScenario {
@@ -354,35 +373,57 @@ func TestScenarioCell(t *testing.T) {
 	}
 	var results []cellResult
 	for _, n := range counts {
-		t.Run(fmt.Sprintf("%d UEs", n), func(t *testing.T) {
-			results = append(results, runCell(t, n, shortOrFull(8*time.Second, 20*time.Second)))
-		})
+		for _, m := range cellModes {
+			t.Run(fmt.Sprintf("%d UEs %s", n, m.name), func(t *testing.T) {
+				results = append(results, runCell(t, n, m, shortOrFull(8*time.Second, 20*time.Second)))
+			})
+		}
 	}
-	fmt.Printf("\nN UEs on one cell, smallest delay (targets: total >= 80%% of the links' capacity, Jain >= 0.95, a few switches a minute)\n")
+	fmt.Printf("\nN UEs on one cell (targets: total >= 80%% of the links' capacity, Jain >= 0.95, a few switches a minute)\n")
 	for _, r := range results {
-		fmt.Printf("%d UEs: total %.1f of %.0f Mbit/s (%.0f%%), Jain %.3f, per UE %v Mbit/s, retransmissions %v, switches per minute %v, suspended %v\n",
-			r.ues, r.total(), r.capacity, 100*r.total()/r.capacity, jain(r.mbps), fmtFloats(r.mbps), r.retrans, fmtFloats(r.switchesPerMin), r.suspended)
+		fmt.Printf("%d UEs, %s: total %.1f of %.0f Mbit/s (%.0f%%), Jain %.3f, per UE %v Mbit/s, retransmissions %v, switches per minute %v, suspended %v\n",
+			r.ues, r.mode.name, r.total(), r.capacity, 100*r.total()/r.capacity, jain(r.mbps), fmtFloats(r.mbps), r.retrans, fmtSwitches(r), r.suspended)
 	}
-	if fullScenario && len(results) == len(counts) {
+	if fullScenario && len(results) == len(counts)*len(cellModes) {
 		writeCellTable(t, results)
 	}
-	// Bounds that catch a regression: the issue measured 41-44% of the capacity with three
+	// Bounds that catch a regression, judged on downloads the hypervisor left the CPU
+	// (testenv.Judged). Smallest delay: the issue measured 41-44% of the capacity with three
 	// UEs; a run on a shared machine must carry at least 35% of it with three, 25% with eight,
-	// and fairly. In the full runs, no user switches more than 12 times a minute (before the
-	// refreshes were damped: up to 16.4; docs/results.md). Judged on downloads the hypervisor
-	// left the CPU (testenv.Judged).
+	// and fairly; in the full runs no user switches more than 12 times a minute (before the
+	// refreshes were damped: up to 16.4; docs/results.md). Autonomous load balance carried
+	// 83-86% with three (2026-12-07): at least 60% with three, 35% with eight (the testbed's
+	// own forwarding bounds it there), fairly, and no user's path updates suspended (issue 31:
+	// none under load balance; the flip-flop guard leaves modes that read no RTT comparison).
 	for _, r := range results {
-		floor := 0.35
-		if r.ues > 3 {
+		floor := 0.35 // smallest delay, three UEs
+		switch {
+		case r.mode.split && r.ues > 3:
+			floor = 0.35
+		case r.mode.split:
+			floor = 0.60
+		case r.ues > 3:
 			floor = 0.25
 		}
+		what := fmt.Sprintf("%d UEs, %s", r.ues, r.mode.name)
 		if r.total() < floor*r.capacity || jain(r.mbps) < 0.8 {
-			testenv.MissedBound(t, fmt.Sprintf("%d UEs: total %.1f of %.0f Mbit/s, Jain %.3f (%v)", r.ues, r.total(), r.capacity, jain(r.mbps), r.mbps), r.stolen)
+			testenv.MissedBound(t, fmt.Sprintf("%s: total %.1f of %.0f Mbit/s, Jain %.3f (%v)", what, r.total(), r.capacity, jain(r.mbps), r.mbps), r.stolen)
 		}
-		if fullScenario && slices.Max(r.switchesPerMin) > 12 {
-			testenv.MissedBound(t, fmt.Sprintf("%d UEs: switches per minute %v", r.ues, r.switchesPerMin), r.stolen)
+		if fullScenario && !r.mode.split && slices.Max(r.switchesPerMin) > 12 {
+			testenv.MissedBound(t, fmt.Sprintf("%s: switches per minute %v", what, r.switchesPerMin), r.stolen)
+		}
+		if r.mode.split && slices.Contains(r.suspended, true) {
+			t.Errorf("%s: path updates suspended %v, want none (the flip-flop guard is for modes that read the RTT comparison)", what, r.suspended)
 		}
 	}
+}
+
+// fmtSwitches is a result's switches per minute per UE, "-" for a split mode.
+func fmtSwitches(r cellResult) string {
+	if r.mode.split {
+		return "-"
+	}
+	return fmtFloats(r.switchesPerMin)
 }
 
 func fmtFloats(xs []float64) string {
@@ -396,12 +437,12 @@ func fmtFloats(xs []float64) string {
 	return s + "]"
 }
 
-func runCell(t *testing.T, n int, d time.Duration) cellResult {
+func runCell(t *testing.T, n int, mode cellMode, d time.Duration) cellResult {
 	const cellRate, ranRate = 60e6, 40e6
 	em := newEmulation(linkem.Params{Rate: ranRate, Delay: 10 * time.Millisecond, Queue: 300_000},
 		linkem.Params{Rate: cellRate, Delay: 5 * time.Millisecond, Queue: 300_000})
 	tb := newEmulatedTestbed(t, n, em)
-	pol := tb.policy("p", junctionv1.SteeringMode{Mode: junctionv1.ModeSmallestDelay, SmallestDelay: &junctionv1.SmallestDelay{}})
+	pol := tb.policy("p", mode.steering)
 	create(t, pol)
 	addrs := make([]string, n)
 	for i, u := range tb.ues {
@@ -431,7 +472,7 @@ func runCell(t *testing.T, n int, d time.Duration) cellResult {
 	var res cellResult
 	var samples []sample
 	stolen := testenv.MeasureQuietly(t, fmt.Sprintf("%d UEs' downloads", n), func() {
-		res = cellResult{ues: n, mbps: make([]float64, n), retrans: make([]int, n), switchesPerMin: make([]float64, n),
+		res = cellResult{ues: n, mode: mode, mbps: make([]float64, n), retrans: make([]int, n), switchesPerMin: make([]float64, n),
 			suspended: make([]bool, n), capacity: (cellRate + float64(n)*ranRate) / 1e6}
 		errs := make(chan error, n)
 		for i, u := range tb.ues {
@@ -482,7 +523,7 @@ func runCell(t *testing.T, n int, d time.Duration) cellResult {
 	})
 	res.stolen = stolen
 	if fullScenario {
-		writeCellPlot(t, n, func(yield func(at time.Duration, wifi, ran []float64)) {
+		writeCellPlot(t, n, mode, func(yield func(at time.Duration, wifi, ran []float64)) {
 			for k := 1; k < len(samples); k++ {
 				p, s := samples[k-1], samples[k]
 				dt := (s.at - p.at).Seconds()
@@ -500,17 +541,17 @@ func runCell(t *testing.T, n int, d time.Duration) cellResult {
 
 // writeCellTable writes the cell scenario's table.
 func writeCellTable(t *testing.T, results []cellResult) {
-	rows := [][]string{{"UEs", "total Mbit/s", "of the links' capacity", "Jain's index", "per UE Mbit/s", "TCP retransmissions per UE", "switches per minute per UE (steady part)", "suspended", "targets (≥ 80%, ≥ 0.95)"}}
+	rows := [][]string{{"UEs", "mode", "total Mbit/s", "of the links' capacity", "Jain's index", "per UE Mbit/s", "TCP retransmissions per UE", "switches per minute per UE (steady part)", "suspended", "targets (≥ 80%, ≥ 0.95)"}}
 	for _, r := range results {
-		rows = append(rows, []string{fmt.Sprint(r.ues), mbps(r.total()), fmt.Sprintf("%s of %.0f", pct(r.total()/r.capacity), r.capacity),
-			fmt.Sprintf("%.3f", jain(r.mbps)), fmtFloats(r.mbps), fmt.Sprint(r.retrans), fmtFloats(r.switchesPerMin), fmt.Sprint(r.suspended),
+		rows = append(rows, []string{fmt.Sprint(r.ues), r.mode.name, mbps(r.total()), fmt.Sprintf("%s of %.0f", pct(r.total()/r.capacity), r.capacity),
+			fmt.Sprintf("%.3f", jain(r.mbps)), fmtFloats(r.mbps), fmt.Sprint(r.retrans), fmtSwitches(r), fmt.Sprint(r.suspended),
 			metOrNot(r.total() >= 0.8*r.capacity && jain(r.mbps) >= 0.95)})
 	}
 	writeResultsTable(t, "cell", rows)
 }
 
 // writeCellPlot writes the cell run's CSV and plot: each UE's downlink on WiFi and on 5G.
-func writeCellPlot(t *testing.T, n int, rows func(func(at time.Duration, wifi, ran []float64))) {
+func writeCellPlot(t *testing.T, n int, mode cellMode, rows func(func(at time.Duration, wifi, ran []float64))) {
 	dir := resultsDir(t)
 	csv := "t_s"
 	for i := range n {
@@ -527,10 +568,10 @@ func writeCellPlot(t *testing.T, n int, rows func(func(at time.Duration, wifi, r
 		}
 		csv += "\n"
 	})
-	base := fmt.Sprintf("cell-%dues", n)
+	base := fmt.Sprintf("cell-%dues%s", n, mode.file)
 	must(t, os.WriteFile(filepath.Join(dir, base+".csv"), []byte(csv), 0o644))
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%d UEs on one 60 Mbit/s WiFi cell, each with 40 Mbit/s 5G, smallest delay", n)
+	p.Title.Text = fmt.Sprintf("%d UEs on one 60 Mbit/s WiFi cell, each with 40 Mbit/s 5G, %s", n, mode.name)
 	p.X.Label.Text, p.Y.Label.Text = "time (s)", "downlink (Mbit/s)"
 	for i := range n {
 		c := plotutilColor(i)
