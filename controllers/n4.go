@@ -318,7 +318,7 @@ func (r *N4Endpoints) event(obj client.Object, t, reason, msg string) {
 }
 
 // config reads a UPF's spec.n4 (defaults: listen 0.0.0.0:8805, heartbeats every 10s, a grace
-// of 60s, the first tunnel endpoint).
+// of 60s, the first tunnel endpoint; n4.New has the default of trafficStopAfter).
 func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error) {
 	s := u.Spec.N4
 	cfg := n4.Config{NodeID: s.NodeID, Heartbeat: 10 * time.Second, Grace: 60 * time.Second}
@@ -334,7 +334,8 @@ func (r *N4Endpoints) config(u *junctionv1.UserPlaneFunction) (n4.Config, error)
 		field string
 		v     junctionv1.Duration
 		dst   *time.Duration
-	}{{"spec.n4.heartbeatInterval", s.HeartbeatInterval, &cfg.Heartbeat}, {"spec.n4.gracePeriod", s.GracePeriod, &cfg.Grace}} {
+	}{{"spec.n4.heartbeatInterval", s.HeartbeatInterval, &cfg.Heartbeat}, {"spec.n4.gracePeriod", s.GracePeriod, &cfg.Grace},
+		{"spec.n4.trafficStopAfter", s.TrafficStopAfter, &cfg.TrafficStop}} {
 		if d.v == "" {
 			continue
 		}
@@ -411,6 +412,7 @@ func smfTarget(a string) (string, error) {
 
 func sameN4Config(a, b n4.Config) bool {
 	return reflect.DeepEqual(a.Target, b.Target) && a.Listen == b.Listen && a.NodeID == b.NodeID && a.Address == b.Address && a.Heartbeat == b.Heartbeat && a.Grace == b.Grace &&
+		a.TrafficStop == b.TrafficStop &&
 		a.RestartOnAssociationOnly == b.RestartOnAssociationOnly && slices.Equal(a.AllowedSMFs, b.AllowedSMFs) && slices.Equal(a.AssociateWith, b.AssociateWith)
 }
 

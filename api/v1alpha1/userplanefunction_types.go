@@ -270,6 +270,13 @@ type N4 struct {
 	// +optional
 	GracePeriod Duration `json:"gracePeriod,omitempty"`
 
+	// trafficStopAfter is how long the directions a URR measures must carry no packet before
+	// the UPF reports the stop of traffic to the SMF (Reporting Trigger STOPT, TS 29.244
+	// §8.2.19, whose detection the UPF decides); default 10s. The counters are read once a
+	// second, so the report comes up to a second later.
+	// +optional
+	TrafficStopAfter Duration `json:"trafficStopAfter,omitempty"`
+
 	// smfRestartDetection is what tells the UPF an SMF restarted, and so lost its sessions, which
 	// the UPF then releases: Heartbeat (the default, TS 29.244 §19A), a new Recovery Time Stamp
 	// in any message that carries one (a heartbeat in either direction, an Association Setup

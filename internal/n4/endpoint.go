@@ -107,6 +107,9 @@ type Config struct {
 	Heartbeat       time.Duration
 	HeartbeatMisses int
 	Grace           time.Duration
+	// TrafficStop is how long a URR's directions carry no packet before the stop of traffic is
+	// reported (STOPT); 0: DefaultTrafficStop.
+	TrafficStop time.Duration
 	// AllowedSMFs are the prefixes SMFs may associate from; empty: any.
 	AllowedSMFs []netip.Prefix
 	// AssociateWith are SMFs the UPF sets up an association with itself (upf_initiated.go), each
@@ -168,6 +171,11 @@ type cpKey struct {
 	seid uint64
 }
 
+// DefaultTrafficStop is spec.n4.trafficStopAfter's default. TS 29.244 leaves it to the UPF when
+// traffic has stopped; ten seconds outlasts a TCP sender's first retransmission timeouts, so a
+// flow that stalls a moment is not reported stopped and started again.
+const DefaultTrafficStop = 10 * time.Second
+
 // firstTEID is where the UPF starts choosing TEIDs: the upper half of the TEID space, so that
 // TEIDs written in manifests (gNB-chosen, usually small) rarely meet them; a meeting shows as
 // an AddressConflict on the later session, and the SMF is refused (docs/n4.md).
@@ -177,6 +185,9 @@ const firstTEID = 0x80000000
 func New(cfg Config, store Store) *Endpoint {
 	if cfg.HeartbeatMisses == 0 {
 		cfg.HeartbeatMisses = 3
+	}
+	if cfg.TrafficStop == 0 {
+		cfg.TrafficStop = DefaultTrafficStop
 	}
 	if cfg.Event == nil {
 		cfg.Event = func(bool, string, string) {}

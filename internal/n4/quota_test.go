@@ -213,6 +213,108 @@ func TestStartOfTraffic(t *testing.T) {
 	}
 }
 
+// TestStopOfTraffic: a URR with START and STOPT reports the first packet its directions carry,
+// then, once they have carried none for the stop time (10 s here), the stop of traffic, once;
+// the stop arms START again, so the next packet is a new start (TS 29.244 §5.11: application
+// detection reports each start and stop). A pause shorter than the stop time is no stop, a URR
+// that never carried traffic never stops, and one with STOPT alone arms no START.
+func TestStopOfTraffic(t *testing.T) {
+	t0 := time.Unix(1_900_000_000, 0)
+	const stopAfter = 10 * time.Second
+	r := &Rules{PDRs: map[uint16]*PDR{1: {ID: 1, Source: ifaceAccess, URRIDs: []uint32{1}}, 2: {ID: 2, Source: ifaceCore, URRIDs: []uint32{1}}}}
+	u, err := decodeURR(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(triggerSTART|triggerSTOPT, 0)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.URRs = map[uint32]*URR{1: u}
+	before := Usage{DLPackets: 3, DLBytes: 300} // what the session carried before the URR came
+	u.started(t0, before, true)
+	if !r.polled() {
+		t.Fatal("a URR with STOPT is not read")
+	}
+	dl := func(packets uint64) Usage { return Usage{DLPackets: packets, DLBytes: 100 * packets} }
+	accept := func(at time.Duration, cur Usage) { // the SMF accepted the report due
+		trig, _ := u.due(r, t0.Add(at), cur)
+		u.reported(t0.Add(at), cur)
+		u.StartOwed = u.StartOwed && trig != reportSTART
+		u.StopOwed = u.StopOwed && trig != reportSTOPT
+	}
+	for _, step := range []struct {
+		at   time.Duration
+		cur  Usage
+		want [3]byte // the report due after this reading; zero: none
+		then bool    // the SMF accepts it
+	}{
+		{1 * time.Second, before, [3]byte{}, false},  // nothing since the URR came
+		{15 * time.Second, before, [3]byte{}, false}, // no traffic yet: nothing to stop
+		{16 * time.Second, dl(4), reportSTART, true}, // the first packet
+		{20 * time.Second, dl(9), [3]byte{}, false},
+		{29 * time.Second, dl(9), [3]byte{}, false}, // 9 s without a packet: a pause
+		{30 * time.Second, dl(12), [3]byte{}, false},
+		{39 * time.Second, dl(12), [3]byte{}, false},
+		{40 * time.Second, dl(12), reportSTOPT, false}, // 10 s since the last packet
+		{45 * time.Second, dl(12), reportSTOPT, true},  // still owed, and once only
+		{60 * time.Second, dl(12), [3]byte{}, false},   // stopped: no second stop
+		{61 * time.Second, dl(13), reportSTART, true},  // a new start
+		{75 * time.Second, dl(13), reportSTOPT, true},
+	} {
+		u.observe(r, t0.Add(step.at), step.cur, stopAfter)
+		trig, ok := u.due(r, t0.Add(step.at), step.cur)
+		if trig != step.want || ok != (step.want != [3]byte{}) {
+			t.Fatalf("at %v with %d downlink packets: due %x %v, want %x", step.at, step.cur.DLPackets, trig, ok, step.want)
+		}
+		if step.then {
+			accept(step.at, step.cur)
+		}
+	}
+
+	// STOPT alone: a stop, and no START armed by it.
+	alone, err := decodeURR(ie.NewUpdateURR(ie.NewURRID(1), ie.NewReportingTriggers(triggerSTOPT, 0)), u)
+	if err != nil || alone.StartReport || alone.StartBase != nil || !alone.StopReport {
+		t.Fatalf("an Update URR with STOPT alone: %v, START %v (base %v), STOPT %v", err, alone.StartReport, alone.StartBase, alone.StopReport)
+	}
+	r.URRs[1], u = alone, alone
+	for _, step := range []struct {
+		at   time.Duration
+		cur  Usage
+		want [3]byte
+	}{{80 * time.Second, dl(14), [3]byte{}}, {90 * time.Second, dl(14), reportSTOPT}} {
+		u.observe(r, t0.Add(step.at), step.cur, stopAfter)
+		if trig, _ := u.due(r, t0.Add(step.at), step.cur); trig != step.want {
+			t.Fatalf("STOPT alone, at %v: due %x, want %x", step.at, trig, step.want)
+		}
+	}
+	if u.StartBase != nil {
+		t.Fatal("a stop armed START on a URR without it")
+	}
+	// Detecting an application (its PDRs name the same Application ID): the start and the stop
+	// say which, in Application Detection Information; a periodic report does not.
+	for _, id := range []uint16{1, 2} {
+		r.PDRs[id].ApplicationID = "video"
+	}
+	for _, tc := range []struct {
+		trigger [3]byte
+		app     string
+	}{{reportSTART, "video"}, {reportSTOPT, "video"}, {reportPERIO, ""}} {
+		got := ""
+		rep := u.report(ie.UsageReportWithinSessionReportRequest, r, tc.trigger, t0.Add(95*time.Second), dl(14))
+		for _, x := range rep.ChildIEs {
+			if x.Type == ie.ApplicationDetectionInformation {
+				if got, err = x.ApplicationID(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if got != tc.app {
+			t.Errorf("a report with trigger %x of an application's URR: Application ID %q, want %q", tc.trigger, got, tc.app)
+		}
+	}
+	dropped, err := decodeURR(ie.NewUpdateURR(ie.NewURRID(1), ie.NewReportingTriggers(triggerPERIO, 0), ie.NewMeasurementPeriod(time.Minute)), u)
+	if err != nil || dropped.StopOwed || dropped.Flowing || dropped.StopReport {
+		t.Fatalf("an Update URR without STOPT: %v, owed %v, flowing %v; want nothing owed", err, dropped.StopOwed, dropped.Flowing)
+	}
+}
+
 // TestMeasurementBeforeAndAfterQoSEnforcement: a URR without MBQE measures what went on past the
 // session's MBR policer (TS 29.244 §5.2.2.2.1), one with MBQE what arrived: in its reports and
 // against its quota. A reading whose counters went back (a device restart) counts from zero.

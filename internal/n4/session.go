@@ -441,11 +441,11 @@ func queriedURRs(c children, r *Rules, flags byte) ([]uint32, error) {
 	return out, nil
 }
 
-// newMeasurement: next has a URR prev does not, or a quota or START given anew: its start needs
-// the usage now.
+// newMeasurement: next has a URR prev does not, or a quota, START or STOPT given anew: its start
+// needs the usage now.
 func newMeasurement(prev, next *Rules) bool {
 	for id, u := range next.URRs {
-		if prev.URRs[id] == nil || u.quotaGiven || u.startGiven {
+		if prev.URRs[id] == nil || u.quotaGiven || u.startGiven || u.stopGiven {
 			return true
 		}
 	}

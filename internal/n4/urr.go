@@ -11,9 +11,10 @@ package n4
 // reported on VOLQU and TIMQU; so
 // is a quota whose validity time ends or whose directions carry nothing for its holding time
 // (QUVTI, QUHTI: the remaining quota is discarded). The first packet after a URR with START
-// came is reported (free5GC's online charging asks for it before it has a quota to give).
-// Linked usage, stop of traffic and event reporting are detection the pipeline does not do:
-// refused, never ignored (docs/n4.md).
+// came is reported (free5GC's online charging asks for it before it has a quota to give), and
+// with STOPT the first spell of Config.TrafficStop without one after traffic (application
+// detection's start and stop, §5.11: with both, each stop arms START again). Linked usage and
+// event reporting are detection the pipeline does not do: refused, never ignored (docs/n4.md).
 
 import (
 	"context"
@@ -253,6 +254,7 @@ const (
 	triggerTIMTH = 0x04
 	triggerQUHTI = 0x08
 	triggerSTART = 0x10
+	triggerSTOPT = 0x20
 	triggerVOLQU = 0x01 // octet 6
 	triggerTIMQU = 0x02
 	triggerQUVTI = 0x80
@@ -274,6 +276,7 @@ var (
 	reportTIMTH = [3]byte{0x04, 0, 0}
 	reportQUHTI = [3]byte{0x08, 0, 0}
 	reportSTART = [3]byte{0x10, 0, 0}
+	reportSTOPT = [3]byte{0x20, 0, 0}
 	reportIMMER = [3]byte{0x80, 0, 0}
 	reportVOLQU = [3]byte{0, 0x01, 0}
 	reportTIMQU = [3]byte{0, 0x02, 0}
@@ -322,9 +325,17 @@ type URR struct {
 	StartOwed   bool   `json:"startOwed,omitempty"`
 	// startGiven: this request asked for START anew (started sets StartBase).
 	startGiven bool
+	// StopReport (STOPT): report when the URR's directions, having carried traffic (Flowing),
+	// carry none for Config.TrafficStop; StopOwed: that came, its report is not yet accepted.
+	StopReport bool `json:"stopReport,omitempty"`
+	Flowing    bool `json:"flowing,omitempty"`
+	StopOwed   bool `json:"stopOwed,omitempty"`
+	// stopGiven: this request asked for STOPT anew (started sets where its traffic is read from).
+	stopGiven bool
 	// validity: the Quota Validity Time this request gave, as sent (started resolves it);
 	// lastPacket, lastPacketUsage: the counters' reading at which the URR's directions last had
-	// a packet (in memory only: after a restart, the holding time counts from the first reading).
+	// a packet (in memory only: after a restart, the holding time and a stop count from the
+	// first reading).
 	validity        *uint32
 	lastPacket      time.Time
 	lastPacketUsage Usage
@@ -397,13 +408,13 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 		if err != nil || len(b) < 2 {
 			return nil, bad(x, fmt.Errorf("%d octets", len(b)))
 		}
-		unsupported := b[0]&^(triggerPERIO|triggerVOLTH|triggerTIMTH|triggerQUHTI|triggerSTART) | b[1]&^(triggerVOLQU|triggerTIMQU|triggerQUVTI)
+		unsupported := b[0]&^(triggerPERIO|triggerVOLTH|triggerTIMTH|triggerQUHTI|triggerSTART|triggerSTOPT) | b[1]&^(triggerVOLQU|triggerTIMQU|triggerQUVTI)
 		for _, o := range b[2:] {
 			unsupported |= o
 		}
 		if unsupported != 0 {
 			return nil, refuse(CauseServiceNotSupported, ie.ReportingTriggers,
-				"URR %d: reporting triggers %x; Junction reports on PERIO, VOLTH, TIMTH, QUHTI, START, VOLQU, TIMQU and QUVTI (and at deletion, removal and query)", u.ID, b)
+				"URR %d: reporting triggers %x; Junction reports on PERIO, VOLTH, TIMTH, QUHTI, START, STOPT, VOLQU, TIMQU and QUVTI (and at deletion, removal and query)", u.ID, b)
 		}
 		perio, volth, timth = b[0]&triggerPERIO != 0, b[0]&triggerVOLTH != 0, b[0]&triggerTIMTH != 0
 		u.VolumeQuotaReport, u.TimeQuotaReport = b[1]&triggerVOLQU != 0, b[1]&triggerTIMQU != 0
@@ -413,6 +424,11 @@ func decodeURR(g *ie.IE, old *URR) (*URR, error) {
 			u.StartBase, u.StartOwed = nil, false
 		}
 		u.startGiven, u.StartReport = start && !u.StartReport, start
+		stop := b[0]&triggerSTOPT != 0
+		if !stop {
+			u.Flowing, u.StopOwed = false, false
+		}
+		u.stopGiven, u.StopReport = stop && !u.StopReport, stop
 	} else if create {
 		return nil, refuse(CauseMandatoryIEMissing, ie.ReportingTriggers, "URR %d has no Reporting Triggers", u.ID)
 	}
@@ -657,7 +673,7 @@ func (u *URR) sameDefinition(v *URR) bool {
 		return URR{ID: x.ID, Volume: x.Volume, Duration: x.Duration, BeforeQoS: x.BeforeQoS, Period: x.Period,
 			TimeThreshold: x.TimeThreshold, VolumeThreshold: x.VolumeThreshold, VolumeQuota: x.VolumeQuota, TimeQuota: x.TimeQuota,
 			VolumeQuotaReport: x.VolumeQuotaReport, TimeQuotaReport: x.TimeQuotaReport, QuotaHoldingTime: x.QuotaHoldingTime,
-			ValidityReport: x.ValidityReport, HoldingReport: x.HoldingReport, StartReport: x.StartReport}
+			ValidityReport: x.ValidityReport, HoldingReport: x.HoldingReport, StartReport: x.StartReport, StopReport: x.StopReport}
 	}
 	validity := func(x *URR) bool { return x.validity != nil || !x.QuotaValidUntil.IsZero() }
 	return !validity(u) && !validity(v) && reflect.DeepEqual(def(u), def(v))
@@ -746,16 +762,41 @@ func (u *URR) exhausts(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 }
 
 // sawPackets moves the URR's last packet to now if its directions carried one since the last
-// reading (the holding time counts from there), or if nothing has been read yet.
-func (u *URR) sawPackets(r *Rules, now time.Time, cur Usage) {
-	if !u.HoldingReport || u.QuotaHoldingTime == 0 {
-		return
+// reading (the holding time and a stop count from there), or if nothing has been read yet, and
+// says whether they carried one.
+func (u *URR) sawPackets(r *Rules, now time.Time, cur Usage) bool {
+	if (!u.HoldingReport || u.QuotaHoldingTime == 0) && !u.StopReport {
+		return false
 	}
 	ul, dl, _ := r.directions(u)
 	v := u.measured(r, u.lastPacketUsage, cur)
-	if u.lastPacket.IsZero() || (ul && v.ULPackets > 0) || (dl && v.DLPackets > 0) {
+	first, seen := u.lastPacket.IsZero(), (ul && v.ULPackets > 0) || (dl && v.DLPackets > 0)
+	if first || seen {
 		u.lastPacket, u.lastPacketUsage = now, cur
 	}
+	return seen && !first
+}
+
+// sawStop follows the URR's traffic for STOPT (seen: the reading at now found a packet; the
+// session at cur): it flows from a packet on, and stops, owing the report, once stopAfter has
+// passed without one. A stop arms START again where the URR has it, so that the next packet is
+// a start (TS 29.244 §5.11). It says whether the URR changed.
+func (u *URR) sawStop(seen bool, now time.Time, cur Usage, stopAfter time.Duration) bool {
+	switch {
+	case !u.StopReport:
+		return false
+	case seen:
+		changed := !u.Flowing
+		u.Flowing = true
+		return changed
+	case !u.Flowing || now.Sub(u.lastPacket) < stopAfter:
+		return false
+	}
+	u.Flowing, u.StopOwed = false, true
+	if u.StartReport && u.StartBase == nil && !u.StartOwed {
+		u.StartBase = &cur
+	}
+	return true
 }
 
 // sawStart reports whether the URR's directions carried their first packet since START was
@@ -797,6 +838,8 @@ func (u *URR) due(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 		return u.Exhausted, true
 	case u.StartOwed:
 		return reportSTART, true
+	case u.StopOwed:
+		return reportSTOPT, true
 	case u.Period > 0 && now.Sub(u.Since) >= time.Duration(u.Period)*time.Second:
 		return reportPERIO, true
 	case u.TimeThreshold > 0 && now.Sub(u.Since) >= time.Duration(u.TimeThreshold)*time.Second:
@@ -812,8 +855,8 @@ func (u *URR) due(r *Rules, now time.Time, cur Usage) ([3]byte, bool) {
 func (r *Rules) polled() bool {
 	for _, u := range r.URRs {
 		armed := (u.ValidityReport && !u.QuotaValidUntil.IsZero()) || (u.HoldingReport && u.QuotaHoldingTime > 0) // an ended validity disarms
-		owed := u.StartOwed || (u.Exhausted != [3]byte{} && !u.ExhaustedReported)
-		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil || u.holdsQuota() || armed || u.StartBase != nil || owed {
+		owed := u.StartOwed || u.StopOwed || (u.Exhausted != [3]byte{} && !u.ExhaustedReported)
+		if u.Period > 0 || u.TimeThreshold > 0 || u.VolumeThreshold != nil || u.holdsQuota() || armed || u.StartBase != nil || u.StopReport || owed {
 			return true
 		}
 	}
@@ -847,7 +890,27 @@ func (u *URR) report(typ uint16, r *Rules, trigger [3]byte, now time.Time, cur U
 	if u.Duration {
 		ies = append(ies, ie.NewDurationMeasurement(now.Sub(u.Since).Truncate(time.Second)))
 	}
+	if app := r.application(u); app != "" && (trigger == reportSTART || trigger == reportSTOPT) {
+		ies = append(ies, ie.NewApplicationDetectionInformation(ie.NewApplicationID(app)))
+	}
 	return ie.NewUsageReport(typ, ies...)
+}
+
+// application is the Application ID of every PDR that names u, "" if they do not share one: a
+// start or stop of that application's traffic is reported with it (Application Detection
+// Information, TS 29.244 Table 7.5.8.3-1).
+func (r *Rules) application(u *URR) string {
+	app := ""
+	for _, p := range r.PDRs {
+		if !slices.Contains(p.URRIDs, u.ID) {
+			continue
+		}
+		if p.ApplicationID == "" || (app != "" && p.ApplicationID != app) {
+			return ""
+		}
+		app = p.ApplicationID
+	}
+	return app
 }
 
 // started sets where a URR's measurement, and the quota, validity and holding time it was
@@ -861,6 +924,12 @@ func (u *URR) started(now time.Time, usage Usage, fresh bool) {
 	}
 	if u.startGiven {
 		u.StartBase, u.startGiven = &usage, false
+	}
+	if u.stopGiven {
+		if u.lastPacket.IsZero() {
+			u.lastPacket, u.lastPacketUsage = now, usage
+		}
+		u.stopGiven = false
 	}
 	if u.quotaGiven {
 		u.QuotaSince, u.QuotaBase, u.quotaGiven = now, usage, false
@@ -979,6 +1048,7 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 				u.reported(now, cur)
 				u.ExhaustedReported = u.ExhaustedReported || rep.trigger == u.Exhausted
 				u.StartOwed = u.StartOwed && rep.trigger != reportSTART
+				u.StopOwed = u.StopOwed && rep.trigger != reportSTOPT
 			}
 		}
 		packed, err := pack(r)
@@ -1000,29 +1070,18 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 	})
 }
 
-// observeUsage takes a reading of the session's usage cur at now: a URR's first packet (START),
-// its last (the holding time counts from there), and the quotas its usage or the time has used
-// up or discarded, whose directions' gates close (§5.2.2.2.1: the UP function stops
-// forwarding) before the report of it goes (due), which is only where the URR's triggers ask for
-// one. The counters are read once a second, so up to a second of traffic passes a volume quota
-// (the report counts it), and a holding time is a second coarse.
+// observeUsage takes a reading of the session's usage cur at now (URR.observe) and saves what
+// it changed. The counters are read once a second, so up to a second of traffic passes a volume
+// quota (the report counts it), and a holding time and a stop are a second coarse.
 func (e *Endpoint) observeUsage(ctx context.Context, s *State, r *Rules, now time.Time, cur Usage) {
 	changed := false
 	for _, id := range sortedKeys(r.URRs) {
 		u := r.URRs[id]
-		u.sawPackets(r, now, cur)
-		changed = u.sawStart(r, cur) || changed
-		trig, ok := u.exhausts(r, now, cur)
-		if !ok {
-			continue
+		c, exhausted := u.observe(r, now, cur, e.cfg.TrafficStop)
+		changed = changed || c
+		if exhausted {
+			e.cfg.Log.Info("N4: a URR's quota is used up or discarded", "upSEID", s.UPSEID, "urr", id, "trigger", fmt.Sprintf("%x", u.Exhausted), "gatesClosed", u.holdsQuota())
 		}
-		// QUVTI and QUHTI fire only where their triggers ask for the report (exhausts).
-		asked := (trig == reportVOLQU && u.VolumeQuotaReport) || (trig == reportTIMQU && u.TimeQuotaReport) || trig == reportQUVTI || trig == reportQUHTI
-		u.Exhausted, u.ExhaustedReported, changed = trig, !asked, true
-		if trig == reportQUVTI {
-			u.QuotaValidUntil = time.Time{} // it has ended; a new one arms it again
-		}
-		e.cfg.Log.Info("N4: a URR's quota is used up or discarded", "upSEID", s.UPSEID, "urr", id, "trigger", fmt.Sprintf("%x", trig), "gatesClosed", u.holdsQuota())
 	}
 	if !changed {
 		return
@@ -1038,6 +1097,29 @@ func (e *Endpoint) observeUsage(ctx context.Context, s *State, r *Rules, now tim
 	if err != nil {
 		e.cfg.Log.Error(err, "N4: saving what a usage reading found", "upSEID", s.UPSEID)
 	}
+}
+
+// observe takes a reading of the session at cur at now for the URR: its first packet (START),
+// its last (the holding time and a stop count from there), a stop of its traffic after
+// stopAfter without a packet (STOPT), and the quotas its usage or the time has used up or
+// discarded, whose directions' gates close (§5.2.2.2.1: the UP function stops forwarding)
+// before the report of it goes (due), which is only where the URR's triggers ask for one. It
+// says whether the URR changed, and whether a quota was used up or discarded.
+func (u *URR) observe(r *Rules, now time.Time, cur Usage, stopAfter time.Duration) (changed, exhausted bool) {
+	seen := u.sawPackets(r, now, cur)
+	changed = u.sawStart(r, cur)
+	changed = u.sawStop(seen, now, cur, stopAfter) || changed
+	trig, ok := u.exhausts(r, now, cur)
+	if !ok {
+		return changed, false
+	}
+	// QUVTI and QUHTI fire only where their triggers ask for the report (exhausts).
+	asked := (trig == reportVOLQU && u.VolumeQuotaReport) || (trig == reportTIMQU && u.TimeQuotaReport) || trig == reportQUVTI || trig == reportQUHTI
+	u.Exhausted, u.ExhaustedReported = trig, !asked
+	if trig == reportQUVTI {
+		u.QuotaValidUntil = time.Time{} // it has ended; a new one arms it again
+	}
+	return true, true
 }
 
 // responseCause is the Cause of a response (0 when it has none).

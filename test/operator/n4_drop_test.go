@@ -243,7 +243,13 @@ var forwardingGNB = netip.MustParseAddr("198.51.100.10")
 // usage cell.
 func forwardingRig(t *testing.T, ue netip.Addr, teid uint32) (r n4Rig, est *smf.Established, ulTEID uint32, usage int64) {
 	t.Helper()
-	r = newN4Rig(t, nil, nil)
+	return forwardingRigWith(t, ue, teid, nil)
+}
+
+// forwardingRigWith is forwardingRig with n4spec applied to the UPF's spec.n4.
+func forwardingRigWith(t *testing.T, ue netip.Addr, teid uint32, n4spec func(*junctionv1.N4)) (r n4Rig, est *smf.Established, ulTEID uint32, usage int64) {
+	t.Helper()
+	r = newN4Rig(t, n4spec, nil)
 	r.associate(t)
 	cp := r.smf.NewCPSEID()
 	forward := ie.NewCreateFAR(ie.NewFARID(idleFARDownlink), ie.NewApplyAction(0x02), ie.NewForwardingParameters(

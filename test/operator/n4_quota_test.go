@@ -252,3 +252,65 @@ func TestN4OnlineChargingAsFree5GCDoesIt(t *testing.T) {
 		t.Fatalf("%d START reports; want the one of the first packet", n)
 	}
 }
+
+// TestN4StopOfTraffic: a URR with START and STOPT (an SMF detecting an application for its PCF,
+// TS 29.244 §5.11) on a UPF with spec.n4.trafficStopAfter 2s. The first downlink packet is
+// reported with START; packets 300 ms apart are no stop; once 2 s pass without one, a report
+// with STOPT counts what came since the START report, and the next packet is a new START.
+func TestN4StopOfTraffic(t *testing.T) {
+	ctx := context.Background()
+	ue := netip.MustParseAddr("10.60.0.16")
+	r, est, _, _ := forwardingRigWith(t, ue, 0x94, func(n *junctionv1.N4) { n.TrafficStopAfter = "2s" })
+	frame := downlinkFrames(ue, 1)[0]
+	named := []*ie.IE{ie.NewURRID(1), ie.NewURRID(2), ie.NewURRID(3)}
+	m, err := r.smf.Modify(ctx, est,
+		ie.NewCreateURR(ie.NewURRID(3), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0x30, 0)), // START | STOPT
+		ie.NewUpdatePDR(append([]*ie.IE{ie.NewPDRID(idlePDRUplink)}, named...)...),
+		ie.NewUpdatePDR(append([]*ie.IE{ie.NewPDRID(idlePDRDownlink)}, named...)...))
+	if err != nil || m.Cause() != ie.CauseRequestAccepted {
+		t.Fatalf("a URR with START and STOPT on both PDRs: %v, cause %d (%s)", err, m.Cause(), why(m))
+	}
+	start, stop := []byte{0x10, 0, 0}, []byte{0x20, 0, 0}
+	time.Sleep(3 * time.Second) // longer than the stop time, with no traffic yet
+	if n := len(reportsWith(t, r, est.CPSEID, 3, stop)); n != 0 {
+		t.Fatalf("%d STOPT reports before any traffic", n)
+	}
+	send := func(what string) time.Time {
+		t.Helper()
+		if out := r.u.forward(t, frame); len(out) != 1 {
+			t.Fatalf("%s: %d frames left, want 1", what, len(out))
+		}
+		return time.Now()
+	}
+	send("the first downlink packet")
+	if rep := usageReportWith(t, r, est.CPSEID, 3, start); rep.Downlink != 92 || rep.DLPackets != 1 {
+		t.Fatalf("the START report: %s; want the one downlink packet of 92 bytes", rep)
+	}
+	var last time.Time
+	for i := range 4 {
+		last = send(fmt.Sprintf("downlink packet %d", i+2))
+		time.Sleep(300 * time.Millisecond)
+	}
+	if n := len(reportsWith(t, r, est.CPSEID, 3, stop)); n != 0 {
+		t.Fatalf("%d STOPT reports while a packet came every 300 ms against a 2 s stop time", n)
+	}
+	rep := usageReportWith(t, r, est.CPSEID, 3, stop)
+	// End Time is in whole seconds (an NTP timestamp): the report went within the second after it.
+	// Under 6 s: the UPF's stop time, not the default of 10 s.
+	if sent := rep.End.Add(time.Second); sent.Sub(last) < 2*time.Second || sent.Sub(last) > 6*time.Second {
+		t.Fatalf("STOPT by %s, %v after the last packet; want the 2 s stop time", sent, sent.Sub(last))
+	}
+	if rep.Downlink != 4*92 || rep.DLPackets != 4 {
+		t.Fatalf("the STOPT report: %s; want the four packets since the START report, 368 bytes", rep)
+	}
+	send("a packet after the stop")
+	eventually(t, programTimeout, "a second START report", func() error {
+		if n := len(reportsWith(t, r, est.CPSEID, 3, start)); n != 2 {
+			return fmt.Errorf("%d START reports", n)
+		}
+		return nil
+	})
+	if n := len(reportsWith(t, r, est.CPSEID, 3, stop)); n != 1 {
+		t.Fatalf("%d STOPT reports; want the one of the stop", n)
+	}
+}

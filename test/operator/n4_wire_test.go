@@ -32,7 +32,7 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 	tshark, err := exec.LookPath("tshark")
 	testenv.Require(t, "tshark (hack/tools.sh tshark installs it; make test does, as root)", err)
 	ctx := context.Background()
-	r := newN4Rig(t, func(n *junctionv1.N4) { n.HeartbeatInterval = "300ms" }, nil)
+	r := newN4Rig(t, func(n *junctionv1.N4) { n.HeartbeatInterval, n.TrafficStopAfter = "300ms", "1s" }, nil)
 	r.associate(t)
 	if _, err := r.smf.Update(ctx); err != nil {
 		t.Fatal(err)
@@ -57,12 +57,14 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 		}
 		return nil
 	})
-	// START: the session's first packet since, one up its WiFi leg, is reported.
-	if _, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x13, 0))); err != nil {
+	// START: the session's first packet since, one up its WiFi leg, is reported; a second
+	// without another, STOPT.
+	if _, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x33, 0))); err != nil {
 		t.Fatal(err)
 	}
 	r.u.forward(t, aliceTraffic(metered, 1, 0)[0])
 	usageReportWith(t, r, 0, 0, []byte{0x10, 0, 0}) // START
+	usageReportWith(t, r, 0, 0, []byte{0x20, 0, 0}) // STOPT
 	// A Time Quota of a second: once it has passed, the gates close and a Usage Report says TIMQU.
 	if _, err := r.smf.Modify(ctx, est, ie.NewUpdateURR(ie.NewURRID(smf.URRID), ie.NewReportingTriggers(0x03, 0x02), ie.NewTimeQuota(time.Second))); err != nil {
 		t.Fatal(err)
