@@ -53,11 +53,13 @@ type State struct {
 	UPSEID uint64     `json:"upSEID"`
 	CPSEID uint64     `json:"cpSEID"`
 	CPAddr netip.Addr `json:"cpAddr"`
-	// SMF is the Node ID of the SMF's association.
-	SMF   string            `json:"smf"`
-	SUPI  string            `json:"supi"`
-	Rules packedRules       `json:"rules"`           // the SMF's rules, packed between requests (rules.go)
-	TEIDs map[uint16]uint32 `json:"teids,omitempty"` // PDR ID -> the TEID the UPF chose (CH)
+	// SMF is the Node ID of the SMF's association; SMFCSID the SMF's FQ-CSID for the session,
+	// if it gave one (csid.go).
+	SMF     string            `json:"smf"`
+	SMFCSID *FQCSID           `json:"smfCSID,omitempty"`
+	SUPI    string            `json:"supi"`
+	Rules   packedRules       `json:"rules"`           // the SMF's rules, packed between requests (rules.go)
+	TEIDs   map[uint16]uint32 `json:"teids,omitempty"` // PDR ID -> the TEID the UPF chose (CH)
 	// Idle is a single-access session's address, which it keeps when its SMF removes every PDR
 	// (OAI's does while the UE is idle): makePlan has it from here then.
 	Idle netip.Addr `json:"idle,omitzero"`
@@ -472,9 +474,11 @@ func (e *Endpoint) handle(ctx context.Context, b []byte, from netip.AddrPort) {
 		e.associationRequest(ctx, key, from, h, ies, perr)
 	case message.MsgTypeSessionEstablishmentRequest, message.MsgTypeSessionModificationRequest, message.MsgTypeSessionDeletionRequest:
 		e.sessionRequest(ctx, key, from, h, ies, perr)
+	case message.MsgTypeSessionSetDeletionRequest:
+		e.sessionSetDeletion(ctx, key, from, h, ies, perr)
 	default:
-		// PFD management, session set deletion, node reports from a CP: not offered. Requests
-		// of unknown types are ignored (TS 29.244 §7.6.2 "Unknown message").
+		// PFD management, node reports from a CP: not offered. Requests of unknown types are
+		// ignored (TS 29.244 §7.6.2 "Unknown message").
 		e.cache.forget(key)
 		e.cfg.Log.V(1).Info("N4: ignored a message of an unsupported type", "from", from, "type", h.Type)
 	}

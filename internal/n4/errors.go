@@ -94,7 +94,7 @@ var ieNames = map[uint16]string{
 	ie.DownlinkDataNotificationDelay: "Downlink Data Notification Delay", ie.SuggestedBufferingPacketsCount: "Suggested Buffering Packets Count",
 	ie.MTEDTControlInformation: "MT-EDT Control Information", ie.UEIPAddress: "UE IP Address", ie.OuterHeaderRemoval: "Outer Header Removal",
 	ie.RecoveryTimeStamp: "Recovery Time Stamp", ie.FARID: "FAR ID", ie.QERID: "QER ID", ie.URRID: "URR ID",
-	ie.QFI: "QFI", ie.UserID: "User ID", ie.TGPPInterfaceType: "3GPP Interface Type", ie.CreateMAR: "Create MAR",
+	ie.QFI: "QFI", ie.UserID: "User ID", ie.TGPPInterfaceType: "3GPP Interface Type", ie.CreateMAR: "Create MAR", ie.FQCSID: "FQ-CSID",
 	ie.TGPPAccessForwardingActionInformation:          "Access Forwarding Action Information 1",
 	ie.NonTGPPAccessForwardingActionInformation:       "Access Forwarding Action Information 2",
 	ie.UpdateTGPPAccessForwardingActionInformation:    "Update Access Forwarding Action Information 1",

@@ -106,7 +106,8 @@ type establishment struct {
 	cpAddr netip.Addr
 	rules  *Rules
 	supi   string
-	atsss  *ie.IE // the ATSSS Control Parameters to answer with, if asked
+	atsss  *ie.IE  // the ATSSS Control Parameters to answer with, if asked
+	csid   *FQCSID // the SMF's FQ-CSID, if it gave one
 }
 
 // decodeEstablishment reads a Session Establishment Request's IEs (TS 29.244 §7.5.2). The
@@ -134,7 +135,10 @@ func decodeEstablishment(ies []*ie.IE) (_ *establishment, err error) {
 	}
 	q.cpSEID = fseid.SEID
 	q.cpAddr, _ = ipv4(fseid.IPv4Address)
-	if err := c.only(append([]uint16{ie.NodeID, ie.FSEID, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateURR, ie.CreateMAR, ie.CreateBAR, ie.ProvideATSSSControlInformation}, informational...)...); err != nil {
+	if err := c.only(append([]uint16{ie.NodeID, ie.FSEID, ie.CreatePDR, ie.CreateFAR, ie.CreateQER, ie.CreateURR, ie.CreateMAR, ie.CreateBAR, ie.ProvideATSSSControlInformation, ie.FQCSID}, informational...)...); err != nil {
+		return q, err
+	}
+	if q.csid, err = smfCSID(c); err != nil {
 		return q, err
 	}
 	if _, err := c.need(ie.CreatePDR); err != nil {
@@ -199,7 +203,7 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 		return fseid, nil, refuse(CauseSystemFailure, 0, "keeping the session's rules: %v", err)
 	}
 	e.mu.Lock()
-	s := &State{UPSEID: e.newSEIDLocked(), CPSEID: fseid, CPAddr: q.cpAddr, SMF: smf, Rules: packed}
+	s := &State{UPSEID: e.newSEIDLocked(), CPSEID: fseid, CPAddr: q.cpAddr, SMF: smf, SMFCSID: q.csid, Rules: packed}
 	if supi == "" {
 		supi = fmt.Sprintf("nai-n4-%016x@%s", s.UPSEID, e.cfg.UPF)
 	}
@@ -240,6 +244,9 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 	if q.atsss != nil {
 		out = append(out, q.atsss)
 	}
+	if q.csid != nil {
+		out = append(out, e.upFQCSID())
+	}
 	return fseid, out, nil
 }
 
@@ -257,8 +264,15 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	if err != nil {
 		return nil, err
 	}
-	if err := c.only(append(append(modificationRules, barIEs...), ie.FSEID, ie.PFCPSMReqFlags)...); err != nil {
+	if err := c.only(append(append(modificationRules, barIEs...), ie.FSEID, ie.PFCPSMReqFlags, ie.FQCSID)...); err != nil {
 		return nil, err
+	}
+	csid, err := smfCSID(c) // a new one replaces the session's (the SMF moved it to another set)
+	if err != nil {
+		return nil, err
+	}
+	if csid == nil {
+		csid = s.SMFCSID
 	}
 	cur, err := s.Rules.rules()
 	if err != nil {
@@ -343,7 +357,7 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	p.DropBuffered = flags&smReqDROBU != 0
 	p.EndMarkers = endMarkers(cur, r)
 	prevPlan, _ := makePlan(cur, prevTEIDs, s.SUPI, s.Idle, e.cfg.Target)
-	prevCP, prevAddr, prevIdle, prevCarried, prevParked := s.CPSEID, s.CPAddr, s.Idle, s.Carried, s.Parked
+	prevCP, prevAddr, prevIdle, prevCarried, prevParked, prevCSID := s.CPSEID, s.CPAddr, s.Idle, s.Carried, s.Parked, s.SMFCSID
 	parks := p.Parked && !s.Parked
 	if parks {
 		// The cells stop counting with these rules and start from zero with the next: what
@@ -357,9 +371,9 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 		s.Carried = cur
 	}
 	e.setRules(s, packed)
-	s.CPSEID, s.CPAddr, s.Idle, s.Parked = cpSEID, cpAddr, p.idle(), p.Parked
+	s.CPSEID, s.CPAddr, s.Idle, s.Parked, s.SMFCSID = cpSEID, cpAddr, p.idle(), p.Parked, csid
 	if err := e.store.Apply(ctx, s, p); err != nil {
-		s.CPSEID, s.CPAddr, s.Idle, s.Carried, s.Parked = prevCP, prevAddr, prevIdle, prevCarried, prevParked
+		s.CPSEID, s.CPAddr, s.Idle, s.Carried, s.Parked, s.SMFCSID = prevCP, prevAddr, prevIdle, prevCarried, prevParked, prevCSID
 		restore()
 		if prevPlan != nil {
 			if rerr := e.store.Apply(ctx, s, prevPlan); rerr != nil {

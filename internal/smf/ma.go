@@ -78,6 +78,9 @@ type MASession struct {
 	// MBRUL and MBRDL, when either is not 0, are the session's AMBR in kbit/s: the MBR of that
 	// QER, as Open5GS and free5GC send it.
 	MBRUL, MBRDL uint64
+	// CSIDs, when set, are the session's Connection Set IDs: an FQ-CSID of the SMF's own address
+	// (partial failure handling; DeleteSets deletes the sessions of some).
+	CSIDs []uint16
 }
 
 // hasQER: the session's PDRs name the QER.
@@ -146,6 +149,9 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 	}
 	if s.URR != nil {
 		ies = append(ies, s.URR.CreateURR())
+	}
+	if len(s.CSIDs) > 0 {
+		ies = append(ies, c.FQCSID(s.CSIDs...))
 	}
 	if s.hasQER() {
 		qer := []*ie.IE{ie.NewQERID(QERID), ie.NewGateStatus(ie.GateStatusOpen, ie.GateStatusOpen)}

@@ -295,6 +295,17 @@ func (c *Client) Session(ctx context.Context, msgType uint8, upSEID uint64, ies 
 // FSEID is the SMF's F-SEID IE for a CP SEID.
 func (c *Client) FSEID(cpSEID uint64) *ie.IE { return ie.NewFSEID(cpSEID, c.ip, nil) }
 
+// FQCSID is the SMF's FQ-CSID IE with these Connection Set IDs, its own address the node.
+func (c *Client) FQCSID(csids ...uint16) *ie.IE { return ie.NewFQCSID(c.ip.String(), csids...) }
+
+// DeleteSets sends a Session Set Deletion Request naming the FQ-CSIDs given, as an SMF does
+// when the part of it that held those sets failed (TS 29.244 §7.4.6).
+func (c *Client) DeleteSets(ctx context.Context, fqcsids ...*ie.IE) (*Response, error) {
+	return c.Send(ctx, func(seq uint32) ([]byte, error) {
+		return message.NewSessionSetDeletionRequest(seq, ie.NewNodeIDHeuristic(c.NodeID), nil, fqcsids...).Marshal()
+	})
+}
+
 // NodeReports returns the Node Report Requests the UPF sent (answered with Request accepted),
 // in order; a retransmission (a sequence number already kept) is answered and not kept again.
 func (c *Client) NodeReports() []*Response {

@@ -113,6 +113,18 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 		}
 		return nil
 	})
+	// Partial failure handling: a session tagged with the SMF's FQ-CSID (the UPF answers with its
+	// own), then deleted with its set, and a Session Set Deletion refused for want of an FQ-CSID.
+	tagged := alice()
+	tagged.UEAddr, tagged.IMSI, tagged.CSIDs = netip.MustParseAddr("10.60.0.10"), "001010000000078", []uint16{7}
+	if _, err := r.smf.Establish(ctx, tagged); err != nil {
+		t.Fatal(err)
+	}
+	for _, sets := range [][]*ie.IE{{r.smf.FQCSID(7)}, nil} {
+		if _, err := r.smf.DeleteSets(ctx, sets...); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A PFCP version the endpoint does not speak: Version Not Supported Response.
 	v2 := []byte{0x40, message.MsgTypeHeartbeatRequest, 0, 4, 0, 0, 9, 0}
 	if _, err := r.smf.SendRaw(ctx, 9, v2); err != nil {
@@ -151,7 +163,7 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 	for _, b := range got {
 		seen[b[1]]++
 	}
-	for _, typ := range []uint8{2, 1, 6, 7, 8, 9, 10, 11, 51, 53, 55, 56} {
+	for _, typ := range []uint8{2, 1, 6, 7, 8, 9, 10, 11, 15, 51, 53, 55, 56} {
 		if seen[typ] == 0 {
 			t.Errorf("no message of type %d among the endpoint's (%v): the run did not cover it", typ, seen)
 		}
