@@ -15,7 +15,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -329,6 +331,12 @@ func (st *n4Store) Load(ctx context.Context) ([]*n4.State, n4.NodeState, error) 
 		st.writer.mark.Lock()
 		st.writer.marked = node.Unsaved // what the API server holds
 		st.writer.mark.Unlock()
+		for _, p := range s.PFDs {
+			if node.PFDs == nil {
+				node.PFDs = map[string][]string{}
+			}
+			node.PFDs[p.ApplicationID] = p.FlowDescriptions
+		}
 		for _, a := range s.Associations {
 			n := n4.Association{NodeID: a.NodeID, Since: a.Since.Time, RecoveryTime: a.SMFRecoveryTimeStamp.Time}
 			if ap, err := netip.ParseAddrPort(a.Address); err == nil {
@@ -371,9 +379,13 @@ func (st *n4Store) SaveNode(ctx context.Context, n n4.NodeState) error {
 			NodeID: a.NodeID, Address: a.Addr.String(), Since: metav1.NewTime(a.Since), SMFRecoveryTimeStamp: metav1.NewTime(a.RecoveryTime),
 		})
 	}
+	pfds := []junctionv1.N4ApplicationPFDs{}
+	for _, app := range slices.Sorted(maps.Keys(n.PFDs)) {
+		pfds = append(pfds, junctionv1.N4ApplicationPFDs{ApplicationID: app, FlowDescriptions: n.PFDs[app]})
+	}
 	// Every key written, empty ones too: a merge patch leaves the keys it does not name.
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"n4": map[string]any{
-		"recoveryTimeStamp": metav1.NewTime(n.RecoveryTime), "associations": assocs, "sessions": n.Sessions,
+		"recoveryTimeStamp": metav1.NewTime(n.RecoveryTime), "associations": assocs, "sessions": n.Sessions, "pfds": pfds,
 	}}})
 	if err != nil {
 		return err

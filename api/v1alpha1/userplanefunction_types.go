@@ -374,6 +374,37 @@ type N4Status struct {
 	// new Recovery Time Stamp, so that the SMFs establish their sessions again.
 	// +optional
 	UnsavedSince *metav1.Time `json:"unsavedSince,omitempty"`
+	// pfds are the Packet Flow Descriptions SMFs provisioned (PFD Management, TS 29.244 §6.2.5):
+	// an N4 session's PDR with one of these Application IDs detects its traffic by them, in
+	// place of the SteeringPolicy of that name (docs/n4.md).
+	// +listType=map
+	// +listMapKey=applicationID
+	// +kubebuilder:validation:MaxItems=1024
+	// +optional
+	PFDs []N4ApplicationPFDs `json:"pfds,omitempty"`
+}
+
+// The most status.n4.pfds holds (its markers' values), which the N4 endpoint keeps within.
+const (
+	MaxPFDApplications       = 1024
+	MaxApplicationIDLength   = 255
+	MaxPFDFlowDescriptions   = 64
+	MaxFlowDescriptionLength = 512
+)
+
+// N4ApplicationPFDs are one application's PFDs as an SMF provisioned them.
+type N4ApplicationPFDs struct {
+	// applicationID is the Application ID PDRs name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +required
+	ApplicationID string `json:"applicationID"`
+	// flowDescriptions are the application's flows, IPFilterRule as in SDF filters.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=512
+	// +listType=atomic
+	// +required
+	FlowDescriptions []string `json:"flowDescriptions"`
 }
 
 // TableUsage is how full one table of the UPF is.

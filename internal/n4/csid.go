@@ -100,18 +100,10 @@ func (e *Endpoint) sessionSetDeletion(ctx context.Context, key string, from neti
 			return
 		}
 		e.cfg.Log.V(1).Info("N4: refused a Session Set Deletion Request", "from", from, "cause", r.Cause, "why", r.Msg)
-		var offending *ie.IE
-		if r.OffendingIE != 0 {
-			offending = ie.NewOffendingIE(r.OffendingIE)
-		}
-		e.reply(key, from, message.NewSessionSetDeletionResponse(h.SequenceNumber, nodeID, ie.NewCause(r.Cause), offending))
+		e.reply(key, from, message.NewSessionSetDeletionResponse(h.SequenceNumber, nodeID, ie.NewCause(r.Cause), r.offending()))
 	}
 	if perr != nil {
-		r, ok := perr.(*Refusal)
-		if !ok {
-			r = refuse(CauseInvalidLength, 0, "%v", perr)
-		}
-		answer(r)
+		answer(refusalOf(perr))
 		return
 	}
 	sets, smf, err := decodeSetDeletion(ies)

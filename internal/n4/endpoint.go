@@ -83,6 +83,8 @@ type NodeState struct {
 	Sessions     int
 	// Unsaved: the endpoint before this one stopped with sessions the SMFs know of unwritten.
 	Unsaved bool
+	// PFDs are the flow descriptions the SMFs provisioned, by Application ID (pfd.go).
+	PFDs map[string][]string
 }
 
 // Association is one SMF's PFCP association.
@@ -126,12 +128,12 @@ type Config struct {
 }
 
 // UP Function Features (TS 29.244 §8.2.25), octets 5 to 10: FTUP (octet 5 bit 5: the UPF
-// allocates F-TEIDs), EMPU (octet 6 bit 1: it sends End Markers on SNDEM, which Open5GS's SMF
+// allocates F-TEIDs), PFDM (octet 5 bit 6: PFD Management, pfd.go), EMPU (octet 6 bit 1: it sends End Markers on SNDEM, which Open5GS's SMF
 // asks only of a UPF that says so), MNOP (octet 7 bit 5: usage reports count packets, which the
 // pipeline's usage counters always do; Open5GS asks for it only of a UPF that says so),
 // ATSSS-LL (octet 9 bit 1), RTTWP (octet 10 bit 1: RTT measurement without PMF, what Junction's
 // probes do). Nothing else is advertised: nothing else is done.
-var upFeatures = []uint8{0x10, 0x01, 0x10, 0x00, 0x01, 0x01}
+var upFeatures = []uint8{0x30, 0x01, 0x10, 0x00, 0x01, 0x01}
 
 // Endpoint is the N4 endpoint of one UPF.
 type Endpoint struct {
@@ -150,7 +152,11 @@ type Endpoint struct {
 	seq      uint32
 	pending  map[uint32]chan *message.Header // our requests awaiting an answer
 	dirty    bool                            // the node state changed since the last save
-	plane    userPlane                       // the switch, as the operator last said (node_report.go)
+	pfds     map[string][]string             // by Application ID (pfd.go)
+	// pfdMu: session requests hold it to read, a PFD change to write (PDRs resolve against one
+	// table); taken before any session's mu.
+	pfdMu sync.RWMutex
+	plane userPlane // the switch, as the operator last said (node_report.go)
 	// Of each SMF of AssociateWith: when the UPF next tries to associate with it, why its last
 	// try failed (said in an event once per reason), and where it was last found.
 	setupAfter   map[string]time.Time
@@ -228,10 +234,12 @@ func (e *Endpoint) Bind(ctx context.Context) error {
 				return fmt.Errorf("removing an N4 session of an unknown recovery time: %w", err)
 			}
 		}
-		states, node.Associations = nil, nil
+		// PFDs go too: an SMF provisions them again once it has associated anew.
+		states, node.Associations, node.PFDs = nil, nil, nil
 		e.recovery = time.Now().Truncate(time.Second)
 		e.dirty = true
 	}
+	e.pfds = node.PFDs
 	now := time.Now()
 	for _, a := range node.Associations {
 		a := a
@@ -476,9 +484,11 @@ func (e *Endpoint) handle(ctx context.Context, b []byte, from netip.AddrPort) {
 		e.sessionRequest(ctx, key, from, h, ies, perr)
 	case message.MsgTypeSessionSetDeletionRequest:
 		e.sessionSetDeletion(ctx, key, from, h, ies, perr)
+	case message.MsgTypePFDManagementRequest:
+		e.pfdManagement(ctx, key, from, h, ies, perr)
 	default:
-		// PFD management, node reports from a CP: not offered. Requests of unknown types are
-		// ignored (TS 29.244 §7.6.2 "Unknown message").
+		// Node reports from a CP: not offered. Requests of unknown types are ignored (TS 29.244
+		// §7.6.2 "Unknown message").
 		e.cache.forget(key)
 		e.cfg.Log.V(1).Info("N4: ignored a message of an unsupported type", "from", from, "type", h.Type)
 	}
@@ -597,11 +607,7 @@ func (e *Endpoint) associationRequest(ctx context.Context, key string, from neti
 		e.reply(key, from, nodeResponse(h.Type, h.SequenceNumber, out...))
 	}
 	if perr != nil {
-		r, ok := perr.(*Refusal)
-		if !ok {
-			r = refuse(CauseInvalidLength, 0, "%v", perr)
-		}
-		fail(r)
+		fail(refusalOf(perr))
 		return
 	}
 	c, err := messageIEs(ies, ie.UserPlaneIPResourceInformation, ie.AlternativeSMFIPAddress, ie.SMFSetID)
@@ -873,17 +879,24 @@ func (e *Endpoint) saveNode(ctx context.Context) {
 		return
 	}
 	e.dirty = false
-	n := NodeState{RecoveryTime: e.recovery, Sessions: len(e.sessions)}
-	for _, a := range e.assocs {
-		n.Associations = append(n.Associations, *a)
-	}
 	e.mu.Unlock()
-	if err := e.store.SaveNode(ctx, n); err != nil {
+	if err := e.store.SaveNode(ctx, e.nodeState()); err != nil {
 		e.mu.Lock()
 		e.dirty = true
 		e.mu.Unlock()
 		e.cfg.Log.V(1).Info("N4: saving the node state failed; retrying", "error", err)
 	}
+}
+
+// nodeState is what the endpoint saves of itself.
+func (e *Endpoint) nodeState() NodeState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := NodeState{RecoveryTime: e.recovery, Sessions: len(e.sessions), PFDs: e.pfds}
+	for _, a := range e.assocs {
+		n.Associations = append(n.Associations, *a)
+	}
+	return n
 }
 
 // newSEID returns a random UP SEID no session has (0 is never one).

@@ -52,11 +52,28 @@ func ruleFailure(typ uint8, id uint32, format string, args ...any) *Refusal {
 	return &Refusal{Cause: CauseRuleFailure, Rule: &RuleRef{Type: typ, ID: id}, Msg: fmt.Sprintf(format, args...)}
 }
 
+// refusalOf is the refusal of a request whose framing or IEs did not parse (perr).
+func refusalOf(perr error) *Refusal {
+	if r, ok := perr.(*Refusal); ok {
+		return r
+	}
+	return refuse(CauseInvalidLength, 0, "%v", perr)
+}
+
+// offending is the refusal's Offending IE, nil when it names none: for the node responses whose
+// constructors take it apart.
+func (r *Refusal) offending() *ie.IE {
+	if r.OffendingIE == 0 {
+		return nil
+	}
+	return ie.NewOffendingIE(r.OffendingIE)
+}
+
 // ies are the IEs that carry the refusal in a response, after the Cause.
 func (r *Refusal) ies() []*ie.IE {
 	var out []*ie.IE
-	if r.OffendingIE != 0 {
-		out = append(out, ie.NewOffendingIE(r.OffendingIE))
+	if x := r.offending(); x != nil {
+		out = append(out, x)
 	}
 	if r.Rule != nil {
 		out = append(out, failedRuleID(*r.Rule))

@@ -20,8 +20,9 @@ var causes = map[uint8]bool{
 	CauseMandatoryIEIncorrect: true, CauseRuleFailure: true, CauseServiceNotSupported: true, CauseUnknownApplicationID: true,
 }
 
-// decodePath is what the endpoint does with a Session Establishment Request before its store:
-// framing, IEs, rules, and the mapping onto Junction's model. It returns the refusal, if any.
+// decodePath is what the endpoint does with a Session Establishment or Modification Request
+// before its store (framing, IEs, rules, and the mapping onto Junction's model), and with a PFD
+// Management or Session Set Deletion Request before it acts. It returns the refusal, if any.
 func decodePath(b []byte) error {
 	h, err := message.ParseHeader(b)
 	if err != nil || int(h.Length)+4 != len(b) {
@@ -35,7 +36,14 @@ func decodePath(b []byte) error {
 		return refuse(CauseInvalidLength, 0, "%v", err)
 	}
 	var rules *Rules
-	if h.Type == message.MsgTypeSessionModificationRequest {
+	switch h.Type {
+	case message.MsgTypePFDManagementRequest:
+		_, _, err := decodePFDs(ies)
+		return err
+	case message.MsgTypeSessionSetDeletionRequest:
+		_, _, err := decodeSetDeletion(ies)
+		return err
+	case message.MsgTypeSessionModificationRequest:
 		// A modification of the first seed's session.
 		c, err := messageIEs(ies, modificationRules...)
 		if err != nil {
@@ -51,7 +59,7 @@ func decodePath(b []byte) error {
 		if rules, err = baseRules.modified(c); err != nil {
 			return err
 		}
-	} else {
+	default:
 		q, err := decodeEstablishment(ies)
 		if err != nil {
 			return err
@@ -71,7 +79,8 @@ func decodePath(b []byte) error {
 // baseRules are the rules of the first seed session, which modifications apply to.
 var baseRules *Rules
 
-// FuzzEstablishment feeds mutated Session Establishment (and Modification) Requests through the decode path: it
+// FuzzEstablishment feeds mutated Session Establishment (and Modification, PFD Management and
+// Session Set Deletion) Requests through the decode path: it
 // must never panic, and every refusal must be a *Refusal with a cause TS 29.244 defines (and,
 // for Rule creation/modification failure, the Failed Rule ID that cause needs).
 func FuzzEstablishment(f *testing.F) {
@@ -136,6 +145,23 @@ func FuzzEstablishment(f *testing.F) {
 		}
 		if err := decodePath(b); err != nil {
 			f.Fatalf("modification seed refused: %v", err)
+		}
+		f.Add(b)
+	}
+	// Node requests with IEs of their own: PFDs (flow descriptions in two kinds of contents), a
+	// set deletion by FQ-CSIDs.
+	for _, m := range []interface{ Marshal() ([]byte, error) }{
+		message.NewPFDManagementRequest(3, ie.NewNodeIDHeuristic("smf.example"), ie.NewApplicationIDsPFDs(ie.NewApplicationID("video"),
+			ie.NewPFDContext(ie.NewPFDContents("permit out 17 from 198.51.100.0/24 to assigned", "", "", "", "", nil, nil, nil)),
+			ie.NewPFDContext(ie.NewPFDContents("", "", "", "", "", []string{"permit out 6 from 192.0.2.1 443 to assigned"}, nil, nil)))),
+		message.NewSessionSetDeletionRequest(4, ie.NewNodeIDHeuristic("smf.example"), ie.NewFQCSID("192.0.2.9", 1, 2), ie.NewFQCSID("2001:db8::9", 3)),
+	} {
+		b, err := m.Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		if err := decodePath(b); err != nil {
+			f.Fatalf("node request seed refused: %v", err)
 		}
 		f.Add(b)
 	}

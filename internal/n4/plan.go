@@ -116,9 +116,6 @@ func (l *leg) gtpu() bool { return l.ohc.Desc == ohcGTPUv4 }
 // it keeps if they have no PDR left (State.Idle). Every refusal names the rule (Failed Rule ID)
 // or the IE (Offending IE).
 func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t Target) (*Plan, error) {
-	if err := r.checkURRs(); err != nil {
-		return nil, err
-	}
 	for _, id := range sortedKeys(r.PDRs) {
 		p := r.PDRs[id]
 		if err := checkRefs(r, p); err != nil {
@@ -127,6 +124,10 @@ func makePlan(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr, t
 		if !r.cpForwarding(p) && p.Source != ifaceAccess && p.Source != ifaceCore && p.Source != ifaceN6LAN {
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d: Source Interface %d is neither Access nor Core (nor the CP function's IPv6 router advertisements, docs/n4.md)", p.ID, p.Source)
 		}
+	}
+	// After the references: a URR's scope reads the QoS flows, and so the QERs the PDRs name.
+	if err := r.checkURRs(); err != nil {
+		return nil, err
 	}
 	fw, err := indirectForwardingOf(r, teids, t)
 	if err != nil {
@@ -326,9 +327,10 @@ func mapSession(r *Rules, teids map[uint16]uint32, supi string, idle netip.Addr,
 		switch {
 		case len(sdf) > 0 && p.ApplicationID != "":
 			return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d has both SDF filters and an Application ID", p.ID)
-		case p.ApplicationID != "":
+		case p.ApplicationID != "" && len(p.PFDs) == 0:
 			names = []string{p.ApplicationID}
-		case len(sdf) > 0:
+		case len(sdf)+len(p.PFDs) > 0: // an application with PFDs is its flow descriptions
+			sdf = slices.Concat(sdf, p.PFDs)
 			if p.Precedence > 65534 {
 				return nil, ruleFailure(ie.RuleIDTypePDR, uint32(p.ID), "PDR %d: precedence %d is above 65534, the largest a policy takes", p.ID, p.Precedence)
 			}

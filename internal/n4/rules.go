@@ -95,9 +95,12 @@ type PDR struct {
 	// SDFIDs are the SDF Filter IDs of SDF's bidirectional filters, one for each of SDF (0: a
 	// filter without one), or none when no filter has one; SDFRefs the IDs of bidirectional
 	// filters this PDR names by ID alone, whose description another PDR carries (Rules.filters).
-	SDFIDs          []uint32 `json:"sdfIDs,omitempty"`
-	SDFRefs         []uint32 `json:"sdfRefs,omitempty"`
-	ApplicationID   string   `json:"applicationID,omitempty"`
+	SDFIDs        []uint32 `json:"sdfIDs,omitempty"`
+	SDFRefs       []uint32 `json:"sdfRefs,omitempty"`
+	ApplicationID string   `json:"applicationID,omitempty"`
+	// PFDs are the flow descriptions the SMFs provisioned for ApplicationID when the session was
+	// last resolved against them (pfd.go); none: the SteeringPolicy of that name detects it.
+	PFDs            []string `json:"pfds,omitempty"`
 	NetworkInstance string   `json:"networkInstance,omitempty"`
 	OHR             *uint8   `json:"ohr,omitempty"`
 	FARID           *uint32  `json:"farID,omitempty"`

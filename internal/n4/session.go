@@ -17,6 +17,8 @@ import (
 var informational = []uint16{ie.PDNType, ie.APNDNN, ie.SNSSAI, ie.UserID}
 
 func (e *Endpoint) sessionRequest(ctx context.Context, key string, from netip.AddrPort, h *message.Header, ies []*ie.IE, perr error) {
+	e.pfdMu.RLock() // before any session's mu
+	defer e.pfdMu.RUnlock()
 	var s *State
 	if h.Type != message.MsgTypeSessionEstablishmentRequest {
 		e.mu.Lock()
@@ -176,6 +178,7 @@ func (e *Endpoint) establish(ctx context.Context, ies []*ie.IE) (uint64, []*ie.I
 		return 0, nil, err
 	}
 	smf, fseid, r, supi := q.smf, q.cpSEID, q.rules, q.supi
+	e.resolveApps(r)
 	e.mu.Lock()
 	assoc := e.assocs[smf]
 	// A CP F-SEID already in use by this SMF replaces that session (the SMF lost it).
@@ -299,6 +302,7 @@ func (e *Endpoint) modify(ctx context.Context, s *State, ies []*ie.IE) ([]*ie.IE
 	if err != nil {
 		return nil, err
 	}
+	e.resolveApps(r)
 	// Reports and new URRs need the session's usage now: read before anything changes. So do
 	// QoS flows that move to other cells (flowMoves): what their cells counted is carried.
 	var usage Usage

@@ -49,9 +49,12 @@ type Steering struct {
 
 // App is a downlink PDR with an SDF filter and its own MAR.
 type App struct {
-	Flow       string // IPFilterRule, e.g. "permit out 17 from 198.51.100.0/24 to assigned 5000-5100"
-	Precedence uint32
-	Steering   Steering
+	Flow string // IPFilterRule, e.g. "permit out 17 from 198.51.100.0/24 to assigned 5000-5100"
+	// ApplicationID, when set, names the application in place of Flow: its PFDs (ProvidePFDs)
+	// or the SteeringPolicy of that name describe it.
+	ApplicationID string
+	Precedence    uint32
+	Steering      Steering
 }
 
 // MASession is an MA PDU session as the SMF sets it up: one UE IP address (Junction's session
@@ -140,10 +143,14 @@ func (c *Client) EstablishmentIEs(s MASession, cpSEID uint64) []*ie.IE {
 		c.CreateMAR(MARDefault, s.Default, s.UENon3GPP.IsValid()))
 	for i, a := range s.Apps {
 		mar := appMAR(i)
+		detect := ie.NewSDFFilter(a.Flow, "", "", "", 0)
+		if a.ApplicationID != "" {
+			detect = ie.NewApplicationID(a.ApplicationID)
+		}
 		ies = append(ies,
 			pdr(ie.NewPDRID(PDRDownlink+uint16(i)+1), ie.NewPrecedence(a.Precedence), ie.NewPDI(
 				ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x06, s.UEAddr.String(), "", 0, 0),
-				ie.NewSDFFilter(a.Flow, "", "", "", 0)),
+				detect),
 				ie.NewMARID(mar)),
 			c.CreateMAR(mar, a.Steering, s.UENon3GPP.IsValid()))
 	}

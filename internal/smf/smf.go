@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -297,6 +298,23 @@ func (c *Client) FSEID(cpSEID uint64) *ie.IE { return ie.NewFSEID(cpSEID, c.ip, 
 
 // FQCSID is the SMF's FQ-CSID IE with these Connection Set IDs, its own address the node.
 func (c *Client) FQCSID(csids ...uint16) *ie.IE { return ie.NewFQCSID(c.ip.String(), csids...) }
+
+// ProvidePFDs sends a PFD Management Request (TS 29.244 §7.4.3.1): each application with its
+// flow descriptions, one PFD context each (none: the application's PFDs are removed); apps nil
+// names no application, which removes every PFD.
+func (c *Client) ProvidePFDs(ctx context.Context, apps map[string][]string) (*Response, error) {
+	ies := []*ie.IE{ie.NewNodeIDHeuristic(c.NodeID)}
+	for _, app := range slices.Sorted(maps.Keys(apps)) {
+		pfds := []*ie.IE{ie.NewApplicationID(app)}
+		for _, fd := range apps[app] {
+			pfds = append(pfds, ie.NewPFDContext(ie.NewPFDContents(fd, "", "", "", "", nil, nil, nil)))
+		}
+		ies = append(ies, ie.NewApplicationIDsPFDs(pfds...))
+	}
+	return c.Send(ctx, func(seq uint32) ([]byte, error) {
+		return message.NewPFDManagementRequest(seq, ies...).Marshal()
+	})
+}
 
 // DeleteSets sends a Session Set Deletion Request naming the FQ-CSIDs given, as an SMF does
 // when the part of it that held those sets failed (TS 29.244 §7.4.6).

@@ -678,3 +678,53 @@ func qosFlows(n int) []any {
 func qosFlow(name string, qfi int64) map[string]any {
 	return map[string]any{"name": name, "qfi": qfi, "trafficDescriptor": map[string]any{"destinationPrefixes": []any{"198.51.100.0/24"}}}
 }
+
+// TestN4PFDLimitsAreTheEndpoints: status.n4.pfds takes as many applications, flow descriptions
+// and octets as the N4 endpoint keeps (junctionv1.MaxPFD..., which it refuses PFDs beyond with
+// cause 75), and the API server refuses one more of each, naming the field.
+func TestN4PFDLimitsAreTheEndpoints(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "pfds")
+	obj := sample(t, upf, "edge-upf-1")
+	obj.SetNamespace("pfds")
+	if err := k8s.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	fd := "permit out 17 from 198.51.100.0/24 to assigned"
+	apps := func(n, fds int, id, desc string) []any {
+		var out []any
+		for i := range n {
+			list := []any{}
+			for range fds {
+				list = append(list, desc)
+			}
+			out = append(out, map[string]any{"applicationID": fmt.Sprintf("%s-%d", id, i), "flowDescriptions": list})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		pfds  []any
+		field string // "": accepted
+	}{
+		{"the most of each", append(apps(junctionv1.MaxPFDApplications-1, 1, "app", fd),
+			apps(1, junctionv1.MaxPFDFlowDescriptions, strings.Repeat("a", junctionv1.MaxApplicationIDLength-2), strings.Repeat(" ", junctionv1.MaxFlowDescriptionLength-len(fd))+fd)...), ""},
+		{"one application more", apps(junctionv1.MaxPFDApplications+1, 1, "app", fd), "status.n4.pfds"},
+		{"one flow description more", apps(1, junctionv1.MaxPFDFlowDescriptions+1, "app", fd), "status.n4.pfds[0].flowDescriptions"},
+		{"a flow description one octet longer", apps(1, 1, "app", strings.Repeat(" ", junctionv1.MaxFlowDescriptionLength+1-len(fd))+fd), "status.n4.pfds[0].flowDescriptions[0]"},
+		{"an Application ID one octet longer", apps(1, 1, strings.Repeat("a", junctionv1.MaxApplicationIDLength-1), fd), "status.n4.pfds[0].applicationID"},
+	} {
+		cur := obj.DeepCopy()
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+			t.Fatal(err)
+		}
+		setPath(t, cur.Object, "status.n4.pfds", tc.pfds)
+		err := k8s.Status().Update(ctx, cur)
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: rejected: %v", tc.name, err)
+		case tc.field != "" && (err == nil || !strings.Contains(err.Error(), tc.field)):
+			t.Errorf("%s: %v; want a rejection naming %s", tc.name, err, tc.field)
+		}
+	}
+}

@@ -181,13 +181,13 @@ func TestN4MASessionLifecycle(t *testing.T) {
 	if c := resp.Cause(); c != ie.CauseRequestAccepted {
 		t.Fatalf("Association Setup: cause %d, want 1", c)
 	}
-	// UP Function Features (TS 29.244 §8.2.25): FTUP is octet 5 bit 5, EMPU octet 6 bit 1, MNOP
-	// octet 7 bit 5, ATSSS-LL octet 9 bit 1, RTTWP octet 10 bit 1; not MPTCP (octet 8 bit 8),
-	// nothing else.
+	// UP Function Features (TS 29.244 §8.2.25): FTUP is octet 5 bit 5, PFDM octet 5 bit 6, EMPU
+	// octet 6 bit 1, MNOP octet 7 bit 5, ATSSS-LL octet 9 bit 1, RTTWP octet 10 bit 1; not MPTCP
+	// (octet 8 bit 8), nothing else.
 	if x := resp.Find(ie.UPFunctionFeatures); x == nil {
 		t.Error("no UP Function Features")
-	} else if got := fmt.Sprintf("%x", x.Payload); got != "100110000101" || !x.HasFTUP() || !x.HasEMPU() || !x.HasMNOP() {
-		t.Errorf("UP Function Features %s, want 100110000101 (FTUP, EMPU, MNOP, ATSSS-LL, RTTWP)", got)
+	} else if got := fmt.Sprintf("%x", x.Payload); got != "300110000101" || !x.HasFTUP() || !x.HasPFDM() || !x.HasEMPU() || !x.HasMNOP() {
+		t.Errorf("UP Function Features %s, want 300110000101 (FTUP, PFDM, EMPU, MNOP, ATSSS-LL, RTTWP)", got)
 	}
 	x := resp.Find(ie.RecoveryTimeStamp)
 	if x == nil {
@@ -602,6 +602,12 @@ func TestN4RefusesWhatItCannotApply(t *testing.T) {
 			ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
 				ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewMARID(smf.MARDefault), ie.NewURRID(5))),
 			73, "failed rule type 0 id 000a", nil},
+		{"a PDR naming a QER the session does not have, and a URR (which reads the PDRs' QoS flows)", func(in []*ie.IE) []*ie.IE {
+			return adding(ie.NewCreateURR(ie.NewURRID(5), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0, 0)))(
+				replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
+					ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),
+						ie.NewUEIPAddress(0x06, "10.60.0.7", "", 0, 0)), ie.NewMARID(smf.MARDefault), ie.NewURRID(5), ie.NewQERID(9)))(in))
+		}, 73, "failed rule type 0 id 000a", nil},
 		{"a URR one of two downlink PDRs names (a session's direction is measured whole)", func(in []*ie.IE) []*ie.IE {
 			return adding(ie.NewCreateURR(ie.NewURRID(1), ie.NewMeasurementMethod(0, 1, 0), ie.NewReportingTriggers(0, 0)))(replacing(ie.CreatePDR, ie.PDRID, u16b(smf.PDRDownlink),
 				ie.NewCreatePDR(ie.NewPDRID(smf.PDRDownlink), ie.NewPrecedence(65000), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore),

@@ -85,8 +85,8 @@ func TestN4UPFInitiatedAssociation(t *testing.T) {
 	if id, err := setup.Find(ie.NodeID).NodeID(); err != nil || id != "127.0.0.1" {
 		t.Errorf("the request's Node ID %q (%v), want spec.n4.nodeID 127.0.0.1", id, err)
 	}
-	if f := setup.Find(ie.UPFunctionFeatures); f == nil || !bytes.Equal(f.Payload, []byte{0x10, 0x01, 0x10, 0x00, 0x01, 0x01}) {
-		t.Errorf("the request's UP Function Features %v, want 100110000101", f)
+	if f := setup.Find(ie.UPFunctionFeatures); f == nil || !bytes.Equal(f.Payload, []byte{0x30, 0x01, 0x10, 0x00, 0x01, 0x01}) {
+		t.Errorf("the request's UP Function Features %v, want 300110000101", f)
 	}
 	est, err := sm.Establish(ctx, alice())
 	if err != nil || est.Resp.Cause() != ie.CauseRequestAccepted {

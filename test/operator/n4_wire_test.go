@@ -125,6 +125,16 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// PFD Management: PFDs taken, and PFDs refused (a domain name).
+	if _, err := r.smf.ProvidePFDs(ctx, map[string][]string{"video": {"permit out 17 from 198.51.100.0/24 to assigned"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.smf.Send(ctx, func(seq uint32) ([]byte, error) {
+		return message.NewPFDManagementRequest(seq, ie.NewApplicationIDsPFDs(ie.NewApplicationID("web"),
+			ie.NewPFDContext(ie.NewPFDContents("", "", "web.example", "", "", nil, nil, nil)))).Marshal()
+	}); err != nil {
+		t.Fatal(err)
+	}
 	// A PFCP version the endpoint does not speak: Version Not Supported Response.
 	v2 := []byte{0x40, message.MsgTypeHeartbeatRequest, 0, 4, 0, 0, 9, 0}
 	if _, err := r.smf.SendRaw(ctx, 9, v2); err != nil {
@@ -163,7 +173,7 @@ func TestN4MessagesDecodeInWireshark(t *testing.T) {
 	for _, b := range got {
 		seen[b[1]]++
 	}
-	for _, typ := range []uint8{2, 1, 6, 7, 8, 9, 10, 11, 15, 51, 53, 55, 56} {
+	for _, typ := range []uint8{2, 1, 4, 6, 7, 8, 9, 10, 11, 15, 51, 53, 55, 56} {
 		if seen[typ] == 0 {
 			t.Errorf("no message of type %d among the endpoint's (%v): the run did not cover it", typ, seen)
 		}
