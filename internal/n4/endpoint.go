@@ -128,8 +128,8 @@ type Config struct {
 }
 
 // UP Function Features (TS 29.244 §8.2.25), octets 5 to 10: FTUP (octet 5 bit 5: the UPF
-// allocates F-TEIDs), PFDM (octet 5 bit 6: PFD Management, pfd.go), EMPU (octet 6 bit 1: it sends End Markers on SNDEM, which Open5GS's SMF
-// asks only of a UPF that says so), MNOP (octet 7 bit 5: usage reports count packets, which the
+// allocates F-TEIDs), PFDM (octet 5 bit 6: PFD Management, pfd.go), EMPU (octet 6 bit 1: it
+// sends End Markers on SNDEM, which Open5GS's SMF asks only of a UPF that says so), MNOP (octet 7 bit 5: usage reports count packets, which the
 // pipeline's usage counters always do; Open5GS asks for it only of a UPF that says so),
 // ATSSS-LL (octet 9 bit 1), RTTWP (octet 10 bit 1: RTT measurement without PMF, what Junction's
 // probes do). Nothing else is advertised: nothing else is done.

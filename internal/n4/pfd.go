@@ -236,7 +236,8 @@ func (e *Endpoint) pfdManagement(ctx context.Context, key string, from netip.Add
 	}
 	e.mu.Lock()
 	prev := e.pfds
-	e.pfds = next
+	// dirty as well: a save of the node state already under way may land after this one.
+	e.pfds, e.dirty = next, true
 	e.mu.Unlock()
 	if err := e.store.SaveNode(ctx, e.nodeState()); err != nil {
 		e.mu.Lock()
