@@ -4,8 +4,8 @@ package n4
 // the applications its PDRs name by Application ID (a 5G core's NEF hands them to it). Junction
 // takes flow descriptions, the IPFilterRule of SDF filters, and keeps them per UPF, in the
 // UPF's status.n4.pfds; a PDR whose Application ID has PFDs detects by them as a PDR with those
-// SDF filters would (plan.go), and one whose has none by the SteeringPolicy of that name, as
-// before. New PFDs apply to the sessions that name the application at once.
+// SDF filters would (plan.go), and one whose Application ID has none by the SteeringPolicy of
+// that name, as before. New PFDs apply to the sessions that name the application at once.
 
 import (
 	"context"
@@ -263,7 +263,10 @@ func (e *Endpoint) resolvePFDs(ctx context.Context, apps []string) {
 	kept := 0
 	for _, s := range named {
 		s.mu.Lock()
-		if r, err := s.Rules.rules(); err == nil && r.namesAny(apps) {
+		e.mu.Lock()
+		gone := e.sessions[s.UPSEID] != s // released meanwhile (its SMF lost, its set deleted)
+		e.mu.Unlock()
+		if r, err := s.Rules.rules(); !gone && err == nil && r.namesAny(apps) {
 			if err := e.replanPFDs(ctx, s, r); err != nil {
 				kept++
 				e.cfg.Log.Error(err, "N4: a session keeps its earlier PFDs", "upSEID", s.UPSEID)
@@ -288,7 +291,11 @@ func (e *Endpoint) replanPFDs(ctx context.Context, s *State, r *Rules) error {
 	if err != nil {
 		return err
 	}
+	// The rules first: the store saves them with the session, for the next leader.
+	prevRules := s.Rules
+	e.setRules(s, packed)
 	if err := e.store.Apply(ctx, s, p); err != nil {
+		e.setRules(s, prevRules)
 		if prev, perr := makePlan(r, s.TEIDs, s.SUPI, s.Idle, e.cfg.Target); perr == nil {
 			if rerr := e.store.Apply(ctx, s, prev); rerr != nil {
 				e.cfg.Log.Error(rerr, "putting an N4 session back after refused PFDs", "upSEID", s.UPSEID)
@@ -296,7 +303,6 @@ func (e *Endpoint) replanPFDs(ctx context.Context, s *State, r *Rules) error {
 		}
 		return err
 	}
-	e.setRules(s, packed)
 	return nil
 }
 

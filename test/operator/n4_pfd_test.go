@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -89,6 +90,13 @@ func TestN4PFDManagement(t *testing.T) {
 	tcp := junctionv1.TrafficDescriptor{Protocol: junctionv1.ProtocolTCP, DestinationPrefixes: []junctionv1.IPv4Prefix{"203.0.113.0/24"},
 		DestinationPorts: []junctionv1.PortRange{{From: 443}}}
 	selected(1, tcp)
+	// What a new leader restores the session from (its object's N4 state) has them too.
+	eventually(t, programTimeout, "the session's saved N4 state with the new PFDs", func() error {
+		if st := r.n4Sessions(t)[0].Annotations["atsss.junction.dev/n4-session"]; !strings.Contains(st, tcpVideo) || strings.Contains(st, udpVideo) {
+			return fmt.Errorf("atsss.junction.dev/n4-session %s", st)
+		}
+		return nil
+	})
 
 	eventually(t, programTimeout, "every session saved", func() error { // else a restart is one the SMFs must hear of
 		if u := r.n4Status(t).UnsavedSince; u != nil {
