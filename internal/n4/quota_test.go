@@ -235,9 +235,7 @@ func TestStopOfTraffic(t *testing.T) {
 	dl := func(packets uint64) Usage { return Usage{DLPackets: packets, DLBytes: 100 * packets} }
 	accept := func(at time.Duration, cur Usage) { // the SMF accepted the report due
 		trig, _ := u.due(r, t0.Add(at), cur)
-		u.reported(t0.Add(at), cur)
-		u.StartOwed = u.StartOwed && trig != reportSTART
-		u.StopOwed = u.StopOwed && trig != reportSTOPT
+		u.accepted(trig, t0.Add(at), cur)
 	}
 	for _, step := range []struct {
 		at   time.Duration

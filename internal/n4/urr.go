@@ -946,6 +946,15 @@ func (u *URR) movedFlows(from [junctionv1.MaxQoSFlows]int) {
 	}
 }
 
+// accepted records that the SMF accepted the URR's report with trigger, sent at now with the
+// session at cur: the measurement moves on, and the report it owed is owed no more.
+func (u *URR) accepted(trigger [3]byte, now time.Time, cur Usage) {
+	u.reported(now, cur)
+	u.ExhaustedReported = u.ExhaustedReported || trigger == u.Exhausted
+	u.StartOwed = u.StartOwed && trigger != reportSTART
+	u.StopOwed = u.StopOwed && trigger != reportSTOPT
+}
+
 // reported moves the URR's measurement past a report the SMF got.
 func (u *URR) reported(now time.Time, cur Usage) {
 	u.Since, u.Base, u.Seq = now, cur, u.Seq+1
@@ -1045,10 +1054,7 @@ func (e *Endpoint) reportSession(ctx context.Context, s *State) {
 		}
 		for id, rep := range sent {
 			if u := r.URRs[id]; u != nil && u.Seq == rep.seq {
-				u.reported(now, cur)
-				u.ExhaustedReported = u.ExhaustedReported || rep.trigger == u.Exhausted
-				u.StartOwed = u.StartOwed && rep.trigger != reportSTART
-				u.StopOwed = u.StopOwed && rep.trigger != reportSTOPT
+				u.accepted(rep.trigger, now, cur)
 			}
 		}
 		packed, err := pack(r)
